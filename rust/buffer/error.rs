@@ -1,0 +1,95 @@
+//! One error type for the buffer core: a kind (what the caller can do about it),
+//! the errno when the kernel gave one, and a sentence for a person.
+
+use std::fmt;
+
+/// What went wrong, in terms a caller can act on. The Python layer maps each
+/// kind to a subclass of `npu_zc.Error` that is also the matching built-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// No such heap, device or file (FileNotFoundError).
+    NotFound,
+    /// The heap or device exists but this user may not open it (PermissionError).
+    PermissionDenied,
+    /// The kernel could not find the memory (MemoryError).
+    OutOfMemory,
+    /// Bad size, fd, range, dtype or shape (ValueError).
+    InvalidInput,
+    /// The buffer is still in use: views alive, a sync bracket open (BufferError).
+    Busy,
+    /// A pool had no free buffer within the time allowed (TimeoutError).
+    Timeout,
+    /// The buffer was closed already.
+    Closed,
+    /// The peer closed the connection, or sent something that is not ours.
+    Protocol,
+    /// Anything else the kernel said (OSError).
+    Os,
+}
+
+#[derive(Debug, Clone)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub errno: Option<i32>,
+    pub message: String,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, errno: None, message: message.into() }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidInput, message)
+    }
+
+    /// An error from a syscall: the kind follows the errno, the message says
+    /// what we were doing (`context`) and what the kernel answered.
+    pub fn from_errno(errno: rustix::io::Errno, context: impl fmt::Display) -> Self {
+        use rustix::io::Errno;
+        let kind = match errno {
+            Errno::NOENT | Errno::NODEV | Errno::NXIO => ErrorKind::NotFound,
+            Errno::ACCESS | Errno::PERM => ErrorKind::PermissionDenied,
+            Errno::NOMEM | Errno::NOSPC => ErrorKind::OutOfMemory,
+            Errno::INVAL | Errno::BADF | Errno::NOTTY | Errno::FBIG | Errno::OVERFLOW => {
+                ErrorKind::InvalidInput
+            }
+            Errno::BUSY => ErrorKind::Busy,
+            Errno::TIMEDOUT => ErrorKind::Timeout,
+            _ => ErrorKind::Os,
+        };
+        let text = std::io::Error::from_raw_os_error(errno.raw_os_error());
+        Error {
+            kind,
+            errno: Some(errno.raw_os_error()),
+            message: format!("{context}: {text}"),
+        }
+    }
+
+    /// The same error with a hint appended (what to do about it).
+    pub fn hint(mut self, hint: impl fmt::Display) -> Self {
+        self.message = format!("{} ({hint})", self.message);
+        self
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// `?` on a bare errno inside a function that has no better context.
+pub(crate) trait Context<T> {
+    fn context(self, what: impl fmt::Display) -> Result<T>;
+}
+
+impl<T> Context<T> for rustix::io::Result<T> {
+    fn context(self, what: impl fmt::Display) -> Result<T> {
+        self.map_err(|e| Error::from_errno(e, what))
+    }
+}

@@ -1,0 +1,1 @@
+//! Layout engine: frame format conversions into NPU HW layouts and back.

@@ -1,0 +1,15 @@
+//! npu_zc: the Rust core of a zero-copy NPU inference pipeline.
+//!
+//! * [`buffer`] owns every syscall: DMA-BUF allocation (dma-buf heaps, udmabuf,
+//!   memfd), import/export, fd passing, mmap, CPU-access sync and pools.
+//! * [`layout`] owns every hot loop: conversion of frames into the packed
+//!   layouts NPUs read (RGBx u8, RGBx_BF16, RGBx_FP16) and back.
+//!
+//! The Python bindings live in `python` behind the `python` cargo feature, so
+//! the core builds, tests and benches without a Python interpreter.
+
+pub mod buffer;
+pub mod layout;
+
+#[cfg(feature = "python")]
+mod python;

@@ -1,0 +1,7 @@
+//! Python bindings of the layout engine.
+
+use pyo3::prelude::*;
+
+pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+    Ok(())
+}

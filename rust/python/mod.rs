@@ -1,0 +1,15 @@
+//! The thin PyO3 layer: Python types over the Rust core, error mapping, GIL release.
+
+use pyo3::prelude::*;
+
+mod buffer;
+mod errors;
+mod layout;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    buffer::register(m)?;
+    layout::register(m)?;
+    Ok(())
+}
