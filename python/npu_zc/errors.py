@@ -13,7 +13,7 @@ import errno as _errno
 class Error(Exception):
     """Base class of every npu_zc error."""
 
-    errno: int | None = None
+    errno: int | None  # no class-level value: it would hide OSError's own slot
 
     def __init__(self, message: str, errno: int | None = None) -> None:
         super().__init__(message)
