@@ -1,5 +1,63 @@
-"""npu_zc: zero-copy NPU inference pipelines on Linux."""
+"""npu_zc: zero-copy NPU inference pipelines on Linux.
+
+Frames live in DMA-BUFs from the moment preprocessing writes them, in the
+layout the NPU reads natively, until postprocessing reads the result in place.
+"""
 
 from ._core import __version__
+from .buffers import (
+    AutoChoice,
+    BufferPool,
+    CpuAccess,
+    DmaBuf,
+    HeapInfo,
+    PoolSlot,
+    alloc,
+    auto_choice,
+    heaps,
+    recv_buffers,
+    send_buffers,
+)
+from .errors import (
+    BufferClosedError,
+    BufferInUseError,
+    BufferOSError,
+    DeviceNotFoundError,
+    Error,
+    HeapNotFoundError,
+    HeapPermissionError,
+    InvalidArgumentError,
+    ModelError,
+    OutOfMemoryError,
+    PeerError,
+    PoolExhaustedError,
+)
 
-__all__ = ["__version__"]
+__all__ = [
+    "__version__",
+    # buffers
+    "AutoChoice",
+    "BufferPool",
+    "CpuAccess",
+    "DmaBuf",
+    "HeapInfo",
+    "PoolSlot",
+    "alloc",
+    "auto_choice",
+    "heaps",
+    "recv_buffers",
+    "send_buffers",
+    # errors
+    "BufferClosedError",
+    "BufferInUseError",
+    "BufferOSError",
+    "DeviceNotFoundError",
+    "Error",
+    "HeapNotFoundError",
+    "HeapPermissionError",
+    "InvalidArgumentError",
+    "ModelError",
+    "OutOfMemoryError",
+    "PeerError",
+    "PoolExhaustedError",
+]

@@ -60,7 +60,9 @@ impl Error {
             Errno::TIMEDOUT => ErrorKind::Timeout,
             _ => ErrorKind::Os,
         };
-        let text = std::io::Error::from_raw_os_error(errno.raw_os_error());
+        // std's text ends in " (os error N)": the errno is carried separately.
+        let text = std::io::Error::from_raw_os_error(errno.raw_os_error()).to_string();
+        let text = text.split(" (os error").next().unwrap_or_default().to_string();
         Error {
             kind,
             errno: Some(errno.raw_os_error()),
