@@ -1,0 +1,82 @@
+//! Row kernels: one source row in, one destination row (or one row of each
+//! plane) out. The scalar kernels are the reference; SIMD kernels do the
+//! bulk of a row and hand the tail to the scalar ones.
+
+use super::convert::Plan;
+use super::format::Element;
+use super::simd::SimdLevel;
+
+pub(crate) mod scalar;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+#[cfg(target_arch = "aarch64")]
+mod neon;
+
+/// A source row of pixels to one packed destination row.
+pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);
+/// A source row of pixels to one row of each of three planes.
+pub(crate) type PlanarRow = unsafe fn(&Plan, &[u8], &mut [u8], &mut [u8], &mut [u8]);
+/// A Y row and its UV row to 4-byte pixels (R, G, B at given positions, pad).
+pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], [usize; 3], u8);
+
+#[derive(Clone, Copy)]
+pub(crate) enum Encoder {
+    Packed(PackedRow),
+    Planar(PlanarRow),
+}
+
+/// An encoder and its name (`level/what/arithmetic`), for diagnostics and tests.
+///
+/// SIMD encoders compute `(x - mean) / scale` either as `x * (1 / scale) +
+/// (-mean / scale)` in one fused multiply-add ("fma": fast, not always
+/// exact) or with a true division ("div": IEEE-exact like the reference);
+/// a plan takes the first candidate that reproduces the reference.
+#[derive(Clone, Copy)]
+pub(crate) struct Kernel {
+    pub name: &'static str,
+    pub encoder: Encoder,
+}
+
+pub(crate) fn scalar_encoder(element: Element, planar: bool, channels: usize) -> Encoder {
+    use scalar::{packed, planar as plan};
+    macro_rules! pick {
+        ($t:ty) => {
+            match (planar, channels) {
+                (false, 1) => Encoder::Packed(packed::<$t, 1>),
+                (false, 3) => Encoder::Packed(packed::<$t, 3>),
+                (false, _) => Encoder::Packed(packed::<$t, 4>),
+                (true, 1) => Encoder::Planar(plan::<$t, 1>),
+                (true, 3) => Encoder::Planar(plan::<$t, 3>),
+                (true, _) => Encoder::Planar(plan::<$t, 4>),
+            }
+        };
+    }
+    match element {
+        Element::U8 => pick!(u8),
+        Element::Bf16 | Element::F16 => pick!(u16),
+        Element::F32 => pick!(f32),
+    }
+}
+
+/// SIMD encoders for this case, fastest first; empty when there is none.
+/// `identity` says the normalisation is `(x - 0) / 1`.
+#[allow(unused_variables)]
+pub(crate) fn simd_encoders(level: SimdLevel, element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 => x86::encoders(level, element, planar, channels, identity),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::encoders(element, planar, channels, identity),
+        _ => Vec::new(),
+    }
+}
+
+pub(crate) fn nv12_decoder(level: SimdLevel) -> (Nv12Row, &'static str) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 => x86::nv12_decoder(level),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::nv12_decoder(),
+        _ => (scalar::nv12_row, "scalar/nv12"),
+    }
+}
