@@ -41,15 +41,15 @@ pub fn f16_to_f32(bits: u16) -> f32 {
 /// Runs `$body` compiled for the best instruction set of `$level`: the same
 /// portable loop, auto-vectorised by LLVM for AVX2 or AVX-512 where allowed.
 macro_rules! multiversion {
-    ($level:expr, fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {{
+    ($level:expr, fn $name:ident $(<$g:ident: $bound:path>)? ($($arg:ident: $ty:ty),*) $body:block) => {{
         #[inline(always)]
-        fn portable($($arg: $ty),*) $body
+        fn portable $(<$g: $bound>)? ($($arg: $ty),*) $body
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma,f16c")]
-        fn avx2($($arg: $ty),*) { portable($($arg),*) }
+        fn avx2 $(<$g: $bound>)? ($($arg: $ty),*) { portable($($arg),*) }
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-        fn avx512($($arg: $ty),*) { portable($($arg),*) }
+        fn avx512 $(<$g: $bound>)? ($($arg: $ty),*) { portable($($arg),*) }
         let run = |$($arg: $ty),*| match $level {
             // SAFETY: `$level` is a level this CPU supports (SimdLevel::resolve
             // or is_supported checked it), so its instructions are present.

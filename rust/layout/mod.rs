@@ -17,6 +17,7 @@ mod float;
 mod format;
 mod frame;
 mod kernels;
+mod output;
 mod simd;
 
 pub use convert::{convert, describe, Options};
@@ -29,4 +30,7 @@ pub use format::{
     frame_geometry, frame_nbytes, select_format, Element, ElementType, Format, FrameGeometry, TensorLayout,
 };
 pub use frame::{check_destination_size, Destination, Rows, RowsMut, Source, SourcePixels};
+pub use output::{
+    dequantize, from_float32, packed_to_planar, planar_to_packed, quantize, to_float32, topk, QuantInt, Quantization,
+};
 pub use simd::SimdLevel;
