@@ -2,6 +2,8 @@
 //! channel reorder, normalisation, type conversion and padding together,
 //! split by rows across threads for large frames.
 
+use std::sync::{Arc, Mutex};
+
 use rayon::prelude::*;
 
 use super::error::{bail, Result};
@@ -46,8 +48,7 @@ pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Res
         Some(n) => n,
         None => rayon::current_num_threads(),
     };
-    let level = SimdLevel::resolve(options.simd)?;
-    let plan = Plan::new(src.format(), dst.format, options, level)?;
+    let plan = Plan::cached(src.format(), dst.format, options)?;
 
     let out_bytes = dst.planes.iter().map(|p| p.count() * p.row_bytes()).sum::<usize>();
     let wanted = threads.min(out_bytes / MIN_BYTES_PER_THREAD).max(1);
@@ -73,8 +74,8 @@ pub(crate) struct Plan {
     pub src_channels: usize,
     /// For destination channel k, its index within a source pixel.
     pub map: [usize; 3],
-    /// Normalisation per destination channel; the fourth entry leaves the pad
-    /// slot at 0 (x * 0 or x / 1 of a zeroed byte) before the pad is or-ed in.
+    /// Normalisation per destination channel. The fourth entry makes the pad
+    /// slot (read as 0) come out as the pad value: 0 * 0 + pad, (0 + pad) / 1.
     pub mean: [f32; 4],
     pub scale: [f32; 4],
     pub inv_scale: [f32; 4],
@@ -83,6 +84,8 @@ pub(crate) struct Plan {
     pub luts: Luts,
     /// Bits of the pad value in the destination element (u8, f16/bf16 or f32).
     pub pad: u32,
+    /// Byte permutations for kernels that gather with whole-register permutes.
+    pub permutes: kernels::Permutes,
     encoder: Encoder,
     nv12: Option<Nv12Plan>,
     /// Which kernels run, e.g. "avx512/bf16-native/fma" or "scalar/lut".
@@ -100,7 +103,43 @@ struct Nv12Plan {
     pad: u8,
 }
 
+/// What makes two plans the same (floats by their bits).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct PlanKey {
+    src: Format,
+    dst: Format,
+    mean: Option<[u32; 3]>,
+    scale: Option<[u32; 3]>,
+    pad: u32,
+    level: SimdLevel,
+}
+
 impl Plan {
+    /// The plan for these arguments, from a small cache of recent ones: a
+    /// pipeline converts every frame with the same arguments, and building a
+    /// plan (tables, the exactness check) costs microseconds.
+    fn cached(src: Format, dst: Format, options: &Options) -> Result<Arc<Plan>> {
+        const KEEP: usize = 8;
+        static RECENT: Mutex<Vec<(PlanKey, Arc<Plan>)>> = Mutex::new(Vec::new());
+        let level = SimdLevel::resolve(options.simd)?;
+        let bits = |v: Option<[f32; 3]>| v.map(|v| v.map(f32::to_bits));
+        let key = PlanKey { src, dst, mean: bits(options.mean), scale: bits(options.scale), pad: options.pad.to_bits(), level };
+        // A poisoned lock only means another thread panicked mid-update of a cache.
+        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = recent.iter().position(|(k, _)| *k == key) {
+            let entry = recent.remove(i);
+            let plan = entry.1.clone();
+            recent.insert(0, entry);
+            return Ok(plan);
+        }
+        drop(recent);
+        let plan = Arc::new(Plan::new(src, dst, options, level)?);
+        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+        recent.insert(0, (key, plan.clone()));
+        recent.truncate(KEEP);
+        Ok(plan)
+    }
+
     pub(crate) fn new(src: Format, dst: Format, options: &Options, level: SimdLevel) -> Result<Plan> {
         if !src.is_source() {
             bail!("{src} is not a source format: convert reads {}", super::frame::names(Format::sources()));
@@ -116,6 +155,8 @@ impl Plan {
         }
         let identity = mean == [0.0; 3] && scale == [1.0; 3];
         let pad = pad_bits(dst, options.pad)?;
+        // Float kernels compute the pad slot like the others (see `mean`).
+        let pad_value = if element == Element::U8 { 0.0 } else { options.pad };
 
         let dst_order = dst.channel_order();
         let position = |order: &[Channel], c: Channel| order.iter().position(|&o| o == c).unwrap();
@@ -130,12 +171,13 @@ impl Plan {
         let mut plan = Plan {
             src_channels,
             map,
-            mean: [mean[0], mean[1], mean[2], 0.0],
+            mean: [mean[0], mean[1], mean[2], -pad_value],
             scale: [scale[0], scale[1], scale[2], 1.0],
             inv_scale: [1.0 / scale[0], 1.0 / scale[1], 1.0 / scale[2], 0.0],
-            bias: [0, 1, 2, 3].map(|k| if k < 3 { -mean[k] / scale[k] } else { 0.0 }),
+            bias: [0, 1, 2, 3].map(|k| if k < 3 { -mean[k] / scale[k] } else { pad_value }),
             luts,
             pad,
+            permutes: kernels::Permutes::new(src_channels, map),
             encoder: kernels::scalar_encoder(element, dst.is_planar(), src_channels),
             nv12: None,
             description: "scalar/lut".into(),
@@ -328,6 +370,5 @@ fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -
 /// Which kernels `convert` would run for these formats and options, e.g.
 /// "avx512/bf16-native/fma" or "scalar/lut": for tests and benchmarks.
 pub fn describe(src: Format, dst: Format, options: &Options) -> Result<String> {
-    let level = SimdLevel::resolve(options.simd)?;
-    Ok(Plan::new(src, dst, options, level)?.description)
+    Ok(Plan::cached(src, dst, options)?.description.clone())
 }

@@ -57,7 +57,7 @@ macro_rules! multiversion {
             SimdLevel::Avx2 => unsafe { avx2($($arg),*) },
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx512 => unsafe { avx512($($arg),*) },
+            SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => unsafe { avx512($($arg),*) },
             _ => portable($($arg),*),
         };
         run

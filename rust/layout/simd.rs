@@ -14,20 +14,25 @@ pub enum SimdLevel {
     Scalar,
     /// x86_64 with AVX2, FMA and F16C (Haswell, Zen and later).
     Avx2,
-    /// x86_64 with AVX-512 F, BW, DQ and VL on top of AVX2 (Skylake-SP, Zen 4 and later).
+    /// x86_64 with AVX-512 F, BW, DQ and VL on top of AVX2 (Skylake-SP and later).
     Avx512,
+    /// AVX-512 with VBMI byte permutes too (Ice Lake, Zen 4 and later); the
+    /// AVX512-BF16 conversion instruction is used where the CPU also has it.
+    Avx512Vbmi,
     /// aarch64 Advanced SIMD (every 64-bit Arm core).
     Neon,
 }
 
 impl SimdLevel {
-    pub const ALL: [SimdLevel; 4] = [SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512, SimdLevel::Neon];
+    pub const ALL: [SimdLevel; 5] =
+        [SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512, SimdLevel::Avx512Vbmi, SimdLevel::Neon];
 
     pub fn name(self) -> &'static str {
         match self {
             SimdLevel::Scalar => "scalar",
             SimdLevel::Avx2 => "avx2",
             SimdLevel::Avx512 => "avx512",
+            SimdLevel::Avx512Vbmi => "avx512vbmi",
             SimdLevel::Neon => "neon",
         }
     }
@@ -48,6 +53,8 @@ impl SimdLevel {
                     && is_x86_feature_detected!("avx512dq")
                     && is_x86_feature_detected!("avx512vl")
             }
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx512Vbmi => SimdLevel::Avx512.is_supported() && is_x86_feature_detected!("avx512vbmi"),
             #[cfg(target_arch = "aarch64")]
             SimdLevel::Neon => std::arch::is_aarch64_feature_detected!("neon"),
             #[allow(unreachable_patterns)]
@@ -103,7 +110,7 @@ impl FromStr for SimdLevel {
     fn from_str(name: &str) -> Result<SimdLevel> {
         match Self::ALL.into_iter().find(|l| l.name().eq_ignore_ascii_case(name)) {
             Some(level) => Ok(level),
-            None => bail!("unknown SIMD level {name:?}: use scalar, avx2, avx512 or neon"),
+            None => bail!("unknown SIMD level {name:?}: use scalar, avx2, avx512, avx512vbmi or neon"),
         }
     }
 }

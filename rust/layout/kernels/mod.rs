@@ -37,6 +37,44 @@ pub(crate) struct Kernel {
     pub encoder: Encoder,
 }
 
+/// Byte permutations for one step of 16 source pixels of `channels` bytes
+/// (kernels with whole-register byte permutes, e.g. AVX-512 VBMI), built once
+/// per plan. Each entry is a byte index into the step's source bytes, or
+/// [`Permutes::zero`] for a byte that must be 0.
+pub(crate) struct Permutes {
+    /// 4-byte pixels in destination order: byte 4p+k <- pixel p, channel k.
+    pub packed_bytes: [u8; 64],
+    /// Quarter j, 32-bit lane 4p+k <- pixel 4j+p, channel k (the pad slot 0).
+    pub packed_lanes: [[u8; 64]; 4],
+    /// Channel k, 32-bit lane p <- pixel p, channel k (planar destinations).
+    pub planar_lanes: [[u8; 64]; 3],
+}
+
+impl Permutes {
+    /// The index of a zero byte: the last byte of a 64-byte window holding
+    /// fewer than 64 source bytes (a masked load zeroes the rest), else the
+    /// first byte of a second, zeroed register (two-source permutes).
+    pub(crate) fn zero(channels: usize) -> u8 {
+        if 16 * channels < 64 { 63 } else { 64 }
+    }
+
+    pub(crate) fn new(channels: usize, map: [usize; 3]) -> Permutes {
+        let zero = Self::zero(channels);
+        let from = |pixel: usize, k: usize| if k < 3 { (pixel * channels + map[k]) as u8 } else { zero };
+        let mut p = Permutes { packed_bytes: [zero; 64], packed_lanes: [[zero; 64]; 4], planar_lanes: [[zero; 64]; 3] };
+        for pixel in 0..16 {
+            for k in 0..4 {
+                p.packed_bytes[4 * pixel + k] = from(pixel, k);
+                p.packed_lanes[pixel / 4][4 * (4 * (pixel % 4) + k)] = from(pixel, k);
+            }
+            for k in 0..3 {
+                p.planar_lanes[k][4 * pixel] = from(pixel, k);
+            }
+        }
+        p
+    }
+}
+
 pub(crate) fn scalar_encoder(element: Element, planar: bool, channels: usize) -> Encoder {
     use scalar::{packed, planar as plan};
     macro_rules! pick {
@@ -64,7 +102,7 @@ pub(crate) fn scalar_encoder(element: Element, planar: bool, channels: usize) ->
 pub(crate) fn simd_encoders(level: SimdLevel, element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
     match level {
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 | SimdLevel::Avx512 => x86::encoders(level, element, planar, channels, identity),
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => x86::encoders(level, element, planar, channels, identity),
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => neon::encoders(element, planar, channels, identity),
         _ => Vec::new(),
@@ -74,7 +112,7 @@ pub(crate) fn simd_encoders(level: SimdLevel, element: Element, planar: bool, ch
 pub(crate) fn nv12_decoder(level: SimdLevel) -> (Nv12Row, &'static str) {
     match level {
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 | SimdLevel::Avx512 => x86::nv12_decoder(level),
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => x86::nv12_decoder(level),
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => neon::nv12_decoder(),
         _ => (scalar::nv12_row, "scalar/nv12"),

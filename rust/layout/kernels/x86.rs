@@ -46,8 +46,7 @@ const fn step_bytes<const C: usize>(pixels: usize) -> usize {
 }
 
 pub(super) fn encoders(level: SimdLevel, element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
-    let wide = level == SimdLevel::Avx512;
-    let native_bf16 = wide && is_x86_feature_detected!("avx512bf16");
+    use SimdLevel::{Avx2, Avx512, Avx512Vbmi};
     let mut kernels = Vec::new();
     // `by_channels!(path, [generics after C], Packed|Planar, name)`
     macro_rules! by_channels {
@@ -68,24 +67,36 @@ pub(super) fn encoders(level: SimdLevel, element: Element, planar: bool, channel
             by_channels!($($f)::+, [$($g,)* false], $kind, concat!($name, "/div"));
         }};
     }
-    match (wide, element, planar) {
+    match (level, element, planar) {
         // u8 layouts with normalisation round through the scalar tables.
         (_, Element::U8, false) if !identity => {}
-        (false, Element::U8, false) => by_channels!(avx2::packed_u8, [], Packed, "avx2/u8"),
-        (true, Element::U8, false) => by_channels!(avx512::packed_u8, [], Packed, "avx512/u8"),
-        (false, Element::Bf16, false) => fma_then_div!(avx2::packed_16, [true], Packed, "avx2/bf16"),
-        (false, Element::F16, false) => fma_then_div!(avx2::packed_16, [false], Packed, "avx2/f16"),
-        (true, Element::Bf16, false) => {
-            if native_bf16 {
-                by_channels!(avx512::packed_bf16_native, [true], Packed, "avx512/bf16-native/fma");
-            }
-            fma_then_div!(avx512::packed_bf16, [], Packed, "avx512/bf16");
+        (Avx2, Element::U8, false) => by_channels!(avx2::packed_u8, [], Packed, "avx2/u8"),
+        (Avx512, Element::U8, false) => by_channels!(avx512::packed_u8, [], Packed, "avx512/u8"),
+        (Avx512Vbmi, Element::U8, false) => by_channels!(vbmi::packed_u8, [], Packed, "avx512vbmi/u8"),
+        (Avx2, Element::Bf16, false) => {
+            fma_then_div!(avx2::packed_16, [BF16_FAST], Packed, "avx2/bf16-fast");
+            fma_then_div!(avx2::packed_16, [BF16], Packed, "avx2/bf16");
         }
-        (true, Element::F16, false) => fma_then_div!(avx512::packed_f16, [], Packed, "avx512/f16"),
-        (false, Element::F32, true) => fma_then_div!(avx2::planar, [false], Planar, "avx2/planar-f32"),
-        (false, Element::F16, true) => fma_then_div!(avx2::planar, [true], Planar, "avx2/planar-f16"),
-        (true, Element::F32, true) => fma_then_div!(avx512::planar, [false], Planar, "avx512/planar-f32"),
-        (true, Element::F16, true) => fma_then_div!(avx512::planar, [true], Planar, "avx512/planar-f16"),
+        (Avx2, Element::F16, false) => fma_then_div!(avx2::packed_16, [F16], Packed, "avx2/f16"),
+        (Avx512, Element::Bf16, false) => {
+            fma_then_div!(avx512::packed_16, [BF16_FAST], Packed, "avx512/bf16-fast");
+            fma_then_div!(avx512::packed_16, [BF16], Packed, "avx512/bf16");
+        }
+        (Avx512, Element::F16, false) => fma_then_div!(avx512::packed_16, [F16], Packed, "avx512/f16"),
+        (Avx512Vbmi, Element::Bf16, false) => {
+            if is_x86_feature_detected!("avx512bf16") {
+                fma_then_div!(vbmi::packed_bf16_native, [], Packed, "avx512vbmi/bf16-native");
+            }
+            fma_then_div!(vbmi::packed_16, [BF16_FAST], Packed, "avx512vbmi/bf16-fast");
+            fma_then_div!(vbmi::packed_16, [BF16], Packed, "avx512vbmi/bf16");
+        }
+        (Avx512Vbmi, Element::F16, false) => fma_then_div!(vbmi::packed_16, [F16], Packed, "avx512vbmi/f16"),
+        (Avx2, Element::F32, true) => fma_then_div!(avx2::planar, [false], Planar, "avx2/planar-f32"),
+        (Avx2, Element::F16, true) => fma_then_div!(avx2::planar, [true], Planar, "avx2/planar-f16"),
+        (Avx512, Element::F32, true) => fma_then_div!(avx512::planar, [false], Planar, "avx512/planar-f32"),
+        (Avx512, Element::F16, true) => fma_then_div!(avx512::planar, [true], Planar, "avx512/planar-f16"),
+        (Avx512Vbmi, Element::F32, true) => fma_then_div!(vbmi::planar, [false], Planar, "avx512vbmi/planar-f32"),
+        (Avx512Vbmi, Element::F16, true) => fma_then_div!(vbmi::planar, [true], Planar, "avx512vbmi/planar-f16"),
         _ => {}
     }
     kernels
@@ -94,8 +105,47 @@ pub(super) fn encoders(level: SimdLevel, element: Element, planar: bool, channel
 pub(super) fn nv12_decoder(level: SimdLevel) -> (Nv12Row, &'static str) {
     match level {
         SimdLevel::Avx512 => (avx512::nv12_row, "avx512/nv12"),
+        SimdLevel::Avx512Vbmi => (avx512::nv12_row, "avx512vbmi/nv12"),
         _ => (avx2::nv12_row, "avx2/nv12"),
     }
+}
+
+/// 16-bit float kinds of the packed kernels. BF16 rounds to nearest even;
+/// BF16_FAST rounds ties away from zero (two instructions fewer), so a plan
+/// takes it only where no value of the 256 lands on a tie.
+const BF16: u8 = 0;
+const F16: u8 = 1;
+const BF16_FAST: u8 = 2;
+
+/// `shuffle_epi8` masks widening 4 pixels at the start of a 16-byte lane
+/// (`stride` bytes apart) to 32-bit lanes: for `packed`, mask j gives the 4
+/// channels of pixel j (the pad slot 0); otherwise mask k gives channel k of
+/// the 4 pixels.
+fn widen_masks(stride: usize, map: [usize; 3], packed: bool) -> [[u8; 16]; 4] {
+    let mut masks = [[0x80u8; 16]; 4];
+    for (m, mask) in masks.iter_mut().enumerate() {
+        for lane in 0..4 {
+            let (pixel, k) = if packed { (m, lane) } else { (lane, m) };
+            if k < 3 {
+                mask[4 * lane] = (pixel * stride + map[k]) as u8;
+            }
+        }
+    }
+    masks
+}
+
+/// The `shuffle_epi8` mask that turns, in each 16-byte lane, 4 bytes of R,
+/// then 4 of G, 4 of B and 4 of pad into 4 pixels with R, G, B at byte
+/// positions `pos` (the pad in the remaining one).
+fn interleave_mask(pos: [usize; 3]) -> [u8; 16] {
+    let pad_pos = 6 - pos[0] - pos[1] - pos[2];
+    let mut mask = [0u8; 16];
+    for p in 0..4 {
+        for (c, &at) in pos.iter().chain([&pad_pos]).enumerate() {
+            mask[4 * p + at] = (4 * c + p) as u8;
+        }
+    }
+    mask
 }
 
 /// The arithmetic of a plan, per destination slot: `(x - mean) / scale`
@@ -142,15 +192,34 @@ mod avx2 {
         }
     }
 
-    /// f32 to bf16 bits in the low half of each i32: round to nearest even.
-    /// (The values come from u8 inputs and finite parameters: never NaN.)
+    /// f32 to bf16 bits in the low half of each 32-bit lane (see `BF16_FAST`).
+    /// The values come from u8 inputs and finite parameters: never NaN.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn bf16_bits(f: __m256) -> __m256i {
+    unsafe fn bf16_bits<const KIND: u8>(f: __m256) -> __m256i {
         let bits = _mm256_castps_si256(f);
-        let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(bits), _mm256_set1_epi32(1));
-        let rounded = _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7FFF)), lsb);
+        let rounded = if KIND == BF16_FAST {
+            _mm256_add_epi32(bits, _mm256_set1_epi32(0x8000))
+        } else {
+            let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(bits), _mm256_set1_epi32(1));
+            _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7FFF)), lsb)
+        };
         _mm256_srli_epi32::<16>(rounded)
+    }
+
+    /// 8 source pixels, 4 at the start of each 16-byte lane (one byte apart for
+    /// GRAY, `C` bytes apart otherwise).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn lanes8<const C: usize>(src: *const u8) -> __m256i {
+        match C {
+            1 => _mm256_permutevar8x32_epi32(
+                _mm256_castsi128_si256(_mm_loadl_epi64(src.cast())),
+                _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1),
+            ),
+            3 => _mm256_permutevar8x32_epi32(_mm256_loadu_si256(src.cast()), _mm256_setr_epi32(0, 1, 2, 3, 3, 4, 5, 6)),
+            _ => _mm256_loadu_si256(src.cast()),
+        }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -167,37 +236,39 @@ mod avx2 {
         scalar::packed::<u8, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 4..]);
     }
 
-    /// Packed 16-bit floats: bf16 (`BF16`) or IEEE half.
+    /// Packed 16-bit floats (`KIND`). Vector j holds pixels j and 4 + j, one
+    /// per lane, widened by a byte shuffle; packing restores pixel order.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn packed_16<const C: usize, const BF16: bool, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+    pub(super) unsafe fn packed_16<const C: usize, const KIND: u8, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
         let n = dst.len() / 8;
-        let shuffle = both_lanes(lane_shuffle(C, plan.map, false));
+        let masks = widen_masks(C, plan.map, true).map(|m| both_lanes(m));
         let (a, b) = affine::<FMA>(plan);
         let a = _mm256_broadcast_ps(&_mm_loadu_ps(a.as_ptr()));
         let b = _mm256_broadcast_ps(&_mm_loadu_ps(b.as_ptr()));
-        let pad = _mm256_set1_epi64x(((plan.pad as u64) << 48) as i64);
         let mut i = 0;
         while i + 8 <= n && i * C + step_bytes::<C>(8) <= src.len() {
-            let v = load8::<C>(src.as_ptr().add(i * C), shuffle);
-            let lo = _mm256_castsi256_si128(v);
-            let hi = _mm256_extracti128_si256::<1>(v);
-            // Each quarter: 2 pixels x 4 channels.
-            let q = [lo, _mm_srli_si128::<8>(lo), hi, _mm_srli_si128::<8>(hi)]
-                .map(|x| normalise::<FMA>(_mm256_cvtepu8_epi32(x), a, b));
+            let v = lanes8::<C>(src.as_ptr().add(i * C));
+            let f = masks.map(|m| normalise::<FMA>(_mm256_shuffle_epi8(v, m), a, b));
             let out = dst.as_mut_ptr().add(i * 8);
-            if BF16 {
-                for h in 0..2 {
-                    // packus interleaves lanes: pixels 0, 2 | 1, 3; the permute restores 0, 1, 2, 3.
-                    let packed = _mm256_packus_epi32(bf16_bits(q[2 * h]), bf16_bits(q[2 * h + 1]));
-                    let ordered = _mm256_permute4x64_epi64::<0xD8>(packed);
-                    _mm256_storeu_si256(out.add(32 * h).cast(), _mm256_or_si256(ordered, pad));
+            if KIND == F16 {
+                // Each: pixel j in the low 8 bytes, pixel 4 + j in the high 8.
+                let h = f.map(|x| _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x));
+                let ordered = [
+                    _mm_unpacklo_epi64(h[0], h[1]),
+                    _mm_unpacklo_epi64(h[2], h[3]),
+                    _mm_unpackhi_epi64(h[0], h[1]),
+                    _mm_unpackhi_epi64(h[2], h[3]),
+                ];
+                for (q, x) in ordered.into_iter().enumerate() {
+                    _mm_storeu_si128(out.add(16 * q).cast(), x);
                 }
             } else {
-                let pad = _mm256_castsi256_si128(pad);
-                for (h, f) in q.into_iter().enumerate() {
-                    let halves = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(f);
-                    _mm_storeu_si128(out.add(16 * h).cast(), _mm_or_si128(halves, pad));
-                }
+                let r = f.map(|x| bf16_bits::<KIND>(x));
+                // Lanes: pixels 0, 1 | 4, 5 and 2, 3 | 6, 7.
+                let p01 = _mm256_packus_epi32(r[0], r[1]);
+                let p23 = _mm256_packus_epi32(r[2], r[3]);
+                _mm256_storeu_si256(out.cast(), _mm256_permute2x128_si256::<0x20>(p01, p23));
+                _mm256_storeu_si256(out.add(32).cast(), _mm256_permute2x128_si256::<0x31>(p01, p23));
             }
             i += 8;
         }
@@ -215,22 +286,17 @@ mod avx2 {
     ) {
         let size = if HALF { 2 } else { 4 };
         let n = p0.len().min(p1.len()).min(p2.len()) / size;
-        let shuffle = both_lanes(lane_shuffle(C, plan.map, true));
+        let masks = widen_masks(C, plan.map, false).map(|m| both_lanes(m));
         let (a, b) = affine::<FMA>(plan);
         let (a, b) = ([0, 1, 2].map(|k| _mm256_set1_ps(a[k])), [0, 1, 2].map(|k| _mm256_set1_ps(b[k])));
-        // Gathers the per-lane channel runs: channel 0 of pixels 0-7, channel 1, channel 2.
-        let gather = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
         let mut i = 0;
         while i + 8 <= n && i * C + step_bytes::<C>(8) <= src.len() {
-            let v = _mm256_permutevar8x32_epi32(load8::<C>(src.as_ptr().add(i * C), shuffle), gather);
-            let lo = _mm256_castsi256_si128(v);
-            let runs = [lo, _mm_srli_si128::<8>(lo), _mm256_extracti128_si256::<1>(v)];
+            let v = lanes8::<C>(src.as_ptr().add(i * C));
             for (k, plane) in [&mut *p0, &mut *p1, &mut *p2].into_iter().enumerate() {
-                let f = normalise::<FMA>(_mm256_cvtepu8_epi32(runs[k]), a[k], b[k]);
+                let f = normalise::<FMA>(_mm256_shuffle_epi8(v, masks[k]), a[k], b[k]);
                 let out = plane.as_mut_ptr().add(i * size);
                 if HALF {
-                    let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(f);
-                    _mm_storeu_si128(out.cast(), h);
+                    _mm_storeu_si128(out.cast(), _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(f));
                 } else {
                     _mm256_storeu_ps(out.cast(), f);
                 }
@@ -246,40 +312,39 @@ mod avx2 {
         }
     }
 
-    /// 16 pixels of NV12 to 4-byte pixels, OpenCV's fixed-point arithmetic in i32 lanes.
+    /// 16 pixels of NV12 to 4-byte pixels: OpenCV's fixed-point arithmetic in
+    /// i32 lanes; saturating packs clamp to 0..=255 as `saturate_cast` does.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn nv12_row(y: &[u8], uv: &[u8], out: &mut [u8], pos: [usize; 3], pad: u8) {
         use bt601::*;
         let n = y.len().min(uv.len()).min(out.len() / 4);
         let set = _mm256_set1_epi32;
         let (cy, cvr, cvg, cug, cub, half) = (set(CY), set(CVR), set(CVG), set(CUG), set(CUB), set(HALF));
-        let shifts = pos.map(|p| _mm_cvtsi32_si128(8 * p as i32));
-        let pad_pos = 6 - pos[0] - pos[1] - pos[2];
-        let pad_px = set(((pad as u32) << (8 * pad_pos)) as i32);
+        let pad_lanes = set(pad as i32);
+        let interleave = both_lanes(interleave_mask(pos));
         let split_uv = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-        let (zero, max) = (_mm256_setzero_si256(), set(255));
+        // Each chroma sample serves two neighbouring pixels.
+        let dup = [_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3), _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7)];
         let mut i = 0;
         while i + 16 <= n {
             let luma = _mm_subs_epu8(_mm_loadu_si128(y.as_ptr().add(i).cast()), _mm_set1_epi8(16));
-            let ys = [luma, _mm_srli_si128::<8>(luma)].map(|l| _mm256_mullo_epi32(_mm256_cvtepu8_epi32(l), cy));
             let chroma = _mm_shuffle_epi8(_mm_loadu_si128(uv.as_ptr().add(i).cast()), split_uv);
             let u = _mm256_sub_epi32(_mm256_cvtepu8_epi32(chroma), set(128));
             let v = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128::<8>(chroma)), set(128));
             let terms = [
-                _mm256_add_epi32(half, _mm256_mullo_epi32(cvr, v)),
-                _mm256_add_epi32(half, _mm256_add_epi32(_mm256_mullo_epi32(cvg, v), _mm256_mullo_epi32(cug, u))),
-                _mm256_add_epi32(half, _mm256_mullo_epi32(cub, u)),
+                _mm256_mullo_epi32(cvr, v),
+                _mm256_add_epi32(_mm256_mullo_epi32(cvg, v), _mm256_mullo_epi32(cug, u)),
+                _mm256_mullo_epi32(cub, u),
             ];
-            // Each chroma sample serves two neighbouring pixels.
-            let dup = [_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3), _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7)];
-            for h in 0..2 {
-                let mut px = pad_px;
-                for c in 0..3 {
-                    let sum = _mm256_add_epi32(ys[h], _mm256_permutevar8x32_epi32(terms[c], dup[h]));
-                    let value = _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32::<20>(sum), zero), max);
-                    px = _mm256_or_si256(px, _mm256_sll_epi32(value, shifts[c]));
-                }
-                _mm256_storeu_si256(out.as_mut_ptr().add(4 * (i + 8 * h)).cast(), px);
+            for (h, l) in [luma, _mm_srli_si128::<8>(luma)].into_iter().enumerate() {
+                let yh = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvtepu8_epi32(l), cy), half);
+                let [r, g, b] = terms.map(|t| {
+                    _mm256_srai_epi32::<20>(_mm256_add_epi32(yh, _mm256_permutevar8x32_epi32(t, dup[h])))
+                });
+                // Per lane: 4 R, 4 G, 4 B, 4 pad bytes, then interleaved into 4 pixels.
+                let bytes = _mm256_packus_epi16(_mm256_packs_epi32(r, g), _mm256_packs_epi32(b, pad_lanes));
+                let pixels = _mm256_shuffle_epi8(bytes, interleave);
+                _mm256_storeu_si256(out.as_mut_ptr().add(4 * (i + 8 * h)).cast(), pixels);
             }
             i += 16;
         }
@@ -287,7 +352,86 @@ mod avx2 {
     }
 }
 
+/// Helpers shared by both AVX-512 levels.
+mod avx512_common {
+    use super::*;
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
+    pub(super) unsafe fn normalise<const FMA: bool>(x: __m512i, a: __m512, b: __m512) -> __m512 {
+        let f = _mm512_cvtepi32_ps(x);
+        if FMA {
+            _mm512_fmadd_ps(f, b, a)
+        } else {
+            _mm512_div_ps(_mm512_sub_ps(f, a), b)
+        }
+    }
+
+    /// 16 f32 to IEEE half (F16C rounding).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
+    pub(super) unsafe fn narrow_f16(f: __m512) -> __m256i {
+        _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(f)
+    }
+
+    /// Stores 16 pixels of 4 channels, given as 4 vectors of 4 consecutive
+    /// pixels, as 16-bit floats (`KIND`): 128 bytes at `out`. bf16 rounds in
+    /// integer arithmetic (see `BF16_FAST`); the values are never NaN.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
+    pub(super) unsafe fn store_16<const KIND: u8>(out: *mut u8, q: [__m512; 4]) {
+        if KIND == F16 {
+            for (j, f) in q.into_iter().enumerate() {
+                _mm256_storeu_si256(out.add(32 * j).cast(), narrow_f16(f));
+            }
+            return;
+        }
+        let r = q.map(|f| {
+            let bits = _mm512_castps_si512(f);
+            let rounded = if KIND == BF16_FAST {
+                _mm512_add_epi32(bits, _mm512_set1_epi32(0x8000))
+            } else {
+                let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(bits), _mm512_set1_epi32(1));
+                _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7FFF)), lsb)
+            };
+            _mm512_srli_epi32::<16>(rounded)
+        });
+        // packus pairs lane L of both: pixels L and 4 + L; the permute restores order.
+        let order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+        for h in 0..2 {
+            let packed = _mm512_packus_epi32(r[2 * h], r[2 * h + 1]);
+            _mm512_storeu_si512(out.add(64 * h).cast(), _mm512_permutexvar_epi64(order, packed));
+        }
+    }
+
+    /// The four per-slot values repeated for 4 pixels.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
+    pub(super) unsafe fn four_times(values: [f32; 4]) -> __m512 {
+        _mm512_broadcast_f32x4(_mm_loadu_ps(values.as_ptr()))
+    }
+
+    /// The tail of a row of 16-bit floats, by the scalar tables.
+    pub(super) fn tail_16<const C: usize>(plan: &Plan, src: &[u8], i: usize, dst: &mut [u8]) {
+        scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
+    }
+
+    pub(super) fn tail_planar<const C: usize, const HALF: bool>(plan: &Plan, src: &[u8], i: usize, p: [&mut [u8]; 3]) {
+        let size = if HALF { 2 } else { 4 };
+        let s = &src[(i * C).min(src.len())..];
+        let [p0, p1, p2] = p;
+        let (t0, t1, t2) = (&mut p0[i * size..], &mut p1[i * size..], &mut p2[i * size..]);
+        if HALF {
+            scalar::planar::<u16, C>(plan, s, t0, t1, t2)
+        } else {
+            scalar::planar::<f32, C>(plan, s, t0, t1, t2)
+        }
+    }
+}
+
+/// AVX-512 F/BW/DQ/VL: in-lane shuffles, then widening.
 mod avx512 {
+    use super::avx512_common::*;
     use super::*;
 
     /// 16 pixels to 64 bytes: 4-byte pixels or channel runs, as `shuffle` says.
@@ -312,34 +456,17 @@ mod avx512 {
         _mm512_broadcast_i32x4(_mm_loadu_si128(mask.as_ptr().cast()))
     }
 
+    /// The four 16-byte lanes of `v` widened to 32-bit lanes.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-    unsafe fn normalise<const FMA: bool>(x: __m512i, a: __m512, b: __m512) -> __m512 {
-        let f = _mm512_cvtepi32_ps(x);
-        if FMA {
-            _mm512_fmadd_ps(f, b, a)
-        } else {
-            _mm512_div_ps(_mm512_sub_ps(f, a), b)
-        }
-    }
-
-    /// The 16 pixels of `v` (4-byte, destination order) as 4 vectors of 4 pixels x 4 channels.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-    unsafe fn quarters<const FMA: bool>(v: __m512i, a: __m512, b: __m512) -> [__m512; 4] {
+    unsafe fn widen_lanes(v: __m512i) -> [__m512i; 4] {
         [
             _mm512_extracti32x4_epi32::<0>(v),
             _mm512_extracti32x4_epi32::<1>(v),
             _mm512_extracti32x4_epi32::<2>(v),
             _mm512_extracti32x4_epi32::<3>(v),
         ]
-        .map(|q| normalise::<FMA>(_mm512_cvtepu8_epi32(q), a, b))
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-    unsafe fn four_times(values: [f32; 4]) -> __m512 {
-        _mm512_broadcast_f32x4(_mm_loadu_ps(values.as_ptr()))
+        .map(|q| _mm512_cvtepu8_epi32(q))
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
@@ -356,72 +483,21 @@ mod avx512 {
         scalar::packed::<u8, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 4..]);
     }
 
-    /// Packed bf16 with integer round-to-nearest-even (any AVX-512 CPU).
+    /// Packed bf16 or f16 (`KIND`).
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-    pub(super) unsafe fn packed_bf16<const C: usize, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+    pub(super) unsafe fn packed_16<const C: usize, const KIND: u8, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
         let n = dst.len() / 8;
         let shuffle = all_lanes(lane_shuffle(C, plan.map, false));
         let (a, b) = affine::<FMA>(plan);
         let (a, b) = (four_times(a), four_times(b));
-        let pad = _mm256_set1_epi64x(((plan.pad as u64) << 48) as i64);
         let mut i = 0;
         while i + 16 <= n && i * C + step_bytes::<C>(16) <= src.len() {
             let v = load16::<C>(src.as_ptr().add(i * C), shuffle);
-            let out = dst.as_mut_ptr().add(i * 8);
-            for (h, f) in quarters::<FMA>(v, a, b).into_iter().enumerate() {
-                let bits = _mm512_castps_si512(f);
-                let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(bits), _mm512_set1_epi32(1));
-                let rounded = _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7FFF)), lsb);
-                let halves = _mm512_cvtepi32_epi16(_mm512_srli_epi32::<16>(rounded));
-                _mm256_storeu_si256(out.add(32 * h).cast(), _mm256_or_si256(halves, pad));
-            }
+            let q = widen_lanes(v).map(|x| normalise::<FMA>(x, a, b));
+            store_16::<KIND>(dst.as_mut_ptr().add(i * 8), q);
             i += 16;
         }
-        scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
-    }
-
-    /// Packed bf16 with the AVX512-BF16 instruction: rounds to nearest even but
-    /// flushes subnormals, so a plan uses it only where it reproduces the reference.
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx2,fma,f16c")]
-    pub(super) unsafe fn packed_bf16_native<const C: usize, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
-        let n = dst.len() / 8;
-        let shuffle = all_lanes(lane_shuffle(C, plan.map, false));
-        let (a, b) = affine::<FMA>(plan);
-        let (a, b) = (four_times(a), four_times(b));
-        let pad = _mm512_set1_epi64(((plan.pad as u64) << 48) as i64);
-        let mut i = 0;
-        while i + 16 <= n && i * C + step_bytes::<C>(16) <= src.len() {
-            let v = load16::<C>(src.as_ptr().add(i * C), shuffle);
-            let q = quarters::<FMA>(v, a, b);
-            let out = dst.as_mut_ptr().add(i * 8);
-            for h in 0..2 {
-                // The second argument fills the low half: pixels in order.
-                let bf: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(q[2 * h + 1], q[2 * h]));
-                _mm512_storeu_si512(out.add(64 * h).cast(), _mm512_or_si512(bf, pad));
-            }
-            i += 16;
-        }
-        scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
-    }
-
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-    pub(super) unsafe fn packed_f16<const C: usize, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
-        let n = dst.len() / 8;
-        let shuffle = all_lanes(lane_shuffle(C, plan.map, false));
-        let (a, b) = affine::<FMA>(plan);
-        let (a, b) = (four_times(a), four_times(b));
-        let pad = _mm256_set1_epi64x(((plan.pad as u64) << 48) as i64);
-        let mut i = 0;
-        while i + 16 <= n && i * C + step_bytes::<C>(16) <= src.len() {
-            let v = load16::<C>(src.as_ptr().add(i * C), shuffle);
-            let out = dst.as_mut_ptr().add(i * 8);
-            for (h, f) in quarters::<FMA>(v, a, b).into_iter().enumerate() {
-                let halves = _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(f);
-                _mm256_storeu_si256(out.add(32 * h).cast(), _mm256_or_si256(halves, pad));
-            }
-            i += 16;
-        }
-        scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
+        tail_16::<C>(plan, src, i, dst);
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
@@ -442,62 +518,170 @@ mod avx512 {
         let mut i = 0;
         while i + 16 <= n && i * C + step_bytes::<C>(16) <= src.len() {
             let v = _mm512_permutexvar_epi32(gather, load16::<C>(src.as_ptr().add(i * C), shuffle));
-            let runs = [_mm512_extracti32x4_epi32::<0>(v), _mm512_extracti32x4_epi32::<1>(v), _mm512_extracti32x4_epi32::<2>(v)];
+            let runs = widen_lanes(v);
             for (k, plane) in [&mut *p0, &mut *p1, &mut *p2].into_iter().enumerate() {
-                let f = normalise::<FMA>(_mm512_cvtepu8_epi32(runs[k]), a[k], b[k]);
+                let f = normalise::<FMA>(runs[k], a[k], b[k]);
                 let out = plane.as_mut_ptr().add(i * size);
                 if HALF {
-                    let h = _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(f);
-                    _mm256_storeu_si256(out.cast(), h);
+                    _mm256_storeu_si256(out.cast(), narrow_f16(f));
                 } else {
                     _mm512_storeu_ps(out.cast(), f);
                 }
             }
             i += 16;
         }
-        let s = &src[(i * C).min(src.len())..];
-        let (t0, t1, t2) = (&mut p0[i * size..], &mut p1[i * size..], &mut p2[i * size..]);
-        if HALF {
-            scalar::planar::<u16, C>(plan, s, t0, t1, t2)
-        } else {
-            scalar::planar::<f32, C>(plan, s, t0, t1, t2)
-        }
+        tail_planar::<C, HALF>(plan, src, i, [p0, p1, p2]);
     }
 
+    /// 16 pixels of NV12 to 4-byte pixels: OpenCV's fixed-point arithmetic in
+    /// i32 lanes; saturating packs clamp to 0..=255 as `saturate_cast` does.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
     pub(super) unsafe fn nv12_row(y: &[u8], uv: &[u8], out: &mut [u8], pos: [usize; 3], pad: u8) {
         use bt601::*;
         let n = y.len().min(uv.len()).min(out.len() / 4);
         let set = _mm512_set1_epi32;
         let (cy, cvr, cvg, cug, cub, half) = (set(CY), set(CVR), set(CVG), set(CUG), set(CUB), set(HALF));
-        let shifts = pos.map(|p| _mm_cvtsi32_si128(8 * p as i32));
-        let pad_pos = 6 - pos[0] - pos[1] - pos[2];
-        let pad_px = set(((pad as u32) << (8 * pad_pos)) as i32);
+        let pad_lanes = set(pad as i32);
+        let interleave = all_lanes(interleave_mask(pos));
         // U of pixel p is chroma lane p & !1, V lane p | 1.
         let u_of = _mm512_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14);
         let v_of = _mm512_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15);
-        let (zero, max) = (_mm512_setzero_si512(), set(255));
         let mut i = 0;
         while i + 16 <= n {
             let luma = _mm_subs_epu8(_mm_loadu_si128(y.as_ptr().add(i).cast()), _mm_set1_epi8(16));
-            let yv = _mm512_mullo_epi32(_mm512_cvtepu8_epi32(luma), cy);
+            let yh = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_cvtepu8_epi32(luma), cy), half);
             let chroma = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(uv.as_ptr().add(i).cast())), set(128));
             let u = _mm512_permutexvar_epi32(u_of, chroma);
             let v = _mm512_permutexvar_epi32(v_of, chroma);
-            let yh = _mm512_add_epi32(yv, half);
-            let sums = [
-                _mm512_add_epi32(yh, _mm512_mullo_epi32(cvr, v)),
-                _mm512_add_epi32(yh, _mm512_add_epi32(_mm512_mullo_epi32(cvg, v), _mm512_mullo_epi32(cug, u))),
-                _mm512_add_epi32(yh, _mm512_mullo_epi32(cub, u)),
-            ];
-            let mut px = pad_px;
-            for c in 0..3 {
-                let value = _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32::<20>(sums[c]), zero), max);
-                px = _mm512_or_si512(px, _mm512_sll_epi32(value, shifts[c]));
-            }
-            _mm512_storeu_si512(out.as_mut_ptr().add(4 * i).cast(), px);
+            let r = _mm512_srai_epi32::<20>(_mm512_add_epi32(yh, _mm512_mullo_epi32(cvr, v)));
+            let g = _mm512_add_epi32(_mm512_mullo_epi32(cvg, v), _mm512_mullo_epi32(cug, u));
+            let g = _mm512_srai_epi32::<20>(_mm512_add_epi32(yh, g));
+            let b = _mm512_srai_epi32::<20>(_mm512_add_epi32(yh, _mm512_mullo_epi32(cub, u)));
+            // Per lane: 4 R, 4 G, 4 B, 4 pad bytes, then interleaved into 4 pixels.
+            let bytes = _mm512_packus_epi16(_mm512_packs_epi32(r, g), _mm512_packs_epi32(b, pad_lanes));
+            _mm512_storeu_si512(out.as_mut_ptr().add(4 * i).cast(), _mm512_shuffle_epi8(bytes, interleave));
             i += 16;
         }
         scalar::nv12_row(&y[i..], &uv[i.min(uv.len())..], &mut out[4 * i..], pos, pad);
+    }
+}
+
+/// AVX-512 with VBMI: one byte permute gathers, reorders and widens at once.
+mod vbmi {
+    use super::avx512_common::*;
+    use super::*;
+
+    /// The 16 * C source bytes of 16 pixels (a masked load: never past them).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c")]
+    unsafe fn window<const C: usize>(src: *const u8) -> __m512i {
+        let mask: u64 = if C == 4 { u64::MAX } else { (1u64 << (16 * C)) - 1 };
+        _mm512_maskz_loadu_epi8(mask, src.cast())
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c")]
+    unsafe fn table(bytes: &[u8; 64]) -> __m512i {
+        _mm512_loadu_si512(bytes.as_ptr().cast())
+    }
+
+    /// Bytes of `window` picked by `index`, where index `Permutes::zero(C)`
+    /// gives 0: one permute, no masking.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c")]
+    unsafe fn gather<const C: usize>(window: __m512i, index: __m512i) -> __m512i {
+        if C == 4 {
+            _mm512_permutex2var_epi8(window, index, _mm512_setzero_si512())
+        } else {
+            _mm512_permutexvar_epi8(index, window)
+        }
+    }
+
+    /// The R, G, B bytes of 16 4-byte pixels.
+    const COLOUR_BYTES: u64 = 0x7777_7777_7777_7777;
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c")]
+    pub(super) unsafe fn packed_u8<const C: usize>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+        let n = dst.len() / 4;
+        let index = table(&plan.permutes.packed_bytes);
+        let pad = _mm512_set1_epi32((plan.pad << 24) as i32);
+        let mut i = 0;
+        while i + 16 <= n && i * C + 16 * C <= src.len() {
+            let v = _mm512_mask_permutexvar_epi8(pad, COLOUR_BYTES, index, window::<C>(src.as_ptr().add(i * C)));
+            _mm512_storeu_si512(dst.as_mut_ptr().add(i * 4).cast(), v);
+            i += 16;
+        }
+        scalar::packed::<u8, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 4..]);
+    }
+
+    /// Packed bf16 or f16 (`KIND`).
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c")]
+    pub(super) unsafe fn packed_16<const C: usize, const KIND: u8, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+        let n = dst.len() / 8;
+        let index = plan.permutes.packed_lanes.each_ref().map(|t| table(t));
+        let (a, b) = affine::<FMA>(plan);
+        let (a, b) = (four_times(a), four_times(b));
+        let mut i = 0;
+        while i + 16 <= n && i * C + 16 * C <= src.len() {
+            let w = window::<C>(src.as_ptr().add(i * C));
+            let q = index.map(|idx| normalise::<FMA>(gather::<C>(w, idx), a, b));
+            store_16::<KIND>(dst.as_mut_ptr().add(i * 8), q);
+            i += 16;
+        }
+        tail_16::<C>(plan, src, i, dst);
+    }
+
+    /// Packed bf16 with the AVX512-BF16 instruction: it rounds to nearest even
+    /// but flushes subnormals, so a plan uses it only where it reproduces the
+    /// reference for every input.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512bf16,avx2,fma,f16c")]
+    pub(super) unsafe fn packed_bf16_native<const C: usize, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+        let n = dst.len() / 8;
+        let index = plan.permutes.packed_lanes.each_ref().map(|t| table(t));
+        let (a, b) = affine::<FMA>(plan);
+        let (a, b) = (four_times(a), four_times(b));
+        let mut i = 0;
+        while i + 16 <= n && i * C + 16 * C <= src.len() {
+            let w = window::<C>(src.as_ptr().add(i * C));
+            let f = index.map(|idx| normalise::<FMA>(gather::<C>(w, idx), a, b));
+            let out = dst.as_mut_ptr().add(i * 8);
+            for h in 0..2 {
+                // The second argument fills the low half: pixels stay in order.
+                let bf: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(f[2 * h + 1], f[2 * h]));
+                _mm512_storeu_si512(out.add(64 * h).cast(), bf);
+            }
+            i += 16;
+        }
+        tail_16::<C>(plan, src, i, dst);
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c")]
+    pub(super) unsafe fn planar<const C: usize, const HALF: bool, const FMA: bool>(
+        plan: &Plan,
+        src: &[u8],
+        p0: &mut [u8],
+        p1: &mut [u8],
+        p2: &mut [u8],
+    ) {
+        let size = if HALF { 2 } else { 4 };
+        let n = p0.len().min(p1.len()).min(p2.len()) / size;
+        let index = plan.permutes.planar_lanes.each_ref().map(|t| table(t));
+        let (a, b) = affine::<FMA>(plan);
+        let (a, b) = ([0, 1, 2].map(|k| _mm512_set1_ps(a[k])), [0, 1, 2].map(|k| _mm512_set1_ps(b[k])));
+        let mut i = 0;
+        while i + 16 <= n && i * C + 16 * C <= src.len() {
+            let w = window::<C>(src.as_ptr().add(i * C));
+            for (k, plane) in [&mut *p0, &mut *p1, &mut *p2].into_iter().enumerate() {
+                let f = normalise::<FMA>(gather::<C>(w, index[k]), a[k], b[k]);
+                let out = plane.as_mut_ptr().add(i * size);
+                if HALF {
+                    _mm256_storeu_si256(out.cast(), narrow_f16(f));
+                } else {
+                    _mm512_storeu_ps(out.cast(), f);
+                }
+            }
+            i += 16;
+        }
+        tail_planar::<C, HALF>(plan, src, i, [p0, p1, p2]);
     }
 }
