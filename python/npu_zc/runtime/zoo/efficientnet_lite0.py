@@ -34,7 +34,7 @@ SCALE = (128.0, 128.0, 128.0)
 # TensorFlow's BatchNorm epsilon, which the original weights were trained with.
 _BN_EPS = 1e-3
 # Bumped whenever the graph built here changes, so stale cached IR is rebuilt.
-_BUILDER_VERSION = 1
+_BUILDER_VERSION = 2
 
 # (repeats, kernel, stride, expand ratio, in channels, out channels) per stage.
 _STAGES = (
@@ -159,7 +159,8 @@ def build(weights: str | os.PathLike[str] | None = None) -> Any:
     model.set_rt_info("Classification", ["model_info", "model_type"])
     model.set_rt_info(" ".join(str(v) for v in MEAN), ["model_info", "mean_values"])
     model.set_rt_info(" ".join(str(v) for v in SCALE), ["model_info", "scale_values"])
-    model.set_rt_info("False", ["model_info", "reverse_input_channels"])
+    # Model API convention: True means the network wants RGB (its input is reversed from OpenCV's BGR).
+    model.set_rt_info("True", ["model_info", "reverse_input_channels"])
     model.set_rt_info("imagenet-1k", ["model_info", "labels_source"])
     return model
 
