@@ -302,25 +302,11 @@ def prepare(
         if fmt_name not in HW_FORMATS:
             raise InvalidArgumentError(f"unknown HW format {fmt_name!r}: use one of {', '.join(HW_FORMATS)}")
         fmt = HW_FORMATS[fmt_name]
+        if image.channels != 3:
+            raise ModelError(f"input '{image.name}' has {image.channels} channels; the HW layouts feed 3-channel models")
         if fmt.channels == 1 and (image.height % 2 or image.width % 2):
             raise ModelError(f"NV12 needs an even height and width; input '{image.name}' is {image.height}x{image.width}")
-        tensor = ppp.input().tensor()
-        tensor.set_element_type(ov_type(fmt.element_type)).set_layout(ov.Layout("NHWC"))
-        if fmt_name == "NV12_TWO_PLANES":
-            tensor.set_color_format(ColorFormat.NV12_TWO_PLANES, ["y", "uv"])
-        else:
-            tensor.set_color_format(getattr(ColorFormat, fmt.color))
-        ppp.input().model().set_layout(ov.Layout(image.layout))
-        steps = ppp.input().preprocess()
-        model_is_float = image.element_type in ("f32", "f16", "bf16")
-        if fmt.element_type != image.element_type or (model_is_float and (norm.mean or norm.scale)):
-            steps.convert_element_type(ov.Type.f32 if model_is_float else ov_type(image.element_type))
-        steps.convert_color(getattr(ColorFormat, norm.color))
-        if model_is_float:
-            if norm.mean is not None:
-                steps.mean(list(norm.mean))
-            if norm.scale is not None:
-                steps.scale(list(norm.scale))
+        _read_hw_format(ppp, image, fmt, norm)
     else:
         fmt_name = _copy_format(image, norm.color)
     for i, port in enumerate(model.outputs):
@@ -337,6 +323,57 @@ def prepare(
         if any(d <= 0 for d in spec.shape):
             raise ModelError(f"{spec.name} has a dynamic shape; npu_zc binds buffers of a fixed size")
     return PreparedModel(model, mode, image, norm, inputs, outputs, fmt_name, source)
+
+
+def _read_hw_format(ppp: Any, image: ImageInput, fmt: _HwFormat, norm: Normalisation) -> None:
+    """Make the model's input read ``fmt``, with colour order, type, mean and scale inside."""
+    import openvino as ov
+    from openvino.preprocess import ColorFormat
+
+    tensor = ppp.input().tensor()
+    tensor.set_element_type(ov_type(fmt.element_type)).set_layout(ov.Layout("NHWC"))
+    ppp.input().model().set_layout(ov.Layout(image.layout))
+    steps = ppp.input().preprocess()
+    model_is_float = image.element_type in ("f32", "f16", "bf16")
+    if fmt.channels in (3, 4) and model_is_float:
+        # One per-pixel matrix product picks the channels (dropping x), orders them and
+        # normalises. PrePostProcessor's convert_color(RGBX -> RGB) would be a StridedSlice,
+        # which the CPU plugin runs as one memcpy per pixel: a copy of the frame.
+        tensor.set_shape([1, image.height, image.width, fmt.channels])
+        mix = _channel_mix(fmt.color[:3], fmt.channels, norm)
+        steps.convert_element_type(ov.Type.f32)
+        steps.custom(mix)
+        return
+    if fmt.color == "NV12_TWO_PLANES":
+        tensor.set_color_format(ColorFormat.NV12_TWO_PLANES, ["y", "uv"])
+    else:
+        tensor.set_color_format(getattr(ColorFormat, fmt.color))
+    if fmt.element_type != image.element_type or model_is_float:
+        steps.convert_element_type(ov.Type.f32 if model_is_float else ov_type(image.element_type))
+    steps.convert_color(getattr(ColorFormat, norm.color))
+    if model_is_float:
+        if norm.mean is not None:
+            steps.mean(list(norm.mean))
+        if norm.scale is not None:
+            steps.scale(list(norm.scale))
+
+
+def _channel_mix(source: str, channels: int, norm: Normalisation) -> Any:
+    """``x -> x @ W + b`` on NHWC pixels: W[i, j] = 1/scale[j] where source channel i is model channel j."""
+    import openvino.opset13 as ops
+
+    mean = norm.mean or (0.0, 0.0, 0.0)
+    scale = norm.scale or (1.0, 1.0, 1.0)
+    weights = np.zeros((channels, 3), np.float32)
+    for j, name in enumerate(norm.color):
+        weights[source.index(name), j] = 1.0 / scale[j]
+    bias = np.array([-m / s for m, s in zip(mean, scale)], np.float32)
+
+    def mix(pixels: Any) -> Any:
+        mixed = ops.matmul(pixels, ops.constant(weights), transpose_a=False, transpose_b=False)
+        return ops.add(mixed, ops.constant(bias)).output(0)
+
+    return mix
 
 
 def _fix_shape(model: Any, image: ImageInput, device: str, input_size: tuple[int, int] | None) -> Any:

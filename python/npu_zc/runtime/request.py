@@ -100,7 +100,7 @@ class Request:
         self._check_bound()
         started = time.perf_counter()
         try:
-            self.request.infer()
+            self.request.infer(share_outputs=True)  # results stay in place: no copy of the outputs
         except RuntimeError as exc:
             raise ModelError(f"inference failed on {self.session.device}: {plugin_message(exc)}") from None
         self._note_first((time.perf_counter() - started) * 1000)
@@ -139,7 +139,7 @@ class Request:
         self._outputs = [None] * len(self.session.outputs)
         started = time.perf_counter()
         try:
-            self.request.infer()
+            self.request.infer(share_outputs=True)  # results stay in place: no copy of the outputs
         except RuntimeError as exc:
             raise ModelError(f"inference failed on {self.session.device}: {plugin_message(exc)}") from None
         self._note_first((time.perf_counter() - started) * 1000)
