@@ -57,12 +57,10 @@ def gpu_dmabuf_properties(buffer: Any) -> dict[str, Any]:
 def default_context(device: str) -> Any:
     """The plugin's default ``RemoteContext`` for ``"NPU"`` or ``"GPU"``."""
     _require_remote_device(device)
-    if not is_available(device):
-        raise DeviceNotFoundError(why_unavailable(device))
     try:
         return core().get_default_context(device)
-    except RuntimeError as exc:
-        raise DeviceNotFoundError(f"{why_unavailable(device)} ({plugin_message(exc)})") from None
+    except RuntimeError:  # the plugin's own words are a C++ trace; say what is missing instead
+        raise DeviceNotFoundError(why_unavailable(device)) from None
 
 
 def create_context(device: str, params: Mapping[str, Any]) -> Any:
