@@ -36,11 +36,18 @@ GPU_OS_HANDLE = "OS_HANDLE"
 GPU_BUFFER_FROM_HANDLE = "BUFFER_FROM_HANDLE"
 
 
-def npu_dmabuf_properties(buffer: Any, tensor_type: NpuTensorType = "BINDED") -> dict[str, str]:
-    """The NPU property map that imports ``buffer``'s DMA-BUF fd as a remote tensor."""
-    fd = _dmabuf_fd(buffer, "NPU")
+def npu_shared_buf_properties(fd: int, tensor_type: NpuTensorType = "BINDED") -> dict[str, str]:
+    """The NPU property map that imports DMA-BUF ``fd``: what ``ZeroContext::create_tensor(type, shape, fd)`` builds."""
     _check_tensor_type(tensor_type)
+    if fd < 0:
+        raise InvalidArgumentError(f"not a file descriptor: {fd}")
+    # hex: OpenVINO reads a string into void* with istream >> void*, which parses hexadecimal.
     return {NPU_MEM_TYPE: NPU_SHARED_BUF, NPU_MEM_HANDLE: hex(fd), NPU_TENSOR_TYPE: tensor_type}
+
+
+def npu_dmabuf_properties(buffer: Any, tensor_type: NpuTensorType = "BINDED") -> dict[str, str]:
+    """The NPU property map for ``buffer``, which must be an open DMA-BUF."""
+    return npu_shared_buf_properties(_dmabuf_fd(buffer, "NPU"), tensor_type)
 
 
 def npu_l0_host_properties(tensor_type: NpuTensorType) -> dict[str, str]:
@@ -49,9 +56,16 @@ def npu_l0_host_properties(tensor_type: NpuTensorType) -> dict[str, str]:
     return {NPU_MEM_TYPE: NPU_L0_INTERNAL_BUF, NPU_TENSOR_TYPE: tensor_type}
 
 
+def gpu_buffer_from_handle_properties(fd: int) -> dict[str, Any]:
+    """The GPU property map that imports DMA-BUF ``fd`` (``OS_HANDLE`` is a plain int on Linux)."""
+    if fd < 0:
+        raise InvalidArgumentError(f"not a file descriptor: {fd}")
+    return {GPU_SHARED_MEM_TYPE: GPU_BUFFER_FROM_HANDLE, GPU_OS_HANDLE: fd}
+
+
 def gpu_dmabuf_properties(buffer: Any) -> dict[str, Any]:
-    """The GPU property map that imports ``buffer``'s DMA-BUF fd (an int on Linux)."""
-    return {GPU_SHARED_MEM_TYPE: GPU_BUFFER_FROM_HANDLE, GPU_OS_HANDLE: _dmabuf_fd(buffer, "GPU")}
+    """The GPU property map for ``buffer``, which must be an open DMA-BUF."""
+    return gpu_buffer_from_handle_properties(_dmabuf_fd(buffer, "GPU"))
 
 
 def default_context(device: str) -> Any:
@@ -66,11 +80,11 @@ def default_context(device: str) -> Any:
 def create_context(device: str, params: Mapping[str, Any]) -> Any:
     """A ``RemoteContext`` from low-level parameters (e.g. a GPU's ``OCL_CONTEXT`` or ``VA_DEVICE``)."""
     _require_remote_device(device)
-    if not is_available(device):
-        raise DeviceNotFoundError(why_unavailable(device))
     try:
         return core().create_context(device, dict(params))
     except RuntimeError as exc:
+        if not is_available(device):
+            raise DeviceNotFoundError(why_unavailable(device)) from None
         raise InvalidArgumentError(f"{device} refused the context parameters {sorted(params)}: {plugin_message(exc)}") from None
 
 
