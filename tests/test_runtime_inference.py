@@ -298,7 +298,7 @@ def test_bad_buffers_are_clear_errors_and_the_session_stays_usable(zero_copy: Se
     _still_works(zero_copy, photos["coffee"])
 
     with pytest.raises(InvalidArgumentError, match="binds an npu_zc.DmaBuf .*not ndarray"):
-        request.bind_input(np.zeros(spec.shape, np.uint8))  # type: ignore[arg-type]
+        request.bind_input(np.zeros(spec.shape, np.uint8))
     with pytest.raises(InvalidArgumentError, match="has no buffer bound"):
         zero_copy.create_request().infer()
     with pytest.raises(InvalidArgumentError, match="no input named 'pixels'"):
@@ -327,3 +327,21 @@ def test_copy_mode_checks_arrays_and_stays_usable(copy_mode: Session, photos) ->
     with pytest.raises(InvalidArgumentError, match="has 1 input"):
         request.infer_copy([])
     assert classify_copy(copy_mode, photos["coffee"])[0] == "espresso"
+
+
+def test_top_classes_gives_probabilities_read_from_the_output_buffer(zero_copy: Session, photos) -> None:
+    from npu_zc.runtime import top_classes
+
+    request = zero_copy.create_request()
+    frame = request.bind_input(npu_zc.alloc(zero_copy.inputs[0].nbytes))
+    logits = request.bind_output(npu_zc.alloc(zero_copy.outputs[0].nbytes))
+    assert zero_copy.prepared.info["output_raw_scores"] == "True"  # logits: softmax them
+    write_rgbx(frame, photos["chelsea"])
+    request.infer()
+    cats = top_classes(logits, 3)
+    assert sum(p for _, name, p in cats if name in CATS) > 0.8
+    assert [p for _, _, p in cats] == sorted((p for _, _, p in cats), reverse=True)
+    write_rgbx(frame, photos["coffee"])
+    request.infer()
+    (index, name, probability), *_ = top_classes(logits, 5)
+    assert (index, name) == (967, "espresso") and probability > 0.8

@@ -25,7 +25,7 @@ from .device import (
     plugin_message,
     why_unavailable,
 )
-from .labels import imagenet_labels, labels_for, read_labels
+from .labels import imagenet_labels, labels_for, read_labels, top_classes
 from .model import (
     BUILTIN_MODELS,
     HW_FORMATS,
@@ -35,6 +35,7 @@ from .model import (
     PreparedModel,
     TensorSpec,
     find_image_input,
+    model_info,
     model_normalisation,
     prepare,
     read_model,
@@ -74,6 +75,7 @@ __all__ = [
     "is_available",
     "labels_for",
     "measure_startup",
+    "model_info",
     "model_normalisation",
     "openvino_version",
     "plugin_message",
@@ -81,5 +83,6 @@ __all__ = [
     "read_labels",
     "read_model",
     "select_hw_format",
+    "top_classes",
     "why_unavailable",
 ]

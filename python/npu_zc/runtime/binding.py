@@ -30,7 +30,7 @@ class BoundBuffer:
     spec: TensorSpec
     buffer: Any  # npu_zc.DmaBuf
     offset: int
-    array: Any  # numpy view of the memory, shaped and typed as ``spec``
+    array: np.ndarray  # numpy view of the memory, shaped and typed as ``spec``
     tensor: Any  # what the request reads or writes: ov.Tensor (CPU) or ov.RemoteTensor (NPU, GPU)
 
 

@@ -6,6 +6,9 @@ import json
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Sequence
+
+import numpy as np
 
 from ..errors import InvalidArgumentError, ModelError
 
@@ -51,3 +54,25 @@ def labels_for(num_classes: int) -> tuple[str, ...]:
     if num_classes == 1000:
         return imagenet_labels()
     return tuple(str(i) for i in range(num_classes))
+
+
+def top_classes(
+    scores: np.ndarray, k: int = 5, labels: Sequence[str] | None = None, *, softmax: bool = True
+) -> list[tuple[int, str, float]]:
+    """The ``k`` best classes of one output, read in place: ``(class id, label, probability)``.
+
+    ``softmax=True`` turns logits into probabilities (over all classes); use False
+    when the model already outputs probabilities.
+    """
+    flat = scores.reshape(-1)
+    k = min(k, flat.size)
+    best = np.argpartition(-flat, k - 1)[:k]
+    best = best[np.argsort(-flat[best])]
+    if softmax:
+        peak = float(flat.max())
+        total = float(np.exp(flat - peak).sum())
+        values = [float(np.exp(flat[i] - peak) / total) for i in best]
+    else:
+        values = [float(flat[i]) for i in best]
+    names = labels if labels is not None else labels_for(flat.size)
+    return [(int(i), names[i] if i < len(names) else str(i), v) for i, v in zip(best, values)]

@@ -149,6 +149,8 @@ class PreparedModel:
     format: str
     """The input layout: a HW format in zero-copy mode, the model's own in copy mode."""
     source: str = field(default="")
+    info: dict[str, str] = field(default_factory=dict)
+    """The model's ``model_info`` metadata (OpenVINO Model API), e.g. {"model_type": "Classification", "output_raw_scores": "True"}."""
 
 
 def read_model(source: str | os.PathLike[str] | Any) -> Any:
@@ -194,6 +196,7 @@ def find_image_input(model: Any) -> ImageInput:
         raise ModelError(f"input '{names[0]}' has shape {shape}: not an image (expected 4 dimensions, NCHW or NHWC)")
     declared = str(layout_helpers.get_layout(port))
     dims = [d.get_length() if d.is_static else None for d in shape]
+    layout: Literal["NCHW", "NHWC"]
     if declared in ("[N,C,H,W]", "NCHW"):
         layout = "NCHW"
     elif declared in ("[N,H,W,C]", "NHWC"):
@@ -235,6 +238,17 @@ def select_hw_format(element_type: str, device: str, color: str = "RGB") -> str:
     if element_type in ("u8", "i8", "f32"):
         return "BGRx" if color == "BGR" else "RGBx"
     raise ModelError(f"no HW layout feeds a model input of type {element_type}")
+
+
+def model_info(model: Any) -> dict[str, str]:
+    """The model's ``model_info`` runtime metadata as text (empty when it records none)."""
+    if not model.has_rt_info(["model_info"]):
+        return {}
+    try:
+        entries = model.get_rt_info(["model_info"]).astype(dict)
+    except Exception:  # not a map: nothing we can read
+        return {}
+    return {str(k): _rt_text(v) for k, v in entries.items()}
 
 
 def model_normalisation(model: Any) -> Normalisation:
@@ -322,7 +336,7 @@ def prepare(
     for spec in inputs + outputs:
         if any(d <= 0 for d in spec.shape):
             raise ModelError(f"{spec.name} has a dynamic shape; npu_zc binds buffers of a fixed size")
-    return PreparedModel(model, mode, image, norm, inputs, outputs, fmt_name, source)
+    return PreparedModel(model, mode, image, norm, inputs, outputs, fmt_name, source, model_info(model))
 
 
 def _read_hw_format(ppp: Any, image: ImageInput, fmt: _HwFormat, norm: Normalisation) -> None:

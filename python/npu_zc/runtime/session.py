@@ -9,6 +9,7 @@ was loaded from the cache directory.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -287,8 +288,7 @@ def measure_startup(
     """
     import numpy as np
 
-    base = kwargs.pop("options", None) or CompileOptions()
-    options = CompileOptions(**{**{k: getattr(base, k) for k in CompileOptions.__dataclass_fields__}, "cache_dir": cache_dir})
+    options = dataclasses.replace(kwargs.pop("options", None) or CompileOptions(), cache_dir=cache_dir)
     results: list[Startup] = []
     for _ in range(runs):
         session = compile_model(model, device, options=options, **kwargs)

@@ -86,7 +86,7 @@ def decode(regressors: np.ndarray, classificators: np.ndarray, min_score: float 
             break
         if all(_iou(corners[i], corners[j]) < iou_threshold for j in keep):
             keep.append(int(i))
-    return [Face(*map(float, corners[i]), score=float(scores[i])) for i in keep]
+    return [Face(float(corners[i, 0]), float(corners[i, 1]), float(corners[i, 2]), float(corners[i, 3]), float(scores[i])) for i in keep]
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> float:
