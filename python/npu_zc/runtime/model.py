@@ -11,10 +11,12 @@ Outputs are f32 in both modes, so postprocess reads them in place.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Callable, Iterator, Literal, Sequence
 
 import numpy as np
 
@@ -174,10 +176,43 @@ def read_model(source: str | os.PathLike[str] | Any) -> Any:
         raise ModelError(f"{text} is not a model file")
     if path.suffix == ".xml" and not path.with_suffix(".bin").exists():
         raise ModelError(f"{text} is an OpenVINO IR without its weights file {path.with_suffix('.bin').name}")
+    with _stderr_kept_on_success() as succeeded:
+        try:
+            model = core().read_model(str(path))
+        except Exception as exc:  # OpenVINO raises RuntimeError (or frontend errors) for anything unreadable
+            raise ModelError(f"cannot read {text} as a model (IR, ONNX, TFLite or PaddlePaddle): {plugin_message(exc)}") from None
+        succeeded()
+    return model
+
+
+@contextlib.contextmanager
+def _stderr_kept_on_success() -> Iterator[Callable[[], None]]:
+    """Hold back what C++ code writes to stderr; pass it on only if the block calls ``succeeded()``.
+
+    OpenVINO tries every frontend on a file it cannot read, and some (TensorFlow's)
+    log parse errors straight to fd 2; a person should see our one sentence instead.
+    """
+    ok = False
+
+    def succeeded() -> None:
+        nonlocal ok
+        ok = True
+
     try:
-        return core().read_model(str(path))
-    except Exception as exc:  # OpenVINO raises RuntimeError (or frontend errors) for anything unreadable
-        raise ModelError(f"cannot read {text} as a model (IR, ONNX, TFLite or PaddlePaddle): {plugin_message(exc)}") from None
+        saved = os.dup(2)
+    except OSError:  # no stderr to hold back
+        yield succeeded
+        return
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield succeeded
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            if ok:
+                held.seek(0)
+                os.write(2, held.read())
 
 
 def find_image_input(model: Any) -> ImageInput:
