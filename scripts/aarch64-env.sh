@@ -17,7 +17,10 @@
 # Only this shell is changed: Debian's rustc/cargo come first on PATH and
 # CARGO_TARGET_DIR is <repo>/target/aarch64-cross, so host builds with
 # rustup's toolchain are never touched. Open a new shell to leave.
-# Caches: <repo>/.cache/aarch64 (or $NPU_ZC_AARCH64_CACHE).
+# Caches: <repo>/.cache/aarch64, or $NPU_ZC_AARCH64_CACHE (point other work
+# trees at one cache to share it). The linker exported here is gcc (glibc
+# 2.36 symbols): fine for tests; wheels and binaries for boards are linked by
+# zig for glibc 2.28 (scripts/build-aarch64.sh).
 # qemu's CPU model: $NPU_ZC_QEMU_CPU (default "max": every optional Arm
 # feature, so runtime-detected SIMD paths run; "cortex-a72" is the Versal AI
 # Edge's core, for the paths such a board takes).
@@ -60,10 +63,10 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
     # 1. Host packages.
-    pkgs=(rustc-web cargo-web qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+    pkgs=(rustc-web cargo-web qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross file)
     missing=()
     for p in "${pkgs[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing+=("$p")
+        [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
     done
     if [ ${#missing[@]} -gt 0 ]; then
         log "installing ${missing[*]} (Debian)"
@@ -72,7 +75,8 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
             -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null \
             || die "apt-get install ${missing[*]} failed"
     fi
-    /usr/bin/rustc -vV | grep -q '^host: x86_64-unknown-linux-gnu' \
+    # (Not `| grep -q`: with pipefail, grep's early exit can fail the pipe.)
+    [[ "$(/usr/bin/rustc -vV)" == *"host: x86_64-unknown-linux-gnu"* ]] \
         || die "this script cross-builds from x86_64 Linux; /usr/bin/rustc is for another host"
 
     # 2. The aarch64 std of exactly this rustc (rustc refuses a std built by
@@ -90,7 +94,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
         mkdir -p "$NPU_ZC_AARCH64_CACHE"
         tmp=$(mktemp -d "$NPU_ZC_AARCH64_CACHE/tmp.XXXXXX")
         trap 'rm -rf "$tmp"' EXIT
-        [ -n "$(ls "$NPU_ZC_AARCH64_CACHE/apt/lists" 2>/dev/null | grep -v partial)" ] \
+        compgen -G "$NPU_ZC_AARCH64_CACHE/apt/lists/*_Packages" >/dev/null \
             || npu_zc_apt_arm64 update >/dev/null || die "apt-get update of the arm64 index failed"
         # A stale index may lack this version (security updates move it): refresh once.
         (cd "$tmp" && npu_zc_apt_arm64 download "libstd-rust-web-dev=$ver" >/dev/null 2>&1) \
