@@ -64,7 +64,7 @@ def cpu_tensor(spec: TensorSpec, array: np.ndarray) -> Any:
     else:
         tensor = ov.Tensor(array, shared_memory=True)
     if tensor.data.ctypes.data != array.ctypes.data:  # would mean a silent copy
-        raise RuntimeError(f"OpenVINO copied {spec.name} instead of sharing it")
+        raise InvalidArgumentError(f"OpenVINO would copy {spec.name} instead of sharing its memory")
     return tensor
 
 
