@@ -16,6 +16,7 @@ import ctypes
 import json
 import sys
 import time
+from typing import Callable
 
 import cv2
 import numpy as np
@@ -63,15 +64,16 @@ def main() -> None:
         "efficientnet-lite0", "CPU", mode=args.mode, options=CompileOptions(inference_precision="f32", num_threads=1)
     )
     norm = session.normalisation
+    assert norm.mean is not None and norm.scale is not None  # recorded in the built-in model
     photo = skimage.data.coffee()
     in_spec, out_spec = session.inputs[0], session.outputs[0]
     top5: list[int] = []
     infer_ms: list[float] = []
 
-    def window(run: object) -> None:
+    def window(run: Callable[[], object]) -> None:
         counter.memcount_start()
         t = time.perf_counter()
-        run()  # type: ignore[operator]
+        run()
         infer_ms.append((time.perf_counter() - t) * 1000)
         counter.memcount_stop()
 
@@ -99,6 +101,7 @@ def main() -> None:
     else:
         request = session.create_request()
         in_buf, out_buf = npu_zc.alloc(in_spec.nbytes), npu_zc.alloc(out_spec.nbytes)
+        run: Callable[[], object]
         if args.mode == "zero-copy":
             x, y = request.bind_input(in_buf), request.bind_output(out_buf)
             run = request.infer
