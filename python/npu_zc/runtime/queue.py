@@ -229,6 +229,12 @@ class AsyncQueue:
                 self._lock.wait()
             leftovers = list(self._pending)
             self._pending.clear()
+        # `_running` empties inside the completion callback, before OpenVINO's
+        # thread has left it; wait() returns only once it has. Destroying the
+        # requests (or exiting the interpreter) while a callback thread still
+        # holds Python objects aborts the process ("terminate called ...").
+        for request in self._requests:
+            request.wait()
         for entry in leftovers:
             for slot in entry.frame._out_slots:
                 slot.release()
