@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..errors import BufferInUseError, InvalidArgumentError, ModelError
+from ..errors import BufferInUseError, InvalidArgumentError, ModelError, PoolExhaustedError
 from .binding import BoundBuffer, bind
 
 if TYPE_CHECKING:
@@ -78,17 +78,24 @@ class _InFlight:
     request: int
     userdata: Any
     done: bool = False
+    completing: bool = False
     latency_ms: float = 0.0
-    error: str | None = None
+    error: BaseException | None = None
 
 
 class AsyncQueue:
     """``depth`` requests in flight at once, results delivered in submission order.
 
     Without ``callback``: take results with :meth:`get` and :meth:`Result.release`
-    them. With ``callback(result)``: it is called in submission order (on
-    OpenVINO's completion thread) and the output buffers are released when it
-    returns.
+    them. With ``callback(result)``: a delivery thread calls it in submission
+    order and releases the output buffers when it returns.
+
+    Completion is observed with ``InferRequest.wait``/``wait_for`` (the GIL is
+    released while waiting), never with OpenVINO completion callbacks: those run
+    Python on OpenVINO's threads, which can abort the process when the
+    interpreter exits while one is in progress, and they cannot report a failed
+    inference. Waiting in submission order loses nothing: results are delivered
+    in that order anyway.
     """
 
     def __init__(
@@ -119,16 +126,17 @@ class AsyncQueue:
             for spec, pool in zip(session.outputs, self._out_pools)
         ]
         self._requests = [session.compiled.create_infer_request() for _ in range(depth)]
-        for i, request in enumerate(self._requests):
-            request.set_callback(self._on_done, i)
         self._idle: collections.deque[int] = collections.deque(range(depth))
-        self._running: dict[int, _InFlight] = {}
-        self._pending: collections.deque[_InFlight] = collections.deque()
+        self._running: collections.deque[_InFlight] = collections.deque()  # oldest first
+        self._pending: collections.deque[_InFlight] = collections.deque()  # results not taken yet
         self._sequence = 0
         self._lock = threading.Condition()
-        self._deliver_lock = threading.Lock()
         self._failure: BaseException | None = None
         self._closed = False
+        self._deliverer: threading.Thread | None = None
+        if callback is not None:
+            self._deliverer = threading.Thread(target=self._deliver_loop, name="npu_zc-queue", daemon=True)
+            self._deliverer.start()
 
     @property
     def pending(self) -> int:
@@ -138,7 +146,7 @@ class AsyncQueue:
 
     @property
     def in_flight(self) -> int:
-        """Requests running on the device now."""
+        """Requests started and not yet seen complete."""
         with self._lock:
             return len(self._running)
 
@@ -149,36 +157,36 @@ class AsyncQueue:
         take and release results (:meth:`get`) before acquiring more than ``depth`` frames.
         """
         self._check_open()
-        in_slots: list[Any] = []
-        out_slots: list[Any] = []
-        try:
-            for pool in self._in_pools:
-                in_slots.append(pool.acquire(timeout=timeout))
-            for pool in self._out_pools:
-                out_slots.append(pool.acquire(timeout=timeout))
-        except BaseException:
-            for slot in in_slots + out_slots:
-                slot.release()
-            raise
-        return Frame(
-            inputs=tuple(self._bound_in[p][s.index].array for p, s in enumerate(in_slots)),
-            input_buffers=tuple(s.buffer for s in in_slots),
-            output_buffers=tuple(s.buffer for s in out_slots),
-            _in_slots=in_slots,
-            _out_slots=out_slots,
-        )
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            frame = self._try_take()
+            if frame is not None:
+                return frame
+            # A running request holds an input buffer until it completes: wait for the oldest.
+            oldest = self._oldest_running()
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if oldest is not None and (left is None or left > 0):
+                self._complete(oldest, left)
+                continue
+            # Otherwise the caller (or another thread) holds them: wait for a release.
+            return self._take_blocking(left)
 
     def submit(self, frame: Frame, userdata: Any = None) -> int:
         """Start inference on ``frame``'s buffers; returns its sequence number."""
         self._check_open()
         if frame._submitted:
             raise InvalidArgumentError("this frame was submitted already: acquire a new one")
-        with self._lock:
-            if not self._idle:  # cannot happen while frames come from our pools; kept as a guard
+        while True:
+            with self._lock:
+                if self._idle:
+                    index = self._idle.popleft()
+                    entry = _InFlight(self._sequence, frame, index, userdata)
+                    self._sequence += 1
+                    break
+                oldest = self._running[0] if self._running else None
+            if oldest is None:  # cannot happen while frames come from our pools; kept as a guard
                 raise InvalidArgumentError("no idle request: frames must come from this queue's acquire()")
-            index = self._idle.popleft()
-            entry = _InFlight(self._sequence, frame, index, userdata)
-            self._sequence += 1
+            self._complete(oldest, None)
         request = self._requests[index]
         try:
             for port, slot in enumerate(frame._in_slots):
@@ -187,37 +195,35 @@ class AsyncQueue:
                 request.set_output_tensor(port, self._bound_out[port][slot.index].tensor)
             for slot in frame._in_slots + frame._out_slots:
                 slot.submit()
+            request.start_async()
         except BaseException:
             with self._lock:
                 self._idle.appendleft(index)
             raise
         frame._submitted = True
         with self._lock:
-            self._running[index] = entry
+            self._running.append(entry)
             self._pending.append(entry)
-        request.start_async()
+            self._lock.notify_all()
         return entry.sequence
 
     def get(self, timeout: float | None = None) -> Result | None:
         """The next result in submission order, waiting for it; None if ``timeout`` s pass first."""
         if self._callback is not None:
             raise InvalidArgumentError("this queue hands results to its callback; get() is for queues without one")
-        deadline = None if timeout is None else time.monotonic() + timeout
+        self._raise_failure()
         with self._lock:
-            while not (self._pending and self._pending[0].done):
-                self._raise_failure()
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return None
-                self._lock.wait(left)
-            entry = self._pending.popleft()
+            entry = self._pending[0] if self._pending else None
+        if entry is None or not self._complete(entry, timeout):
+            return None
+        with self._lock:
+            self._pending.remove(entry)
         return self._result(entry)
 
     def wait_all(self) -> None:
         """Wait until no request is running (results may still wait to be taken)."""
-        with self._lock:
-            while self._running:
-                self._lock.wait()
+        while (oldest := self._oldest_running()) is not None:
+            self._complete(oldest, None)
         self._raise_failure()
 
     def close(self) -> None:
@@ -225,20 +231,21 @@ class AsyncQueue:
         if self._closed:
             return
         with self._lock:
-            while self._running:
-                self._lock.wait()
+            self._closed = True
+            self._lock.notify_all()
+        if self._deliverer is not None:
+            self._deliverer.join()
+        for entry in list(self._running):
+            try:
+                self._complete(entry, None)
+            except ModelError:
+                pass  # closing: the failure has nowhere to go
+        with self._lock:
             leftovers = list(self._pending)
             self._pending.clear()
-        # `_running` empties inside the completion callback, before OpenVINO's
-        # thread has left it; wait() returns only once it has. Destroying the
-        # requests (or exiting the interpreter) while a callback thread still
-        # holds Python objects aborts the process ("terminate called ...").
-        for request in self._requests:
-            request.wait()
         for entry in leftovers:
             for slot in entry.frame._out_slots:
                 slot.release()
-        self._closed = True
         self._bound_in.clear()
         self._bound_out.clear()
         self._requests.clear()
@@ -254,39 +261,118 @@ class AsyncQueue:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- completion (OpenVINO's thread) ---
+    # --- buffers ---
 
-    def _on_done(self, index: int) -> None:
+    def _try_take(self) -> Frame | None:
+        slots: list[Any] = []
         try:
-            with self._lock:
-                entry = self._running.pop(index)
-                entry.latency_ms = float(self._requests[index].latency)
+            for pool in self._in_pools + self._out_pools:
+                slots.append(pool.acquire(block=False))
+        except PoolExhaustedError:
+            for slot in slots:
+                slot.release()
+            return None
+        return self._frame(slots)
+
+    def _take_blocking(self, timeout: float | None) -> Frame:
+        slots: list[Any] = []
+        try:
+            for pool in self._in_pools + self._out_pools:
+                slots.append(pool.acquire(timeout=timeout))
+        except BaseException:
+            for slot in slots:
+                slot.release()
+            raise
+        return self._frame(slots)
+
+    def _frame(self, slots: list[Any]) -> Frame:
+        in_slots, out_slots = slots[: len(self._in_pools)], slots[len(self._in_pools) :]
+        return Frame(
+            inputs=tuple(self._bound_in[p][s.index].array for p, s in enumerate(in_slots)),
+            input_buffers=tuple(s.buffer for s in in_slots),
+            output_buffers=tuple(s.buffer for s in out_slots),
+            _in_slots=in_slots,
+            _out_slots=out_slots,
+        )
+
+    # --- completion ---
+
+    def _oldest_running(self) -> _InFlight | None:
+        with self._lock:
+            return self._running[0] if self._running else None
+
+    def _complete(self, entry: _InFlight, timeout: float | None) -> bool:
+        """Wait (up to ``timeout`` s) until ``entry``'s request is done; True once it is.
+
+        One thread waits on a request at a time; the others wait on the
+        condition for it to be marked done.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while entry.completing and not entry.done:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._lock.wait(left)
+            if entry.done:
+                return self._check(entry)
+            entry.completing = True
+        request = self._requests[entry.request]
+        error: BaseException | None = None
+        try:
+            if timeout is None:
+                request.wait()
+                finished = True
+            else:
+                finished = bool(request.wait_for(max(0, int(timeout * 1000))))
+        except RuntimeError as e:  # OpenVINO reports a failed inference here
+            error, finished = e, True
+        with self._lock:
+            entry.completing = False
+            if finished:
                 entry.done = True
+                entry.error = error
+                entry.latency_ms = float(request.latency) if error is None else 0.0
                 # The device has finished reading the inputs: they may be written again.
                 for slot in entry.frame._in_slots:
                     slot.release()
-                self._idle.append(index)
-                self._lock.notify_all()
-            if self._callback is not None:
-                self._deliver()
-        except BaseException as exc:  # never let an exception escape into OpenVINO's thread
-            with self._lock:
-                self._failure = self._failure or exc
-                self._lock.notify_all()
+                self._running.remove(entry)
+                self._idle.append(entry.request)
+            self._lock.notify_all()
+        return self._check(entry) if finished else False
 
-    def _deliver(self) -> None:
+    def _check(self, entry: _InFlight) -> bool:
+        if entry.error is not None:
+            raise ModelError(f"inference of frame {entry.sequence} failed: {entry.error}") from entry.error
+        return True
+
+    def _deliver_loop(self) -> None:
         assert self._callback is not None
-        with self._deliver_lock:  # one thread at a time, so the order holds
-            while True:
+        main = threading.main_thread()
+        while True:
+            with self._lock:
+                while not self._pending and not self._closed and main.is_alive():
+                    self._lock.wait(0.1)
+                if not self._pending:
+                    return  # closed (or the program is ending) and nothing left to deliver
+                entry = self._pending[0]
+            try:
+                self._complete(entry, None)
                 with self._lock:
-                    if not (self._pending and self._pending[0].done):
-                        return
-                    entry = self._pending.popleft()
+                    self._pending.popleft()
                 result = self._result(entry)
                 try:
                     self._callback(result)
                 finally:
                     result.release()
+            except BaseException as exc:  # reported to the caller on its next call
+                with self._lock:
+                    if self._pending and self._pending[0] is entry:
+                        self._pending.popleft()
+                        for slot in entry.frame._out_slots:
+                            slot.release()
+                    self._failure = self._failure or exc
+                    self._lock.notify_all()
 
     def _result(self, entry: _InFlight) -> Result:
         frame = entry.frame
