@@ -109,7 +109,7 @@ class Pipeline:
         heap: str = "auto",
     ) -> None:
         from ..buffers import alloc
-        from ..runtime import compile_model, model_normalisation, read_labels, read_model
+        from ..runtime import compile_model, find_image_input, model_normalisation, read_labels, read_model
 
         if mode not in ("zero-copy", "copy"):
             raise InvalidArgumentError(f"unknown mode {mode!r}: use 'zero-copy' or 'copy'")
@@ -117,6 +117,7 @@ class Pipeline:
             raise InvalidArgumentError(f"top must be at least 1, got {top}")
         self.model_name = model if isinstance(model, str) else os.fspath(model) if isinstance(model, os.PathLike) else "model"
         source = read_model(model)
+        find_image_input(source)  # the input first: "one image input" is the first thing a model must have
         self.kind: Kind = model_kind(source)
         if self.kind == "blazeface" and mean is None and scale is None and model_normalisation(source).mean is None:
             from ..runtime.zoo import face_detection
