@@ -27,11 +27,12 @@ class ImageNotFoundError(ImageError, FileNotFoundError):
 
 
 def opencv() -> Any:
-    """The ``cv2`` module, with its own warnings silenced: libpng and friends would print
-    them on stderr, where we print one sentence instead."""
+    """The ``cv2`` module, with its own messages silenced: OpenCV, libpng and FFmpeg would print
+    them on stderr, where we raise one sentence instead."""
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET; read when FFmpeg is first used
     import cv2
 
-    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
     return cv2
 
 
@@ -108,7 +109,8 @@ class FrameSource:
         return self._count
 
     def _open_video(self) -> Any:
-        capture = opencv().VideoCapture(str(self.path))
+        cv2 = opencv()
+        capture = cv2.VideoCapture(str(self.path), cv2.CAP_FFMPEG)
         if not capture.isOpened():
             capture.release()
             raise ImageError(f"cannot open {self.path} as a video (or a folder of images)")
