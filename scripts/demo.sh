@@ -5,6 +5,6 @@ set -euo pipefail
 REPO=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 "$REPO/scripts/setup.sh"
 if [ $# -eq 0 ]; then
-    set -- info
+    set -- demo
 fi
 exec "${VENV:-$REPO/.venv}/bin/npu-zc" "$@"
