@@ -46,25 +46,24 @@ def collect() -> dict[str, Any]:
 
 def _openvino() -> dict[str, Any]:
     try:
-        import openvino as ov
+        from ..runtime import available_devices, core, openvino_version, why_unavailable
     except ImportError as e:  # the runtime extra is optional
         return {"available": False, "reason": f"openvino is not installed ({e}): pip install 'npu_zc[runtime]'"}
-    core = ov.Core()
     devices: dict[str, Any] = {}
-    for name in core.available_devices:
+    for name in available_devices():
         props: dict[str, Any] = {}
-        supported = set(core.get_property(name, "SUPPORTED_PROPERTIES"))
+        supported = set(core().get_property(name, "SUPPORTED_PROPERTIES"))
         for key in _DEVICE_PROPERTIES:
             if key in supported:
                 try:
-                    props[key] = _plain(core.get_property(name, key))
+                    props[key] = _plain(core().get_property(name, key))
                 except RuntimeError:
                     pass
         devices[name] = props
     notes = []
     if "NPU" not in devices:
-        notes.append("no NPU: OpenVINO found no NPU device (driver or hardware missing); -d AUTO uses the CPU")
-    return {"available": True, "version": ov.get_version(), "devices": devices, "notes": notes}
+        notes.append(why_unavailable("NPU"))
+    return {"available": True, "version": openvino_version(), "devices": devices, "notes": notes}
 
 
 def _plain(value: Any) -> Any:
