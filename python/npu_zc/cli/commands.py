@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from ..pipeline import Pipeline, RunReport, load_image, sample_photo
+from ..runtime.model import Mode
 from . import report
 
 DEMO_PHOTO = "chelsea"
 """scikit-image's photo of Chelsea the cat (ImageNet: tabby / tiger cat / Egyptian cat)."""
 
 
-def _pipeline(args: argparse.Namespace, mode: str) -> Pipeline:
+def _pipeline(args: argparse.Namespace, mode: Mode) -> Pipeline:
     return Pipeline(
         args.model,
         args.device,
@@ -29,7 +30,7 @@ def _pipeline(args: argparse.Namespace, mode: str) -> Pipeline:
     )
 
 
-def _measure(args: argparse.Namespace, mode: str, image: Any, name: str) -> RunReport:
+def _measure(args: argparse.Namespace, mode: Mode, image: Any, name: str) -> RunReport:
     with _pipeline(args, mode) as pipeline:
         return pipeline.run(image, args.runs, warmup=1, name=name)
 
@@ -77,7 +78,7 @@ def stream(args: argparse.Namespace) -> int:
     from ..pipeline.stream import run_stream
 
     source = FrameSource(args.input, limit=args.limit)  # checked here, before the model is compiled
-    mode = "copy" if args.non_zero_copy else "zero-copy"
+    mode: Mode = "copy" if args.non_zero_copy else "zero-copy"
     if args.two_process and args.non_zero_copy:
         raise ValueError("--two-process hands the producer's buffers to the model in place: it runs zero-copy only (drop -c)")
     if args.two_process and args.drop:

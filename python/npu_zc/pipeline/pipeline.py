@@ -24,6 +24,7 @@ from typing import Any, ContextManager, Sequence
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from ..runtime.model import Mode
 from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for
 from .preprocess import Fit, PreprocessSpec, Preprocessor
 from .timing import StageStats, Timings
@@ -95,7 +96,7 @@ class Pipeline:
         model: str | os.PathLike[str] | Any = DEFAULT_MODEL,
         device: str = "AUTO",
         *,
-        mode: str = "zero-copy",
+        mode: Mode = "zero-copy",
         top: int = 5,
         labels: Sequence[str] | str | os.PathLike[str] | None = None,
         mean: Sequence[float] | None = None,
@@ -115,7 +116,7 @@ class Pipeline:
             raise InvalidArgumentError(f"unknown mode {mode!r}: use 'zero-copy' or 'copy'")
         if top < 1:
             raise InvalidArgumentError(f"top must be at least 1, got {top}")
-        self.model_name = model if isinstance(model, str) else os.fspath(model) if isinstance(model, os.PathLike) else "model"
+        self.model_name = os.fspath(model) if isinstance(model, (str, os.PathLike)) else str(getattr(model, "friendly_name", "model"))
         source = read_model(model)
         find_image_input(source)  # the input first: "one image input" is the first thing a model must have
         self.kind: Kind = model_kind(source)
@@ -126,7 +127,7 @@ class Pipeline:
         if isinstance(labels, (str, os.PathLike)):
             labels = read_labels(Path(labels))
         self.session = compile_model(
-            source, device, mode=mode, hw_format=hw_format, mean=mean, scale=scale, input_size=input_size, options=options  # type: ignore[arg-type]
+            source, device, mode=mode, hw_format=hw_format, mean=mean, scale=scale, input_size=input_size, options=options
         )
         self.postprocess: Postprocessor = postprocessor_for(
             self.session.prepared.model, self.kind, labels=labels, top=top, min_score=min_score
