@@ -13,6 +13,7 @@ Anything else is refused up front with :class:`npu_zc.ModelError`.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Sequence, Union
@@ -20,6 +21,11 @@ from typing import Any, Literal, Sequence, Union
 import numpy as np
 
 from ..errors import ModelError
+
+try:
+    from .. import layout as _layout  # type: ignore[attr-defined]
+except ImportError:  # TEMPORARY until the layout engine's Python front lands on main
+    _layout = None
 
 Kind = Literal["classification", "ssd", "blazeface"]
 
@@ -135,22 +141,29 @@ class TopClasses(Postprocessor):
         self.softmax = softmax
 
     def __call__(self, outputs: Sequence[np.ndarray]) -> list[ClassScore]:
-        scores = outputs[0].reshape(-1)
-        best = topk(scores, self.k)
-        values = scores[best].astype(np.float64)
+        scores = outputs[0].reshape(-1)  # a view: the output buffer, read in place
+        best, values = topk(scores, self.k)
         if self.softmax:
-            peak = float(scores.max())
-            values = np.exp(values - peak) / float(np.exp(scores - peak, dtype=np.float64).sum())
-        return [ClassScore(int(i), self._name(int(i)), float(v)) for i, v in zip(best, values)]
+            # The top value is the maximum: softmax = exp(v - max) / sum(exp(all - max)).
+            peak = float(values[0])
+            total = float(np.exp(scores - peak).sum(dtype=np.float64))
+            probabilities = [math.exp(float(v) - peak) / total for v in values]
+        else:
+            probabilities = [float(v) for v in values]
+        return [ClassScore(int(i), self._name(int(i)), p) for i, p in zip(best, probabilities)]
 
     def _name(self, index: int) -> str:
         return self.labels[index] if index < len(self.labels) else str(index)
 
 
-def topk(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` largest values of a 1-D array, largest first (read in place)."""
-    best = np.argpartition(scores, scores.size - k)[scores.size - k :]
-    return best[np.argsort(-scores[best], kind="stable")]
+def topk(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices and values of the ``k`` largest values of a 1-D array, largest first (read in place)."""
+    if _layout is None:  # TEMPORARY until the layout engine's Python front lands on main
+        best = np.argpartition(scores, scores.size - k)[scores.size - k :]
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return best, scores[best]
+    indices, values = _layout.topk(scores, k)
+    return indices, values
 
 
 class SsdDetections(Postprocessor):

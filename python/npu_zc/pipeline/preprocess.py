@@ -25,6 +25,11 @@ import numpy as np
 from ..errors import InvalidArgumentError, ModelError
 from .image import opencv
 
+try:
+    from .. import layout as _layout  # type: ignore[attr-defined]
+except ImportError:  # TEMPORARY until the layout engine's Python front lands on main
+    _layout = None
+
 Fit = Literal["crop", "stretch"]
 """``crop``: the centre of the frame, as classifiers are evaluated; ``stretch``: the whole frame."""
 
@@ -181,9 +186,7 @@ def write_input(resized: np.ndarray, dst: np.ndarray, spec: PreprocessSpec) -> N
 
 
 def _convert(bgr: np.ndarray, dst: np.ndarray, fmt: str, mean: Any, scale: Any) -> None:
-    try:
-        from .. import layout  # type: ignore[attr-defined]
-    except ImportError:  # TEMPORARY until the layout engine's Python front lands on main
+    if _layout is None:  # TEMPORARY until the layout engine's Python front lands on main
         _convert_numpy(bgr, dst, fmt, mean, scale)
         return
     source = "BGR"
@@ -191,7 +194,7 @@ def _convert(bgr: np.ndarray, dst: np.ndarray, fmt: str, mean: Any, scale: Any) 
         # The engine writes RGB-ordered planes; a BGR source read as "RGB" gives B, G, R planes,
         # and mean/scale are already in the model's (B, G, R) order.
         source, fmt = "RGB", "RGBP_" + fmt.split("_", 1)[1]
-    layout.convert(bgr, dst, source, fmt, mean=mean, scale=scale)
+    _layout.convert(bgr, dst, source, fmt, mean=mean, scale=scale)
 
 
 def _convert_numpy(bgr: np.ndarray, dst: np.ndarray, fmt: str, mean: Any, scale: Any) -> None:
