@@ -25,6 +25,7 @@ def _pipeline(args: argparse.Namespace, mode: Mode) -> Pipeline:
         mean=args.mean,
         scale=args.scale,
         input_size=args.input_size,
+        hw_format=args.hw_format if mode == "zero-copy" else None,
         interpolation=args.interpolation,
         heap=args.heap,
     )
