@@ -110,6 +110,12 @@ def test_run_json_is_one_object(files: dict[str, Path]) -> None:
     assert data["fps"]["pipeline"] == pytest.approx(1000 / data["stages_ms"]["total"]["mean"])
 
 
+def test_run_with_another_hw_layout(files: dict[str, Path]) -> None:
+    data = json.loads(ok("run", "-i", files["coffee"], "--hw-format", "RGBx_BF16", "--json"))
+    assert data["input"]["format"] == "RGBx_BF16" and data["labels"][0]["label"] == "espresso"
+    fails("run", "-i", files["coffee"], "--hw-format", "NV21", match="invalid choice", code=2)
+
+
 def test_run_onnx_model_with_a_labels_file(files: dict[str, Path]) -> None:
     data = json.loads(ok("run", "-i", files["red"], "-m", files["colours"], "--labels", files["labels"], "--top", "2", "--json"))
     assert [entry["label"] for entry in data["labels"]] == ["red", data["labels"][1]["label"]] and data["labels"][0]["score"] > 0.99
