@@ -177,12 +177,17 @@ class Preprocessor:
 
 def write_input(resized: np.ndarray, dst: np.ndarray, spec: PreprocessSpec) -> None:
     """The per-pixel step: the resized BGR frame into ``dst`` in ``spec.format``, normalised if the spec says so."""
-    frame = dst.reshape(dst.shape[1:]) if dst.ndim == 4 else dst  # drop the batch of 1
+    frame = dst[0] if dst.ndim == 4 else dst  # drop the batch of 1
     fmt = spec.format
-    if fmt.endswith("_FLOAT") and "P" not in fmt.split("_")[0]:
-        _packed_float(resized, frame, fmt, spec)  # NHWC float models (copy mode)
-        return
-    _convert(resized, frame, fmt, spec.mean, spec.scale)
+    if fmt in ("RGB_FLOAT", "BGR_FLOAT"):  # NHWC float models in copy mode
+        _packed_float(resized, frame, fmt, spec)
+    elif fmt in ("RGB", "BGR"):  # 3-channel bytes (quantised models): only the channel order to fix
+        if fmt == "RGB":
+            opencv().cvtColor(resized, opencv().COLOR_BGR2RGB, dst=frame)
+        else:
+            np.copyto(frame, resized)
+    else:
+        _convert(resized, frame, fmt, spec.mean, spec.scale)
 
 
 def _convert(bgr: np.ndarray, dst: np.ndarray, fmt: str, mean: Any, scale: Any) -> None:
