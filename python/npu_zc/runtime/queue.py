@@ -159,7 +159,7 @@ class AsyncQueue:
         self._check_open()
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            frame = self._try_take()
+            frame = self._take(None, block=False)
             if frame is not None:
                 return frame
             # A running request holds an input buffer until it completes: wait for the oldest.
@@ -169,7 +169,9 @@ class AsyncQueue:
                 self._complete(oldest, left)
                 continue
             # Otherwise the caller (or another thread) holds them: wait for a release.
-            return self._take_blocking(left)
+            frame = self._take(left, block=True)
+            assert frame is not None  # a blocking take returns a frame or raises
+            return frame
 
     def submit(self, frame: Frame, userdata: Any = None) -> int:
         """Start inference on ``frame``'s buffers; returns its sequence number."""
@@ -263,25 +265,17 @@ class AsyncQueue:
 
     # --- buffers ---
 
-    def _try_take(self) -> Frame | None:
+    def _take(self, timeout: float | None, *, block: bool) -> Frame | None:
+        """One buffer from every pool or none at all; None when not blocking and a pool is empty."""
         slots: list[Any] = []
         try:
             for pool in self._in_pools + self._out_pools:
-                slots.append(pool.acquire(block=False))
-        except PoolExhaustedError:
+                slots.append(pool.acquire(timeout=timeout, block=block))
+        except BaseException as e:
             for slot in slots:
                 slot.release()
-            return None
-        return self._frame(slots)
-
-    def _take_blocking(self, timeout: float | None) -> Frame:
-        slots: list[Any] = []
-        try:
-            for pool in self._in_pools + self._out_pools:
-                slots.append(pool.acquire(timeout=timeout))
-        except BaseException:
-            for slot in slots:
-                slot.release()
+            if not block and isinstance(e, PoolExhaustedError):
+                return None
             raise
         return self._frame(slots)
 
