@@ -18,6 +18,8 @@ from .buffers import (
     recv_buffers,
     send_buffers,
 )
+from . import runtime
+from .runtime import CompileOptions, Session, compile_model
 from .errors import (
     BufferClosedError,
     BufferInUseError,
@@ -47,6 +49,11 @@ __all__ = [
     "heaps",
     "recv_buffers",
     "send_buffers",
+    # runtime (OpenVINO is imported on first use)
+    "runtime",
+    "CompileOptions",
+    "Session",
+    "compile_model",
     # errors
     "BufferClosedError",
     "BufferInUseError",

@@ -24,12 +24,12 @@ class _OSErrorMixin(Error):
     # OSError subclasses keep OSError's (errno, strerror) shape, so that
     # str(e) reads "[Errno 13] cannot open ..." and e.errno/e.strerror are set.
     def __init__(self, message: str, errno: int | None = None) -> None:
-        OSError.__init__(self, errno if errno is not None else self._default_errno, message)  # type: ignore[misc]
+        OSError.__init__(self, errno if errno is not None else self._default_errno, message)
 
     _default_errno = _errno.EIO
 
     def __str__(self) -> str:
-        return OSError.__str__(self)  # type: ignore[arg-type]
+        return OSError.__str__(self)
 
 
 class HeapNotFoundError(_OSErrorMixin, FileNotFoundError):

@@ -185,6 +185,7 @@ fn cma_heap() -> Result<PathBuf> {
 fn alloc_dma_heap(path: &Path, size: usize) -> Result<DmaBuf> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let heap = open_device(path, "dma-buf heap")?;
+    check_pinned(size, &format!("dma-buf heap {name:?}"))?;
     let fd = sys::dma_heap_alloc(heap.as_fd(), size as u64)
         .context(format_args!("cannot allocate {size} bytes from dma-buf heap {name:?}"))?;
     name_buffer(&fd);
@@ -226,6 +227,7 @@ fn alloc_udmabuf(size: usize) -> Result<DmaBuf> {
         }
     }
     let dev = open_device(Path::new(UDMABUF_DEV), "udmabuf device")?;
+    check_pinned(size, "udmabuf")?;
     let memfd = new_memfd(size, true)?;
     // udmabuf pins the memfd's pages: it requires that the file cannot shrink.
     rustix::fs::fcntl_add_seals(&memfd, rustix::fs::SealFlags::SHRINK)
@@ -240,24 +242,39 @@ fn alloc_udmabuf(size: usize) -> Result<DmaBuf> {
 fn alloc_memfd(size: usize) -> Result<DmaBuf> {
     // memfd pages are allocated lazily, so the kernel would accept any size;
     // refuse what this machine could never back rather than fault later.
-    if let Some(total) = total_memory() {
-        if size as u64 > total {
-            return Err(Error {
-                kind: ErrorKind::OutOfMemory,
-                errno: Some(rustix::io::Errno::NOMEM.raw_os_error()),
-                message: format!(
-                    "cannot allocate a {size}-byte memfd: this machine has {total} bytes of memory"
-                ),
-            });
-        }
-    }
+    check_memory(size, "memfd", total_memory(), "of memory")?;
     let fd = new_memfd(size, false)?;
     Ok(DmaBuf::new(fd, size, Kind::Memfd, FdClass::Memfd))
+}
+
+/// Heap and udmabuf pages are pinned at once: a request beyond what the
+/// kernel can free makes the system heap call the OOM killer (seen on 6.12)
+/// instead of failing with ENOMEM. Refuse it up front, as ENOMEM.
+fn check_pinned(size: usize, what: &str) -> Result<()> {
+    check_memory(size, what, available_memory(), "available (MemAvailable)")
+}
+
+fn check_memory(size: usize, what: &str, limit: Option<u64>, of_what: &str) -> Result<()> {
+    match limit {
+        Some(limit) if size as u64 > limit => Err(Error {
+            kind: ErrorKind::OutOfMemory,
+            errno: Some(rustix::io::Errno::NOMEM.raw_os_error()),
+            message: format!("cannot allocate {size} bytes from {what}: this machine has {limit} bytes {of_what}"),
+        }),
+        _ => Ok(()),
+    }
 }
 
 fn total_memory() -> Option<u64> {
     let info = rustix::system::sysinfo();
     Some(info.totalram as u64 * info.mem_unit as u64)
+}
+
+fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// What `heaps()` reports for each heap or device.

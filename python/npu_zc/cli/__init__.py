@@ -1,0 +1,5 @@
+"""The `npu-zc` command."""
+
+from .main import main
+
+__all__ = ["main"]

@@ -1,0 +1,107 @@
+"""`npu-zc info`: what this machine offers — OpenVINO and its devices, DMA-BUF
+heaps and whether this user may open them, udmabuf and its limit, and which
+allocation `heap="auto"` would take, and why."""
+
+from __future__ import annotations
+
+import json
+import platform
+from typing import Any
+
+from .. import buffers
+
+# Properties worth showing per device, when the device reports them.
+_DEVICE_PROPERTIES = (
+    "FULL_DEVICE_NAME",
+    "DEVICE_ARCHITECTURE",
+    "OPTIMIZATION_CAPABILITIES",
+    "RANGE_FOR_ASYNC_INFER_REQUESTS",
+    "NPU_DRIVER_VERSION",
+    "NPU_COMPILER_VERSION",
+    "DEVICE_GOPS",
+    "NPU_DEVICE_TOTAL_MEM_SIZE",
+    "NPU_MAX_TILES",
+)
+
+
+def collect() -> dict[str, Any]:
+    """Everything `info` reports, as plain data."""
+    out: dict[str, Any] = {"machine": platform.machine(), "kernel": platform.release()}
+    out["openvino"] = _openvino()
+    out["heaps"] = [
+        {
+            "name": h.name,
+            "backend": h.backend,
+            "path": h.path,
+            "usable": h.usable,
+            "reason": h.reason,
+            "size_limit": h.size_limit,
+        }
+        for h in buffers.heaps()
+    ]
+    choice = buffers.auto_choice()
+    out["auto"] = {"heap": choice.heap, "skipped": [{"name": n, "reason": r} for n, r in choice.skipped]}
+    return out
+
+
+def _openvino() -> dict[str, Any]:
+    try:
+        from ..runtime import available_devices, core, openvino_version, why_unavailable
+    except ImportError as e:  # the runtime extra is optional
+        return {"available": False, "reason": f"openvino is not installed ({e}): pip install 'npu_zc[runtime]'"}
+    devices: dict[str, Any] = {}
+    for name in available_devices():
+        props: dict[str, Any] = {}
+        supported = set(core().get_property(name, "SUPPORTED_PROPERTIES"))
+        for key in _DEVICE_PROPERTIES:
+            if key in supported:
+                try:
+                    props[key] = _plain(core().get_property(name, key))
+                except RuntimeError:
+                    pass
+        devices[name] = props
+    notes = []
+    if "NPU" not in devices:
+        notes.append(why_unavailable("NPU"))
+    return {"available": True, "version": openvino_version(), "devices": devices, "notes": notes}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def render(info: dict[str, Any]) -> str:
+    lines = [f"machine   {info['machine']}, Linux {info['kernel']}"]
+    ov = info["openvino"]
+    if ov["available"]:
+        lines.append(f"openvino  {ov['version']}")
+        for name, props in ov["devices"].items():
+            lines.append(f"  device {name}: {props.get('FULL_DEVICE_NAME', '')}")
+            for key, value in props.items():
+                if key != "FULL_DEVICE_NAME":
+                    lines.append(f"    {key} = {value}")
+        lines += [f"  note: {n}" for n in ov["notes"]]
+    else:
+        lines.append(f"openvino  not available: {ov['reason']}")
+    lines.append("heaps")
+    for h in info["heaps"]:
+        limit = f", limit {h['size_limit'] >> 20} MiB" if h["size_limit"] and h["backend"] != "memfd" else ""
+        state = "usable" if h["usable"] else f"unusable: {h['reason']}"
+        lines.append(f"  {h['name']:<16} {h['backend']:<9} {state}{limit}")
+    auto = info["auto"]
+    lines.append(f"auto      {auto['heap']}")
+    for s in auto["skipped"]:
+        lines.append(f"  skipped {s['name']}: {s['reason']}")
+    if auto["heap"] == "memfd":
+        lines.append("  memfd is shared memory, not a DMA-BUF: fine for the CPU plugin, not importable by an NPU")
+    return "\n".join(lines)
+
+
+def run(as_json: bool) -> int:
+    info = collect()
+    print(json.dumps(info, indent=2) if as_json else render(info))
+    return 0

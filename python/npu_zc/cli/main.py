@@ -1,0 +1,163 @@
+"""Argument parsing and error reporting for `npu-zc`.
+
+Errors a person can act on print one line on stderr and exit non-zero; the
+traceback only with --debug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from ..errors import Error
+
+EXAMPLES = """\
+examples:
+  npu-zc demo                                   EfficientNet-Lite0 on a real photo, zero-copy
+  npu-zc run -i cat.jpg -m efficientnet-lite0 -n 100
+  npu-zc run -i cat.jpg -m model.xml -n 100 -c   the same in copy mode
+  npu-zc compare -i cat.jpg -n 100 --plot stages.png
+  npu-zc stream -i video.mp4 --two-process
+  npu-zc info
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (the usage is one `--help` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _values(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.replace(",", " ").split())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not 1 or 3 numbers") from None
+    if len(values) not in (1, 3):
+        raise argparse.ArgumentTypeError(f"{text!r} is not 1 or 3 numbers")
+    return values
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        height, width = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HEIGHTxWIDTH, e.g. 224x224") from None
+    if height < 1 or width < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: both sides must be at least 1")
+    return height, width
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="npu-zc",
+        description="Zero-copy NPU inference pipelines: run a model on a photo or a stream in zero-copy and copy modes, "
+        "compare them, and inspect the machine.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    debug = _Parser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+
+    model = _Parser(add_help=False)
+    group = model.add_argument_group("model")
+    group.add_argument("-m", "--model", default="efficientnet-lite0",
+                       help="IR (.xml), ONNX or TFLite file, or the built-in efficientnet-lite0 (default)")
+    group.add_argument("-d", "--device", default="AUTO", help="NPU, CPU, GPU or AUTO (the NPU when present, else the CPU; default)")
+    group.add_argument("--labels", metavar="FILE", help="class names, one per line (or JSON); default: ImageNet's for 1000 classes, else indices")
+    group.add_argument("--top", metavar="K", type=_positive, default=5, help="how many classes or detections to show (default 5)")
+    group.add_argument("--mean", type=_values, metavar="M", help="per-channel mean, e.g. '127.5' or '123.7,116.3,103.5' (default: the model's own)")
+    group.add_argument("--scale", type=_values, metavar="S", help="per-channel scale: the model sees (x - mean) / scale (default: the model's own)")
+    group.add_argument("--input-size", type=_size, metavar="HxW", help="for a model whose input size is dynamic")
+    group.add_argument("--hw-format", choices=("RGBx", "BGRx", "RGBx_FP16", "RGBx_BF16"),
+                       help="zero-copy input layout (default: chosen from the model's input type)")
+    group.add_argument("--interpolation", choices=("linear", "area", "cubic", "nearest"), default="linear",
+                       help="OpenCV resize method (default linear, as cv2.resize)")
+    group.add_argument("--heap", default="auto", help="where buffers come from: auto, system, cma, udmabuf, memfd... (see npu-zc info)")
+
+    info = sub.add_parser("info", parents=[debug], help="OpenVINO devices, DMA-BUF heaps, and what heap='auto' would take")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+
+    run = sub.add_parser(
+        "run", parents=[model, debug], help="time preprocess, infer and postprocess on one image (the vart_zerocopy experience)",
+        description="A 1-iteration warm-up, then RUNS timed frames of preprocess -> infer -> postprocess on one decoded image; "
+        "per-stage times, infer and pipeline FPS, and the top labels.",
+    )
+    run.add_argument("-i", "--image", required=True, help="the image (JPEG, PNG, BMP, TIFF, WebP...)")
+    run.add_argument("-c", "--non-zero-copy", action="store_true",
+                     help="copy mode: planar float in ordinary memory, the runtime copies in and out")
+    run.add_argument("-n", "--runs", type=_positive, default=1, help="timed iterations after the warm-up (default 1)")
+    run.add_argument("--json", action="store_true", help="print one JSON object")
+
+    compare = sub.add_parser(
+        "compare", parents=[model, debug], help="zero-copy and copy mode back to back on one image, the ratio per stage",
+    )
+    compare.add_argument("-i", "--image", required=True, help="the image")
+    compare.add_argument("-n", "--runs", type=_positive, default=100, help="timed iterations per mode (default 100)")
+    compare.add_argument("--plot", metavar="FILE.png", help="draw the per-stage comparison into this image file")
+    compare.add_argument("--json", action="store_true", help="print one JSON object")
+
+    demo = sub.add_parser("demo", parents=[debug], help="EfficientNet-Lite0 on a real photo, zero-copy: the label and the stage table")
+    demo.add_argument("-n", "--runs", type=_positive, default=100, help="timed iterations (default 100)")
+    demo.add_argument("-d", "--device", default="AUTO", help="NPU, CPU, GPU or AUTO (default)")
+
+    stream = sub.add_parser(
+        "stream", parents=[model, debug], help="every frame of a video or a folder of images, in order, with a progress bar",
+    )
+    stream.add_argument("-i", "--input", required=True, help="a video file or a folder of images")
+    stream.add_argument("-c", "--non-zero-copy", action="store_true", help="copy mode (frames one after the other)")
+    stream.add_argument("--limit", type=_positive, help="stop after this many frames")
+    stream.add_argument("--depth", type=_positive, help="frames in flight (default: the device's optimal number, at least 2)")
+    stream.add_argument("--drop", action="store_true", help="skip a frame when every buffer is in flight, as for a live source")
+    stream.add_argument("--two-process", action="store_true",
+                        help="decode and preprocess in a producer process that hands its buffers over a Unix socket")
+    stream.add_argument("--no-progress", action="store_true", help="no progress bar")
+    stream.add_argument("--json", action="store_true", help="print one JSON object, with every frame's result")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "info":
+            from . import info
+
+            return info.run(args.json)
+        from . import commands
+
+        return int(getattr(commands, args.command.replace("-", "_"))(args))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # e.g. `npu-zc run ... | head`
+        return 0
+    except (Error, OSError, ValueError) as exc:
+        if args.debug:
+            raise
+        print(f"npu-zc: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: still one line, with the way to the traceback
+        if args.debug:
+            raise
+        print(f"npu-zc: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""Text and plots of pipeline reports, as `npu-zc run`, `compare`, `demo` and `stream` print them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import InvalidArgumentError
+from ..pipeline import STAGES, RunReport
+from ..pipeline.postprocess import ClassScore, Detection, Prediction
+from ..pipeline.stream import StreamReport
+
+
+def setup_lines(report: RunReport) -> list[str]:
+    shape = "x".join(map(str, report.input_shape))
+    where = "bound as the model's memory" if report.mode == "zero-copy" else "copied in and out by the runtime"
+    buffers = report.buffers if report.buffers == "ordinary memory" else f"{report.buffers} buffers"
+    return [
+        f"model    {report.model} ({report.kind})",
+        f"device   {report.device} ({device_reason(report.device_reason)})",
+        f"mode     {report.mode}: input {report.input_format} {shape} in {buffers}, {where}",
+        f"image    {report.image or 'decoded image'} {report.image_size[0]}x{report.image_size[1]}; "
+        f"{report.warmup} warm-up + {report.runs} timed run{'s' if report.runs != 1 else ''}",
+    ]
+
+
+def device_reason(reason: str) -> str:
+    """The device choice, short: why there is no NPU takes a paragraph, which `npu-zc info` prints."""
+    head, _, why = reason.partition(": ")
+    return f"{head}: no NPU is usable here, `npu-zc info` says why" if head == "AUTO took the CPU" and why else reason
+
+
+def stage_lines(report: RunReport) -> list[str]:
+    """The vart_zerocopy benchmark block, with minimum, median and p99 beside the mean."""
+    lines = [f"{'':<22}{'mean':>9}{'min':>9}{'median':>9}{'p99':>9}"]
+    for stage in STAGES:
+        s = report.stages[stage]
+        lines.append(f"{stage:<22}{s.mean:9.3f}{s.min:9.3f}{s.median:9.3f}{s.p99:9.3f}  ms / frame")
+    lines.append(f"{'throughput (infer)':<22}{report.infer_fps:9.1f} FPS")
+    lines.append(f"{'throughput (pipeline)':<22}{report.pipeline_fps:9.1f} FPS")
+    return lines
+
+
+def prediction_lines(prediction: Prediction, image_size: tuple[int, int], top: int | None = None) -> list[str]:
+    if not prediction:
+        return ["nothing found"]
+    if isinstance(prediction[0], ClassScore):
+        return [f"top {len(prediction)}:"] + [f"  {p.score:6.3f}  {p.label} ({p.index})" for p in prediction]
+    lines = [f"{len(prediction)} detection{'s' if len(prediction) != 1 else ''}:"]
+    for p in prediction:
+        assert isinstance(p, Detection)
+        x0, y0, x1, y1 = p.pixels(*image_size)
+        lines.append(f"  {p.score:6.3f}  {p.label} at ({x0}, {y0})-({x1}, {y1}) px")
+    return lines
+
+
+def run_text(report: RunReport) -> str:
+    return "\n".join(
+        setup_lines(report) + [""] + stage_lines(report) + [""] + prediction_lines(report.prediction, report.image_size)
+    )
+
+
+def compare_text(zero: RunReport, copy: RunReport) -> str:
+    lines = [
+        f"model    {zero.model} ({zero.kind}) on {zero.device} ({device_reason(zero.device_reason)})",
+        f"image    {zero.image or 'decoded image'} {zero.image_size[0]}x{zero.image_size[1]}; "
+        f"{zero.warmup} warm-up + {zero.runs} timed runs per mode, back to back",
+        f"inputs   zero-copy: {zero.input_format} in {zero.buffers}; copy: {copy.input_format} in {copy.buffers}",
+        "",
+        f"{'ms / frame (mean)':<22}{'zero-copy':>11}{'copy':>11}{'copy/zero-copy':>16}",
+    ]
+    for stage in STAGES:
+        a, b = zero.stages[stage].mean, copy.stages[stage].mean
+        lines.append(f"{stage:<22}{a:11.3f}{b:11.3f}{_ratio(b, a):>16}")
+    for name, a, b in (
+        ("throughput (infer)", zero.infer_fps, copy.infer_fps),
+        ("throughput (pipeline)", zero.pipeline_fps, copy.pipeline_fps),
+    ):
+        lines.append(f"{name:<22}{a:11.1f}{b:11.1f}{_ratio(b, a):>16}  FPS")
+    lines.append("")
+    top_zero, top_copy = _top(zero.prediction), _top(copy.prediction)
+    same = "the same in both modes" if top_zero == top_copy else f"copy mode: {top_copy}"
+    lines.append(f"top-1    {top_zero} ({same})")
+    return "\n".join(lines)
+
+
+def _ratio(value: float, reference: float) -> str:
+    return f"{value / reference:.2f}x" if reference > 0 else "-"
+
+
+def _top(prediction: Prediction) -> str:
+    return str(prediction[0]) if prediction else "nothing found"
+
+
+def plot_compare(zero: RunReport, copy: RunReport, path: str | os.PathLike[str]) -> Path:
+    """Draw each stage's mean (with min..p99 whiskers) for both modes, one panel per stage, and the FPS."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(path)
+    if not out.parent.is_dir():
+        raise InvalidArgumentError(f"cannot write the plot to {path}: no folder {out.parent}")
+    modes = (("zero-copy", zero, "#1b7837"), ("copy", copy, "#b2182b"))
+    fig, axes = plt.subplots(1, len(STAGES) + 1, figsize=(13, 3.8), constrained_layout=True)
+    for ax, stage in zip(axes, STAGES):
+        for x, (name, report, colour) in enumerate(modes):
+            s = report.stages[stage]
+            ax.bar(x, s.mean, color=colour, width=0.6)
+            ax.errorbar(x, s.mean, yerr=[[s.mean - s.min], [s.p99 - s.mean]], color="black", capsize=4, linewidth=1)
+            ax.annotate(f"{s.mean:.3f}", (x, s.p99), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=9)
+        ratio = _ratio(copy.stages[stage].mean, zero.stages[stage].mean)
+        ax.set_title(f"{stage}\ncopy = {ratio} zero-copy", fontsize=10)
+        _mode_axis(ax, modes)
+        ax.set_ylabel("ms / frame (mean; whiskers min..p99)" if stage == STAGES[0] else "")
+    ax = axes[-1]
+    for x, (name, report, colour) in enumerate(modes):
+        ax.bar(x, report.pipeline_fps, color=colour, width=0.6)
+        ax.annotate(f"{report.pipeline_fps:.0f}", (x, report.pipeline_fps), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=9)
+    ax.set_title("pipeline throughput\n(higher is better)", fontsize=10)
+    ax.set_ylabel("FPS")
+    _mode_axis(ax, modes)
+    fig.suptitle(
+        f"{zero.model} on {zero.device}: zero-copy ({zero.input_format}) vs copy ({copy.input_format}), "
+        f"{Path(zero.image).name or 'image'} {zero.image_size[0]}x{zero.image_size[1]}, {zero.runs} runs each",
+        fontsize=11,
+    )
+    try:
+        fig.savefig(out, dpi=110)
+    except (OSError, ValueError) as exc:
+        raise InvalidArgumentError(f"cannot write the plot to {path}: {exc}") from None
+    finally:
+        plt.close(fig)
+    return out
+
+
+def _mode_axis(ax: Any, modes: Sequence[tuple[str, RunReport, str]]) -> None:
+    ax.set_xticks(range(len(modes)), [name for name, _, _ in modes])
+    ax.set_xlim(-0.6, len(modes) - 0.4)
+    ax.margins(y=0.15)
+
+
+def stream_text(report: StreamReport) -> str:
+    lines = [
+        f"source   {report.source}: {report.frames} frames"
+        + (f", {report.dropped} dropped" if report.dropped else "")
+        + f" in {report.seconds:.2f} s, {report.fps:.1f} FPS",
+        f"model    {report.model} on {report.device}, {report.mode}, {report.processes} process{'es' if report.processes > 1 else ''}",
+        "",
+        f"{'':<14}{'mean':>9}{'min':>9}{'median':>9}{'p99':>9}",
+    ]
+    for stage, s in report.stages.items():
+        lines.append(f"{stage:<14}{s.mean:9.3f}{s.min:9.3f}{s.median:9.3f}{s.p99:9.3f}  ms / frame")
+    return "\n".join(lines)

@@ -1,0 +1,252 @@
+"""The pipeline: preprocess -> infer -> postprocess on one model, zero-copy or copy mode.
+
+Zero-copy mode (the default; VART's HW tensor type): the model is compiled to
+read the packed HW layout, one buffer is bound as its input and one per output
+as its outputs, once. Per frame the preprocess writes the input buffer in
+place, inference reads it and writes the outputs in place, and the
+postprocess reads them in place: no byte of the frame or of the result is
+copied in between.
+
+Copy mode (``-c``; VART's CPU tensor type): the preprocess writes normalised
+planar float into ordinary memory, and the runtime copies it into the
+request's own memory and the results back out, as most OpenVINO code does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ContextManager, Sequence
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from ..runtime.model import Mode
+from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for
+from .preprocess import Fit, PreprocessSpec, Preprocessor
+from .timing import StageStats, Timings
+
+DEFAULT_MODEL = "efficientnet-lite0"
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What `npu-zc run` prints: the setup, per-stage timings and the prediction of the last frame."""
+
+    model: str
+    kind: Kind
+    device: str
+    device_reason: str
+    mode: str
+    input_format: str
+    input_shape: tuple[int, ...]
+    buffers: str
+    """Where the frame and the result live: a heap kind ("memfd", "dma-heap:system") or "ordinary memory"."""
+    image: str
+    image_size: tuple[int, int]
+    """(width, height) of the decoded image."""
+    runs: int
+    warmup: int
+    stages: dict[str, StageStats]
+    prediction: Prediction
+    startup_ms: float | None = None
+
+    @property
+    def infer_fps(self) -> float:
+        return self.stages["infer"].fps
+
+    @property
+    def pipeline_fps(self) -> float:
+        return self.stages["total"].fps
+
+    def to_dict(self) -> dict[str, Any]:
+        """One JSON-able object (`npu-zc run --json`)."""
+        return {
+            "model": self.model,
+            "kind": self.kind,
+            "device": self.device,
+            "device_reason": self.device_reason,
+            "mode": self.mode,
+            "input": {"format": self.input_format, "shape": list(self.input_shape), "buffers": self.buffers},
+            "image": {"path": self.image, "width": self.image_size[0], "height": self.image_size[1]},
+            "runs": self.runs,
+            "warmup": self.warmup,
+            "stages_ms": {name: s.to_dict() for name, s in self.stages.items()},
+            "fps": {"infer": self.infer_fps, "pipeline": self.pipeline_fps},
+            "labels": [p.to_dict() for p in self.prediction],
+            "startup_ms": self.startup_ms,
+        }
+
+
+class Pipeline:
+    """One model on one device, with its buffers bound, ready to process frames.
+
+    ``model``: a file OpenVINO reads (IR, ONNX, TFLite) or ``"efficientnet-lite0"``.
+    ``labels``: names by class index, or a file of them (default: ImageNet's
+    for 1000 classes, else the indices). ``mean``/``scale`` override what the
+    model records. ``fit`` defaults to a centre crop for classifiers and the
+    whole frame for detectors.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] | Any = DEFAULT_MODEL,
+        device: str = "AUTO",
+        *,
+        mode: Mode = "zero-copy",
+        top: int = 5,
+        labels: Sequence[str] | str | os.PathLike[str] | None = None,
+        mean: Sequence[float] | None = None,
+        scale: Sequence[float] | None = None,
+        input_size: tuple[int, int] | None = None,
+        hw_format: str | None = None,
+        fit: Fit | None = None,
+        interpolation: str = "linear",
+        min_score: float = 0.5,
+        options: Any = None,
+        heap: str = "auto",
+    ) -> None:
+        from ..buffers import alloc
+        from ..runtime import compile_model, find_image_input, model_normalisation, read_labels, read_model
+
+        if mode not in ("zero-copy", "copy"):
+            raise InvalidArgumentError(f"unknown mode {mode!r}: use 'zero-copy' or 'copy'")
+        if top < 1:
+            raise InvalidArgumentError(f"top must be at least 1, got {top}")
+        self.model_name = os.fspath(model) if isinstance(model, (str, os.PathLike)) else str(getattr(model, "friendly_name", "model"))
+        source = read_model(model)
+        find_image_input(source)  # the input first: "one image input" is the first thing a model must have
+        self.kind: Kind = model_kind(source)
+        if self.kind == "blazeface" and mean is None and scale is None and model_normalisation(source).mean is None:
+            from ..runtime.zoo import face_detection
+
+            mean, scale = face_detection.MEAN, face_detection.SCALE  # what MediaPipe feeds it; the file does not say
+        if isinstance(labels, (str, os.PathLike)):
+            labels = read_labels(Path(labels))
+        self.session = compile_model(
+            source, device, mode=mode, hw_format=hw_format, mean=mean, scale=scale, input_size=input_size, options=options
+        )
+        self.postprocess: Postprocessor = postprocessor_for(
+            self.session.prepared.model, self.kind, labels=labels, top=top, min_score=min_score
+        )
+        self.spec = PreprocessSpec.for_session(
+            self.session, fit=fit or ("crop" if self.kind == "classification" else "stretch"), interpolation=interpolation
+        )
+        self.heap = heap
+        self.preprocess = Preprocessor(self.spec, heap=heap)
+        self.request = self.session.create_request()
+        in_spec, out_specs = self.session.inputs[0], self.session.outputs
+        self._buffers: list[Any] = []
+        self.input: np.ndarray
+        self.outputs: list[np.ndarray]
+        if self.zero_copy:
+            self._buffers = [alloc(in_spec.nbytes, heap)] + [alloc(spec.nbytes, heap) for spec in out_specs]
+            self.input = self.request.bind_input(self._buffers[0])
+            self.outputs = [self.request.bind_output(buf, i) for i, buf in enumerate(self._buffers[1:])]
+            self.buffer_kind = self._buffers[0].kind
+        else:
+            # Ordinary memory: the runtime copies the input in and the results out.
+            self.input = np.zeros(in_spec.shape, in_spec.dtype)
+            self.outputs = [np.zeros(spec.shape, spec.dtype) for spec in out_specs]
+            self.buffer_kind = "ordinary memory"
+
+    @property
+    def mode(self) -> str:
+        return self.session.mode
+
+    @property
+    def zero_copy(self) -> bool:
+        return self.session.mode == "zero-copy"
+
+    @property
+    def device(self) -> str:
+        return self.session.device
+
+    def _access(self, index: int, how: str) -> ContextManager[Any]:
+        # DMA_BUF_IOCTL_SYNC around CPU access, so a device sees what the CPU wrote and vice versa.
+        return self._buffers[index].cpu_access(how) if self._buffers else contextlib.nullcontext()
+
+    def infer(self) -> None:
+        """Inference on the input as it is now; the outputs are then in :attr:`outputs`."""
+        if self.zero_copy:
+            self.request.infer()
+        else:
+            self.request.infer_copy([self.input], self.outputs)
+
+    def step(self, image: np.ndarray) -> tuple[Prediction, int, int, int]:
+        """One frame: ``(prediction, preprocess ns, infer ns, postprocess ns)``."""
+        clock = time.perf_counter_ns
+        started = clock()
+        with self._access(0, "write"):
+            self.preprocess(image, self.input)
+        preprocessed = clock()
+        self.infer()
+        inferred = clock()
+        with contextlib.ExitStack() as stack:
+            for i in range(1, len(self._buffers)):
+                stack.enter_context(self._access(i, "read"))
+            prediction = self.postprocess(self.outputs)
+        done = clock()
+        return prediction, preprocessed - started, inferred - preprocessed, done - inferred
+
+    def process(self, image: np.ndarray) -> Prediction:
+        """The prediction for one frame (BGR u8)."""
+        return self.step(image)[0]
+
+    def run(self, image: np.ndarray, runs: int = 1, *, warmup: int = 1, name: str = "") -> RunReport:
+        """``warmup`` untimed frames, then ``runs`` timed ones on the same decoded image."""
+        if runs < 1:
+            raise InvalidArgumentError(f"runs must be at least 1, got {runs}")
+        for _ in range(warmup):
+            self.step(image)
+        timings = Timings()
+        prediction: Prediction = []
+        for _ in range(runs):
+            prediction, pre, infer, post = self.step(image)
+            timings.add_frame(preprocess=pre, infer=infer, postprocess=post)
+        startup = self.session.startup
+        return RunReport(
+            model=self.model_name,
+            kind=self.kind,
+            device=self.device,
+            device_reason=self.session.device_choice.reason,
+            mode=self.mode,
+            input_format=self.spec.format,
+            input_shape=self.spec.shape,
+            buffers=self.buffer_kind,
+            image=name,
+            image_size=(int(image.shape[1]), int(image.shape[0])),
+            runs=runs,
+            warmup=warmup,
+            stages=timings.stats(),
+            prediction=prediction,
+            startup_ms=startup.latency_ms,
+        )
+
+    def close(self) -> None:
+        """Unbind and free the buffers (the pipeline is unusable afterwards)."""
+        if self.preprocess is None:
+            return
+        if self.zero_copy:
+            self.request.unbind()
+        del self.input, self.outputs  # views of the buffers: they must go before the buffers close
+        for buf in self._buffers:
+            buf.close()
+        self._buffers = []
+        self.preprocess.close()
+        self.preprocess = None  # type: ignore[assignment]
+
+    def __enter__(self) -> "Pipeline":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Pipeline {self.model_name} ({self.kind}) on {self.device}, {self.mode}, input {self.spec.format}>"
+
+
+__all__ = ["DEFAULT_MODEL", "Pipeline", "RunReport"]

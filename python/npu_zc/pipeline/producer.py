@@ -1,0 +1,97 @@
+"""The producer process of the two-process pipeline (see :mod:`.ipc`): decode and preprocess, no OpenVINO.
+
+Started by the inference process as ``python -m npu_zc.pipeline.producer --fd N``
+with its end of a Unix socket pair.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import threading
+import time
+from typing import Any, Sequence
+
+from ..buffers import BufferPool, recv_buffers, send_buffers
+from ..errors import Error, PeerError, PoolExhaustedError
+from .image import FrameSource
+from .preprocess import PreprocessSpec, Preprocessor
+from .stream import timed_frames
+from .timing import Timings
+
+
+def produce(sock: socket.socket) -> int:
+    """Serve one stream to the consumer at the other end of ``sock``; returns the number of frames sent."""
+    _, request = recv_buffers(sock)
+    if not request or request.get("kind") != "spec":
+        raise PeerError("the consumer did not start with a spec")
+    spec = PreprocessSpec.from_dict(request["spec"])
+    source = FrameSource(request["source"], limit=request.get("limit"))
+    pool = BufferPool(int(request["depth"]), spec.nbytes, request.get("heap", "auto"))
+    views = [buf.map(spec.dtype, spec.shape) for buf in pool.buffers]
+    preprocess = Preprocessor(spec, heap=request.get("heap", "auto"))
+    send_buffers(sock, pool.buffers, {"kind": "pool", "frames": len(source)})
+
+    consumer_gone = threading.Event()
+
+    def read_dones() -> None:
+        # The consumer answers each frame once it has read the buffer: it may be written again.
+        try:
+            while True:
+                _, message = recv_buffers(sock)
+                if message and message.get("kind") == "done":
+                    pool.release(int(message["slot"]))
+        except (PeerError, OSError):
+            consumer_gone.set()
+
+    reader = threading.Thread(target=read_dones, name="npu-zc-producer-dones", daemon=True)
+    reader.start()
+    sent = 0
+    for sequence, name, image, decode_ns in timed_frames(source, Timings()):
+        slot = _acquire(pool, consumer_gone)
+        started = time.perf_counter_ns()
+        with slot.buffer.cpu_access("write"):
+            preprocess(image, views[slot.index])
+        preprocess_ns = time.perf_counter_ns() - started
+        slot.submit()  # in flight until the consumer says done
+        meta = {"kind": "frame", "slot": slot.index, "sequence": sequence, "name": name,
+                "decode_ns": decode_ns, "preprocess_ns": preprocess_ns}  # fmt: skip
+        send_buffers(sock, [], meta)
+        sent += 1
+    send_buffers(sock, [], {"kind": "end", "frames": sent})
+    reader.join(timeout=30)  # until the consumer closes its end
+    return sent
+
+
+def _acquire(pool: BufferPool, consumer_gone: threading.Event) -> Any:
+    while True:
+        try:
+            return pool.acquire(timeout=0.2)
+        except PoolExhaustedError:
+            if consumer_gone.is_set():
+                raise PeerError("the inference process closed the connection") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m npu_zc.pipeline.producer", description=__doc__)
+    parser.add_argument("--fd", type=int, required=True, help="this process's end of the Unix socket pair")
+    args = parser.parse_args(argv)
+    with socket.socket(fileno=args.fd) as sock:
+        try:
+            produce(sock)
+        except PeerError as exc:
+            print(f"npu-zc producer: {exc}", file=sys.stderr)
+            return 1
+        except Error as exc:  # e.g. an unreadable frame: tell the consumer, which reports it
+            try:
+                send_buffers(sock, [], {"kind": "error", "message": str(exc)})
+            except PeerError:
+                pass
+            print(f"npu-zc producer: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

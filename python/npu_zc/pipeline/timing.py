@@ -1,0 +1,67 @@
+"""Per-stage timing: samples in nanoseconds, summarised as mean, minimum, median and p99 in ms."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Iterable, Mapping
+
+import numpy as np
+
+STAGES = ("preprocess", "infer", "postprocess", "total")
+"""The stages of one frame, as `npu-zc run` reports them; ``total`` is their sum per frame."""
+
+
+@dataclass(frozen=True)
+class StageStats:
+    """One stage over many frames, in milliseconds per frame."""
+
+    mean: float
+    min: float
+    median: float
+    p99: float
+    count: int
+
+    @classmethod
+    def of(cls, samples_ns: Iterable[int | float]) -> "StageStats":
+        ms = np.asarray(list(samples_ns), np.float64) / 1e6
+        if ms.size == 0:
+            return cls(0.0, 0.0, 0.0, 0.0, 0)
+        return cls(float(ms.mean()), float(ms.min()), float(np.median(ms)), float(np.percentile(ms, 99)), int(ms.size))
+
+    @property
+    def fps(self) -> float:
+        """Frames per second at the mean time per frame."""
+        return 1000.0 / self.mean if self.mean > 0 else 0.0
+
+    def to_dict(self) -> dict[str, float | int]:
+        return asdict(self)
+
+
+class Timings:
+    """Collects nanosecond samples per stage; :meth:`stats` summarises them."""
+
+    def __init__(self, stages: Iterable[str] = STAGES) -> None:
+        self.samples: dict[str, list[int]] = {stage: [] for stage in stages}
+
+    def add(self, stage: str, ns: int) -> None:
+        self.samples.setdefault(stage, []).append(ns)
+
+    def add_frame(self, **stages_ns: int) -> None:
+        """One frame's stages; ``total`` is added as their sum unless given."""
+        for stage, ns in stages_ns.items():
+            self.add(stage, ns)
+        if "total" not in stages_ns:
+            self.add("total", sum(stages_ns.values()))
+
+    def extend(self, other: "Timings") -> None:
+        for stage, values in other.samples.items():
+            self.samples.setdefault(stage, []).extend(values)
+
+    def stats(self) -> dict[str, StageStats]:
+        return {stage: StageStats.of(values) for stage, values in self.samples.items()}
+
+
+def stats_table(columns: Mapping[str, Mapping[str, StageStats]], *, what: str = "mean") -> list[tuple[str, list[float]]]:
+    """Rows (stage, one value per column) of one statistic, for stages present in every column."""
+    stages = [s for s in next(iter(columns.values()))] if columns else []
+    return [(stage, [getattr(col[stage], what) for col in columns.values()]) for stage in stages if all(stage in c for c in columns.values())]

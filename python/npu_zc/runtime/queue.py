@@ -1,0 +1,390 @@
+"""An in-order asynchronous queue of inference requests over pooled buffers.
+
+Each input and each output of the model gets a :class:`npu_zc.BufferPool` of
+``depth`` buffers, all bound to the device once, up front. A frame takes one
+buffer from every pool (:meth:`AsyncQueue.acquire`); the caller writes the
+input; :meth:`AsyncQueue.submit` marks the buffers in flight and starts an idle
+request on them. The pool never hands out a buffer in flight, so nothing
+rewrites an input while the device reads it: the input buffers go back to the
+pool when their request completes, the output buffers when the caller has read
+the result (:meth:`Result.release`). Results come out in submission order.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from ..errors import BufferInUseError, InvalidArgumentError, ModelError, PoolExhaustedError
+from .binding import BoundBuffer, bind
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+@dataclass(eq=False)
+class Frame:
+    """One set of input and output buffers taken from the queue's pools."""
+
+    inputs: tuple[np.ndarray, ...]
+    """CPU views of the input buffers, shaped and typed as the model's inputs: write the frame here."""
+    input_buffers: tuple[Any, ...]
+    output_buffers: tuple[Any, ...]
+    _in_slots: list[Any]
+    _out_slots: list[Any]
+    _submitted: bool = False
+
+    @property
+    def index(self) -> int:
+        """Which buffer of the input pool this frame uses."""
+        return int(self._in_slots[0].index)
+
+
+@dataclass(eq=False)
+class Result:
+    """A finished inference; ``outputs`` are read in place until :meth:`release`."""
+
+    sequence: int
+    userdata: Any
+    outputs: tuple[np.ndarray, ...]
+    output_buffers: tuple[Any, ...]
+    latency_ms: float
+    _out_slots: list[Any] = field(repr=False)
+    _released: bool = field(default=False, repr=False)
+
+    def release(self) -> None:
+        """Give the output buffers back to the pool (the views must not be used afterwards)."""
+        if not self._released:
+            self._released = True
+            for slot in self._out_slots:
+                slot.release()
+
+    def __enter__(self) -> "Result":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@dataclass(eq=False)
+class _InFlight:
+    sequence: int
+    frame: Frame
+    request: int
+    userdata: Any
+    done: bool = False
+    completing: bool = False
+    latency_ms: float = 0.0
+    error: BaseException | None = None
+
+
+class AsyncQueue:
+    """``depth`` requests in flight at once, results delivered in submission order.
+
+    Without ``callback``: take results with :meth:`get` and :meth:`Result.release`
+    them. With ``callback(result)``: a delivery thread calls it in submission
+    order and releases the output buffers when it returns.
+
+    Completion is observed with ``InferRequest.wait``/``wait_for`` (the GIL is
+    released while waiting), never with OpenVINO completion callbacks: those run
+    Python on OpenVINO's threads, which can abort the process when the
+    interpreter exits while one is in progress, and they cannot report a failed
+    inference. Waiting in submission order loses nothing: results are delivered
+    in that order anyway.
+    """
+
+    def __init__(
+        self,
+        session: "Session",
+        depth: int | None = None,
+        *,
+        heap: str = "auto",
+        callback: Callable[[Result], None] | None = None,
+    ) -> None:
+        from ..buffers import BufferPool
+
+        depth = session.optimal_requests if depth is None else int(depth)
+        if depth < 1:
+            raise InvalidArgumentError(f"a queue needs a depth of at least 1, got {depth}")
+        self.session = session
+        self.depth = depth
+        self._callback = callback
+        self._in_pools = [BufferPool(depth, spec.nbytes, heap) for spec in session.inputs]
+        self._out_pools = [BufferPool(depth, spec.nbytes, heap) for spec in session.outputs]
+        # Bind every pooled buffer once; submit only swaps the tensors a request points at.
+        self._bound_in: list[list[BoundBuffer]] = [
+            [bind(session.device, session.context, spec, buf) for buf in pool.buffers]
+            for spec, pool in zip(session.inputs, self._in_pools)
+        ]
+        self._bound_out: list[list[BoundBuffer]] = [
+            [bind(session.device, session.context, spec, buf) for buf in pool.buffers]
+            for spec, pool in zip(session.outputs, self._out_pools)
+        ]
+        self._requests = [session.compiled.create_infer_request() for _ in range(depth)]
+        self._idle: collections.deque[int] = collections.deque(range(depth))
+        self._running: collections.deque[_InFlight] = collections.deque()  # oldest first
+        self._pending: collections.deque[_InFlight] = collections.deque()  # results not taken yet
+        self._sequence = 0
+        self._lock = threading.Condition()
+        self._failure: BaseException | None = None
+        self._closed = False
+        self._deliverer: threading.Thread | None = None
+        if callback is not None:
+            self._deliverer = threading.Thread(target=self._deliver_loop, name="npu_zc-queue", daemon=True)
+            self._deliverer.start()
+
+    @property
+    def pending(self) -> int:
+        """Submitted frames whose results have not been taken yet."""
+        with self._lock:
+            return len(self._pending)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests started and not yet seen complete."""
+        with self._lock:
+            return len(self._running)
+
+    def acquire(self, timeout: float | None = None) -> Frame:
+        """Take a free set of buffers; waits (up to ``timeout`` s) while all are in flight or unreleased.
+
+        Raises :class:`npu_zc.PoolExhaustedError` on timeout. In a single thread,
+        take and release results (:meth:`get`) before acquiring more than ``depth`` frames.
+        """
+        self._check_open()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            frame = self._take(None, block=False)
+            if frame is not None:
+                return frame
+            # A running request holds an input buffer until it completes: wait for the oldest.
+            oldest = self._oldest_running()
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if oldest is not None and (left is None or left > 0):
+                self._complete(oldest, left)
+                continue
+            # Otherwise the caller (or another thread) holds them: wait for a release.
+            frame = self._take(left, block=True)
+            assert frame is not None  # a blocking take returns a frame or raises
+            return frame
+
+    def submit(self, frame: Frame, userdata: Any = None) -> int:
+        """Start inference on ``frame``'s buffers; returns its sequence number."""
+        self._check_open()
+        if frame._submitted:
+            raise InvalidArgumentError("this frame was submitted already: acquire a new one")
+        while True:
+            with self._lock:
+                if self._idle:
+                    index = self._idle.popleft()
+                    entry = _InFlight(self._sequence, frame, index, userdata)
+                    self._sequence += 1
+                    break
+                oldest = self._running[0] if self._running else None
+            if oldest is None:  # cannot happen while frames come from our pools; kept as a guard
+                raise InvalidArgumentError("no idle request: frames must come from this queue's acquire()")
+            self._complete(oldest, None)
+        request = self._requests[index]
+        try:
+            for port, slot in enumerate(frame._in_slots):
+                request.set_input_tensor(port, self._bound_in[port][slot.index].tensor)
+            for port, slot in enumerate(frame._out_slots):
+                request.set_output_tensor(port, self._bound_out[port][slot.index].tensor)
+            for slot in frame._in_slots + frame._out_slots:
+                slot.submit()
+            request.start_async()
+        except BaseException:
+            with self._lock:
+                self._idle.appendleft(index)
+            raise
+        frame._submitted = True
+        with self._lock:
+            self._running.append(entry)
+            self._pending.append(entry)
+            self._lock.notify_all()
+        return entry.sequence
+
+    def get(self, timeout: float | None = None) -> Result | None:
+        """The next result in submission order, waiting for it; None if ``timeout`` s pass first."""
+        if self._callback is not None:
+            raise InvalidArgumentError("this queue hands results to its callback; get() is for queues without one")
+        self._raise_failure()
+        with self._lock:
+            entry = self._pending[0] if self._pending else None
+        if entry is None or not self._complete(entry, timeout):
+            return None
+        with self._lock:
+            self._pending.remove(entry)
+        return self._result(entry)
+
+    def wait_all(self) -> None:
+        """Wait until no request is running (results may still wait to be taken)."""
+        while (oldest := self._oldest_running()) is not None:
+            self._complete(oldest, None)
+        self._raise_failure()
+
+    def close(self) -> None:
+        """Wait for running requests, drop unclaimed results and the bindings, and close the pools."""
+        if self._closed:
+            return
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+        if self._deliverer is not None:
+            self._deliverer.join()
+        for entry in list(self._running):
+            try:
+                self._complete(entry, None)
+            except ModelError:
+                pass  # closing: the failure has nowhere to go
+        with self._lock:
+            leftovers = list(self._pending)
+            self._pending.clear()
+        for entry in leftovers:
+            for slot in entry.frame._out_slots:
+                slot.release()
+        self._bound_in.clear()
+        self._bound_out.clear()
+        self._requests.clear()
+        for pool in self._in_pools + self._out_pools:
+            try:
+                pool.close()
+            except BufferInUseError:  # the caller still holds views of a frame; freed when they go
+                pass
+
+    def __enter__(self) -> "AsyncQueue":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- buffers ---
+
+    def _take(self, timeout: float | None, *, block: bool) -> Frame | None:
+        """One buffer from every pool or none at all; None when not blocking and a pool is empty."""
+        slots: list[Any] = []
+        try:
+            for pool in self._in_pools + self._out_pools:
+                slots.append(pool.acquire(timeout=timeout, block=block))
+        except BaseException as e:
+            for slot in slots:
+                slot.release()
+            if not block and isinstance(e, PoolExhaustedError):
+                return None
+            raise
+        return self._frame(slots)
+
+    def _frame(self, slots: list[Any]) -> Frame:
+        in_slots, out_slots = slots[: len(self._in_pools)], slots[len(self._in_pools) :]
+        return Frame(
+            inputs=tuple(self._bound_in[p][s.index].array for p, s in enumerate(in_slots)),
+            input_buffers=tuple(s.buffer for s in in_slots),
+            output_buffers=tuple(s.buffer for s in out_slots),
+            _in_slots=in_slots,
+            _out_slots=out_slots,
+        )
+
+    # --- completion ---
+
+    def _oldest_running(self) -> _InFlight | None:
+        with self._lock:
+            return self._running[0] if self._running else None
+
+    def _complete(self, entry: _InFlight, timeout: float | None) -> bool:
+        """Wait (up to ``timeout`` s) until ``entry``'s request is done; True once it is.
+
+        One thread waits on a request at a time; the others wait on the
+        condition for it to be marked done.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while entry.completing and not entry.done:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._lock.wait(left)
+            if entry.done:
+                return self._check(entry)
+            entry.completing = True
+        request = self._requests[entry.request]
+        error: BaseException | None = None
+        try:
+            if timeout is None:
+                request.wait()
+                finished = True
+            else:
+                finished = bool(request.wait_for(max(0, int(timeout * 1000))))
+        except RuntimeError as e:  # OpenVINO reports a failed inference here
+            error, finished = e, True
+        with self._lock:
+            entry.completing = False
+            if finished:
+                entry.done = True
+                entry.error = error
+                entry.latency_ms = float(request.latency) if error is None else 0.0
+                # The device has finished reading the inputs: they may be written again.
+                for slot in entry.frame._in_slots:
+                    slot.release()
+                self._running.remove(entry)
+                self._idle.append(entry.request)
+            self._lock.notify_all()
+        return self._check(entry) if finished else False
+
+    def _check(self, entry: _InFlight) -> bool:
+        if entry.error is not None:
+            raise ModelError(f"inference of frame {entry.sequence} failed: {entry.error}") from entry.error
+        return True
+
+    def _deliver_loop(self) -> None:
+        assert self._callback is not None
+        main = threading.main_thread()
+        while True:
+            with self._lock:
+                while not self._pending and not self._closed and main.is_alive():
+                    self._lock.wait(0.1)
+                if not self._pending:
+                    return  # closed (or the program is ending) and nothing left to deliver
+                entry = self._pending[0]
+            try:
+                self._complete(entry, None)
+                with self._lock:
+                    self._pending.popleft()
+                result = self._result(entry)
+                try:
+                    self._callback(result)
+                finally:
+                    result.release()
+            except BaseException as exc:  # reported to the caller on its next call
+                with self._lock:
+                    if self._pending and self._pending[0] is entry:
+                        self._pending.popleft()
+                        for slot in entry.frame._out_slots:
+                            slot.release()
+                    self._failure = self._failure or exc
+                    self._lock.notify_all()
+
+    def _result(self, entry: _InFlight) -> Result:
+        frame = entry.frame
+        return Result(
+            sequence=entry.sequence,
+            userdata=entry.userdata,
+            outputs=tuple(self._bound_out[p][s.index].array for p, s in enumerate(frame._out_slots)),
+            output_buffers=frame.output_buffers,
+            latency_ms=entry.latency_ms,
+            _out_slots=frame._out_slots,
+        )
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise ModelError(f"an asynchronous inference or its callback failed: {failure}") from failure
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidArgumentError("the queue is closed")
+        self._raise_failure()

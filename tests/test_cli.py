@@ -1,0 +1,211 @@
+"""`npu-zc` as a person runs it: the real command in a subprocess, on the real model and photos.
+
+Errors a person can act on must be one line on stderr, a non-zero exit code and
+no traceback (unless --debug).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import pytest
+
+from npu_zc.pipeline import full_hd, sample_photo
+from npu_zc.runtime import is_available
+from test_pipeline_models import COLOURS, colour_classifier, write_onnx, _node, _value_info
+
+CATS = {"tabby", "tiger cat", "Egyptian cat"}
+SCRIPT = Path(sys.executable).parent / "npu-zc"
+COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "npu_zc.cli.main"]
+
+
+def npu_zc(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([*COMMAND, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def ok(*args: str | Path) -> str:
+    done = npu_zc(*args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def fails(*args: str | Path, match: str, code: int | None = None) -> str:
+    """The command fails with one line on stderr containing ``match``; returns that line."""
+    done = npu_zc(*args)
+    assert done.returncode != 0, done.stdout
+    if code is not None:
+        assert done.returncode == code
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr and lines[0].startswith("npu-zc")
+    assert match.lower() in lines[0].lower(), lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("cli")
+    out = {}
+    for photo in ("chelsea", "coffee", "astronaut"):
+        out[photo] = root / f"{photo}.jpg"
+        cv2.imwrite(str(out[photo]), sample_photo(photo))
+    out["hd"] = root / "coffee_1080p.png"
+    cv2.imwrite(str(out["hd"]), full_hd(sample_photo("coffee")))
+    out["truncated"] = root / "truncated.jpg"
+    out["truncated"].write_bytes(out["chelsea"].read_bytes()[:5000])
+    out["garbage"] = root / "garbage.png"
+    out["garbage"].write_bytes(b"\x89PNG\r\n\x1a\n but nothing of an image" * 20 + b"IEND")
+    out["colours"] = colour_classifier(root / "colours.onnx")
+    out["labels"] = root / "colours.txt"
+    out["labels"].write_text("\n".join(COLOURS))
+    out["red"] = root / "red.png"
+    cv2.imwrite(str(out["red"]), cv2.resize(sample_photo("coffee"), (64, 48)) * 0 + (30, 20, 240))
+    out["bad_model"] = root / "bad.onnx"
+    out["bad_model"].write_bytes(b"not a model at all" * 30)
+    out["relu"] = write_onnx(root / "relu.onnx", [_node("Relu", ["x"], ["y"])], [_value_info("x", [1, 3, 8, 8])], [_value_info("y", [1, 3, 8, 8])], [])
+    out["folder"] = root / "frames"
+    out["folder"].mkdir()
+    for i, photo in enumerate(("coffee", "chelsea", "coffee")):
+        cv2.imwrite(str(out["folder"] / f"{i}_{photo}.jpg"), sample_photo(photo))
+    return out
+
+
+# --- the commands ---
+
+
+def test_demo_needs_no_arguments() -> None:
+    out = ok("demo")
+    assert "zero-copy" in out and "efficientnet-lite0" in out
+    label = next(line for line in out.splitlines() if line.startswith("label"))
+    assert any(cat in label for cat in CATS), out
+    for stage in ("preprocess", "infer", "postprocess", "total"):
+        assert any(line.startswith(stage) and line.endswith("ms / frame") for line in out.splitlines()), out
+    assert "throughput (infer)" in out and "throughput (pipeline)" in out and "100 timed runs" in out
+
+
+def test_run_prints_the_stage_table_and_labels(files: dict[str, Path]) -> None:
+    out = ok("run", "-i", files["chelsea"], "-m", "efficientnet-lite0", "-n", "5")
+    assert "mode     zero-copy: input RGBx 1x224x224x4" in out and "1 warm-up + 5 timed runs" in out
+    top = out[out.index("top 5:") :].splitlines()[1:4]
+    assert any(cat in line for line in top for cat in CATS), out
+    copy = ok("run", "-i", files["chelsea"], "-n", "2", "-c")
+    assert "mode     copy: input RGBP_FLOAT 1x3x224x224 in ordinary memory" in copy
+
+
+def test_run_json_is_one_object(files: dict[str, Path]) -> None:
+    out = ok("run", "-i", files["hd"], "-m", "efficientnet-lite0", "-n", "4", "-d", "CPU", "--json", "--top", "3")
+    data = json.loads(out)  # one JSON object, nothing else on stdout
+    assert data["mode"] == "zero-copy" and data["device"] == "CPU" and data["model"] == "efficientnet-lite0"
+    assert data["image"]["width"] == 1920 and data["image"]["height"] == 1080 and data["runs"] == 4
+    assert len(data["labels"]) == 3 and data["labels"][0]["label"] == "espresso"
+    for stage in ("preprocess", "infer", "postprocess", "total"):
+        s = data["stages_ms"][stage]
+        assert s["count"] == 4 and 0 < s["min"] <= s["median"] <= s["p99"]
+    assert data["fps"]["pipeline"] == pytest.approx(1000 / data["stages_ms"]["total"]["mean"])
+
+
+def test_run_with_another_hw_layout(files: dict[str, Path]) -> None:
+    data = json.loads(ok("run", "-i", files["coffee"], "--hw-format", "RGBx_BF16", "--json"))
+    assert data["input"]["format"] == "RGBx_BF16" and data["labels"][0]["label"] == "espresso"
+    fails("run", "-i", files["coffee"], "--hw-format", "NV21", match="invalid choice", code=2)
+
+
+def test_run_onnx_model_with_a_labels_file(files: dict[str, Path]) -> None:
+    data = json.loads(ok("run", "-i", files["red"], "-m", files["colours"], "--labels", files["labels"], "--top", "2", "--json"))
+    assert [entry["label"] for entry in data["labels"]] == ["red", data["labels"][1]["label"]] and data["labels"][0]["score"] > 0.99
+    # Without a labels file, a 3-class model's classes are their indices.
+    data = json.loads(ok("run", "-i", files["red"], "-m", files["colours"], "--json", "-c"))
+    assert data["labels"][0]["label"] == "0" and data["mode"] == "copy"
+
+
+def test_run_tflite_face_detector(files: dict[str, Path]) -> None:
+    from npu_zc.runtime.zoo import face_detection
+
+    out = ok("run", "-i", files["astronaut"], "-m", face_detection.model_path(), "-n", "2")
+    assert "(blazeface)" in out and "1 detection:" in out and " face at (" in out, out
+
+
+def test_compare_both_modes_and_plot(files: dict[str, Path], tmp_path: Path) -> None:
+    plot = tmp_path / "stages.png"
+    out = ok("compare", "-i", files["coffee"], "-n", "5", "--plot", plot)
+    assert "zero-copy" in out and "copy/zero-copy" in out and f"plot     {plot}" in out
+    assert "espresso" in out and "the same in both modes" in out
+    image = cv2.imread(str(plot))
+    assert image is not None and image.shape[1] > 1000 and image.shape[0] > 300
+    data = json.loads(ok("compare", "-i", files["coffee"], "-n", "3", "--json"))
+    assert data["zero-copy"]["mode"] == "zero-copy" and data["copy"]["mode"] == "copy"
+    assert set(data["ratio_copy_to_zero_copy"]) == {"preprocess", "infer", "postprocess", "total"}
+    assert data["zero-copy"]["labels"][0]["label"] == data["copy"]["labels"][0]["label"] == "espresso"
+
+
+@pytest.mark.parametrize("two", [False, True], ids=["one process", "two processes"])
+def test_stream_a_folder(files: dict[str, Path], two: bool) -> None:
+    data = json.loads(ok("stream", "-i", files["folder"], "--json", *(["--two-process"] if two else [])))
+    assert data["frames"] == 3 and data["processes"] == (2 if two else 1) and data["dropped"] == 0
+    assert [r["labels"][0]["label"] == "espresso" for r in data["results"]] == [True, False, True]
+    text = ok("stream", "-i", files["folder"], "--no-progress", "--limit", "2")
+    assert "2 frames" in text and "decode" in text
+
+
+def test_info_still_works() -> None:
+    assert "openvino" in ok("info")
+    data = json.loads(ok("info", "--json"))
+    assert "CPU" in data["openvino"]["devices"] and data["auto"]["heap"]
+
+
+def test_help_lists_the_commands() -> None:
+    out = ok("--help")
+    for command in ("run", "compare", "demo", "stream", "info"):
+        assert command in out
+
+
+# --- errors a person can act on ---
+
+
+def test_image_errors(files: dict[str, Path], tmp_path: Path) -> None:
+    fails("run", "-i", tmp_path / "missing.jpg", match="no such image")
+    fails("run", "-i", files["truncated"], match="truncated")
+    fails("run", "-i", files["garbage"], match="cannot decode")
+    fails("run", "-i", tmp_path, match="is a folder")
+    fails("compare", "-i", tmp_path / "missing.jpg", match="no such image")
+
+
+def test_model_errors(files: dict[str, Path], tmp_path: Path) -> None:
+    fails("run", "-i", files["coffee"], "-m", tmp_path / "missing.xml", match="no such model file")
+    fails("run", "-i", files["coffee"], "-m", files["bad_model"], match="cannot read")
+    fails("run", "-i", files["coffee"], "-m", files["relu"], match="unsupported model")
+    fails("run", "-i", files["coffee"], "-m", files["colours"], "--labels", tmp_path / "none.txt", match="cannot read labels")
+
+
+def test_device_errors(files: dict[str, Path]) -> None:
+    fails("run", "-i", files["coffee"], "-d", "TPU", match="unknown device 'TPU'")
+    if not is_available("NPU"):
+        fails("run", "-i", files["coffee"], "-d", "NPU", match="No NPU is usable")
+
+
+def test_nonsensical_options(files: dict[str, Path], tmp_path: Path) -> None:
+    image = files["coffee"]
+    fails("run", "-i", image, "-n", "0", match="must be at least 1", code=2)
+    fails("run", "-i", image, "-n", "many", match="not a whole number", code=2)
+    fails("run", "-i", image, "--top", "0", match="must be at least 1", code=2)
+    fails("run", "-i", image, "--mean", "1,2", match="not 1 or 3 numbers", code=2)
+    fails("run", "-i", image, "--input-size", "224", match="HEIGHTxWIDTH", code=2)
+    fails("run", "-n", "3", match="-i/--image", code=2)
+    fails("compare", "-i", image, "-c", match="unrecognized arguments: -c", code=2)
+    fails("compare", "-i", image, "--plot", tmp_path / "out.txt", match="give a .png")
+    fails("compare", "-i", image, "-n", "1", "--plot", tmp_path / "no" / "such" / "dir.png", match="no folder")
+    fails("stream", "-i", files["folder"], "-c", "--two-process", match="zero-copy only")
+    fails("stream", "-i", tmp_path / "nothing", match="no such video or folder")
+    fails("launch", match="invalid choice", code=2)
+    fails(match="required: COMMAND", code=2)
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    done = npu_zc("--debug", "run", "-i", tmp_path / "missing.jpg")
+    assert done.returncode != 0 and "Traceback" in done.stderr and "ImageNotFoundError" in done.stderr

@@ -1,0 +1,227 @@
+"""Models of every kind `-m` accepts, through the pipeline: ONNX (written here, byte by byte), TFLite, IR;
+NCHW and NHWC; static and dynamic batch; and the models it must refuse, with a clear error.
+
+The ONNX models are tiny colour classifiers with known weights (average colour ->
+red / green / blue), so their answers can be checked without a reference
+implementation: a red photo must come out "red" in both modes, which also
+proves the channel order end to end.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from npu_zc import ModelError
+from npu_zc.pipeline import ClassScore, Detection, Pipeline, sample_photo
+from npu_zc.pipeline.postprocess import SsdDetections
+from npu_zc.runtime import CompileOptions
+
+F32 = CompileOptions(inference_precision="f32", num_threads=1)
+COLOURS = ("red", "green", "blue")
+
+# --- a minimal ONNX (protobuf) writer: just the fields these models need ---
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1  # int64 fields: two's complement
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _field(number: int, value: int | bytes | str) -> bytes:
+    if isinstance(value, int):
+        return _varint(number << 3) + _varint(value)
+    data = value.encode() if isinstance(value, str) else value
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def _value_info(name: str, dims: list[int | str]) -> bytes:
+    shape = b"".join(_field(1, _field(2, d) if isinstance(d, str) else _field(1, d)) for d in dims)
+    tensor_type = _field(1, 1) + _field(2, shape)  # elem_type FLOAT, shape
+    return _field(1, name) + _field(2, _field(1, tensor_type))
+
+
+def _tensor(name: str, array: np.ndarray) -> bytes:
+    dims = b"".join(_field(1, int(d)) for d in array.shape)
+    return dims + _field(2, 1) + _field(8, name) + _field(9, array.astype("<f4").tobytes())
+
+
+def _node(op: str, inputs: list[str], outputs: list[str], **attributes: int | list[int]) -> bytes:
+    out = b"".join(_field(1, i) for i in inputs) + b"".join(_field(2, o) for o in outputs) + _field(4, op)
+    for name, value in attributes.items():
+        if isinstance(value, list):  # INTS
+            attr = _field(1, name) + b"".join(_field(8, v) for v in value) + _field(20, 7)
+        else:  # INT
+            attr = _field(1, name) + _field(3, value) + _field(20, 2)
+        out += _field(5, attr)
+    return out
+
+
+def write_onnx(path: Path, nodes: list[bytes], inputs: list[bytes], outputs: list[bytes], initializers: list[bytes]) -> Path:
+    graph = b"".join(_field(1, n) for n in nodes) + _field(2, "tiny")
+    graph += b"".join(_field(5, t) for t in initializers)
+    graph += b"".join(_field(11, i) for i in inputs) + b"".join(_field(12, o) for o in outputs)
+    model = _field(1, 8) + _field(2, "npu_zc tests") + _field(7, graph) + _field(8, _field(2, 13))
+    path.write_bytes(model)
+    return path
+
+
+# Each class scores its channel's mean minus the mean of the other two.
+WEIGHTS = np.array([[1, -0.5, -0.5], [-0.5, 1, -0.5], [-0.5, -0.5, 1]], np.float32) / 8
+
+
+def colour_classifier(path: Path, *, nhwc: bool = False, batch: int | str = "batch", size: int | str = 32) -> Path:
+    """ONNX: average colour -> [red, green, blue] logits; input RGB in 0..255, NCHW or NHWC."""
+    nodes = []
+    image = "image"
+    if nhwc:
+        nodes.append(_node("Transpose", ["image"], ["nchw"], perm=[0, 3, 1, 2]))
+        image = "nchw"
+    nodes += [
+        _node("GlobalAveragePool", [image], ["pooled"]),
+        _node("Flatten", ["pooled"], ["flat"], axis=1),
+        _node("Gemm", ["flat", "weights", "bias"], ["scores"]),
+    ]
+    dims: list[int | str] = [batch, size, size, 3] if nhwc else [batch, 3, size, size]
+    return write_onnx(
+        path,
+        nodes,
+        [_value_info("image", dims)],
+        [_value_info("scores", [batch, 3])],
+        [_tensor("weights", WEIGHTS), _tensor("bias", np.zeros(3, np.float32))],
+    )
+
+
+def solid(bgr: tuple[int, int, int], size: tuple[int, int] = (48, 64)) -> np.ndarray:
+    return np.full((*size, 3), bgr, np.uint8)
+
+
+@pytest.fixture(scope="module")
+def labels_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("labels") / "colours.txt"
+    path.write_text("\n".join(COLOURS) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("nhwc", [False, True], ids=["NCHW", "NHWC"])
+@pytest.mark.parametrize("mode", ["zero-copy", "copy"])
+def test_onnx_colour_classifier_in_both_layouts_and_modes(tmp_path: Path, labels_file: Path, nhwc: bool, mode: str) -> None:
+    model = colour_classifier(tmp_path / "colours.onnx", nhwc=nhwc)  # dynamic batch
+    with Pipeline(model, "CPU", mode=mode, labels=labels_file, top=3, options=F32) as pipeline:
+        assert pipeline.kind == "classification"
+        assert pipeline.session.image.layout == ("NHWC" if nhwc else "NCHW")
+        assert pipeline.spec.shape[0] == 1  # the dynamic batch became 1
+        # BGR pixels: (255, 0, 0) is blue.
+        for bgr, expected in (((0, 0, 255), "red"), ((0, 200, 0), "green"), ((220, 0, 0), "blue")):
+            best = pipeline.process(solid(bgr))[0]
+            assert isinstance(best, ClassScore)
+            assert best.label == expected and best.score > 0.99, (bgr, best)
+
+
+def test_real_photo_colour_through_onnx_matches_numpy(tmp_path: Path) -> None:
+    """On a real photo the logits are the model's arithmetic on the centre crop's mean colour."""
+    model = colour_classifier(tmp_path / "colours.onnx", batch=1)
+    photo = sample_photo("astronaut")
+    with Pipeline(model, "CPU", options=F32, top=3) as pipeline:
+        pipeline.process(photo)
+        logits = pipeline.outputs[0].reshape(-1).copy()
+        rgb_mean = pipeline.preprocess.resized.reshape(-1, 3)[:, ::-1].astype(np.float64).mean(axis=0)
+    np.testing.assert_allclose(logits, rgb_mean @ WEIGHTS.astype(np.float64), rtol=1e-4, atol=1e-3)
+
+
+def test_dynamic_image_size_needs_an_input_size(tmp_path: Path, labels_file: Path) -> None:
+    model = colour_classifier(tmp_path / "any_size.onnx", size="side")
+    with pytest.raises(ModelError, match="dynamic size"):
+        Pipeline(model, "CPU", options=F32)
+    with Pipeline(model, "CPU", input_size=(40, 56), labels=labels_file, options=F32) as pipeline:
+        assert (pipeline.spec.height, pipeline.spec.width) == (40, 56)
+        assert pipeline.process(solid((0, 0, 255)))[0].label == "red"
+
+
+def test_tflite_nhwc_face_detector_finds_the_astronauts_face() -> None:
+    from npu_zc.runtime.zoo import face_detection
+
+    photo = sample_photo("astronaut")
+    boxes = {}
+    for mode in ("zero-copy", "copy"):
+        with Pipeline(face_detection.model_path(), "CPU", mode=mode, options=F32) as pipeline:
+            assert pipeline.kind == "blazeface" and pipeline.spec.fit == "stretch"
+            found = pipeline.process(photo)
+        assert len(found) == 1 and isinstance(found[0], Detection), found
+        assert found[0].label == "face" and found[0].score > 0.75
+        boxes[mode] = found[0].pixels(512, 512)
+    # The face in scikit-image's astronaut is around x 170-260, y 60-170 (see test_runtime_inference:
+    # the LBP cascade agrees); both modes find the same box.
+    x0, y0, x1, y1 = boxes["zero-copy"]
+    assert 140 < x0 < 220 and 180 < x1 < 290 and 20 < y0 < 110 and 110 < y1 < 210, boxes
+    assert np.allclose(boxes["zero-copy"], boxes["copy"], atol=3), boxes
+
+
+def test_ir_with_dynamic_batch_gives_the_built_in_answer(tmp_path: Path) -> None:
+    import openvino as ov
+
+    from npu_zc.runtime import read_model
+
+    model = read_model("efficientnet-lite0")
+    model.reshape([-1, 3, 224, 224])
+    ov.save_model(model, tmp_path / "dynamic.xml")
+    photo = sample_photo("coffee")
+    with Pipeline(tmp_path / "dynamic.xml", "CPU", options=F32) as pipeline:
+        assert pipeline.spec.shape == (1, 224, 224, 4)
+        best = pipeline.process(photo)[0]
+    assert best.label == "espresso", best
+
+
+def test_two_input_model_is_refused(tmp_path: Path) -> None:
+    model = write_onnx(
+        tmp_path / "two.onnx",
+        [_node("Add", ["a", "b"], ["sum"]), _node("GlobalAveragePool", ["sum"], ["pooled"]), _node("Flatten", ["pooled"], ["scores"])],
+        [_value_info("a", [1, 3, 8, 8]), _value_info("b", [1, 3, 8, 8])],
+        [_value_info("scores", [1, 3])],
+        [],
+    )
+    with pytest.raises(ModelError, match="exactly one image input"):
+        Pipeline(model, "CPU")
+
+
+def test_model_that_is_neither_classifier_nor_detector_is_refused(tmp_path: Path) -> None:
+    model = write_onnx(
+        tmp_path / "relu.onnx", [_node("Relu", ["x"], ["y"])], [_value_info("x", [1, 3, 8, 8])], [_value_info("y", [1, 3, 8, 8])], []
+    )
+    with pytest.raises(ModelError, match="unsupported model.*neither one score vector"):
+        Pipeline(model, "CPU")
+
+
+def test_garbage_model_file_is_a_model_error(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.onnx"
+    path.write_bytes(b"\x08\x07 this is not a model" * 10)
+    with pytest.raises(ModelError, match="cannot read"):
+        Pipeline(path, "CPU")
+
+
+def test_labels_file_too_short_for_the_model(tmp_path: Path) -> None:
+    short = tmp_path / "two.txt"
+    short.write_text("red\ngreen\n")
+    with pytest.raises(ModelError, match="names 2 classes; the model scores 3"):
+        Pipeline(colour_classifier(tmp_path / "c.onnx"), "CPU", labels=short)
+
+
+def test_ssd_detection_output_rows() -> None:
+    """DetectionOutput rows [image, label, score, x0, y0, x1, y1], ended by image id -1."""
+    rows = np.zeros((1, 1, 5, 7), np.float32)
+    rows[0, 0, 0] = [0, 2, 0.4, 0.1, 0.1, 0.2, 0.2]  # below the threshold
+    rows[0, 0, 1] = [0, 1, 0.9, 0.5, 0.25, 1.2, 0.75]  # x1 beyond the frame: clipped
+    rows[0, 0, 2] = [0, 2, 0.7, 0.0, 0.0, 0.5, 0.5]
+    rows[0, 0, 3] = [-1, 0, 0, 0, 0, 0, 0]  # end of list
+    rows[0, 0, 4] = [0, 1, 0.99, 0, 0, 1, 1]  # after the end: ignored
+    found = SsdDetections(["bg", "cat", "dog"], min_score=0.5)([rows])
+    assert [(d.label, round(d.score, 2)) for d in found] == [("cat", 0.9), ("dog", 0.7)]
+    assert found[0].box == (0.5, 0.25, 1.0, 0.75)
+    assert found[0].pixels(640, 480) == (320, 120, 640, 360)
