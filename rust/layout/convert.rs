@@ -85,6 +85,7 @@ pub(crate) struct Plan {
     /// Bits of the pad value in the destination element (u8, f16/bf16 or f32).
     pub pad: u32,
     /// Byte permutations for kernels that gather with whole-register permutes.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub permutes: kernels::Permutes,
     encoder: Encoder,
     nv12: Option<Nv12Plan>,
