@@ -90,7 +90,7 @@ pub(super) fn encoders(level: SimdLevel, element: Element, planar: bool, channel
             fma_then_div!(vbmi::packed_16, [BF16_FAST], Packed, "avx512vbmi/bf16-fast");
             fma_then_div!(vbmi::packed_16, [BF16], Packed, "avx512vbmi/bf16");
         }
-        (Avx512Vbmi, Element::F16, false) => fma_then_div!(vbmi::packed_16, [F16], Packed, "avx512vbmi/f16"),
+        (Avx512Vbmi, Element::F16, false) => fma_then_div!(vbmi::packed_f16, [], Packed, "avx512vbmi/f16"),
         (Avx2, Element::F32, true) => fma_then_div!(avx2::planar, [false], Planar, "avx2/planar-f32"),
         (Avx2, Element::F16, true) => fma_then_div!(avx2::planar, [true], Planar, "avx2/planar-f16"),
         (Avx512, Element::F32, true) => fma_then_div!(avx512::planar, [false], Planar, "avx512/planar-f32"),
@@ -631,24 +631,65 @@ mod vbmi {
         tail_16::<C>(plan, src, i, dst);
     }
 
-    /// Packed bf16 with the AVX512-BF16 instruction: it rounds to nearest even
-    /// but flushes subnormals, so a plan uses it only where it reproduces the
-    /// reference for every input.
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512bf16,avx2,fma,f16c")]
-    pub(super) unsafe fn packed_bf16_native<const C: usize, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+
+
+    /// Word indices interleaving [R 0-15 | G 0-15] and [B 0-15 | pad] into 8
+    /// pixels of R, G, B, pad: pixels 0-7 (`half` 0) or 8-15 (`half` 1).
+    fn interleave_words(half: usize) -> [u16; 32] {
+        let mut index = [0u16; 32];
+        for p in 0..8 {
+            let pixel = (8 * half + p) as u16;
+            index[4 * p..4 * p + 4].copy_from_slice(&[pixel, 16 + pixel, 32 + pixel, 48]);
+        }
+        index
+    }
+
+    /// Packed IEEE half, computing only the three colour channels (as
+    /// `packed_bf16_native`).
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c")]
+    pub(super) unsafe fn packed_f16<const C: usize, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
         let n = dst.len() / 8;
-        let index = plan.permutes.packed_lanes.each_ref().map(|t| table(t));
+        let index = plan.permutes.planar_lanes.each_ref().map(|t| table(t));
         let (a, b) = affine::<FMA>(plan);
-        let (a, b) = (four_times(a), four_times(b));
+        let (a, b) = ([0, 1, 2].map(|k| _mm512_set1_ps(a[k])), [0, 1, 2].map(|k| _mm512_set1_ps(b[k])));
+        let pad = _mm256_set1_epi16(plan.pad as i16);
+        let words = [0, 1].map(|h| _mm512_loadu_si512(interleave_words(h).as_ptr().cast()));
         let mut i = 0;
         while i + 16 <= n && i * C + 16 * C <= src.len() {
             let w = window::<C>(src.as_ptr().add(i * C));
-            let f = index.map(|idx| normalise::<FMA>(gather::<C>(w, idx), a, b));
+            let [r, g, bl] = [0, 1, 2].map(|k| narrow_f16(normalise::<FMA>(gather::<C>(w, index[k]), a[k], b[k])));
+            let rg = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(r), g);
+            let bp = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(bl), pad);
             let out = dst.as_mut_ptr().add(i * 8);
-            for h in 0..2 {
-                // The second argument fills the low half: pixels stay in order.
-                let bf: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(f[2 * h + 1], f[2 * h]));
-                _mm512_storeu_si512(out.add(64 * h).cast(), bf);
+            for (h, idx) in words.iter().enumerate() {
+                _mm512_storeu_si512(out.add(64 * h).cast(), _mm512_permutex2var_epi16(rg, *idx, bp));
+            }
+            i += 16;
+        }
+        tail_16::<C>(plan, src, i, dst);
+    }
+
+    /// Packed bf16 with the AVX512-BF16 instruction, computing only the three
+    /// colour channels (the pad words come from a constant, interleaved by two
+    /// word permutes). The instruction rounds to nearest even but flushes
+    /// subnormals, so a plan uses it only where it reproduces the reference.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512bf16,avx2,fma,f16c")]
+    pub(super) unsafe fn packed_bf16_native<const C: usize, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+        let n = dst.len() / 8;
+        let index = plan.permutes.planar_lanes.each_ref().map(|t| table(t));
+        let (a, b) = affine::<FMA>(plan);
+        let (a, b) = ([0, 1, 2].map(|k| _mm512_set1_ps(a[k])), [0, 1, 2].map(|k| _mm512_set1_ps(b[k])));
+        let pad = _mm512_set1_ps(f32::from_bits((plan.pad as u32) << 16));
+        let words = [0, 1].map(|h| _mm512_loadu_si512(interleave_words(h).as_ptr().cast()));
+        let mut i = 0;
+        while i + 16 <= n && i * C + 16 * C <= src.len() {
+            let w = window::<C>(src.as_ptr().add(i * C));
+            let [r, g, bl] = [0, 1, 2].map(|k| normalise::<FMA>(gather::<C>(w, index[k]), a[k], b[k]));
+            let rg: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(g, r));
+            let bp: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(pad, bl));
+            let out = dst.as_mut_ptr().add(i * 8);
+            for (h, idx) in words.iter().enumerate() {
+                _mm512_storeu_si512(out.add(64 * h).cast(), _mm512_permutex2var_epi16(rg, *idx, bp));
             }
             i += 16;
         }
