@@ -8,8 +8,10 @@ OpenCV + numpy + ml_dtypes, all timed in the same run.
 "memcpy of the same bytes": a conversion reads R bytes and writes W bytes;
 copying (R + W) / 2 bytes with memcpy (numpy.copyto of contiguous arrays) also
 moves R + W bytes, the least any conversion can move. Every timing is the
-median of --runs calls after a warm-up, buffers allocated once, outside
-the timing. OpenCV runs single-threaded with --threads 1 (cv2.setNumThreads).
+best (or, with --stat median, the median) of --runs calls after a warm-up,
+buffers allocated once, outside the timing: the best is what the machine can
+do, the least disturbed by other processes. OpenCV runs single-threaded with
+--threads 1 (cv2.setNumThreads).
 """
 
 from __future__ import annotations
@@ -31,14 +33,17 @@ STD = np.array([58.395, 57.12, 57.375], np.float32)
 NORM = dict(mean=tuple(MEAN.tolist()), scale=tuple(STD.tolist()))
 
 
-def median_ms(fn: Callable[[], object], runs: int) -> float:
+STAT: Callable[[list[int]], float] = min
+
+
+def time_ms(fn: Callable[[], object], runs: int) -> float:
     fn()
     times = []
     for _ in range(runs):
         start = time.perf_counter_ns()
         fn()
         times.append(time.perf_counter_ns() - start)
-    return statistics.median(times) / 1e6
+    return STAT(times) / 1e6
 
 
 @dataclass
@@ -58,7 +63,7 @@ def memcpy_of(nbytes: int) -> Callable[[], object]:
 
 
 def best(candidates: dict[str, Callable[[], object]], runs: int) -> tuple[float, str]:
-    timed = {name: median_ms(fn, runs) for name, fn in candidates.items()}
+    timed = {name: time_ms(fn, runs) for name, fn in candidates.items()}
     name = min(timed, key=timed.__getitem__)
     return timed[name], name
 
@@ -67,8 +72,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="1920x1080", help="WIDTHxHEIGHT (default 1920x1080)")
     parser.add_argument("--threads", type=int, default=1, help="threads for npu_zc and OpenCV (default 1)")
-    parser.add_argument("--runs", type=int, default=40, help="timed calls per measurement (default 40)")
+    parser.add_argument("--runs", type=int, default=60, help="timed calls per measurement (default 60)")
+    parser.add_argument("--stat", choices=("min", "median"), default="min", help="best or median of the runs (default: best)")
     args = parser.parse_args()
+    global STAT
+    STAT = min if args.stat == "min" else statistics.median
     width, height = (int(v) for v in args.size.lower().split("x"))
     threads, runs = args.threads, args.runs
     cv2.setNumThreads(threads)
@@ -82,9 +90,9 @@ def main() -> None:
         dst = np.empty((3, height, width) if dst_fmt.startswith("RGBP") else (height, width, 4),
                        {"RGBx": np.uint8, "BGRx": np.uint8, "RGBx_BF16": ml_dtypes.bfloat16,
                         "RGBx_FP16": np.float16, "RGBP_FLOAT": np.float32, "RGBP_FP16": np.float16}[dst_fmt])
-        ours = median_ms(lambda: layout.convert(src, dst, src_fmt, dst_fmt, threads=threads, **norm), runs)
+        ours = time_ms(lambda: layout.convert(src, dst, src_fmt, dst_fmt, threads=threads, **norm), runs)
         moved = src.nbytes + dst.nbytes
-        copy = median_ms(memcpy_of(moved), runs)
+        copy = time_ms(memcpy_of(moved), runs)
         comp, name = best(compositions, runs) if compositions else (None, "")
         rows.append(Row(case, ours, copy, comp, name, layout.describe_conversion(src_fmt, dst_fmt, **norm)))
 
@@ -146,10 +154,10 @@ def main() -> None:
                 bf16_packed.__setitem__(Ellipsis, f32_packed))})
 
     # numpy-only figures for the targets stated against numpy
-    numpy_bf16 = median_ms(packed_float_numpy(bf16_packed), runs)
-    numpy_planar = median_ms(planar_numpy, runs)
+    numpy_bf16 = time_ms(packed_float_numpy(bf16_packed), runs)
+    numpy_planar = time_ms(planar_numpy, runs)
 
-    print(f"npu_zc layout benchmark: {width}x{height}, threads={threads}, median of {runs} runs, "
+    print(f"npu_zc layout benchmark: {width}x{height}, threads={threads}, {'best' if args.stat == 'min' else 'median'} of {runs} runs, "
           f"SIMD {layout.simd_levels()[1]}, OpenCV {cv2.__version__}, numpy {np.__version__}")
     print()
     header = f"| {'conversion':32} | {'npu_zc ms':>9} | {'memcpy ms':>9} | {'vs memcpy':>9} | {'best composition ms':>19} | {'speed-up':>8} | best composition | npu_zc kernel |"

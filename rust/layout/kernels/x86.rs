@@ -1,11 +1,12 @@
 //! x86_64 kernels: AVX2 (8 pixels a step) and AVX-512 (16 pixels a step).
 //!
-//! Every kernel has the same shape: load a group of source pixels, shuffle
-//! them into 4-byte pixels in destination channel order (pad slot zeroed) or
-//! into one run of bytes per channel (planar), widen to f32, normalise,
-//! narrow to the destination type, store; the tail of a row goes to the
-//! scalar kernel. Loop guards bound every load by the source slice and every
-//! store by the destination slice, whatever lengths the caller passes.
+//! Every kernel has the same shape: gather a step of source pixels into
+//! 32-bit lanes in destination channel order (in-lane byte shuffles, or whole-
+//! register byte permutes with VBMI; a pad lane reads 0), convert to f32,
+//! normalise (a pad lane comes out as the pad value), narrow to the
+//! destination type, store; the tail of a row goes to the scalar kernel. Loop
+//! guards bound every load by the source slice and every store by the
+//! destination slice, whatever lengths the caller passes.
 //!
 //! # Safety (all `unsafe fn` here)
 //! The caller must have checked that the CPU supports the kernel's level
