@@ -81,7 +81,11 @@ fn case() -> impl Strategy<Value = Case> {
     (formats, 1usize..70, 1usize..9, 0usize..9, 0usize..40, norm, 0u32..4, any::<u64>(), 1usize..4).prop_map(
         |((src, dst), w, h, src_extra, dst_extra, (mean, scale), pad, seed, threads)| {
             let even = |n: usize| if src == Format::Nv12 { (n + 1) & !1 } else { n };
-            let pad = if dst.element() == Element::U8 { [0.0, 255.0, 7.0, 128.0][pad as usize] } else { [0.0, 1.0, -2.5, 1e-3][pad as usize] };
+            let pad = match (dst.has_pad(), dst.element()) {
+                (false, _) => 0.0,
+                (true, Element::U8) => [0.0, 255.0, 7.0, 128.0][pad as usize],
+                (true, _) => [0.0, 1.0, -2.5, 1e-3][pad as usize],
+            };
             Case { src, dst, width: even(w), height: even(h), src_extra, dst_extra, mean, scale, pad, seed, threads }
         },
     )
@@ -119,7 +123,8 @@ fn check(case: &Case, level: SimdLevel) -> std::result::Result<(), TestCaseError
     let mean = case.mean.unwrap_or([0.0; 3]);
     let scale = case.scale.unwrap_or([1.0; 3]);
     let size = element.size();
-    let bgr_order = case.dst == Format::Bgrx;
+    let bgr_order = case.dst.channel_order()[0] == Channel::B;
+    let dst_channels = case.dst.channels();
     let uv = &src[h * src_pitch..];
     for y in 0..h {
         for x in 0..w {
@@ -130,11 +135,11 @@ fn check(case: &Case, level: SimdLevel) -> std::result::Result<(), TestCaseError
                 let at = if case.dst.is_planar() {
                     k * g.plane_pitch() + y * dst_pitch + x * size
                 } else {
-                    y * dst_pitch + (4 * x + k) * size
+                    y * dst_pitch + (dst_channels * x + k) * size
                 };
                 prop_assert_eq!(&dst[at..at + size], &want[..], "{:?} {} pixel ({}, {}) channel {}", case, level, x, y, k);
             }
-            if !case.dst.is_planar() {
+            if case.dst.has_pad() {
                 let at = y * dst_pitch + (4 * x + 3) * size;
                 prop_assert_eq!(&dst[at..at + size], &pad_value(element, case.pad)[..], "pad {:?}", case);
             }
@@ -175,7 +180,11 @@ fn large_frames_match_on_every_level() {
                 dst_extra: 5,
                 mean: Some([123.675, 116.28, 103.53]),
                 scale: Some([58.395, 57.12, 57.375]),
-                pad: if dst.element() == Element::U8 { 9.0 } else { 0.5 },
+                pad: match (dst.has_pad(), dst.element()) {
+                    (false, _) => 0.0,
+                    (true, Element::U8) => 9.0,
+                    (true, _) => 0.5,
+                },
                 seed: 7,
                 threads: 3,
             };
@@ -231,7 +240,10 @@ fn bad_arguments_are_refused_before_writing() {
     assert!(err(Options { pad: 256.0, ..Default::default() }).contains("0 to 255"));
     assert!(err(Options { threads: Some(0), ..Default::default() }).contains("threads"));
     assert!(Destination::new(Format::Rgbx, &mut dst[1..], 4, 3, None).unwrap_err().message.contains("takes 48 bytes"));
-    assert!(Destination::new(Format::Bgr, &mut dst, 4, 4, None).unwrap_err().message.contains("not a destination"));
+    assert!(Destination::new(Format::Gray, &mut dst, 4, 4, None).unwrap_err().message.contains("not a destination"));
+    let mut three = vec![0u8; 4 * 3 * 3];
+    let bgr = Destination::new(Format::Bgr, &mut three, 4, 3, None).unwrap();
+    assert!(convert(&source, bgr, &Options { pad: 1.0, ..Default::default() }).unwrap_err().message.contains("no pad channel"));
     assert!(Source::new(Format::Bgr, &src[1..], 4, 3, None).unwrap_err().message.contains("too few"));
     assert!(Source::new(Format::Nv12, &src, 3, 2, None).unwrap_err().message.contains("even"));
     let mut other = vec![0u8; 5 * 3 * 4];

@@ -30,7 +30,15 @@ DTYPE = {
     "RGBx_FP16": np.float16,
     "RGBP_FLOAT": np.float32,
     "RGBP_FP16": np.float16,
+    "BGRP_FLOAT": np.float32,
+    "BGRP_FP16": np.float16,
+    "RGB": np.uint8,
+    "BGR": np.uint8,
+    "RGB_FLOAT": np.float32,
+    "BGR_FLOAT": np.float32,
 }
+PLANAR = ("RGBP_FLOAT", "RGBP_FP16", "BGRP_FLOAT", "BGRP_FP16")
+PADDED = ("RGBx", "BGRx", "RGBx_BF16", "RGBx_FP16")
 CHANNELS = {"BGR": 3, "RGB": 3, "BGRA": 4, "RGBA": 4, "RGBx": 4, "BGRx": 4, "GRAY": 1}
 IMAGENET = dict(mean=(123.675, 116.28, 103.53), scale=(58.395, 57.12, 57.375))
 
@@ -72,7 +80,7 @@ def reference_rgb(src: np.ndarray, fmt: str) -> np.ndarray:
 
 def reference(rgb: np.ndarray, dst_fmt: str, mean=None, scale=None, pad: float = 0) -> np.ndarray:
     """What convert must write, computed the way a numpy user would."""
-    channels = rgb[..., ::-1] if dst_fmt == "BGRx" else rgb
+    channels = rgb[..., ::-1] if dst_fmt.startswith("BGR") else rgb
     with np.errstate(over="ignore"):  # huge normalised values overflow to inf, as they must
         return _reference(channels, dst_fmt, mean, scale, pad)
 
@@ -88,14 +96,16 @@ def _reference(channels: np.ndarray, dst_fmt: str, mean, scale, pad: float) -> n
         out = np.clip(np.rint(values), 0, 255).astype(np.uint8)
     else:
         out = values.astype(dtype)
-    if dst_fmt.startswith("RGBP"):
+    if dst_fmt in PLANAR:
         return np.ascontiguousarray(out.transpose(2, 0, 1))
+    if dst_fmt not in PADDED:
+        return out
     pad_channel = np.full(out.shape[:2] + (1,), pad, dtype=np.float32).astype(dtype)
     return np.concatenate([out, pad_channel], axis=2)
 
 
 def empty_destination(fmt: str, width: int, height: int, fill: int = 0xA5) -> np.ndarray:
-    shape = (3, height, width) if fmt.startswith("RGBP") else (height, width, 4)
+    shape = (3, height, width) if fmt in PLANAR else (height, width, 4 if fmt in PADDED else 3)
     dst = np.empty(shape, DTYPE[fmt])
     dst.view(np.uint8)[...] = fill
     return dst
@@ -133,9 +143,11 @@ def test_every_pair_matches_numpy_and_opencv(src_fmt, dst_fmt, width, height, no
         width, height = width + width % 2, height + height % 2
     rng = np.random.default_rng(seed)
     src = random_source(rng, src_fmt, width, height)
-    if DTYPE[dst_fmt] == np.uint8:
+    if dst_fmt not in PADDED:
+        pad_value: float = 0
+    elif DTYPE[dst_fmt] == np.uint8:
         # u8 layouts saturate; normalisations that need floats are fine too.
-        pad_value: float = pad
+        pad_value = pad
     else:
         pad_value = [0.0, -1.5, 3e38][[0, 1, 255].index(pad)]
     want = reference(reference_rgb(src, src_fmt), dst_fmt, norm.get("mean"), norm.get("scale"), pad_value)
@@ -185,8 +197,9 @@ def test_row_pitch_on_both_sides(dst_fmt, width, height, src_extra, dst_extra, s
     rng = np.random.default_rng(seed)
     big_src = rng.integers(0, 256, (height + 2, width + src_extra, 3), dtype=np.uint8)
     src = big_src[1 : 1 + height, src_extra:]
-    planar = dst_fmt.startswith("RGBP")
-    big_shape = (3, height + 1, width + dst_extra) if planar else (height + 1, width + dst_extra, 4)
+    planar = dst_fmt in PLANAR
+    depth = 4 if dst_fmt in PADDED else 3
+    big_shape = (3, height + 1, width + dst_extra) if planar else (height + 1, width + dst_extra, depth)
     big = np.empty(big_shape, DTYPE[dst_fmt])
     big.view(np.uint8)[...] = 0x5A
     before = big.copy()
@@ -291,6 +304,8 @@ def test_bad_formats_dtypes_and_shapes():
     refused(dst, BGR, dst, "YUYV", "RGBx_BF16", match="unknown format name")
     refused(dst, BGR, dst, "RGBx_BF16", "RGBx", match="not a source format")
     refused(dst, BGR, dst, "BGR", "GRAY", match="not a destination format")
+    three = empty_destination("RGB_FLOAT", 8, 6)
+    refused(three, BGR, three, "BGR", "RGB_FLOAT", pad=1.0, match="no pad channel")
     refused(dst, BGR.astype(np.float32), dst, "BGR", "RGBx_BF16", match="dtype float32")
     refused(dst, BGR, dst, "BGRA", "RGBx_BF16", match=r"shape \(H, W, 4\)")
     wrong_dtype = np.zeros((6, 8, 4), np.float32)
@@ -359,6 +374,9 @@ def test_dmabuf_of_the_wrong_size_is_refused():
         (np.uint8, "[N,H,W,C]", 4, "BGR", "BGRx"),
         ("f32", "NCHW", 3, "RGB", "RGBP_FLOAT"),
         ("float16", "NCHW", 3, "RGB", "RGBP_FP16"),
+        ("f32", "NCHW", 3, "BGR", "BGRP_FLOAT"),
+        ("u8", "NHWC", 3, "BGR", "BGR"),
+        ("float32", "NHWC", 3, "RGB", "RGB_FLOAT"),
         (ml_dtypes.bfloat16, "NHWC", 4, "RGB", "RGBx_BF16"),
     ],
 )
@@ -373,7 +391,7 @@ def test_select_format(element, tensor_layout, channels, order, expected):
 @pytest.mark.parametrize(
     "args, match",
     [(("f32", "NHWC", 4), "no destination format"), (("bf16", "NCHW", 3), "no destination format"),
-     (("u8", "NHWC", 3), "no destination format"), (("q4", "NHWC", 4), "unknown element type"),
+     (("bf16", "NHWC", 3), "no destination format"), (("q4", "NHWC", 4), "unknown element type"),
      (("bf16", "NDHWC", 4), "unknown tensor layout")],
 )
 def test_select_format_refuses_what_has_no_layout(args, match):

@@ -11,10 +11,12 @@ already in its native layout, so nothing is converted or copied later::
     convert(bgr, buf, "BGR", fmt,                           # bgr: (224, 224, 3) uint8
             mean=(123.675, 116.28, 103.53), scale=(58.395, 57.12, 57.375))
 
-Format names follow AMD VART. Sources: ``BGR``, ``RGB``, ``BGRA``, ``RGBA``,
-``GRAY``, ``NV12`` (and ``RGBx``/``BGRx``, read like RGBA/BGRA). Destinations:
-the packed HW layouts ``RGBx``, ``BGRx`` (u8), ``RGBx_BF16``, ``RGBx_FP16`` and
-the planar CPU layouts ``RGBP_FLOAT`` (f32) and ``RGBP_FP16``.
+Format names follow AMD VART (and VVAS for the 3-channel ones). Sources:
+``BGR``, ``RGB``, ``BGRA``, ``RGBA``, ``GRAY``, ``NV12`` (and ``RGBx``/``BGRx``,
+read like RGBA/BGRA). Destinations: the packed HW layouts ``RGBx``, ``BGRx``
+(u8), ``RGBx_BF16``, ``RGBx_FP16``; the planar CPU layouts ``RGBP_FLOAT`` (f32),
+``RGBP_FP16``, ``BGRP_FLOAT``, ``BGRP_FP16``; and 3-channel packed ``RGB``,
+``BGR`` (u8) and ``RGB_FLOAT``, ``BGR_FLOAT`` (f32) for NHWC CPU inputs.
 
 Normalisation is ``(x - mean) / scale`` per channel, in f32, with ``mean`` and
 ``scale`` in the destination's channel order; results are bit-exact with the
@@ -79,9 +81,16 @@ _ELEMENT = {
     "RGBx_FP16": "float16",
     "RGBP_FLOAT": "float32",
     "RGBP_FP16": "float16",
+    "BGRP_FLOAT": "float32",
+    "BGRP_FP16": "float16",
+    "RGB": "uint8",
+    "BGR": "uint8",
+    "RGB_FLOAT": "float32",
+    "BGR_FLOAT": "float32",
 }
 _SOURCE_CHANNELS = {"BGR": 3, "RGB": 3, "BGRA": 4, "RGBA": 4, "RGBx": 4, "BGRx": 4, "GRAY": 1}
-_PLANAR = {"RGBP_FLOAT", "RGBP_FP16"}
+_PLANAR = {"RGBP_FLOAT", "RGBP_FP16", "BGRP_FLOAT", "BGRP_FP16"}
+_THREE_CHANNELS = {"RGB", "BGR", "RGB_FLOAT", "BGR_FLOAT"}
 
 
 def _fail(message: str) -> InvalidArgumentError:
@@ -227,7 +236,7 @@ def _source_arrays(
 def _destination_bytes(array: np.ndarray, fmt: str, width: int, height: int, nbytes: int, mapped: bool) -> np.ndarray:
     """The destination as uint8, after checking its dtype and shape."""
     element = _ELEMENT[fmt]
-    shape = (3, height, width) if fmt in _PLANAR else (height, width, 4)
+    shape = (3, height, width) if fmt in _PLANAR else (height, width, 3 if fmt in _THREE_CHANNELS else 4)
     framed = _drop_leading_ones(array, len(shape))
     dtype = _dtype_name(array)
     if dtype == element or (dtype == "uint16" and element in ("bfloat16", "float16")):
@@ -273,13 +282,14 @@ def convert(
     ``src``: uint8, shaped ``(H, W, C)`` (``(H, W)`` for GRAY); NV12 is
     ``(H * 3 / 2, W)`` or a ``(Y, UV)`` pair. A strided view (a crop of a
     larger image) works as it is. ``dst``: a numpy array shaped like the
-    frame (``(H, W, 4)`` packed, ``(3, H, W)`` planar, a leading batch axis of
-    1 allowed) of the destination's dtype; or a contiguous uint8 buffer of
-    exactly the frame's bytes; or a DmaBuf. Nothing is allocated.
+    frame (``(H, W, 4)`` packed, ``(H, W, 3)`` for RGB, BGR, RGB_FLOAT and
+    BGR_FLOAT, ``(3, H, W)`` planar, a leading batch axis of 1 allowed) of the
+    destination's dtype; or a contiguous uint8 buffer of exactly the frame's
+    bytes; or a DmaBuf. Nothing is allocated.
 
     ``mean``/``scale``: one number or three, in the destination's channel
     order; each value becomes ``(x - mean) / scale``. ``pad``: the fourth
-    channel of packed layouts (0-255 for RGBx/BGRx, a float otherwise).
+    channel of 4-channel layouts (0-255 for RGBx/BGRx, a float otherwise).
     ``src_stride``/``dst_stride``: bytes from one row to the next, for flat
     buffers with padded rows (HW buffers often align rows); with ``size=(width,
     height)`` the source may be a flat buffer too. ``threads``: at most this
@@ -370,8 +380,10 @@ def select_format(element_type: Any, layout: Any, channels: int, *, order: str =
     In the spirit of VART's NPU Format Selection Guide: a channels-last
     (``NHWC``) input of 4 channels is a packed HW layout picked by element
     type (u8/i8: ``RGBx`` or, with ``order="BGR"``, ``BGRx``; bf16:
-    ``RGBx_BF16``; f16: ``RGBx_FP16``); a channels-first (``NCHW``) input of 3
-    channels is a planar CPU layout (f32: ``RGBP_FLOAT``; f16: ``RGBP_FP16``).
+    ``RGBx_BF16``; f16: ``RGBx_FP16``); an NHWC input of 3 channels is ``RGB``
+    (u8/i8) or ``RGB_FLOAT`` (f32); a channels-first (``NCHW``) input of 3
+    channels is planar (f32: ``RGBP_FLOAT``; f16: ``RGBP_FP16``). With
+    ``order="BGR"`` the BGR twin of each (none for bf16 and f16 packed).
     ``element_type``: a name ("bf16", "float32"...), a numpy dtype or an
     OpenVINO ``Type``; ``layout``: "NHWC"/"NCHW" or an OpenVINO ``Layout``.
     """

@@ -179,12 +179,12 @@ impl Plan {
             luts,
             pad,
             permutes: kernels::Permutes::new(src_channels, map),
-            encoder: kernels::scalar_encoder(element, dst.is_planar(), src_channels),
+            encoder: kernels::scalar_encoder(element, dst.is_planar(), src_channels, dst.channels()),
             nv12: None,
             description: "scalar/lut".into(),
         };
         if src == Format::Nv12 {
-            let direct = element == Element::U8 && identity;
+            let direct = element == Element::U8 && identity && dst.has_pad();
             let (decode, name) = kernels::nv12_decoder(level);
             plan.description = if direct { name.to_string() } else { format!("{name} + scalar/lut") };
             plan.nv12 = Some(Nv12Plan {
@@ -198,7 +198,13 @@ impl Plan {
             }
         }
         let scalar_encoder = plan.encoder;
-        for candidate in kernels::simd_encoders(level, element, dst.is_planar(), src_channels, identity) {
+        // The SIMD kernels write planes or 4-channel pixels; 3-channel pixels use the tables.
+        let candidates = if dst.is_planar() || dst.has_pad() {
+            kernels::simd_encoders(level, element, dst.is_planar(), src_channels, identity)
+        } else {
+            Vec::new()
+        };
+        for candidate in candidates {
             if plan.reproduces(scalar_encoder, candidate.encoder, element) {
                 plan.encoder = candidate.encoder;
                 plan.description = match &plan.nv12 {
@@ -222,7 +228,7 @@ impl Plan {
         let src: Vec<u8> = (0..PIXELS * c).map(|i| (i / c) as u8).collect();
         let run = |encoder: Encoder| {
             let size = element.size();
-            let mut out = vec![0u8; PIXELS * 4 * size];
+            let mut out = vec![0u8; PIXELS * 4 * size]; // room for the widest layout
             match encoder {
                 // SAFETY: the encoders of a plan are for this CPU (see `run_row`).
                 Encoder::Packed(f) => unsafe { f(self, &src, &mut out) },
@@ -297,6 +303,12 @@ fn checked_channels(name: &str, values: Option<[f32; 3]>, default: f32) -> Resul
 }
 
 fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
+    if !dst.has_pad() {
+        if pad != 0.0 {
+            bail!("{dst} has no pad channel, so a pad value ({pad}) has nowhere to go: leave pad at 0");
+        }
+        return Ok(0);
+    }
     Ok(match dst.element() {
         Element::U8 => {
             if !(0.0..=255.0).contains(&pad) || pad.fract() != 0.0 {

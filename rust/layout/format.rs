@@ -10,7 +10,8 @@ use super::error::{bail, LayoutError, Result};
 /// NPU (HW layouts) or the CPU path of a runtime (planar layouts) reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
-    /// Interleaved u8, OpenCV's default order.
+    /// Interleaved u8, OpenCV's default order; also a destination (3-channel
+    /// byte inputs of quantised models).
     Bgr,
     Rgb,
     Bgra,
@@ -30,6 +31,12 @@ pub enum Format {
     RgbpFloat,
     /// Planar IEEE half, three planes R, G, B.
     RgbpFp16,
+    /// Packed f32, three channels (NHWC float inputs of the CPU path).
+    RgbFloat,
+    BgrFloat,
+    /// Planar f32 and IEEE half, three planes B, G, R.
+    BgrpFloat,
+    BgrpFp16,
 }
 
 /// The element type of one channel value in memory.
@@ -60,7 +67,7 @@ pub enum Channel {
 }
 
 impl Format {
-    pub const ALL: [Format; 12] = [
+    pub const ALL: [Format; 16] = [
         Format::Bgr,
         Format::Rgb,
         Format::Bgra,
@@ -73,6 +80,10 @@ impl Format {
         Format::RgbxFp16,
         Format::RgbpFloat,
         Format::RgbpFp16,
+        Format::RgbFloat,
+        Format::BgrFloat,
+        Format::BgrpFloat,
+        Format::BgrpFp16,
     ];
 
     pub fn name(self) -> &'static str {
@@ -89,6 +100,10 @@ impl Format {
             Format::RgbxFp16 => "RGBx_FP16",
             Format::RgbpFloat => "RGBP_FLOAT",
             Format::RgbpFp16 => "RGBP_FP16",
+            Format::RgbFloat => "RGB_FLOAT",
+            Format::BgrFloat => "BGR_FLOAT",
+            Format::BgrpFloat => "BGRP_FLOAT",
+            Format::BgrpFp16 => "BGRP_FP16",
         }
     }
 
@@ -109,15 +124,7 @@ impl Format {
 
     /// Formats `convert` writes.
     pub fn is_destination(self) -> bool {
-        matches!(
-            self,
-            Format::Rgbx
-                | Format::Bgrx
-                | Format::RgbxBf16
-                | Format::RgbxFp16
-                | Format::RgbpFloat
-                | Format::RgbpFp16
-        )
+        !matches!(self, Format::Bgra | Format::Rgba | Format::Gray | Format::Nv12)
     }
 
     pub fn sources() -> impl Iterator<Item = Format> {
@@ -131,23 +138,29 @@ impl Format {
     pub fn element(self) -> Element {
         match self {
             Format::RgbxBf16 => Element::Bf16,
-            Format::RgbxFp16 | Format::RgbpFp16 => Element::F16,
-            Format::RgbpFloat => Element::F32,
+            Format::RgbxFp16 | Format::RgbpFp16 | Format::BgrpFp16 => Element::F16,
+            Format::RgbpFloat | Format::RgbFloat | Format::BgrFloat | Format::BgrpFloat => Element::F32,
             _ => Element::U8,
         }
     }
 
     pub fn is_planar(self) -> bool {
-        matches!(self, Format::RgbpFloat | Format::RgbpFp16)
+        matches!(self, Format::RgbpFloat | Format::RgbpFp16 | Format::BgrpFloat | Format::BgrpFp16)
     }
 
     /// Values per pixel in one row of a packed format; 1 for planar and NV12 rows.
     pub fn channels(self) -> usize {
         match self {
-            Format::Gray | Format::Nv12 | Format::RgbpFloat | Format::RgbpFp16 => 1,
-            Format::Bgr | Format::Rgb => 3,
+            Format::Gray | Format::Nv12 => 1,
+            f if f.is_planar() => 1,
+            Format::Bgr | Format::Rgb | Format::RgbFloat | Format::BgrFloat => 3,
             _ => 4,
         }
+    }
+
+    /// Whether a destination has a fourth, pad channel (the packed HW layouts).
+    pub fn has_pad(self) -> bool {
+        !self.is_planar() && self.channels() == 4
     }
 
     /// The colour channels in memory order: per pixel for packed formats, per
@@ -155,7 +168,9 @@ impl Format {
     pub fn channel_order(self) -> &'static [Channel] {
         use Channel::*;
         match self {
-            Format::Bgr | Format::Bgra | Format::Bgrx => &[B, G, R],
+            Format::Bgr | Format::Bgra | Format::Bgrx | Format::BgrFloat | Format::BgrpFloat | Format::BgrpFp16 => {
+                &[B, G, R]
+            }
             Format::Gray | Format::Nv12 => &[],
             _ => &[R, G, B],
         }
@@ -296,28 +311,34 @@ impl FromStr for TensorLayout {
 
 /// The destination format preprocessing must write for a model input, in the
 /// spirit of VART's NPU Format Selection Guide: packed 4-channel HW layouts
-/// picked by element type for channels-last inputs (zero-copy), planar float
-/// layouts for channels-first CPU inputs. `bgr` asks for BGR channel order,
-/// which only the u8 layout offers.
+/// picked by element type for channels-last inputs of 4 channels (zero-copy),
+/// 3-channel packed or planar layouts for the CPU path. `bgr` asks for B, G,
+/// R channel order, which the u8 and f32 layouts offer (not bf16 and f16 packed).
 pub fn select_format(element: ElementType, layout: TensorLayout, channels: usize, bgr: bool) -> Result<Format> {
-    let format = match (layout, channels, element) {
-        (TensorLayout::Nhwc, 4, ElementType::U8 | ElementType::I8) if bgr => Format::Bgrx,
-        (TensorLayout::Nhwc, 4, ElementType::U8 | ElementType::I8) => Format::Rgbx,
-        (TensorLayout::Nhwc, 4, ElementType::Bf16) => Format::RgbxBf16,
-        (TensorLayout::Nhwc, 4, ElementType::F16) => Format::RgbxFp16,
-        (TensorLayout::Nchw, 3, ElementType::F32) => Format::RgbpFloat,
-        (TensorLayout::Nchw, 3, ElementType::F16) => Format::RgbpFp16,
+    use ElementType::*;
+    use TensorLayout::*;
+    let pick = |rgb: Format, bgr_format: Option<Format>| -> Result<Format> {
+        match (bgr, bgr_format) {
+            (false, _) => Ok(rgb),
+            (true, Some(f)) => Ok(f),
+            (true, None) => bail!("{rgb} exists in RGB order only; BGR order is offered by BGRx, BGR, BGR_FLOAT and the BGRP layouts"),
+        }
+    };
+    match (layout, channels, element) {
+        (Nhwc, 4, U8 | I8) => pick(Format::Rgbx, Some(Format::Bgrx)),
+        (Nhwc, 4, Bf16) => pick(Format::RgbxBf16, None),
+        (Nhwc, 4, F16) => pick(Format::RgbxFp16, None),
+        (Nhwc, 3, U8 | I8) => pick(Format::Rgb, Some(Format::Bgr)),
+        (Nhwc, 3, F32) => pick(Format::RgbFloat, Some(Format::BgrFloat)),
+        (Nchw, 3, F32) => pick(Format::RgbpFloat, Some(Format::BgrpFloat)),
+        (Nchw, 3, F16) => pick(Format::RgbpFp16, Some(Format::BgrpFp16)),
         _ => bail!(
             "no destination format fits a {layout:?} input of {channels} channels of {element:?}: \
              the layouts are NHWC with 4 channels (u8/i8 -> RGBx or BGRx, bf16 -> RGBx_BF16, \
-             f16 -> RGBx_FP16) and NCHW with 3 channels (f32 -> RGBP_FLOAT, f16 -> RGBP_FP16); \
-             a 3-channel NHWC input takes a BGR or RGB image as it is"
+             f16 -> RGBx_FP16), NHWC with 3 channels (u8/i8 -> RGB or BGR, f32 -> RGB_FLOAT or BGR_FLOAT) \
+             and NCHW with 3 channels (f32 -> RGBP_FLOAT or BGRP_FLOAT, f16 -> RGBP_FP16 or BGRP_FP16)"
         ),
-    };
-    if bgr && format != Format::Bgrx {
-        bail!("{format} exists in RGB order only; BGR order is offered by the u8 layout BGRx alone");
     }
-    Ok(format)
 }
 
 #[cfg(test)]
@@ -358,8 +379,11 @@ mod tests {
         assert_eq!(select_format(U8, Nhwc, 4, true).unwrap(), Format::Bgrx);
         assert_eq!(select_format(F32, Nchw, 3, false).unwrap(), Format::RgbpFloat);
         assert_eq!(select_format(F16, Nchw, 3, false).unwrap(), Format::RgbpFp16);
+        assert_eq!(select_format(U8, Nhwc, 3, true).unwrap(), Format::Bgr);
+        assert_eq!(select_format(F32, Nhwc, 3, false).unwrap(), Format::RgbFloat);
+        assert_eq!(select_format(F32, Nchw, 3, true).unwrap(), Format::BgrpFloat);
         assert!(select_format(F32, Nhwc, 4, false).is_err());
         assert!(select_format(Bf16, Nhwc, 4, true).is_err());
-        assert!(select_format(U8, Nhwc, 3, false).is_err());
+        assert!(select_format(Bf16, Nchw, 3, false).is_err());
     }
 }

@@ -1,9 +1,10 @@
 //! Layout engine: frames into the layouts NPUs read natively, and results back.
 //!
 //! * [`convert`]: a u8 frame (BGR, RGB, BGRA, RGBA, GRAY, NV12) into packed HW
-//!   layouts (RGBx, BGRx, RGBx_BF16, RGBx_FP16) or planar CPU layouts
-//!   (RGBP_FLOAT, RGBP_FP16), with per-channel `(x - mean) / scale` fused into
-//!   the same pass, written into a caller's buffer at any row pitch.
+//!   layouts (RGBx, BGRx, RGBx_BF16, RGBx_FP16) or CPU layouts (planar
+//!   RGBP_FLOAT, RGBP_FP16, BGRP_FLOAT, BGRP_FP16; packed RGB, BGR, RGB_FLOAT,
+//!   BGR_FLOAT), with per-channel `(x - mean) / scale` fused into the same
+//!   pass, written into a caller's buffer at any row pitch.
 //! * The way back: [`quantize`]/[`dequantize`], 16-bit floats to and from f32,
 //!   planar <-> packed, and [`topk`] over an output buffer read in place.
 //! * [`select_format`]: which destination format a model input needs.
@@ -27,7 +28,7 @@ pub use float::{
     f32_to_f16,
 };
 pub use format::{
-    frame_geometry, frame_nbytes, select_format, Element, ElementType, Format, FrameGeometry, TensorLayout,
+    frame_geometry, frame_nbytes, select_format, Channel, Element, ElementType, Format, FrameGeometry, TensorLayout,
 };
 pub use frame::{check_destination_size, Destination, Rows, RowsMut, Source, SourcePixels};
 pub use output::{

@@ -75,17 +75,25 @@ impl Permutes {
     }
 }
 
-pub(crate) fn scalar_encoder(element: Element, planar: bool, channels: usize) -> Encoder {
-    use scalar::{packed, planar as plan};
+/// The table kernel for `channels`-byte source pixels and a destination of
+/// `element`: planar, or packed with `dst_channels` (3, or 4 with a pad).
+pub(crate) fn scalar_encoder(element: Element, planar: bool, channels: usize, dst_channels: usize) -> Encoder {
+    use scalar::{packed, packed3, planar as plan};
+    macro_rules! by_channels {
+        ($f:ident, $kind:ident, $t:ty) => {
+            match channels {
+                1 => Encoder::$kind($f::<$t, 1>),
+                3 => Encoder::$kind($f::<$t, 3>),
+                _ => Encoder::$kind($f::<$t, 4>),
+            }
+        };
+    }
     macro_rules! pick {
         ($t:ty) => {
-            match (planar, channels) {
-                (false, 1) => Encoder::Packed(packed::<$t, 1>),
-                (false, 3) => Encoder::Packed(packed::<$t, 3>),
-                (false, _) => Encoder::Packed(packed::<$t, 4>),
-                (true, 1) => Encoder::Planar(plan::<$t, 1>),
-                (true, 3) => Encoder::Planar(plan::<$t, 3>),
-                (true, _) => Encoder::Planar(plan::<$t, 4>),
+            match (planar, dst_channels) {
+                (true, _) => by_channels!(plan, Planar, $t),
+                (false, 3) => by_channels!(packed3, Packed, $t),
+                (false, _) => by_channels!(packed, Packed, $t),
             }
         };
     }

@@ -75,6 +75,17 @@ pub(crate) fn packed<T: Out, const C: usize>(plan: &Plan, src: &[u8], dst: &mut 
     }
 }
 
+/// One row of `C`-channel u8 pixels to packed 3-channel pixels of `T` (no pad).
+pub(crate) fn packed3<T: Out, const C: usize>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+    let luts = T::luts(&plan.luts);
+    let [a, b, c] = plan.map;
+    for (px, out) in src.chunks_exact(C).zip(dst.chunks_exact_mut(3 * T::SIZE)) {
+        luts[0][px[a] as usize].put(out);
+        luts[1][px[b] as usize].put(&mut out[T::SIZE..]);
+        luts[2][px[c] as usize].put(&mut out[2 * T::SIZE..]);
+    }
+}
+
 /// One row of `C`-channel u8 pixels to one row of each of three planes of `T`.
 pub(crate) fn planar<T: Out, const C: usize>(plan: &Plan, src: &[u8], p0: &mut [u8], p1: &mut [u8], p2: &mut [u8]) {
     let luts = T::luts(&plan.luts);
