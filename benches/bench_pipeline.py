@@ -11,14 +11,22 @@
   and crop, numpy float normalisation and NCHW transpose,
   ``compiled({0: array})`` (which copies the input in and the output out),
   softmax and argsort;
-* bare model: the original model's inference alone, on an input set once:
-  what every variant's total is compared with ("overhead" = total - bare).
+* bare model: the original model's inference alone, back to back, on an input
+  set once: what every variant's total is compared with ("overhead" = total -
+  bare model).
 
-The variants run in rounds of 25 frames each, so that a busy machine slows
-them alike. Besides wall time, each frame's CPU time (all threads of the
-process) is recorded: other processes on a shared machine do not count in it. Bytes copied per frame come from a second process run under the
-memcpy/memmove counter of tests/memcount (LD_PRELOAD), counting from the
-start of the preprocess to the end of the postprocess of each frame.
+Each variant lives in a worker process of its own, holding one compiled model
+as an application would (several compiled models in one process slow each
+other's inference through their idle worker threads). The workers take turns,
+10 frames at a time after one untimed frame, in a rotating order, so that a
+busy machine slows them alike. Besides wall time, each frame's CPU time (all threads of the worker) is
+recorded: other processes on a shared machine do not count in it.
+
+Bytes copied per frame come from a process run under the memcpy/memmove
+counter of tests/memcount (LD_PRELOAD), counting from the start of the
+preprocess to the end of the postprocess of each frame; "bytes touching frame
+buffers" counts the copies whose source or destination is the frame's input,
+output or resize buffer.
 
 No 1920x1080 photo ships offline: the default image is scikit-image's
 ``chelsea``, cut to 16:9 and upscaled to 1920x1080 with OpenCV (bicubic).
@@ -40,14 +48,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from npu_zc.pipeline import Pipeline, Timings, full_hd, load_image, sample_photo
-from npu_zc.runtime import core, imagenet_labels, openvino_version, read_model
+from npu_zc.pipeline import Pipeline, StageStats, full_hd, load_image, sample_photo
+from npu_zc.runtime import core, imagenet_labels, model_normalisation, openvino_version, read_model
 
 HERE = Path(__file__).resolve().parent
 MEMCOUNT = HERE.parent / "tests" / "memcount" / "memcount.c"
 MODEL = "efficientnet-lite0"
 VARIANTS = ("zero-copy", "copy", "baseline", "bare model")
-STAGES = ("preprocess", "infer", "postprocess", "total")
+STAGES = ("preprocess", "infer", "postprocess", "total", "cpu")
+BLOCK = 10
 
 Step = Callable[[np.ndarray], tuple[int, int, int]]
 
@@ -63,7 +72,7 @@ class Baseline:
         self.mean = np.asarray(mean, np.float32)
         self.scale = np.asarray(scale, np.float32)
         self.labels = imagenet_labels()
-        self.top5: list[str] = []
+        self.top1 = ""
 
     def step(self, frame: np.ndarray) -> tuple[int, int, int]:
         cv2, clock = self.cv2, time.perf_counter_ns
@@ -79,76 +88,150 @@ class Baseline:
         inferred = clock()
         probabilities = np.exp(logits[0] - logits[0].max())
         probabilities /= probabilities.sum()
-        self.top5 = [self.labels[i] for i in np.argsort(probabilities)[::-1][:5]]
+        top5 = [self.labels[i] for i in np.argsort(probabilities)[::-1][:5]]
         done = clock()
+        self.top1 = top5[0]
         return preprocessed - started, inferred - preprocessed, done - inferred
 
 
 class Bare:
     """The original model's inference alone, on an input set once."""
 
-    def __init__(self, compiled: Any, tensor: np.ndarray) -> None:
+    def __init__(self, compiled: Any) -> None:
         import openvino as ov
 
         self.request = compiled.create_infer_request()
-        self.request.set_input_tensor(ov.Tensor(np.ascontiguousarray(tensor)))
+        self.request.set_input_tensor(ov.Tensor(np.zeros((1, 3, 224, 224), np.float32)))
 
     def step(self, frame: np.ndarray) -> tuple[int, int, int]:
         started = time.perf_counter_ns()
-        self.request.infer()
+        self.request.infer(share_outputs=True)  # the inference only: no copy of the output either
         return 0, time.perf_counter_ns() - started, 0
 
 
-def build(device: str) -> tuple[dict[str, Step], dict[str, Any]]:
-    """The four variants (their step functions) and what the memcpy counter should watch."""
-    zero = Pipeline(MODEL, device, mode="zero-copy")
-    copy = Pipeline(MODEL, device, mode="copy")
-    norm = zero.session.normalisation
-    assert norm.mean is not None and norm.scale is not None
-    # The user's model: the original, compiled with the same properties as ours.
-    compiled = core().compile_model(read_model(MODEL), zero.device, zero.session.config)
-    baseline = Baseline(compiled, norm.mean, norm.scale)
-    bare = Bare(compiled, np.zeros((1, 3, 224, 224), np.float32))
-    steps: dict[str, Step] = {
-        "zero-copy": lambda f: zero.step(f)[1:],  # type: ignore[return-value]
-        "copy": lambda f: copy.step(f)[1:],  # type: ignore[return-value]
-        "baseline": baseline.step,
-        "bare model": bare.step,
+class Variant:
+    """One variant, built alone: its step function, its last top-1 label, the arrays a frame lives in."""
+
+    def __init__(self, name: str, device: str) -> None:
+        self.name = name
+        self.watched: list[np.ndarray] = []
+        self.format = ""
+        if name in ("zero-copy", "copy"):
+            pipeline = Pipeline(MODEL, device, mode="zero-copy" if name == "zero-copy" else "copy")
+            self.pipeline = pipeline
+            self.format = f"{pipeline.spec.format} in {pipeline.buffer_kind}"
+            self.watched = [pipeline.input, *pipeline.outputs, pipeline.preprocess.resized]
+            self.last = ""
+
+            def step(frame: np.ndarray) -> tuple[int, int, int]:
+                prediction, pre, infer, post = pipeline.step(frame)
+                self.last = prediction[0].label
+                return pre, infer, post
+
+            self.step: Step = step
+            return
+        # The user's model: the original, compiled with the same properties as ours (the LATENCY hint).
+        model = read_model(MODEL)
+        compiled = core().compile_model(model, device, {"PERFORMANCE_HINT": "LATENCY"})
+        if name == "baseline":
+            norm = model_normalisation(model)
+            assert norm.mean is not None and norm.scale is not None
+            self.baseline = Baseline(compiled, norm.mean, norm.scale)
+            self.step = self.baseline.step
+            self.format = "RGBP_FLOAT (numpy) copied by compiled({0: array})"
+        else:
+            self.step = Bare(compiled).step
+
+    def top1(self) -> str:
+        if self.name == "baseline":
+            return self.baseline.top1
+        return getattr(self, "last", "")
+
+
+def frame_of(image: str | None) -> tuple[np.ndarray, str]:
+    if image:
+        return load_image(image), image
+    return full_hd(sample_photo("chelsea")), "scikit-image 'chelsea' (451x300) cut to 16:9 and upscaled to 1920x1080 with OpenCV (bicubic)"
+
+
+# --- the worker processes ---
+
+
+def worker(name: str, device: str, image: str | None) -> None:
+    """Build one variant, then for each line "N" on stdin time N frames and print them as one JSON line."""
+    frame, _ = frame_of(image)
+    variant = Variant(name, device)
+    for _ in range(5):
+        variant.step(frame)
+    print(json.dumps({"ready": name, "format": variant.format}), flush=True)
+    for line in sys.stdin:
+        count = int(line)
+        variant.step(frame)  # untimed: the workers take turns, and this one was idle
+        samples: dict[str, list[int]] = {stage: [] for stage in STAGES}
+        for _ in range(count):
+            cpu = time.process_time_ns()
+            pre, infer, post = variant.step(frame)
+            samples["cpu"].append(time.process_time_ns() - cpu)
+            for stage, ns in (("preprocess", pre), ("infer", infer), ("postprocess", post), ("total", pre + infer + post)):
+                samples[stage].append(ns)
+        print(json.dumps({"samples": samples, "top1": variant.top1()}), flush=True)
+
+
+def measure(device: str, image: str | None, runs: int) -> tuple[dict[str, dict[str, StageStats]], dict[str, str], dict[str, str]]:
+    """Per-stage statistics of every variant, their top-1 labels and input formats."""
+    extra = ["--image", image] if image else []
+    workers = {
+        name: subprocess.Popen(
+            [sys.executable, __file__, "--worker", name, "--device", device, *extra],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for name in VARIANTS
     }
-    watched = {"zero-copy": [zero.input, *zero.outputs, zero.preprocess.resized], "copy": [copy.input, *copy.outputs]}
-    return steps, {"pipelines": (zero, copy), "baseline": baseline, "watched": watched}
+    samples: dict[str, dict[str, list[int]]] = {name: {stage: [] for stage in STAGES} for name in VARIANTS}
+    top1: dict[str, str] = {}
+    formats: dict[str, str] = {}
+    try:
+        for name, process in workers.items():  # built one after the other: compiling is busy work
+            formats[name] = json.loads(_line(process, name))["format"]
+        done, turn = 0, 0
+        while done < runs:
+            count = min(BLOCK, runs - done)
+            # Rotate who goes first, so that no variant always follows the same neighbour.
+            order = VARIANTS[turn % len(VARIANTS) :] + VARIANTS[: turn % len(VARIANTS)]
+            turn += 1
+            for name in order:
+                process = workers[name]
+                assert process.stdin is not None
+                process.stdin.write(f"{count}\n")
+                process.stdin.flush()
+                result = json.loads(_line(process, name))
+                for stage in STAGES:
+                    samples[name][stage].extend(result["samples"][stage])
+                top1[name] = result["top1"]
+            done += count
+    finally:
+        for process in workers.values():
+            if process.stdin is not None:
+                process.stdin.close()
+            process.wait(timeout=60)
+    stats = {name: {stage: StageStats.of(values) for stage, values in per.items()} for name, per in samples.items()}
+    return stats, top1, formats
 
 
-def measure(steps: dict[str, Step], frame: np.ndarray, runs: int, block: int = 25) -> dict[str, Timings]:
-    """``runs`` frames per variant, in rounds of ``block`` frames of each variant in turn.
-
-    Rounds spread a busy machine's noise over every variant; blocks (each after
-    one untimed frame) keep one model's idle worker threads from slowing the
-    next model's inference, which no single pipeline would see.
-    """
-    timings = {name: Timings() for name in steps}
-    for step in steps.values():
-        for _ in range(5):
-            step(frame)
-    done = 0
-    while done < runs:
-        count = min(block, runs - done)
-        for name, step in steps.items():
-            step(frame)
-            for _ in range(count):
-                cpu = time.process_time_ns()
-                pre, infer, post = step(frame)
-                cpu = time.process_time_ns() - cpu
-                timings[name].add_frame(preprocess=pre, infer=infer, postprocess=post)
-                timings[name].add("cpu", cpu)
-        done += count
-    return timings
+def _line(process: subprocess.Popen[str], name: str) -> str:
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        raise SystemExit(f"bench_pipeline: the {name} worker exited (status {process.wait()})")
+    return line
 
 
-# --- bytes copied, in a child process under the counter ---
+# --- bytes copied, in a process under the counter ---
 
 
-def count_copies(image_args: list[str], device: str, frames: int) -> dict[str, dict[str, float]]:
+def count_copies(image: str | None, device: str, frames: int) -> dict[str, dict[str, float]]:
     gcc = shutil.which("gcc") or shutil.which("cc")
     if gcc is None:
         raise SystemExit("bench_pipeline: no C compiler to build the memcpy counter (apt-get install gcc)")
@@ -160,7 +243,7 @@ def count_copies(image_args: list[str], device: str, frames: int) -> dict[str, d
             check=True,
         )  # fmt: skip
         done = subprocess.run(
-            [sys.executable, __file__, "--count-copies", str(frames), "--device", device, *image_args],
+            [sys.executable, __file__, "--count-copies", str(frames), "--device", device, *(["--image", image] if image else [])],
             env=dict(os.environ, LD_PRELOAD=str(lib)),
             capture_output=True,
             text=True,
@@ -171,30 +254,31 @@ def count_copies(image_args: list[str], device: str, frames: int) -> dict[str, d
     return result
 
 
-def counting_child(frame: np.ndarray, device: str, frames: int) -> None:
+def counting_child(image: str | None, device: str, frames: int) -> None:
     lib = ctypes.CDLL(None)
     if not getattr(lib, "memcount_loaded", None) or not lib.memcount_loaded():
         raise SystemExit("libmemcount.so is not preloaded")
     for name in ("memcount_total_bytes", "memcount_watched_bytes", "memcount_largest", "memcount_total_calls"):
         getattr(lib, name).restype = ctypes.c_ulonglong
     lib.memcount_watch.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
-    steps, extra = build(device)
+    frame, _ = frame_of(image)
     out: dict[str, dict[str, float]] = {}
-    for name, step in steps.items():
+    for name in VARIANTS:
+        variant = Variant(name, device)
         lib.memcount_unwatch_all()
-        for array in extra["watched"].get(name, []):
+        for array in variant.watched:
             lib.memcount_watch(array.ctypes.data, array.nbytes)
         for _ in range(3):
-            step(frame)
+            variant.step(frame)
         lib.memcount_reset()
         for _ in range(frames):
             lib.memcount_start()  # from the start of the preprocess to the end of the postprocess
-            step(frame)
+            variant.step(frame)
             lib.memcount_stop()
         out[name] = {
             "bytes_per_frame": lib.memcount_total_bytes() / frames,
             "calls_per_frame": lib.memcount_total_calls() / frames,
-            "frame_buffer_bytes_per_frame": lib.memcount_watched_bytes() / frames if name in extra["watched"] else -1,
+            "frame_buffer_bytes_per_frame": lib.memcount_watched_bytes() / frames if variant.watched else -1,
             "largest_copy": lib.memcount_largest(),
         }
     print(json.dumps(out))
@@ -203,23 +287,20 @@ def counting_child(frame: np.ndarray, device: str, frames: int) -> None:
 # --- report ---
 
 
-def summarise(timings: dict[str, Timings]) -> dict[str, dict[str, dict[str, float]]]:
-    return {name: {stage: s.to_dict() for stage, s in t.stats().items()} for name, t in timings.items()}
+def table(stats: dict[str, dict[str, StageStats]], what: str) -> list[str]:
+    def value(name: str, stage: str) -> float:
+        return float(getattr(stats[name][stage], what))
 
-
-def table(stats: dict[str, dict[str, dict[str, float]]], copies: dict[str, dict[str, float]], what: str) -> list[str]:
-    names = list(stats)
-    lines = [f"{what + ' ms / frame':<28}" + "".join(f"{n:>12}" for n in names)]
-    for stage in STAGES:
-        row = [stats[n][stage][what] for n in names]
-        lines.append(f"{stage:<28}" + "".join(f"{v:12.3f}" for v in row))
-    bare = stats["bare model"]["total"][what]
-    lines.append(f"{'overhead (total - bare)':<28}" + "".join(f"{stats[n]['total'][what] - bare:12.3f}" for n in names))
-    lines.append(f"{'pipeline FPS':<28}" + "".join(f"{1000 / stats[n]['total'][what]:12.1f}" for n in names))
-    lines.append(f"{'infer FPS':<28}" + "".join(f"{1000 / stats[n]['infer'][what]:12.1f}" for n in names))
-    bare_cpu = stats["bare model"]["cpu"][what]
-    lines.append(f"{'CPU time, all threads':<28}" + "".join(f"{stats[n]['cpu'][what]:12.3f}" for n in names))
-    lines.append(f"{'  overhead (- bare)':<28}" + "".join(f"{stats[n]['cpu'][what] - bare_cpu:12.3f}" for n in names))
+    lines = [f"{what + ' ms / frame':<28}" + "".join(f"{n:>12}" for n in VARIANTS)]
+    for stage in STAGES[:4]:
+        lines.append(f"{stage:<28}" + "".join(f"{value(n, stage):12.3f}" for n in VARIANTS))
+    bare = value("bare model", "total")
+    lines.append(f"{'overhead (total - bare)':<28}" + "".join(f"{value(n, 'total') - bare:12.3f}" for n in VARIANTS))
+    lines.append(f"{'pipeline FPS':<28}" + "".join(f"{1000 / value(n, 'total'):12.1f}" for n in VARIANTS))
+    lines.append(f"{'infer FPS':<28}" + "".join(f"{1000 / value(n, 'infer'):12.1f}" for n in VARIANTS))
+    bare_cpu = value("bare model", "cpu")
+    lines.append(f"{'CPU time, all threads':<28}" + "".join(f"{value(n, 'cpu'):12.3f}" for n in VARIANTS))
+    lines.append(f"{'  overhead (- bare)':<28}" + "".join(f"{value(n, 'cpu') - bare_cpu:12.3f}" for n in VARIANTS))
     return lines
 
 
@@ -230,62 +311,61 @@ def main() -> int:
     parser.add_argument("--image", help="a photo (default: scikit-image's chelsea upscaled to 1920x1080)")
     parser.add_argument("--count-frames", type=int, default=30, help="frames per variant under the memcpy counter")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--count-copies", type=int, help=argparse.SUPPRESS)  # the child run under LD_PRELOAD
+    parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)  # a worker process
+    parser.add_argument("--count-copies", type=int, help=argparse.SUPPRESS)  # the process under LD_PRELOAD
     args = parser.parse_args()
 
-    if args.image:
-        frame, described = load_image(args.image), args.image
-    else:
-        frame = full_hd(sample_photo("chelsea"))
-        described = "scikit-image 'chelsea' (451x300) cut to 16:9 and upscaled to 1920x1080 with OpenCV (bicubic)"
+    if args.worker:
+        worker(args.worker, args.device, args.image)
+        return 0
     if args.count_copies:
-        counting_child(frame, args.device, args.count_copies)
+        counting_child(args.image, args.device, args.count_copies)
         return 0
 
-    steps, extra = build(args.device)
-    zero, copy = extra["pipelines"]
-    timings = measure(steps, frame, args.runs)
-    copies = count_copies(["--image", args.image] if args.image else [], args.device, args.count_frames)
-    stats = summarise(timings)
-    top = {"zero-copy": zero.process(frame)[0].label, "copy": copy.process(frame)[0].label, "baseline": extra["baseline"].top5[0]}
+    load_before = os.getloadavg()
+    stats, top1, formats = measure(args.device, args.image, args.runs)
+    load_after = os.getloadavg()
+    copies = count_copies(args.image, args.device, args.count_frames)
+    _, described = frame_of(args.image)
 
-    median = {n: stats[n]["total"]["median"] for n in stats}
-    mean = {n: stats[n]["total"]["mean"] for n in stats}
-    overhead = {n: median[n] - median["bare model"] for n in ("zero-copy", "copy", "baseline")}
-    overhead_mean = {n: mean[n] - mean["bare model"] for n in ("zero-copy", "copy", "baseline")}
-    cpu = {n: stats[n]["cpu"]["median"] for n in stats}
-    cpu_overhead = {n: cpu[n] - cpu["bare model"] for n in ("zero-copy", "copy", "baseline")}
-    zc_copy = copies["zero-copy"]
+    def get(name: str, stage: str, what: str = "median") -> float:
+        return float(getattr(stats[name][stage], what))
+
+    overhead = {what: {n: get(n, "total", what) - get("bare model", "total", what) for n in VARIANTS} for what in ("median", "mean")}
+    cpu_overhead = {n: get(n, "cpu") - get("bare model", "cpu") for n in VARIANTS}
+    zc = copies["zero-copy"]
     targets = [
-        ("0 bytes copied per frame in zero-copy (the frame's buffers)", zc_copy["frame_buffer_bytes_per_frame"] == 0,
-         f"{zc_copy['frame_buffer_bytes_per_frame']:.0f} B/frame touching the frame's buffers; all memcpy in the process "
-         f"{zc_copy['bytes_per_frame']:.0f} B/frame, largest single copy {zc_copy['largest_copy']:.0f} B"),
-        ("overhead (median) zero-copy <= 1/3 of baseline", overhead["zero-copy"] <= overhead["baseline"] / 3,
-         f"{overhead['zero-copy']:.3f} ms vs {overhead['baseline']:.3f} ms / 3 = {overhead['baseline'] / 3:.3f} ms"),
-        ("overhead (mean) zero-copy <= 1/3 of baseline", overhead_mean["zero-copy"] <= overhead_mean["baseline"] / 3,
-         f"{overhead_mean['zero-copy']:.3f} ms vs {overhead_mean['baseline']:.3f} ms / 3 = {overhead_mean['baseline'] / 3:.3f} ms"),
+        ("0 bytes copied per frame in zero-copy (the frame's buffers)", zc["frame_buffer_bytes_per_frame"] == 0,
+         f"{zc['frame_buffer_bytes_per_frame']:.0f} B/frame touching the frame's buffers; all memcpy in the process "
+         f"{zc['bytes_per_frame']:.0f} B/frame, largest single copy {zc['largest_copy']:.0f} B"),
+        *((f"overhead ({what}) zero-copy <= 1/3 of baseline", overhead[what]["zero-copy"] <= overhead[what]["baseline"] / 3,
+           f"{overhead[what]['zero-copy']:.3f} ms vs {overhead[what]['baseline']:.3f} ms / 3 = {overhead[what]['baseline'] / 3:.3f} ms")
+          for what in ("median", "mean")),
         ("overhead in CPU time (median) zero-copy <= 1/3 of baseline", cpu_overhead["zero-copy"] <= cpu_overhead["baseline"] / 3,
          f"{cpu_overhead['zero-copy']:.3f} ms vs {cpu_overhead['baseline']:.3f} ms / 3 = {cpu_overhead['baseline'] / 3:.3f} ms"),
-        ("pipeline FPS zero-copy >= baseline (mean)", mean["zero-copy"] <= mean["baseline"],
-         f"{1000 / mean['zero-copy']:.1f} vs {1000 / mean['baseline']:.1f} FPS"),
-        ("preprocess <= 1.5 ms / frame (mean)", stats["zero-copy"]["preprocess"]["mean"] <= 1.5,
-         f"{stats['zero-copy']['preprocess']['mean']:.3f} ms"),
+        *((f"pipeline FPS ({what}) zero-copy >= baseline", get("zero-copy", "total", what) <= get("baseline", "total", what),
+           f"{1000 / get('zero-copy', 'total', what):.1f} vs {1000 / get('baseline', 'total', what):.1f} FPS")
+          for what in ("median", "mean")),
+        ("preprocess <= 1.5 ms / frame (mean)", get("zero-copy", "preprocess", "mean") <= 1.5,
+         f"{get('zero-copy', 'preprocess', 'mean'):.3f} ms"),
     ]  # fmt: skip
     if args.json:
-        print(json.dumps({"image": described, "device": zero.device, "runs": args.runs, "stats_ms": stats,
-                          "copies": copies, "top1": top,
-                          "targets": [{"target": t, "met": bool(m), "detail": d} for t, m, d in targets]}))  # fmt: skip
+        print(json.dumps({
+            "image": described, "device": args.device, "runs": args.runs, "load_average": [load_before, load_after],
+            "stats_ms": {n: {s: v.to_dict() for s, v in per.items()} for n, per in stats.items()},
+            "copies": copies, "top1": top1, "formats": formats,
+            "targets": [{"target": t, "met": bool(m), "detail": d} for t, m, d in targets],
+        }))  # fmt: skip
         return 0
 
-    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
-    print(f"model    {MODEL} on {zero.device}, OpenVINO {openvino_version()}, {os.cpu_count()} cores, load average {load}")
+    load = " -> ".join(f"{a[0]:.2f}" for a in (load_before, load_after))
+    print(f"model    {MODEL} on {args.device}, OpenVINO {openvino_version()}, {os.cpu_count()} cores, load average {load}")
     print(f"image    {described}")
-    print(f"runs     {args.runs} frames per variant after 5 warm-up frames, in rounds of 25 frames of each variant in turn")
-    print(f"inputs   zero-copy {zero.spec.format} in {zero.buffer_kind}; copy {copy.spec.format} in ordinary memory; "
-          "baseline: numpy float NCHW, compiled({0: array})")  # fmt: skip
+    print(f"runs     {args.runs} frames per variant, one worker process per variant, taking turns {BLOCK} frames at a time")
+    print("inputs   " + "; ".join(f"{n}: {formats[n]}" for n in ("zero-copy", "copy", "baseline")))
     print()
     for what in ("median", "mean"):
-        print("\n".join(table(stats, copies, what)))
+        print("\n".join(table(stats, what)))
         print()
     print(f"{'memcpy per frame (counted)':<28}" + "".join(f"{n:>12}" for n in VARIANTS))
     print(f"{'all bytes':<28}" + "".join(f"{copies[n]['bytes_per_frame']:12.0f}" for n in VARIANTS))
@@ -294,12 +374,11 @@ def main() -> int:
         for n in VARIANTS))  # fmt: skip
     print(f"{'largest single copy':<28}" + "".join(f"{copies[n]['largest_copy']:12.0f}" for n in VARIANTS))
     print()
-    for name in ("preprocess", "total"):
-        z, b = stats["zero-copy"][name]["median"], stats["baseline"][name]["median"]
-        print(f"baseline / zero-copy, {name} (median): {b / z:.2f}x")
-    print(f"baseline / zero-copy, overhead (median): {overhead['baseline'] / overhead['zero-copy']:.2f}x"
-          if overhead["zero-copy"] > 0 else "zero-copy overhead <= 0 (within noise)")  # fmt: skip
-    print(f"top-1    zero-copy: {top['zero-copy']}; copy: {top['copy']}; baseline: {top['baseline']}")
+    for stage in ("preprocess", "total"):
+        print(f"baseline / zero-copy, {stage} (median): {get('baseline', stage) / get('zero-copy', stage):.2f}x")
+    if overhead["median"]["zero-copy"] > 0:
+        print(f"baseline / zero-copy, overhead (median): {overhead['median']['baseline'] / overhead['median']['zero-copy']:.2f}x")
+    print(f"top-1    zero-copy: {top1['zero-copy']}; copy: {top1['copy']}; baseline: {top1['baseline']}")
     print()
     print("targets")
     for target, met, detail in targets:

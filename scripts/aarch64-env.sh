@@ -61,6 +61,10 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     log() { echo "aarch64-env: $*" >&2; }
     die() { log "error: $*"; exit 1; }
     as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+    # One setup at a time per cache (several shells may source this at once).
+    mkdir -p "$NPU_ZC_AARCH64_CACHE"
+    exec 9>"$NPU_ZC_AARCH64_CACHE/.setup.lock"
+    flock 9
 
     # 1. Host packages.
     pkgs=(rustc-web cargo-web qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross file)
@@ -91,7 +95,6 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     sysroot=$NPU_ZC_AARCH64_CACHE/rust-sysroot/$ver
     if [ ! -d "$sysroot/lib/rustlib/aarch64-unknown-linux-gnu/lib" ]; then
         log "fetching the aarch64 std for rustc-web $ver (libstd-rust-web-dev:arm64, ~35 MB)"
-        mkdir -p "$NPU_ZC_AARCH64_CACHE"
         tmp=$(mktemp -d "$NPU_ZC_AARCH64_CACHE/tmp.XXXXXX")
         trap 'rm -rf "$tmp"' EXIT
         compgen -G "$NPU_ZC_AARCH64_CACHE/apt/lists/*_Packages" >/dev/null \
@@ -113,8 +116,8 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     fi
 
     # 3. rustc/rustdoc wrappers that name that sysroot. A wrapper, not
-    # RUSTFLAGS=--sysroot: cargo drops target rustflags whenever RUSTFLAGS is
-    # set (by a user, or by a tool such as maturin), and then std "vanishes".
+    # RUSTFLAGS=--sysroot: cargo ignores target rustflags whenever RUSTFLAGS is
+    # set (a user's `-C target-cpu=native`, say), and then std "vanishes".
     mkdir -p "$NPU_ZC_AARCH64_CACHE/bin"
     for tool in rustc rustdoc; do
         body=$(printf '#!/bin/sh\n# Debian %s with the sysroot that holds the aarch64 std (scripts/aarch64-env.sh).\nexec /usr/bin/%s --sysroot "%s" "$@"' \

@@ -201,6 +201,15 @@ def test_npu_without_an_npu_says_what_is_missing() -> None:
         Pipeline("efficientnet-lite0", "NPU")
 
 
+@pytest.mark.kernel
+def test_zero_copy_on_real_dmabufs(system_heap: str) -> None:
+    """Inside the VM: the frame and the result in dma-heap buffers, written and read inside sync brackets."""
+    with Pipeline("efficientnet-lite0", "CPU", heap=system_heap, options=F32) as pipeline:
+        assert pipeline.buffer_kind.startswith("dma-heap") and pipeline._sync_input is not None
+        assert [p.label for p in pipeline.process(sample_photo("coffee"))][0] == "espresso"
+        assert pipeline.request.request.get_input_tensor().data.ctypes.data == pipeline.input.ctypes.data
+
+
 def buffer_fds() -> int:
     """Open fds that are buffers (memfd, DMA-BUF) rather than files OpenVINO keeps open (the weights)."""
     names = []

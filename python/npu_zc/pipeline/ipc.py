@@ -35,7 +35,7 @@ import tempfile
 import time
 from typing import Any, Callable
 
-from ..errors import Error, PeerError
+from ..errors import Error, InvalidArgumentError, PeerError
 from .pipeline import Pipeline
 from .preprocess import PreprocessSpec
 from .stream import STREAM_STAGES, FrameResult, StreamReport, progress_bar
@@ -65,7 +65,7 @@ def run_two_process(
     ``on_start`` receives the producer's ``Popen`` once it runs (tests use it to kill it).
     """
     if not pipeline.zero_copy:
-        raise Error("the two-process pipeline hands the producer's buffers to the model as they are: zero-copy mode only")
+        raise InvalidArgumentError("the two-process pipeline hands the producer's buffers to the model as they are: zero-copy mode only")
     consumer_end, producer_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     errors = tempfile.TemporaryFile()
     try:

@@ -19,7 +19,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ContextManager, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -152,6 +152,10 @@ class Pipeline:
             self.input = np.zeros(in_spec.shape, in_spec.dtype)
             self.outputs = [np.zeros(spec.shape, spec.dtype) for spec in out_specs]
             self.buffer_kind = "ordinary memory"
+        # DMA_BUF_IOCTL_SYNC brackets around CPU access, so that a device and the CPU see each
+        # other's writes; memfd memory (no DMA-BUF) needs none.
+        self._sync_input: Any = self._buffers[0] if self._buffers and self._buffers[0].is_dmabuf else None
+        self._sync_outputs: list[Any] = [buf for buf in self._buffers[1:] if buf.is_dmabuf]
 
     @property
     def mode(self) -> str:
@@ -165,10 +169,6 @@ class Pipeline:
     def device(self) -> str:
         return self.session.device
 
-    def _access(self, index: int, how: str) -> ContextManager[Any]:
-        # DMA_BUF_IOCTL_SYNC around CPU access, so a device sees what the CPU wrote and vice versa.
-        return self._buffers[index].cpu_access(how) if self._buffers else contextlib.nullcontext()
-
     def infer(self) -> None:
         """Inference on the input as it is now; the outputs are then in :attr:`outputs`."""
         if self.zero_copy:
@@ -180,15 +180,21 @@ class Pipeline:
         """One frame: ``(prediction, preprocess ns, infer ns, postprocess ns)``."""
         clock = time.perf_counter_ns
         started = clock()
-        with self._access(0, "write"):
+        if self._sync_input is None:
             self.preprocess(image, self.input)
+        else:
+            with self._sync_input.cpu_access("write"):
+                self.preprocess(image, self.input)
         preprocessed = clock()
         self.infer()
         inferred = clock()
-        with contextlib.ExitStack() as stack:
-            for i in range(1, len(self._buffers)):
-                stack.enter_context(self._access(i, "read"))
+        if not self._sync_outputs:
             prediction = self.postprocess(self.outputs)
+        else:
+            with contextlib.ExitStack() as stack:
+                for buf in self._sync_outputs:
+                    stack.enter_context(buf.cpu_access("read"))
+                prediction = self.postprocess(self.outputs)
         done = clock()
         return prediction, preprocessed - started, inferred - preprocessed, done - inferred
 

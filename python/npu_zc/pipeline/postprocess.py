@@ -80,7 +80,8 @@ def model_kind(model: Any) -> Kind:
     shapes = [_dims(port) for port in outputs]
     names = [" ".join(sorted(port.get_names())) for port in outputs]
     if len(outputs) == 2 and any("regressors" in n for n in names) and any("classificators" in n for n in names):
-        return "blazeface"
+        if _is_short_range_blazeface(model, shapes):
+            return "blazeface"
     if len(outputs) == 1:
         dims = shapes[0]
         if len(dims) == 4 and dims[-1] == 7 and dims[1] == 1:
@@ -90,8 +91,14 @@ def model_kind(model: Any) -> Kind:
     described = ", ".join(f"{n or '#' + str(i)} {_shape_text(d)}" for i, (n, d) in enumerate(zip(names, shapes)))
     raise ModelError(
         f"unsupported model: its outputs ({described}) are neither one score vector (classification) "
-        "nor a known detection layout (SSD DetectionOutput [1,1,N,7], BlazeFace)"
+        "nor a known detection layout (SSD DetectionOutput [1,1,N,7], BlazeFace short-range 128x128)"
     )
+
+
+def _is_short_range_blazeface(model: Any, shapes: list[tuple[int, ...]]) -> bool:
+    """The anchors and box scale decoded by the zoo are those of the 128x128 short-range model."""
+    dims = _dims(model.inputs[0]) if len(model.inputs) == 1 else ()
+    return sorted(shapes) == [(1, 896, 1), (1, 896, 16)] and len(dims) == 4 and dims[1:3] == (128, 128)
 
 
 def _dims(port: Any) -> tuple[int, ...]:

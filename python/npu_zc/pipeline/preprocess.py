@@ -199,7 +199,9 @@ def _convert(bgr: np.ndarray, dst: np.ndarray, fmt: str, mean: Any, scale: Any) 
         # The engine writes RGB-ordered planes; a BGR source read as "RGB" gives B, G, R planes,
         # and mean/scale are already in the model's (B, G, R) order.
         source, fmt = "RGB", "RGBP_" + fmt.split("_", 1)[1]
-    _layout.convert(bgr, dst, source, fmt, mean=mean, scale=scale)
+    # One thread: a model input is small, and the inference that follows wants every core
+    # (the engine's idle helper threads would compete with it).
+    _layout.convert(bgr, dst, source, fmt, mean=mean, scale=scale, threads=1)
 
 
 def _convert_numpy(bgr: np.ndarray, dst: np.ndarray, fmt: str, mean: Any, scale: Any) -> None:
