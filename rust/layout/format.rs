@@ -224,7 +224,7 @@ pub fn frame_geometry(format: Format, width: usize, height: usize, pitch: Option
     if width == 0 || height == 0 {
         bail!("a {format} frame of {width}x{height} pixels is empty: width and height must be at least 1");
     }
-    if format == Format::Nv12 && (width % 2 != 0 || height % 2 != 0) {
+    if format == Format::Nv12 && (!width.is_multiple_of(2) || !height.is_multiple_of(2)) {
         bail!(
             "an NV12 frame of {width}x{height} pixels is impossible: NV12 shares one U,V pair \
              between 2x2 pixels, so width and height must be even"

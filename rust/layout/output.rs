@@ -79,7 +79,7 @@ impl Quantization {
         if let Some(z) = self.zero_point.iter().find(|z| !(Q::MIN..=Q::MAX).contains(*z)) {
             bail!("zero point {z} is outside the {} range {}..={}", Q::NAME, Q::MIN, Q::MAX);
         }
-        if channels > 1 && (self.inner == 0 || len % (channels * self.inner) != 0) {
+        if channels > 1 && (self.inner == 0 || !len.is_multiple_of(channels * self.inner)) {
             bail!(
                 "{channels} per-channel scales with {} elements per channel run do not tile a tensor of {len} elements; \
                  check the channel axis",
@@ -294,7 +294,7 @@ pub fn packed_to_planar(src: &[u8], element: ElementType, channels: usize, dst: 
     if planes == 0 || planes > channels {
         bail!("cannot make {planes} planes from pixels of {channels} channels: use 1 to {channels} planes");
     }
-    if src.len() % (channels * size) != 0 || dst.len() % planes != 0 || src.len() / (channels * size) != dst.len() / planes {
+    if !src.len().is_multiple_of(channels * size) || !dst.len().is_multiple_of(planes) || src.len() / (channels * size) != dst.len() / planes {
         bail!(
             "{} bytes of {channels}-channel pixels do not match {} values in {planes} planes: \
              the source must be (pixels, {channels}) and the destination ({planes}, pixels)",
@@ -320,7 +320,7 @@ pub fn planar_to_packed(src: &[f32], planes: usize, dst: &mut [u8], element: Ele
     if planes == 0 || planes > channels {
         bail!("cannot pack {planes} planes into pixels of {channels} channels: a pixel needs a channel per plane");
     }
-    if src.len() % planes != 0 || dst.len() % (channels * size) != 0 || src.len() / planes != dst.len() / (channels * size) {
+    if !src.len().is_multiple_of(planes) || !dst.len().is_multiple_of(channels * size) || src.len() / planes != dst.len() / (channels * size) {
         bail!(
             "{} values in {planes} planes do not match {} bytes of {channels}-channel pixels: \
              the source must be ({planes}, pixels) and the destination (pixels, {channels})",
@@ -381,7 +381,7 @@ impl Ord for Ranked {
 /// keeps only k candidates per row.
 pub fn topk(src: &[u8], element: ElementType, row_len: usize, k: usize) -> Result<(Vec<usize>, Vec<f32>)> {
     let size = element_size(element);
-    if row_len == 0 || src.len() % (row_len * size) != 0 {
+    if row_len == 0 || !src.len().is_multiple_of(row_len * size) {
         bail!("{} bytes do not hold whole rows of {row_len} {element:?} values", src.len());
     }
     if k == 0 || k > row_len {

@@ -27,9 +27,9 @@ use super::{Encoder, Kernel, Nv12Row};
 fn lane_shuffle(channels: usize, map: [usize; 3], slot_major: bool) -> [u8; 16] {
     let mut mask = [0x80u8; 16];
     for p in 0..4 {
-        for k in 0..3 {
+        for (k, &channel) in map.iter().enumerate() {
             // One-channel sources are first widened to one pixel per 4 bytes.
-            let from = if channels == 1 { 4 * p } else { channels * p + map[k] };
+            let from = if channels == 1 { 4 * p } else { channels * p + channel };
             let to = if slot_major { 4 * k + p } else { 4 * p + k };
             mask[to] = from as u8;
         }
@@ -680,7 +680,7 @@ mod vbmi {
         let index = plan.permutes.planar_lanes.each_ref().map(|t| table(t));
         let (a, b) = affine::<FMA>(plan);
         let (a, b) = ([0, 1, 2].map(|k| _mm512_set1_ps(a[k])), [0, 1, 2].map(|k| _mm512_set1_ps(b[k])));
-        let pad = _mm512_set1_ps(f32::from_bits((plan.pad as u32) << 16));
+        let pad = _mm512_set1_ps(f32::from_bits(plan.pad << 16));
         let words = [0, 1].map(|h| _mm512_loadu_si512(interleave_words(h).as_ptr().cast()));
         let mut i = 0;
         while i + 16 <= n && i * C + 16 * C <= src.len() {
