@@ -117,9 +117,15 @@ pub fn quantize<Q: QuantInt>(src: &[f32], dst: &mut [Q], q: &Quantization, simd:
             // integer, ties to even, in the default rounding mode.
             const ROUND: f32 = 12_582_912.0;
             for (d, &x) in dst.iter_mut().zip(src) {
-                let v = (x / scale).clamp(lo, hi);
-                // NaN survives the clamp and `as i32` turns it into 0.
-                *d = Q::from_i32(((v + ROUND) - ROUND) as i32 + zp);
+                let v = x / scale;
+                // NaN is the real 0 (the zero point); max/min keep the rest in range.
+                let v = if v.is_nan() { 0.0 } else { v.max(lo).min(hi) };
+                let rounded = (v + ROUND) - ROUND;
+                // SAFETY: `rounded` is a finite whole number within lo..=hi,
+                // well inside i32 (a plain `as` would check that per element
+                // and keep LLVM from vectorising the loop).
+                let q = unsafe { rounded.to_int_unchecked::<i32>() };
+                *d = Q::from_i32(q + zp);
             }
         });
         run(&src[start..end], &mut dst[start..end], scale, zp)
