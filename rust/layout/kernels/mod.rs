@@ -117,6 +117,38 @@ pub(crate) fn simd_encoders(level: SimdLevel, element: Element, planar: bool, ch
     }
 }
 
+/// 3-byte pixels to 3-byte pixels with no arithmetic (RGB <-> BGR, or the
+/// same order): a row copy, or R and B swapped.
+pub(crate) fn byte_reorder(level: SimdLevel, map: [usize; 3]) -> Option<Kernel> {
+    fn copy(_: &Plan, src: &[u8], dst: &mut [u8]) {
+        let n = src.len().min(dst.len());
+        dst[..n].copy_from_slice(&src[..n]);
+    }
+    #[inline(always)]
+    fn swap_rb(src: &[u8], dst: &mut [u8]) {
+        for (s, d) in src.chunks_exact(3).zip(dst.chunks_exact_mut(3)) {
+            d.copy_from_slice(&[s[2], s[1], s[0]]);
+        }
+    }
+    fn swap_rb_portable(_: &Plan, src: &[u8], dst: &mut [u8]) {
+        swap_rb(src, dst)
+    }
+    // The same loop, vectorised by LLVM with AVX2 shuffles.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn swap_rb_avx2(_: &Plan, src: &[u8], dst: &mut [u8]) {
+        swap_rb(src, dst)
+    }
+    let (name, encoder): (&'static str, PackedRow) = match (map, level) {
+        ([0, 1, 2], _) => ("copy", copy),
+        #[cfg(target_arch = "x86_64")]
+        ([2, 1, 0], SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi) => ("avx2/swap-rb", swap_rb_avx2),
+        ([2, 1, 0], _) => ("portable/swap-rb", swap_rb_portable),
+        _ => return None,
+    };
+    Some(Kernel { name, encoder: Encoder::Packed(encoder) })
+}
+
 pub(crate) fn nv12_decoder(level: SimdLevel) -> (Nv12Row, &'static str) {
     match level {
         #[cfg(target_arch = "x86_64")]
