@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -40,7 +41,7 @@ DTYPE = {
 PLANAR = ("RGBP_FLOAT", "RGBP_FP16", "BGRP_FLOAT", "BGRP_FP16")
 PADDED = ("RGBx", "BGRx", "RGBx_BF16", "RGBx_FP16")
 CHANNELS = {"BGR": 3, "RGB": 3, "BGRA": 4, "RGBA": 4, "RGBx": 4, "BGRx": 4, "GRAY": 1}
-IMAGENET = dict(mean=(123.675, 116.28, 103.53), scale=(58.395, 57.12, 57.375))
+IMAGENET: dict[str, Any] = dict(mean=(123.675, 116.28, 103.53), scale=(58.395, 57.12, 57.375))
 
 
 def random_source(rng: np.random.Generator, fmt: str, width: int, height: int) -> np.ndarray:
@@ -86,7 +87,7 @@ def reference(rgb: np.ndarray, dst_fmt: str, mean=None, scale=None, pad: float =
 
 
 def _reference(channels: np.ndarray, dst_fmt: str, mean, scale, pad: float) -> np.ndarray:
-    values = channels.astype(np.float32)
+    values: np.ndarray = channels.astype(np.float32)
     if mean is not None:
         values = values - np.asarray(mean, np.float32)
     if scale is not None:
