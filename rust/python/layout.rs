@@ -1,7 +1,421 @@
-//! Python bindings of the layout engine.
+//! Python bindings of the layout engine: numpy arrays in, the core's checked
+//! row views out, the GIL released around the work.
+//!
+//! Frame functions take uint8 views (`npu_zc.layout` makes them); this layer
+//! works out, from each array's shape and strides, which bytes are the frame's
+//! rows and refuses any layout whose rows would leave the array's memory.
+//! numpy's borrow checker (rust-numpy) refuses a read-only destination and a
+//! destination that is also being read (an overlap with the source).
 
+use numpy::{
+    BorrowError, PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use super::errors::invalid;
+use crate::layout::{self, ElementType, Format, FrameGeometry, LayoutError, Options, Rows, RowsMut, SimdLevel};
+
+fn value_error(e: LayoutError) -> PyErr {
+    invalid(e.message)
+}
+
+trait OrValueError<T> {
+    fn or_value_error(self) -> PyResult<T>;
+}
+
+impl<T> OrValueError<T> for Result<T, LayoutError> {
+    fn or_value_error(self) -> PyResult<T> {
+        self.map_err(value_error)
+    }
+}
+
+fn parse<T: std::str::FromStr<Err = LayoutError>>(name: &str) -> PyResult<T> {
+    name.parse().or_value_error()
+}
+
+fn borrow_error(what: &str, e: BorrowError) -> PyErr {
+    match e {
+        BorrowError::NotWriteable => invalid(format!(
+            "the {what} is read-only: pass a writable array (a DmaBuf mapped for writing, or a copy)"
+        )),
+        _ => invalid(format!(
+            "the {what} is in use by another call or overlaps the source: \
+             the destination must be memory of its own"
+        )),
+    }
+}
+
+fn read<'py, T: numpy::Element>(a: &Bound<'py, PyArrayDyn<T>>, what: &str) -> PyResult<PyReadonlyArrayDyn<'py, T>> {
+    a.try_readonly().map_err(|e| borrow_error(what, e))
+}
+
+fn write<'py, T: numpy::Element>(a: &Bound<'py, PyArrayDyn<T>>, what: &str) -> PyResult<PyReadwriteArrayDyn<'py, T>> {
+    a.try_readwrite().map_err(|e| borrow_error(what, e))
+}
+
+/// Where a frame's planes start in an array, and their row pitch.
+struct Placement {
+    starts: Vec<*mut u8>,
+    pitch: usize,
+}
+
+/// Finds the rows of geometry `g` (pitch from `pitch`, or else the array's
+/// strides) in a uint8 array. A C-contiguous array (any shape, e.g. a mapped
+/// DmaBuf) holds `planes * rows` rows at the pitch; its size must be the
+/// frame's exactly for destinations (`exact`) and at least the last row's
+/// end for sources. A strided array must be shaped (rows, ...) or
+/// (planes, rows, ...) with each row contiguous.
+fn place(array: &Bound<'_, PyArrayDyn<u8>>, g: &FrameGeometry, pitch: Option<usize>, exact: bool, what: &str) -> PyResult<Placement> {
+    let base = array.data();
+    if array.is_c_contiguous() {
+        let pitch = pitch.unwrap_or(g.row_bytes);
+        let g = FrameGeometry { pitch, ..*g };
+        let len = array.len();
+        let needed = (g.planes * g.rows - 1) * pitch + g.row_bytes;
+        if exact && len != g.nbytes() {
+            return Err(invalid(format!(
+                "the {what} holds {len} bytes but the frame takes {} bytes ({} rows of {} bytes, {pitch} bytes apart); \
+                 check the format, the size and the stride",
+                g.nbytes(),
+                g.planes * g.rows,
+                g.row_bytes
+            )));
+        }
+        if len < needed {
+            return Err(invalid(format!(
+                "the {what} holds {len} bytes, too few for {} rows of {} bytes {pitch} bytes apart",
+                g.planes * g.rows,
+                g.row_bytes
+            )));
+        }
+        let starts = (0..g.planes).map(|p| base.wrapping_add(p * g.plane_pitch())).collect();
+        return Ok(Placement { starts, pitch });
+    }
+
+    let (shape, strides) = (array.shape(), array.strides());
+    let outer = if g.planes > 1 { 2 } else { 1 };
+    let not_rows = || {
+        invalid(format!(
+            "the {what} is not contiguous and its strides do not describe rows of {} bytes: \
+             pass an array whose rows are contiguous (e.g. a slice of rows of a larger array) \
+             or a contiguous copy (numpy.ascontiguousarray)",
+            g.row_bytes
+        ))
+    };
+    if shape.len() < outer || strides.iter().any(|&s| s < 0) {
+        return Err(not_rows());
+    }
+    // The inner axes must be one contiguous run of `row_bytes`.
+    let mut expected_stride = 1usize;
+    for (&n, &s) in shape[outer..].iter().zip(&strides[outer..]).rev() {
+        if n > 1 && s as usize != expected_stride {
+            return Err(not_rows());
+        }
+        expected_stride *= n;
+    }
+    let counts = if outer == 2 { [g.planes, g.rows] } else { [g.rows, 1] };
+    if expected_stride != g.row_bytes || shape[..outer] != counts[..outer] {
+        return Err(not_rows());
+    }
+    let row_pitch = if g.rows > 1 { strides[outer - 1] as usize } else { g.row_bytes };
+    if let Some(p) = pitch.filter(|&p| p != row_pitch) {
+        return Err(invalid(format!(
+            "a stride of {p} bytes was given but the {what}'s rows are {row_pitch} bytes apart: \
+             give no stride for a strided array, or pass a flat buffer"
+        )));
+    }
+    let plane_pitch = if outer == 2 { strides[0] as usize } else { 0 };
+    let rows_extent = (g.rows - 1) * row_pitch + g.row_bytes;
+    if row_pitch < g.row_bytes || (g.planes > 1 && plane_pitch < rows_extent) {
+        return Err(not_rows());
+    }
+    let starts = (0..g.planes).map(|p| base.wrapping_add(p * plane_pitch)).collect();
+    Ok(Placement { starts, pitch: row_pitch })
+}
+
+/// Read-only rows of a placed source.
+///
+/// # Safety
+/// `placement` must come from `place` on an array that stays borrowed
+/// (readonly) for `'a`.
+unsafe fn source_rows<'a>(p: &Placement, plane: usize, rows: usize, row_bytes: usize) -> Rows<'a> {
+    Rows::from_raw_parts(p.starts[plane], rows, row_bytes, p.pitch)
+}
+
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (src, src_format, dst, dst_format, width, height, *, src_pitch=None, dst_pitch=None,
+                    uv=None, uv_pitch=None, mean=None, scale=None, pad=0.0, threads=None, simd=None))]
+fn convert(
+    py: Python<'_>,
+    src: Bound<'_, PyArrayDyn<u8>>,
+    src_format: &str,
+    dst: Bound<'_, PyArrayDyn<u8>>,
+    dst_format: &str,
+    width: usize,
+    height: usize,
+    src_pitch: Option<usize>,
+    dst_pitch: Option<usize>,
+    uv: Option<Bound<'_, PyArrayDyn<u8>>>,
+    uv_pitch: Option<usize>,
+    mean: Option<[f32; 3]>,
+    scale: Option<[f32; 3]>,
+    pad: f32,
+    threads: Option<usize>,
+    simd: Option<&str>,
+) -> PyResult<()> {
+    let (src_format, dst_format) = (parse::<Format>(src_format)?, parse::<Format>(dst_format)?);
+    let simd = simd.map(parse::<SimdLevel>).transpose()?;
+    let options = Options { mean, scale, pad, threads, simd };
+    if !src_format.is_source() || !dst_format.is_destination() {
+        // The core says which formats are which.
+        layout::describe(src_format, dst_format, &options).or_value_error()?;
+    }
+
+    // Borrow first: a read-only or overlapping destination fails here.
+    let _src_guard = read(&src, "source")?;
+    let _uv_guard = uv.as_ref().map(|a| read(a, "UV plane")).transpose()?;
+    let _dst_guard = write(&dst, "destination")?;
+
+    let dg = layout::frame_geometry(dst_format, width, height, dst_pitch).or_value_error()?;
+    let dst_place = place(&dst, &dg, dst_pitch, true, "destination")?;
+    // SAFETY: `place` checked that each plane's rows lie inside the array, do
+    // not overlap, and are the array's own bytes; the readwrite borrow held in
+    // `_dst_guard` makes them exclusively ours until this function returns.
+    let planes = dst_place
+        .starts
+        .iter()
+        .map(|&start| unsafe { RowsMut::from_raw_parts(start, dg.rows, dg.row_bytes, dst_place.pitch) })
+        .collect();
+    let destination = layout::Destination::from_planes(dst_format, width, height, planes).or_value_error()?;
+
+    let source = match (src_format, &uv) {
+        (Format::Nv12, Some(uv)) => {
+            let yg = layout::frame_geometry(Format::Gray, width, height, src_pitch).or_value_error()?;
+            let uvg = layout::frame_geometry(Format::Gray, width, height / 2, uv_pitch).or_value_error()?;
+            let y_place = place(&src, &yg, src_pitch, false, "Y plane")?;
+            let uv_place = place(uv, &uvg, uv_pitch, false, "UV plane")?;
+            // SAFETY: rows checked by `place`; both arrays stay borrowed (readonly) until we return.
+            let (y, uv) = unsafe { (source_rows(&y_place, 0, height, width), source_rows(&uv_place, 0, height / 2, width)) };
+            layout::Source::from_rows(Format::Nv12, width, height, y, Some(uv))
+        }
+        (_, Some(_)) => return Err(invalid(format!("a separate UV plane only goes with NV12, not {src_format}"))),
+        (_, None) => {
+            let sg = layout::frame_geometry(src_format, width, height, src_pitch).or_value_error()?;
+            let sp = place(&src, &sg, src_pitch, false, "source")?;
+            // SAFETY: rows checked by `place`; the array stays borrowed (readonly) until we return.
+            let rows = unsafe { source_rows(&sp, 0, sg.rows, sg.row_bytes) };
+            layout::Source::from_rows(src_format, width, height, rows, None)
+        }
+    }
+    .or_value_error()?;
+
+    py.detach(|| layout::convert(&source, destination, &options)).or_value_error()
+}
+
+/// The kernels `convert` would run, e.g. "avx512/bf16-native/fma".
+#[pyfunction]
+#[pyo3(signature = (src_format, dst_format, *, mean=None, scale=None, pad=0.0, simd=None))]
+fn describe_conversion(src_format: &str, dst_format: &str, mean: Option<[f32; 3]>, scale: Option<[f32; 3]>, pad: f32, simd: Option<&str>) -> PyResult<String> {
+    let simd = simd.map(parse::<SimdLevel>).transpose()?;
+    let options = Options { mean, scale, pad, threads: None, simd };
+    layout::describe(parse(src_format)?, parse(dst_format)?, &options).or_value_error()
+}
+
+/// The code paths this CPU can run, scalar first, and the default one.
+#[pyfunction]
+fn simd_levels() -> (Vec<&'static str>, &'static str) {
+    let available = SimdLevel::available().into_iter().map(|l| l.name()).collect();
+    (available, SimdLevel::default_level().name())
+}
+
+/// (source formats, destination formats), by name.
+#[pyfunction]
+fn format_names() -> (Vec<&'static str>, Vec<&'static str>) {
+    (Format::sources().map(|f| f.name()).collect(), Format::destinations().map(|f| f.name()).collect())
+}
+
+/// Canonical name of a format, or InvalidArgumentError for an unknown one.
+#[pyfunction]
+fn format_name(name: &str) -> PyResult<&'static str> {
+    Ok(parse::<Format>(name)?.name())
+}
+
+#[pyfunction]
+#[pyo3(signature = (format, width, height, stride=None))]
+fn frame_nbytes(format: &str, width: usize, height: usize, stride: Option<usize>) -> PyResult<usize> {
+    layout::frame_nbytes(parse(format)?, width, height, stride).or_value_error()
+}
+
+#[pyfunction]
+#[pyo3(signature = (element_type, layout, channels, bgr=false))]
+fn select_format(element_type: &str, layout: &str, channels: usize, bgr: bool) -> PyResult<&'static str> {
+    Ok(layout::select_format(parse(element_type)?, parse(layout)?, channels, bgr).or_value_error()?.name())
+}
+
+/// An 8-bit integer array: uint8 or int8.
+#[derive(FromPyObject)]
+enum Int8Array<'py> {
+    U8(Bound<'py, PyArrayDyn<u8>>),
+    I8(Bound<'py, PyArrayDyn<i8>>),
+}
+
+fn contiguous<T>(r: Result<T, numpy::AsSliceError>, what: &str) -> PyResult<T> {
+    r.map_err(|_| invalid(format!("the {what} is not contiguous: pass a C-contiguous array (numpy.ascontiguousarray)")))
+}
+
+#[pyfunction]
+#[pyo3(signature = (src, dst, scale, zero_point, inner, simd=None))]
+fn quantize(
+    py: Python<'_>,
+    src: Bound<'_, PyArrayDyn<f32>>,
+    dst: Int8Array<'_>,
+    scale: Vec<f32>,
+    zero_point: Vec<i32>,
+    inner: usize,
+    simd: Option<&str>,
+) -> PyResult<()> {
+    let simd = simd.map(parse::<SimdLevel>).transpose()?;
+    let q = layout::Quantization { scale, zero_point, inner };
+    let src = read(&src, "source")?;
+    let src = contiguous(src.as_slice(), "source")?;
+    match dst {
+        Int8Array::U8(d) => {
+            let mut d = write(&d, "destination")?;
+            let d = contiguous(d.as_slice_mut(), "destination")?;
+            py.detach(|| layout::quantize(src, d, &q, simd))
+        }
+        Int8Array::I8(d) => {
+            let mut d = write(&d, "destination")?;
+            let d = contiguous(d.as_slice_mut(), "destination")?;
+            py.detach(|| layout::quantize(src, d, &q, simd))
+        }
+    }
+    .or_value_error()
+}
+
+#[pyfunction]
+#[pyo3(signature = (src, dst, scale, zero_point, inner, simd=None))]
+fn dequantize(
+    py: Python<'_>,
+    src: Int8Array<'_>,
+    dst: Bound<'_, PyArrayDyn<f32>>,
+    scale: Vec<f32>,
+    zero_point: Vec<i32>,
+    inner: usize,
+    simd: Option<&str>,
+) -> PyResult<()> {
+    let simd = simd.map(parse::<SimdLevel>).transpose()?;
+    let q = layout::Quantization { scale, zero_point, inner };
+    let mut dst = write(&dst, "destination")?;
+    let dst = contiguous(dst.as_slice_mut(), "destination")?;
+    match src {
+        Int8Array::U8(s) => {
+            let s = read(&s, "source")?;
+            let s = contiguous(s.as_slice(), "source")?;
+            py.detach(|| layout::dequantize(s, dst, &q, simd))
+        }
+        Int8Array::I8(s) => {
+            let s = read(&s, "source")?;
+            let s = contiguous(s.as_slice(), "source")?;
+            py.detach(|| layout::dequantize(s, dst, &q, simd))
+        }
+    }
+    .or_value_error()
+}
+
+/// `src`: a uint8 view of the source elements; `element`: their type.
+#[pyfunction]
+#[pyo3(signature = (src, element, dst, simd=None))]
+fn to_float32(py: Python<'_>, src: Bound<'_, PyArrayDyn<u8>>, element: &str, dst: Bound<'_, PyArrayDyn<f32>>, simd: Option<&str>) -> PyResult<()> {
+    let (element, simd) = (parse::<ElementType>(element)?, simd.map(parse::<SimdLevel>).transpose()?);
+    let src = read(&src, "source")?;
+    let src = contiguous(src.as_slice(), "source")?;
+    let mut dst = write(&dst, "destination")?;
+    let dst = contiguous(dst.as_slice_mut(), "destination")?;
+    py.detach(|| layout::to_float32(src, element, dst, simd)).or_value_error()
+}
+
+/// `dst`: a uint8 view of the destination elements; `element`: their type.
+#[pyfunction]
+#[pyo3(signature = (src, dst, element, simd=None))]
+fn from_float32(py: Python<'_>, src: Bound<'_, PyArrayDyn<f32>>, dst: Bound<'_, PyArrayDyn<u8>>, element: &str, simd: Option<&str>) -> PyResult<()> {
+    let (element, simd) = (parse::<ElementType>(element)?, simd.map(parse::<SimdLevel>).transpose()?);
+    let src = read(&src, "source")?;
+    let src = contiguous(src.as_slice(), "source")?;
+    let mut dst = write(&dst, "destination")?;
+    let dst = contiguous(dst.as_slice_mut(), "destination")?;
+    py.detach(|| layout::from_float32(src, dst, element, simd)).or_value_error()
+}
+
+#[pyfunction]
+fn packed_to_planar(
+    py: Python<'_>,
+    src: Bound<'_, PyArrayDyn<u8>>,
+    element: &str,
+    channels: usize,
+    dst: Bound<'_, PyArrayDyn<f32>>,
+    planes: usize,
+) -> PyResult<()> {
+    let element = parse::<ElementType>(element)?;
+    let src = read(&src, "source")?;
+    let src = contiguous(src.as_slice(), "source")?;
+    let mut dst = write(&dst, "destination")?;
+    let dst = contiguous(dst.as_slice_mut(), "destination")?;
+    py.detach(|| layout::packed_to_planar(src, element, channels, dst, planes)).or_value_error()
+}
+
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+fn planar_to_packed(
+    py: Python<'_>,
+    src: Bound<'_, PyArrayDyn<f32>>,
+    planes: usize,
+    dst: Bound<'_, PyArrayDyn<u8>>,
+    element: &str,
+    channels: usize,
+    pad: f32,
+) -> PyResult<()> {
+    let element = parse::<ElementType>(element)?;
+    let src = read(&src, "source")?;
+    let src = contiguous(src.as_slice(), "source")?;
+    let mut dst = write(&dst, "destination")?;
+    let dst = contiguous(dst.as_slice_mut(), "destination")?;
+    py.detach(|| layout::planar_to_packed(src, planes, dst, element, channels, pad)).or_value_error()
+}
+
+/// Top-k of each row of `row_len` elements: (indices as int64, values as f32).
+#[allow(clippy::type_complexity)]
+#[pyfunction]
+fn topk<'py>(
+    py: Python<'py>,
+    src: Bound<'py, PyArrayDyn<u8>>,
+    element: &str,
+    row_len: usize,
+    k: usize,
+) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f32>>)> {
+    let element = parse::<ElementType>(element)?;
+    let guard = read(&src, "source")?;
+    let bytes = contiguous(guard.as_slice(), "source")?;
+    let (indices, values) = py.detach(|| layout::topk(bytes, element, row_len, k)).or_value_error()?;
+    let indices: Vec<i64> = indices.into_iter().map(|i| i as i64).collect();
+    Ok((PyArray1::from_vec(py, indices), PyArray1::from_vec(py, values)))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(convert, m)?)?;
+    m.add_function(wrap_pyfunction!(describe_conversion, m)?)?;
+    m.add_function(wrap_pyfunction!(simd_levels, m)?)?;
+    m.add_function(wrap_pyfunction!(format_names, m)?)?;
+    m.add_function(wrap_pyfunction!(format_name, m)?)?;
+    m.add_function(wrap_pyfunction!(frame_nbytes, m)?)?;
+    m.add_function(wrap_pyfunction!(select_format, m)?)?;
+    m.add_function(wrap_pyfunction!(quantize, m)?)?;
+    m.add_function(wrap_pyfunction!(dequantize, m)?)?;
+    m.add_function(wrap_pyfunction!(to_float32, m)?)?;
+    m.add_function(wrap_pyfunction!(from_float32, m)?)?;
+    m.add_function(wrap_pyfunction!(packed_to_planar, m)?)?;
+    m.add_function(wrap_pyfunction!(planar_to_packed, m)?)?;
+    m.add_function(wrap_pyfunction!(topk, m)?)?;
     Ok(())
 }

@@ -1,0 +1,190 @@
+"""Layout conversion speed: npu_zc.layout.convert against the physical limit
+(memcpy of the same bytes) and the best composition a user would write with
+OpenCV + numpy + ml_dtypes, all timed in the same run.
+
+    python benches/bench_layout.py                 # 1920x1080, one thread
+    python benches/bench_layout.py --size 3840x2160 --threads 2
+
+"memcpy of the same bytes": a conversion reads R bytes and writes W bytes;
+copying (R + W) / 2 bytes with memcpy (numpy.copyto of contiguous arrays) also
+moves R + W bytes, the least any conversion can move. Every timing is the
+best (or, with --stat median, the median) of --runs calls after a warm-up,
+buffers allocated once, outside the timing: the best is what the machine can
+do, the least disturbed by other processes. OpenCV runs single-threaded with
+--threads 1 (cv2.setNumThreads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import cv2
+import ml_dtypes
+import numpy as np
+
+from npu_zc import layout
+
+MEAN = np.array([123.675, 116.28, 103.53], np.float32)
+STD = np.array([58.395, 57.12, 57.375], np.float32)
+NORM = dict(mean=tuple(MEAN.tolist()), scale=tuple(STD.tolist()))
+
+
+STAT: Callable[[list[int]], float] = min
+
+
+def time_ms(fn: Callable[[], object], runs: int) -> float:
+    fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter_ns()
+        fn()
+        times.append(time.perf_counter_ns() - start)
+    return STAT(times) / 1e6
+
+
+@dataclass
+class Row:
+    case: str
+    ours: float
+    memcpy: float
+    composition: float | None
+    composition_name: str
+    kernel: str
+
+
+def memcpy_of(nbytes: int) -> Callable[[], object]:
+    a = np.ones(nbytes // 2, np.uint8)
+    b = np.empty_like(a)
+    return lambda: np.copyto(b, a)
+
+
+def best(candidates: dict[str, Callable[[], object]], runs: int) -> tuple[float, str]:
+    timed = {name: time_ms(fn, runs) for name, fn in candidates.items()}
+    name = min(timed, key=timed.__getitem__)
+    return timed[name], name
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", default="1920x1080", help="WIDTHxHEIGHT (default 1920x1080)")
+    parser.add_argument("--threads", type=int, default=1, help="threads for npu_zc and OpenCV (default 1)")
+    parser.add_argument("--runs", type=int, default=60, help="timed calls per measurement (default 60)")
+    parser.add_argument("--stat", choices=("min", "median"), default="min", help="best or median of the runs (default: best)")
+    args = parser.parse_args()
+    global STAT
+    STAT = min if args.stat == "min" else statistics.median
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    threads, runs = args.threads, args.runs
+    cv2.setNumThreads(threads)
+
+    rng = np.random.default_rng(0)
+    bgr = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+    nv12 = rng.integers(0, 256, (height * 3 // 2, width), dtype=np.uint8)
+    rows: list[Row] = []
+
+    def measure(case: str, src: np.ndarray, src_fmt: str, dst_fmt: str, norm: dict, compositions: dict) -> None:
+        dst = np.empty((3, height, width) if dst_fmt.startswith("RGBP") else (height, width, 4),
+                       {"RGBx": np.uint8, "BGRx": np.uint8, "RGBx_BF16": ml_dtypes.bfloat16,
+                        "RGBx_FP16": np.float16, "RGBP_FLOAT": np.float32, "RGBP_FP16": np.float16}[dst_fmt])
+        ours = time_ms(lambda: layout.convert(src, dst, src_fmt, dst_fmt, threads=threads, **norm), runs)
+        moved = src.nbytes + dst.nbytes
+        copy = time_ms(memcpy_of(moved), runs)
+        comp, name = best(compositions, runs) if compositions else (None, "")
+        rows.append(Row(case, ours, copy, comp, name, layout.describe_conversion(src_fmt, dst_fmt, **norm)))
+
+    # --- the compositions a user would write --------------------------------
+    rgba_u8 = np.empty((height, width, 4), np.uint8)
+    f32_packed = np.empty((height, width, 4), np.float32)
+    bf16_packed = np.empty((height, width, 4), ml_dtypes.bfloat16)
+    f16_packed = np.empty((height, width, 4), np.float16)
+    planar = np.empty((3, height, width), np.float32)
+    mean4 = np.append(MEAN, 0).astype(np.float32)
+    inv4 = np.append(1 / STD, 0).astype(np.float32)
+
+    def packed_float(out: np.ndarray) -> Callable[[], object]:
+        def run() -> None:
+            cv2.cvtColor(bgr, cv2.COLOR_BGR2RGBA, dst=rgba_u8)
+            np.subtract(rgba_u8, mean4, out=f32_packed, dtype=np.float32)
+            np.multiply(f32_packed, inv4, out=f32_packed)
+            out[...] = f32_packed  # the ml_dtypes / numpy cast
+        return run
+
+    def packed_float_numpy(out: np.ndarray) -> Callable[[], object]:
+        def run() -> None:
+            x = (bgr[..., ::-1].astype(np.float32) - MEAN) / STD
+            out[..., :3] = x.astype(out.dtype)
+            out[..., 3] = 0
+        return run
+
+    def planar_numpy() -> None:
+        x = (bgr[..., ::-1].astype(np.float32) - MEAN) / STD
+        planar[...] = x.transpose(2, 0, 1)
+
+    def planar_numpy_inplace() -> None:
+        np.subtract(bgr[..., ::-1].transpose(2, 0, 1), MEAN[:, None, None], out=planar, dtype=np.float32)
+        np.divide(planar, STD[:, None, None], out=planar)
+
+    compositions_planar_cv: dict[str, Callable[[], object]] = {}
+    if hasattr(cv2, "dnn") and hasattr(cv2.dnn, "Image2BlobParams"):
+        params = cv2.dnn.Image2BlobParams(
+            scalefactor=tuple((1 / STD).tolist()), size=(width, height), mean=tuple(MEAN[::-1].tolist()), swapRB=True
+        )
+        compositions_planar_cv["cv2.dnn.blobFromImageWithParams"] = lambda: cv2.dnn.blobFromImageWithParams(bgr, params)
+
+    measure("BGR -> RGBx (u8)", bgr, "BGR", "RGBx", {},
+            {"cv2.cvtColor(BGR2RGBA, dst=)": lambda: cv2.cvtColor(bgr, cv2.COLOR_BGR2RGBA, dst=rgba_u8)})
+    measure("BGR -> RGBx_BF16 (normalised)", bgr, "BGR", "RGBx_BF16", NORM,
+            {"cv2.cvtColor + numpy in place + ml_dtypes": packed_float(bf16_packed),
+             "numpy + ml_dtypes": packed_float_numpy(bf16_packed)})
+    measure("BGR -> RGBx_FP16 (normalised)", bgr, "BGR", "RGBx_FP16", NORM,
+            {"cv2.cvtColor + numpy in place": packed_float(f16_packed), "numpy": packed_float_numpy(f16_packed)})
+    measure("BGR -> RGBP_FLOAT (normalised)", bgr, "BGR", "RGBP_FLOAT", NORM,
+            {"numpy": planar_numpy, "numpy in place": planar_numpy_inplace, **compositions_planar_cv})
+    measure("NV12 -> RGBx (u8)", nv12, "NV12", "RGBx", {},
+            {"cv2.cvtColor(YUV2RGBA_NV12, dst=)": lambda: cv2.cvtColor(nv12, cv2.COLOR_YUV2RGBA_NV12, dst=rgba_u8)})
+    measure("NV12 -> RGBx_BF16 (normalised)", nv12, "NV12", "RGBx_BF16", NORM,
+            {"cv2.cvtColor + numpy in place + ml_dtypes": lambda: (
+                cv2.cvtColor(nv12, cv2.COLOR_YUV2RGBA_NV12, dst=rgba_u8),
+                np.subtract(rgba_u8, mean4, out=f32_packed, dtype=np.float32),
+                np.multiply(f32_packed, inv4, out=f32_packed),
+                bf16_packed.__setitem__(Ellipsis, f32_packed))})
+
+    # numpy-only figures for the targets stated against numpy
+    numpy_bf16 = time_ms(packed_float_numpy(bf16_packed), runs)
+    numpy_planar = time_ms(planar_numpy, runs)
+
+    print(f"npu_zc layout benchmark: {width}x{height}, threads={threads}, {'best' if args.stat == 'min' else 'median'} of {runs} runs, "
+          f"SIMD {layout.simd_levels()[1]}, OpenCV {cv2.__version__}, numpy {np.__version__}")
+    print()
+    header = f"| {'conversion':32} | {'npu_zc ms':>9} | {'memcpy ms':>9} | {'vs memcpy':>9} | {'best composition ms':>19} | {'speed-up':>8} | best composition | npu_zc kernel |"
+    print(header)
+    print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
+    for r in rows:
+        comp = f"{r.composition:19.3f}" if r.composition is not None else " " * 19
+        speed = f"{r.composition / r.ours:7.1f}x" if r.composition is not None else " " * 8
+        print(f"| {r.case:32} | {r.ours:9.3f} | {r.memcpy:9.3f} | {r.ours / r.memcpy:8.2f}x | {comp} | {speed} | {r.composition_name} | {r.kernel} |")
+    print()
+
+    by = {r.case: r for r in rows}
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+    u8, bf, pl, nv = (by["BGR -> RGBx (u8)"], by["BGR -> RGBx_BF16 (normalised)"],
+                      by["BGR -> RGBP_FLOAT (normalised)"], by["NV12 -> RGBx (u8)"])
+    print("targets (single thread, 1080p):")
+    print(f"  BGR -> RGBx within 1.25x of memcpy: {u8.ours / u8.memcpy:.2f}x  {verdict(u8.ours <= 1.25 * u8.memcpy)}")
+    print(f"  BGR -> RGBx_BF16 within 1.25x of memcpy: {bf.ours / bf.memcpy:.2f}x  {verdict(bf.ours <= 1.25 * bf.memcpy)}")
+    print(f"  BGR -> RGBx_BF16 >= 8x faster than numpy + ml_dtypes ({numpy_bf16:.2f} ms): "
+          f"{numpy_bf16 / bf.ours:.1f}x  {verdict(numpy_bf16 >= 8 * bf.ours)}")
+    print(f"  BGR -> RGBP_FLOAT >= 4x faster than numpy ({numpy_planar:.2f} ms): "
+          f"{numpy_planar / pl.ours:.1f}x  {verdict(numpy_planar >= 4 * pl.ours)}")
+    assert nv.composition is not None
+    print(f"  NV12 -> RGBx at least as fast as cv2.cvtColor ({nv.composition:.3f} ms): "
+          f"{nv.composition / nv.ours:.2f}x  {verdict(nv.ours <= nv.composition)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,390 @@
+//! `convert`: one fused pass from a source frame to a destination layout,
+//! channel reorder, normalisation, type conversion and padding together,
+//! split by rows across threads for large frames.
+
+use std::sync::{Arc, Mutex};
+
+use rayon::prelude::*;
+
+use super::error::{bail, Result};
+use super::float::{f32_to_bf16, f32_to_f16};
+use super::format::{Channel, Element, Format};
+use super::frame::{Destination, RowsMut, Source, SourcePixels};
+use super::kernels::{self, Encoder, Nv12Row};
+use super::simd::SimdLevel;
+
+/// How to convert. `mean` and `scale` are in the destination's channel order
+/// (R, G, B for RGBx, B, G, R for BGRx); each value becomes `(x - mean) / scale`.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub mean: Option<[f32; 3]>,
+    pub scale: Option<[f32; 3]>,
+    /// The fourth channel of packed layouts: a byte for RGBx/BGRx, a float otherwise.
+    pub pad: f32,
+    /// At most this many threads (1: the calling thread only); None: all cores.
+    pub threads: Option<usize>,
+    /// The code path; None: the best this CPU has (or `NPU_ZC_SIMD`).
+    pub simd: Option<SimdLevel>,
+}
+
+/// Frames smaller than this many output bytes per thread stay on one thread:
+/// below it, waking threads costs more than it saves.
+const MIN_BYTES_PER_THREAD: usize = 256 * 1024;
+
+/// Converts `src` into `dst`. Every argument is checked before anything is
+/// written, so an error leaves `dst` untouched.
+pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Result<()> {
+    if (src.width, src.height) != (dst.width, dst.height) {
+        bail!(
+            "the source is {}x{} pixels but the destination is {}x{}: convert does not resize",
+            src.width,
+            src.height,
+            dst.width,
+            dst.height
+        );
+    }
+    let threads = match options.threads {
+        Some(0) => bail!("threads must be at least 1 (or None for every core)"),
+        Some(n) => n,
+        None => rayon::current_num_threads(),
+    };
+    let plan = Plan::cached(src.format(), dst.format, options)?;
+
+    let out_bytes = dst.planes.iter().map(|p| p.count() * p.row_bytes()).sum::<usize>();
+    let wanted = threads.min(out_bytes / MIN_BYTES_PER_THREAD).max(1);
+    let bands = split_into_bands(src, dst, wanted);
+    if bands.len() == 1 {
+        bands.into_iter().for_each(|band| plan.run(band));
+    } else {
+        bands.into_par_iter().for_each(|band| plan.run(band));
+    }
+    Ok(())
+}
+
+/// Per destination channel, the destination value of each of the 256 u8 inputs.
+pub(crate) enum Luts {
+    U8(Box<[[u8; 256]; 3]>),
+    U16(Box<[[u16; 256]; 3]>),
+    F32(Box<[[f32; 256]; 3]>),
+}
+
+/// Everything a row kernel needs, fixed once per call.
+pub(crate) struct Plan {
+    /// Values per pixel of the rows the encoder reads (4 for decoded NV12).
+    pub src_channels: usize,
+    /// For destination channel k, its index within a source pixel.
+    pub map: [usize; 3],
+    /// Normalisation per destination channel. The fourth entry makes the pad
+    /// slot (read as 0) come out as the pad value: 0 * 0 + pad, (0 + pad) / 1.
+    pub mean: [f32; 4],
+    pub scale: [f32; 4],
+    pub inv_scale: [f32; 4],
+    /// `-mean / scale`, for kernels that compute `x * inv_scale + bias`.
+    pub bias: [f32; 4],
+    pub luts: Luts,
+    /// Bits of the pad value in the destination element (u8, f16/bf16 or f32).
+    pub pad: u32,
+    /// Byte permutations for kernels that gather with whole-register permutes.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub permutes: kernels::Permutes,
+    encoder: Encoder,
+    nv12: Option<Nv12Plan>,
+    /// Which kernels run, e.g. "avx512/bf16-native/fma" or "scalar/lut".
+    pub description: String,
+}
+
+#[derive(Clone, Copy)]
+struct Nv12Plan {
+    decode: Nv12Row,
+    /// Decode straight into u8 destination rows (no normalisation), else into
+    /// an RGBx row of scratch that the encoder then reads.
+    direct: bool,
+    /// Byte positions of R, G, B in the decoded pixel.
+    pos: [usize; 3],
+    pad: u8,
+}
+
+/// What makes two plans the same (floats by their bits).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct PlanKey {
+    src: Format,
+    dst: Format,
+    mean: Option<[u32; 3]>,
+    scale: Option<[u32; 3]>,
+    pad: u32,
+    level: SimdLevel,
+}
+
+impl Plan {
+    /// The plan for these arguments, from a small cache of recent ones: a
+    /// pipeline converts every frame with the same arguments, and building a
+    /// plan (tables, the exactness check) costs microseconds.
+    fn cached(src: Format, dst: Format, options: &Options) -> Result<Arc<Plan>> {
+        const KEEP: usize = 8;
+        static RECENT: Mutex<Vec<(PlanKey, Arc<Plan>)>> = Mutex::new(Vec::new());
+        let level = SimdLevel::resolve(options.simd)?;
+        let bits = |v: Option<[f32; 3]>| v.map(|v| v.map(f32::to_bits));
+        let key = PlanKey { src, dst, mean: bits(options.mean), scale: bits(options.scale), pad: options.pad.to_bits(), level };
+        // A poisoned lock only means another thread panicked mid-update of a cache.
+        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = recent.iter().position(|(k, _)| *k == key) {
+            let entry = recent.remove(i);
+            let plan = entry.1.clone();
+            recent.insert(0, entry);
+            return Ok(plan);
+        }
+        drop(recent);
+        let plan = Arc::new(Plan::new(src, dst, options, level)?);
+        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+        recent.insert(0, (key, plan.clone()));
+        recent.truncate(KEEP);
+        Ok(plan)
+    }
+
+    pub(crate) fn new(src: Format, dst: Format, options: &Options, level: SimdLevel) -> Result<Plan> {
+        if !src.is_source() {
+            bail!("{src} is not a source format: convert reads {}", super::frame::names(Format::sources()));
+        }
+        if !dst.is_destination() {
+            bail!("{dst} is not a destination format: convert writes {}", super::frame::names(Format::destinations()));
+        }
+        let element = dst.element();
+        let mean = checked_channels("mean", options.mean, 0.0)?;
+        let scale = checked_channels("scale", options.scale, 1.0)?;
+        if let Some(k) = scale.iter().position(|&s| s == 0.0) {
+            bail!("scale[{k}] is 0: normalisation divides by scale, so every scale must be non-zero");
+        }
+        let identity = mean == [0.0; 3] && scale == [1.0; 3];
+        let pad = pad_bits(dst, options.pad)?;
+        // Float kernels compute the pad slot like the others (see `mean`).
+        let pad_value = if element == Element::U8 { 0.0 } else { options.pad };
+
+        let dst_order = dst.channel_order();
+        let position = |order: &[Channel], c: Channel| order.iter().position(|&o| o == c).unwrap();
+        let (src_channels, map) = match src {
+            Format::Gray => (1, [0; 3]),
+            // NV12 is decoded to R, G, B, pad bytes first.
+            Format::Nv12 => (4, dst_order.map_to_rgb()),
+            _ => (src.channels(), [0, 1, 2].map(|k| position(src.channel_order(), dst_order[k]))),
+        };
+
+        let luts = build_luts(element, mean, scale);
+        let mut plan = Plan {
+            src_channels,
+            map,
+            mean: [mean[0], mean[1], mean[2], -pad_value],
+            scale: [scale[0], scale[1], scale[2], 1.0],
+            inv_scale: [1.0 / scale[0], 1.0 / scale[1], 1.0 / scale[2], 0.0],
+            bias: [0, 1, 2, 3].map(|k| if k < 3 { -mean[k] / scale[k] } else { pad_value }),
+            luts,
+            pad,
+            permutes: kernels::Permutes::new(src_channels, map),
+            encoder: kernels::scalar_encoder(element, dst.is_planar(), src_channels, dst.channels()),
+            nv12: None,
+            description: "scalar/lut".into(),
+        };
+        if src == Format::Nv12 {
+            let direct = element == Element::U8 && identity && dst.has_pad();
+            let (decode, name) = kernels::nv12_decoder(level);
+            plan.description = if direct { name.to_string() } else { format!("{name} + scalar/lut") };
+            plan.nv12 = Some(Nv12Plan {
+                decode,
+                direct,
+                pos: if direct { [0, 1, 2].map(|k| position(dst_order, [Channel::R, Channel::G, Channel::B][k])) } else { [0, 1, 2] },
+                pad: if direct { pad as u8 } else { 0 },
+            });
+            if direct {
+                return Ok(plan);
+            }
+        }
+        let scalar_encoder = plan.encoder;
+        // The SIMD kernels write planes or 4-channel pixels; 3-channel pixels
+        // use the tables, but for a plain byte reorder.
+        let candidates = if dst.is_planar() || dst.has_pad() {
+            kernels::simd_encoders(level, element, dst.is_planar(), src_channels, identity)
+        } else if element == Element::U8 && identity && src_channels == 3 && level != SimdLevel::Scalar {
+            kernels::byte_reorder(level, map).into_iter().collect()
+        } else {
+            Vec::new()
+        };
+        for candidate in candidates {
+            if plan.reproduces(scalar_encoder, candidate.encoder, element) {
+                plan.encoder = candidate.encoder;
+                plan.description = match &plan.nv12 {
+                    Some(_) => format!("{} + {}", kernels::nv12_decoder(level).1, candidate.name),
+                    None => candidate.name.to_string(),
+                };
+                break;
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Whether `candidate` writes exactly what the scalar reference writes for
+    /// every u8 value in every channel: the input domain is finite, so this
+    /// check is a proof, and fast arithmetic (a reciprocal, a hardware bf16
+    /// conversion) is used only where it is exact for these parameters.
+    fn reproduces(&self, reference: Encoder, candidate: Encoder, element: Element) -> bool {
+        // 256 values, then more pixels so that vector loops cover all 256.
+        const PIXELS: usize = 256 + 64;
+        let c = self.src_channels;
+        let src: Vec<u8> = (0..PIXELS * c).map(|i| (i / c) as u8).collect();
+        let run = |encoder: Encoder| {
+            let size = element.size();
+            let mut out = vec![0u8; PIXELS * 4 * size]; // room for the widest layout
+            match encoder {
+                // SAFETY: the encoders of a plan are for this CPU (see `run_row`).
+                Encoder::Packed(f) => unsafe { f(self, &src, &mut out) },
+                Encoder::Planar(f) => {
+                    let (p0, rest) = out.split_at_mut(PIXELS * size);
+                    let (p1, rest) = rest.split_at_mut(PIXELS * size);
+                    // SAFETY: as above.
+                    unsafe { f(self, &src, p0, p1, &mut rest[..PIXELS * size]) }
+                }
+            }
+            out
+        };
+        run(reference) == run(candidate)
+    }
+
+    fn run(&self, band: Band<'_>) {
+        let Band { src, mut dst } = band;
+        match src {
+            SourcePixels::Packed { rows, .. } => {
+                for r in 0..rows.count() {
+                    self.encode_row(rows.row(r), &mut dst, r);
+                }
+            }
+            SourcePixels::Nv12 { y, uv } => {
+                let nv12 = self.nv12.expect("an NV12 plan");
+                let mut scratch = if nv12.direct { Vec::new() } else { vec![0u8; y.row_bytes() * 4] };
+                for r in 0..y.count() {
+                    let out: &mut [u8] = if nv12.direct { dst[0].row_mut(r) } else { &mut scratch };
+                    // SAFETY: the decoder was picked for this CPU's level.
+                    unsafe { (nv12.decode)(y.row(r), uv.row(r / 2), out, nv12.pos, nv12.pad) };
+                    if !nv12.direct {
+                        self.encode_row(&scratch, &mut dst, r);
+                    }
+                }
+            }
+        }
+    }
+
+    fn encode_row(&self, src: &[u8], dst: &mut [RowsMut<'_>], r: usize) {
+        match (self.encoder, dst) {
+            // SAFETY: SIMD encoders are only chosen for a level this CPU supports
+            // (SimdLevel::resolve checked it), and every encoder bounds its
+            // accesses by the slices it is given.
+            (Encoder::Packed(f), [plane]) => unsafe { f(self, src, plane.row_mut(r)) },
+            (Encoder::Planar(f), [p0, p1, p2]) => unsafe { f(self, src, p0.row_mut(r), p1.row_mut(r), p2.row_mut(r)) },
+            _ => unreachable!("packed destinations have one plane, planar ones three"),
+        }
+    }
+}
+
+trait RgbPositions {
+    fn map_to_rgb(&self) -> [usize; 3];
+}
+
+impl RgbPositions for &[Channel] {
+    /// For each channel of this order, its index in an R, G, B pixel.
+    fn map_to_rgb(&self) -> [usize; 3] {
+        [0, 1, 2].map(|k| match self[k] {
+            Channel::R => 0,
+            Channel::G => 1,
+            Channel::B => 2,
+        })
+    }
+}
+
+fn checked_channels(name: &str, values: Option<[f32; 3]>, default: f32) -> Result<[f32; 3]> {
+    let values = values.unwrap_or([default; 3]);
+    if let Some(k) = values.iter().position(|v| !v.is_finite()) {
+        bail!("{name}[{k}] is {}: normalisation needs finite numbers", values[k]);
+    }
+    Ok(values)
+}
+
+fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
+    if !dst.has_pad() {
+        if pad != 0.0 {
+            bail!("{dst} has no pad channel, so a pad value ({pad}) has nowhere to go: leave pad at 0");
+        }
+        return Ok(0);
+    }
+    Ok(match dst.element() {
+        Element::U8 => {
+            if !(0.0..=255.0).contains(&pad) || pad.fract() != 0.0 {
+                bail!("pad {pad} does not fit the pad byte of {dst}: use an integer from 0 to 255");
+            }
+            pad as u32
+        }
+        Element::Bf16 => f32_to_bf16(pad) as u32,
+        Element::F16 => f32_to_f16(pad) as u32,
+        Element::F32 => pad.to_bits(),
+    })
+}
+
+/// The reference arithmetic, in f32 as numpy does it: `(x - mean) / scale`,
+/// then rounded to the destination type (u8: half to even, saturated).
+fn build_luts(element: Element, mean: [f32; 3], scale: [f32; 3]) -> Luts {
+    let value = |k: usize, x: usize| (x as f32 - mean[k]) / scale[k];
+    fn table<T: Copy + Default>(f: impl Fn(usize, usize) -> T) -> Box<[[T; 256]; 3]> {
+        let mut t = Box::new([[T::default(); 256]; 3]);
+        for (k, row) in t.iter_mut().enumerate() {
+            for (x, v) in row.iter_mut().enumerate() {
+                *v = f(k, x);
+            }
+        }
+        t
+    }
+    match element {
+        Element::U8 => Luts::U8(table(|k, x| value(k, x).round_ties_even().clamp(0.0, 255.0) as u8)),
+        Element::Bf16 => Luts::U16(table(|k, x| f32_to_bf16(value(k, x)))),
+        Element::F16 => Luts::U16(table(|k, x| f32_to_f16(value(k, x)))),
+        Element::F32 => Luts::F32(table(value)),
+    }
+}
+
+/// A horizontal slice of the frame, converted by one thread.
+struct Band<'a> {
+    src: SourcePixels<'a>,
+    dst: Vec<RowsMut<'a>>,
+}
+
+/// Up to `wanted` bands of about equal height (even, for NV12's shared chroma rows).
+fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -> Vec<Band<'a>> {
+    let height = src.height;
+    let step = match src.pixels {
+        SourcePixels::Nv12 { .. } => 2,
+        SourcePixels::Packed { .. } => 1,
+    };
+    let rows_per_band = height.div_ceil(wanted).next_multiple_of(step).max(step);
+    let mut bands = Vec::with_capacity(wanted);
+    let mut planes = dst.planes;
+    let mut start = 0;
+    while start < height {
+        let n = rows_per_band.min(height - start);
+        let mut band_planes = Vec::with_capacity(planes.len());
+        let mut rest = Vec::with_capacity(planes.len());
+        for plane in planes {
+            let (head, tail) = plane.split_at(n);
+            band_planes.push(head);
+            rest.push(tail);
+        }
+        planes = rest;
+        let band_src = match src.pixels {
+            SourcePixels::Packed { format, rows } => SourcePixels::Packed { format, rows: rows.sub(start, n) },
+            SourcePixels::Nv12 { y, uv } => SourcePixels::Nv12 { y: y.sub(start, n), uv: uv.sub(start / 2, n / 2) },
+        };
+        bands.push(Band { src: band_src, dst: band_planes });
+        start += n;
+    }
+    bands
+}
+
+/// Which kernels `convert` would run for these formats and options, e.g.
+/// "avx512/bf16-native/fma" or "scalar/lut": for tests and benchmarks.
+pub fn describe(src: Format, dst: Format, options: &Options) -> Result<String> {
+    Ok(Plan::cached(src, dst, options)?.description.clone())
+}
