@@ -177,31 +177,12 @@ class Preprocessor:
 
 def write_input(resized: np.ndarray, dst: np.ndarray, spec: PreprocessSpec) -> None:
     """The per-pixel step: the resized BGR frame into ``dst`` in ``spec.format``, normalised if the spec says so."""
-    frame = dst[0] if dst.ndim == 4 else dst  # drop the batch of 1
-    fmt = spec.format
-    if fmt in ("RGB_FLOAT", "BGR_FLOAT"):  # NHWC float models in copy mode
-        _packed_float(resized, frame, fmt, spec)
-    elif fmt in ("RGB", "BGR"):  # 3-channel bytes (quantised models): only the channel order to fix
-        if fmt == "RGB":
-            opencv().cvtColor(resized, opencv().COLOR_BGR2RGB, dst=frame)
-        else:
-            np.copyto(frame, resized)
-    else:
-        _convert(resized, frame, fmt, spec.mean, spec.scale)
-
-
-def _convert(bgr: np.ndarray, dst: np.ndarray, fmt: str, mean: Any, scale: Any) -> None:
     if _layout is None:  # TEMPORARY until the layout engine's Python front lands on main
-        _convert_numpy(bgr, dst, fmt, mean, scale)
+        _convert_numpy(resized, dst[0] if dst.ndim == 4 else dst, spec.format, spec.mean, spec.scale)
         return
-    source = "BGR"
-    if fmt.startswith("BGRP_"):
-        # The engine writes RGB-ordered planes; a BGR source read as "RGB" gives B, G, R planes,
-        # and mean/scale are already in the model's (B, G, R) order.
-        source, fmt = "RGB", "RGBP_" + fmt.split("_", 1)[1]
     # One thread: a model input is small, and the inference that follows wants every core
     # (the engine's idle helper threads would compete with it).
-    _layout.convert(bgr, dst, source, fmt, mean=mean, scale=scale, threads=1)
+    _layout.convert(resized, dst, "BGR", spec.format, mean=spec.mean, scale=spec.scale, threads=1)
 
 
 def _convert_numpy(bgr: np.ndarray, dst: np.ndarray, fmt: str, mean: Any, scale: Any) -> None:
@@ -219,17 +200,3 @@ def _convert_numpy(bgr: np.ndarray, dst: np.ndarray, fmt: str, mean: Any, scale:
         dst[..., 3] = 0
     else:
         dst[...] = values
-
-
-def _packed_float(bgr: np.ndarray, dst: np.ndarray, fmt: str, spec: PreprocessSpec) -> None:
-    """NHWC float input (the layout engine writes planar float only): OpenCV, in place in ``dst``."""
-    cv2 = opencv()
-    rgb = fmt.startswith("RGB")
-    # Normalise in the frame's B, G, R order, then swap the channels in place.
-    order = slice(None, None, -1) if rgb else slice(None)
-    mean = (*(spec.mean or (0.0, 0.0, 0.0))[order], 0.0)
-    cv2.subtract(bgr, mean, dst=dst, dtype=cv2.CV_32F)
-    if spec.scale is not None:
-        cv2.multiply(dst, (*(1.0 / s for s in spec.scale[order]), 1.0), dst=dst)
-    if rgb:
-        cv2.cvtColor(dst, cv2.COLOR_BGR2RGB, dst=dst)
