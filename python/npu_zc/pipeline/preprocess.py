@@ -6,9 +6,10 @@ Two steps, neither of which allocates:
    classifiers, the whole frame for detectors) straight into a small mapped
    buffer (BGR u8 at the model's input size). Cropping before resizing gives
    the same picture as resize-then-crop and touches only the pixels kept.
-2. :func:`write_input` converts that into the model's input: the packed HW
-   layout (RGBx, RGBx_FP16...) in zero-copy mode, where the model normalises;
-   normalised planar float (RGBP_FLOAT) in copy mode.
+2. :func:`write_input` converts that into the model's input with the layout
+   engine (:func:`npu_zc.layout.convert`, one pass in the Rust core): the
+   packed HW layout (RGBx, RGBx_FP16...) in zero-copy mode, where the model
+   normalises; normalised planar float (RGBP_FLOAT) in copy mode.
 
 A :class:`PreprocessSpec` says all of that in plain data, so that a producer
 process can preprocess without OpenVINO (see :mod:`.ipc`).
@@ -22,13 +23,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .. import layout
 from ..errors import InvalidArgumentError, ModelError
 from .image import opencv
-
-try:
-    from .. import layout as _layout  # type: ignore[attr-defined]
-except ImportError:  # TEMPORARY until the layout engine's Python front lands on main
-    _layout = None
 
 Fit = Literal["crop", "stretch"]
 """``crop``: the centre of the frame, as classifiers are evaluated; ``stretch``: the whole frame."""
@@ -177,26 +174,6 @@ class Preprocessor:
 
 def write_input(resized: np.ndarray, dst: np.ndarray, spec: PreprocessSpec) -> None:
     """The per-pixel step: the resized BGR frame into ``dst`` in ``spec.format``, normalised if the spec says so."""
-    if _layout is None:  # TEMPORARY until the layout engine's Python front lands on main
-        _convert_numpy(resized, dst[0] if dst.ndim == 4 else dst, spec.format, spec.mean, spec.scale)
-        return
     # One thread: a model input is small, and the inference that follows wants every core
     # (the engine's idle helper threads would compete with it).
-    _layout.convert(resized, dst, "BGR", spec.format, mean=spec.mean, scale=spec.scale, threads=1)
-
-
-def _convert_numpy(bgr: np.ndarray, dst: np.ndarray, fmt: str, mean: Any, scale: Any) -> None:
-    # TEMPORARY stand-in for npu_zc.layout.convert (numpy, per pixel): removed when it lands.
-    ordered = bgr[..., ::-1] if fmt.startswith("RGB") else bgr
-    values: np.ndarray = ordered.astype(np.float32)
-    if mean is not None:
-        values -= np.asarray(mean, np.float32)
-    if scale is not None:
-        values /= np.asarray(scale, np.float32)
-    if "P_" in fmt:
-        dst[...] = values.transpose(2, 0, 1)
-    elif "x" in fmt:
-        dst[..., :3] = values
-        dst[..., 3] = 0
-    else:
-        dst[...] = values
+    layout.convert(resized, dst, "BGR", spec.format, mean=spec.mean, scale=spec.scale, threads=1)
