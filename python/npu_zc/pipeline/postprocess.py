@@ -20,12 +20,8 @@ from typing import Any, Literal, Sequence, Union
 
 import numpy as np
 
+from .. import layout
 from ..errors import ModelError
-
-try:
-    from .. import layout as _layout  # type: ignore[attr-defined]
-except ImportError:  # TEMPORARY until the layout engine's Python front lands on main
-    _layout = None
 
 Kind = Literal["classification", "ssd", "blazeface"]
 
@@ -165,11 +161,7 @@ class TopClasses(Postprocessor):
 
 def topk(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices and values of the ``k`` largest values of a 1-D array, largest first (read in place)."""
-    if _layout is None:  # TEMPORARY until the layout engine's Python front lands on main
-        best = np.argpartition(scores, scores.size - k)[scores.size - k :]
-        best = best[np.argsort(-scores[best], kind="stable")]
-        return best, scores[best]
-    indices, values = _layout.topk(scores, k)
+    indices, values = layout.topk(scores, k)
     return indices, values
 
 

@@ -6,9 +6,10 @@ Two steps, neither of which allocates:
    classifiers, the whole frame for detectors) straight into a small mapped
    buffer (BGR u8 at the model's input size). Cropping before resizing gives
    the same picture as resize-then-crop and touches only the pixels kept.
-2. :func:`write_input` converts that into the model's input: the packed HW
-   layout (RGBx, RGBx_FP16...) in zero-copy mode, where the model normalises;
-   normalised planar float (RGBP_FLOAT) in copy mode.
+2. :func:`write_input` converts that into the model's input with the layout
+   engine (:func:`npu_zc.layout.convert`, one pass in the Rust core): the
+   packed HW layout (RGBx, RGBx_FP16...) in zero-copy mode, where the model
+   normalises; normalised planar float (RGBP_FLOAT) in copy mode.
 
 A :class:`PreprocessSpec` says all of that in plain data, so that a producer
 process can preprocess without OpenVINO (see :mod:`.ipc`).
@@ -22,13 +23,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .. import layout
 from ..errors import InvalidArgumentError, ModelError
 from .image import opencv
-
-try:
-    from .. import layout as _layout  # type: ignore[attr-defined]
-except ImportError:  # TEMPORARY until the layout engine's Python front lands on main
-    _layout = None
 
 Fit = Literal["crop", "stretch"]
 """``crop``: the centre of the frame, as classifiers are evaluated; ``stretch``: the whole frame."""
@@ -177,59 +174,6 @@ class Preprocessor:
 
 def write_input(resized: np.ndarray, dst: np.ndarray, spec: PreprocessSpec) -> None:
     """The per-pixel step: the resized BGR frame into ``dst`` in ``spec.format``, normalised if the spec says so."""
-    frame = dst[0] if dst.ndim == 4 else dst  # drop the batch of 1
-    fmt = spec.format
-    if fmt in ("RGB_FLOAT", "BGR_FLOAT"):  # NHWC float models in copy mode
-        _packed_float(resized, frame, fmt, spec)
-    elif fmt in ("RGB", "BGR"):  # 3-channel bytes (quantised models): only the channel order to fix
-        if fmt == "RGB":
-            opencv().cvtColor(resized, opencv().COLOR_BGR2RGB, dst=frame)
-        else:
-            np.copyto(frame, resized)
-    else:
-        _convert(resized, frame, fmt, spec.mean, spec.scale)
-
-
-def _convert(bgr: np.ndarray, dst: np.ndarray, fmt: str, mean: Any, scale: Any) -> None:
-    if _layout is None:  # TEMPORARY until the layout engine's Python front lands on main
-        _convert_numpy(bgr, dst, fmt, mean, scale)
-        return
-    source = "BGR"
-    if fmt.startswith("BGRP_"):
-        # The engine writes RGB-ordered planes; a BGR source read as "RGB" gives B, G, R planes,
-        # and mean/scale are already in the model's (B, G, R) order.
-        source, fmt = "RGB", "RGBP_" + fmt.split("_", 1)[1]
     # One thread: a model input is small, and the inference that follows wants every core
     # (the engine's idle helper threads would compete with it).
-    _layout.convert(bgr, dst, source, fmt, mean=mean, scale=scale, threads=1)
-
-
-def _convert_numpy(bgr: np.ndarray, dst: np.ndarray, fmt: str, mean: Any, scale: Any) -> None:
-    # TEMPORARY stand-in for npu_zc.layout.convert (numpy, per pixel): removed when it lands.
-    ordered = bgr[..., ::-1] if fmt.startswith("RGB") else bgr
-    values: np.ndarray = ordered.astype(np.float32)
-    if mean is not None:
-        values -= np.asarray(mean, np.float32)
-    if scale is not None:
-        values /= np.asarray(scale, np.float32)
-    if "P_" in fmt:
-        dst[...] = values.transpose(2, 0, 1)
-    elif "x" in fmt:
-        dst[..., :3] = values
-        dst[..., 3] = 0
-    else:
-        dst[...] = values
-
-
-def _packed_float(bgr: np.ndarray, dst: np.ndarray, fmt: str, spec: PreprocessSpec) -> None:
-    """NHWC float input (the layout engine writes planar float only): OpenCV, in place in ``dst``."""
-    cv2 = opencv()
-    rgb = fmt.startswith("RGB")
-    # Normalise in the frame's B, G, R order, then swap the channels in place.
-    order = slice(None, None, -1) if rgb else slice(None)
-    mean = (*(spec.mean or (0.0, 0.0, 0.0))[order], 0.0)
-    cv2.subtract(bgr, mean, dst=dst, dtype=cv2.CV_32F)
-    if spec.scale is not None:
-        cv2.multiply(dst, (*(1.0 / s for s in spec.scale[order]), 1.0), dst=dst)
-    if rgb:
-        cv2.cvtColor(dst, cv2.COLOR_BGR2RGB, dst=dst)
+    layout.convert(resized, dst, "BGR", spec.format, mean=spec.mean, scale=spec.scale, threads=1)
