@@ -2,13 +2,17 @@
 //! what a C++/Rust integrator on a board starts from.
 //!
 //! It allocates one buffer the way the pipeline does (`auto`: a dma-buf heap,
-//! else udmabuf, else memfd), maps it, writes a synthetic 224x224 BGR frame
-//! into it in the NPU's packed RGBx_BF16 layout (ImageNet normalisation)
-//! inside a CPU-access bracket, reads it back in another bracket and prints
-//! an FNV-1a checksum of the frame. The checksum depends only on the frame,
-//! never on the machine: x86_64 and aarch64 must print the same one.
+//! else udmabuf, else memfd), maps it, converts a synthetic 224x224 BGR frame
+//! into it through the layout engine, in the NPU's packed RGBx_BF16 layout
+//! with ImageNet normalisation, inside a CPU-access bracket, reads it back in
+//! another bracket, checks it against a plain-Rust reference and prints an
+//! FNV-1a checksum of the frame. The checksum depends only on the frame,
+//! never on the machine or the SIMD path: x86_64 and aarch64 must print the
+//! same one.
 //!
 //!   cargo run --release --example edge_checksum [-- HEAP [WIDTHxHEIGHT]]
+//!
+//! `NPU_ZC_SIMD=scalar` (or neon, avx2...) picks the layout engine's code path.
 //!
 //! HEAP: auto (default), system, system-uncached, cma, udmabuf, memfd or a
 //! path under /dev/dma_heap/. Cross-built for a board by
@@ -17,6 +21,7 @@
 use std::process::ExitCode;
 
 use npu_zc::buffer::{alloc, Access, HeapSpec, SyncMode};
+use npu_zc::layout::{self, Destination, Format, Options, Source};
 
 /// ImageNet mean and scale, in the destination's channel order (R, G, B):
 /// out = (x - mean) / scale, as OpenVINO's PrePostProcessor does.
@@ -62,17 +67,29 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut map = buf.map(0, frame_bytes, Access::ReadWrite)?;
     let bgr = synthetic_bgr(width, height);
 
+    let options = Options { mean: Some(MEAN), scale: Some(SCALE), ..Options::default() };
+    let path = layout::describe(Format::Bgr, Format::RgbxBf16, &options)?;
+
     // Writes by the CPU are bracketed, so that caches are right for the device.
     let access = buf.cpu_access(SyncMode::Write)?;
-    bgr_to_rgbx_bf16(&bgr, map.as_mut_slice()?);
+    layout::convert(
+        &Source::new(Format::Bgr, &bgr, width, height, None)?,
+        Destination::new(Format::RgbxBf16, map.as_mut_slice()?, width, height, None)?,
+        &options,
+    )?;
     access.end()?;
 
     let access = buf.cpu_access(SyncMode::Read)?;
-    let sum = fnv1a64(map.as_slice());
+    let frame = map.as_slice();
+    let sum = fnv1a64(frame);
+    let exact = frame == reference_rgbx_bf16(&bgr).as_slice();
     access.end()?;
 
-    println!("frame:    {width}x{height} BGR u8 -> RGBx_BF16, {frame_bytes} bytes (plain Rust conversion)");
-    println!("checksum: fnv1a64 {sum:016x}");
+    println!("frame:    {width}x{height} BGR u8 -> RGBx_BF16, {frame_bytes} bytes (layout engine: {path})");
+    if !exact {
+        return Err("the converted frame differs from the plain-Rust reference".into());
+    }
+    println!("checksum: fnv1a64 {sum:016x} (bit-exact with the reference)");
     Ok(())
 }
 
@@ -100,8 +117,10 @@ fn synthetic_bgr(width: usize, height: usize) -> Vec<u8> {
     frame
 }
 
-/// BGR u8 (H, W, 3) -> RGBx_BF16 (H, W, 4), little-endian, pad channel 0.
-fn bgr_to_rgbx_bf16(bgr: &[u8], dst: &mut [u8]) {
+/// The definition, one pixel at a time: BGR u8 (H, W, 3) -> RGBx_BF16
+/// (H, W, 4), `(x - mean) / scale` in f32, little-endian, pad channel 0.
+fn reference_rgbx_bf16(bgr: &[u8]) -> Vec<u8> {
+    let mut dst = vec![0u8; bgr.len() / 3 * DST_PIXEL_BYTES];
     for (px, out) in bgr.chunks_exact(3).zip(dst.chunks_exact_mut(DST_PIXEL_BYTES)) {
         let rgb = [px[2], px[1], px[0]];
         for c in 0..3 {
@@ -110,6 +129,7 @@ fn bgr_to_rgbx_bf16(bgr: &[u8], dst: &mut [u8]) {
         }
         out[6..8].fill(0);
     }
+    dst
 }
 
 /// f32 -> bfloat16 with round-to-nearest-even (the values here are finite).
