@@ -226,7 +226,7 @@ impl PyDmaBuf {
             }
             None => {
                 let left = size - offset;
-                if left % itemsize != 0 {
+                if !left.is_multiple_of(itemsize) {
                     return Err(invalid(format!(
                         "the {left} bytes from offset {offset} are not a whole number of {dtype} items \
                          ({itemsize} bytes each): give a shape"
