@@ -34,7 +34,8 @@ step() {
 scripts/setup.sh || { echo "set-up failed: nothing was tested" >&2; exit 1; }
 
 step "rust unit tests (host)" cargo test --quiet
-step "python stubs (stubtest, mypy)" bash -c "
+step "lint: clippy, stubs (stubtest), types (mypy)" bash -c "
+    cargo clippy --quiet --all-targets -- -D warnings &&
     '$PY' -m mypy.stubtest npu_zc._core --allowlist .ci/stubtest-allowlist.txt &&
     '$PY' -m mypy python/npu_zc"
 step "pytest (host)" "$PY" -m pytest -q -p no:cacheprovider tests
