@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npu_zc import DeviceNotFoundError, InvalidArgumentError
+from npu_zc import DeviceNotFoundError, InvalidArgumentError, layout
 from npu_zc.pipeline import (
     STAGES,
     ClassScore,
@@ -29,6 +29,8 @@ from npu_zc.pipeline import (
     load_image,
     sample_photo,
 )
+from npu_zc.pipeline.postprocess import TopClasses
+from npu_zc.pipeline.preprocess import InputWriter
 from npu_zc.runtime import CompileOptions, is_available
 
 F32 = CompileOptions(inference_precision="f32", num_threads=1)
@@ -159,6 +161,49 @@ def test_crop_region_is_centred_inside_the_frame(height: int, width: int, model_
         assert abs(h / w - model_h / model_w) < 0.1 * model_h / model_w + 1 / min(h, w)
     stretch = PreprocessSpec("RGBx", (1, model_h, model_w, 4), model_h, model_w, fit="stretch")
     assert stretch.region(height, width) == (slice(0, height), slice(0, width))
+
+
+LAYOUTS = [
+    ("RGBx", (1, 224, 224, 4), np.uint8), ("RGBx_FP16", (1, 224, 224, 4), np.float16), ("RGBP_FLOAT", (1, 3, 224, 224), np.float32),
+    ("BGRP_FLOAT", (1, 3, 224, 224), np.float32), ("RGB_FLOAT", (1, 224, 224, 3), np.float32), ("BGR", (1, 224, 224, 3), np.uint8),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt, shape, dtype", LAYOUTS)
+def test_input_writer_checks_once_then_writes_what_layout_convert_writes(fmt: str, shape: tuple[int, ...], dtype: type) -> None:
+    rng = np.random.default_rng(7)
+    source = rng.integers(0, 256, (224, 224, 3), dtype=np.uint8)
+    normalised = "FLOAT" in fmt or "FP16" in fmt
+    spec = PreprocessSpec(fmt, shape, 224, 224, mean=(1.0, 2.0, 3.0) if normalised else None, scale=(4.0, 5.0, 6.0) if normalised else None)
+    writer = InputWriter(spec, source)
+    reference: np.ndarray = np.zeros(shape, dtype)
+    layout.convert(source, reference, "BGR", fmt, mean=spec.mean, scale=spec.scale)
+    first: np.ndarray = np.zeros(shape, dtype)
+    second: np.ndarray = np.zeros(shape, dtype)
+    writer(first)  # checked by layout.convert
+    assert writer.checked == (shape, np.dtype(dtype))
+    writer(second)  # straight to the core
+    for written in (first, second):
+        np.testing.assert_array_equal(written.view(np.uint8), reference.view(np.uint8))
+    # Anything else is checked again, with layout.convert's clear errors.
+    with pytest.raises(InvalidArgumentError):
+        writer(np.zeros((1, 100, 100, shape[-1]), dtype))
+    with pytest.raises(InvalidArgumentError):
+        writer(np.zeros(shape, dtype)[..., ::-1])  # not contiguous along its last axis
+
+
+def test_top_classes_fast_path_matches_layout_topk() -> None:
+    labels = [str(i) for i in range(1000)]
+    top = TopClasses(labels, 5)
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        scores = rng.standard_normal((1, 1000)).astype(np.float32)
+        got = top([scores])
+        indices, values = layout.topk(scores.reshape(-1), 5)
+        assert [c.index for c in got] == list(indices)
+        probabilities = np.exp(values.astype(np.float64) - scores.max()) / np.exp(scores.astype(np.float64) - scores.max()).sum()
+        np.testing.assert_allclose([c.score for c in got], probabilities, rtol=1e-6)
+    assert top.checked == ((1000,), np.dtype(np.float32))
 
 
 def test_spec_round_trips_through_json(zero_copy: Pipeline, copy_mode: Pipeline) -> None:
