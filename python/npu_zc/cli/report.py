@@ -95,7 +95,10 @@ def _top(prediction: Prediction) -> str:
 
 def plot_compare(zero: RunReport, copy: RunReport, path: str | os.PathLike[str]) -> Path:
     """Draw each stage's mean (with min..p99 whiskers) for both modes, one panel per stage, and the FPS."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise InvalidArgumentError("--plot needs matplotlib: pip install 'npu_zc[plot]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
