@@ -19,6 +19,7 @@ from .buffers import (
     send_buffers,
 )
 from . import runtime
+from .pipeline import Pipeline
 from .layout import (
     check_destination,
     convert,
@@ -74,6 +75,8 @@ __all__ = [
     "select_format",
     "topk",
     "to_float32",
+    # pipeline
+    "Pipeline",
     # runtime (OpenVINO is imported on first use)
     "runtime",
     "CompileOptions",
