@@ -14,7 +14,7 @@ use numpy::ndarray::ArrayView1;
 use numpy::PyArray1;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{IntoPyDict, PyBytes, PyList, PyTuple};
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd};
 
 use super::errors::{error, invalid, IntoPyResult};
@@ -560,7 +560,7 @@ impl PyBufferPool {
     }
 
     /// Closes every buffer; refused while any is held, in flight, or viewed.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
+    fn close(&self) -> PyResult<()> {
         let busy = (0..self.pool.len()).filter(|&i| self.pool.state(i).ok() != Some(buffer::SlotState::Free)).count();
         if busy > 0 {
             return Err(error(ErrorKind::Busy, format!("cannot close the pool: {busy} buffer(s) are held or in flight")));
@@ -572,7 +572,6 @@ impl PyBufferPool {
         for b in &self.buffers {
             b.get().close_now()?;
         }
-        let _ = py;
         Ok(())
     }
 
@@ -636,7 +635,6 @@ impl PySlot {
     }
 }
 
-use pyo3::types::IntoPyDict;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDmaBuf>()?;

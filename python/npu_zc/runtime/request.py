@@ -51,18 +51,19 @@ class Request:
         return bound.array
 
     def _set_input(self, index: int, bound: BoundBuffer) -> None:
-        try:
-            self.request.set_input_tensor(index, bound.tensor)
-        except RuntimeError as exc:
-            raise InvalidArgumentError(f"cannot bind {bound.spec}: {plugin_message(exc)}") from None
+        self._set(self.request.set_input_tensor, index, bound)
         self._inputs[index] = bound
 
     def _set_output(self, index: int, bound: BoundBuffer) -> None:
+        self._set(self.request.set_output_tensor, index, bound)
+        self._outputs[index] = bound
+
+    @staticmethod
+    def _set(setter: Any, index: int, bound: BoundBuffer) -> None:
         try:
-            self.request.set_output_tensor(index, bound.tensor)
+            setter(index, bound.tensor)
         except RuntimeError as exc:
             raise InvalidArgumentError(f"cannot bind {bound.spec}: {plugin_message(exc)}") from None
-        self._outputs[index] = bound
 
     def unbind(self) -> None:
         """Forget the bound buffers (so they can be closed); the request gets fresh memory of its own."""
