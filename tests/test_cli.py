@@ -12,8 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import cv2
 import pytest
+
+# The commands run OpenVINO in a subprocess of this interpreter; the fixtures write photos with OpenCV.
+pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
+cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (the [runtime] extra)")
+pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [runtime] extra)")
 
 from npu_zc.pipeline import full_hd, sample_photo
 from npu_zc.runtime import is_available

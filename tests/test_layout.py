@@ -11,11 +11,12 @@ import subprocess
 import sys
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes (the bfloat16 reference) is not installed")
 
 import npu_zc
 from npu_zc import layout
@@ -63,7 +64,7 @@ def nv12_to_rgb(yuv: np.ndarray) -> np.ndarray:
 
 
 def test_numpy_nv12_is_opencvs():
-    cv2 = pytest.importorskip("cv2")
+    cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed: the numpy NV12 reference is checked against it where it is")
     yuv = np.random.default_rng(12).integers(0, 256, (96 * 3 // 2, 128), dtype=np.uint8)
     yuv[:8] = np.arange(256, dtype=np.uint8).reshape(2, 128)[:, None, :].repeat(4, axis=1).reshape(8, 128)
     assert np.array_equal(nv12_to_rgb(yuv), cv2.cvtColor(yuv, cv2.COLOR_YUV2RGB_NV12))
@@ -244,7 +245,7 @@ def test_nv12_pair_and_planes_with_pitch_match_one_buffer():
     pair = empty_destination("RGBx", width, height)
     layout.convert((y, uv), pair, "NV12", "RGBx", pad=255)
     assert same_bits(one, pair)
-    cv2 = pytest.importorskip("cv2")
+    cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed: the last check, against cv2.cvtColor, is left out")
     assert np.array_equal(one, cv2.cvtColor(yuv, cv2.COLOR_YUV2RGBA_NV12))
 
 

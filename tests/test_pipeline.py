@@ -11,11 +11,14 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-import cv2
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
+cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (the [runtime] extra)")
+pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [runtime] extra)")
 
 from npu_zc import DeviceNotFoundError, InvalidArgumentError, layout
 from npu_zc.pipeline import (

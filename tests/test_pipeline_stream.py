@@ -10,9 +10,12 @@ import subprocess
 from pathlib import Path
 from typing import Iterator
 
-import cv2
 import numpy as np
 import pytest
+
+pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
+cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (the [runtime] extra)")
+pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [runtime] extra)")
 
 from npu_zc.pipeline import FrameSource, ImageError, ImageNotFoundError, Pipeline, full_hd, sample_photo
 from npu_zc.pipeline.ipc import ProducerError, run_two_process

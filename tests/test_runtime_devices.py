@@ -11,8 +11,9 @@ import dataclasses
 import os
 
 import numpy as np
-import openvino as ov
 import pytest
+
+ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
 
 import npu_zc
 from npu_zc import BufferClosedError, DeviceNotFoundError, InvalidArgumentError

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import threading
 
-import cv2
 import numpy as np
-import openvino as ov
-import openvino.opset13 as ops
-import openvino.opset6 as opset6
 import pytest
-import skimage.data
-import skimage.feature
+
+ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
+ops = pytest.importorskip("openvino.opset13", reason="OpenVINO is not installed (the [runtime] extra)")
+opset6 = pytest.importorskip("openvino.opset6", reason="OpenVINO is not installed (the [runtime] extra)")
+cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (the [runtime] extra)")
+# skimage.data and skimage.feature load lazily on first use (scikit-image >= 0.20).
+skimage = pytest.importorskip("skimage", reason="scikit-image is not installed (the [runtime] extra)")
 
 import npu_zc
 from npu_zc import BufferClosedError, BufferInUseError, InvalidArgumentError, PoolExhaustedError

@@ -6,13 +6,14 @@ import io
 import pickle
 import struct
 
-import cv2
-import ml_dtypes
 import numpy as np
-import openvino as ov
-import openvino.opset13 as ops
 import pytest
-import skimage.data
+
+ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
+ops = pytest.importorskip("openvino.opset13", reason="OpenVINO is not installed (the [runtime] extra)")
+cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (the [runtime] extra)")
+ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes (the bfloat16 reference) is not installed")
+skimage = pytest.importorskip("skimage", reason="scikit-image is not installed (the [runtime] extra)")  # skimage.data: loaded lazily
 
 from npu_zc import InvalidArgumentError, ModelError
 from npu_zc.runtime import (
