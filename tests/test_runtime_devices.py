@@ -118,8 +118,12 @@ def test_properties_pass_through_and_read_back() -> None:
     assert everything["PERFORMANCE_HINT"] == "THROUGHPUT" and everything["EXECUTION_DEVICES"] == ["CPU"]
     latency = compile_model("efficientnet-lite0", "CPU", options=CompileOptions(performance_hint="LATENCY", num_threads=1))
     assert latency.optimal_requests == 1
-    # This CPU's default precision is bf16 where it has avx512_bf16, f32 otherwise; we only pass what was asked.
-    assert latency.property("INFERENCE_PRECISION_HINT") in ("bf16", "f32")
+    # No precision asked, none passed: the compiled model has the plugin's own default for this CPU
+    # (bf16 with AVX-512 BF16 or AMX, f16 on aarch64 with FP16 arithmetic, f32 otherwise).
+    assert "INFERENCE_PRECISION_HINT" not in latency.config
+    default = ov.Core().get_property("CPU", "INFERENCE_PRECISION_HINT").get_type_name()
+    assert default in ("bf16", "f16", "f32")
+    assert latency.property("INFERENCE_PRECISION_HINT") == default
 
 
 def test_npu_options_are_dropped_where_unsupported_and_mapped_where_supported() -> None:

@@ -47,7 +47,9 @@ class CompileOptions:
     cache_dir: str | os.PathLike[str] | None = None
     """CACHE_DIR: compiled blobs are stored here and imported on later compilations."""
     inference_precision: Literal["f32", "f16", "bf16"] | None = None
-    """INFERENCE_PRECISION_HINT. This CPU defaults to bf16; use "f32" where numerics must match an f32 reference."""
+    """INFERENCE_PRECISION_HINT; ``None`` passes nothing and the device picks (the CPU plugin: bf16 on x86_64 with
+    AVX-512 BF16 or AMX, f16 on aarch64 with FP16 arithmetic, f32 otherwise). Use "f32" where numerics must match
+    an f32 reference."""
     num_threads: int | None = None
     """INFERENCE_NUM_THREADS (CPU)."""
     npu_turbo: bool | None = None
