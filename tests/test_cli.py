@@ -163,6 +163,20 @@ def test_info_still_works() -> None:
     assert "CPU" in data["openvino"]["devices"] and data["auto"]["heap"]
 
 
+def test_info_npu_note_fits_the_architecture() -> None:
+    data = json.loads(ok("info", "--json"))
+    if "NPU" in data["openvino"]["devices"]:
+        pytest.skip("this machine has an NPU: no note")
+    notes = [n for n in data["openvino"]["notes"] if n.startswith("No NPU is usable: ")]
+    assert len(notes) == 1, data["openvino"]["notes"]
+    note, machine = notes[0], data["machine"]
+    if machine == "x86_64":
+        assert "x86_64 only" not in note
+    else:  # Intel's NPU driver is built for x86_64 only: no advice to install it here
+        assert f"on {machine} (" in note and "x86_64 only" in note and "linux-npu-driver" not in note, note
+    assert f"  note: {note}" in ok("info").splitlines()
+
+
 def test_help_lists_the_commands() -> None:
     out = ok("--help")
     for command in ("run", "compare", "demo", "stream", "info"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import platform
 
 import numpy as np
 import pytest
@@ -66,11 +67,31 @@ def test_npu_absent_is_one_sentence_naming_what_is_missing() -> None:
     message = str(err.value)
     _one_clear_sentence(message)
     assert message.startswith("No NPU is usable: ")
-    if not os.path.exists("/dev/accel"):
-        assert "the NPU device (no /dev/accel/accel* node" in message
-    assert "Level Zero loader" in message or "user-mode driver" in message or "compiler" in message
+    if platform.machine() != "x86_64":  # Intel's NPU driver does not exist here: no advice to install it
+        assert f"on {platform.machine()} (" in message and "x86_64 only" in message and "install" not in message
+    else:
+        if not os.path.exists("/dev/accel"):
+            assert "the NPU device (no /dev/accel/accel* node" in message
+        assert "Level Zero loader" in message or "user-mode driver" in message or "compiler" in message
     assert isinstance(err.value, RuntimeError)  # DeviceNotFoundError is also the built-in a caller expects
     assert compile_model("efficientnet-lite0", "CPU", options=F32).device == "CPU"  # nothing left broken
+
+
+def test_why_no_npu_fits_the_architecture() -> None:
+    """Intel's NPU driver (linux-npu-driver) is built for x86_64 only: elsewhere the sentence must not suggest it."""
+    from npu_zc.runtime.device import _why_no_npu
+
+    for machine in ("aarch64", "armv7l", "riscv64"):
+        message = _why_no_npu(machine)
+        _one_clear_sentence(message)
+        assert message.startswith("No NPU is usable: ") and f" on {machine} (" in message, message
+        assert "Intel NPUs on x86_64 only" in message and 'run on device="CPU" or "AUTO"' in message
+        assert "install" not in message and "linux-npu-driver" not in message and "Level Zero" not in message
+        # What this OpenVINO build holds, said as it is: the aarch64 wheels ship no NPU plugin at all.
+        has_plugin = bool(ov.Core().get_versions("NPU"))
+        assert ("finds no device" in message) == has_plugin and ("has no NPU plugin" in message) == (not has_plugin)
+    if platform.machine() == "x86_64" and "NPU" not in ov.Core().available_devices and not os.path.exists("/dev/accel"):
+        assert "install Intel's linux-npu-driver" in _why_no_npu("x86_64")  # where that advice fits
 
 
 @no_gpu

@@ -3,7 +3,9 @@
 OpenVINO reports an absent NPU as a C++ trace about a compiler library it
 could not load; a person needs to know *what* is missing. :func:`why_unavailable`
 looks at the pieces an NPU (or an Intel GPU) needs on Linux and names the absent
-ones in one sentence.
+ones in one sentence. OpenVINO's NPU and GPU plugins drive Intel devices on
+x86_64 only (its aarch64 wheels ship neither): elsewhere the sentence says so
+rather than suggest Intel's drivers.
 """
 
 from __future__ import annotations
@@ -11,12 +13,16 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import platform
 import re
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DeviceNotFoundError, InvalidArgumentError
+
+_X86_64 = ("x86_64", "amd64")
+"""platform.machine() of the machines Intel's NPU and GPU drivers are built for (lower-cased)."""
 
 DEVICES = ("NPU", "CPU", "GPU", "AUTO")
 """Device names :func:`choose_device` accepts (case-insensitive)."""
@@ -113,7 +119,28 @@ def _device_nodes(pattern: str) -> list[str]:
     return sorted(glob.glob(pattern))
 
 
-def _why_no_npu() -> str:
+def _has_plugin(device: str) -> bool:
+    """Whether this OpenVINO build has a plugin for ``device`` at all (its aarch64 wheels have no NPU or GPU plugin)."""
+    try:
+        return bool(core().get_versions(device))
+    except Exception:  # a plugin that is registered but cannot load is as good as absent
+        return False
+
+
+def _why_no_npu(machine: str | None = None) -> str:
+    """Why no NPU is usable; ``machine`` (``platform.machine()`` by default) picks the advice."""
+    machine = machine or platform.machine()
+    if machine.lower() not in _X86_64:
+        what = "OpenVINO's NPU plugin finds no device" if _has_plugin("NPU") else "this OpenVINO has no NPU plugin"
+        return (
+            f"No NPU is usable: {what} on {machine} (OpenVINO's NPU plugin and Intel's NPU driver "
+            'are for Intel NPUs on x86_64 only); run on device="CPU" or "AUTO".'
+        )
+    if not _has_plugin("NPU"):
+        return (
+            "No NPU is usable: this OpenVINO has no NPU plugin (libopenvino_intel_npu_plugin.so); "
+            'install the openvino package from PyPI, which ships it, or run on device="CPU" or "AUTO".'
+        )
     nodes = _device_nodes("/dev/accel/accel*")
     missing: list[str] = []
     if not nodes:
@@ -137,7 +164,10 @@ def _why_no_npu() -> str:
     return "No NPU is usable: the device node and the driver libraries are present but OpenVINO's NPU plugin lists no device (check dmesg for intel_vpu errors)."
 
 
-def _why_no_gpu() -> str:
+def _why_no_gpu(machine: str | None = None) -> str:
+    machine = machine or platform.machine()
+    if machine.lower() not in _X86_64 and not _has_plugin("GPU"):
+        return f"No Intel GPU is usable: this OpenVINO has no GPU plugin on {machine} (OpenVINO's GPU plugin is for Intel GPUs on x86_64 only)."
     missing: list[str] = []
     if not _device_nodes("/dev/dri/renderD*"):
         missing.append("a GPU render node (no /dev/dri/renderD*: no Intel GPU or the i915/xe kernel driver is not loaded)")
