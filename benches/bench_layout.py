@@ -10,7 +10,9 @@ copying (R + W) / 2 bytes with memcpy (numpy.copyto of contiguous arrays) also
 moves R + W bytes, the least any conversion can move. Every timing is the
 best (or, with --stat median, the median) of --runs calls after a warm-up,
 buffers allocated once, outside the timing: the best is what the machine can
-do, the least disturbed by other processes. OpenCV runs single-threaded with
+do, the least disturbed by other processes. npu_zc and its memcpy are timed
+in alternating blocks (--rounds), so that the ratio between them does not
+depend on which of the two a burst of other work happened to hit. OpenCV runs single-threaded with
 --threads 1 (cv2.setNumThreads).
 """
 
@@ -36,14 +38,30 @@ NORM = dict(mean=tuple(MEAN.tolist()), scale=tuple(STD.tolist()))
 STAT: Callable[[list[int]], float] = min
 
 
-def time_ms(fn: Callable[[], object], runs: int) -> float:
-    fn()
+def samples_ns(fn: Callable[[], object], runs: int) -> list[int]:
+    fn()  # warm-up: caches, page faults, the plan cache
     times = []
     for _ in range(runs):
         start = time.perf_counter_ns()
         fn()
         times.append(time.perf_counter_ns() - start)
-    return STAT(times) / 1e6
+    return times
+
+
+def time_ms(fn: Callable[[], object], runs: int) -> float:
+    return STAT(samples_ns(fn, runs)) / 1e6
+
+
+def paired_ms(ours: Callable[[], object], limit: Callable[[], object], runs: int, rounds: int) -> tuple[float, float]:
+    """Times two functions in alternating blocks, so that a burst of other
+    work on the machine falls on both rather than on one of them."""
+    block = max(1, runs // rounds)
+    a: list[int] = []
+    b: list[int] = []
+    for _ in range(rounds):
+        a += samples_ns(ours, block)
+        b += samples_ns(limit, block)
+    return STAT(a) / 1e6, STAT(b) / 1e6
 
 
 @dataclass
@@ -73,6 +91,8 @@ def main() -> None:
     parser.add_argument("--size", default="1920x1080", help="WIDTHxHEIGHT (default 1920x1080)")
     parser.add_argument("--threads", type=int, default=1, help="threads for npu_zc and OpenCV (default 1)")
     parser.add_argument("--runs", type=int, default=60, help="timed calls per measurement (default 60)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="alternating blocks of npu_zc and memcpy calls the runs are split into (default 5)")
     parser.add_argument("--stat", choices=("min", "median"), default="min", help="best or median of the runs (default: best)")
     args = parser.parse_args()
     global STAT
@@ -90,9 +110,9 @@ def main() -> None:
         dst = np.empty((3, height, width) if dst_fmt.startswith("RGBP") else (height, width, 4),
                        {"RGBx": np.uint8, "BGRx": np.uint8, "RGBx_BF16": ml_dtypes.bfloat16,
                         "RGBx_FP16": np.float16, "RGBP_FLOAT": np.float32, "RGBP_FP16": np.float16}[dst_fmt])
-        ours = time_ms(lambda: layout.convert(src, dst, src_fmt, dst_fmt, threads=threads, **norm), runs)
         moved = src.nbytes + dst.nbytes
-        copy = time_ms(memcpy_of(moved), runs)
+        ours, copy = paired_ms(lambda: layout.convert(src, dst, src_fmt, dst_fmt, threads=threads, **norm),
+                               memcpy_of(moved), runs, args.rounds)
         comp, name = best(compositions, runs) if compositions else (None, "")
         rows.append(Row(case, ours, copy, comp, name, layout.describe_conversion(src_fmt, dst_fmt, **norm)))
 

@@ -75,7 +75,7 @@ pub(crate) struct Plan {
     /// For destination channel k, its index within a source pixel.
     pub map: [usize; 3],
     /// Normalisation per destination channel. The fourth entry makes the pad
-    /// slot (read as 0) come out as the pad value: 0 * 0 + pad, (0 + pad) / 1.
+    /// slot (read as 0) come out as the pad value: 0 * 1 + pad, (0 + pad) / 1.
     pub mean: [f32; 4],
     pub scale: [f32; 4],
     pub inv_scale: [f32; 4],
@@ -174,7 +174,7 @@ impl Plan {
             map,
             mean: [mean[0], mean[1], mean[2], -pad_value],
             scale: [scale[0], scale[1], scale[2], 1.0],
-            inv_scale: [1.0 / scale[0], 1.0 / scale[1], 1.0 / scale[2], 0.0],
+            inv_scale: [1.0 / scale[0], 1.0 / scale[1], 1.0 / scale[2], 1.0],
             bias: [0, 1, 2, 3].map(|k| if k < 3 { -mean[k] / scale[k] } else { pad_value }),
             luts,
             pad,
@@ -387,4 +387,86 @@ fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -
 /// "avx512/bf16-native/fma" or "scalar/lut": for tests and benchmarks.
 pub fn describe(src: Format, dst: Format, options: &Options) -> Result<String> {
     Ok(Plan::cached(src, dst, options)?.description.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Runs `encoder` over one row of pixels `src`, into a fresh row.
+    fn encode(plan: &Plan, encoder: Encoder, element: Element, src: &[u8]) -> Vec<u8> {
+        let (pixels, size) = (src.len() / plan.src_channels, element.size());
+        let mut out = vec![0u8; pixels * 4 * size];
+        match encoder {
+            // SAFETY: the encoders come from `simd_encoders` for an available level.
+            Encoder::Packed(f) => unsafe { f(plan, src, &mut out) },
+            Encoder::Planar(f) => {
+                let (p0, rest) = out.split_at_mut(pixels * size);
+                let (p1, rest) = rest.split_at_mut(pixels * size);
+                // SAFETY: as above.
+                unsafe { f(plan, src, p0, p1, &mut rest[..pixels * size]) }
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// Every SIMD kernel that is exact by construction (a true division,
+        /// bf16 rounded to nearest even in integer arithmetic: not "-fast",
+        /// which rounds ties away, nor "-native", which flushes subnormals)
+        /// writes what the tables write, for any parameters and pixels. The
+        /// fast arithmetics share all their data movement with these, so this
+        /// checks the gathers, packs and stores of every kernel, whether or not
+        /// a plan would pick it (the plan's own check cannot see a channel mix-up:
+        /// its probe pixels have equal channels).
+        #[test]
+        fn exact_simd_kernels_match_the_tables(
+            src_format in prop::sample::select(vec![Format::Gray, Format::Bgr, Format::Rgb, Format::Rgba, Format::Bgra]),
+            dst in prop::sample::select(vec![Format::RgbxBf16, Format::RgbxFp16, Format::RgbpFloat, Format::RgbpFp16, Format::BgrpFloat]),
+            mean in prop::array::uniform3(-300.0f32..300.0),
+            scale in prop::array::uniform3(prop_oneof![0.001f32..500.0, -500.0f32..-0.001]),
+            pad in -4.0f32..4.0,
+            pixels in 1usize..80,
+            seed in any::<u64>(),
+        ) {
+            let pad = if dst.has_pad() { pad } else { 0.0 };
+            let options = Options { mean: Some(mean), scale: Some(scale), pad, ..Options::default() };
+            let mut state = seed | 1;
+            let src: Vec<u8> = (0..pixels * src_format.channels()).map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            }).collect();
+            for level in SimdLevel::available() {
+                let plan = Plan::new(src_format, dst, &options, level).unwrap();
+                let element = dst.element();
+                let reference = kernels::scalar_encoder(element, dst.is_planar(), plan.src_channels, dst.channels());
+                let want = encode(&plan, reference, element, &src);
+                for kernel in kernels::simd_encoders(level, element, dst.is_planar(), plan.src_channels, false) {
+                    let name = kernel.name;
+                    if name.ends_with("/div") && !name.contains("-fast") && !name.contains("-native") {
+                        prop_assert!(encode(&plan, kernel.encoder, element, &src) == want, "{src_format}->{dst}: {name}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The fast arithmetics are really used for ordinary parameters (ImageNet's).
+    #[test]
+    fn imagenet_parameters_take_a_fast_arithmetic() {
+        let options = Options { mean: Some([123.675, 116.28, 103.53]), scale: Some([58.395, 57.12, 57.375]), ..Options::default() };
+        for level in SimdLevel::available().into_iter().filter(|&l| l != SimdLevel::Scalar) {
+            for dst in [Format::RgbxBf16, Format::RgbxFp16, Format::RgbpFloat, Format::RgbpFp16] {
+                let plan = Plan::new(Format::Bgr, dst, &options, level).unwrap();
+                if plan.description.contains("lut") {
+                    continue; // no SIMD kernel for this case at this level (f16 on NEON)
+                }
+                assert!(!plan.description.ends_with("/div"), "{dst} at {level}: {}", plan.description);
+            }
+        }
+    }
 }

@@ -62,10 +62,12 @@ pub(super) fn encoders(level: SimdLevel, element: Element, planar: bool, channel
             })
         };
     }
+    // One kernel per arithmetic (see `FMA`), in the order a plan tries them.
     macro_rules! fma_then_div {
         ($($f:ident)::+, [$($g:tt),*], $kind:ident, $name:expr) => {{
-            by_channels!($($f)::+, [$($g,)* true], $kind, concat!($name, "/fma"));
-            by_channels!($($f)::+, [$($g,)* false], $kind, concat!($name, "/div"));
+            by_channels!($($f)::+, [$($g,)* FMA], $kind, concat!($name, "/fma"));
+            by_channels!($($f)::+, [$($g,)* REFINED], $kind, concat!($name, "/refined"));
+            by_channels!($($f)::+, [$($g,)* DIV], $kind, concat!($name, "/div"));
         }};
     }
     match (level, element, planar) {
@@ -75,10 +77,10 @@ pub(super) fn encoders(level: SimdLevel, element: Element, planar: bool, channel
         (Avx512, Element::U8, false) => by_channels!(avx512::packed_u8, [], Packed, "avx512/u8"),
         (Avx512Vbmi, Element::U8, false) => by_channels!(vbmi::packed_u8, [], Packed, "avx512vbmi/u8"),
         (Avx2, Element::Bf16, false) => {
-            fma_then_div!(avx2::packed_16, [BF16_FAST], Packed, "avx2/bf16-fast");
-            fma_then_div!(avx2::packed_16, [BF16], Packed, "avx2/bf16");
+            fma_then_div!(avx2::packed_bf16, [BF16_FAST], Packed, "avx2/bf16-fast");
+            fma_then_div!(avx2::packed_bf16, [BF16], Packed, "avx2/bf16");
         }
-        (Avx2, Element::F16, false) => fma_then_div!(avx2::packed_16, [F16], Packed, "avx2/f16"),
+        (Avx2, Element::F16, false) => fma_then_div!(avx2::packed_f16, [], Packed, "avx2/f16"),
         (Avx512, Element::Bf16, false) => {
             fma_then_div!(avx512::packed_16, [BF16_FAST], Packed, "avx512/bf16-fast");
             fma_then_div!(avx512::packed_16, [BF16], Packed, "avx512/bf16");
@@ -149,13 +151,23 @@ fn interleave_mask(pos: [usize; 3]) -> [u8; 16] {
     mask
 }
 
-/// The arithmetic of a plan, per destination slot: `(x - mean) / scale`
-/// (`FMA` false) or `x * inv_scale + bias` (`FMA` true).
-fn affine<const FMA: bool>(plan: &Plan) -> ([f32; 4], [f32; 4]) {
-    if FMA {
-        (plan.bias, plan.inv_scale)
-    } else {
-        (plan.mean, plan.scale)
+/// How a kernel computes `(x - mean) / scale`; a plan takes the first, in
+/// this order, that reproduces the reference for its parameters.
+/// `x * (1 / scale) + (-mean / scale)`: one fused multiply-add.
+const FMA: u8 = 0;
+/// The quotient from the reciprocal, corrected once by its exact remainder
+/// (`r = t - q * scale`, then `q + r / scale`): two fused multiply-adds and a
+/// multiply, usually the correctly rounded quotient, faster than dividing.
+const REFINED: u8 = 1;
+/// A true division, IEEE-exact like the reference.
+const DIV: u8 = 2;
+
+/// The constants per destination slot that `normalise::<ARITH>` takes:
+/// `[bias, inv_scale, -]` for `FMA`, else `[mean, scale, inv_scale]`.
+fn affine<const ARITH: u8>(plan: &Plan) -> [[f32; 4]; 3] {
+    match ARITH {
+        FMA => [plan.bias, plan.inv_scale, plan.inv_scale],
+        _ => [plan.mean, plan.scale, plan.inv_scale],
     }
 }
 
@@ -184,28 +196,17 @@ mod avx2 {
 
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn normalise<const FMA: bool>(x: __m256i, a: __m256, b: __m256) -> __m256 {
+    unsafe fn normalise<const ARITH: u8>(x: __m256i, a: __m256, b: __m256, c: __m256) -> __m256 {
         let f = _mm256_cvtepi32_ps(x);
-        if FMA {
-            _mm256_fmadd_ps(f, b, a)
-        } else {
-            _mm256_div_ps(_mm256_sub_ps(f, a), b)
+        match ARITH {
+            FMA => _mm256_fmadd_ps(f, b, a),
+            REFINED => {
+                let t = _mm256_sub_ps(f, a);
+                let q = _mm256_mul_ps(t, c);
+                _mm256_fmadd_ps(_mm256_fnmadd_ps(q, b, t), c, q)
+            }
+            _ => _mm256_div_ps(_mm256_sub_ps(f, a), b),
         }
-    }
-
-    /// f32 to bf16 bits in the low half of each 32-bit lane (see `BF16_FAST`).
-    /// The values come from u8 inputs and finite parameters: never NaN.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn bf16_bits<const KIND: u8>(f: __m256) -> __m256i {
-        let bits = _mm256_castps_si256(f);
-        let rounded = if KIND == BF16_FAST {
-            _mm256_add_epi32(bits, _mm256_set1_epi32(0x8000))
-        } else {
-            let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(bits), _mm256_set1_epi32(1));
-            _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7FFF)), lsb)
-        };
-        _mm256_srli_epi32::<16>(rounded)
     }
 
     /// 8 source pixels, 4 at the start of each 16-byte lane (one byte apart for
@@ -237,48 +238,107 @@ mod avx2 {
         scalar::packed::<u8, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 4..]);
     }
 
-    /// Packed 16-bit floats (`KIND`). Vector j holds pixels j and 4 + j, one
-    /// per lane, widened by a byte shuffle; packing restores pixel order.
+    /// Packed IEEE half. Vector j holds pixels j and 4 + j, one per lane,
+    /// widened by a byte shuffle; 64-bit unpacks restore pixel order.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn packed_16<const C: usize, const KIND: u8, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+    pub(super) unsafe fn packed_f16<const C: usize, const ARITH: u8>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
         let n = dst.len() / 8;
         let masks = widen_masks(C, plan.map, true).map(|m| both_lanes(m));
-        let (a, b) = affine::<FMA>(plan);
-        let a = _mm256_broadcast_ps(&_mm_loadu_ps(a.as_ptr()));
-        let b = _mm256_broadcast_ps(&_mm_loadu_ps(b.as_ptr()));
+        let [a, b, c] = affine::<ARITH>(plan);
+        let [a, b, c] = [a, b, c].map(|v| _mm256_broadcast_ps(&_mm_loadu_ps(v.as_ptr())));
         let mut i = 0;
         while i + 8 <= n && i * C + step_bytes::<C>(8) <= src.len() {
             let v = lanes8::<C>(src.as_ptr().add(i * C));
-            let f = masks.map(|m| normalise::<FMA>(_mm256_shuffle_epi8(v, m), a, b));
+            // Each: pixel j in the low 8 bytes, pixel 4 + j in the high 8.
+            let h = masks.map(|m| _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(normalise::<ARITH>(_mm256_shuffle_epi8(v, m), a, b, c)));
+            let ordered = [
+                _mm_unpacklo_epi64(h[0], h[1]),
+                _mm_unpacklo_epi64(h[2], h[3]),
+                _mm_unpackhi_epi64(h[0], h[1]),
+                _mm_unpackhi_epi64(h[2], h[3]),
+            ];
             let out = dst.as_mut_ptr().add(i * 8);
-            if KIND == F16 {
-                // Each: pixel j in the low 8 bytes, pixel 4 + j in the high 8.
-                let h = f.map(|x| _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x));
-                let ordered = [
-                    _mm_unpacklo_epi64(h[0], h[1]),
-                    _mm_unpacklo_epi64(h[2], h[3]),
-                    _mm_unpackhi_epi64(h[0], h[1]),
-                    _mm_unpackhi_epi64(h[2], h[3]),
-                ];
-                for (q, x) in ordered.into_iter().enumerate() {
-                    _mm_storeu_si128(out.add(16 * q).cast(), x);
-                }
-            } else {
-                let r = f.map(|x| bf16_bits::<KIND>(x));
-                // Lanes: pixels 0, 1 | 4, 5 and 2, 3 | 6, 7.
-                let p01 = _mm256_packus_epi32(r[0], r[1]);
-                let p23 = _mm256_packus_epi32(r[2], r[3]);
-                _mm256_storeu_si256(out.cast(), _mm256_permute2x128_si256::<0x20>(p01, p23));
-                _mm256_storeu_si256(out.add(32).cast(), _mm256_permute2x128_si256::<0x31>(p01, p23));
+            for (q, x) in ordered.into_iter().enumerate() {
+                _mm_storeu_si128(out.add(16 * q).cast(), x);
             }
             i += 8;
         }
         scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
     }
 
+    /// Packed bf16 (`KIND`), computing only the three colour channels: one
+    /// vector per channel holds 8 pixels, lane-ordered 0, 1, 4, 5 | 2, 3, 6, 7
+    /// so that two in-lane unpacks leave pixels 0-3 and 4-7 in order. After
+    /// rounding, a blend puts the bf16 of R (or B) and of G (or the pad) side
+    /// by side in each 32-bit lane: no pack, no cross-lane permute.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn packed_bf16<const C: usize, const KIND: u8, const ARITH: u8>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+        let n = dst.len() / 8;
+        let masks = split_masks(C, plan.map).map(|m| _mm256_loadu_si256(m.as_ptr().cast()));
+        let spread = _mm256_loadu_si256(spread(C).as_ptr().cast());
+        let [a, b, c] = affine::<ARITH>(plan);
+        let [a, b, c] = [a, b, c].map(|v| [0, 1, 2].map(|k| _mm256_set1_ps(v[k])));
+        let pad = _mm256_set1_epi32((plan.pad << 16) as i32);
+        let mut i = 0;
+        while i + 8 <= n && i * C + step_bytes::<C>(8) <= src.len() {
+            let v = match C {
+                1 => _mm256_castsi128_si256(_mm_loadl_epi64(src.as_ptr().add(i).cast())),
+                _ => _mm256_loadu_si256(src.as_ptr().add(i * C).cast()),
+            };
+            let v = _mm256_permutevar8x32_epi32(v, spread);
+            let [r, g, bl] = [0, 1, 2].map(|k| {
+                let bits = _mm256_castps_si256(normalise::<ARITH>(_mm256_shuffle_epi8(v, masks[k]), a[k], b[k], c[k]));
+                if KIND == BF16_FAST {
+                    _mm256_add_epi32(bits, _mm256_set1_epi32(0x8000))
+                } else {
+                    let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(bits), _mm256_set1_epi32(1));
+                    _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7FFF)), lsb)
+                }
+            });
+            // 32-bit lanes of (R, G) and (B, pad) words.
+            let rg = _mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(r), g);
+            let bp = _mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(bl), pad);
+            let out = dst.as_mut_ptr().add(i * 8);
+            _mm256_storeu_si256(out.cast(), _mm256_unpacklo_epi32(rg, bp));
+            _mm256_storeu_si256(out.add(32).cast(), _mm256_unpackhi_epi32(rg, bp));
+            i += 8;
+        }
+        scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
+    }
+
+    /// Where `packed_bf16` moves the source dwords of 8 pixels: lane 0 gets
+    /// the bytes of pixels 0, 1 (its low 8 bytes) and 4, 5 (its high 8); lane
+    /// 1 those of 2, 3 and 6, 7. Each half is two consecutive source dwords.
+    const fn spread(channels: usize) -> [i32; 8] {
+        match channels {
+            1 => [0, 1, 0, 1, 0, 1, 0, 1],
+            3 => [0, 1, 3, 4, 1, 2, 4, 5],
+            _ => [0, 1, 4, 5, 2, 3, 6, 7],
+        }
+    }
+
+    /// `shuffle_epi8` masks for `packed_bf16`: mask k widens channel k of the
+    /// lane's 4 pixels to 32-bit lanes, from where `spread` left their bytes.
+    fn split_masks(channels: usize, map: [usize; 3]) -> [[u8; 32]; 3] {
+        let spread = spread(channels);
+        let mut masks = [[0x80u8; 32]; 3];
+        for (k, mask) in masks.iter_mut().enumerate() {
+            let channel = if channels == 1 { 0 } else { map[k] };
+            for lane in 0..2 {
+                for (slot, pixel) in [0, 1, 4, 5].into_iter().enumerate() {
+                    let half = slot / 2;
+                    let from = (pixel + 2 * lane) * channels + channel;
+                    let first = 4 * spread[4 * lane + 2 * half] as usize;
+                    mask[16 * lane + 4 * slot] = (from - first + 8 * half) as u8;
+                }
+            }
+        }
+        masks
+    }
+
     /// Three planes of f32 or (`HALF`) IEEE half.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn planar<const C: usize, const HALF: bool, const FMA: bool>(
+    pub(super) unsafe fn planar<const C: usize, const HALF: bool, const ARITH: u8>(
         plan: &Plan,
         src: &[u8],
         p0: &mut [u8],
@@ -288,13 +348,13 @@ mod avx2 {
         let size = if HALF { 2 } else { 4 };
         let n = p0.len().min(p1.len()).min(p2.len()) / size;
         let masks = widen_masks(C, plan.map, false).map(|m| both_lanes(m));
-        let (a, b) = affine::<FMA>(plan);
-        let (a, b) = ([0, 1, 2].map(|k| _mm256_set1_ps(a[k])), [0, 1, 2].map(|k| _mm256_set1_ps(b[k])));
+        let [a, b, c] = affine::<ARITH>(plan);
+        let [a, b, c] = [a, b, c].map(|v| [0, 1, 2].map(|k| _mm256_set1_ps(v[k])));
         let mut i = 0;
         while i + 8 <= n && i * C + step_bytes::<C>(8) <= src.len() {
             let v = lanes8::<C>(src.as_ptr().add(i * C));
             for (k, plane) in [&mut *p0, &mut *p1, &mut *p2].into_iter().enumerate() {
-                let f = normalise::<FMA>(_mm256_shuffle_epi8(v, masks[k]), a[k], b[k]);
+                let f = normalise::<ARITH>(_mm256_shuffle_epi8(v, masks[k]), a[k], b[k], c[k]);
                 let out = plane.as_mut_ptr().add(i * size);
                 if HALF {
                     _mm_storeu_si128(out.cast(), _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(f));
@@ -359,12 +419,16 @@ mod avx512_common {
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-    pub(super) unsafe fn normalise<const FMA: bool>(x: __m512i, a: __m512, b: __m512) -> __m512 {
+    pub(super) unsafe fn normalise<const ARITH: u8>(x: __m512i, a: __m512, b: __m512, c: __m512) -> __m512 {
         let f = _mm512_cvtepi32_ps(x);
-        if FMA {
-            _mm512_fmadd_ps(f, b, a)
-        } else {
-            _mm512_div_ps(_mm512_sub_ps(f, a), b)
+        match ARITH {
+            FMA => _mm512_fmadd_ps(f, b, a),
+            REFINED => {
+                let t = _mm512_sub_ps(f, a);
+                let q = _mm512_mul_ps(t, c);
+                _mm512_fmadd_ps(_mm512_fnmadd_ps(q, b, t), c, q)
+            }
+            _ => _mm512_div_ps(_mm512_sub_ps(f, a), b),
         }
     }
 
@@ -486,15 +550,15 @@ mod avx512 {
 
     /// Packed bf16 or f16 (`KIND`).
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-    pub(super) unsafe fn packed_16<const C: usize, const KIND: u8, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+    pub(super) unsafe fn packed_16<const C: usize, const KIND: u8, const ARITH: u8>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
         let n = dst.len() / 8;
         let shuffle = all_lanes(lane_shuffle(C, plan.map, false));
-        let (a, b) = affine::<FMA>(plan);
-        let (a, b) = (four_times(a), four_times(b));
+        let [a, b, c] = affine::<ARITH>(plan);
+        let (a, b, c) = (four_times(a), four_times(b), four_times(c));
         let mut i = 0;
         while i + 16 <= n && i * C + step_bytes::<C>(16) <= src.len() {
             let v = load16::<C>(src.as_ptr().add(i * C), shuffle);
-            let q = widen_lanes(v).map(|x| normalise::<FMA>(x, a, b));
+            let q = widen_lanes(v).map(|x| normalise::<ARITH>(x, a, b, c));
             store_16::<KIND>(dst.as_mut_ptr().add(i * 8), q);
             i += 16;
         }
@@ -502,7 +566,7 @@ mod avx512 {
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-    pub(super) unsafe fn planar<const C: usize, const HALF: bool, const FMA: bool>(
+    pub(super) unsafe fn planar<const C: usize, const HALF: bool, const ARITH: u8>(
         plan: &Plan,
         src: &[u8],
         p0: &mut [u8],
@@ -512,8 +576,8 @@ mod avx512 {
         let size = if HALF { 2 } else { 4 };
         let n = p0.len().min(p1.len()).min(p2.len()) / size;
         let shuffle = all_lanes(lane_shuffle(C, plan.map, true));
-        let (a, b) = affine::<FMA>(plan);
-        let (a, b) = ([0, 1, 2].map(|k| _mm512_set1_ps(a[k])), [0, 1, 2].map(|k| _mm512_set1_ps(b[k])));
+        let [a, b, c] = affine::<ARITH>(plan);
+        let [a, b, c] = [a, b, c].map(|v| [0, 1, 2].map(|k| _mm512_set1_ps(v[k])));
         // Lane k of the result: channel k of all 16 pixels.
         let gather = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
         let mut i = 0;
@@ -521,7 +585,7 @@ mod avx512 {
             let v = _mm512_permutexvar_epi32(gather, load16::<C>(src.as_ptr().add(i * C), shuffle));
             let runs = widen_lanes(v);
             for (k, plane) in [&mut *p0, &mut *p1, &mut *p2].into_iter().enumerate() {
-                let f = normalise::<FMA>(runs[k], a[k], b[k]);
+                let f = normalise::<ARITH>(runs[k], a[k], b[k], c[k]);
                 let out = plane.as_mut_ptr().add(i * size);
                 if HALF {
                     _mm256_storeu_si256(out.cast(), narrow_f16(f));
@@ -617,15 +681,15 @@ mod vbmi {
 
     /// Packed bf16 or f16 (`KIND`).
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c")]
-    pub(super) unsafe fn packed_16<const C: usize, const KIND: u8, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+    pub(super) unsafe fn packed_16<const C: usize, const KIND: u8, const ARITH: u8>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
         let n = dst.len() / 8;
         let index = plan.permutes.packed_lanes.each_ref().map(|t| table(t));
-        let (a, b) = affine::<FMA>(plan);
-        let (a, b) = (four_times(a), four_times(b));
+        let [a, b, c] = affine::<ARITH>(plan);
+        let (a, b, c) = (four_times(a), four_times(b), four_times(c));
         let mut i = 0;
         while i + 16 <= n && i * C + 16 * C <= src.len() {
             let w = window::<C>(src.as_ptr().add(i * C));
-            let q = index.map(|idx| normalise::<FMA>(gather::<C>(w, idx), a, b));
+            let q = index.map(|idx| normalise::<ARITH>(gather::<C>(w, idx), a, b, c));
             store_16::<KIND>(dst.as_mut_ptr().add(i * 8), q);
             i += 16;
         }
@@ -648,17 +712,17 @@ mod vbmi {
     /// Packed IEEE half, computing only the three colour channels (as
     /// `packed_bf16_native`).
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c")]
-    pub(super) unsafe fn packed_f16<const C: usize, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+    pub(super) unsafe fn packed_f16<const C: usize, const ARITH: u8>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
         let n = dst.len() / 8;
         let index = plan.permutes.planar_lanes.each_ref().map(|t| table(t));
-        let (a, b) = affine::<FMA>(plan);
-        let (a, b) = ([0, 1, 2].map(|k| _mm512_set1_ps(a[k])), [0, 1, 2].map(|k| _mm512_set1_ps(b[k])));
+        let [a, b, c] = affine::<ARITH>(plan);
+        let [a, b, c] = [a, b, c].map(|v| [0, 1, 2].map(|k| _mm512_set1_ps(v[k])));
         let pad = _mm256_set1_epi16(plan.pad as i16);
         let words = [0, 1].map(|h| _mm512_loadu_si512(interleave_words(h).as_ptr().cast()));
         let mut i = 0;
         while i + 16 <= n && i * C + 16 * C <= src.len() {
             let w = window::<C>(src.as_ptr().add(i * C));
-            let [r, g, bl] = [0, 1, 2].map(|k| narrow_f16(normalise::<FMA>(gather::<C>(w, index[k]), a[k], b[k])));
+            let [r, g, bl] = [0, 1, 2].map(|k| narrow_f16(normalise::<ARITH>(gather::<C>(w, index[k]), a[k], b[k], c[k])));
             let rg = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(r), g);
             let bp = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(bl), pad);
             let out = dst.as_mut_ptr().add(i * 8);
@@ -675,17 +739,17 @@ mod vbmi {
     /// word permutes). The instruction rounds to nearest even but flushes
     /// subnormals, so a plan uses it only where it reproduces the reference.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512bf16,avx2,fma,f16c")]
-    pub(super) unsafe fn packed_bf16_native<const C: usize, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+    pub(super) unsafe fn packed_bf16_native<const C: usize, const ARITH: u8>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
         let n = dst.len() / 8;
         let index = plan.permutes.planar_lanes.each_ref().map(|t| table(t));
-        let (a, b) = affine::<FMA>(plan);
-        let (a, b) = ([0, 1, 2].map(|k| _mm512_set1_ps(a[k])), [0, 1, 2].map(|k| _mm512_set1_ps(b[k])));
+        let [a, b, c] = affine::<ARITH>(plan);
+        let [a, b, c] = [a, b, c].map(|v| [0, 1, 2].map(|k| _mm512_set1_ps(v[k])));
         let pad = _mm512_set1_ps(f32::from_bits(plan.pad << 16));
         let words = [0, 1].map(|h| _mm512_loadu_si512(interleave_words(h).as_ptr().cast()));
         let mut i = 0;
         while i + 16 <= n && i * C + 16 * C <= src.len() {
             let w = window::<C>(src.as_ptr().add(i * C));
-            let [r, g, bl] = [0, 1, 2].map(|k| normalise::<FMA>(gather::<C>(w, index[k]), a[k], b[k]));
+            let [r, g, bl] = [0, 1, 2].map(|k| normalise::<ARITH>(gather::<C>(w, index[k]), a[k], b[k], c[k]));
             let rg: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(g, r));
             let bp: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(pad, bl));
             let out = dst.as_mut_ptr().add(i * 8);
@@ -698,7 +762,7 @@ mod vbmi {
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c")]
-    pub(super) unsafe fn planar<const C: usize, const HALF: bool, const FMA: bool>(
+    pub(super) unsafe fn planar<const C: usize, const HALF: bool, const ARITH: u8>(
         plan: &Plan,
         src: &[u8],
         p0: &mut [u8],
@@ -708,13 +772,13 @@ mod vbmi {
         let size = if HALF { 2 } else { 4 };
         let n = p0.len().min(p1.len()).min(p2.len()) / size;
         let index = plan.permutes.planar_lanes.each_ref().map(|t| table(t));
-        let (a, b) = affine::<FMA>(plan);
-        let (a, b) = ([0, 1, 2].map(|k| _mm512_set1_ps(a[k])), [0, 1, 2].map(|k| _mm512_set1_ps(b[k])));
+        let [a, b, c] = affine::<ARITH>(plan);
+        let [a, b, c] = [a, b, c].map(|v| [0, 1, 2].map(|k| _mm512_set1_ps(v[k])));
         let mut i = 0;
         while i + 16 <= n && i * C + 16 * C <= src.len() {
             let w = window::<C>(src.as_ptr().add(i * C));
             for (k, plane) in [&mut *p0, &mut *p1, &mut *p2].into_iter().enumerate() {
-                let f = normalise::<FMA>(gather::<C>(w, index[k]), a[k], b[k]);
+                let f = normalise::<ARITH>(gather::<C>(w, index[k]), a[k], b[k], c[k]);
                 let out = plane.as_mut_ptr().add(i * size);
                 if HALF {
                     _mm256_storeu_si256(out.cast(), narrow_f16(f));
