@@ -230,11 +230,18 @@ fn simd_levels_pick_simd_kernels() {
     };
     for level in SimdLevel::available() {
         let options = Options { simd: Some(level), ..imagenet.clone() };
-        for (src, dst) in [(Format::Bgr, Format::RgbxBf16), (Format::Bgr, Format::RgbpFloat), (Format::Rgba, Format::RgbxFp16), (Format::Nv12, Format::RgbxBf16)] {
+        let pairs = [
+            (Format::Bgr, Format::RgbxBf16),
+            (Format::Bgr, Format::RgbpFloat),
+            (Format::Rgba, Format::RgbxFp16),
+            (Format::Bgr, Format::RgbpFp16),
+            (Format::Nv12, Format::RgbxBf16),
+        ];
+        for (src, dst) in pairs {
             let name = describe(src, dst, &options).unwrap();
             if level == SimdLevel::Scalar {
                 assert!(name.contains("scalar"), "{name}");
-            } else if level != SimdLevel::Neon || dst != Format::RgbxFp16 {
+            } else {
                 assert!(name.contains(level.name()) && !name.contains("lut"), "{src}->{dst} at {level}: {name}");
             }
         }
@@ -243,6 +250,61 @@ fn simd_levels_pick_simd_kernels() {
         assert!(level == SimdLevel::Scalar || name.contains(level.name()), "{name}");
         let normalised_u8 = describe(Format::Bgr, Format::Rgbx, &Options { simd: Some(level), ..imagenet.clone() }).unwrap();
         assert!(normalised_u8.contains("lut"), "{normalised_u8}");
+    }
+}
+
+/// IEEE half destinations (packed RGBx_FP16, planar RGBP_FP16 and
+/// BGRP_FP16) from every source format run a SIMD kernel on every SIMD level
+/// (NEON's FCVTN kernels on aarch64, F16C on x86_64) and match the reference,
+/// at widths around the 16-pixel step (tails of every length class) and with
+/// assorted parameters: ImageNet's, none, 127.5, negative and tiny scales.
+#[test]
+fn half_destinations_use_simd_kernels_and_match() {
+    let norms = [
+        (Some([123.675, 116.28, 103.53]), Some([58.395, 57.12, 57.375])),
+        (None, None),
+        (Some([127.5; 3]), Some([127.5; 3])),
+        (Some([-3.25, 200.5, 17.0]), Some([0.013, -250.0, 3.5])),
+    ];
+    let destinations = [Format::RgbxFp16, Format::RgbpFp16, Format::BgrpFp16];
+    for level in SimdLevel::available().into_iter().filter(|&l| l != SimdLevel::Scalar) {
+        for src in Format::sources() {
+            for dst in destinations {
+                for (n, &(mean, scale)) in norms.iter().enumerate() {
+                    let pad = if dst.has_pad() { [0.0, 1.0, -2.5, 1e-3][n] } else { 0.0 };
+                    let options = Options { mean, scale, pad, simd: Some(level), ..Options::default() };
+                    let name = describe(src, dst, &options).unwrap();
+                    assert!(
+                        name.contains(&format!("{level}/")) && name.contains("f16/") && !name.contains("lut"),
+                        "{src}->{dst} at {level}, mean {mean:?} scale {scale:?}: {name}"
+                    );
+                    if level == SimdLevel::Neon && n == 0 {
+                        // ImageNet's parameters take the fused multiply-add kernels.
+                        let want = if dst.is_planar() { "neon/planar-f16/fma" } else { "neon/f16/fma" };
+                        assert!(name.ends_with(want), "{src}->{dst}: {name}");
+                    }
+                    for width in [2, 14, 16, 18, 30, 34, 46, 50] {
+                        // Odd widths too, but for NV12 (whose width is even).
+                        for width in [width, width + 1].into_iter().filter(|w| src != Format::Nv12 || w % 2 == 0) {
+                            let case = Case {
+                                src,
+                                dst,
+                                width,
+                                height: 2,
+                                src_extra: width % 3,
+                                dst_extra: 1,
+                                mean,
+                                scale,
+                                pad,
+                                seed: width as u64 + 11 * n as u64,
+                                threads: 1,
+                            };
+                            check(&case, level).unwrap();
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 

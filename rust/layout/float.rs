@@ -87,30 +87,38 @@ pub fn bf16_slice_to_f32(src: &[u16], dst: &mut [f32], level: SimdLevel) {
     run(src, dst)
 }
 
-/// `dst[i] = f16(src[i])`: F16C or Arm FP16 instructions through `half`
-/// unless the scalar path is asked for.
+/// `dst[i] = f16(src[i])`: F16C instructions through `half` on x86_64,
+/// NEON's FCVTN on aarch64 (every core: `half` uses Arm instructions only
+/// with the optional FP16 extension), portable code for the scalar path.
 pub fn f32_slice_to_f16(src: &[f32], dst: &mut [u16], level: SimdLevel) {
     use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
     assert_eq!(src.len(), dst.len());
-    if level == SimdLevel::Scalar {
-        for (d, &s) in dst.iter_mut().zip(src) {
-            *d = f32_to_f16(s);
+    match level {
+        SimdLevel::Scalar => {
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = f32_to_f16(s);
+            }
         }
-    } else {
-        dst.reinterpret_cast_mut::<f16>().convert_from_f32_slice(src);
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => super::kernels::neon::f32_slice_to_f16(src, dst),
+        _ => dst.reinterpret_cast_mut::<f16>().convert_from_f32_slice(src),
     }
 }
 
-/// `dst[i] = f32(src[i])` for IEEE half bits.
+/// `dst[i] = f32(src[i])` for IEEE half bits (F16C through `half`, or
+/// NEON's FCVTL, as in [`f32_slice_to_f16`]).
 pub fn f16_slice_to_f32(src: &[u16], dst: &mut [f32], level: SimdLevel) {
     use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
     assert_eq!(src.len(), dst.len());
-    if level == SimdLevel::Scalar {
-        for (d, &s) in dst.iter_mut().zip(src) {
-            *d = f16_to_f32(s);
+    match level {
+        SimdLevel::Scalar => {
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = f16_to_f32(s);
+            }
         }
-    } else {
-        src.reinterpret_cast::<f16>().convert_to_f32_slice(dst);
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => super::kernels::neon::f16_slice_to_f32(src, dst),
+        _ => src.reinterpret_cast::<f16>().convert_to_f32_slice(dst),
     }
 }
 
@@ -163,6 +171,38 @@ mod tests {
             f16_slice_to_f32(&h, &mut back, level);
             for (i, &b) in h.iter().enumerate() {
                 assert_eq!(back[i].to_bits(), f16_to_f32(b).to_bits(), "{level} f16 {b:#x}");
+            }
+        }
+    }
+
+    /// Every f16 bit pattern (NaN payloads, subnormals, both zeros) to f32
+    /// and back, and f32 NaNs with payloads to f16, on every level: the bits
+    /// the portable conversions give.
+    #[test]
+    fn f16_slices_are_exact_for_every_half_and_nan_payload() {
+        let all: Vec<u16> = (0..=u16::MAX).collect();
+        let nans: Vec<f32> = [0x7F80_0001u32, 0x7F80_2000, 0x7FA0_0000, 0x7FC0_0000, 0x7FC0_1FFF, 0x7FD5_5555, 0x7FFF_FFFF]
+            .into_iter()
+            .flat_map(|b| [f32::from_bits(b), f32::from_bits(b | 0x8000_0000)])
+            .collect();
+        for level in SimdLevel::available() {
+            let mut wide = vec![0f32; all.len()];
+            f16_slice_to_f32(&all, &mut wide, level);
+            for (&h, w) in all.iter().zip(&wide) {
+                assert_eq!(w.to_bits(), f16_to_f32(h).to_bits(), "{level} f32 of f16 {h:#06x}");
+            }
+            let mut narrow = vec![0u16; all.len()];
+            f32_slice_to_f16(&wide, &mut narrow, level);
+            for (i, (&h, &n)) in all.iter().zip(&narrow).enumerate() {
+                assert_eq!(n, f32_to_f16(wide[i]), "{level} f16 of f32 {:#010x}", wide[i].to_bits());
+                // Every half survives the round trip, but signalling NaNs come back quiet.
+                let quieted = if h & 0x7C00 == 0x7C00 && h & 0x3FF != 0 { h | 0x200 } else { h };
+                assert_eq!(n, quieted, "{level} round trip of {h:#06x}");
+            }
+            let mut from_nans = vec![0u16; nans.len()];
+            f32_slice_to_f16(&nans, &mut from_nans, level);
+            for (x, h) in nans.iter().zip(from_nans) {
+                assert_eq!(h, f32_to_f16(*x), "{level} f16 of NaN {:#010x}", x.to_bits());
             }
         }
     }

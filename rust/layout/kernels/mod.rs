@@ -10,7 +10,7 @@ pub(crate) mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 #[cfg(target_arch = "aarch64")]
-mod neon;
+pub(crate) mod neon;
 
 /// A source row of pixels to one packed destination row.
 pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);
