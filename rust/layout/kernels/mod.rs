@@ -37,6 +37,26 @@ pub(crate) struct Kernel {
     pub encoder: Encoder,
 }
 
+/// How a kernel computes `(x - mean) / scale`; a plan takes the first, in
+/// this order, that reproduces the reference for its parameters.
+/// `x * (1 / scale) + (-mean / scale)`: one fused multiply-add.
+pub(crate) const FMA: u8 = 0;
+/// The quotient from the reciprocal, corrected once by its exact remainder
+/// (`r = t - q * scale`, then `q + r * (1 / scale)`): two fused multiply-adds and a
+/// multiply, usually the correctly rounded quotient, faster than dividing.
+pub(crate) const REFINED: u8 = 1;
+/// A true division, IEEE-exact like the reference.
+pub(crate) const DIV: u8 = 2;
+
+/// The constants per destination slot that `normalise::<ARITH>` takes:
+/// `[bias, inv_scale, -]` for `FMA`, else `[mean, scale, inv_scale]`.
+pub(crate) fn affine<const ARITH: u8>(plan: &Plan) -> [[f32; 4]; 3] {
+    match ARITH {
+        FMA => [plan.bias, plan.inv_scale, plan.inv_scale],
+        _ => [plan.mean, plan.scale, plan.inv_scale],
+    }
+}
+
 /// Byte permutations for one step of 16 source pixels of `channels` bytes
 /// (kernels with whole-register byte permutes, e.g. AVX-512 VBMI), built once
 /// per plan. Each entry is a byte index into the step's source bytes, or

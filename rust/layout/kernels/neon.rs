@@ -17,7 +17,7 @@ use super::super::convert::Plan;
 use super::super::float::{f16_to_f32, f32_to_f16};
 use super::super::format::Element;
 use super::scalar::{self, bt601};
-use super::{Encoder, Kernel, Nv12Row};
+use super::{affine, Encoder, Kernel, Nv12Row, DIV, FMA, REFINED};
 
 pub(super) fn encoders(element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
     let mut kernels = Vec::new();
@@ -33,26 +33,23 @@ pub(super) fn encoders(element: Element, planar: bool, channels: usize, identity
             })
         };
     }
+    // One kernel per arithmetic (see `FMA`), in the order a plan tries them.
+    macro_rules! fma_then_div {
+        ($f:ident, [$($g:tt),*], $kind:ident, $name:expr) => {{
+            by_channels!($f, [$($g,)* FMA], $kind, concat!($name, "/fma"));
+            by_channels!($f, [$($g,)* REFINED], $kind, concat!($name, "/refined"));
+            by_channels!($f, [$($g,)* DIV], $kind, concat!($name, "/div"));
+        }};
+    }
     match (element, planar) {
         (Element::U8, false) if identity => by_channels!(packed_u8, [], Packed, "neon/u8"),
         (Element::Bf16, false) => {
-            by_channels!(packed_16, [BF16_FAST, true], Packed, "neon/bf16-fast/fma");
-            by_channels!(packed_16, [BF16_FAST, false], Packed, "neon/bf16-fast/div");
-            by_channels!(packed_16, [BF16, true], Packed, "neon/bf16/fma");
-            by_channels!(packed_16, [BF16, false], Packed, "neon/bf16/div");
+            fma_then_div!(packed_16, [BF16_FAST], Packed, "neon/bf16-fast");
+            fma_then_div!(packed_16, [BF16], Packed, "neon/bf16");
         }
-        (Element::F16, false) => {
-            by_channels!(packed_16, [F16, true], Packed, "neon/f16/fma");
-            by_channels!(packed_16, [F16, false], Packed, "neon/f16/div");
-        }
-        (Element::F32, true) => {
-            by_channels!(planes, [false, true], Planar, "neon/planar-f32/fma");
-            by_channels!(planes, [false, false], Planar, "neon/planar-f32/div");
-        }
-        (Element::F16, true) => {
-            by_channels!(planes, [true, true], Planar, "neon/planar-f16/fma");
-            by_channels!(planes, [true, false], Planar, "neon/planar-f16/div");
-        }
+        (Element::F16, false) => fma_then_div!(packed_16, [F16], Packed, "neon/f16"),
+        (Element::F32, true) => fma_then_div!(planes, [false], Planar, "neon/planar-f32"),
+        (Element::F16, true) => fma_then_div!(planes, [true], Planar, "neon/planar-f16"),
         _ => {}
     }
     kernels
@@ -101,21 +98,18 @@ unsafe fn widen(x: uint8x16_t) -> [float32x4_t; 4] {
         .map(|w| vcvtq_f32_u32(w))
 }
 
-/// `x * b + a` (`FMA`) or `(x - a) / b`, per the plan's channel constants.
+/// `(x - mean) / scale` in the arithmetic `ARITH` (see `FMA`), with the
+/// constants `affine::<ARITH>` gives.
 #[inline(always)]
-unsafe fn normalise<const FMA: bool>(x: float32x4_t, a: float32x4_t, b: float32x4_t) -> float32x4_t {
-    if FMA {
-        vfmaq_f32(a, x, b)
-    } else {
-        vdivq_f32(vsubq_f32(x, a), b)
-    }
-}
-
-fn constants<const FMA: bool>(plan: &Plan) -> ([f32; 4], [f32; 4]) {
-    if FMA {
-        (plan.bias, plan.inv_scale)
-    } else {
-        (plan.mean, plan.scale)
+unsafe fn normalise<const ARITH: u8>(x: float32x4_t, a: float32x4_t, b: float32x4_t, c: float32x4_t) -> float32x4_t {
+    match ARITH {
+        FMA => vfmaq_f32(a, x, b),
+        REFINED => {
+            let t = vsubq_f32(x, a);
+            let q = vmulq_f32(t, c);
+            vfmaq_f32(q, vfmsq_f32(t, q, b), c)
+        }
+        _ => vdivq_f32(vsubq_f32(x, a), b),
     }
 }
 
@@ -261,22 +255,21 @@ unsafe fn narrow<const KIND: u8>(lo: float32x4_t, hi: float32x4_t) -> uint16x8_t
 }
 
 /// Packed 16-bit floats (`KIND`): four per pixel, the pad slot the plan's pad.
-unsafe fn packed_16<const C: usize, const KIND: u8, const FMA: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+unsafe fn packed_16<const C: usize, const KIND: u8, const ARITH: u8>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
     if swaps(plan.map) {
-        packed_16_in::<C, true, KIND, FMA>(plan, src, dst)
+        packed_16_in::<C, true, KIND, ARITH>(plan, src, dst)
     } else {
-        packed_16_in::<C, false, KIND, FMA>(plan, src, dst)
+        packed_16_in::<C, false, KIND, ARITH>(plan, src, dst)
     }
 }
 
-unsafe fn packed_16_in<const C: usize, const SWAP: bool, const KIND: u8, const FMA: bool>(
+unsafe fn packed_16_in<const C: usize, const SWAP: bool, const KIND: u8, const ARITH: u8>(
     plan: &Plan,
     src: &[u8],
     dst: &mut [u8],
 ) {
     let n = dst.len() / 8;
-    let (a, b) = constants::<FMA>(plan);
-    let (a, b) = ([0, 1, 2].map(|k| vdupq_n_f32(a[k])), [0, 1, 2].map(|k| vdupq_n_f32(b[k])));
+    let [a, b, c] = affine::<ARITH>(plan).map(|v| [0, 1, 2].map(|k| vdupq_n_f32(v[k])));
     let pad = vdupq_n_u16(plan.pad as u16);
     let mut i = 0;
     while i + 16 <= n && (i + 16) * C <= src.len() {
@@ -284,7 +277,7 @@ unsafe fn packed_16_in<const C: usize, const SWAP: bool, const KIND: u8, const F
         // Pixels 0-7 and 8-15: per channel, a vector of 8 16-bit floats.
         let mut halves = [[vdupq_n_u16(0); 3]; 2];
         for k in 0..3 {
-            let f = widen(channels[k]).map(|x| normalise::<FMA>(x, a[k], b[k]));
+            let f = widen(channels[k]).map(|x| normalise::<ARITH>(x, a[k], b[k], c[k]));
             halves[0][k] = narrow::<KIND>(f[0], f[1]);
             halves[1][k] = narrow::<KIND>(f[2], f[3]);
         }
@@ -298,7 +291,7 @@ unsafe fn packed_16_in<const C: usize, const SWAP: bool, const KIND: u8, const F
 }
 
 /// Three planes of f32 or (`HALF`) IEEE half.
-unsafe fn planes<const C: usize, const HALF: bool, const FMA: bool>(
+unsafe fn planes<const C: usize, const HALF: bool, const ARITH: u8>(
     plan: &Plan,
     src: &[u8],
     p0: &mut [u8],
@@ -306,13 +299,13 @@ unsafe fn planes<const C: usize, const HALF: bool, const FMA: bool>(
     p2: &mut [u8],
 ) {
     if swaps(plan.map) {
-        planes_in::<C, true, HALF, FMA>(plan, src, p0, p1, p2)
+        planes_in::<C, true, HALF, ARITH>(plan, src, p0, p1, p2)
     } else {
-        planes_in::<C, false, HALF, FMA>(plan, src, p0, p1, p2)
+        planes_in::<C, false, HALF, ARITH>(plan, src, p0, p1, p2)
     }
 }
 
-unsafe fn planes_in<const C: usize, const SWAP: bool, const HALF: bool, const FMA: bool>(
+unsafe fn planes_in<const C: usize, const SWAP: bool, const HALF: bool, const ARITH: u8>(
     plan: &Plan,
     src: &[u8],
     p0: &mut [u8],
@@ -321,13 +314,12 @@ unsafe fn planes_in<const C: usize, const SWAP: bool, const HALF: bool, const FM
 ) {
     let size = if HALF { 2 } else { 4 };
     let n = p0.len().min(p1.len()).min(p2.len()) / size;
-    let (a, b) = constants::<FMA>(plan);
-    let (a, b) = ([0, 1, 2].map(|k| vdupq_n_f32(a[k])), [0, 1, 2].map(|k| vdupq_n_f32(b[k])));
+    let [a, b, c] = affine::<ARITH>(plan).map(|v| [0, 1, 2].map(|k| vdupq_n_f32(v[k])));
     let mut i = 0;
     while i + 16 <= n && (i + 16) * C <= src.len() {
         let channels = load16::<C, SWAP>(src.as_ptr().add(i * C));
         for (k, plane) in [&mut *p0, &mut *p1, &mut *p2].into_iter().enumerate() {
-            let f = widen(channels[k]).map(|x| normalise::<FMA>(x, a[k], b[k]));
+            let f = widen(channels[k]).map(|x| normalise::<ARITH>(x, a[k], b[k], c[k]));
             let out = plane.as_mut_ptr().add(i * size);
             if HALF {
                 let out = out.cast::<u16>();

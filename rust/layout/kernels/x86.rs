@@ -18,7 +18,7 @@ use super::super::convert::Plan;
 use super::super::format::Element;
 use super::super::simd::SimdLevel;
 use super::scalar::{self, bt601};
-use super::{Encoder, Kernel, Nv12Row};
+use super::{affine, Encoder, Kernel, Nv12Row, DIV, FMA, REFINED};
 
 /// Byte indices for `shuffle_epi8` in one 16-byte lane of 4 source pixels:
 /// to 4-byte pixels in destination order (`slot_major` false), or to 4 bytes
@@ -149,26 +149,6 @@ fn interleave_mask(pos: [usize; 3]) -> [u8; 16] {
         }
     }
     mask
-}
-
-/// How a kernel computes `(x - mean) / scale`; a plan takes the first, in
-/// this order, that reproduces the reference for its parameters.
-/// `x * (1 / scale) + (-mean / scale)`: one fused multiply-add.
-const FMA: u8 = 0;
-/// The quotient from the reciprocal, corrected once by its exact remainder
-/// (`r = t - q * scale`, then `q + r / scale`): two fused multiply-adds and a
-/// multiply, usually the correctly rounded quotient, faster than dividing.
-const REFINED: u8 = 1;
-/// A true division, IEEE-exact like the reference.
-const DIV: u8 = 2;
-
-/// The constants per destination slot that `normalise::<ARITH>` takes:
-/// `[bias, inv_scale, -]` for `FMA`, else `[mean, scale, inv_scale]`.
-fn affine<const ARITH: u8>(plan: &Plan) -> [[f32; 4]; 3] {
-    match ARITH {
-        FMA => [plan.bias, plan.inv_scale, plan.inv_scale],
-        _ => [plan.mean, plan.scale, plan.inv_scale],
-    }
 }
 
 mod avx2 {
