@@ -7,6 +7,7 @@ import gc
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -165,6 +166,28 @@ def test_a_dead_producer_is_a_clear_error_and_leaks_nothing(pipeline: Pipeline, 
     assert (buffer_fds(), mappings()) == (fds, maps)
     # The pipeline is still usable.
     assert expected("coffee", pipeline.process(sample_photo("coffee"))[0].label)
+
+
+@pytest.mark.slow
+def test_a_slow_consumer_keeps_its_producer_until_the_last_frame(pipeline: Pipeline, folder: Path) -> None:
+    """The producer sends every frame and "end" at once, then must stay until the consumer has answered the
+    last "done", however long inference takes. It used to give up 30 s after "end" and exit with status 0,
+    and the consumer's next "done" failed: "the producer process ... exited with status 0 after 2 frame(s);
+    the stream is incomplete" (seen under qemu-aarch64, where one inference takes seconds)."""
+    producer: list[subprocess.Popen[bytes]] = []
+    alive: list[bool] = []
+
+    def slow_consumer(result: FrameResult) -> None:
+        alive.append(producer[0].poll() is None)  # after this frame's "done" went out
+        if result.sequence == 1:  # frame 2 and "end" are sent by now; frame 2's "done" comes after this
+            time.sleep(32)
+
+    report = run_two_process(pipeline, folder, limit=3, progress=False, on_start=producer.append, on_result=slow_consumer)
+    assert report.frames == 3 and [r.sequence for r in report.results] == [0, 1, 2]
+    for photo, result in zip(ORDER, report.results):
+        assert expected(photo, result.prediction[0].label), (photo, result)
+    assert alive == [True, True, True]
+    assert producer[0].returncode == 0  # it left once the consumer closed its end
 
 
 def test_a_producer_that_cannot_read_a_frame_says_which(pipeline: Pipeline, folder: Path, tmp_path: Path) -> None:

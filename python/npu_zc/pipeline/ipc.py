@@ -17,6 +17,8 @@ Messages (the metadata of :func:`npu_zc.send_buffers`, all with a ``kind``)::
     consumer -> producer   done   {slot}
     producer -> consumer   end    {frames}   or   error {message}
 
+After "end" the producer keeps its end open, reading "done"s, until the
+consumer closes its own: frames still in flight may take any time to infer.
 A producer that dies mid-stream closes its end of the socket: the consumer
 raises :class:`ProducerError` naming what happened, after unbinding and
 closing every buffer it received.
