@@ -21,6 +21,8 @@ from .buffers import (
 from . import runtime
 from .pipeline import Pipeline
 from .layout import (
+    Converter,
+    TopK,
     check_destination,
     convert,
     dequantize,
@@ -64,6 +66,8 @@ __all__ = [
     "recv_buffers",
     "send_buffers",
     # layouts
+    "Converter",
+    "TopK",
     "check_destination",
     "convert",
     "dequantize",

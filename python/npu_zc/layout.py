@@ -11,6 +11,18 @@ already in its native layout, so nothing is converted or copied later::
     convert(bgr, buf, "BGR", fmt,                           # bgr: (224, 224, 3) uint8
             mean=(123.675, 116.28, 103.53), scale=(58.395, 57.12, 57.375))
 
+:func:`convert` checks every argument on every call, which can cost more than
+converting a small frame (with the caches cold, right after an inference).
+Converting frames of one size again and again, bind
+the arguments once: a :class:`Converter` checks them when it is made, then
+each call only checks that its arrays are like ones it has already checked::
+
+    to_input = Converter("BGR", fmt, 224, 224, mean=(123.675, 116.28, 103.53),
+                         scale=(58.395, 57.12, 57.375), threads=1)
+    to_input(bgr, buf)                                      # every frame
+
+:class:`TopK` does the same for :func:`topk` on the way back.
+
 Format names follow AMD VART (and VVAS for the 3-channel ones). Sources:
 ``BGR``, ``RGB``, ``BGRA``, ``RGBA``, ``GRAY``, ``NV12`` (and ``RGBx``/``BGRx``,
 read like RGBA/BGRA). Destinations: the packed HW layouts ``RGBx``, ``BGRx``
@@ -42,8 +54,10 @@ from . import _core
 from .errors import InvalidArgumentError
 
 __all__ = [
+    "Converter",
     "DESTINATION_FORMATS",
     "SOURCE_FORMATS",
+    "TopK",
     "check_destination",
     "convert",
     "dequantize",
@@ -158,9 +172,28 @@ def _destination_array(dst: np.ndarray | Mappable, nbytes: int) -> tuple[np.ndar
             f"the destination must be a numpy array or a buffer with a .map() method (a DmaBuf), "
             f"not {type(dst).__name__}"
         )
+    return _writable_destination(array), mapped
+
+
+def _writable_destination(array: np.ndarray) -> np.ndarray:
     if not array.flags.writeable:
         raise _fail("the destination is read-only: pass a writable array (a DmaBuf mapped for writing, or a copy)")
-    return array, mapped
+    return array
+
+
+def _threads(threads: int | None) -> int | None:
+    if threads is None:
+        return None
+    if _index(threads, "threads") < 1:
+        raise _fail(f"threads must be at least 1 (or None for every core), not {threads}")
+    return _index(threads, "threads")
+
+
+def _pad(pad: float) -> float:
+    try:
+        return float(pad)
+    except (TypeError, ValueError):
+        raise _fail(f"pad must be a number, not {pad!r}") from None
 
 
 def _channel_values(values: ChannelValues, name: str) -> tuple[float, float, float] | None:
@@ -186,9 +219,10 @@ def _index(value: Any, name: str) -> int:
 
 
 def _source_arrays(
-    src: Any, src_format: str, size: tuple[int, int] | None
+    src: Any, src_format: str, size: tuple[int, int] | None, *, flat: str = "pass size=(width, height) for a flat buffer"
 ) -> tuple[np.ndarray, np.ndarray | None, int, int]:
-    """(source bytes, UV plane bytes or None, width, height)."""
+    """(source bytes, UV plane bytes or None, width, height); ``flat`` ends the
+    message for a source of the wrong shape (how to pass a flat buffer)."""
     if src_format == "NV12" and isinstance(src, (tuple, list)):
         if len(src) != 2:
             raise _fail(f"an NV12 source is one buffer or a (Y, UV) pair, not {len(src)} arrays")
@@ -227,7 +261,7 @@ def _source_arrays(
     if y.ndim != 3 or y.shape[2] != channels:
         raise _fail(
             f"a {src_format} source has shape (H, W, {channels}), not {y.shape}; "
-            "pass size=(width, height) for a flat buffer"
+            + flat
         )
     height, width = y.shape[:2]
     return y, None, width, height
@@ -298,7 +332,8 @@ def convert(
     :func:`simd_levels`.
 
     Raises :class:`npu_zc.InvalidArgumentError` (a ValueError) for any bad
-    argument, before writing anything.
+    argument, before writing anything. Converting many frames of one size,
+    a :class:`Converter` checks the arguments once.
     """
     src_format = _format(src_format, "source")
     dst_format = _format(dst_format, "destination")
@@ -307,12 +342,8 @@ def convert(
     nbytes = frame_nbytes(dst_format, width, height, stride=stride)
     array, mapped = _destination_array(dst, nbytes)
     dst_bytes = _destination_bytes(array, dst_format, width, height, nbytes, mapped)
-    if threads is not None and _index(threads, "threads") < 1:
-        raise _fail(f"threads must be at least 1 (or None for every core), not {threads}")
-    try:
-        pad_value = float(pad)
-    except (TypeError, ValueError):
-        raise _fail(f"pad must be a number, not {pad!r}") from None
+    threads = _threads(threads)
+    pad_value = _pad(pad)
     _core.convert(
         y,
         src_format,
@@ -418,6 +449,266 @@ def describe_conversion(
             pad=float(pad), simd=simd,
         )
     )
+
+
+# --- checked once: a conversion bound to its arguments -----------------------
+
+# Array signatures a Converter or TopK remembers; past this many, it forgets
+# them all and checks again (a pipeline uses a handful of buffers).
+_REMEMBERED = 16
+
+# (shape, dtype, strides): what every Python check of an array depends on.
+_Signature = tuple[tuple[int, ...], np.dtype, tuple[int, ...]]
+
+
+def _signature(a: np.ndarray) -> _Signature:
+    return a.shape, a.dtype, a.strides
+
+
+def _remember(seen: dict[Any, Any], key: Any, value: Any) -> None:
+    if key not in seen:
+        if len(seen) >= _REMEMBERED:
+            seen.clear()
+        seen[key] = value
+
+
+class Converter:
+    """:func:`convert` with its formats, frame size and parameters checked once.
+
+    ``Converter(src_format, dst_format, width, height, mean=..., ...)`` checks
+    every argument as :func:`convert` does (same errors), and builds the plan
+    (:attr:`kernel`) at once. Calling it, ``conv(src, dst)``, converts a
+    ``width`` x ``height`` frame and returns the array written, like
+    ``convert(src, dst, src_format, dst_format, ...)``::
+
+        to_input = Converter("BGR", "RGBx_BF16", 224, 224, mean=(123.675, 116.28, 103.53),
+                             scale=(58.395, 57.12, 57.375), threads=1)
+        to_input(bgr, buf)                          # every frame: microseconds of checks
+
+    The first call with an array of some shape, dtype and strides checks it
+    fully; the Converter remembers those that passed, and later calls whose
+    source and destination match one exactly (the destination also writable)
+    go straight to the Rust core, which still checks the memory it reads and
+    writes. Anything else is checked fully again: a wrong array gets the
+    same clear :class:`npu_zc.InvalidArgumentError` as from :func:`convert`,
+    and nothing is written.
+
+    ``src`` is shaped like the frame as for :func:`convert` (NV12: one buffer
+    or a ``(Y, UV)`` pair), or is a flat (1-D) uint8 buffer with rows
+    ``src_stride`` bytes apart; ``dst`` is an array or a DmaBuf (mapped on
+    each call). A Converter may be called from several threads at once.
+    """
+
+    __slots__ = (
+        "_src_format", "_dst_format", "_width", "_height", "_mean", "_scale", "_pad", "_src_stride",
+        "_dst_stride", "_threads", "_simd", "_kernel", "_src_nbytes", "_dst_nbytes", "_sources", "_destinations",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        src_format: str,
+        dst_format: str,
+        width: int,
+        height: int,
+        *,
+        mean: ChannelValues = None,
+        scale: ChannelValues = None,
+        pad: float = 0,
+        src_stride: int | None = None,
+        dst_stride: int | None = None,
+        threads: int | None = None,
+        simd: str | None = None,
+    ) -> None:
+        self._src_format = _format(src_format, "source")
+        self._dst_format = _format(dst_format, "destination")
+        self._width, self._height = _index(width, "width"), _index(height, "height")
+        if self._width < 1 or self._height < 1:
+            raise _fail(
+                f"a {self._dst_format} frame of {self._width}x{self._height} pixels is empty: "
+                "width and height must be at least 1"
+            )
+        self._src_stride = _stride(src_stride, "src_stride")
+        self._dst_stride = _stride(dst_stride, "dst_stride")
+        self._mean = _channel_values(mean, "mean")
+        self._scale = _channel_values(scale, "scale")
+        self._pad = _pad(pad)
+        self._threads = _threads(threads)
+        if simd is not None and not isinstance(simd, str):
+            raise _fail(f"simd must be the name of a code path such as 'avx2', not {simd!r}")
+        self._simd = simd
+        # The plan, as convert makes it: checks the pair of formats, mean, scale, pad and simd.
+        self._kernel = describe_conversion(
+            self._src_format, self._dst_format, mean=self._mean, scale=self._scale, pad=self._pad, simd=simd
+        )
+        # Both frames' geometry: checks the strides and the sizes NV12 needs.
+        self._src_nbytes = frame_nbytes(self._src_format, self._width, self._height, stride=self._src_stride)
+        self._dst_nbytes = frame_nbytes(self._dst_format, self._width, self._height, stride=self._dst_stride)
+        # Signatures of the arrays that passed every check: a source (or a (Y, UV) pair of them),
+        # and a destination with how convert makes its bytes (leading axes dropped, viewed as uint8?).
+        self._sources: dict[Any, None] = {}
+        self._destinations: dict[_Signature, tuple[int, bool]] = {}
+
+    @property
+    def src_format(self) -> str:
+        """The source format's canonical name."""
+        return self._src_format
+
+    @property
+    def dst_format(self) -> str:
+        """The destination format's canonical name."""
+        return self._dst_format
+
+    @property
+    def width(self) -> int:
+        """The frame's width in pixels."""
+        return self._width
+
+    @property
+    def height(self) -> int:
+        """The frame's height in pixels."""
+        return self._height
+
+    @property
+    def mean(self) -> tuple[float, float, float] | None:
+        """Per channel, in the destination's order (None: 0)."""
+        return self._mean
+
+    @property
+    def scale(self) -> tuple[float, float, float] | None:
+        """Per channel, in the destination's order (None: 1)."""
+        return self._scale
+
+    @property
+    def pad(self) -> float:
+        """The value of a 4-channel layout's fourth channel."""
+        return self._pad
+
+    @property
+    def src_stride(self) -> int | None:
+        """Bytes between source rows (None: packed)."""
+        return self._src_stride
+
+    @property
+    def dst_stride(self) -> int | None:
+        """Bytes between destination rows (None: packed)."""
+        return self._dst_stride
+
+    @property
+    def threads(self) -> int | None:
+        """At most this many threads (None: every core)."""
+        return self._threads
+
+    @property
+    def simd(self) -> str | None:
+        """The code path asked for (None: the best one)."""
+        return self._simd
+
+    @property
+    def kernel(self) -> str:
+        """The kernels run, as :func:`describe_conversion` says."""
+        return self._kernel
+
+    @property
+    def src_nbytes(self) -> int:
+        """Bytes of a source frame (NV12: both planes)."""
+        return self._src_nbytes
+
+    @property
+    def dst_nbytes(self) -> int:
+        """Bytes of a destination frame: of a DmaBuf to write."""
+        return self._dst_nbytes
+
+    @property
+    def dst_shape(self) -> tuple[int, ...]:
+        """The shape of a destination array: ``(3, H, W)`` planar, ``(H, W, 3)``
+        or ``(H, W, 4)`` packed (a batch axis of 1 in front is allowed too)."""
+        if self._dst_format in _PLANAR:
+            return (3, self._height, self._width)
+        return (self._height, self._width, 3 if self._dst_format in _THREE_CHANNELS else 4)
+
+    def __repr__(self) -> str:
+        defaults = {"mean": None, "scale": None, "pad": 0.0, "src_stride": None, "dst_stride": None, "threads": None, "simd": None}
+        options = "".join(f", {name}={getattr(self, name)!r}" for name, default in defaults.items() if getattr(self, name) != default)
+        return f"Converter({self._src_format!r}, {self._dst_format!r}, {self._width}, {self._height}{options})"
+
+    def __call__(self, src: Any, dst: np.ndarray | Mappable) -> np.ndarray:
+        """Convert the frame ``src`` into ``dst``; returns the array written (a DmaBuf's mapping)."""
+        if isinstance(dst, np.ndarray):
+            array, mapped = dst, False
+        else:
+            array, mapped = _destination_array(dst, self._dst_nbytes)
+        how = self._destinations.get((array.shape, array.dtype, array.strides))
+        if how is not None and array.flags.writeable:
+            y: Any = src
+            uv: np.ndarray | None = None
+            if isinstance(src, np.ndarray):
+                known = (src.shape, src.dtype, src.strides) in self._sources
+            elif isinstance(src, (tuple, list)) and len(src) == 2:
+                y, uv = src
+                known = (
+                    isinstance(y, np.ndarray)
+                    and isinstance(uv, np.ndarray)
+                    and ((y.shape, y.dtype, y.strides), (uv.shape, uv.dtype, uv.strides)) in self._sources
+                )
+            else:
+                known = False
+            if known:
+                drop, view = how
+                out = array[(0,) * drop] if drop else array
+                self._run(y, uv, out.view(np.uint8) if view else out)
+                return array
+        return self._checked(src, array, mapped)
+
+    def _checked(self, src: Any, array: np.ndarray, mapped: bool) -> np.ndarray:
+        """Every check of :func:`convert`, then the conversion; remembers the arrays that passed."""
+        pair = self._src_format == "NV12" and isinstance(src, (tuple, list))
+        source = src if pair else np.asarray(src)
+        size = (self._width, self._height) if not pair and source.ndim == 1 else None
+        flat = f"or pass a flat (1-D) buffer of {self._src_nbytes} bytes"
+        y, uv, width, height = _source_arrays(source, self._src_format, size, flat=flat)
+        if (width, height) != (self._width, self._height):
+            raise _fail(
+                f"the source is a {width}x{height} frame but this Converter converts {self._width}x{self._height} "
+                "frames: make one Converter for each frame size"
+            )
+        _writable_destination(array)
+        dst_bytes = _destination_bytes(array, self._dst_format, width, height, self._dst_nbytes, mapped)
+        self._run(y, uv, dst_bytes)
+        # Only now: the core accepted the memory of both (it checks that too).
+        if isinstance(src, np.ndarray):
+            _remember(self._sources, _signature(src), None)
+        elif pair and len(src) == 2 and all(isinstance(p, np.ndarray) for p in src):
+            _remember(self._sources, (_signature(src[0]), _signature(src[1])), None)
+        _remember(self._destinations, _signature(array), (array.ndim - dst_bytes.ndim, dst_bytes.dtype != array.dtype))
+        return array
+
+    def _run(self, y: np.ndarray, uv: np.ndarray | None, dst: np.ndarray) -> None:
+        _core.convert(
+            y,
+            self._src_format,
+            dst,
+            self._dst_format,
+            self._width,
+            self._height,
+            src_pitch=self._src_stride,
+            dst_pitch=self._dst_stride,
+            uv=uv,
+            uv_pitch=None if uv is None else self._src_stride,
+            mean=self._mean,
+            scale=self._scale,
+            pad=self._pad,
+            threads=self._threads,
+            simd=self._simd,
+        )
+
+
+def _stride(value: int | None, name: str) -> int | None:
+    if value is None:
+        return None
+    stride = _index(value, name)
+    if stride < 0:  # the core says why 0 or too few bytes will not do
+        raise _fail(f"{name} must be the number of bytes from one row to the next, not {stride}")
+    return stride
 
 
 # --- the way back: output buffers -------------------------------------------
@@ -605,17 +896,93 @@ def topk(
     values)`` shaped ``(..., k)``, int64 and float32. Ties go to the lower
     index; NaN ranks last. ``src`` (uint8, int8, bfloat16, float16, float32)
     is read in place. With ``scale``, values are dequantised,
-    ``(q - zero_point) * scale`` (the order is the same for a positive scale)."""
+    ``(q - zero_point) * scale`` (the order is the same for a positive scale).
+    :class:`TopK` binds ``k`` and checks it once."""
     source = _contiguous(_array(src, "source"), "source")
+    element, row_len = _topk_source(source)
+    indices, values = _core.topk(_bytes_of(source.reshape(-1), "source"), element, row_len, _index(k, "k"))
+    return _topk_result(indices, values, source.shape[:-1] + (int(k),), scale, zero_point)
+
+
+def _topk_source(source: np.ndarray) -> tuple[str, int]:
+    """The element type and row length of a contiguous top-k source."""
     element = _element(source, "source", ("uint8", "int8", "bfloat16", "float16", "float32"))
     if source.ndim == 0 or source.shape[-1] == 0:
         raise _fail(f"top-k needs values along a last axis, not shape {source.shape}")
-    row_len = source.shape[-1]
-    indices, values = _core.topk(_bytes_of(source.reshape(-1), "source"), element, row_len, _index(k, "k"))
-    shape = source.shape[:-1] + (int(k),)
-    values = values.reshape(shape)
+    return element, source.shape[-1]
+
+
+def _topk_scale(scale: float) -> None:
+    if not (math.isfinite(scale) and scale > 0):
+        raise _fail(f"scale {scale} is not a positive finite number")
+
+
+def _topk_result(
+    indices: np.ndarray, values: np.ndarray, shape: tuple[int, ...], scale: float | None, zero_point: int
+) -> tuple[np.ndarray, np.ndarray]:
+    if len(shape) > 1:
+        indices, values = indices.reshape(shape), values.reshape(shape)
     if scale is not None:
-        if not (math.isfinite(scale) and scale > 0):
-            raise _fail(f"scale {scale} is not a positive finite number")
+        _topk_scale(scale)
         values = (values - np.float32(zero_point)) * np.float32(scale)
-    return indices.reshape(shape), values
+    return indices, values
+
+
+class TopK:
+    """:func:`topk` with ``k`` (and ``scale``, ``zero_point``) bound and checked once.
+
+    ``TopK(5)(scores)`` is ``topk(scores, 5)``. The first call with an array
+    of some shape and dtype checks it fully; later calls with a C-contiguous
+    array of a shape and dtype seen before go straight to the Rust core.
+    Anything else is checked fully again (the same errors as :func:`topk`).
+    ``src`` may be a DmaBuf (mapped on each call).
+    """
+
+    __slots__ = ("_k", "_scale", "_zero_point", "_sources")
+
+    def __init__(self, k: int, *, scale: float | None = None, zero_point: int = 0) -> None:
+        self._k = _index(k, "k")
+        if self._k < 1:
+            raise _fail(f"k must be at least 1, not {self._k}")
+        if scale is not None:
+            try:
+                scale = float(scale)
+            except (TypeError, ValueError):
+                raise _fail(f"scale must be a number, not {scale!r}") from None
+            _topk_scale(scale)
+        self._scale = scale
+        self._zero_point = _index(zero_point, "zero_point")
+        # (shape, dtype) of the sources that passed every check -> (element, row length, result shape).
+        self._sources: dict[tuple[tuple[int, ...], np.dtype], tuple[str, int, tuple[int, ...]]] = {}
+
+    @property
+    def k(self) -> int:
+        """How many values each row gives."""
+        return self._k
+
+    @property
+    def scale(self) -> float | None:
+        """Dequantise the values with this scale (None: as they are)."""
+        return self._scale
+
+    @property
+    def zero_point(self) -> int:
+        """The zero point of the dequantisation."""
+        return self._zero_point
+
+    def __repr__(self) -> str:
+        options = "" if self._scale is None else f", scale={self._scale!r}, zero_point={self._zero_point!r}"
+        return f"TopK({self._k}{options})"
+
+    def __call__(self, src: np.ndarray | Mappable) -> tuple[np.ndarray, np.ndarray]:
+        """``(indices, values)`` of the ``k`` largest values along the last axis of ``src``, best first."""
+        source = src if isinstance(src, np.ndarray) else _array(src, "source")
+        plan = self._sources.get((source.shape, source.dtype))
+        if plan is None or not source.flags.c_contiguous:
+            element, row_len = _topk_source(_contiguous(source, "source"))
+            plan = (element, row_len, source.shape[:-1] + (self._k,))
+            indices, values = _core.topk(_bytes_of(source.reshape(-1), "source"), element, row_len, self._k)
+            _remember(self._sources, (source.shape, source.dtype), plan)
+        else:
+            indices, values = _core.topk(source.reshape(-1).view(np.uint8), plan[0], plan[1], self._k)
+        return _topk_result(indices, values, plan[2], self._scale, self._zero_point)
