@@ -20,7 +20,7 @@ from typing import Any, Literal, Sequence, Union
 
 import numpy as np
 
-from .. import _core, layout
+from .. import layout
 from ..errors import ModelError
 
 Kind = Literal["classification", "ssd", "blazeface"]
@@ -142,17 +142,12 @@ class TopClasses(Postprocessor):
         self.labels = tuple(labels)
         self.k = max(1, min(int(k), len(self.labels)))
         self.softmax = softmax
-        self.checked: tuple[tuple[int, ...], np.dtype] | None = None
+        # k checked once, each output buffer fully only the first time (see preprocess.InputWriter).
+        self.topk = layout.TopK(self.k)
 
     def __call__(self, outputs: Sequence[np.ndarray]) -> list[ClassScore]:
         scores = outputs[0].reshape(-1)  # a view: the output buffer, read in place
-        if self.checked == (scores.shape, scores.dtype) and scores.flags.c_contiguous:
-            # Checked by layout.topk on the first call: only the Rust core's call (see preprocess.InputWriter).
-            best, values = _core.topk(scores.view(np.uint8), "float32", scores.size, self.k)
-        else:
-            best, values = topk(scores, self.k)
-            if scores.dtype == np.float32 and scores.flags.c_contiguous:
-                self.checked = (scores.shape, scores.dtype)
+        best, values = self.topk(scores)
         if self.softmax:
             # The top value is the maximum: softmax = exp(v - max) / sum(exp(all - max)).
             peak = float(values[0])

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .. import _core, layout
+from .. import layout
 from ..errors import InvalidArgumentError, ModelError
 from .image import opencv
 
@@ -174,35 +174,27 @@ class Preprocessor:
 
 
 class InputWriter:
-    """``layout.convert`` of one source array into input buffers of one spec, its arguments checked once.
+    """Writes one source array into input buffers of one spec: a :class:`npu_zc.layout.Converter`.
 
     ``layout.convert`` checks every argument in Python on each call. Right after an
     inference, with the caches cold, those checks cost about 0.1 ms a frame: more
     than the conversion itself. The preprocess converts the same array into
-    buffers of one shape every frame, so the first call of each kind of
-    destination goes through ``layout.convert`` (every check, and a clear error
-    for anything wrong); later calls whose destination has the same shape and
-    dtype, C-contiguous and writable, make only the Rust core's call, with the
-    arguments already checked (the core still checks the memory it writes).
+    buffers of one shape every frame, so the converter checks the arguments once,
+    and each buffer fully only the first time it sees one like it (anything else
+    gets ``layout.convert``'s clear errors).
     """
 
     def __init__(self, spec: PreprocessSpec, source: np.ndarray) -> None:
         self.spec = spec
         self.source = source
-        self.format = _core.format_name(spec.format)
-        self.mean = _three(spec.mean)
-        self.scale = _three(spec.scale)
-        self.checked: tuple[tuple[int, ...], np.dtype] | None = None
-
-    def __call__(self, dst: np.ndarray) -> None:
-        if self.checked == (dst.shape, dst.dtype) and dst.flags.c_contiguous and dst.flags.writeable:
-            _core.convert(self.source, "BGR", dst.reshape(-1).view(np.uint8), self.format, self.spec.width, self.spec.height,
-                          mean=self.mean, scale=self.scale, threads=1)  # fmt: skip
-            return
         # One thread: a model input is small, and the inference that follows wants every core
         # (the engine's idle helper threads would compete with it).
-        layout.convert(self.source, dst, "BGR", self.spec.format, mean=self.mean, scale=self.scale, threads=1)
-        self.checked = (dst.shape, dst.dtype) if dst.flags.c_contiguous and dst.flags.writeable else None
+        self.converter = layout.Converter(
+            "BGR", spec.format, spec.width, spec.height, mean=_three(spec.mean), scale=_three(spec.scale), threads=1
+        )
+
+    def __call__(self, dst: np.ndarray) -> None:
+        self.converter(self.source, dst)
 
 
 def _three(values: tuple[float, ...] | None) -> tuple[float, float, float] | None:
