@@ -77,10 +77,10 @@ pub(super) fn encoders(level: SimdLevel, element: Element, planar: bool, channel
         (Avx512, Element::U8, false) => by_channels!(avx512::packed_u8, [], Packed, "avx512/u8"),
         (Avx512Vbmi, Element::U8, false) => by_channels!(vbmi::packed_u8, [], Packed, "avx512vbmi/u8"),
         (Avx2, Element::Bf16, false) => {
-            fma_then_div!(avx2::packed_bf16, [BF16_FAST], Packed, "avx2/bf16-fast");
-            fma_then_div!(avx2::packed_bf16, [BF16], Packed, "avx2/bf16");
+            fma_then_div!(avx2::packed_16, [BF16_FAST], Packed, "avx2/bf16-fast");
+            fma_then_div!(avx2::packed_16, [BF16], Packed, "avx2/bf16");
         }
-        (Avx2, Element::F16, false) => fma_then_div!(avx2::packed_f16, [], Packed, "avx2/f16"),
+        (Avx2, Element::F16, false) => fma_then_div!(avx2::packed_16, [F16], Packed, "avx2/f16"),
         (Avx512, Element::Bf16, false) => {
             fma_then_div!(avx512::packed_16, [BF16_FAST], Packed, "avx512/bf16-fast");
             fma_then_div!(avx512::packed_16, [BF16], Packed, "avx512/bf16");
@@ -218,41 +218,14 @@ mod avx2 {
         scalar::packed::<u8, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 4..]);
     }
 
-    /// Packed IEEE half. Vector j holds pixels j and 4 + j, one per lane,
-    /// widened by a byte shuffle; 64-bit unpacks restore pixel order.
+    /// Packed bf16 or f16 (`KIND`), computing only the three colour channels:
+    /// one vector per channel holds 8 pixels, lane-ordered 0, 1, 4, 5 | 2, 3,
+    /// 6, 7 so that two in-lane unpacks leave pixels 0-3 and 4-7 in order.
+    /// With each 16-bit float in the high half of its 32-bit lane, a blend
+    /// puts R (or B) and G (or the pad) side by side: no pack, no cross-lane
+    /// permute.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn packed_f16<const C: usize, const ARITH: u8>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
-        let n = dst.len() / 8;
-        let masks = widen_masks(C, plan.map, true).map(|m| both_lanes(m));
-        let [a, b, c] = affine::<ARITH>(plan);
-        let [a, b, c] = [a, b, c].map(|v| _mm256_broadcast_ps(&_mm_loadu_ps(v.as_ptr())));
-        let mut i = 0;
-        while i + 8 <= n && i * C + step_bytes::<C>(8) <= src.len() {
-            let v = lanes8::<C>(src.as_ptr().add(i * C));
-            // Each: pixel j in the low 8 bytes, pixel 4 + j in the high 8.
-            let h = masks.map(|m| _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(normalise::<ARITH>(_mm256_shuffle_epi8(v, m), a, b, c)));
-            let ordered = [
-                _mm_unpacklo_epi64(h[0], h[1]),
-                _mm_unpacklo_epi64(h[2], h[3]),
-                _mm_unpackhi_epi64(h[0], h[1]),
-                _mm_unpackhi_epi64(h[2], h[3]),
-            ];
-            let out = dst.as_mut_ptr().add(i * 8);
-            for (q, x) in ordered.into_iter().enumerate() {
-                _mm_storeu_si128(out.add(16 * q).cast(), x);
-            }
-            i += 8;
-        }
-        scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
-    }
-
-    /// Packed bf16 (`KIND`), computing only the three colour channels: one
-    /// vector per channel holds 8 pixels, lane-ordered 0, 1, 4, 5 | 2, 3, 6, 7
-    /// so that two in-lane unpacks leave pixels 0-3 and 4-7 in order. After
-    /// rounding, a blend puts the bf16 of R (or B) and of G (or the pad) side
-    /// by side in each 32-bit lane: no pack, no cross-lane permute.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn packed_bf16<const C: usize, const KIND: u8, const ARITH: u8>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+    pub(super) unsafe fn packed_16<const C: usize, const KIND: u8, const ARITH: u8>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
         let n = dst.len() / 8;
         let masks = split_masks(C, plan.map).map(|m| _mm256_loadu_si256(m.as_ptr().cast()));
         let spread = _mm256_loadu_si256(spread(C).as_ptr().cast());
@@ -266,15 +239,7 @@ mod avx2 {
                 _ => _mm256_loadu_si256(src.as_ptr().add(i * C).cast()),
             };
             let v = _mm256_permutevar8x32_epi32(v, spread);
-            let [r, g, bl] = [0, 1, 2].map(|k| {
-                let bits = _mm256_castps_si256(normalise::<ARITH>(_mm256_shuffle_epi8(v, masks[k]), a[k], b[k], c[k]));
-                if KIND == BF16_FAST {
-                    _mm256_add_epi32(bits, _mm256_set1_epi32(0x8000))
-                } else {
-                    let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(bits), _mm256_set1_epi32(1));
-                    _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7FFF)), lsb)
-                }
-            });
+            let [r, g, bl] = [0, 1, 2].map(|k| high_half::<KIND>(normalise::<ARITH>(_mm256_shuffle_epi8(v, masks[k]), a[k], b[k], c[k])));
             // 32-bit lanes of (R, G) and (B, pad) words.
             let rg = _mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(r), g);
             let bp = _mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(bl), pad);
@@ -286,7 +251,26 @@ mod avx2 {
         scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
     }
 
-    /// Where `packed_bf16` moves the source dwords of 8 pixels: lane 0 gets
+    /// The 16-bit float (`KIND`) of each f32 lane, in the lane's high half
+    /// (the low half is left as it falls). bf16 rounds in integer arithmetic
+    /// (see `BF16_FAST`): the values come from u8 inputs and finite
+    /// parameters, never NaN. f16 rounds to nearest even (F16C).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn high_half<const KIND: u8>(f: __m256) -> __m256i {
+        let bits = _mm256_castps_si256(f);
+        match KIND {
+            BF16_FAST => _mm256_add_epi32(bits, _mm256_set1_epi32(0x8000)),
+            BF16 => {
+                let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(bits), _mm256_set1_epi32(1));
+                _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7FFF)), lsb)
+            }
+            // The 8 halves come out in lane order; widening keeps it.
+            _ => _mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(f))),
+        }
+    }
+
+    /// Where `packed_16` moves the source dwords of 8 pixels: lane 0 gets
     /// the bytes of pixels 0, 1 (its low 8 bytes) and 4, 5 (its high 8); lane
     /// 1 those of 2, 3 and 6, 7. Each half is two consecutive source dwords.
     const fn spread(channels: usize) -> [i32; 8] {
@@ -297,7 +281,7 @@ mod avx2 {
         }
     }
 
-    /// `shuffle_epi8` masks for `packed_bf16`: mask k widens channel k of the
+    /// `shuffle_epi8` masks for `packed_16`: mask k widens channel k of the
     /// lane's 4 pixels to 32-bit lanes, from where `spread` left their bytes.
     fn split_masks(channels: usize, map: [usize; 3]) -> [[u8; 32]; 3] {
         let spread = spread(channels);
