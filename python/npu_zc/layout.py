@@ -544,7 +544,7 @@ class Converter:
         self._src_nbytes = frame_nbytes(self._src_format, self._width, self._height, stride=self._src_stride)
         self._dst_nbytes = frame_nbytes(self._dst_format, self._width, self._height, stride=self._dst_stride)
         # Signatures of the arrays that passed every check: a source (or a (Y, UV) pair of them),
-        # and a destination with how convert makes its bytes (leading axes dropped, viewed as uint8?).
+        # and, per destination, how convert takes its bytes: (leading axes to drop, view as uint8).
         self._sources: dict[Any, None] = {}
         self._destinations: dict[_Signature, tuple[int, bool]] = {}
 
