@@ -37,6 +37,14 @@ pub(crate) struct Kernel {
     pub encoder: Encoder,
 }
 
+/// 16-bit float kinds of the packed kernels. BF16 rounds to nearest even;
+/// BF16_FAST rounds ties away from zero (fewer instructions), so a plan takes
+/// it only where no value of the 256 lands on a tie; F16 is IEEE half,
+/// rounded to nearest even.
+pub(crate) const BF16: u8 = 0;
+pub(crate) const F16: u8 = 1;
+pub(crate) const BF16_FAST: u8 = 2;
+
 /// How a kernel computes `(x - mean) / scale`; a plan takes the first, in
 /// this order, that reproduces the reference for its parameters.
 /// `x * (1 / scale) + (-mean / scale)`: one fused multiply-add.

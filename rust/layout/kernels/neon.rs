@@ -17,7 +17,7 @@ use super::super::convert::Plan;
 use super::super::float::{f16_to_f32, f32_to_f16};
 use super::super::format::Element;
 use super::scalar::{self, bt601};
-use super::{affine, Encoder, Kernel, Nv12Row, DIV, FMA, REFINED};
+use super::{affine, Encoder, Kernel, Nv12Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
 
 pub(super) fn encoders(element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
     let mut kernels = Vec::new();
@@ -132,14 +132,6 @@ unsafe fn packed_u8_in<const C: usize, const SWAP: bool>(plan: &Plan, src: &[u8]
     }
     scalar::packed::<u8, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 4..]);
 }
-
-/// 16-bit float kinds of `packed_16` (as in the x86 kernels). BF16 rounds to
-/// nearest even; BF16_FAST rounds ties away from zero (fewer instructions),
-/// so a plan takes it only where no input lands on a tie; F16 is IEEE half,
-/// rounded to nearest even by `FCVTN`.
-const BF16: u8 = 0;
-const F16: u8 = 1;
-const BF16_FAST: u8 = 2;
 
 /// Four f32 to bf16 bits (`BF16` or `BF16_FAST` rounding), in integer arithmetic.
 #[inline(always)]

@@ -18,7 +18,7 @@ use super::super::convert::Plan;
 use super::super::format::Element;
 use super::super::simd::SimdLevel;
 use super::scalar::{self, bt601};
-use super::{affine, Encoder, Kernel, Nv12Row, DIV, FMA, REFINED};
+use super::{affine, Encoder, Kernel, Nv12Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
 
 /// Byte indices for `shuffle_epi8` in one 16-byte lane of 4 source pixels:
 /// to 4-byte pixels in destination order (`slot_major` false), or to 4 bytes
@@ -113,13 +113,6 @@ pub(super) fn nv12_decoder(level: SimdLevel) -> (Nv12Row, &'static str) {
     }
 }
 
-/// 16-bit float kinds of the packed kernels. BF16 rounds to nearest even;
-/// BF16_FAST rounds ties away from zero (two instructions fewer), so a plan
-/// takes it only where no value of the 256 lands on a tie.
-const BF16: u8 = 0;
-const F16: u8 = 1;
-const BF16_FAST: u8 = 2;
-
 /// `shuffle_epi8` masks widening 4 pixels at the start of a 16-byte lane
 /// (`stride` bytes apart) to 32-bit lanes: for `packed`, mask j gives the 4
 /// channels of pixel j (the pad slot 0); otherwise mask k gives channel k of
@@ -149,6 +142,24 @@ fn interleave_mask(pos: [usize; 3]) -> [u8; 16] {
         }
     }
     mask
+}
+
+/// The tail of a row of 16-bit floats, by the scalar tables.
+fn tail_16<const C: usize>(plan: &Plan, src: &[u8], i: usize, dst: &mut [u8]) {
+    scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
+}
+
+/// The tail of a row of three planes (f32, or IEEE half for `HALF`), by the scalar tables.
+fn tail_planar<const C: usize, const HALF: bool>(plan: &Plan, src: &[u8], i: usize, p: [&mut [u8]; 3]) {
+    let size = if HALF { 2 } else { 4 };
+    let s = &src[(i * C).min(src.len())..];
+    let [p0, p1, p2] = p;
+    let (t0, t1, t2) = (&mut p0[i * size..], &mut p1[i * size..], &mut p2[i * size..]);
+    if HALF {
+        scalar::planar::<u16, C>(plan, s, t0, t1, t2)
+    } else {
+        scalar::planar::<f32, C>(plan, s, t0, t1, t2)
+    }
 }
 
 mod avx2 {
@@ -248,7 +259,7 @@ mod avx2 {
             _mm256_storeu_si256(out.add(32).cast(), _mm256_unpackhi_epi32(rg, bp));
             i += 8;
         }
-        scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
+        tail_16::<C>(plan, src, i, dst);
     }
 
     /// The 16-bit float (`KIND`) of each f32 lane, in the lane's high half
@@ -328,13 +339,7 @@ mod avx2 {
             }
             i += 8;
         }
-        let s = &src[(i * C).min(src.len())..];
-        let (t0, t1, t2) = (&mut p0[i * size..], &mut p1[i * size..], &mut p2[i * size..]);
-        if HALF {
-            scalar::planar::<u16, C>(plan, s, t0, t1, t2)
-        } else {
-            scalar::planar::<f32, C>(plan, s, t0, t1, t2)
-        }
+        tail_planar::<C, HALF>(plan, src, i, [p0, p1, p2]);
     }
 
     /// 16 pixels of NV12 to 4-byte pixels: OpenCV's fixed-point arithmetic in
@@ -438,23 +443,6 @@ mod avx512_common {
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
     pub(super) unsafe fn four_times(values: [f32; 4]) -> __m512 {
         _mm512_broadcast_f32x4(_mm_loadu_ps(values.as_ptr()))
-    }
-
-    /// The tail of a row of 16-bit floats, by the scalar tables.
-    pub(super) fn tail_16<const C: usize>(plan: &Plan, src: &[u8], i: usize, dst: &mut [u8]) {
-        scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
-    }
-
-    pub(super) fn tail_planar<const C: usize, const HALF: bool>(plan: &Plan, src: &[u8], i: usize, p: [&mut [u8]; 3]) {
-        let size = if HALF { 2 } else { 4 };
-        let s = &src[(i * C).min(src.len())..];
-        let [p0, p1, p2] = p;
-        let (t0, t1, t2) = (&mut p0[i * size..], &mut p1[i * size..], &mut p2[i * size..]);
-        if HALF {
-            scalar::planar::<u16, C>(plan, s, t0, t1, t2)
-        } else {
-            scalar::planar::<f32, C>(plan, s, t0, t1, t2)
-        }
     }
 }
 
