@@ -177,6 +177,23 @@ def test_info_npu_note_fits_the_architecture() -> None:
     assert f"  note: {note}" in ok("info").splitlines()
 
 
+def test_info_shows_the_layout_kernels_this_cpu_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from npu_zc import layout
+
+    data = json.loads(ok("info", "--json"))["layout"]
+    levels, default = layout.simd_levels()
+    assert data["simd"] == default and data["simd_available"] == levels
+    assert data["kernels"]["BGR->RGBx"] == layout.describe_conversion("BGR", "RGBx")
+    assert data["kernels"]["BGR->RGBx_BF16"] == layout.describe_conversion(
+        "BGR", "RGBx_BF16", mean=(123.675, 116.28, 103.53), scale=(58.395, 57.12, 57.375)
+    )
+    # NPU_ZC_SIMD chooses the path, and info says so.
+    monkeypatch.setenv("NPU_ZC_SIMD", "scalar")
+    text = ok("info")
+    assert "layout    SIMD scalar" in text
+    assert all(k.startswith("scalar") for k in json.loads(ok("info", "--json"))["layout"]["kernels"].values())
+
+
 def test_help_lists_the_commands() -> None:
     out = ok("--help")
     for command in ("run", "compare", "demo", "stream", "info"):

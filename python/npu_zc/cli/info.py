@@ -1,6 +1,7 @@
 """`npu-zc info`: what this machine offers — OpenVINO and its devices, DMA-BUF
-heaps and whether this user may open them, udmabuf and its limit, and which
-allocation `heap="auto"` would take, and why."""
+heaps and whether this user may open them, udmabuf and its limit, which
+allocation `heap="auto"` would take, and why, and which code paths the layout
+engine takes on this CPU."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import platform
 from typing import Any
 
-from .. import buffers
+from .. import buffers, layout
 
 # Properties worth showing per device, when the device reports them.
 _DEVICE_PROPERTIES = (
@@ -41,7 +42,26 @@ def collect() -> dict[str, Any]:
     ]
     choice = buffers.auto_choice()
     out["auto"] = {"heap": choice.heap, "skipped": [{"name": n, "reason": r} for n, r in choice.skipped]}
+    out["layout"] = _layout()
     return out
+
+
+# Conversions a pipeline typically runs, to show which kernels this CPU gets.
+_CONVERSIONS = (("BGR", "RGBx"), ("BGR", "RGBx_BF16"), ("BGR", "RGBx_FP16"), ("BGR", "RGBP_FLOAT"), ("NV12", "RGBx"))
+_IMAGENET_MEAN, _IMAGENET_STD = (123.675, 116.28, 103.53), (58.395, 57.12, 57.375)
+
+
+def _layout() -> dict[str, Any]:
+    """The layout engine's code paths here, and the kernels of common conversions
+    (normalised with ImageNet's mean and std where the destination is float)."""
+    levels, default = layout.simd_levels()
+    kernels = {}
+    for src, dst in _CONVERSIONS:
+        normalised = dst != "RGBx"
+        kernels[f"{src}->{dst}"] = layout.describe_conversion(
+            src, dst, mean=_IMAGENET_MEAN if normalised else None, scale=_IMAGENET_STD if normalised else None
+        )
+    return {"simd": default, "simd_available": levels, "kernels": kernels}
 
 
 def _openvino() -> dict[str, Any]:
@@ -98,6 +118,10 @@ def render(info: dict[str, Any]) -> str:
         lines.append(f"  skipped {s['name']}: {s['reason']}")
     if auto["heap"] == "memfd":
         lines.append("  memfd is shared memory, not a DMA-BUF: fine for the CPU plugin, not importable by an NPU")
+    lay = info["layout"]
+    lines.append(f"layout    SIMD {lay['simd']} (this CPU: {', '.join(lay['simd_available'])}; NPU_ZC_SIMD=... to choose)")
+    for conversion, kernel in lay["kernels"].items():
+        lines.append(f"  {conversion:<16} {kernel}")
     return "\n".join(lines)
 
 
