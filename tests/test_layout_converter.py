@@ -20,7 +20,7 @@ import npu_zc
 from npu_zc import _core, layout
 from npu_zc.errors import InvalidArgumentError
 from npu_zc.layout import Converter, TopK
-from test_layout import DESTINATIONS, DTYPE, IMAGENET, LEVELS, PADDED, PLANAR, SOURCES, empty_destination, random_source, same_bits
+from test_layout import DESTINATIONS, DTYPE, IMAGENET, LEVELS, PADDED, PLANAR, SOURCES, empty_destination, normalisations, random_source, same_bits
 
 # A few destinations covering every kind: packed u8, bf16, f16, planar f32, 3-channel f32.
 SOME_DESTINATIONS = ("RGBx", "RGBx_BF16", "RGBx_FP16", "RGBP_FLOAT", "BGR_FLOAT")
@@ -115,8 +115,6 @@ def test_every_source_and_kind_of_array_writes_what_convert_writes(src_fmt: str,
                 assert same_bits(dst, want), (src_kind, dst_kind, call)
             assert counts.checks - before == 3 + 1, (src_kind, dst_kind)  # convert's three references, the converter's first
 
-
-normalisations = st.sampled_from([{}, IMAGENET, dict(mean=127.5, scale=127.5), dict(mean=(0.0, 128.0, 255.0), scale=(1.0, -2.0, 0.25))])
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
