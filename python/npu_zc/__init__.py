@@ -40,6 +40,7 @@ from .errors import (
     BufferClosedError,
     BufferInUseError,
     BufferOSError,
+    BufferPermissionError,
     DeviceNotFoundError,
     Error,
     HeapNotFoundError,
@@ -48,6 +49,7 @@ from .errors import (
     ModelError,
     OutOfMemoryError,
     PeerError,
+    PeerTimeoutError,
     PoolExhaustedError,
 )
 
@@ -90,6 +92,7 @@ __all__ = [
     "BufferClosedError",
     "BufferInUseError",
     "BufferOSError",
+    "BufferPermissionError",
     "DeviceNotFoundError",
     "Error",
     "HeapNotFoundError",
@@ -98,5 +101,6 @@ __all__ = [
     "ModelError",
     "OutOfMemoryError",
     "PeerError",
+    "PeerTimeoutError",
     "PoolExhaustedError",
 ]

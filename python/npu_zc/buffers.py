@@ -56,14 +56,21 @@ def send_buffers(
     _core.send_fds(sock, list(buffers), payload)
 
 
-def recv_buffers(sock: socket.socket | int) -> tuple[list[DmaBuf], dict[str, Any] | None]:
+def recv_buffers(
+    sock: socket.socket | int, *, trust_size: bool = False
+) -> tuple[list[DmaBuf], dict[str, Any] | None]:
     """Receive what :func:`send_buffers` sent: ``(buffers, meta)``.
 
     Each buffer is imported (``kind == "imported"``); ``is_dmabuf`` tells a
     real DMA-BUF from shared memory. Raises :class:`PeerError` when the sender
     closed the connection.
+
+    A received memfd or file that is not sealed against shrinking is refused
+    by ``map()``: the sender could truncate it and crash this process with
+    SIGBUS. npu_zc's own memfds are sealed, and DMA-BUFs cannot shrink; pass
+    ``trust_size=True`` only when you trust the sender not to shrink its files.
     """
-    buffers, payload = _core.recv_fds(sock)
+    buffers, payload = _core.recv_fds(sock, trust_size=trust_size)
     try:
         message = json.loads(payload)
         described = message["buffers"]

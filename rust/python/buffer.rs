@@ -138,9 +138,11 @@ impl PyDmaBuf {
 impl PyDmaBuf {
     /// Wraps an fd made elsewhere (a DMA-BUF, a memfd or a regular file):
     /// duplicated by default, or owned from now on with take_ownership=True.
+    /// A memfd or file not sealed against shrinking is only mapped with
+    /// trust_size=True (a peer that truncates it would crash us with SIGBUS).
     #[staticmethod]
-    #[pyo3(signature = (fd, *, take_ownership = false))]
-    fn from_fd(fd: i64, take_ownership: bool) -> PyResult<Self> {
+    #[pyo3(signature = (fd, *, take_ownership = false, trust_size = false))]
+    fn from_fd(fd: i64, take_ownership: bool, trust_size: bool) -> PyResult<Self> {
         let raw = i32::try_from(fd)
             .ok()
             .filter(|&fd| fd >= 0)
@@ -149,7 +151,7 @@ impl PyDmaBuf {
         // `from_fd` validates it with fstat before any other use and fails
         // with EBADF (a clear error) if it is not open.
         let borrowed = unsafe { BorrowedFd::borrow_raw(raw) };
-        let buf = DmaBuf::from_fd(borrowed, take_ownership).py_err()?;
+        let buf = DmaBuf::from_fd(borrowed, take_ownership, trust_size).py_err()?;
         Ok(PyDmaBuf::wrap(Arc::new(buf), false))
     }
 
@@ -467,7 +469,8 @@ fn send_fds(py: Python<'_>, sock: &Bound<'_, PyAny>, buffers: Vec<Py<PyDmaBuf>>,
 
 /// Receives one message sent by `send_fds`: the buffers (imported) and the payload.
 #[pyfunction]
-fn recv_fds<'py>(py: Python<'py>, sock: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
+#[pyo3(signature = (sock, *, trust_size = false))]
+fn recv_fds<'py>(py: Python<'py>, sock: &Bound<'py, PyAny>, trust_size: bool) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
     let sock = socket_fd(sock)?;
     let (fds, payload) = py
         .detach(|| {
@@ -478,7 +481,7 @@ fn recv_fds<'py>(py: Python<'py>, sock: &Bound<'py, PyAny>) -> PyResult<(Bound<'
         .py_err()?;
     let mut bufs = Vec::with_capacity(fds.len());
     for fd in fds {
-        bufs.push(PyDmaBuf::wrap(Arc::new(DmaBuf::from_fd(fd.as_fd(), false).py_err()?), false));
+        bufs.push(PyDmaBuf::wrap(Arc::new(DmaBuf::from_fd(fd.as_fd(), false, trust_size).py_err()?), false));
         // `fd` drops here: from_fd kept a dup, so each received fd is closed once.
     }
     let list = PyList::empty(py);

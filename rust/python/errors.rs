@@ -10,11 +10,13 @@ use crate::buffer::{Error, ErrorKind};
 fn class_name(kind: ErrorKind) -> &'static str {
     match kind {
         ErrorKind::NotFound => "HeapNotFoundError",
-        ErrorKind::PermissionDenied => "HeapPermissionError",
+        ErrorKind::HeapPermission => "HeapPermissionError",
+        ErrorKind::PermissionDenied => "BufferPermissionError",
         ErrorKind::OutOfMemory => "OutOfMemoryError",
         ErrorKind::InvalidInput => "InvalidArgumentError",
         ErrorKind::Busy => "BufferInUseError",
         ErrorKind::Timeout => "PoolExhaustedError",
+        ErrorKind::PeerTimeout => "PeerTimeoutError",
         ErrorKind::Closed => "BufferClosedError",
         ErrorKind::Protocol => "PeerError",
         ErrorKind::Os => "BufferOSError",
