@@ -7,6 +7,8 @@ asserts that the child lives and prints the typed error.
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import signal
 import socket
@@ -14,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 import npu_zc
@@ -143,3 +146,110 @@ def test_a_trusted_memfd_that_shrank_before_mapping_is_refused() -> None:
         b.close()
     finally:
         os.close(fd)
+
+
+# --- 2. no input from Python may panic ---------------------------------------
+
+from extreme_cases import CASES  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def extreme_outcomes() -> dict[str, str]:
+    """Runs every case in one child: a crash cannot take pytest with it."""
+    script = os.path.join(os.path.dirname(__file__), "extreme_cases.py")
+    proc = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=300)
+    outcomes: dict[str, str] = {}
+    last = None
+    for line in proc.stdout.splitlines():
+        case, outcome = line.split("\t", 1)
+        if outcome == "start":
+            last = case
+        else:
+            outcomes[case] = json.loads(outcome)
+            last = None
+    if last is not None:  # the child died in this case
+        outcomes[last] = f"the process died (exit status {proc.returncode}): {proc.stderr[-500:]}"
+    return outcomes
+
+
+ALLOWED = ("npu_zc.errors.", "builtins.TypeError")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_extreme_arguments_give_typed_errors(case: str, extreme_outcomes: dict[str, str]) -> None:
+    assert case in extreme_outcomes, "not reached: the child died in an earlier case"
+    outcome = extreme_outcomes[case]
+    assert outcome == "ok" or outcome.startswith(ALLOWED), outcome
+    assert "PanicException" not in outcome and "SystemError" not in outcome
+
+
+# --- 5. each failure in its own class ---------------------------------------
+
+
+def test_mmap_refused_by_the_kernel_is_not_a_heap_permission_error(tmp_path) -> None:
+    path = tmp_path / "frame"
+    path.write_bytes(bytes(PAGE))
+    read_only = os.open(path, os.O_RDONLY)
+    sealed = os.memfd_create("sealed", os.MFD_ALLOW_SEALING)
+    os.ftruncate(sealed, PAGE)
+    import fcntl
+
+    fcntl.fcntl(sealed, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE)
+    try:
+        for fd in (read_only, sealed):
+            with npu_zc.DmaBuf.from_fd(fd, trust_size=True) as b:
+                with pytest.raises(npu_zc.BufferPermissionError, match="writable=False") as info:
+                    b.map()
+                assert not isinstance(info.value, npu_zc.HeapPermissionError)
+                assert isinstance(info.value, PermissionError) and info.value.errno in (1, 13)
+                assert b.map(writable=False)[0] == 0  # read-only works
+    finally:
+        os.close(read_only)
+        os.close(sealed)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: npu_zc.BufferPool(1, PAGE, "memfd").state(-1), "index must be 0 or more"),
+        (lambda: npu_zc.topk(np.zeros(10, np.float32), -1), "k must be 0 or more"),
+        (lambda: npu_zc.convert(np.zeros((4, 4, 3), np.uint8), np.zeros((4, 4, 4), np.uint8), "RGB", "RGBx", dst_stride=-4), "dst_stride"),
+        (lambda: npu_zc.frame_nbytes("RGBx", -1, 5), "width must be 0 or more"),
+        (lambda: npu_zc.alloc(2**63), "too large"),
+        (lambda: npu_zc.alloc(-1), "size must be 0 or more"),
+        (lambda: npu_zc.alloc(2**64), "too large"),
+        (lambda: npu_zc.DmaBuf.from_fd(2**40), "not a valid file descriptor"),
+    ],
+)
+def test_negative_and_huge_integers_are_invalid_arguments(call, message: str) -> None:
+    with pytest.raises(npu_zc.InvalidArgumentError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("fd", [-5, -1, 2**40])
+def test_a_bad_socket_is_ebadf_not_an_invalid_argument(fd: int) -> None:
+    for call in (lambda: npu_zc.send_buffers(fd, []), lambda: npu_zc.recv_buffers(fd)):
+        with pytest.raises(npu_zc.BufferOSError) as info:
+            call()
+        assert info.value.errno == errno.EBADF and not isinstance(info.value, ValueError)
+    closed = socket.socket(socket.AF_UNIX)
+    closed.close()
+    with pytest.raises(npu_zc.BufferOSError, match="not an open socket"):
+        npu_zc.recv_buffers(closed)
+
+
+def test_a_pool_buffer_is_released_through_its_slot_only() -> None:
+    pool = npu_zc.BufferPool(1, PAGE, "memfd")
+    mine = pool.acquire()
+    with pytest.raises(npu_zc.InvalidArgumentError, match="slot.release"):
+        pool.release(mine.index)  # by index: it could be someone else's buffer
+    assert pool.state(mine.index) == "cpu"
+    mine.release()
+    theirs = pool.acquire()  # the same buffer, now another caller's
+    assert theirs.index == mine.index
+    with pytest.raises(npu_zc.InvalidArgumentError, match="released already"):
+        mine.release()
+    with pytest.raises(npu_zc.InvalidArgumentError, match="released already"):
+        mine.submit()
+    assert pool.state(theirs.index) == "cpu"  # untouched
+    theirs.release()

@@ -6,7 +6,7 @@ __version__: str
 # --- buffers ---
 import socket
 from types import TracebackType
-from typing import Any, Literal, final
+from typing import Any, Literal, NoReturn, final
 
 import numpy as np
 import numpy.typing as npt
@@ -83,7 +83,8 @@ class BufferPool:
     def free_count(self) -> int: ...
     def state(self, index: int) -> Literal["free", "cpu", "in-flight"]: ...
     def acquire(self, timeout: float | None = None, *, block: bool = True) -> PoolSlot: ...
-    def release(self, index: int) -> None: ...
+    def release(self, index: int) -> NoReturn:
+        """Always raises InvalidArgumentError: release through the PoolSlot."""
     def close(self) -> None: ...
 
 @final

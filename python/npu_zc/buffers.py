@@ -43,6 +43,9 @@ def send_buffers(
     ``meta`` is a small JSON-serialisable dict, e.g. ``{"shape": [224, 224, 4],
     "format": "RGBx"}``. The receiving process gets new fds for the same memory.
     """
+    buffers = list(buffers) if isinstance(buffers, (list, tuple)) else buffers
+    if not isinstance(buffers, list) or not all(isinstance(b, DmaBuf) for b in buffers):
+        raise TypeError(f"buffers must be a list of npu_zc.DmaBuf, not {buffers!r}")
     try:
         payload = json.dumps(
             {
@@ -53,7 +56,7 @@ def send_buffers(
         ).encode()
     except (TypeError, ValueError) as e:
         raise InvalidArgumentError(f"meta must be JSON-serialisable: {e}") from None
-    _core.send_fds(sock, list(buffers), payload)
+    _core.send_fds(sock, buffers, payload)
 
 
 def recv_buffers(

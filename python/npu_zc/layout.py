@@ -218,6 +218,14 @@ def _index(value: Any, name: str) -> int:
         raise _fail(f"{name} must be an integer, not {value!r}") from None
 
 
+def _count(value: Any, name: str) -> int:
+    """A size, count or pixel dimension: an integer, 0 or more."""
+    n = _index(value, name)
+    if n < 0:
+        raise _fail(f"{name} must be 0 or more, not {n}")
+    return n
+
+
 def _source_arrays(
     src: Any, src_format: str, size: tuple[int, int] | None, *, flat: str = "pass size=(width, height) for a flat buffer"
 ) -> tuple[np.ndarray, np.ndarray | None, int, int]:
@@ -233,7 +241,7 @@ def _source_arrays(
         if plane is not None and plane.dtype != np.uint8:
             raise _fail(f"the {what} has dtype {_dtype_name(plane)}: source frames are uint8")
     if size is not None:
-        width, height = (_index(v, "size") for v in size)
+        width, height = (_count(v, "size") for v in size)
         return _bytes_of(y, "source"), None if uv is None else _bytes_of(uv, "UV plane"), width, height
 
     if src_format == "NV12":
@@ -338,7 +346,7 @@ def convert(
     src_format = _format(src_format, "source")
     dst_format = _format(dst_format, "destination")
     y, uv, width, height = _source_arrays(src, src_format, size)
-    stride = None if dst_stride is None else _index(dst_stride, "dst_stride")
+    stride = None if dst_stride is None else _count(dst_stride, "dst_stride")
     nbytes = frame_nbytes(dst_format, width, height, stride=stride)
     array, mapped = _destination_array(dst, nbytes)
     dst_bytes = _destination_bytes(array, dst_format, width, height, nbytes, mapped)
@@ -351,10 +359,10 @@ def convert(
         dst_format,
         width,
         height,
-        src_pitch=None if src_stride is None else _index(src_stride, "src_stride"),
+        src_pitch=None if src_stride is None else _count(src_stride, "src_stride"),
         dst_pitch=stride,
         uv=uv,
-        uv_pitch=None if (uv is None or src_stride is None) else _index(src_stride, "src_stride"),
+        uv_pitch=None if (uv is None or src_stride is None) else _count(src_stride, "src_stride"),
         mean=_channel_values(mean, "mean"),
         scale=_channel_values(scale, "scale"),
         pad=pad_value,
@@ -367,7 +375,7 @@ def convert(
 def frame_nbytes(format: str, width: int, height: int, *, stride: int | None = None) -> int:
     """Bytes of a ``width`` x ``height`` frame in ``format`` (every row counting
     its full ``stride``; NV12 as one buffer)."""
-    return int(_core.frame_nbytes(_core.format_name(format), _index(width, "width"), _index(height, "height"), stride))
+    return int(_core.frame_nbytes(_core.format_name(format), _count(width, "width"), _count(height, "height"), None if stride is None else _count(stride, "stride")))
 
 
 def check_destination(
@@ -421,7 +429,7 @@ def select_format(element_type: Any, layout: Any, channels: int, *, order: str =
     if order not in ("RGB", "BGR"):
         raise _fail(f"order must be 'RGB' or 'BGR', not {order!r}")
     layout_name = re.sub(r"[^A-Za-z]", "", str(layout))
-    return str(_core.select_format(_element_name(element_type), layout_name, _index(channels, "channels"), order == "BGR"))
+    return str(_core.select_format(_element_name(element_type), layout_name, _count(channels, "channels"), order == "BGR"))
 
 
 def simd_levels() -> tuple[list[str], str]:
@@ -521,7 +529,7 @@ class Converter:
     ) -> None:
         self._src_format = _format(src_format, "source")
         self._dst_format = _format(dst_format, "destination")
-        self._width, self._height = _index(width, "width"), _index(height, "height")
+        self._width, self._height = _count(width, "width"), _count(height, "height")
         if self._width < 1 or self._height < 1:
             raise _fail(
                 f"a {self._dst_format} frame of {self._width}x{self._height} pixels is empty: "
@@ -759,8 +767,16 @@ def _float32_destination(dst: Any, like: np.ndarray) -> np.ndarray:
 def _quantization(
     shape: tuple[int, ...], scale: float | Sequence[float], zero_point: int | Sequence[int], axis: int | None
 ) -> tuple[list[float], list[int], int]:
-    scales = [float(s) for s in np.atleast_1d(np.asarray(scale, dtype=np.float64))]
-    zeros = [int(z) for z in np.atleast_1d(np.asarray(zero_point))]
+    try:
+        scales = [float(s) for s in np.atleast_1d(np.asarray(scale, dtype=np.float64))]
+    except (TypeError, ValueError):
+        raise _fail(f"scale must be a number or a sequence of numbers, not {scale!r}") from None
+    try:
+        zeros = [_index(z, "zero_point") for z in np.atleast_1d(np.asarray(zero_point)).tolist()]
+    except InvalidArgumentError:
+        raise _fail(f"zero_point must be an integer or a sequence of integers, not {zero_point!r}") from None
+    if any(not -(2**31) <= z < 2**31 for z in zeros):
+        raise _fail(f"zero_point {zero_point!r} is out of range for 8-bit quantisation")
     if axis is None:
         if len(scales) != 1 or len(zeros) != 1:
             raise _fail("several scales or zero points need axis= (the channel axis they apply along)")
@@ -858,7 +874,9 @@ def packed_to_planar(src: np.ndarray | Mappable, dst: np.ndarray | Mappable | No
     if source.ndim != 3:
         raise _fail(f"packed pixels have shape (H, W, C), not {source.shape}")
     height, width, channels = source.shape
-    planes = _index(planes, "planes")
+    planes = _count(planes, "planes")
+    if planes > channels:
+        raise _fail(f"cannot make {planes} planes from pixels of {channels} channels: use 1 to {channels} planes")
     if dst is None:
         out = np.empty((planes, height, width), np.float32)
     else:
@@ -881,7 +899,7 @@ def planar_to_packed(src: np.ndarray, dst: np.ndarray | Mappable, *, pad: float 
     element = _element(out, "destination", ("float32", "bfloat16", "float16", "uint8", "int8"))
     if out.ndim != 3 or out.shape[:2] != (height, width):
         raise _fail(f"the destination must be packed pixels of shape ({height}, {width}, C), not {out.shape}")
-    _core.planar_to_packed(source, planes, _bytes_of(out.reshape(-1), "destination"), element, out.shape[2], float(pad))
+    _core.planar_to_packed(source, planes, _bytes_of(out.reshape(-1), "destination"), element, out.shape[2], _pad(pad))
     return out
 
 
@@ -900,8 +918,8 @@ def topk(
     :class:`TopK` binds ``k`` and checks it once."""
     source = _contiguous(_array(src, "source"), "source")
     element, row_len = _topk_source(source)
-    indices, values = _core.topk(_bytes_of(source.reshape(-1), "source"), element, row_len, _index(k, "k"))
-    return _topk_result(indices, values, source.shape[:-1] + (int(k),), scale, zero_point)
+    indices, values = _core.topk(_bytes_of(source.reshape(-1), "source"), element, row_len, _count(k, "k"))
+    return _topk_result(indices, values, source.shape[:-1] + (int(k),), scale, _index(zero_point, "zero_point"))
 
 
 def _topk_source(source: np.ndarray) -> tuple[str, int]:
@@ -941,7 +959,7 @@ class TopK:
     __slots__ = ("_k", "_scale", "_zero_point", "_sources")
 
     def __init__(self, k: int, *, scale: float | None = None, zero_point: int = 0) -> None:
-        self._k = _index(k, "k")
+        self._k = _count(k, "k")
         if self._k < 1:
             raise _fail(f"k must be at least 1, not {self._k}")
         if scale is not None:

@@ -12,7 +12,7 @@ use numpy::{
 };
 use pyo3::prelude::*;
 
-use super::errors::invalid;
+use super::errors::{invalid, Count};
 use crate::layout::{self, ElementType, Format, FrameGeometry, LayoutError, Options, Rows, RowsMut, SimdLevel};
 
 fn value_error(e: LayoutError) -> PyErr {
@@ -152,18 +152,20 @@ fn convert(
     src_format: &str,
     dst: Bound<'_, PyArrayDyn<u8>>,
     dst_format: &str,
-    width: usize,
-    height: usize,
-    src_pitch: Option<usize>,
-    dst_pitch: Option<usize>,
+    width: Count,
+    height: Count,
+    src_pitch: Option<Count>,
+    dst_pitch: Option<Count>,
     uv: Option<Bound<'_, PyArrayDyn<u8>>>,
-    uv_pitch: Option<usize>,
+    uv_pitch: Option<Count>,
     mean: Option<[f32; 3]>,
     scale: Option<[f32; 3]>,
     pad: f32,
-    threads: Option<usize>,
+    threads: Option<Count>,
     simd: Option<&str>,
 ) -> PyResult<()> {
+    let (width, height, threads) = (width.0, height.0, threads.map(|t| t.0));
+    let (src_pitch, dst_pitch, uv_pitch) = (src_pitch.map(|p| p.0), dst_pitch.map(|p| p.0), uv_pitch.map(|p| p.0));
     let (src_format, dst_format) = (parse::<Format>(src_format)?, parse::<Format>(dst_format)?);
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let options = Options { mean, scale, pad, threads, simd };
@@ -243,14 +245,14 @@ fn format_name(name: &str) -> PyResult<&'static str> {
 
 #[pyfunction]
 #[pyo3(signature = (format, width, height, stride=None))]
-fn frame_nbytes(format: &str, width: usize, height: usize, stride: Option<usize>) -> PyResult<usize> {
-    layout::frame_nbytes(parse(format)?, width, height, stride).or_value_error()
+fn frame_nbytes(format: &str, width: Count, height: Count, stride: Option<Count>) -> PyResult<usize> {
+    layout::frame_nbytes(parse(format)?, width.0, height.0, stride.map(|s| s.0)).or_value_error()
 }
 
 #[pyfunction]
 #[pyo3(signature = (element_type, layout, channels, bgr=false))]
-fn select_format(element_type: &str, layout: &str, channels: usize, bgr: bool) -> PyResult<&'static str> {
-    Ok(layout::select_format(parse(element_type)?, parse(layout)?, channels, bgr).or_value_error()?.name())
+fn select_format(element_type: &str, layout: &str, channels: Count, bgr: bool) -> PyResult<&'static str> {
+    Ok(layout::select_format(parse(element_type)?, parse(layout)?, channels.0, bgr).or_value_error()?.name())
 }
 
 /// An 8-bit integer array: uint8 or int8.
@@ -272,11 +274,11 @@ fn quantize(
     dst: Int8Array<'_>,
     scale: Vec<f32>,
     zero_point: Vec<i32>,
-    inner: usize,
+    inner: Count,
     simd: Option<&str>,
 ) -> PyResult<()> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
-    let q = layout::Quantization { scale, zero_point, inner };
+    let q = layout::Quantization { scale, zero_point, inner: inner.0 };
     let src = read(&src, "source")?;
     let src = contiguous(src.as_slice(), "source")?;
     match dst {
@@ -302,11 +304,11 @@ fn dequantize(
     dst: Bound<'_, PyArrayDyn<f32>>,
     scale: Vec<f32>,
     zero_point: Vec<i32>,
-    inner: usize,
+    inner: Count,
     simd: Option<&str>,
 ) -> PyResult<()> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
-    let q = layout::Quantization { scale, zero_point, inner };
+    let q = layout::Quantization { scale, zero_point, inner: inner.0 };
     let mut dst = write(&dst, "destination")?;
     let dst = contiguous(dst.as_slice_mut(), "destination")?;
     match src {
@@ -353,10 +355,11 @@ fn packed_to_planar(
     py: Python<'_>,
     src: Bound<'_, PyArrayDyn<u8>>,
     element: &str,
-    channels: usize,
+    channels: Count,
     dst: Bound<'_, PyArrayDyn<f32>>,
-    planes: usize,
+    planes: Count,
 ) -> PyResult<()> {
+    let (channels, planes) = (channels.0, planes.0);
     let element = parse::<ElementType>(element)?;
     let src = read(&src, "source")?;
     let src = contiguous(src.as_slice(), "source")?;
@@ -370,12 +373,13 @@ fn packed_to_planar(
 fn planar_to_packed(
     py: Python<'_>,
     src: Bound<'_, PyArrayDyn<f32>>,
-    planes: usize,
+    planes: Count,
     dst: Bound<'_, PyArrayDyn<u8>>,
     element: &str,
-    channels: usize,
+    channels: Count,
     pad: f32,
 ) -> PyResult<()> {
+    let (channels, planes) = (channels.0, planes.0);
     let element = parse::<ElementType>(element)?;
     let src = read(&src, "source")?;
     let src = contiguous(src.as_slice(), "source")?;
@@ -391,9 +395,10 @@ fn topk<'py>(
     py: Python<'py>,
     src: Bound<'py, PyArrayDyn<u8>>,
     element: &str,
-    row_len: usize,
-    k: usize,
+    row_len: Count,
+    k: Count,
 ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f32>>)> {
+    let (row_len, k) = (row_len.0, k.0);
     let element = parse::<ElementType>(element)?;
     let guard = read(&src, "source")?;
     let bytes = contiguous(guard.as_slice(), "source")?;
