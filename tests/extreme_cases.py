@@ -70,6 +70,8 @@ FUNCTIONS: dict[str, Callable[[World, Any], object]] = {
     "send_buffers(buffers)": lambda w, v: npu_zc.send_buffers(w.a, v),
     "send_buffers(meta)": lambda w, v: npu_zc.send_buffers(w.a, [], v),
     "recv_buffers(sock)": lambda w, v: npu_zc.recv_buffers(v),
+    "recv_buffers(timeout)": lambda w, v: npu_zc.recv_buffers(w.pending(), timeout=v),
+    "send_buffers(timeout)": lambda w, v: npu_zc.send_buffers(w.a, [], {}, timeout=v),
     "convert(size)": lambda w, v: npu_zc.convert(w.rgb.reshape(-1), w.rgbx, "RGB", "RGBx", size=(v, 4)),
     "convert(mean)": lambda w, v: npu_zc.convert(w.rgb, w.rgbx, "RGB", "RGBx", mean=v),
     "convert(scale)": lambda w, v: npu_zc.convert(w.rgb, w.rgbx, "RGB", "RGBx", scale=v),

@@ -15,6 +15,8 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -253,3 +255,106 @@ def test_a_pool_buffer_is_released_through_its_slot_only() -> None:
         mine.submit()
     assert pool.state(theirs.index) == "cpu"  # untouched
     theirs.release()
+
+
+# --- 3. receiving honours time limits and never leaves half a message --------
+
+
+def _frame(meta: dict) -> tuple[bytes, bytes]:
+    """What send_buffers writes for ``meta`` and no fds: (header, payload)."""
+    payload = json.dumps({"v": 1, "buffers": [], "meta": meta}).encode()
+    return b"NZC1" + (0).to_bytes(4, "little") + len(payload).to_bytes(4, "little"), payload
+
+
+def _later(seconds: float, action) -> threading.Thread:
+    def run() -> None:
+        time.sleep(seconds)
+        action()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_silent_peer_times_out_after_the_sockets_timeout_and_the_stream_survives() -> None:
+    a, z = socket.socketpair()
+    with a, z:
+        z.settimeout(0.5)
+        started = time.monotonic()
+        with pytest.raises(npu_zc.PeerTimeoutError, match="sent nothing") as info:
+            npu_zc.recv_buffers(z)
+        assert 0.45 <= time.monotonic() - started < 5  # it waited, not EAGAIN at once
+        assert isinstance(info.value, TimeoutError) and info.value.errno == errno.ETIMEDOUT
+        npu_zc.send_buffers(a, [], {"n": 1})
+        assert npu_zc.recv_buffers(z) == ([], {"n": 1})
+
+
+def test_timeout_argument_on_a_blocking_socket() -> None:
+    a, z = socket.socketpair()
+    with a, z:
+        assert z.gettimeout() is None
+        started = time.monotonic()
+        with pytest.raises(npu_zc.PeerTimeoutError):
+            npu_zc.recv_buffers(z, timeout=0.3)
+        assert 0.25 <= time.monotonic() - started < 5
+        with pytest.raises(npu_zc.PeerTimeoutError):
+            npu_zc.recv_buffers(z.fileno(), timeout=0)
+        with pytest.raises(npu_zc.InvalidArgumentError):
+            npu_zc.recv_buffers(z, timeout=-1)
+
+
+def test_a_body_that_comes_late_but_in_time_is_received_whole() -> None:
+    a, z = socket.socketpair()
+    with a, z:
+        z.settimeout(2)
+        header, payload = _frame({"late": True})
+        a.sendall(header)
+        _later(0.3, lambda: a.sendall(payload + b"".join(_frame({"next": 2}))))
+        assert npu_zc.recv_buffers(z) == ([], {"late": True})
+        assert npu_zc.recv_buffers(z) == ([], {"next": 2})  # still in step
+
+
+@pytest.mark.parametrize("sent", ["half a header", "a header"])
+def test_a_timeout_mid_message_closes_the_stream_instead_of_desynchronising_it(sent: str) -> None:
+    a, z = socket.socketpair()
+    with a, z:
+        header, payload = _frame({"n": 1})
+        a.sendall(header[:6] if sent == "half a header" else header)
+        with pytest.raises(npu_zc.PeerError, match="middle of a message.*closed"):
+            npu_zc.recv_buffers(z, timeout=0.3)
+        try:  # the rest arrives too late: it must never be read as a message
+            a.sendall(header[6:] + payload if sent == "half a header" else payload)
+        except OSError:
+            pass
+        with pytest.raises(npu_zc.PeerError, match="closed"):
+            npu_zc.recv_buffers(z, timeout=1)
+
+
+def test_sending_into_a_full_socket_times_out_with_a_typed_error() -> None:
+    a, z = socket.socketpair()
+    with a, z:
+        meta = {"filler": "x" * 100_000}
+        started = time.monotonic()
+        with pytest.raises((npu_zc.PeerTimeoutError, npu_zc.PeerError)):
+            for _ in range(1000):  # nobody reads z: the socket fills up
+                npu_zc.send_buffers(a, [], meta, timeout=0.2)
+        assert time.monotonic() - started < 30
+
+
+def test_ctrl_c_interrupts_a_receive_that_waits_for_ever() -> None:
+    code = """
+        import socket, sys
+        import npu_zc
+        a, z = socket.socketpair()
+        print("waiting", flush=True)
+        try:
+            npu_zc.recv_buffers(z)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+    """
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "waiting"
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0 and "interrupted" in out

@@ -33,15 +33,31 @@ __all__ = [
 _WIRE_VERSION = 1
 
 
+def _timeout(sock: socket.socket | int, timeout: float | None) -> float | None:
+    """``timeout``, or else the socket's own (``settimeout``); None waits for ever."""
+    if timeout is None and isinstance(sock, socket.socket):
+        return sock.gettimeout()
+    return timeout
+
+
 def send_buffers(
     sock: socket.socket | int,
     buffers: Sequence[DmaBuf],
     meta: dict[str, Any] | None = None,
+    *,
+    timeout: float | None = None,
 ) -> None:
     """Send ``buffers`` (their fds, sizes and kinds) and ``meta`` over a Unix socket.
 
     ``meta`` is a small JSON-serialisable dict, e.g. ``{"shape": [224, 224, 4],
     "format": "RGBx"}``. The receiving process gets new fds for the same memory.
+
+    Waits while the socket is full, up to ``timeout`` seconds (default: the
+    socket's own timeout; None for a blocking socket or an fd: no limit).
+    Raises :class:`PeerTimeoutError` if nothing could be sent in time (the
+    connection is intact), :class:`PeerError` if the time ran out in the middle
+    of the message (the connection is then shut down, as the receiver could
+    not tell the rest of it from the next message).
     """
     buffers = list(buffers) if isinstance(buffers, (list, tuple)) else buffers
     if not isinstance(buffers, list) or not all(isinstance(b, DmaBuf) for b in buffers):
@@ -56,11 +72,11 @@ def send_buffers(
         ).encode()
     except (TypeError, ValueError) as e:
         raise InvalidArgumentError(f"meta must be JSON-serialisable: {e}") from None
-    _core.send_fds(sock, buffers, payload)
+    _core.send_fds(sock, buffers, payload, timeout=_timeout(sock, timeout))
 
 
 def recv_buffers(
-    sock: socket.socket | int, *, trust_size: bool = False
+    sock: socket.socket | int, *, timeout: float | None = None, trust_size: bool = False
 ) -> tuple[list[DmaBuf], dict[str, Any] | None]:
     """Receive what :func:`send_buffers` sent: ``(buffers, meta)``.
 
@@ -68,12 +84,20 @@ def recv_buffers(
     real DMA-BUF from shared memory. Raises :class:`PeerError` when the sender
     closed the connection.
 
+    Waits up to ``timeout`` seconds (default: the socket's own timeout, as set
+    by ``sock.settimeout``; None for a blocking socket or an fd: no limit) for
+    the whole message. If nothing arrived, :class:`PeerTimeoutError` (a
+    TimeoutError): nothing was consumed, call again. If the time ran out in the
+    middle of a message, :class:`PeerError`, and the socket is shut down: the
+    rest of that message could not be told from the next. Ctrl-C interrupts
+    the wait.
+
     A received memfd or file that is not sealed against shrinking is refused
     by ``map()``: the sender could truncate it and crash this process with
     SIGBUS. npu_zc's own memfds are sealed, and DMA-BUFs cannot shrink; pass
     ``trust_size=True`` only when you trust the sender not to shrink its files.
     """
-    buffers, payload = _core.recv_fds(sock, trust_size=trust_size)
+    buffers, payload = _core.recv_fds(sock, timeout=_timeout(sock, timeout), trust_size=trust_size)
     try:
         message = json.loads(payload)
         described = message["buffers"]

@@ -226,3 +226,24 @@ fn memfds_are_sealed_against_resizing_and_unsealed_imports_are_not_mapped() {
     ftruncate(&theirs, 4096).unwrap();
     assert!(trusted.map_all(Access::ReadOnly).unwrap_err().message.contains("truncated"));
 }
+
+#[test]
+fn receive_timeouts_keep_the_stream_or_close_it() {
+    use std::io::Write;
+    use std::time::Duration;
+    let (mut a, b) = UnixStream::pair().unwrap();
+    let wait = Some(Duration::from_millis(50));
+    // Nothing sent: a timeout, and the stream is intact.
+    let err = transfer::recv_fds_within(b.as_fd(), wait, &mut || false).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::PeerTimeout, "{}", err.message);
+    transfer::send_fds(a.as_fd(), &[], b"whole").unwrap();
+    assert_eq!(transfer::recv_fds_within(b.as_fd(), wait, &mut || false).unwrap().1, b"whole");
+    // Half a header: the stream cannot be resumed, so it is closed.
+    a.write_all(b"NZC1").unwrap();
+    let err = transfer::recv_fds_within(b.as_fd(), wait, &mut || false).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Protocol);
+    assert!(err.message.contains("middle of a message"), "{}", err.message);
+    let err = transfer::recv_fds(b.as_fd()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Protocol);
+    assert!(err.message.contains("closed"), "{}", err.message);
+}

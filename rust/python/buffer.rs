@@ -472,34 +472,80 @@ fn socket_fd(sock: &Bound<'_, PyAny>) -> PyResult<i32> {
     }
 }
 
+/// A timeout in seconds: None, inf or more than a Duration holds waits for ever.
+fn timeout_arg(timeout: Option<f64>) -> PyResult<Option<Duration>> {
+    match timeout {
+        None => Ok(None),
+        Some(t) if t >= 0.0 => Ok(Duration::try_from_secs_f64(t).ok()),
+        Some(t) => Err(invalid(format!("timeout must be >= 0 seconds or None, got {t}"))),
+    }
+}
+
+/// Runs a socket call with the GIL released. A signal that interrupts its
+/// wait runs Python's handlers; if one raises (Ctrl-C: KeyboardInterrupt),
+/// the call stops and that exception is what Python sees.
+fn socket_call<T: Send>(
+    py: Python<'_>,
+    call: impl FnOnce(buffer::transfer::Interrupted<'_>) -> buffer::Result<T> + Send,
+) -> PyResult<T> {
+    let mut raised: Option<PyErr> = None;
+    let result = py.detach(|| {
+        let mut interrupted = || {
+            Python::attach(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(e) => {
+                    raised = Some(e);
+                    true
+                }
+            })
+        };
+        call(&mut interrupted)
+    });
+    match raised {
+        Some(e) => Err(e),
+        None => result.py_err(),
+    }
+}
+
 /// Sends the buffers' fds and `payload` as one message over a Unix socket.
 #[pyfunction]
-fn send_fds(py: Python<'_>, sock: &Bound<'_, PyAny>, buffers: Vec<Py<PyDmaBuf>>, payload: &[u8]) -> PyResult<()> {
+#[pyo3(signature = (sock, buffers, payload, *, timeout = None))]
+fn send_fds(
+    py: Python<'_>,
+    sock: &Bound<'_, PyAny>,
+    buffers: Vec<Py<PyDmaBuf>>,
+    payload: &[u8],
+    timeout: Option<f64>,
+) -> PyResult<()> {
     let sock = socket_fd(sock)?;
+    let timeout = timeout_arg(timeout)?;
     let bufs = buffers.iter().map(|b| b.get().buf()).collect::<PyResult<Vec<_>>>()?;
     let payload = payload.to_vec();
-    py.detach(|| {
+    socket_call(py, |interrupted| {
         // SAFETY: the socket fd is borrowed only for this call; a closed or
         // foreign fd makes sendmsg fail with a clear error (EBADF/ENOTSOCK).
         let sock = unsafe { BorrowedFd::borrow_raw(sock) };
         let fds: Vec<BorrowedFd<'_>> = bufs.iter().map(|b| b.fd()).collect();
-        buffer::transfer::send_fds(sock, &fds, &payload)
+        buffer::transfer::send_fds_within(sock, &fds, &payload, timeout, interrupted)
     })
-    .py_err()
 }
 
 /// Receives one message sent by `send_fds`: the buffers (imported) and the payload.
 #[pyfunction]
-#[pyo3(signature = (sock, *, trust_size = false))]
-fn recv_fds<'py>(py: Python<'py>, sock: &Bound<'py, PyAny>, trust_size: bool) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
+#[pyo3(signature = (sock, *, timeout = None, trust_size = false))]
+fn recv_fds<'py>(
+    py: Python<'py>,
+    sock: &Bound<'py, PyAny>,
+    timeout: Option<f64>,
+    trust_size: bool,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
     let sock = socket_fd(sock)?;
-    let (fds, payload) = py
-        .detach(|| {
-            // SAFETY: as in send_fds.
-            let sock = unsafe { BorrowedFd::borrow_raw(sock) };
-            buffer::transfer::recv_fds(sock)
-        })
-        .py_err()?;
+    let timeout = timeout_arg(timeout)?;
+    let (fds, payload) = socket_call(py, |interrupted| {
+        // SAFETY: as in send_fds.
+        let sock = unsafe { BorrowedFd::borrow_raw(sock) };
+        buffer::transfer::recv_fds_within(sock, timeout, interrupted)
+    })?;
     let mut bufs = Vec::with_capacity(fds.len());
     for fd in fds {
         bufs.push(PyDmaBuf::wrap(Arc::new(DmaBuf::from_fd(fd.as_fd(), false, trust_size).py_err()?), false));
