@@ -358,3 +358,59 @@ def test_ctrl_c_interrupts_a_receive_that_waits_for_ever() -> None:
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=20)
     assert proc.returncode == 0 and "interrupted" in out
+
+
+# --- 4. metadata of the wrong shape is a PeerError ----------------------------
+
+NESTED = b"[" * 200_000 + b"]" * 200_000
+
+
+@pytest.mark.parametrize(
+    "payload, fds",
+    [
+        (b'{"v":1,"buffers":"x"}', 0),
+        (b"[7]", 0),
+        (b"[{}]", 0),
+        (b"7", 0),
+        (b"null", 0),
+        (NESTED, 0),
+        (b'{"v":1,"buffers":[],"meta":' + b"[" * 100 + b"]" * 100 + b"}", 0),
+        (b'{"v":1,"buffers":[],"meta":[1,2]}', 0),
+        (b'{"v":1,"buffers":[],"meta":' + b'{"a":' * 40 + b"1" + b"}" * 40 + b"}", 0),
+        (b'{"v":2,"buffers":[],"meta":null}', 0),
+        (b'{"v":1,"buffers":[{}],"meta":null}', 1),
+        (b'{"v":1,"buffers":[7],"meta":null}', 1),
+        (b'{"v":1,"buffers":[{"size":"4096","kind":"memfd"}],"meta":null}', 1),
+        (b'{"v":1,"buffers":[{"size":true,"kind":"memfd"}],"meta":null}', 1),
+        (b'{"v":1,"buffers":[],"meta":null}', 1),
+        (b"\xff\xfe", 0),
+    ],
+    ids=lambda p: p[:40].decode(errors="replace") if isinstance(p, bytes) else str(p),
+)
+def test_metadata_of_the_wrong_shape_is_a_peer_error(payload: bytes, fds: int) -> None:
+    from conftest import open_fds
+
+    a, z = socket.socketpair()
+    with a, z, npu_zc.alloc(PAGE, "memfd") as b:
+        before = open_fds()
+        sender = threading.Thread(target=npu_zc._core.send_fds, args=(a, [b] * fds, payload))  # may not fit the socket
+        sender.start()
+        with pytest.raises(npu_zc.PeerError, match="did not write|announced"):
+            npu_zc.recv_buffers(z, timeout=5)
+        sender.join(10)
+        assert open_fds() == before  # the received fds were closed
+        npu_zc.send_buffers(a, [b], {"ok": [1, {"deep": [2]}]})  # the stream is still in step
+        got, meta = npu_zc.recv_buffers(z, timeout=5)
+        assert meta == {"ok": [1, {"deep": [2]}]} and got[0].size == PAGE
+        got[0].close()
+
+
+def test_send_refuses_meta_the_receiver_would_refuse() -> None:
+    a, z = socket.socketpair()
+    with a, z:
+        deep: dict = {}
+        for _ in range(40):
+            deep = {"a": deep}
+        for meta in ([1, 2], "x", deep):
+            with pytest.raises(npu_zc.InvalidArgumentError, match="meta"):
+                npu_zc.send_buffers(a, [], meta)  # type: ignore[arg-type]
