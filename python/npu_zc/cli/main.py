@@ -91,11 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="OpenCV resize method (default linear, as cv2.resize)")
     group.add_argument("--heap", default="auto", help="where buffers come from: auto, system, cma, udmabuf, memfd... (see npu-zc info)")
 
+    images = _Parser(add_help=False)
+    images.add_argument("--max-pixels", type=_positive, metavar="N",
+                        help="refuse images of more than N pixels before decoding them (default 100000000)")
+
     info = sub.add_parser("info", parents=[debug], help="OpenVINO devices, DMA-BUF heaps, and what heap='auto' would take")
     info.add_argument("--json", action="store_true", help="print one JSON object")
 
     run = sub.add_parser(
-        "run", parents=[model, debug], help="time preprocess, infer and postprocess on one image (the vart_zerocopy experience)",
+        "run", parents=[model, images, debug], help="time preprocess, infer and postprocess on one image (the vart_zerocopy experience)",
         description="A 1-iteration warm-up, then RUNS timed frames of preprocess -> infer -> postprocess on one decoded image; "
         "per-stage times, infer and pipeline FPS, and the top labels.",
     )
@@ -106,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON object")
 
     compare = sub.add_parser(
-        "compare", parents=[model, debug], help="zero-copy and copy mode back to back on one image, the ratio per stage",
+        "compare", parents=[model, images, debug], help="zero-copy and copy mode back to back on one image, the ratio per stage",
     )
     compare.add_argument("-i", "--image", required=True, help="the image")
     compare.add_argument("-n", "--runs", type=_positive, default=100, help="timed iterations per mode (default 100)")
@@ -118,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("-d", "--device", default="AUTO", help="NPU, CPU, GPU or AUTO (default)")
 
     stream = sub.add_parser(
-        "stream", parents=[model, debug], help="every frame of a video or a folder of images, in order, with a progress bar",
+        "stream", parents=[model, images, debug], help="every frame of a video or a folder of images, in order, with a progress bar",
     )
     stream.add_argument("-i", "--input", required=True, help="a video file or a folder of images")
     stream.add_argument("-c", "--non-zero-copy", action="store_true", help="copy mode (frames one after the other)")
@@ -140,6 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from . import info
 
             return info.run(args.json)
+        if getattr(args, "max_pixels", None):
+            from ..pipeline.image import set_max_pixels
+
+            set_max_pixels(args.max_pixels)
         from . import commands
 
         return int(getattr(commands, args.command.replace("-", "_"))(args))

@@ -53,6 +53,8 @@ class RunReport:
     stages: dict[str, StageStats]
     prediction: Prediction
     startup_ms: float | None = None
+    interrupted: bool = False
+    """Ctrl-C stopped the timed loop: ``runs`` counts the runs done before it."""
 
     @property
     def infer_fps(self) -> float:
@@ -78,6 +80,7 @@ class RunReport:
             "fps": {"infer": self.infer_fps, "pipeline": self.pipeline_fps},
             "labels": [p.to_dict() for p in self.prediction],
             "startup_ms": self.startup_ms,
+            "interrupted": self.interrupted,
         }
 
 
@@ -202,17 +205,38 @@ class Pipeline:
         """The prediction for one frame (BGR u8)."""
         return self.step(image)[0]
 
-    def run(self, image: np.ndarray, runs: int = 1, *, warmup: int = 1, name: str = "") -> RunReport:
-        """``warmup`` untimed frames, then ``runs`` timed ones on the same decoded image."""
+    def run(
+        self, image: np.ndarray, runs: int = 1, *, warmup: int = 1, name: str = "", progress: bool | None = False
+    ) -> RunReport:
+        """``warmup`` untimed frames, then ``runs`` timed ones on the same decoded image.
+
+        ``progress``: a tqdm bar on stderr for runs longer than a second (None:
+        only when stderr is a terminal). Ctrl-C during the timed runs stops
+        them and returns the report of those done (``interrupted`` is set);
+        before the first is done, KeyboardInterrupt propagates.
+        """
+        from .stream import progress_bar
+
         if runs < 1:
             raise InvalidArgumentError(f"runs must be at least 1, got {runs}")
         for _ in range(warmup):
             self.step(image)
         timings = Timings()
         prediction: Prediction = []
-        for _ in range(runs):
-            prediction, pre, infer, post = self.step(image)
-            timings.add_frame(preprocess=pre, infer=infer, postprocess=post)
+        done, interrupted = 0, False
+        bar = progress_bar(runs, f"{self.model_name} ({self.mode})", progress, unit="run", delay=1.0)
+        try:
+            for _ in range(runs):
+                prediction, pre, infer, post = self.step(image)
+                timings.add_frame(preprocess=pre, infer=infer, postprocess=post)
+                done += 1
+                bar.update(1)
+        except KeyboardInterrupt:
+            if done == 0:
+                raise
+            interrupted = True
+        finally:
+            bar.close()
         startup = self.session.startup
         return RunReport(
             model=self.model_name,
@@ -225,11 +249,12 @@ class Pipeline:
             buffers=self.buffer_kind,
             image=name,
             image_size=(int(image.shape[1]), int(image.shape[0])),
-            runs=runs,
+            runs=done,
             warmup=warmup,
             stages=timings.stats(),
             prediction=prediction,
             startup_ms=startup.latency_ms,
+            interrupted=interrupted,
         )
 
     def close(self) -> None:

@@ -76,12 +76,12 @@ class StreamReport:
         return out
 
 
-def progress_bar(total: int, description: str, enabled: bool | None) -> Any:
-    """A tqdm bar on stderr (``enabled=None``: only on a terminal)."""
+def progress_bar(total: int, description: str, enabled: bool | None, *, unit: str = "frame", delay: float = 0) -> Any:
+    """A tqdm bar on stderr (``enabled=None``: only on a terminal), shown after ``delay`` seconds."""
     from tqdm import tqdm
 
     disable = None if enabled is None else not enabled  # tqdm: None means "only on a terminal"
-    return tqdm(total=total or None, desc=description, unit="frame", disable=disable, leave=False)
+    return tqdm(total=total or None, desc=description, unit=unit, disable=disable, leave=False, delay=delay)
 
 
 def timed_frames(source: FrameSource, timings: Timings) -> Iterator[tuple[int, str, np.ndarray, int]]:
