@@ -529,7 +529,7 @@ class Converter:
     ) -> None:
         self._src_format = _format(src_format, "source")
         self._dst_format = _format(dst_format, "destination")
-        self._width, self._height = _count(width, "width"), _count(height, "height")
+        self._width, self._height = _index(width, "width"), _index(height, "height")
         if self._width < 1 or self._height < 1:
             raise _fail(
                 f"a {self._dst_format} frame of {self._width}x{self._height} pixels is empty: "
@@ -959,7 +959,7 @@ class TopK:
     __slots__ = ("_k", "_scale", "_zero_point", "_sources")
 
     def __init__(self, k: int, *, scale: float | None = None, zero_point: int = 0) -> None:
-        self._k = _count(k, "k")
+        self._k = _index(k, "k")
         if self._k < 1:
             raise _fail(f"k must be at least 1, not {self._k}")
         if scale is not None:

@@ -45,8 +45,9 @@ def produce(sock: socket.socket) -> int:
             while True:
                 _, message = recv_buffers(sock)
                 if message and message.get("kind") == "done":
+                    index = message.get("slot")
                     with in_flight_lock:
-                        done = in_flight.pop(message.get("slot"), None)
+                        done = in_flight.pop(index, None) if isinstance(index, int) else None
                     if done is None:
                         raise PeerError(f"the consumer answered done for slot {message.get('slot')!r}, which is not in flight")
                     done.release()
