@@ -117,7 +117,7 @@ fn check(case: &Case, level: SimdLevel) -> std::result::Result<(), TestCaseError
 
     let source = Source::new(case.src, &src, w, h, Some(src_pitch)).unwrap();
     let destination = Destination::new(case.dst, &mut dst, w, h, Some(dst_pitch)).unwrap();
-    let options = Options { mean: case.mean, scale: case.scale, pad: case.pad, threads: Some(case.threads), simd: Some(level) };
+    let options = Options { mean: case.mean, scale: case.scale, pad: case.pad, threads: Some(case.threads), simd: Some(level), ..Options::default() };
     convert(&source, destination, &options).unwrap();
 
     let mean = case.mean.unwrap_or([0.0; 3]);

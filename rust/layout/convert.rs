@@ -8,10 +8,11 @@ use rayon::prelude::*;
 
 use super::error::{bail, Result};
 use super::float::{f32_to_bf16, f32_to_f16};
-use super::format::{Channel, Element, Format};
+use super::format::{frame_geometry, Channel, Element, Format};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
 use super::kernels;
 use super::plan::{build_luts, Encoder, Nv12Plan, Permutes, Plan};
+use super::resize::{self, Resize, Transform};
 use super::simd::SimdLevel;
 
 /// How to convert. `mean` and `scale` are in the destination's channel order
@@ -26,30 +27,36 @@ pub struct Options {
     pub threads: Option<usize>,
     /// The code path; None: the best this CPU has (or `NPU_ZC_SIMD`).
     pub simd: Option<SimdLevel>,
+    /// The source region, destination rectangle, fit and interpolation; the
+    /// default reads the whole source into the whole destination.
+    pub resize: Resize,
 }
 
 /// Frames smaller than this many output bytes per thread stay on one thread:
 /// below it, waking threads costs more than it saves.
 const MIN_BYTES_PER_THREAD: usize = 256 * 1024;
 
-/// Converts `src` into `dst`. Every argument is checked before anything is
-/// written, so an error leaves `dst` untouched.
-pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Result<()> {
-    if (src.width, src.height) != (dst.width, dst.height) {
-        bail!(
-            "the source is {}x{} pixels but the destination is {}x{}: convert does not resize",
-            src.width,
-            src.height,
-            dst.width,
-            dst.height
-        );
-    }
+/// Converts `src` into `dst`, resizing when the source region and the
+/// destination rectangle differ in size (see [`Resize`]). Returns where it
+/// read and wrote and how destination coordinates map back to the source.
+/// Every argument is checked before anything is written, so an error leaves
+/// `dst` untouched.
+pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Result<Transform> {
     let threads = match options.threads {
         Some(0) => bail!("threads must be at least 1 (or None for every core)"),
         Some(n) => n,
         None => rayon::current_num_threads(),
     };
-    let plan = Plan::cached(src.format(), dst.format, options)?;
+    let (src_size, dst_size) = ((src.width, src.height), (dst.width, dst.height));
+    let transform = resize::place(src.format(), src_size, dst_size, &options.resize)?;
+    if !resize::is_plain(&transform, src_size, dst_size) {
+        let plan = Plan::cached(src.format(), dst.format, options, true)?;
+        let level = SimdLevel::resolve(options.simd)?;
+        let r = &options.resize;
+        resize::run(src, dst, &plan, &transform, r.fill, r.interpolation, level, threads)?;
+        return Ok(transform);
+    }
+    let plan = Plan::cached(src.format(), dst.format, options, false)?;
 
     let out_bytes = dst.planes.iter().map(|p| p.count() * p.row_bytes()).sum::<usize>();
     let wanted = threads.min(out_bytes / MIN_BYTES_PER_THREAD).max(1);
@@ -59,7 +66,7 @@ pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Res
     } else {
         bands.into_par_iter().for_each(|mut band| plan.run(band.src, &mut band.dst));
     }
-    Ok(())
+    Ok(transform)
 }
 
 /// What makes two plans the same (floats by their bits).
@@ -71,18 +78,21 @@ struct PlanKey {
     scale: Option<[u32; 3]>,
     pad: u32,
     level: SimdLevel,
+    resampled: bool,
 }
 
 impl Plan {
     /// The plan for these arguments, from a small cache of recent ones: a
     /// pipeline converts every frame with the same arguments, and building a
     /// plan (tables, the exactness check) costs microseconds.
-    fn cached(src: Format, dst: Format, options: &Options) -> Result<Arc<Plan>> {
+    /// `resampled`: the encoder reads resampled rows, so NV12 is always
+    /// decoded into rows first (never straight into the destination).
+    pub(crate) fn cached(src: Format, dst: Format, options: &Options, resampled: bool) -> Result<Arc<Plan>> {
         const KEEP: usize = 8;
         static RECENT: Mutex<Vec<(PlanKey, Arc<Plan>)>> = Mutex::new(Vec::new());
         let level = SimdLevel::resolve(options.simd)?;
         let bits = |v: Option<[f32; 3]>| v.map(|v| v.map(f32::to_bits));
-        let key = PlanKey { src, dst, mean: bits(options.mean), scale: bits(options.scale), pad: options.pad.to_bits(), level };
+        let key = PlanKey { src, dst, mean: bits(options.mean), scale: bits(options.scale), pad: options.pad.to_bits(), level, resampled };
         // A poisoned lock only means another thread panicked mid-update of a cache.
         let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = recent.iter().position(|(k, _)| *k == key) {
@@ -92,14 +102,19 @@ impl Plan {
             return Ok(plan);
         }
         drop(recent);
-        let plan = Arc::new(Plan::new(src, dst, options, level)?);
+        let plan = Arc::new(Plan::build(src, dst, options, level, resampled)?);
         let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
         recent.insert(0, (key, plan.clone()));
         recent.truncate(KEEP);
         Ok(plan)
     }
 
+    #[cfg(test)]
     pub(crate) fn new(src: Format, dst: Format, options: &Options, level: SimdLevel) -> Result<Plan> {
+        Self::build(src, dst, options, level, false)
+    }
+
+    fn build(src: Format, dst: Format, options: &Options, level: SimdLevel, resampled: bool) -> Result<Plan> {
         if !src.is_source() {
             bail!("{src} is not a source format: convert reads {}", super::frame::names(Format::sources()));
         }
@@ -142,7 +157,7 @@ impl Plan {
             description: "scalar/lut".into(),
         };
         if src == Format::Nv12 {
-            let direct = element == Element::U8 && identity && dst.has_pad();
+            let direct = !resampled && element == Element::U8 && identity && dst.has_pad();
             let (decode, name) = kernels::nv12_decoder(level);
             plan.description = if direct { name.to_string() } else { format!("{name} + scalar/lut") };
             plan.nv12 = Some(Nv12Plan {
@@ -289,7 +304,23 @@ fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -
 /// Which kernels `convert` would run for these formats and options, e.g.
 /// "avx512/bf16-native/fma" or "scalar/lut": for tests and benchmarks.
 pub fn describe(src: Format, dst: Format, options: &Options) -> Result<String> {
-    Ok(Plan::cached(src, dst, options)?.description.clone())
+    Ok(Plan::cached(src, dst, options, false)?.description.clone())
+}
+
+/// Which kernels `convert` would run to resize a `src_size` frame into a
+/// `dst_size` one with these options, e.g. "avx2/area + avx2/bf16/fma", and
+/// the transform it would return: checks the geometry without converting.
+pub fn describe_resize(src: Format, dst: Format, src_size: (usize, usize), dst_size: (usize, usize), options: &Options) -> Result<(String, Transform)> {
+    frame_geometry(src, src_size.0, src_size.1, None)?;
+    frame_geometry(dst, dst_size.0, dst_size.1, None)?;
+    let transform = resize::place(src, src_size, dst_size, &options.resize)?;
+    if resize::is_plain(&transform, src_size, dst_size) {
+        return Ok((describe(src, dst, options)?, transform));
+    }
+    let plan = Plan::cached(src, dst, options, true)?;
+    let level = SimdLevel::resolve(options.simd)?;
+    let method = resize::describe(options.resize.interpolation, &transform, level, plan.src_channels);
+    Ok((format!("{method} + {}", plan.description), transform))
 }
 
 #[cfg(test)]

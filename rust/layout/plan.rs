@@ -160,6 +160,26 @@ impl Plan {
         }
     }
 
+    /// Encodes `src` (pixels of `src_channels` values) into row `r` of `dst`
+    /// from pixel `x` on; `pixel_bytes` is the bytes of one pixel in each
+    /// destination plane. The rest of the row is left as it is.
+    pub(crate) fn encode_span(&self, src: &[u8], dst: &mut [RowsMut<'_>], r: usize, x: usize, pixel_bytes: usize) {
+        let bytes = x * pixel_bytes..(x + src.len() / self.src_channels) * pixel_bytes;
+        match (self.encoder, dst) {
+            (Encoder::Packed(f), [plane]) => {
+                let out = &mut plane.row_mut(r)[bytes];
+                // SAFETY: as in `encode_row`.
+                unsafe { f(self, src, out) }
+            }
+            (Encoder::Planar(f), [p0, p1, p2]) => {
+                let (o0, o1, o2) = (&mut p0.row_mut(r)[bytes.clone()], &mut p1.row_mut(r)[bytes.clone()], &mut p2.row_mut(r)[bytes]);
+                // SAFETY: as in `encode_row`.
+                unsafe { f(self, src, o0, o1, o2) }
+            }
+            _ => unreachable!("packed destinations have one plane, planar ones three"),
+        }
+    }
+
     fn encode_row(&self, src: &[u8], dst: &mut [RowsMut<'_>], r: usize) {
         match (self.encoder, dst) {
             // SAFETY: SIMD encoders are only chosen for a level this CPU supports

@@ -1,0 +1,204 @@
+//! The resampling row loops, written once as plain Rust over fixed-size
+//! channel groups and stamped per instruction set with `#[target_feature]`,
+//! so that LLVM vectorises the same description for AVX2, AVX-512 and NEON.
+
+use super::super::simd::SimdLevel;
+use super::taps::{Area, Linear};
+
+/// One set of row loops, for one level and one number of channels.
+#[derive(Clone, Copy)]
+pub(crate) struct RowKernels {
+    /// Bilinear along x: u8 pixels to fixed-point sums (weights of 2^11).
+    pub horizontal_linear: unsafe fn(&[u8], &Linear, &mut [i32]),
+    /// Bilinear along y: two rows of sums to u8, rounded as OpenCV does.
+    pub vertical_linear: unsafe fn(&[i32], &[i32], [i16; 2], &mut [u8]),
+    /// Nearest along x: copies the pixels named by the table.
+    pub gather: unsafe fn(&[u8], &[u32], &mut [u8]),
+    /// Integer shrink: adds a row into the column sums.
+    pub sum_rows: unsafe fn(&[u8], &mut [u32]),
+    /// Integer shrink along x: the mean of `kx` column sums, of an area of `area` pixels.
+    pub blocks: unsafe fn(&[u32], usize, u32, &mut [u8]),
+    /// Fractional shrink: `acc = w * row` (first row) or `acc += w * row`.
+    pub weigh_rows: unsafe fn(&[u8], f32, &mut [f32], bool),
+    /// Fractional shrink along x, rounded to u8.
+    pub area_horizontal: unsafe fn(&[f32], &Area, &mut [u8]),
+}
+
+/// The row loops. `#[inline(always)]` puts each body into the stamped
+/// wrappers below, where it is compiled for that wrapper's instruction set.
+mod body {
+    use super::{Area, Linear};
+
+    #[inline(always)]
+    pub fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i32]) {
+        for ((ix, w), o) in taps.index.iter().zip(&taps.weight).zip(out.chunks_exact_mut(C)) {
+            let a: &[u8; C] = src[ix[0] as usize * C..][..C].try_into().unwrap();
+            let b: &[u8; C] = src[ix[1] as usize * C..][..C].try_into().unwrap();
+            let (w0, w1) = (w[0] as i32, w[1] as i32);
+            for c in 0..C {
+                o[c] = a[c] as i32 * w0 + b[c] as i32 * w1;
+            }
+        }
+    }
+
+    /// OpenCV's 8-bit vertical step (`VResizeLinearVec_32s8u`): each sum
+    /// shifted right by 4, multiplied by its 11-bit weight keeping the high
+    /// 16 bits, then `(t + 2) >> 2`. Not the same as rounding the exact
+    /// 22-bit product: this is what makes the results equal to OpenCV's.
+    #[inline(always)]
+    pub fn vertical_linear(r0: &[i32], r1: &[i32], w: [i16; 2], out: &mut [u8]) {
+        let (b0, b1) = (w[0] as i32, w[1] as i32);
+        for ((o, &s0), &s1) in out.iter_mut().zip(r0).zip(r1) {
+            let t = (((s0 >> 4) * b0) >> 16) + (((s1 >> 4) * b1) >> 16);
+            *o = ((t + 2) >> 2).clamp(0, 255) as u8;
+        }
+    }
+
+    #[inline(always)]
+    pub fn gather<const C: usize>(src: &[u8], index: &[u32], out: &mut [u8]) {
+        for (&i, o) in index.iter().zip(out.chunks_exact_mut(C)) {
+            o.copy_from_slice(&src[i as usize * C..][..C]);
+        }
+    }
+
+    #[inline(always)]
+    pub fn sum_rows(row: &[u8], acc: &mut [u32]) {
+        for (a, &s) in acc.iter_mut().zip(row) {
+            *a += s as u32;
+        }
+    }
+
+    /// OpenCV's integer shrink: `(sum + 2) >> 2` for 2x2 (its SIMD path),
+    /// else `sum * (1 / area)` in f32, rounded to nearest even.
+    #[inline(always)]
+    pub fn blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
+        let inv = 1.0 / area as f32;
+        for (block, o) in acc.chunks_exact(kx * C).zip(out.chunks_exact_mut(C)) {
+            let mut sum = [0u32; C];
+            for px in block.chunks_exact(C) {
+                for c in 0..C {
+                    sum[c] += px[c];
+                }
+            }
+            for c in 0..C {
+                o[c] = if area == 4 { ((sum[c] + 2) >> 2) as u8 } else { (sum[c] as f32 * inv).round_ties_even().min(255.0) as u8 };
+            }
+        }
+    }
+
+    /// Mul then add, not fused: as OpenCV's `sum += beta * buf`.
+    #[inline(always)]
+    pub fn weigh_rows(row: &[u8], w: f32, acc: &mut [f32], first: bool) {
+        if first {
+            for (a, &s) in acc.iter_mut().zip(row) {
+                *a = w * s as f32;
+            }
+        } else {
+            for (a, &s) in acc.iter_mut().zip(row) {
+                *a += w * s as f32;
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub fn area_horizontal<const C: usize>(acc: &[f32], taps: &Area, out: &mut [u8]) {
+        for (d, o) in out.chunks_exact_mut(C).enumerate() {
+            let mut sum = [0f32; C];
+            for t in taps.start[d] as usize..taps.start[d + 1] as usize {
+                let w = taps.weight[t];
+                let px: &[f32; C] = acc[taps.index[t] as usize * C..][..C].try_into().unwrap();
+                for c in 0..C {
+                    sum[c] += w * px[c];
+                }
+            }
+            for c in 0..C {
+                o[c] = sum[c].round_ties_even().clamp(0.0, 255.0) as u8;
+            }
+        }
+    }
+}
+
+/// A module of wrappers around `body`, compiled with the given target features.
+macro_rules! stamp {
+    ($name:ident $(, $features:literal)?) => {
+        mod $name {
+            use super::body;
+            use super::{Area, Linear};
+
+            $(#[target_feature(enable = $features)])?
+            pub(super) unsafe fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i32]) {
+                body::horizontal_linear::<C>(src, taps, out)
+            }
+            $(#[target_feature(enable = $features)])?
+            pub(super) unsafe fn vertical_linear(r0: &[i32], r1: &[i32], w: [i16; 2], out: &mut [u8]) {
+                body::vertical_linear(r0, r1, w, out)
+            }
+            $(#[target_feature(enable = $features)])?
+            pub(super) unsafe fn gather<const C: usize>(src: &[u8], index: &[u32], out: &mut [u8]) {
+                body::gather::<C>(src, index, out)
+            }
+            $(#[target_feature(enable = $features)])?
+            pub(super) unsafe fn sum_rows(row: &[u8], acc: &mut [u32]) {
+                body::sum_rows(row, acc)
+            }
+            $(#[target_feature(enable = $features)])?
+            pub(super) unsafe fn blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
+                body::blocks::<C>(acc, kx, area, out)
+            }
+            $(#[target_feature(enable = $features)])?
+            pub(super) unsafe fn weigh_rows(row: &[u8], w: f32, acc: &mut [f32], first: bool) {
+                body::weigh_rows(row, w, acc, first)
+            }
+            $(#[target_feature(enable = $features)])?
+            pub(super) unsafe fn area_horizontal<const C: usize>(acc: &[f32], taps: &Area, out: &mut [u8]) {
+                body::area_horizontal::<C>(acc, taps, out)
+            }
+        }
+    };
+}
+
+stamp!(portable);
+#[cfg(target_arch = "x86_64")]
+stamp!(avx2, "avx2,fma");
+#[cfg(target_arch = "x86_64")]
+stamp!(avx512, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma");
+#[cfg(target_arch = "aarch64")]
+stamp!(neon, "neon");
+
+macro_rules! kernels_of {
+    ($m:ident, $c:literal) => {
+        RowKernels {
+            horizontal_linear: $m::horizontal_linear::<$c>,
+            vertical_linear: $m::vertical_linear,
+            gather: $m::gather::<$c>,
+            sum_rows: $m::sum_rows,
+            blocks: $m::blocks::<$c>,
+            weigh_rows: $m::weigh_rows,
+            area_horizontal: $m::area_horizontal::<$c>,
+        }
+    };
+}
+
+macro_rules! by_channels {
+    ($m:ident, $channels:expr) => {
+        match $channels {
+            1 => kernels_of!($m, 1),
+            3 => kernels_of!($m, 3),
+            _ => kernels_of!($m, 4),
+        }
+    };
+}
+
+/// The row loops for `channels`-value pixels (1, 3 or 4) at `level`, and the
+/// name of the instruction set they were compiled for.
+pub(crate) fn row_kernels(level: SimdLevel, channels: usize) -> (RowKernels, &'static str) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 => (by_channels!(avx2, channels), "avx2"),
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => (by_channels!(avx512, channels), "avx512"),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => (by_channels!(neon, channels), "neon"),
+        _ => (by_channels!(portable, channels), "scalar"),
+    }
+}

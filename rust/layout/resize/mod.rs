@@ -1,0 +1,250 @@
+//! Geometry fused into conversion: a source region scaled into a rectangle
+//! of the destination (bilinear, area or nearest, as OpenCV's `resize`),
+//! letterboxed or cropped, then colour-converted, normalised and written in
+//! the destination layout, one destination row at a time.
+//!
+//! Each destination row is made in u8 first, then written by the plan's
+//! encoder, the same exact encoders as a plain conversion:
+//! 1. source rows as u8 pixels: packed sources as they are (reordering and
+//!    normalising channels commute with resampling), YUV sources decoded to
+//!    R, G, B, pad rows by the plan's row decoder (as `cvtColor` at full
+//!    size, then `resize`);
+//! 2. resampling: bilinear and nearest along x first, each source row once
+//!    (a ring of two rows), then along y; area shrinking along y first (every
+//!    source row is read anyway, and the y pass runs on contiguous rows),
+//!    then along x;
+//! 3. `Plan::encode_span` writes the row, and the fill on either side of it.
+
+mod geometry;
+mod kernels;
+mod taps;
+
+use rayon::prelude::*;
+
+pub use geometry::{place, Fit, Interpolation, Rect, Resize, Transform};
+
+use super::error::{bail, Result};
+use super::frame::{Destination, RowsMut, Source, SourcePixels};
+use super::plan::{Nv12Row, Plan};
+use super::simd::SimdLevel;
+use kernels::{row_kernels, RowKernels};
+use taps::Method;
+
+/// Bytes of work (source read + destination written) below which a resize stays on one thread.
+const MIN_WORK_PER_THREAD: usize = 512 * 1024;
+
+/// Everything the bands share.
+struct Job<'p> {
+    plan: &'p Plan,
+    method: &'p Method,
+    kernels: RowKernels,
+    /// Values per pixel of the rows resampled (1, 3 or 4).
+    channels: usize,
+    transform: &'p Transform,
+    /// One destination rectangle's width of fill pixels.
+    fill_row: Vec<u8>,
+    /// Bytes of one pixel in each destination plane.
+    pixel_bytes: usize,
+    decode: Option<Nv12Row>,
+}
+
+/// Resizes `src` into `dst` as `transform` says (from `place`); the plan and
+/// the transform are checked, so nothing here can fail half-way.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run(
+    src: &Source<'_>,
+    dst: Destination<'_>,
+    plan: &Plan,
+    transform: &Transform,
+    fill: [u8; 3],
+    interpolation: Interpolation,
+    level: SimdLevel,
+    threads: usize,
+) -> Result<()> {
+    let source = transform.source;
+    let content = transform.content;
+    let method = Method::new(interpolation, source.size(), content.size());
+    let channels = plan.src_channels;
+    let (kernels, _) = row_kernels(level, channels);
+
+    // The fill pixel as a source pixel: destination channel k sits at plan.map[k].
+    let mut fill_pixel = [0u8; 4];
+    for (k, &at) in plan.map.iter().enumerate() {
+        if channels == 1 && fill[k] != fill[0] {
+            bail!("a {} source has one channel, so the fill colour must be grey (three equal values), not {:?}", src.format(), fill);
+        }
+        fill_pixel[at] = fill[k];
+    }
+    let fill_row: Vec<u8> = (0..transform.dst_rect.width).flat_map(|_| fill_pixel[..channels].iter().copied()).collect();
+    let element = dst.format.element().size();
+    let pixel_bytes = if dst.format.is_planar() { element } else { dst.format.channels() * element };
+    let decode = match src.pixels {
+        SourcePixels::Nv12 { .. } => Some(plan.nv12.expect("an NV12 plan").decode),
+        SourcePixels::Packed { .. } => None,
+    };
+    let job = Job { plan, method: &method, kernels, channels, transform, fill_row, pixel_bytes, decode };
+
+    // Only the rectangle's rows are written; split them into bands.
+    let rect = transform.dst_rect;
+    let planes: Vec<RowsMut<'_>> = dst.planes.into_iter().map(|p| p.split_at(rect.y).1.split_at(rect.height).0).collect();
+    let read = method.rows_per_output_row(source.height, content.height).min(source.height) * content.height.min(source.height) * source.width * channels;
+    let work = read + rect.width * rect.height * pixel_bytes * planes.len();
+    let wanted = threads.min(work / MIN_WORK_PER_THREAD).clamp(1, rect.height);
+    let rows_per_band = rect.height.div_ceil(wanted);
+    let mut bands = Vec::with_capacity(wanted);
+    let mut rest = planes;
+    let mut start = 0;
+    while start < rect.height {
+        let n = rows_per_band.min(rect.height - start);
+        let (head, tail): (Vec<_>, Vec<_>) = rest.into_iter().map(|p| p.split_at(n)).unzip();
+        bands.push((start, head));
+        rest = tail;
+        start += n;
+    }
+    if bands.len() == 1 {
+        bands.into_iter().for_each(|(start, mut planes)| job.band(src, start, &mut planes));
+    } else {
+        bands.into_par_iter().for_each(|(start, mut planes)| job.band(src, start, &mut planes));
+    }
+    Ok(())
+}
+
+/// Source rows of the region as u8 pixels: borrowed from the frame, or
+/// decoded into a row of scratch (the last one kept: neighbouring
+/// destination rows often read the same source row).
+struct RowReader<'a> {
+    pixels: SourcePixels<'a>,
+    region: Rect,
+    channels: usize,
+    decode: Option<Nv12Row>,
+    scratch: Vec<u8>,
+    cached: Option<usize>,
+}
+
+impl<'a> RowReader<'a> {
+    /// Row `r` of the region (0: its top row), only the region's columns.
+    fn row(&mut self, r: usize) -> &[u8] {
+        let Rect { x, y, width, .. } = self.region;
+        match self.pixels {
+            SourcePixels::Packed { rows, .. } => &rows.row(y + r)[x * self.channels..(x + width) * self.channels],
+            // Further YUV sources plug in here: a row decoder into R, G, B, pad.
+            SourcePixels::Nv12 { y: luma, uv } => {
+                if self.cached != Some(r) {
+                    let decode = self.decode.expect("a row decoder for a YUV source");
+                    let (luma, chroma) = (&luma.row(y + r)[x..x + width], &uv.row((y + r) / 2)[x..x + width]);
+                    // SAFETY: the decoder was picked for a level this CPU supports.
+                    unsafe { decode(luma, chroma, &mut self.scratch, [0, 1, 2], 0) };
+                    self.cached = Some(r);
+                }
+                &self.scratch
+            }
+        }
+    }
+}
+
+impl Job<'_> {
+    /// Writes rows `start..start + planes' rows` of the destination rectangle.
+    fn band(&self, src: &Source<'_>, start: usize, planes: &mut [RowsMut<'_>]) {
+        let (rect, content, c) = (self.transform.dst_rect, self.transform.content, self.channels);
+        let region = self.transform.source;
+        let decoded = if self.decode.is_some() { region.width * 4 } else { 0 };
+        let mut reader = RowReader { pixels: src.pixels, region, channels: c, decode: self.decode, scratch: vec![0; decoded], cached: None };
+        let mut line = vec![0u8; content.width * c];
+        let mut scratch = Scratch::new(self.method, region.width * c, content.width * c);
+        let left = content.x - rect.x;
+        let right = rect.x + rect.width - (content.x + content.width);
+        for r in 0..planes[0].count() {
+            let y = rect.y + start + r;
+            if y < content.y || y >= content.y + content.height {
+                self.plan.encode_span(&self.fill_row, planes, r, rect.x, self.pixel_bytes);
+                continue;
+            }
+            self.resample_row(y - content.y, &mut reader, &mut scratch, &mut line);
+            if left > 0 {
+                self.plan.encode_span(&self.fill_row[..left * c], planes, r, rect.x, self.pixel_bytes);
+            }
+            self.plan.encode_span(&line, planes, r, content.x, self.pixel_bytes);
+            if right > 0 {
+                self.plan.encode_span(&self.fill_row[..right * c], planes, r, content.x + content.width, self.pixel_bytes);
+            }
+        }
+    }
+
+    /// Destination row `dy` of the content, as u8 pixels, into `line`.
+    fn resample_row(&self, dy: usize, reader: &mut RowReader<'_>, scratch: &mut Scratch, line: &mut [u8]) {
+        let k = &self.kernels;
+        // SAFETY (every call below): the kernels were compiled for a level this
+        // CPU supports (SimdLevel::resolve checked it); they bound every access
+        // by the slices given, and the tables index inside the region (taps.rs).
+        match self.method {
+            Method::Nearest { x, y } => unsafe { (k.gather)(reader.row(y[dy] as usize), x, line) },
+            Method::Linear { x, y } => {
+                let rows = y.index[dy];
+                for &s in &rows {
+                    let slot = s as usize & 1;
+                    if scratch.ring_rows[slot] != Some(s) {
+                        unsafe { (k.horizontal_linear)(reader.row(s as usize), x, &mut scratch.ring[slot]) };
+                        scratch.ring_rows[slot] = Some(s);
+                    }
+                }
+                let (r0, r1) = (&scratch.ring[rows[0] as usize & 1], &scratch.ring[rows[1] as usize & 1]);
+                unsafe { (k.vertical_linear)(r0, r1, y.weight[dy], line) };
+            }
+            Method::AreaBlocks { kx, ky } => {
+                scratch.sums.fill(0);
+                for s in dy * ky..(dy + 1) * ky {
+                    unsafe { (k.sum_rows)(reader.row(s), &mut scratch.sums) };
+                }
+                unsafe { (k.blocks)(&scratch.sums, *kx, (kx * ky) as u32, line) };
+            }
+            Method::Area { x, y } => {
+                for t in y.start[dy] as usize..y.start[dy + 1] as usize {
+                    let first = t == y.start[dy] as usize;
+                    unsafe { (k.weigh_rows)(reader.row(y.index[t] as usize), y.weight[t], &mut scratch.acc, first) };
+                }
+                unsafe { (k.area_horizontal)(&scratch.acc, x, line) };
+            }
+        }
+    }
+}
+
+/// Per-band intermediate rows.
+struct Scratch {
+    /// Bilinear: two source rows resampled along x, by source row parity.
+    ring: [Vec<i32>; 2],
+    ring_rows: [Option<u32>; 2],
+    /// Integer shrink: column sums of a band of source rows.
+    sums: Vec<u32>,
+    /// Fractional shrink: weighted column sums.
+    acc: Vec<f32>,
+}
+
+impl Scratch {
+    fn new(method: &Method, region_values: usize, line_values: usize) -> Scratch {
+        let (ring, sums, acc) = match method {
+            Method::Linear { .. } => (line_values, 0, 0),
+            Method::AreaBlocks { .. } => (0, region_values, 0),
+            Method::Area { .. } => (0, 0, region_values),
+            Method::Nearest { .. } => (0, 0, 0),
+        };
+        Scratch { ring: [vec![0; ring], vec![0; ring]], ring_rows: [None; 2], sums: vec![0; sums], acc: vec![0.0; acc] }
+    }
+}
+
+/// The method and row loops a resize runs, for diagnostics: e.g. "avx2/area".
+pub(crate) fn describe(interpolation: Interpolation, transform: &Transform, level: SimdLevel, channels: usize) -> String {
+    let method = match Method::new(interpolation, transform.source.size(), transform.content.size()) {
+        Method::Nearest { .. } if transform.source.size() == transform.content.size() => "copy",
+        Method::Nearest { .. } => "nearest",
+        Method::Linear { .. } => "bilinear",
+        Method::AreaBlocks { .. } => "area-blocks",
+        Method::Area { .. } => "area",
+    };
+    format!("{}/{method}", row_kernels(level, channels).1)
+}
+
+/// Whether `transform` reads the whole source into the whole destination at the same size.
+pub(crate) fn is_plain(transform: &Transform, src: (usize, usize), dst: (usize, usize)) -> bool {
+    let whole = |r: Rect, size: (usize, usize)| r == Rect::new(0, 0, size.0, size.1);
+    src == dst && whole(transform.source, src) && whole(transform.content, dst) && whole(transform.dst_rect, dst)
+}
