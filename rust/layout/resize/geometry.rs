@@ -145,7 +145,8 @@ pub fn place(format: Format, src: (usize, usize), dst: (usize, usize), resize: &
         bail!("the ROI {roi} does not fit in the {sw}x{sh} source frame: it must lie inside the frame");
     }
     let (ax, ay) = subsampling(format);
-    if roi.x % ax != 0 || roi.y % ay != 0 || roi.width % ax != 0 || roi.height % ay != 0 {
+    let aligned = |v: usize, a: usize| v.is_multiple_of(a);
+    if !(aligned(roi.x, ax) && aligned(roi.y, ay) && aligned(roi.width, ax) && aligned(roi.height, ay)) {
         bail!(
             "the ROI {roi} does not start and end on even pixels: {format} shares one chroma sample between \
              {ax}x{ay} pixels, so x, y, width and height must be even"

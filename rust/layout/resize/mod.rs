@@ -187,7 +187,8 @@ impl Job<'_> {
                         scratch.ring_rows[slot] = Some(s);
                     }
                 }
-                let (r0, r1) = (&scratch.ring[rows[0] as usize & 1], &scratch.ring[rows[1] as usize & 1]);
+                let values = line.len();
+                let (r0, r1) = (&scratch.ring[rows[0] as usize & 1][..values], &scratch.ring[rows[1] as usize & 1][..values]);
                 unsafe { (k.vertical_linear)(r0, r1, y.weight[dy], line) };
             }
             Method::AreaBlocks { kx, ky } => {
@@ -221,10 +222,11 @@ struct Scratch {
 
 impl Scratch {
     fn new(method: &Method, region_values: usize, line_values: usize) -> Scratch {
+        // Slack for the kernels that work 4 values wide (kernels.rs).
         let (ring, sums, acc) = match method {
-            Method::Linear { .. } => (line_values, 0, 0),
+            Method::Linear { .. } => (line_values + 4, 0, 0),
             Method::AreaBlocks { .. } => (0, region_values, 0),
-            Method::Area { .. } => (0, 0, region_values),
+            Method::Area { .. } => (0, 0, region_values + 4),
             Method::Nearest { .. } => (0, 0, 0),
         };
         Scratch { ring: [vec![0; ring], vec![0; ring]], ring_rows: [None; 2], sums: vec![0; sums], acc: vec![0.0; acc] }
