@@ -23,6 +23,7 @@ from .pipeline import Pipeline
 from .layout import (
     Converter,
     TopK,
+    Transform,
     check_destination,
     convert,
     dequantize,
@@ -68,6 +69,7 @@ __all__ = [
     # layouts
     "Converter",
     "TopK",
+    "Transform",
     "check_destination",
     "convert",
     "dequantize",
