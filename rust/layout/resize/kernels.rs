@@ -57,9 +57,12 @@ mod body {
     /// 22-bit product: this is what makes the results equal to OpenCV's.
     #[inline(always)]
     pub fn vertical_linear(r0: &[i32], r1: &[i32], w: [i16; 2], out: &mut [u8]) {
+        // In 16 bits as OpenCV does (a sum of at most 255 * 2048 fits once
+        // shifted right by 4): LLVM makes the products `pmulhw`, 16 lanes.
         let (b0, b1) = (w[0] as i32, w[1] as i32);
         for ((o, &s0), &s1) in out.iter_mut().zip(r0).zip(r1) {
-            let t = (((s0 >> 4) * b0) >> 16) + (((s1 >> 4) * b1) >> 16);
+            let (a, b) = ((s0 >> 4) as i16 as i32, (s1 >> 4) as i16 as i32);
+            let t = ((a * b0) >> 16) as i16 + ((b * b1) >> 16) as i16;
             *o = ((t + 2) >> 2).clamp(0, 255) as u8;
         }
     }
@@ -191,9 +194,10 @@ mod x86 {
 
     use super::{body, Linear};
 
-    /// As `body::horizontal_linear`, one pixel per step: the pair of source
-    /// pixels from one 8-byte load, their values interleaved as 16-bit
-    /// (a, b) pairs, times the (w0, w1) pair in one multiply-add.
+    /// As `body::horizontal_linear`: for each destination pixel, the pair of
+    /// source pixels from one 8-byte load, their values interleaved as 16-bit
+    /// (a, b) pairs, times the (w0, w1) pair in one multiply-add; two pixels
+    /// per step in the two halves of a 256-bit register, then one at a time.
     #[inline(always)]
     pub(super) fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i32]) {
         if C == 1 {
@@ -205,20 +209,42 @@ mod x86 {
             mask[4 * c + 2] = (C + c) as u8;
         }
         let n = taps.index.len();
+        let fits = |d: usize| taps.index[d][0] as usize * C + 8 <= src.len();
         let mut d = 0;
+        assert!(out.len() >= n * C + 4 && taps.weight.len() == n);
         // SAFETY: the callers are compiled with AVX2 (SSSE3 and SSE4.1 included).
-        // Each load reads 8 bytes at index * C, inside `src` (the loop bound);
-        // each store writes 4 values at d * C, inside `out` (it has room for
-        // 4 values more than n * C, see Scratch).
+        // Each load reads 8 bytes at index * C, inside `src` (`fits`; indices
+        // never decrease, so `fits(d + 1)` covers d); weights are read at d
+        // and d + 1 < n; each store writes 4 values at d * C (or 8 at 4d for
+        // 4-value pixels), inside `out` (room for 4 values more than n * C).
         unsafe {
             let mask = _mm_loadu_si128(mask.as_ptr().cast());
-            assert!(out.len() >= n * C + 4);
-            while d < n && taps.index[d][0] as usize * C + 8 <= src.len() {
+            let mask2 = _mm256_broadcastsi128_si256(mask);
+            let spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+            let (src_ptr, out_ptr) = (src.as_ptr(), out.as_mut_ptr());
+            let weights = taps.weight.as_ptr();
+            while d + 2 <= n && fits(d + 1) {
+                let p0 = _mm_loadl_epi64(src_ptr.add(taps.index[d][0] as usize * C).cast());
+                let p1 = _mm_loadl_epi64(src_ptr.add(taps.index[d + 1][0] as usize * C).cast());
+                let bytes = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(p0), p1);
+                // The (w0, w1) pairs of pixels d and d + 1: one per 128-bit half.
+                let pair = weights.add(d).cast::<i64>().read_unaligned();
+                let w = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_set1_epi64x(pair)), spread);
+                let sums = _mm256_madd_epi16(_mm256_shuffle_epi8(bytes, mask2), w);
+                if C == 4 {
+                    _mm256_storeu_si256(out_ptr.add(d * 4).cast(), sums);
+                } else {
+                    _mm_storeu_si128(out_ptr.add(d * C).cast(), _mm256_castsi256_si128(sums));
+                    _mm_storeu_si128(out_ptr.add((d + 1) * C).cast(), _mm256_extracti128_si256::<1>(sums));
+                }
+                d += 2;
+            }
+            while d < n && fits(d) {
                 let w = taps.weight[d];
                 let weights = _mm_set1_epi32((w[0] as u16 as i32) | ((w[1] as i32) << 16));
-                let bytes = _mm_loadl_epi64(src.as_ptr().add(taps.index[d][0] as usize * C).cast());
+                let bytes = _mm_loadl_epi64(src_ptr.add(taps.index[d][0] as usize * C).cast());
                 let sums = _mm_madd_epi16(_mm_shuffle_epi8(bytes, mask), weights);
-                _mm_storeu_si128(out.as_mut_ptr().add(d * C).cast(), sums);
+                _mm_storeu_si128(out_ptr.add(d * C).cast(), sums);
                 d += 1;
             }
         }

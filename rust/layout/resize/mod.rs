@@ -46,6 +46,39 @@ struct Job<'p> {
     /// Bytes of one pixel in each destination plane.
     pixel_bytes: usize,
     decode: Option<Nv12Row>,
+    /// The first pixel of each 2-pixel group decoded, when not every one is.
+    groups: Option<Vec<u32>>,
+}
+
+/// When the x taps of a bilinear or nearest resize read at most about half
+/// of the region's 2-pixel chroma groups, the groups they read (their first
+/// pixels, in order), with the taps renumbered to pixels of those groups
+/// laid end to end. A pixel's decoding depends only on its own Y and its
+/// group's U, V, so decoding the groups alone gives the same pixels.
+fn compact_columns(method: &mut Method, width: usize) -> Option<Vec<u32>> {
+    let mut used = vec![false; width.div_ceil(2)];
+    match &*method {
+        Method::Linear { x, .. } => x.index.iter().flatten().for_each(|&i| used[i as usize / 2] = true),
+        Method::Nearest { x, .. } => x.iter().for_each(|&i| used[i as usize / 2] = true),
+        _ => return None,
+    }
+    let count = used.iter().filter(|&&u| u).count();
+    if count * 2 > used.len() {
+        return None;
+    }
+    let mut rank = vec![0u32; used.len()];
+    let mut firsts = Vec::with_capacity(count);
+    for (g, _) in used.iter().enumerate().filter(|(_, &u)| u) {
+        rank[g] = firsts.len() as u32;
+        firsts.push(2 * g as u32);
+    }
+    let at = |i: u32| 2 * rank[i as usize / 2] + i % 2;
+    match method {
+        Method::Linear { x, .. } => x.index.iter_mut().for_each(|ix| *ix = ix.map(at)),
+        Method::Nearest { x, .. } => x.iter_mut().for_each(|i| *i = at(*i)),
+        _ => unreachable!(),
+    }
+    Some(firsts)
 }
 
 /// Resizes `src` into `dst` as `transform` says (from `place`); the plan and
@@ -63,8 +96,17 @@ pub(crate) fn run(
 ) -> Result<()> {
     let source = transform.source;
     let content = transform.content;
-    let method = Method::new(interpolation, source.size(), content.size());
+    let mut method = Method::new(interpolation, source.size(), content.size());
     let channels = plan.src_channels;
+    let decode = match src.pixels {
+        SourcePixels::Nv12 { .. } => Some(plan.nv12.expect("an NV12 plan").decode),
+        SourcePixels::Packed { .. } => None,
+    };
+    // A YUV source shrunk along x: decode only the pixel pairs the x taps read.
+    let groups = match decode {
+        Some(_) => compact_columns(&mut method, source.width),
+        None => None,
+    };
     let (kernels, _) = row_kernels(level, channels);
 
     // The fill pixel as a source pixel: destination channel k sits at plan.map[k].
@@ -78,11 +120,7 @@ pub(crate) fn run(
     let fill_row: Vec<u8> = (0..transform.dst_rect.width).flat_map(|_| fill_pixel[..channels].iter().copied()).collect();
     let element = dst.format.element().size();
     let pixel_bytes = if dst.format.is_planar() { element } else { dst.format.channels() * element };
-    let decode = match src.pixels {
-        SourcePixels::Nv12 { .. } => Some(plan.nv12.expect("an NV12 plan").decode),
-        SourcePixels::Packed { .. } => None,
-    };
-    let job = Job { plan, method: &method, kernels, channels, transform, fill_row, pixel_bytes, decode };
+    let job = Job { plan, method: &method, kernels, channels, transform, fill_row, pixel_bytes, decode, groups };
 
     // Only the rectangle's rows are written; split them into bands.
     let rect = transform.dst_rect;
@@ -117,6 +155,9 @@ struct RowReader<'a> {
     region: Rect,
     channels: usize,
     decode: Option<Nv12Row>,
+    /// Decode only these 2-pixel groups (see `compact_columns`), gathered first.
+    groups: Option<&'a [u32]>,
+    gathered: [Vec<u8>; 2],
     scratch: Vec<u8>,
     cached: Option<usize>,
 }
@@ -131,7 +172,15 @@ impl<'a> RowReader<'a> {
             SourcePixels::Nv12 { y: luma, uv } => {
                 if self.cached != Some(r) {
                     let decode = self.decode.expect("a row decoder for a YUV source");
-                    let (luma, chroma) = (&luma.row(y + r)[x..x + width], &uv.row((y + r) / 2)[x..x + width]);
+                    let (mut luma, mut chroma) = (&luma.row(y + r)[x..x + width], &uv.row((y + r) / 2)[x..x + width]);
+                    if let Some(groups) = self.groups {
+                        let [gy, guv] = &mut self.gathered;
+                        for ((&g, oy), ouv) in groups.iter().zip(gy.chunks_exact_mut(2)).zip(guv.chunks_exact_mut(2)) {
+                            oy.copy_from_slice(&luma[g as usize..g as usize + 2]);
+                            ouv.copy_from_slice(&chroma[g as usize..g as usize + 2]);
+                        }
+                        (luma, chroma) = (gy, guv);
+                    }
                     // SAFETY: the decoder was picked for a level this CPU supports.
                     unsafe { decode(luma, chroma, &mut self.scratch, [0, 1, 2], 0) };
                     self.cached = Some(r);
@@ -147,10 +196,21 @@ impl Job<'_> {
     fn band(&self, src: &Source<'_>, start: usize, planes: &mut [RowsMut<'_>]) {
         let (rect, content, c) = (self.transform.dst_rect, self.transform.content, self.channels);
         let region = self.transform.source;
-        let decoded = if self.decode.is_some() { region.width * 4 } else { 0 };
-        let mut reader = RowReader { pixels: src.pixels, region, channels: c, decode: self.decode, scratch: vec![0; decoded], cached: None };
+        let decoded_pixels = self.groups.as_ref().map_or(region.width, |g| 2 * g.len());
+        let decoded = if self.decode.is_some() { decoded_pixels * 4 } else { 0 };
+        let gathered = if self.groups.is_some() { decoded_pixels } else { 0 };
+        let mut reader = RowReader {
+            pixels: src.pixels,
+            region,
+            channels: c,
+            decode: self.decode,
+            groups: self.groups.as_deref(),
+            gathered: [vec![0; gathered], vec![0; gathered]],
+            scratch: vec![0; decoded],
+            cached: None,
+        };
         let mut line = vec![0u8; content.width * c];
-        let mut scratch = Scratch::new(self.method, region.width * c, content.width * c);
+        let mut scratch = Scratch::new(self.method, decoded_pixels * c, content.width * c);
         let left = content.x - rect.x;
         let right = rect.x + rect.width - (content.x + content.width);
         for r in 0..planes[0].count() {
