@@ -87,8 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--input-size", type=_size, metavar="HxW", help="for a model whose input size is dynamic")
     group.add_argument("--hw-format", choices=("RGBx", "BGRx", "RGBx_FP16", "RGBx_BF16"),
                        help="zero-copy input layout (default: chosen from the model's input type)")
-    group.add_argument("--interpolation", choices=("linear", "area", "cubic", "nearest"), default="linear",
-                       help="OpenCV resize method (default linear, as cv2.resize)")
+    group.add_argument("--interpolation", choices=("linear", "area", "nearest"), default="linear",
+                       help="resize method, as OpenCV's, fused into the conversion (default linear, as cv2.resize)")
     group.add_argument("--heap", default="auto", help="where buffers come from: auto, system, cma, udmabuf, memfd... (see npu-zc info)")
 
     info = sub.add_parser("info", parents=[debug], help="OpenVINO devices, DMA-BUF heaps, and what heap='auto' would take")

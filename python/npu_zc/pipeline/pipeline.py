@@ -25,11 +25,14 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..runtime.model import Mode
-from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for
+from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for, to_frame
 from .preprocess import Fit, PreprocessSpec, Preprocessor
 from .timing import StageStats, Timings
 
 DEFAULT_MODEL = "efficientnet-lite0"
+
+# How the frame is fitted to the input, by model kind (see Pipeline).
+_FITS: dict[Kind, Fit] = {"classification": "crop", "blazeface": "letterbox", "ssd": "stretch"}
 
 
 @dataclass(frozen=True)
@@ -87,8 +90,11 @@ class Pipeline:
     ``model``: a file OpenVINO reads (IR, ONNX, TFLite) or ``"efficientnet-lite0"``.
     ``labels``: names by class index, or a file of them (default: ImageNet's
     for 1000 classes, else the indices). ``mean``/``scale`` override what the
-    model records. ``fit`` defaults to a centre crop for classifiers and the
-    whole frame for detectors.
+    model records. ``fit`` follows the model's kind by default: a centre crop
+    for classifiers (as ImageNet models are evaluated), a letterbox for
+    BlazeFace (MediaPipe keeps the aspect), the whole frame stretched for SSD
+    (the TF Object Detection API's fixed-shape resizer); detections' boxes are
+    mapped back to the frame through the preprocess's transform.
     """
 
     def __init__(
@@ -133,7 +139,7 @@ class Pipeline:
             self.session.prepared.model, self.kind, labels=labels, top=top, min_score=min_score
         )
         self.spec = PreprocessSpec.for_session(
-            self.session, fit=fit or ("crop" if self.kind == "classification" else "stretch"), interpolation=interpolation
+            self.session, fit=fit or _FITS[self.kind], interpolation=interpolation
         )
         self.heap = heap
         self.preprocess = Preprocessor(self.spec, heap=heap)
@@ -195,8 +201,14 @@ class Pipeline:
                 for buf in self._sync_outputs:
                     stack.enter_context(buf.cpu_access("read"))
                 prediction = self.postprocess(self.outputs)
+        prediction = self.to_frame(prediction, self.preprocess.transform, (image.shape[1], image.shape[0]))
         done = clock()
         return prediction, preprocessed - started, inferred - preprocessed, done - inferred
+
+    def to_frame(self, prediction: Prediction, transform: Any, frame_size: tuple[int, int]) -> Prediction:
+        """Detections' boxes as fractions of a ``frame_size`` (width, height) frame
+        that the preprocess turned into the input with ``transform``."""
+        return to_frame(prediction, transform, (self.spec.width, self.spec.height), frame_size)
 
     def process(self, image: np.ndarray) -> Prediction:
         """The prediction for one frame (BGR u8)."""
