@@ -121,7 +121,17 @@ fn linear(src: usize, dst: usize, scale: f64, inv_scale: f64, area_mode: bool, c
         }
         let w0 = ((1.0 - f) * COEF_SCALE).round_ties_even() as i16;
         let w1 = (f * COEF_SCALE).round_ties_even() as i16;
-        index.push([s.clamp(0, last) as u32, (s + 1).clamp(0, last) as u32]);
+        let mut ix = [s.clamp(0, last) as u32, (s + 1).clamp(0, last) as u32];
+        // A tap of weight 0 adds exactly 0 in OpenCV's arithmetic too (`(v * 0) >> 16`):
+        // point it at the other tap, so that its pixel or row is never read
+        // (a 3x shrink then reads one row in three, not two). Along x only the
+        // second: the x86 x pass loads the pixel after the first as a pair.
+        if w1 == 0 {
+            ix[1] = ix[0];
+        } else if w0 == 0 && !clamp_weights {
+            ix[0] = ix[1];
+        }
+        index.push(ix);
         weight.push([w0, w1]);
     }
     Linear { index, weight }
@@ -204,6 +214,6 @@ mod tests {
         // Half-pixel centres: enlarging 2x reads 3/4 of one pixel and 1/4 of the next.
         let Method::Linear { x, .. } = Method::new(Bilinear, (4, 4), (8, 8)) else { panic!() };
         assert_eq!((x.index[1], x.weight[1]), ([0, 1], [1536, 512]));
-        assert_eq!((x.index[0], x.weight[0]), ([0, 1], [2048, 0]));
+        assert_eq!((x.index[0], x.weight[0]), ([0, 0], [2048, 0])); // a weight of 0 reads nothing
     }
 }
