@@ -6,13 +6,13 @@ use super::super::simd::SimdLevel;
 use super::taps::{Area, Linear};
 
 /// Two rows of bilinear sums, their two weights, the u8 row out.
-type VerticalLinear = unsafe fn(&[i32], &[i32], [i16; 2], &mut [u8]);
+type VerticalLinear = unsafe fn(&[i16], &[i16], [i16; 2], &mut [u8]);
 
 /// One set of row loops, for one level and one number of channels.
 #[derive(Clone, Copy)]
 pub(crate) struct RowKernels {
-    /// Bilinear along x: u8 pixels to fixed-point sums (weights of 2^11).
-    pub horizontal_linear: unsafe fn(&[u8], &Linear, &mut [i32]),
+    /// Bilinear along x: u8 pixels to fixed-point sums (weights of 2^11), shifted right by 4.
+    pub horizontal_linear: unsafe fn(&[u8], &Linear, &mut [i16]),
     /// Bilinear along y: two rows of sums to u8, rounded as OpenCV does.
     pub vertical_linear: VerticalLinear,
     /// Nearest along x: copies the pixels named by the table.
@@ -34,35 +34,35 @@ mod body {
 
     /// `out` has room for 4 values more than the row (see `Scratch`).
     #[inline(always)]
-    pub fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i32]) {
+    pub fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16]) {
         horizontal_linear_from::<C>(0, src, taps, out)
     }
 
-    /// Destination pixels `first..` of `horizontal_linear`.
+    /// Destination pixels `first..` of `horizontal_linear`. The sums are kept
+    /// shifted right by 4, in 16 bits: all that OpenCV's y pass reads of them.
     #[inline(always)]
-    pub fn horizontal_linear_from<const C: usize>(first: usize, src: &[u8], taps: &Linear, out: &mut [i32]) {
+    pub fn horizontal_linear_from<const C: usize>(first: usize, src: &[u8], taps: &Linear, out: &mut [i16]) {
         for d in first..taps.index.len() {
             let (ix, w) = (taps.index[d], taps.weight[d]);
             let a: &[u8; C] = src[ix[0] as usize * C..][..C].try_into().unwrap();
             let b: &[u8; C] = src[ix[1] as usize * C..][..C].try_into().unwrap();
             for c in 0..C {
-                out[d * C + c] = a[c] as i32 * w[0] as i32 + b[c] as i32 * w[1] as i32;
+                out[d * C + c] = ((a[c] as i32 * w[0] as i32 + b[c] as i32 * w[1] as i32) >> 4) as i16;
             }
         }
     }
 
     /// OpenCV's 8-bit vertical step (`VResizeLinearVec_32s8u`): each sum
-    /// shifted right by 4, multiplied by its 11-bit weight keeping the high
-    /// 16 bits, then `(t + 2) >> 2`. Not the same as rounding the exact
-    /// 22-bit product: this is what makes the results equal to OpenCV's.
+    /// shifted right by 4 (done by the x pass), multiplied by its 11-bit
+    /// weight keeping the high 16 bits, then `(t + 2) >> 2`. Not the same as
+    /// rounding the exact 22-bit product: this is what makes the results
+    /// equal to OpenCV's. In 16 bits as OpenCV does (a sum of at most
+    /// 255 * 2048 fits once shifted): LLVM makes the products `pmulhw`.
     #[inline(always)]
-    pub fn vertical_linear(r0: &[i32], r1: &[i32], w: [i16; 2], out: &mut [u8]) {
-        // In 16 bits as OpenCV does (a sum of at most 255 * 2048 fits once
-        // shifted right by 4): LLVM makes the products `pmulhw`, 16 lanes.
+    pub fn vertical_linear(r0: &[i16], r1: &[i16], w: [i16; 2], out: &mut [u8]) {
         let (b0, b1) = (w[0] as i32, w[1] as i32);
         for ((o, &s0), &s1) in out.iter_mut().zip(r0).zip(r1) {
-            let (a, b) = ((s0 >> 4) as i16 as i32, (s1 >> 4) as i16 as i32);
-            let t = ((a * b0) >> 16) as i16 + ((b * b1) >> 16) as i16;
+            let t = ((s0 as i32 * b0) >> 16) as i16 + ((s1 as i32 * b1) >> 16) as i16;
             *o = ((t + 2) >> 2).clamp(0, 255) as u8;
         }
     }
@@ -146,11 +146,11 @@ macro_rules! stamp {
             use super::{Area, Linear};
 
             $(#[target_feature(enable = $features)])?
-            pub(super) unsafe fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i32]) {
+            pub(super) unsafe fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16]) {
                 $horizontal::horizontal_linear::<C>(src, taps, out)
             }
             $(#[target_feature(enable = $features)])?
-            pub(super) unsafe fn vertical_linear(r0: &[i32], r1: &[i32], w: [i16; 2], out: &mut [u8]) {
+            pub(super) unsafe fn vertical_linear(r0: &[i16], r1: &[i16], w: [i16; 2], out: &mut [u8]) {
                 body::vertical_linear(r0, r1, w, out)
             }
             $(#[target_feature(enable = $features)])?
@@ -199,7 +199,7 @@ mod x86 {
     /// (a, b) pairs, times the (w0, w1) pair in one multiply-add; two pixels
     /// per step in the two halves of a 256-bit register, then one at a time.
     #[inline(always)]
-    pub(super) fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i32]) {
+    pub(super) fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16]) {
         if C == 1 {
             return body::horizontal_linear::<C>(src, taps, out);
         }
@@ -215,8 +215,8 @@ mod x86 {
         // SAFETY: the callers are compiled with AVX2 (SSSE3 and SSE4.1 included).
         // Each load reads 8 bytes at index * C, inside `src` (`fits`; indices
         // never decrease, so `fits(d + 1)` covers d); weights are read at d
-        // and d + 1 < n; each store writes 4 values at d * C (or 8 at 4d for
-        // 4-value pixels), inside `out` (room for 4 values more than n * C).
+        // and d + 1 < n; each store writes 4 values at d * C, inside `out`
+        // (room for 4 values more than n * C).
         unsafe {
             let mask = _mm_loadu_si128(mask.as_ptr().cast());
             let mask2 = _mm256_broadcastsi128_si256(mask);
@@ -230,21 +230,19 @@ mod x86 {
                 // The (w0, w1) pairs of pixels d and d + 1: one per 128-bit half.
                 let pair = weights.add(d).cast::<i64>().read_unaligned();
                 let w = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_set1_epi64x(pair)), spread);
-                let sums = _mm256_madd_epi16(_mm256_shuffle_epi8(bytes, mask2), w);
-                if C == 4 {
-                    _mm256_storeu_si256(out_ptr.add(d * 4).cast(), sums);
-                } else {
-                    _mm_storeu_si128(out_ptr.add(d * C).cast(), _mm256_castsi256_si128(sums));
-                    _mm_storeu_si128(out_ptr.add((d + 1) * C).cast(), _mm256_extracti128_si256::<1>(sums));
-                }
+                let sums = _mm256_srai_epi32::<4>(_mm256_madd_epi16(_mm256_shuffle_epi8(bytes, mask2), w));
+                // Per 128-bit half, the 4 sums of one pixel as 16-bit values in its low 64 bits.
+                let packed = _mm256_packs_epi32(sums, sums);
+                _mm_storel_epi64(out_ptr.add(d * C).cast(), _mm256_castsi256_si128(packed));
+                _mm_storel_epi64(out_ptr.add((d + 1) * C).cast(), _mm256_extracti128_si256::<1>(packed));
                 d += 2;
             }
             while d < n && fits(d) {
                 let w = taps.weight[d];
                 let weights = _mm_set1_epi32((w[0] as u16 as i32) | ((w[1] as i32) << 16));
                 let bytes = _mm_loadl_epi64(src_ptr.add(taps.index[d][0] as usize * C).cast());
-                let sums = _mm_madd_epi16(_mm_shuffle_epi8(bytes, mask), weights);
-                _mm_storeu_si128(out_ptr.add(d * C).cast(), sums);
+                let sums = _mm_srai_epi32::<4>(_mm_madd_epi16(_mm_shuffle_epi8(bytes, mask), weights));
+                _mm_storel_epi64(out_ptr.add(d * C).cast(), _mm_packs_epi32(sums, sums));
                 d += 1;
             }
         }

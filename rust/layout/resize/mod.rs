@@ -272,7 +272,7 @@ impl Job<'_> {
 /// Per-band intermediate rows.
 struct Scratch {
     /// Bilinear: two source rows resampled along x, by source row parity.
-    ring: [Vec<i32>; 2],
+    ring: [Vec<i16>; 2],
     ring_rows: [Option<u32>; 2],
     /// Integer shrink: column sums of a band of source rows.
     sums: Vec<u32>,
@@ -332,7 +332,7 @@ mod tests {
                 let h = |sy: u32| px(x0, sy as usize, c) as i32 * w0 + px(x1, sy as usize, c) as i32 * w1;
                 let [r0, r1] = y.index[dy];
                 let [b0, b1] = y.weight[dy].map(|w| w as i32);
-                let t = (((h(r0) >> 4) * b0) >> 16) + (((h(r1) >> 4) * b1) >> 16);
+                let t = (((h(r0) >> 4) * b0) >> 16) + (((h(r1) >> 4) * b1) >> 16); // OpenCV's y pass
                 ((t + 2) >> 2).clamp(0, 255) as u8
             }
             Method::AreaBlocks { kx, ky } => {
