@@ -41,7 +41,7 @@ class Transform:
         scale, offset, rect, dst_rect, roi = t
         return cls(
             (float(scale[0]), float(scale[1])), (float(offset[0]), float(offset[1])),
-            tuple(rect), tuple(dst_rect), tuple(roi),  # type: ignore[arg-type]
+            tuple(rect), tuple(dst_rect), tuple(roi),
         )
 
     def to_source(self, points: Any) -> np.ndarray:

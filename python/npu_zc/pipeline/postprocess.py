@@ -217,9 +217,9 @@ def to_frame(prediction: Prediction, transform: Any, input_size: tuple[int, int]
     if transform is None or not prediction or not isinstance(prediction[0], Detection):
         return prediction
     (iw, ih), (fw, fh) = input_size, frame_size
-    boxes = np.array([d.box for d in prediction], np.float64) * (iw, ih, iw, ih)  # type: ignore[union-attr]
+    boxes = np.array([d.box for d in prediction], np.float64) * (iw, ih, iw, ih)
     frame = transform.to_source(boxes) / (fw, fh, fw, fh)
-    return [replace(d, box=_box(*b)) for d, b in zip(prediction, frame)]  # type: ignore[misc, return-value]
+    return [replace(d, box=_box(*b)) for d, b in zip(prediction, frame)]
 
 
 def _box(x0: float, y0: float, x1: float, y1: float) -> tuple[float, float, float, float]:

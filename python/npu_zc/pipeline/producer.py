@@ -60,7 +60,7 @@ def produce(sock: socket.socket) -> int:
                 "decode_ns": decode_ns, "preprocess_ns": preprocess_ns,
                 # How the input was made from the frame: the consumer maps boxes back with it.
                 "frame_size": [image.shape[1], image.shape[0]],
-                "transform": dataclasses.asdict(preprocess.transform)}  # fmt: skip
+                "transform": None if preprocess.transform is None else dataclasses.asdict(preprocess.transform)}  # fmt: skip
         send_buffers(sock, [], meta)
         sent += 1
     send_buffers(sock, [], {"kind": "end", "frames": sent})
