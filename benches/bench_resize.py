@@ -65,14 +65,18 @@ def time_ms(fn: Callable[[], object], runs: int) -> float:
 
 
 def sampled_rows(interpolation: str, src_h: int, dst_h: int) -> int:
-    """Distinct source rows a resize reads (OpenCV's bilinear positions)."""
+    """Distinct source rows a resize reads (OpenCV's bilinear positions; a
+    row of weight 0 is not read)."""
     if interpolation == "area":
         return src_h
     scale = src_h / dst_h
     rows = set()
     for d in range(dst_h):
-        s = int(np.floor(np.float32((d + 0.5) * scale - 0.5)))
-        rows.update({min(max(s, 0), src_h - 1), min(max(s + 1, 0), src_h - 1)})
+        f = np.float32((d + 0.5) * scale - 0.5)
+        s = int(np.floor(f))
+        w1 = round(float((f - np.float32(s)) * np.float32(2048)))
+        w0 = 2048 - w1
+        rows.update({min(max(s + k, 0), src_h - 1) for k, w in ((0, w0), (1, w1)) if w})
     return len(rows)
 
 
