@@ -331,7 +331,12 @@ fn bad_arguments_are_refused_before_writing() {
     assert!(convert(&source, bgr, &Options { pad: 1.0, ..Default::default() }).unwrap_err().message.contains("no pad channel"));
     assert!(Source::new(Format::Bgr, &src[1..], 4, 3, None).unwrap_err().message.contains("too few"));
     assert!(Source::new(Format::Nv12, &src, 3, 2, None).unwrap_err().message.contains("even"));
+    // Another destination size resizes; a bad geometry is refused before anything is written.
     let mut other = vec![0u8; 5 * 3 * 4];
-    let e = convert(&source, Destination::new(Format::Rgbx, &mut other, 5, 3, None).unwrap(), &Options::default()).unwrap_err();
-    assert!(e.message.contains("does not resize"));
+    let t = convert(&source, Destination::new(Format::Rgbx, &mut other, 5, 3, None).unwrap(), &Options::default()).unwrap();
+    assert_eq!((t.scale, t.content), ([5.0 / 4.0, 1.0], Rect::new(0, 0, 5, 3)));
+    other.fill(7);
+    let outside = Options { resize: Resize { roi: Some(Rect::new(2, 0, 3, 3)), ..Resize::default() }, ..Options::default() };
+    let e = convert(&source, Destination::new(Format::Rgbx, &mut other, 5, 3, None).unwrap(), &outside).unwrap_err();
+    assert!(e.message.contains("inside the frame") && other.iter().all(|&b| b == 7), "{e}");
 }
