@@ -94,7 +94,11 @@ mod body {
                 }
             }
             for c in 0..C {
-                o[c] = if area == 4 { ((sum[c] + 2) >> 2) as u8 } else { (sum[c] as f32 * inv).round_ties_even().min(255.0) as u8 };
+                o[c] = if area == 4 {
+                    ((sum[c] + 2) >> 2) as u8
+                } else {
+                    (sum[c] as f32 * inv).round_ties_even().min(255.0) as u8
+                };
             }
         }
     }

@@ -113,19 +113,48 @@ pub(crate) fn run(
     let mut fill_pixel = [0u8; 4];
     for (k, &at) in plan.map.iter().enumerate() {
         if channels == 1 && fill[k] != fill[0] {
-            bail!("a {} source has one channel, so the fill colour must be grey (three equal values), not {:?}", src.format(), fill);
+            bail!(
+                "a {} source has one channel, so the fill colour must be grey (three equal values), not {:?}",
+                src.format(),
+                fill
+            );
         }
         fill_pixel[at] = fill[k];
     }
-    let fill_row: Vec<u8> = (0..transform.dst_rect.width).flat_map(|_| fill_pixel[..channels].iter().copied()).collect();
+    let fill_row: Vec<u8> = (0..transform.dst_rect.width)
+        .flat_map(|_| fill_pixel[..channels].iter().copied())
+        .collect();
     let element = dst.format.element().size();
-    let pixel_bytes = if dst.format.is_planar() { element } else { dst.format.channels() * element };
-    let job = Job { plan, method: &method, kernels, channels, transform, fill_row, pixel_bytes, decode, groups };
+    let pixel_bytes = if dst.format.is_planar() {
+        element
+    } else {
+        dst.format.channels() * element
+    };
+    let job = Job {
+        plan,
+        method: &method,
+        kernels,
+        channels,
+        transform,
+        fill_row,
+        pixel_bytes,
+        decode,
+        groups,
+    };
 
     // Only the rectangle's rows are written; split them into bands.
     let rect = transform.dst_rect;
-    let planes: Vec<RowsMut<'_>> = dst.planes.into_iter().map(|p| p.split_at(rect.y).1.split_at(rect.height).0).collect();
-    let read = method.rows_per_output_row(source.height, content.height).min(source.height) * content.height.min(source.height) * source.width * channels;
+    let planes: Vec<RowsMut<'_>> = dst
+        .planes
+        .into_iter()
+        .map(|p| p.split_at(rect.y).1.split_at(rect.height).0)
+        .collect();
+    let read = method
+        .rows_per_output_row(source.height, content.height)
+        .min(source.height)
+        * content.height.min(source.height)
+        * source.width
+        * channels;
     let work = read + rect.width * rect.height * pixel_bytes * planes.len();
     let wanted = threads.min(work / MIN_WORK_PER_THREAD).clamp(1, rect.height);
     let rows_per_band = rect.height.div_ceil(wanted);
@@ -140,9 +169,13 @@ pub(crate) fn run(
         start += n;
     }
     if bands.len() == 1 {
-        bands.into_iter().for_each(|(start, mut planes)| job.band(src, start, &mut planes));
+        bands
+            .into_iter()
+            .for_each(|(start, mut planes)| job.band(src, start, &mut planes));
     } else {
-        bands.into_par_iter().for_each(|(start, mut planes)| job.band(src, start, &mut planes));
+        bands
+            .into_par_iter()
+            .for_each(|(start, mut planes)| job.band(src, start, &mut planes));
     }
     Ok(())
 }
@@ -216,16 +249,24 @@ impl Job<'_> {
         for r in 0..planes[0].count() {
             let y = rect.y + start + r;
             if y < content.y || y >= content.y + content.height {
-                self.plan.encode_span(&self.fill_row, planes, r, rect.x, self.pixel_bytes);
+                self.plan
+                    .encode_span(&self.fill_row, planes, r, rect.x, self.pixel_bytes);
                 continue;
             }
             self.resample_row(y - content.y, &mut reader, &mut scratch, &mut line);
             if left > 0 {
-                self.plan.encode_span(&self.fill_row[..left * c], planes, r, rect.x, self.pixel_bytes);
+                self.plan
+                    .encode_span(&self.fill_row[..left * c], planes, r, rect.x, self.pixel_bytes);
             }
             self.plan.encode_span(&line, planes, r, content.x, self.pixel_bytes);
             if right > 0 {
-                self.plan.encode_span(&self.fill_row[..right * c], planes, r, content.x + content.width, self.pixel_bytes);
+                self.plan.encode_span(
+                    &self.fill_row[..right * c],
+                    planes,
+                    r,
+                    content.x + content.width,
+                    self.pixel_bytes,
+                );
             }
         }
     }
@@ -248,7 +289,10 @@ impl Job<'_> {
                     }
                 }
                 let values = line.len();
-                let (r0, r1) = (&scratch.ring[rows[0] as usize & 1][..values], &scratch.ring[rows[1] as usize & 1][..values]);
+                let (r0, r1) = (
+                    &scratch.ring[rows[0] as usize & 1][..values],
+                    &scratch.ring[rows[1] as usize & 1][..values],
+                );
                 unsafe { (k.vertical_linear)(r0, r1, y.weight[dy], line) };
             }
             Method::AreaBlocks { kx, ky } => {
@@ -289,12 +333,22 @@ impl Scratch {
             Method::Area { .. } => (0, 0, region_values + 4),
             Method::Nearest { .. } => (0, 0, 0),
         };
-        Scratch { ring: [vec![0; ring], vec![0; ring]], ring_rows: [None; 2], sums: vec![0; sums], acc: vec![0.0; acc] }
+        Scratch {
+            ring: [vec![0; ring], vec![0; ring]],
+            ring_rows: [None; 2],
+            sums: vec![0; sums],
+            acc: vec![0.0; acc],
+        }
     }
 }
 
 /// The method and row loops a resize runs, for diagnostics: e.g. "avx2/area".
-pub(crate) fn describe(interpolation: Interpolation, transform: &Transform, level: SimdLevel, channels: usize) -> String {
+pub(crate) fn describe(
+    interpolation: Interpolation,
+    transform: &Transform,
+    level: SimdLevel,
+    channels: usize,
+) -> String {
     let method = match Method::new(interpolation, transform.source.size(), transform.content.size()) {
         Method::Nearest { .. } if transform.source.size() == transform.content.size() => "copy",
         Method::Nearest { .. } => "nearest",
@@ -336,9 +390,16 @@ mod tests {
                 ((t + 2) >> 2).clamp(0, 255) as u8
             }
             Method::AreaBlocks { kx, ky } => {
-                let sum: u32 = (0..*ky).flat_map(|j| (0..*kx).map(move |i| (i, j))).map(|(i, j)| px(dx * kx + i, dy * ky + j, c) as u32).sum();
+                let sum: u32 = (0..*ky)
+                    .flat_map(|j| (0..*kx).map(move |i| (i, j)))
+                    .map(|(i, j)| px(dx * kx + i, dy * ky + j, c) as u32)
+                    .sum();
                 let area = (kx * ky) as u32;
-                if area == 4 { ((sum + 2) >> 2) as u8 } else { (sum as f32 * (1.0 / area as f32)).round_ties_even().min(255.0) as u8 }
+                if area == 4 {
+                    ((sum + 2) >> 2) as u8
+                } else {
+                    (sum as f32 * (1.0 / area as f32)).round_ties_even().min(255.0) as u8
+                }
             }
             Method::Area { x, y } => {
                 let column = |sx: usize| {
