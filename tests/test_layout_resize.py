@@ -237,12 +237,19 @@ def test_large_frames_and_threads_agree() -> None:
     """1080p and 4K sources, on every core and on one thread: the same bytes;
     the u8 result within 1 of OpenCV."""
     rng = np.random.default_rng(3)
-    for fmt, (w, h), dst_size, interpolation in [("BGR", (1920, 1080), (224, 224), "area"), ("NV12", (3840, 2160), (224, 224), "bilinear"), ("NV12", (1920, 1080), (640, 640), "bilinear")]:
+    cases = [
+        ("BGR", (1920, 1080), (224, 224), "area", None),
+        ("NV12", (3840, 2160), (224, 224), "bilinear", None),
+        ("NV12", (1920, 1080), (640, 640), "bilinear", None),
+        ("BGR", (1920, 1080), (640, 640), "bilinear", (10, 300, 600, 330)),
+    ]
+    for fmt, (w, h), dst_size, interpolation, dst_rect in cases:
         src = source(rng, fmt, w, h)
         one = destination("RGBx_BF16", *dst_size)
         every = destination("RGBx_BF16", *dst_size)
-        layout.convert(src, one, fmt, "RGBx_BF16", interpolation=interpolation, fit="letterbox", threads=1, **IMAGENET)
-        layout.convert(src, every, fmt, "RGBx_BF16", interpolation=interpolation, fit="letterbox", threads=None, **IMAGENET)
+        geometry: dict[str, Any] = dict(interpolation=interpolation, fit="letterbox", dst_rect=dst_rect, **IMAGENET)
+        layout.convert(src, one, fmt, "RGBx_BF16", threads=1, **geometry)
+        layout.convert(src, every, fmt, "RGBx_BF16", threads=None, **geometry)
         assert np.array_equal(one.view(np.uint16), every.view(np.uint16))
     try:
         import cv2  # noqa: F401
