@@ -84,10 +84,12 @@ def signal_later(vgem: Vgem, fence: int, delay: float, write: Any = None) -> thr
 
     def device_done() -> None:
         time.sleep(delay)
-        if write is not None:
-            target, data = write
-            target[:] = data.tobytes()
-        vgem.signal(fence)
+        try:
+            if write is not None:
+                target, data = write
+                target[: data.nbytes] = data.tobytes()
+        finally:
+            vgem.signal(fence)
 
     thread = threading.Thread(target=device_done, name="fake-device")
     thread.start()
@@ -293,6 +295,60 @@ def test_attachment_and_fences_leak_nothing(vgem: Vgem, system_heap: str, udmabu
     for _ in range(20):
         cycle()
     assert (open_fds(), mapping_count()) == (fds, maps)
+
+
+@kernel
+def test_the_pipeline_waits_for_device_fences(vgem: Vgem, system_heap: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline's brackets wait for a device's fences, and a late device is FenceTimeoutError, not a hang.
+
+    The "device" is vgem, asynchronous like an NPU: inference returns once the job is submitted, and the
+    device's write fence on the output says when the result is there. It writes the result itself (a
+    score vector whose best class is espresso), so no emulated-CPU inference slows the VM down."""
+    pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
+    pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [runtime] extra)")
+    from npu_zc.pipeline import Pipeline, pipeline as pipeline_module, sample_photo
+    from npu_zc.runtime import CompileOptions
+
+    monkeypatch.setattr(pipeline_module, "FENCE_TIMEOUT_S", SHORT)
+    photo = sample_photo("coffee")
+    options = CompileOptions(inference_precision="f32", num_threads=1)
+    with Pipeline("efficientnet-lite0", "CPU", heap=system_heap, options=options) as pipeline:
+        source, result = pipeline._buffers[0], pipeline._buffers[1]
+        handles = [vgem.import_fd(source.fd), vgem.import_fd(result.fd)]
+        exported = vgem.export(handles[1])
+        device_view = device_mapping(exported, result.size)
+        os.close(exported)
+        scores = np.zeros(pipeline.outputs[0].shape, pipeline.outputs[0].dtype)
+        scores.flat[967] = 30.0  # ImageNet's espresso
+        pending: list[int] = []
+
+        def submit() -> None:  # the job is queued on the device, which is still writing the output
+            pending.append(vgem.attach_fence(handles[1], write=True))
+
+        monkeypatch.setattr(pipeline, "infer", submit)
+        # A device still reading the input: the preprocess may not overwrite it.
+        fence = vgem.attach_fence(handles[0], write=False)
+        assert_fence_timeout(lambda: pipeline.process(photo), "the input bracket")
+        vgem.signal(fence)
+        assert not pending  # it stopped before submitting anything
+        # A device still writing the output: the postprocess may not read it.
+        assert_fence_timeout(lambda: pipeline.process(photo), "the output bracket")
+        vgem.signal(pending.pop())
+        # A device that writes the result and signals 0.5 s after the submission: the frame goes through.
+        monkeypatch.setattr(pipeline_module, "FENCE_TIMEOUT_S", LATE)
+        devices: list[threading.Thread] = []
+
+        def submit_and_finish_later() -> None:
+            submit()
+            devices.append(signal_later(vgem, pending.pop(), 0.5, write=(device_view, scores)))
+
+        monkeypatch.setattr(pipeline, "infer", submit_and_finish_later)
+        prediction = pipeline.process(photo)
+        devices.pop().join()
+        assert prediction[0].label == "espresso" and prediction[0].score > 0.99, prediction
+        device_view.close()
+        for handle in handles:
+            vgem.close_handle(handle)
 
 
 # --- no device: nothing to wait for (any machine) ---
