@@ -13,6 +13,7 @@ import errno
 import gc
 import mmap
 import os
+import select
 import signal
 import threading
 import time
@@ -244,6 +245,35 @@ def test_a_read_fence_blocks_writers_not_readers(fenced: Fenced, vgem: Vgem) -> 
         pass
 
 
+def signalled(sync_file: int) -> bool:
+    poller = select.poll()
+    poller.register(sync_file, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+@kernel
+def test_a_sync_file_is_a_snapshot_of_the_fences(fenced: Fenced, vgem: Vgem) -> None:
+    buf = fenced.buf
+    before = buf.export_sync_file("write")  # nobody fenced the buffer yet: signalled already
+    fence = vgem.attach_fence(fenced.handle, write=False)  # a device reading
+    readers = buf.export_sync_file("read")  # waits for writers only: none
+    everyone = buf.export_sync_file("write")  # waits for the reading device too
+    try:
+        assert signalled(before) and signalled(readers) and not signalled(everyone)
+    finally:
+        vgem.signal(fence)
+    assert signalled(everyone)
+    fence = vgem.attach_fence(fenced.handle, write=True)  # a device writing
+    writers = buf.export_sync_file("read")
+    try:
+        assert not signalled(writers)
+    finally:
+        vgem.signal(fence)
+    assert signalled(writers)
+    for fd in (before, readers, everyone, writers):
+        os.close(fd)
+
+
 @kernel
 def test_a_signal_interrupts_an_endless_wait(fenced: Fenced, vgem: Vgem) -> None:
     class Interrupted(Exception):
@@ -373,6 +403,8 @@ def test_bad_wait_arguments_are_clear_errors() -> None:
                 buf.wait("read", timeout=bad)
             with pytest.raises(npu_zc.InvalidArgumentError, match="timeout"):
                 buf.cpu_access("read", timeout=bad)
+        with pytest.raises(npu_zc.InvalidArgumentError, match="not a DMA-BUF"):
+            buf.export_sync_file("read")
         buf.wait("read", timeout=0)  # the buffer is still fine
     with pytest.raises(npu_zc.BufferClosedError):
         buf.wait("read")

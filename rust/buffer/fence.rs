@@ -11,12 +11,17 @@
 //! waiting here first, with a timeout, turns a device that never finishes into
 //! a typed error instead of a hang. Memory that is not a DMA-BUF (memfd, files)
 //! has no fences: the wait returns at once.
+//!
+//! DMA_BUF_IOCTL_EXPORT_SYNC_FILE (Linux 6.0+) takes a snapshot of the same
+//! fences as a sync_file fd, for APIs with explicit synchronisation (Vulkan,
+//! a display's IN_FENCE_FD) or to wait later.
 
 use std::time::{Duration, Instant};
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
-use rustix::fd::AsRawFd;
+use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use rustix::io::Errno;
+use rustix::ioctl::{ioctl, opcode, Opcode, Updater};
 
 use super::dmabuf::{DmaBuf, SyncMode};
 use super::error::{Error, ErrorKind, Result};
@@ -32,7 +37,56 @@ impl SyncMode {
     }
 }
 
+/// `struct dma_buf_export_sync_file` (<linux/dma-buf.h>).
+#[repr(C)]
+struct DmaBufExportSyncFile {
+    flags: u32,
+    fd: i32,
+}
+
+const DMA_BUF_IOCTL_EXPORT_SYNC_FILE: Opcode = opcode::read_write::<DmaBufExportSyncFile>(b'b', 2);
+const DMA_BUF_SYNC_READ: u32 = 1;
+const DMA_BUF_SYNC_WRITE: u32 = 2;
+
+fn export_sync_file(fd: BorrowedFd<'_>, flags: u32) -> rustix::io::Result<OwnedFd> {
+    let mut arg = DmaBufExportSyncFile { flags, fd: -1 };
+    // SAFETY: DMA_BUF_IOCTL_EXPORT_SYNC_FILE reads and writes exactly one
+    // `struct dma_buf_export_sync_file`, whose layout the struct above reproduces.
+    unsafe { ioctl(fd, Updater::<DMA_BUF_IOCTL_EXPORT_SYNC_FILE, _>::new(&mut arg))? };
+    // SAFETY: on success the kernel installed a new fd (O_CLOEXEC) that nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(arg.fd) })
+}
+
 impl DmaBuf {
+    /// The fences that `mode` access would wait for, as a sync_file fd owned by
+    /// the caller: `Read` snapshots the write fences, `Write`/`ReadWrite` all of
+    /// them. It becomes readable (POLLIN) once they have signalled; with no
+    /// fences it is signalled already. Needs Linux 6.0 and a DMA-BUF.
+    pub fn export_sync_file(&self, mode: SyncMode) -> Result<OwnedFd> {
+        if !self.is_dmabuf() {
+            return Err(Error::invalid(format!(
+                "cannot export a sync_file from the {} buffer (fd {}): it is not a DMA-BUF, so it has no fences",
+                self.kind(),
+                self.raw_fd()
+            )));
+        }
+        let flags = match mode {
+            SyncMode::Read => DMA_BUF_SYNC_READ,
+            SyncMode::Write | SyncMode::ReadWrite => DMA_BUF_SYNC_WRITE,
+        };
+        export_sync_file(self.fd(), flags).map_err(|e| {
+            let err = Error::from_errno(
+                e,
+                format_args!("DMA_BUF_IOCTL_EXPORT_SYNC_FILE on DMA-BUF fd {} failed", self.raw_fd()),
+            );
+            if e == Errno::NOTTY {
+                err.hint("the kernel is older than Linux 6.0, which added it: use wait() instead")
+            } else {
+                err
+            }
+        })
+    }
+
     /// Waits until the CPU may access the buffer in `mode`: for `Read`, until
     /// every write fence has signalled; for `Write`/`ReadWrite`, until every
     /// fence has. `timeout` None waits as long as the fences take (drivers
@@ -142,8 +196,20 @@ mod tests {
         for mode in [SyncMode::Read, SyncMode::Write, SyncMode::ReadWrite] {
             buf.wait_fences(mode, Some(Duration::from_secs(5))).unwrap();
             buf.wait_fences(mode, Some(Duration::ZERO)).unwrap();
+            // No fences: the exported sync_file is signalled already.
+            let sync_file = buf.export_sync_file(mode).unwrap();
+            let mut fds = [PollFd::new(&sync_file, PollFlags::IN)];
+            assert_eq!(poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })).unwrap(), 1);
         }
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn only_a_dmabuf_exports_a_sync_file() {
+        let buf = alloc(4096, &HeapSpec::Memfd).unwrap();
+        let e = buf.export_sync_file(SyncMode::Read).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidInput);
+        assert!(e.message.contains("not a DMA-BUF"), "{}", e.message);
     }
 
     #[test]

@@ -283,6 +283,14 @@ impl PyDmaBuf {
         fence::wait(py, &buf, mode, timeout)
     }
 
+    /// The fences that `mode` access would wait for, as a sync_file fd the
+    /// caller owns (closes): readable once they have signalled. Linux 6.0+.
+    #[pyo3(signature = (mode = "read"))]
+    fn export_sync_file(&self, mode: &str) -> PyResult<i32> {
+        let mode = fence::mode_arg(mode)?;
+        Ok(self.buf()?.export_sync_file(mode).py_err()?.into_raw_fd())
+    }
+
     /// A new fd for the same memory, with CLOEXEC; the caller owns (closes) it.
     fn export(&self) -> PyResult<i32> {
         Ok(self.buf()?.export().py_err()?.into_raw_fd())
