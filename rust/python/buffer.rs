@@ -379,7 +379,7 @@ impl PyCpuAccess {
         if this.active.load(Ordering::SeqCst) {
             return Err(error(ErrorKind::Busy, "this cpu_access bracket is already entered"));
         }
-        if this.timeout.is_some() {
+        if this.timeout.is_some() && this.buffer.get().is_dmabuf {
             let buf = this.buffer.get().buf()?;
             fence::wait(slf.py(), &buf, this.mode, this.timeout)?;
         }
