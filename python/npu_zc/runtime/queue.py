@@ -16,15 +16,13 @@ import collections
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import BufferInUseError, InvalidArgumentError, ModelError, PoolExhaustedError
 from .binding import BoundBuffer, bind
-
-if TYPE_CHECKING:
-    from .session import Session
+from .target import Target
 
 
 @dataclass(eq=False)
@@ -86,6 +84,8 @@ class _InFlight:
 class AsyncQueue:
     """``depth`` requests in flight at once, results delivered in submission order.
 
+    Create with ``Session.queue()`` (or from a :class:`.Target`).
+
     Without ``callback``: take results with :meth:`get` and :meth:`Result.release`
     them. With ``callback(result)``: a delivery thread calls it in submission
     order and releases the output buffers when it returns.
@@ -100,7 +100,7 @@ class AsyncQueue:
 
     def __init__(
         self,
-        session: "Session",
+        target: Target,
         depth: int | None = None,
         *,
         heap: str = "auto",
@@ -108,24 +108,25 @@ class AsyncQueue:
     ) -> None:
         from ..buffers import BufferPool
 
-        depth = session.optimal_requests if depth is None else int(depth)
+        depth = target.optimal_requests if depth is None else int(depth)
         if depth < 1:
             raise InvalidArgumentError(f"a queue needs a depth of at least 1, got {depth}")
-        self.session = session
+        self.target = target
+        """What it infers on: the compiled model, its tensor specs, the device."""
         self.depth = depth
         self._callback = callback
-        self._in_pools = [BufferPool(depth, spec.nbytes, heap) for spec in session.inputs]
-        self._out_pools = [BufferPool(depth, spec.nbytes, heap) for spec in session.outputs]
+        self._in_pools = [BufferPool(depth, spec.nbytes, heap) for spec in target.inputs]
+        self._out_pools = [BufferPool(depth, spec.nbytes, heap) for spec in target.outputs]
         # Bind every pooled buffer once; submit only swaps the tensors a request points at.
         self._bound_in: list[list[BoundBuffer]] = [
-            [bind(session.device, session.context, spec, buf) for buf in pool.buffers]
-            for spec, pool in zip(session.inputs, self._in_pools)
+            [bind(target.device, target.context, spec, buf) for buf in pool.buffers]
+            for spec, pool in zip(target.inputs, self._in_pools)
         ]
         self._bound_out: list[list[BoundBuffer]] = [
-            [bind(session.device, session.context, spec, buf) for buf in pool.buffers]
-            for spec, pool in zip(session.outputs, self._out_pools)
+            [bind(target.device, target.context, spec, buf) for buf in pool.buffers]
+            for spec, pool in zip(target.outputs, self._out_pools)
         ]
-        self._requests = [session.compiled.create_infer_request() for _ in range(depth)]
+        self._requests = [target.create_infer_request() for _ in range(depth)]
         self._idle: collections.deque[int] = collections.deque(range(depth))
         self._running: collections.deque[_InFlight] = collections.deque()  # oldest first
         self._pending: collections.deque[_InFlight] = collections.deque()  # results not taken yet
