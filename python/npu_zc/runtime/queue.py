@@ -105,18 +105,25 @@ class AsyncQueue:
         *,
         heap: str = "auto",
         callback: Callable[[Result], None] | None = None,
+        buffers: int | None = None,
     ) -> None:
         from ..buffers import BufferPool
 
         depth = target.optimal_requests if depth is None else int(depth)
         if depth < 1:
             raise InvalidArgumentError(f"a queue needs a depth of at least 1, got {depth}")
+        buffers = depth if buffers is None else int(buffers)
+        if buffers < depth:
+            raise InvalidArgumentError(f"a queue of {depth} requests needs at least {depth} sets of buffers, got {buffers}")
         self.target = target
         """What it infers on: the compiled model, its tensor specs, the device."""
         self.depth = depth
+        """Requests: how many inferences run at once."""
+        self.buffers = buffers
+        """Sets of input and output buffers; those beyond ``depth`` are written while every request runs."""
         self._callback = callback
-        self._in_pools = [BufferPool(depth, spec.nbytes, heap) for spec in target.inputs]
-        self._out_pools = [BufferPool(depth, spec.nbytes, heap) for spec in target.outputs]
+        self._in_pools = [BufferPool(buffers, spec.nbytes, heap) for spec in target.inputs]
+        self._out_pools = [BufferPool(buffers, spec.nbytes, heap) for spec in target.outputs]
         # Bind every pooled buffer once; submit only swaps the tensors a request points at.
         self._bound_in: list[list[BoundBuffer]] = [
             [bind(target.device, target.context, spec, buf) for buf in pool.buffers]
@@ -131,6 +138,7 @@ class AsyncQueue:
         self._running: collections.deque[_InFlight] = collections.deque()  # oldest first
         self._pending: collections.deque[_InFlight] = collections.deque()  # results not taken yet
         self._sequence = 0
+        self._delivered = 0  # results handed to the callback (or failed on the way)
         self._lock = threading.Condition()
         self._failure: BaseException | None = None
         self._closed = False
@@ -209,6 +217,33 @@ class AsyncQueue:
             self._pending.append(entry)
             self._lock.notify_all()
         return entry.sequence
+
+    def discard(self, frame: Frame) -> None:
+        """Give back a frame that was acquired and will not be submitted (e.g. when the caller stops on an error)."""
+        if frame._submitted:
+            raise InvalidArgumentError("this frame was submitted: its buffers come back when its result is released")
+        frame._submitted = True  # nothing can submit it afterwards
+        for slot in frame._in_slots + frame._out_slots:
+            slot.release()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """With a callback: wait until every submitted frame's result has been handed to it; False on timeout.
+
+        Raises the first failure of an inference or of the callback.
+        """
+        if self._callback is None:
+            raise InvalidArgumentError("join() waits for a callback's deliveries; without one, get() every result")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while self._delivered < self._sequence and self._failure is None:
+                if self._deliverer is None or not self._deliverer.is_alive():
+                    break
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._lock.wait(0.1 if left is None else min(0.1, left))
+        self._raise_failure()
+        return True
 
     def get(self, timeout: float | None = None) -> Result | None:
         """The next result in submission order, waiting for it; None if ``timeout`` s pass first."""
@@ -360,12 +395,16 @@ class AsyncQueue:
                     self._callback(result)
                 finally:
                     result.release()
+                with self._lock:
+                    self._delivered += 1
+                    self._lock.notify_all()
             except BaseException as exc:  # reported to the caller on its next call
                 with self._lock:
                     if self._pending and self._pending[0] is entry:
                         self._pending.popleft()
                         for slot in entry.frame._out_slots:
                             slot.release()
+                    self._delivered += 1
                     self._failure = self._failure or exc
                     self._lock.notify_all()
 

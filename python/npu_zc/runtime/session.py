@@ -209,9 +209,12 @@ class Session:
     def create_request(self) -> Request:
         return Request(self.target, self.target.create_infer_request())
 
-    def queue(self, depth: int | None = None, *, heap: str = "auto", callback: Any = None) -> AsyncQueue:
-        """An in-order async queue of ``depth`` requests (default: :attr:`optimal_requests`); see :class:`AsyncQueue`."""
-        return AsyncQueue(self.target, depth, heap=heap, callback=callback)
+    def queue(
+        self, depth: int | None = None, *, heap: str = "auto", callback: Any = None, buffers: int | None = None
+    ) -> AsyncQueue:
+        """An in-order async queue of ``depth`` requests (default: :attr:`optimal_requests`) over ``buffers`` sets of
+        buffers (default ``depth``); see :class:`AsyncQueue`."""
+        return AsyncQueue(self.target, depth, heap=heap, callback=callback, buffers=buffers)
 
     def _record_first_inference(self, ms: float) -> None:
         with self._first_lock:
