@@ -65,6 +65,8 @@ class ThroughputReport:
     stages: dict[str, StageStats]
     predictions: list[Prediction] = field(default_factory=list)
     """In frame order, when kept."""
+    timings: Timings = field(default_factory=lambda: Timings(THROUGHPUT_STAGES), repr=False)
+    """The per-frame samples behind :attr:`stages`."""
 
     @property
     def fps(self) -> float:
@@ -226,6 +228,7 @@ class ThroughputRunner:
             workers=self.workers,
             stages=timings.stats(),
             predictions=predictions,
+            timings=timings,
         )
 
     def _prepare(self, frame: Any, image: np.ndarray) -> None:
