@@ -1,7 +1,7 @@
 """Throughput benchmark: npu_zc's throughput mode against OpenVINO's own limit and a plain AsyncInferQueue, from
 1080p frames, in one run.
 
-    python3 benches/bench_throughput.py [--seconds 15] [--device CPU] [--workers 1,2] [--json FILE]
+    python3 benches/bench_throughput.py [--seconds 15] [--device CPU] [--configs 1:auto,2:auto,2:32] [--json FILE]
     python3 benches/bench_throughput.py --quick          # a few seconds: a smoke run, not a measurement
 
 Every variant runs in a process of its own, one after the other, for ``--seconds`` after a warm-up, on the
@@ -14,7 +14,8 @@ same frames: scikit-image photos cut to 16:9 and upscaled to 1920x1080, decoded 
 * ``benchmark_app, original model``: the same on the original model (f32 NCHW input), for reference.
 * ``npu_zc throughput``: ``Pipeline(hint="throughput").run_throughput(frames)``: OPTIMAL_NUMBER_OF_INFER_REQUESTS
   requests in flight over pooled, bound buffers, preprocessing (crop, resize, RGBx) in worker threads,
-  top-5 on the queue's delivery thread. One row per ``--workers`` value.
+  top-5 on the queue's delivery thread. One row per ``--configs`` entry, WORKERS:REQUESTS (``auto``: the
+  default worker count; OPTIMAL_NUMBER_OF_INFER_REQUESTS).
 * ``AsyncInferQueue``: what a user writes today: the original model compiled with the THROUGHPUT hint,
   ``ov.AsyncInferQueue(compiled)`` (the optimal number of requests), per frame cv2 resize and centre crop,
   cvtColor, numpy normalisation and NCHW transpose, ``start_async({0: tensor})``, softmax and top-5 in the
@@ -69,16 +70,21 @@ def cpu_seconds() -> float:
 # --- the variants, each in its own process ---
 
 
-def run_ours(device: str, seconds: float, warmup: float, workers: int, options: dict[str, Any]) -> dict[str, Any]:
+def run_ours(
+    device: str, seconds: float, warmup: float, workers: int, requests: int | None, options: dict[str, Any]
+) -> dict[str, Any]:
     from npu_zc.pipeline import Pipeline
     from npu_zc.runtime import CompileOptions
 
     frames = frames_1080p()
     with Pipeline(MODEL, device, hint="throughput", options=CompileOptions(extra=options)) as pipeline:
-        pipeline.run_throughput(for_seconds(frames, warmup), workers=workers)
+        pipeline.run_throughput(for_seconds(frames, warmup), workers=workers, requests=requests)
         top1: list[str] = []
         report = pipeline.run_throughput(
-            for_seconds(frames, seconds), lambda i, p: top1.append(p[0].label) if i < len(frames) else None, workers=workers
+            for_seconds(frames, seconds),
+            lambda i, p: top1.append(p[0].label) if i < len(frames) else None,
+            workers=workers,
+            requests=requests,
         )
         return {
             "fps": report.fps, "frames": report.frames, "seconds": report.seconds,
@@ -183,7 +189,8 @@ def run_benchmark_app(model: Path, device: str, seconds: float, precision: str, 
 def child(args: argparse.Namespace) -> None:
     options = dict(o.split("=", 1) for o in args.option)
     if args.variant == "ours":
-        result = run_ours(args.device, args.seconds, args.warmup, args.workers_one, options)
+        requests = None if args.requests_one == "auto" else int(args.requests_one)
+        result = run_ours(args.device, args.seconds, args.warmup, args.workers_one, requests, options)
     else:
         result = run_baseline(args.device, args.seconds, args.warmup)
     print(json.dumps(result), flush=True)
@@ -204,7 +211,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=15, help="timed seconds per variant (default 15)")
     parser.add_argument("--warmup", type=float, default=2, help="untimed seconds before each (default 2)")
     parser.add_argument("--device", default="CPU")
-    parser.add_argument("--workers", default="auto", help="preprocessing threads for npu_zc, comma-separated (default: auto)")
+    parser.add_argument("--configs", default="auto:auto",
+                        help="npu_zc runs as WORKERS:REQUESTS, comma-separated; auto = the default (default auto:auto)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="an OpenVINO property for npu_zc's compiled model (repeatable)")
     parser.add_argument("--no-original", action="store_true", help="skip benchmark_app on the original model")
@@ -212,6 +220,7 @@ def main() -> int:
     parser.add_argument("--json", metavar="FILE", help="also write every result here")
     parser.add_argument("--variant", choices=("ours", "baseline"), help=argparse.SUPPRESS)
     parser.add_argument("--workers-one", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--requests-one", default="auto", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.variant:
         child(args)
@@ -222,7 +231,10 @@ def main() -> int:
     from npu_zc.pipeline.throughput import default_workers
     from npu_zc.runtime import openvino_version
 
-    workers = [default_workers()] if args.workers == "auto" else [int(w) for w in args.workers.split(",")]
+    configs = []
+    for item in args.configs.split(","):
+        w, _, r = item.partition(":")
+        configs.append((default_workers() if w in ("", "auto") else int(w), r or "auto"))
     results: dict[str, dict[str, Any]] = {}
     errors: dict[str, str] = {}
 
@@ -237,9 +249,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         ours_xml, original_xml, precision = save_models(args.device, Path(tmp))
         attempt("benchmark_app", lambda: run_benchmark_app(ours_xml, args.device, args.seconds, precision, []))
-        for w in workers:
-            attempt(f"npu_zc throughput, {w} worker{'s' if w > 1 else ''}",
-                    lambda w=w: in_child("ours", args, ["--workers-one", str(w)]))  # fmt: skip
+        for w, r in configs:
+            attempt(f"npu_zc, {w} worker{'s' if w > 1 else ''}, {r} requests",
+                    lambda w=w, r=r: in_child("ours", args, ["--workers-one", str(w), "--requests-one", r]))  # fmt: skip
         attempt("AsyncInferQueue + cv2/numpy", lambda: in_child("baseline", args, []))
         if not args.no_original:
             attempt("benchmark_app, original model", lambda: run_benchmark_app(original_xml, args.device, args.seconds, precision, []))
