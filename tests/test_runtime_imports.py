@@ -82,23 +82,31 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def runtime_graph_without_package() -> dict[str, set[str]]:
-    """The runtime's modules and their imports; the package ``__init__`` (which imports them all to re-export) left out."""
-    graph = import_graph(PACKAGE_ROOT / "runtime")
-    graph.pop("runtime", None)
-    return {name: {t for t in targets if t != "runtime"} for name, targets in graph.items()}
+def graph_without_package(package: str = "runtime") -> dict[str, set[str]]:
+    """A package's modules and their imports; its ``__init__`` (which imports them all to re-export) left out."""
+    graph = import_graph(PACKAGE_ROOT / package)
+    graph.pop(package, None)
+    return {name: {t for t in targets if t != package} for name, targets in graph.items()}
 
 
 def test_runtime_modules_import_without_a_circle() -> None:
-    graph = runtime_graph_without_package()
+    graph = graph_without_package("runtime")
     assert {"runtime.session", "runtime.queue", "runtime.request", "runtime.target"} <= set(graph)
     assert "runtime.target" in graph["runtime.queue"] and "runtime.target" in graph["runtime.request"]
     cycle = find_cycle(graph)
     assert cycle is None, "import circle in npu_zc.runtime: " + " -> ".join(cycle or [])
 
 
+def test_pipeline_modules_import_without_a_circle() -> None:
+    # The throughput runner is given the session, the spec and the postprocess, not the pipeline.
+    graph = graph_without_package("pipeline")
+    assert "pipeline.throughput" in graph["pipeline.pipeline"]
+    cycle = find_cycle(graph)
+    assert cycle is None, "import circle in npu_zc.pipeline: " + " -> ".join(cycle or [])
+
+
 def test_requests_and_queues_do_not_know_the_session() -> None:
-    graph = runtime_graph_without_package()
+    graph = graph_without_package("runtime")
     for name in ("runtime.queue", "runtime.request", "runtime.target", "runtime.binding"):
         assert "runtime.session" not in graph[name], f"{name} imports the session"
 
@@ -124,7 +132,7 @@ def test_the_check_finds_a_circle_hidden_under_type_checking(tmp_path: Path) -> 
     assert find_cycle(import_graph(package)) is None
 
 
-@pytest.mark.parametrize("package", ["runtime"])
+@pytest.mark.parametrize("package", ["runtime", "pipeline"])
 def test_every_module_is_seen(package: str) -> None:
     files = {p for p in (PACKAGE_ROOT / package).rglob("*.py")}
     assert set(module_names(PACKAGE_ROOT / package).values()) == files
