@@ -9,8 +9,8 @@ For each CPU plugin setting below, in processes of their own, one after the othe
 * ``bare model``: the original model's inference alone, on an input set once;
 * ``zero-copy``: ``Pipeline.step`` (resize, RGBx, inference in place, top-5);
 * ``zero-copy, overlapped``: the same pipeline with 2 requests in flight (``run_throughput(requests=2,
-  workers=1)``): the next frame is preprocessed while the current one infers, so OpenVINO's threads never
-  wait for Python between inferences;
+  workers=1)``, ``npu-zc run --requests 2``): the next frame is preprocessed while the current one infers, so
+  OpenVINO's threads never wait for Python between inferences;
 * ``baseline``: plain OpenVINO (cv2 + numpy, ``compiled({0: array})``), default settings only.
 
 CPU time is read per thread from /proc/self/task (user + system): the calling thread (Python, our preprocess

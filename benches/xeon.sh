@@ -7,7 +7,7 @@
 #   2. check_bf16.py         runtime graph from the input to the first convolution; bf16 vs f32 top-1 (issue 14.3)
 #   3. bench_cpu_time.py     CPU time per frame by thread, with and without each CPU plugin setting (issue 14.4)
 #   4. bench_pipeline.py --runs 300   the single-stream table of the README
-#   5. npu-zc run --hint throughput   the CLI, for the README
+#   5. npu-zc run --hint throughput, then one frame at a time, then --requests 2: the CLI, for the README
 # and writes each step's output, its JSON and a summary to $OUT (default /tmp/xeon-out). A failing step is logged
 # and the next one still runs. The whole run keeps within XEON_BUDGET seconds (default 570: a device command may
 # run 600 s): each step gets at most what is left.
@@ -102,7 +102,8 @@ cv2.imwrite('$OUT/chelsea-1080p.png', full_hd(sample_photo('chelsea')))" || retu
     local n=3000
     [ "$QUICK" = 1 ] && n=100
     "$PY" -m npu_zc run -i "$OUT/chelsea-1080p.png" -d CPU -n "$n" --hint throughput || return 1
-    "$PY" -m npu_zc run -i "$OUT/chelsea-1080p.png" -d CPU -n "$((n / 5))"
+    "$PY" -m npu_zc run -i "$OUT/chelsea-1080p.png" -d CPU -n "$((n / 5))" || return 1
+    "$PY" -m npu_zc run -i "$OUT/chelsea-1080p.png" -d CPU -n "$((n / 5))" --requests 2
 }
 
 step machine 30 machine

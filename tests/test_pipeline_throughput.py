@@ -194,3 +194,23 @@ def test_cli_hint_and_options(capsys: pytest.CaptureFixture[str], tmp_path: Path
     with pytest.raises(SystemExit):
         main(["run", "-i", str(image), "--option", "NOVALUE"])
     assert "KEY=VALUE" in capsys.readouterr().err
+
+
+def test_two_requests_in_flight_under_the_latency_hint(frames: list[np.ndarray], labels: list[str]) -> None:
+    # The single-stream overlap: the next frame is preprocessed while the current one infers.
+    with Pipeline("efficientnet-lite0", "CPU", options=OPTIONS) as latency:
+        report = latency.run(frames[2], 6, requests=2)
+        assert report.hint == "latency" and report.requests == 2 and report.fps is not None
+        assert report.prediction[0].label == labels[2]
+        assert latency.run(frames[2], 2).fps is None  # one frame at a time by default
+        with pytest.raises(InvalidArgumentError, match="requests must be at least 1"):
+            latency.run(frames[2], 2, requests=0)
+
+
+def test_cli_requests(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    image = tmp_path / "cat.png"
+    cv2.imwrite(str(image), sample_photo("chelsea"))
+    assert main(["run", "-i", str(image), "-d", "CPU", "-n", "3", "--requests", "2"]) == 0
+    assert "2 frames in flight" in capsys.readouterr().out
+    assert main(["run", "-i", str(image), "-d", "CPU", "--requests", "2", "-c"]) == 1
+    assert "zero-copy only" in capsys.readouterr().err

@@ -44,8 +44,11 @@ def _pipeline(args: argparse.Namespace, mode: Mode) -> Pipeline:
 
 
 def _measure(args: argparse.Namespace, mode: Mode, image: Any, name: str) -> RunReport:
+    requests = getattr(args, "requests", None)
+    if requests and requests > 1 and mode == "copy":
+        raise ValueError("--requests keeps frames in flight in bound buffers: it runs zero-copy only (drop -c)")
     with _pipeline(args, mode) as pipeline:
-        return pipeline.run(image, args.runs, warmup=1, name=name)
+        return pipeline.run(image, args.runs, warmup=1, name=name, requests=requests)
 
 
 def run(args: argparse.Namespace) -> int:

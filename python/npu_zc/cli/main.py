@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-c", "--non-zero-copy", action="store_true",
                      help="copy mode: planar float in ordinary memory, the runtime copies in and out")
     run.add_argument("-n", "--runs", type=_positive, default=1, help="timed iterations after the warm-up (default 1)")
+    run.add_argument("--requests", type=_positive, metavar="N",
+                     help="frames in flight (zero-copy; default 1, or the device's optimal number with --hint "
+                     "throughput): with 2, the next frame is preprocessed while one infers")
     run.add_argument("--json", action="store_true", help="print one JSON object")
 
     compare = sub.add_parser(

@@ -228,12 +228,21 @@ class Pipeline:
         """The prediction for one frame (BGR u8)."""
         return self.step(image)[0]
 
-    def run(self, image: np.ndarray, runs: int = 1, *, warmup: int = 1, name: str = "") -> RunReport:
-        """``warmup`` untimed frames, then ``runs`` timed ones on the same decoded image."""
+    def run(
+        self, image: np.ndarray, runs: int = 1, *, warmup: int = 1, name: str = "", requests: int | None = None
+    ) -> RunReport:
+        """``warmup`` untimed frames, then ``runs`` timed ones on the same decoded image.
+
+        One frame at a time, unless the pipeline was made with ``hint="throughput"`` or ``requests`` > 1 is
+        given (zero-copy): then ``requests`` frames are in flight (default: the device's optimal number) and
+        the next frame is preprocessed while the current ones infer.
+        """
         if runs < 1:
             raise InvalidArgumentError(f"runs must be at least 1, got {runs}")
-        if self.hint == "throughput" and self.zero_copy:
-            return self._run_throughput(image, runs, warmup=warmup, name=name)
+        if requests is not None and requests < 1:
+            raise InvalidArgumentError(f"requests must be at least 1, got {requests}")
+        if (self.hint == "throughput" or (requests or 1) > 1) and self.zero_copy:
+            return self._run_throughput(image, runs, warmup=warmup, name=name, requests=requests)
         for _ in range(warmup):
             self.step(image)
         timings = Timings()
@@ -282,8 +291,8 @@ class Pipeline:
             self.session, self.spec, self.postprocess, heap=self.heap, requests=requests, workers=workers
         )
 
-    def _run_throughput(self, image: np.ndarray, runs: int, *, warmup: int, name: str) -> RunReport:
-        with self._runner() as runner:
+    def _run_throughput(self, image: np.ndarray, runs: int, *, warmup: int, name: str, requests: int | None) -> RunReport:
+        with self._runner(requests) as runner:
             if warmup:
                 runner.run(itertools.repeat(image, warmup * runner.buffers))  # every request and buffer used once
             result = runner.run(itertools.repeat(image, runs), keep=True)
@@ -303,7 +312,7 @@ class Pipeline:
             stages=result.stages,
             prediction=result.predictions[-1],
             startup_ms=self.session.startup.latency_ms,
-            hint="throughput",
+            hint=self.hint,
             fps=result.fps,
             requests=result.requests,
         )
