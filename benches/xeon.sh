@@ -98,12 +98,12 @@ cli_throughput() {
     "$PY" -c "
 import cv2
 from npu_zc.pipeline import full_hd, sample_photo
-cv2.imwrite('$OUT/chelsea-1080p.png', full_hd(sample_photo('chelsea')))" || return 1
+cv2.imwrite('/tmp/chelsea-1080p.png', full_hd(sample_photo('chelsea')))" || return 1
     local n=3000
     [ "$QUICK" = 1 ] && n=100
-    "$PY" -m npu_zc run -i "$OUT/chelsea-1080p.png" -d CPU -n "$n" --hint throughput || return 1
-    "$PY" -m npu_zc run -i "$OUT/chelsea-1080p.png" -d CPU -n "$((n / 5))" || return 1
-    "$PY" -m npu_zc run -i "$OUT/chelsea-1080p.png" -d CPU -n "$((n / 5))" --requests 2
+    "$PY" -m npu_zc run -i /tmp/chelsea-1080p.png -d CPU -n "$n" --hint throughput || return 1
+    "$PY" -m npu_zc run -i /tmp/chelsea-1080p.png -d CPU -n "$((n / 5))" || return 1
+    "$PY" -m npu_zc run -i /tmp/chelsea-1080p.png -d CPU -n "$((n / 5))" --requests 2
 }
 
 step machine 30 machine

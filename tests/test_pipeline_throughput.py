@@ -71,7 +71,7 @@ def test_every_frame_once_in_order_with_the_latency_labels(
     assert [label for _, label in seen] == [labels[i % len(frames)] for i in range(count)]
     assert [p[0].label for p in report.predictions] == [label for _, label in seen]
     assert report.frames == count and report.requests == 3 and report.workers == workers
-    assert report.buffers == 3 + workers
+    assert report.buffers == 3 + workers + 1
     assert all(report.stages[stage].count == count for stage in ("preprocess", "infer", "postprocess", "total"))
     assert report.fps > 0 and report.cpu_seconds > 0
     assert not worker_threads()

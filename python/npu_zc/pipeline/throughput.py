@@ -6,8 +6,9 @@ on a 16-core Xeon). :class:`ThroughputRunner` keeps them all busy:
 
 * an :class:`~npu_zc.runtime.AsyncQueue` of that many requests, over pooled
   buffers bound to the model once (zero copy, as in latency mode), with one
-  extra set of buffers per preprocessing worker, so that frames N+1... are
-  written while the requests infer frames N-k...N;
+  extra set of buffers per preprocessing worker (and one for the result being
+  read), so that frames N+1... are written while the requests infer frames
+  N-k...N;
 * ``workers`` threads preprocess (OpenCV resize and the layout engine, both
   with the GIL released), each with its own :class:`.Preprocessor`; the
   calling thread only hands frames out and submits them, in order;
@@ -120,7 +121,9 @@ class ThroughputRunner:
         self.workers = int(workers) if workers is not None else default_workers()
         if self.requests < 1 or self.workers < 1:
             raise InvalidArgumentError(f"throughput mode needs at least 1 request and 1 worker, got {self.requests} and {self.workers}")
-        self.buffers = self.requests + self.workers
+        # A set per request, one per worker (preprocessing the next frames) and one for the result being read:
+        # the calling thread then never waits for a request while a set is only held by the delivery.
+        self.buffers = self.requests + self.workers + 1
         self._local = threading.local()
         self._preprocessors: list[Preprocessor] = []
         self._made = threading.Lock()
