@@ -67,6 +67,55 @@ def cpu_seconds() -> float:
     return t.user + t.system
 
 
+def thread_cpu() -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of this process, by native thread id."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, float] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+class ThreadWatch:
+    """CPU time per group of threads over a run: the calling thread, our named threads, OpenVINO's (the rest).
+
+    Our threads end with the run, and an ended thread leaves /proc: :meth:`sample` (called now and then during
+    the run) keeps the last reading of each; OpenVINO's share is the process's total less ours.
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self.threading = threading
+        self.names: dict[int, str] = {}
+        self.latest: dict[int, float] = {}
+
+    def start(self) -> None:
+        self.before = thread_cpu()
+        self.process_before = cpu_seconds()
+
+    def sample(self) -> None:
+        for thread in self.threading.enumerate():
+            if thread.native_id is not None:
+                name = "calling" if thread is self.threading.main_thread() else re.sub(r"_\d+$", "", thread.name)
+                self.names[thread.native_id] = name
+        self.latest.update(thread_cpu())
+
+    def ms_per_frame(self, frames: int) -> dict[str, float]:
+        self.latest.update(thread_cpu())
+        groups: dict[str, float] = {}
+        for tid, name in self.names.items():
+            if tid in self.latest:
+                groups[name] = groups.get(name, 0.0) + self.latest[tid] - self.before.get(tid, 0.0)
+        groups["openvino and others"] = cpu_seconds() - self.process_before - sum(groups.values())
+        return {k: 1000 * v / max(1, frames) for k, v in groups.items()}
+
+
 # --- the variants, each in its own process ---
 
 
@@ -80,18 +129,24 @@ def run_ours(
     with Pipeline(MODEL, device, hint="throughput", options=CompileOptions(extra=options)) as pipeline:
         pipeline.run_throughput(for_seconds(frames, warmup), workers=workers, requests=requests)
         top1: list[str] = []
-        report = pipeline.run_throughput(
-            for_seconds(frames, seconds),
-            lambda i, p: top1.append(p[0].label) if i < len(frames) else None,
-            workers=workers,
-            requests=requests,
-        )
+        watch = ThreadWatch()
+
+        def on_result(index: int, prediction: Any) -> None:
+            if index < len(frames):
+                top1.append(prediction[0].label)
+            if index % 200 == 100:
+                watch.sample()
+
+        watch.start()
+        report = pipeline.run_throughput(for_seconds(frames, seconds), on_result, workers=workers, requests=requests)
+        by_thread = watch.ms_per_frame(report.frames)
         return {
             "fps": report.fps, "frames": report.frames, "seconds": report.seconds,
             "cpu_ms_per_frame": report.cpu_ms_per_frame, "requests": report.requests, "workers": report.workers,
             "buffers": report.buffers, "top1": top1, "format": pipeline.spec.format,
             "precision": pipeline.session.property("INFERENCE_PRECISION_HINT"),
             "stages_ms": {k: v.to_dict() for k, v in report.stages.items()},
+            "cpu_ms_per_frame_by_thread": by_thread,
         }  # fmt: skip
 
 
@@ -277,6 +332,11 @@ def main() -> int:
         if name.startswith("npu_zc") and limit and baseline:
             targets.append((f"{name}: >= 85% of benchmark_app", r["fps"] >= 0.85 * limit, f"{r['fps']:.0f} vs {limit:.0f} FPS"))
             targets.append((f"{name}: >= 2x AsyncInferQueue", r["fps"] >= 2 * baseline, f"{r['fps']:.0f} vs {baseline:.0f} FPS"))
+            by = ", ".join(f"{k} {v:.3f}" for k, v in r.get("cpu_ms_per_frame_by_thread", {}).items())
+            stages = r.get("stages_ms", {})
+            print(f"threads  {name}: CPU ms per frame by thread: {by}; each frame's own preprocess "
+                  f"{stages.get('preprocess', {}).get('mean', 0):.3f} ms, infer {stages.get('infer', {}).get('mean', 0):.3f} ms, "
+                  f"postprocess {stages.get('postprocess', {}).get('mean', 0):.3f} ms (means)")  # fmt: skip
             top_theirs = results["AsyncInferQueue + cv2/numpy"].get("top1", [])
             print(f"top-1    {name}: {r.get('top1')}; AsyncInferQueue: {top_theirs}")
     if "benchmark_app" in results:
