@@ -6,6 +6,8 @@ Speed is measured by benches/bench_throughput.py, not here.
 from __future__ import annotations
 
 import itertools
+import os
+import signal
 import threading
 from pathlib import Path
 from typing import Any, Iterator
@@ -136,6 +138,25 @@ def test_an_error_or_ctrl_c_stops_cleanly(
     # Every frame that was submitted finished and was delivered, once, in order; nothing is left running.
     assert seen == list(range(len(seen))) and len(seen) <= 7
     assert not worker_threads()
+    again = pipeline.run_throughput(iter(frames), keep=True, requests=2, workers=workers)
+    assert [p[0].label for p in again.predictions] == labels
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_real_sigint_stops_cleanly(pipeline: Pipeline, frames: list[np.ndarray], labels: list[str], workers: int) -> None:
+    # Ctrl-C as the terminal sends it: SIGINT to the process, a KeyboardInterrupt wherever the main thread is.
+    for delay in (0.05, 0.2, 0.35):
+        seen: list[int] = []
+        endless = itertools.cycle(frames)
+        timer = threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                pipeline.run_throughput(endless, lambda i, p: seen.append(i), requests=2, workers=workers)
+        finally:
+            timer.cancel()
+        assert seen == list(range(len(seen)))  # what was submitted was delivered, once, in order
+        assert not worker_threads()
     again = pipeline.run_throughput(iter(frames), keep=True, requests=2, workers=workers)
     assert [p[0].label for p in again.predictions] == labels
 

@@ -10,8 +10,9 @@ on a 16-core Xeon). :class:`ThroughputRunner` keeps them all busy:
   read), so that frames N+1... are written while the requests infer frames
   N-k...N;
 * ``workers`` threads preprocess (OpenCV resize and the layout engine, both
-  with the GIL released), each with its own :class:`.Preprocessor`; the
-  calling thread only hands frames out and submits them, in order;
+  with the GIL released), each with its own :class:`.Preprocessor`; a feeding
+  thread only hands frames out and submits them, in order (the calling thread
+  waits, so that Ctrl-C stops the run cleanly);
 * the queue's delivery thread waits for each request (GIL released),
   postprocesses in place and hands the result on, in frame order.
 
@@ -98,7 +99,7 @@ class ThroughputRunner:
     the preprocess ``spec`` and the ``postprocess``. ``requests``: default the
     compiled model's OPTIMAL_NUMBER_OF_INFER_REQUESTS (at least 2).
     ``workers``: preprocessing threads (default :func:`default_workers`); with
-    1 the calling thread preprocesses. ``Pipeline.run_throughput`` makes one.
+    1 the feeding thread preprocesses. ``Pipeline.run_throughput`` makes one.
     """
 
     def __init__(
@@ -128,6 +129,7 @@ class ThroughputRunner:
         self._preprocessors: list[Preprocessor] = []
         self._made = threading.Lock()
         self._queue: Any = None  # the queue of the run in progress (tests look at its pools)
+        self._feeder_done: threading.Event | None = None  # set when the last run's feeding thread is done
 
     def run(
         self,
@@ -142,7 +144,70 @@ class ThroughputRunner:
         frames, a preprocess, an inference or ``on_result``) or Ctrl-C stops the
         run: frames already submitted finish, nothing more is started, every
         buffer goes back, and the error is raised.
+
+        The frames are taken and submitted by a feeding thread, while the calling
+        thread only waits: Ctrl-C (a KeyboardInterrupt, which Python raises in the
+        main thread between any two bytecodes) then never lands inside the queue's
+        bookkeeping; it asks the feeding thread to stop, and is raised once every
+        submitted frame has finished.
         """
+        self._wait_for_feeder()
+        stop, done = threading.Event(), threading.Event()
+        outcome: dict[str, Any] = {}
+
+        def feed() -> None:
+            try:
+                outcome["report"] = self._feed(frames, on_result, keep, stop)
+            except BaseException as exc:  # handed to the calling thread
+                outcome["error"] = exc
+            finally:
+                done.set()
+
+        # Waited for with an Event, not Thread.join: a join interrupted by Ctrl-C can leave is_alive() False
+        # while the thread still runs (CPython 3.11/3.12, _wait_for_tstate_lock).
+        self._feeder_done = done
+        feeder = threading.Thread(target=feed, name="npu_zc-feed", daemon=True)
+        interrupted: BaseException | None = None
+        while True:
+            try:  # everything here may be interrupted: the loop goes on until the feeding thread is done
+                if feeder.ident is None:
+                    feeder.start()
+                if done.wait(0.25):
+                    break
+            except KeyboardInterrupt as exc:  # stop feeding; what was submitted still finishes
+                interrupted = interrupted or exc
+                stop.set()
+                if feeder.ident is None and not feeder.is_alive():
+                    break  # interrupted before the thread started: nothing to wait for
+        if feeder.ident is not None:
+            try:
+                feeder.join()  # done: it only has to return
+            except KeyboardInterrupt as exc:
+                interrupted = interrupted or exc
+        if interrupted is not None:
+            raise interrupted
+        if "error" in outcome:
+            error: BaseException = outcome.pop("error")
+            raise error
+        report: ThroughputReport = outcome["report"]
+        return report
+
+    def _wait_for_feeder(self) -> None:
+        """Until the last run's feeding thread has finished (it owns the buffers and the workers' preprocessors)."""
+        while self._feeder_done is not None and not self._feeder_done.is_set():
+            try:
+                self._feeder_done.wait()
+            except KeyboardInterrupt:  # already stopping: the wait is for requests in flight, milliseconds
+                continue
+
+    def _feed(
+        self,
+        frames: Iterable[np.ndarray],
+        on_result: Callable[[int, Prediction], None] | None,
+        keep: bool,
+        stop: threading.Event,
+    ) -> ThroughputReport:
+        """The run itself, on the feeding thread; stops taking frames once ``stop`` is set."""
         postprocess = self.postprocess
         timings = Timings(THROUGHPUT_STAGES)
         predictions: list[Prediction] = []
@@ -191,6 +256,8 @@ class ThroughputRunner:
                 submitted += 1
 
             for index, image in enumerate(frames):
+                if stop.is_set():
+                    break
                 frame = queue.acquire()
                 if executor is None:
                     try:
@@ -250,7 +317,8 @@ class ThroughputRunner:
             preprocess(image, frame.inputs[0])
 
     def close(self) -> None:
-        """Free the workers' resize buffers."""
+        """Free the workers' resize buffers (once a run still stopping has finished)."""
+        self._wait_for_feeder()
         with self._made:
             for preprocess in self._preprocessors:
                 preprocess.close()

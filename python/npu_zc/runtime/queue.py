@@ -357,6 +357,11 @@ class AsyncQueue:
                 finished = bool(request.wait_for(max(0, int(timeout * 1000))))
         except RuntimeError as e:  # OpenVINO reports a failed inference here
             error, finished = e, True
+        except BaseException:  # e.g. Ctrl-C while waiting: another thread must be able to wait for it instead
+            with self._lock:
+                entry.completing = False
+                self._lock.notify_all()
+            raise
         with self._lock:
             entry.completing = False
             if finished:
