@@ -54,6 +54,8 @@ def test_the_hint_reaches_openvino(pipeline: Pipeline) -> None:
     assert pipeline.hint == "throughput"
     assert pipeline.session.property("PERFORMANCE_HINT") == "THROUGHPUT"
     assert pipeline.session.optimal_requests >= 1
+    runner = ThroughputRunner(pipeline.session, pipeline.spec, pipeline.postprocess, workers=1)
+    assert runner.requests == max(2, 2 * pipeline.session.optimal_requests) and runner.buffers == runner.requests + 2
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="OpenCV resize method (default linear, as cv2.resize)")
     group.add_argument("--heap", default="auto", help="where buffers come from: auto, system, cma, udmabuf, memfd... (see npu-zc info)")
     group.add_argument("--hint", choices=("latency", "throughput"), default="latency",
-                       help="latency (default): one frame at a time; throughput: the device's optimal number of frames "
+                       help="latency (default): one frame at a time; throughput: twice the device's optimal number of frames "
                        "in flight, preprocessing ahead in worker threads (zero-copy)")
     group.add_argument("--threads", type=_positive, metavar="N", help="INFERENCE_NUM_THREADS: threads the CPU plugin infers with")
     group.add_argument("--option", action="append", type=_property, metavar="KEY=VALUE", default=[],
@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="copy mode: planar float in ordinary memory, the runtime copies in and out")
     run.add_argument("-n", "--runs", type=_positive, default=1, help="timed iterations after the warm-up (default 1)")
     run.add_argument("--requests", type=_positive, metavar="N",
-                     help="frames in flight (zero-copy; default 1, or the device's optimal number with --hint "
+                     help="frames in flight (zero-copy; default 1, or twice the device's optimal number with --hint "
                      "throughput): with 2, the next frame is preprocessed while one infers")
     run.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -140,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("-i", "--input", required=True, help="a video file or a folder of images")
     stream.add_argument("-c", "--non-zero-copy", action="store_true", help="copy mode (frames one after the other)")
     stream.add_argument("--limit", type=_positive, help="stop after this many frames")
-    stream.add_argument("--depth", type=_positive, help="frames in flight (default: the device's optimal number, at least 2)")
+    stream.add_argument("--depth", type=_positive,
+                        help="frames in flight (default: the device's optimal number, at least 2; twice it with --hint throughput)")
     stream.add_argument("--drop", action="store_true", help="skip a frame when every buffer is in flight, as for a live source")
     stream.add_argument("--two-process", action="store_true",
                         help="decode and preprocess in a producer process that hands its buffers over a Unix socket")

@@ -234,7 +234,7 @@ class Pipeline:
         """``warmup`` untimed frames, then ``runs`` timed ones on the same decoded image.
 
         One frame at a time, unless the pipeline was made with ``hint="throughput"`` or ``requests`` > 1 is
-        given (zero-copy): then ``requests`` frames are in flight (default: the device's optimal number) and
+        given (zero-copy): then ``requests`` frames are in flight (default: twice the device's optimal number) and
         the next frame is preprocessed while the current ones infer.
         """
         if runs < 1:
