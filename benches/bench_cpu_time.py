@@ -186,6 +186,9 @@ def main() -> int:
             print(f"!!! {variant}, {setting} failed:\n{done.stderr[-2000:]}", file=sys.stderr)
             continue
         rows.append({"variant": variant, "setting": setting, **json.loads(done.stdout.strip().splitlines()[-1])})
+        r = rows[-1]  # printed as it comes, so that a run cut short still shows what it measured
+        print(f"measured {setting}, {variant}: {r['fps']:.1f} FPS, CPU {r['cpu_ms']:.3f} ms/frame "
+              f"(calling {r['calling_thread_ms']:.3f}, others {r['other_threads_ms']:.3f})", flush=True)
 
     def find(variant: str, setting: str) -> dict[str, Any] | None:
         return next((r for r in rows if r["variant"] == variant and r["setting"] == setting), None)

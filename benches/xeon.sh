@@ -13,7 +13,7 @@
 # run 600 s): each step gets at most what is left.
 #
 # Environment: PY (python3), SITE (/tmp/site), WHEELS (.whl), OUT, QUICK=1 (smoke run: every bench in its quick
-# mode), TP_SECONDS (seconds per bench_throughput variant, default 10), CPU_FRAMES (bench_cpu_time, default 500).
+# mode), TP_SECONDS (seconds per bench_throughput variant, default 10), CPU_FRAMES (bench_cpu_time, default 400).
 set -u
 set -x
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ OUT=${OUT:-/tmp/xeon-out}
 QUICK=${QUICK:-0}
 BUDGET=${XEON_BUDGET:-570}
 TP_SECONDS=${TP_SECONDS:-10}
-CPU_FRAMES=${CPU_FRAMES:-500}
+CPU_FRAMES=${CPU_FRAMES:-400}
 mkdir -p "$OUT"
 export PY SITE WHEELS OUT QUICK
 exec > >(tee -a "$OUT/xeon.log") 2>&1
@@ -117,7 +117,7 @@ else
     step bench_throughput 200 "$PY" benches/bench_throughput.py --seconds "$TP_SECONDS" --configs 1:auto,2:auto,4:auto,2:16,2:64 \
         --json "$OUT/bench_throughput.json"
     step check_bf16 90 "$PY" benches/check_bf16.py --json "$OUT/check_bf16.json"
-    step bench_cpu_time 150 "$PY" benches/bench_cpu_time.py --frames "$CPU_FRAMES" --json "$OUT/bench_cpu_time.json"
+    step bench_cpu_time 180 "$PY" benches/bench_cpu_time.py --frames "$CPU_FRAMES" --json "$OUT/bench_cpu_time.json"
     step bench_pipeline 120 "$PY" benches/bench_pipeline.py --runs 300
 fi
 step cli_throughput 40 cli_throughput
