@@ -297,6 +297,9 @@ def main() -> int:
         print(f"... {name}", file=sys.stderr, flush=True)
         try:
             results[name] = run()
+            r = results[name]  # printed as it comes, so that a run cut short still shows what it measured
+            print(f"measured {name}: {r['fps']:.1f} FPS, CPU {r['cpu_ms_per_frame']:.3f} ms/frame, "
+                  f"{r.get('requests')} requests", flush=True)
         except Exception as exc:  # one failing variant must not lose the others
             errors[name] = str(exc)
             print(f"!!! {name}: {exc}", file=sys.stderr, flush=True)
