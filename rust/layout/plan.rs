@@ -144,9 +144,9 @@ impl Permutes {
             }
         }
         let spread = Self::spread(channels);
-        for k in 0..3 {
+        for (k, &mapped) in map.iter().enumerate() {
             // In a lane: GRAY widened (4 bytes a pixel), else `channels` bytes a pixel.
-            let channel = if channels == 1 { 0 } else { map[k] };
+            let channel = if channels == 1 { 0 } else { mapped };
             for pixel in 0..4 {
                 let widened = if channels == 1 { 4 * pixel } else { channels * pixel + channel };
                 p.lane_pixels[4 * pixel + k] = widened as u8;

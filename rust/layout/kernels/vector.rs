@@ -34,6 +34,7 @@ pub(super) enum Job<'a> {
     /// lanes that suits the interleaving store).
     Packed16(&'a Plan),
     /// `Quads::quads` and `Quads::store_quads16`.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     Quads(&'a Plan),
     /// NV12: R, G, B at byte positions `pos`, `pad` in the fourth byte.
     Nv12 { pos: [usize; 3], pad: u8 },
@@ -111,6 +112,7 @@ pub(super) trait Simd: Copy {
 /// Instruction sets whose vectors also hold whole pixels: four vectors of
 /// `LANES / 4` pixels, each with its 4 channels in 32-bit lanes (the pad lane
 /// 0), normalised with each slot's constants.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) trait Quads: Simd {
     /// `LANES` source pixels as 4 such vectors (`Job::Quads`).
     unsafe fn quads<const C: usize>(t: &Self::Tables, src: *const u8) -> [Self::I; 4];
@@ -198,6 +200,7 @@ pub(super) unsafe fn packed_16<S: Simd, const C: usize, const KIND: u8, const AR
 
 /// Packed bf16 or f16 (`KIND`), whole pixels to a vector (the pad slot
 /// computed like the others: 0 normalised to the pad value).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 pub(super) unsafe fn packed_16_quads<S: Quads, const C: usize, const KIND: u8, const ARITH: u8>(
     plan: &Plan,
@@ -286,7 +289,7 @@ pub(super) unsafe fn nv12_row<S: Simd>(y: &[u8], uv: &[u8], out: &mut [u8], pos:
             S::twice(S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u))),
             S::twice(S::mul_i(cub, u)),
         ];
-        for h in 0..2 {
+        for h in [0, 1] {
             let at = i + h * S::LANES;
             let yh = S::add_i(S::mul_i(S::luma(y.as_ptr().add(at)), cy), half);
             let rgb = [

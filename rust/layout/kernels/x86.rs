@@ -594,7 +594,9 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     unsafe fn store_rgbx16<const KIND: u8>(t: &Avx512Tables, out: *mut u8, rgb: [__m512; 3]) {
         let [r, g, b] = rgb;
         let (rg, bp): (__m512i, __m512i) = if KIND == BF16_NATIVE {
-            (std::mem::transmute(_mm512_cvtne2ps_pbh(g, r)), std::mem::transmute(_mm512_cvtne2ps_pbh(t.pad_f32, b)))
+            // 32 bf16 to 32 words: both are 64 bytes of plain bits.
+            let words = |v: __m512bh| std::mem::transmute::<__m512bh, __m512i>(v);
+            (words(_mm512_cvtne2ps_pbh(g, r)), words(_mm512_cvtne2ps_pbh(t.pad_f32, b)))
         } else {
             let [r, g, b] = [Self::narrow16::<KIND>(r), Self::narrow16::<KIND>(g), Self::narrow16::<KIND>(b)];
             (
