@@ -35,7 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = Options {
         mean: normalised.then_some([123.675, 116.28, 103.53]),
         scale: normalised.then_some([58.395, 57.12, 57.375]),
-        threads: Some(1),
+        threads: Some(arg(4, "1").parse().map_err(|_| format!("threads is a number, not {:?}", arg(4, "")))?),
         ..Options::default()
     };
     // memcpy of as many bytes as the conversion reads and writes.

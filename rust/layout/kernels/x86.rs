@@ -132,6 +132,69 @@ const fn in_order(channels: usize) -> [i32; 8] {
     }
 }
 
+/// `Simd`'s arithmetic for one x86 vector width: the intrinsic of each operation.
+macro_rules! arithmetic {
+    ($f:ty, $i:ty, $splat:ident, $splat_i:ident, $to_f32:ident, $sub:ident, $mul:ident, $div:ident, $fmadd:ident,
+     $fnmadd:ident, $bits:ident, $add_i:ident, $and_i:ident, $mul_i:ident, $srli:ident, $srai:ident) => {
+        #[inline(always)]
+        unsafe fn splat(x: f32) -> $f {
+            $splat(x)
+        }
+        #[inline(always)]
+        unsafe fn splat_i(x: i32) -> $i {
+            $splat_i(x)
+        }
+        #[inline(always)]
+        unsafe fn to_f32(x: $i) -> $f {
+            $to_f32(x)
+        }
+        #[inline(always)]
+        unsafe fn sub(a: $f, b: $f) -> $f {
+            $sub(a, b)
+        }
+        #[inline(always)]
+        unsafe fn mul(a: $f, b: $f) -> $f {
+            $mul(a, b)
+        }
+        #[inline(always)]
+        unsafe fn div(a: $f, b: $f) -> $f {
+            $div(a, b)
+        }
+        #[inline(always)]
+        unsafe fn mul_add(a: $f, b: $f, c: $f) -> $f {
+            $fmadd(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn neg_mul_add(a: $f, b: $f, c: $f) -> $f {
+            $fnmadd(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn bits(f: $f) -> $i {
+            $bits(f)
+        }
+        #[inline(always)]
+        unsafe fn add_i(a: $i, b: $i) -> $i {
+            $add_i(a, b)
+        }
+        #[inline(always)]
+        unsafe fn and_i(a: $i, b: $i) -> $i {
+            $and_i(a, b)
+        }
+        #[inline(always)]
+        unsafe fn mul_i(a: $i, b: $i) -> $i {
+            $mul_i(a, b)
+        }
+        #[inline(always)]
+        unsafe fn shr16(a: $i) -> $i {
+            $srli::<16>(a)
+        }
+        #[inline(always)]
+        unsafe fn shr_bt601(a: $i) -> $i {
+            $srai::<20>(a)
+        }
+    };
+}
+
 /// AVX2, FMA and F16C: 8 pixels a step, in-lane byte shuffles (`Permutes`).
 #[derive(Clone, Copy)]
 pub(super) struct Avx2;
@@ -194,62 +257,11 @@ impl Simd for Avx2 {
         if C == 3 { 32 } else { 8 * C }
     }
 
-    #[inline(always)]
-    unsafe fn splat(x: f32) -> __m256 {
-        _mm256_set1_ps(x)
-    }
-    #[inline(always)]
-    unsafe fn splat_i(x: i32) -> __m256i {
-        _mm256_set1_epi32(x)
-    }
-    #[inline(always)]
-    unsafe fn to_f32(x: __m256i) -> __m256 {
-        _mm256_cvtepi32_ps(x)
-    }
-    #[inline(always)]
-    unsafe fn sub(a: __m256, b: __m256) -> __m256 {
-        _mm256_sub_ps(a, b)
-    }
-    #[inline(always)]
-    unsafe fn mul(a: __m256, b: __m256) -> __m256 {
-        _mm256_mul_ps(a, b)
-    }
-    #[inline(always)]
-    unsafe fn div(a: __m256, b: __m256) -> __m256 {
-        _mm256_div_ps(a, b)
-    }
-    #[inline(always)]
-    unsafe fn mul_add(a: __m256, b: __m256, c: __m256) -> __m256 {
-        _mm256_fmadd_ps(a, b, c)
-    }
-    #[inline(always)]
-    unsafe fn neg_mul_add(a: __m256, b: __m256, c: __m256) -> __m256 {
-        _mm256_fnmadd_ps(a, b, c)
-    }
-    #[inline(always)]
-    unsafe fn bits(f: __m256) -> __m256i {
-        _mm256_castps_si256(f)
-    }
-    #[inline(always)]
-    unsafe fn add_i(a: __m256i, b: __m256i) -> __m256i {
-        _mm256_add_epi32(a, b)
-    }
-    #[inline(always)]
-    unsafe fn and_i(a: __m256i, b: __m256i) -> __m256i {
-        _mm256_and_si256(a, b)
-    }
-    #[inline(always)]
-    unsafe fn mul_i(a: __m256i, b: __m256i) -> __m256i {
-        _mm256_mullo_epi32(a, b)
-    }
-    #[inline(always)]
-    unsafe fn shr16(a: __m256i) -> __m256i {
-        _mm256_srli_epi32::<16>(a)
-    }
-    #[inline(always)]
-    unsafe fn shr_bt601(a: __m256i) -> __m256i {
-        _mm256_srai_epi32::<20>(a)
-    }
+    arithmetic!(
+        __m256, __m256i, _mm256_set1_ps, _mm256_set1_epi32, _mm256_cvtepi32_ps, _mm256_sub_ps, _mm256_mul_ps, _mm256_div_ps,
+        _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_castps_si256, _mm256_add_epi32, _mm256_and_si256, _mm256_mullo_epi32,
+        _mm256_srli_epi32, _mm256_srai_epi32
+    );
 
     #[inline(always)]
     unsafe fn rgbx_u8<const C: usize>(t: &Avx2Tables, src: *const u8, dst: *mut u8) {
@@ -497,62 +509,11 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         t
     }
 
-    #[inline(always)]
-    unsafe fn splat(x: f32) -> __m512 {
-        _mm512_set1_ps(x)
-    }
-    #[inline(always)]
-    unsafe fn splat_i(x: i32) -> __m512i {
-        _mm512_set1_epi32(x)
-    }
-    #[inline(always)]
-    unsafe fn to_f32(x: __m512i) -> __m512 {
-        _mm512_cvtepi32_ps(x)
-    }
-    #[inline(always)]
-    unsafe fn sub(a: __m512, b: __m512) -> __m512 {
-        _mm512_sub_ps(a, b)
-    }
-    #[inline(always)]
-    unsafe fn mul(a: __m512, b: __m512) -> __m512 {
-        _mm512_mul_ps(a, b)
-    }
-    #[inline(always)]
-    unsafe fn div(a: __m512, b: __m512) -> __m512 {
-        _mm512_div_ps(a, b)
-    }
-    #[inline(always)]
-    unsafe fn mul_add(a: __m512, b: __m512, c: __m512) -> __m512 {
-        _mm512_fmadd_ps(a, b, c)
-    }
-    #[inline(always)]
-    unsafe fn neg_mul_add(a: __m512, b: __m512, c: __m512) -> __m512 {
-        _mm512_fnmadd_ps(a, b, c)
-    }
-    #[inline(always)]
-    unsafe fn bits(f: __m512) -> __m512i {
-        _mm512_castps_si512(f)
-    }
-    #[inline(always)]
-    unsafe fn add_i(a: __m512i, b: __m512i) -> __m512i {
-        _mm512_add_epi32(a, b)
-    }
-    #[inline(always)]
-    unsafe fn and_i(a: __m512i, b: __m512i) -> __m512i {
-        _mm512_and_si512(a, b)
-    }
-    #[inline(always)]
-    unsafe fn mul_i(a: __m512i, b: __m512i) -> __m512i {
-        _mm512_mullo_epi32(a, b)
-    }
-    #[inline(always)]
-    unsafe fn shr16(a: __m512i) -> __m512i {
-        _mm512_srli_epi32::<16>(a)
-    }
-    #[inline(always)]
-    unsafe fn shr_bt601(a: __m512i) -> __m512i {
-        _mm512_srai_epi32::<20>(a)
-    }
+    arithmetic!(
+        __m512, __m512i, _mm512_set1_ps, _mm512_set1_epi32, _mm512_cvtepi32_ps, _mm512_sub_ps, _mm512_mul_ps, _mm512_div_ps,
+        _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_castps_si512, _mm512_add_epi32, _mm512_and_si512, _mm512_mullo_epi32,
+        _mm512_srli_epi32, _mm512_srai_epi32
+    );
 
     #[inline(always)]
     unsafe fn rgbx_u8<const C: usize>(t: &Avx512Tables, src: *const u8, dst: *mut u8) {
