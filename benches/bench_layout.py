@@ -242,7 +242,7 @@ def parallel_memcpy(nbytes: int, threads: int, pool: ThreadPoolExecutor, repeat:
 def threads_sweep(counts: list[int], sizes: list[str], runs: int, rounds: int) -> None:
     """Per thread count: npu_zc, cv2.cvtColor (cv2.setNumThreads) and memcpy
     of the same bytes on as many threads, all in one run."""
-    repeat = 20
+    repeat = 5
     pool = ThreadPoolExecutor(max(counts))
     print(f"npu_zc layout thread sweep: {STAT.__name__ if STAT is min else 'median'} of {runs} runs, "
           f"SIMD {layout.simd_levels()[1]}, OpenCV {cv2.__version__} (cv2.getNumberOfCPUs() = {cv2.getNumberOfCPUs()}), "
@@ -271,7 +271,7 @@ def threads_sweep(counts: list[int], sizes: list[str], runs: int, rounds: int) -
                 ours, copy = paired_ms(lambda: layout.convert(src, rgba, src_fmt, "RGBx", threads=n),
                                        parallel_memcpy(moved // 2, n, pool), runs, rounds)
                 theirs = time_ms(lambda: cv2.cvtColor(src, code, dst=rgba), runs)
-                limit = time_ms(parallel_memcpy(moved // 2, n, pool, repeat), max(3, runs // repeat)) / repeat
+                limit = time_ms(parallel_memcpy(moved // 2, n, pool, repeat), max(5, runs // 2)) / repeat
                 first = first or (ours, theirs)
                 print(f"| {n:7} | {ours:9.3f} | {first[0] / ours:4.1f}x | {theirs:9.3f} | {first[1] / theirs:4.1f}x | "
                       f"{copy:9.3f} | {limit:9.3f} | {ours / theirs:9.2f}x | {ours / limit:11.2f}x |")
