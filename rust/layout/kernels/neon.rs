@@ -249,8 +249,9 @@ impl Simd for Neon {
     }
 
     #[inline(always)]
-    unsafe fn luma(y: *const u8) -> Self::I {
-        widen(vqsubq_u8(vld1q_u8(y), vdupq_n_u8(16)))
+    unsafe fn luma_pairs(y: *const u8) -> [Self::I; 2] {
+        let l = vld2q_u8(y);
+        [widen(vqsubq_u8(l.0, vdupq_n_u8(16))), widen(vqsubq_u8(l.1, vdupq_n_u8(16)))]
     }
     #[inline(always)]
     unsafe fn chroma(uv: *const u8) -> [Self::I; 2] {
@@ -259,22 +260,22 @@ impl Simd for Neon {
         [minus_128(c.0), minus_128(c.1)]
     }
     #[inline(always)]
-    unsafe fn twice(x: Self::I) -> [Self::I; 2] {
-        [
-            [vzip1q_s32(x[0], x[0]), vzip2q_s32(x[0], x[0]), vzip1q_s32(x[1], x[1]), vzip2q_s32(x[1], x[1])],
-            [vzip1q_s32(x[2], x[2]), vzip2q_s32(x[2], x[2]), vzip1q_s32(x[3], x[3]), vzip2q_s32(x[3], x[3])],
-        ]
-    }
-    #[inline(always)]
-    unsafe fn store_rgbx_bytes(t: &NeonTables, out: *mut u8, rgb: [Self::I; 3]) {
+    unsafe fn store_rgbx_pairs(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
         // Saturating narrows clamp as `saturate_cast` does.
         let bytes = |x: Self::I| -> uint8x16_t {
             let s = each(x, |x| vqmovn_s32(x));
             vcombine_u8(vqmovun_s16(vcombine_s16(s[0], s[1])), vqmovun_s16(vcombine_s16(s[2], s[3])))
         };
-        let [r, g, b] = [bytes(rgb[0]), bytes(rgb[1]), bytes(rgb[2])];
+        // Even and odd pixels zipped: pixels 0-15, then 16-31.
+        let pixels = |k: usize| {
+            let (e, o) = (bytes(even[k]), bytes(odd[k]));
+            [vzip1q_u8(e, o), vzip2q_u8(e, o)]
+        };
+        let [r, g, b] = [pixels(0), pixels(1), pixels(2)];
         let (first, last) = if t.swap { (b, r) } else { (r, b) };
-        vst4q_u8(out, uint8x16x4_t(first, g, last, t.pad_u8));
+        for h in [0, 1] {
+            vst4q_u8(out.add(64 * h), uint8x16x4_t(first[h], g[h], last[h], t.pad_u8));
+        }
     }
     /// R, G, B or B, G, R, then the pad (RGBx, BGRx).
     fn nv12_positions(pos: [usize; 3]) -> bool {

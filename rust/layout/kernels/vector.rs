@@ -93,15 +93,15 @@ pub(super) trait Simd: Copy {
     /// pad, as 16-bit floats of `KIND`: `8 * LANES` bytes at `out`.
     unsafe fn store_rgbx16<const KIND: u8>(t: &Self::Tables, out: *mut u8, rgb: [Self::F; 3]);
 
-    /// `LANES` luma bytes less 16, floored at 0.
-    unsafe fn luma(y: *const u8) -> Self::I;
+    /// `2 * LANES` luma bytes less 16, floored at 0: the even pixels (0, 2,
+    /// 4, ...), then the odd ones, so that lane j of each goes with chroma
+    /// pair j.
+    unsafe fn luma_pairs(y: *const u8) -> [Self::I; 2];
     /// `LANES` chroma pairs (`2 * LANES` bytes) as U - 128 and V - 128.
     unsafe fn chroma(uv: *const u8) -> [Self::I; 2];
-    /// Each lane twice: lanes 0, 0, 1, 1, ... in the first vector.
-    unsafe fn twice(x: Self::I) -> [Self::I; 2];
-    /// R, G, B values (saturated to bytes here) and the pad as `LANES` 4-byte
-    /// pixels at `out` (`Job::Nv12`).
-    unsafe fn store_rgbx_bytes(t: &Self::Tables, out: *mut u8, rgb: [Self::I; 3]);
+    /// R, G, B values (saturated to bytes here) of the even and the odd
+    /// pixels, and the pad, as `2 * LANES` 4-byte pixels at `out` (`Job::Nv12`).
+    unsafe fn store_rgbx_pairs(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
     /// Whether `store_rgbx_bytes` can put R, G, B at `pos` (else NV12 rows
     /// go to the scalar kernel).
     fn nv12_positions(_pos: [usize; 3]) -> bool {
@@ -268,8 +268,10 @@ fn tail_16<const C: usize>(plan: &Plan, src: &[u8], i: usize, dst: &mut [u8]) {
 }
 
 /// `2 * LANES` pixels of NV12 a step to 4-byte pixels: OpenCV's fixed-point
-/// arithmetic in i32 lanes, the chroma terms once per pair of pixels;
-/// saturating packs clamp to 0..=255 as `saturate_cast` does.
+/// arithmetic in i32 lanes, the chroma terms once per pair of pixels (the
+/// even and the odd pixels computed apart, against the same terms, and
+/// interleaved by the store); saturating packs clamp to 0..=255 as
+/// `saturate_cast` does.
 #[inline(always)]
 pub(super) unsafe fn nv12_row<S: Simd>(y: &[u8], uv: &[u8], out: &mut [u8], pos: [usize; 3], pad: u8) {
     use bt601::*;
@@ -284,21 +286,17 @@ pub(super) unsafe fn nv12_row<S: Simd>(y: &[u8], uv: &[u8], out: &mut [u8], pos:
     let mut i = 0;
     while i + step <= n {
         let [u, v] = S::chroma(uv.as_ptr().add(i));
-        let terms = [
-            S::twice(S::mul_i(cvr, v)),
-            S::twice(S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u))),
-            S::twice(S::mul_i(cub, u)),
-        ];
-        for h in [0, 1] {
-            let at = i + h * S::LANES;
-            let yh = S::add_i(S::mul_i(S::luma(y.as_ptr().add(at)), cy), half);
-            let rgb = [
-                S::shr_bt601(S::add_i(yh, terms[0][h])),
-                S::shr_bt601(S::add_i(yh, terms[1][h])),
-                S::shr_bt601(S::add_i(yh, terms[2][h])),
-            ];
-            S::store_rgbx_bytes(&t, out.as_mut_ptr().add(4 * at), rgb);
-        }
+        let terms = [S::mul_i(cvr, v), S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), S::mul_i(cub, u)];
+        let rgb = |luma: S::I| {
+            let yh = S::add_i(S::mul_i(luma, cy), half);
+            [
+                S::shr_bt601(S::add_i(yh, terms[0])),
+                S::shr_bt601(S::add_i(yh, terms[1])),
+                S::shr_bt601(S::add_i(yh, terms[2])),
+            ]
+        };
+        let [even, odd] = S::luma_pairs(y.as_ptr().add(i));
+        S::store_rgbx_pairs(&t, out.as_mut_ptr().add(4 * i), rgb(even), rgb(odd));
         i += step;
     }
     scalar::nv12_row(&y[i..], &uv[i.min(uv.len())..], &mut out[4 * i..], pos, pad);

@@ -322,8 +322,10 @@ impl Simd for Avx2 {
     }
 
     #[inline(always)]
-    unsafe fn luma(y: *const u8) -> __m256i {
-        _mm256_cvtepu8_epi32(_mm_subs_epu8(_mm_loadl_epi64(y.cast()), _mm_set1_epi8(16)))
+    unsafe fn luma_pairs(y: *const u8) -> [__m256i; 2] {
+        let even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+        let l = _mm_shuffle_epi8(_mm_subs_epu8(_mm_loadu_si128(y.cast()), _mm_set1_epi8(16)), even_odd);
+        [_mm256_cvtepu8_epi32(l), _mm256_cvtepu8_epi32(_mm_srli_si128::<8>(l))]
     }
     #[inline(always)]
     unsafe fn chroma(uv: *const u8) -> [__m256i; 2] {
@@ -332,19 +334,20 @@ impl Simd for Avx2 {
         let minus_128 = |h: __m128i| _mm256_sub_epi32(_mm256_cvtepu8_epi32(h), _mm256_set1_epi32(128));
         [minus_128(c), minus_128(_mm_srli_si128::<8>(c))]
     }
+    /// Even and odd pixels each packed to bytes and interleaved into pixels
+    /// in their lanes (pixels 0, 2, 4, 6 | 8, 10, 12, 14, and the odd ones),
+    /// then merged pixel by pixel and the lanes put in order.
     #[inline(always)]
-    unsafe fn twice(x: __m256i) -> [__m256i; 2] {
-        [
-            _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3)),
-            _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7)),
-        ]
-    }
-    #[inline(always)]
-    unsafe fn store_rgbx_bytes(t: &Avx2Tables, out: *mut u8, rgb: [__m256i; 3]) {
-        let [r, g, b] = rgb;
-        // Per lane: 4 R, 4 G, 4 B, 4 pad bytes, then interleaved into 4 pixels.
-        let bytes = _mm256_packus_epi16(_mm256_packs_epi32(r, g), _mm256_packs_epi32(b, t.pad));
-        _mm256_storeu_si256(out.cast(), _mm256_shuffle_epi8(bytes, t.masks[0]));
+    unsafe fn store_rgbx_pairs(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
+        let pixels = |[r, g, b]: [__m256i; 3]| {
+            // Per lane: 4 R, 4 G, 4 B, 4 pad bytes, then interleaved into 4 pixels.
+            let bytes = _mm256_packus_epi16(_mm256_packs_epi32(r, g), _mm256_packs_epi32(b, t.pad));
+            _mm256_shuffle_epi8(bytes, t.masks[0])
+        };
+        let (e, o) = (pixels(even), pixels(odd));
+        let (lo, hi) = (_mm256_unpacklo_epi32(e, o), _mm256_unpackhi_epi32(e, o));
+        _mm256_storeu_si256(out.cast(), _mm256_permute2x128_si256::<0x20>(lo, hi));
+        _mm256_storeu_si256(out.add(32).cast(), _mm256_permute2x128_si256::<0x31>(lo, hi));
     }
 }
 
@@ -571,8 +574,14 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     }
 
     #[inline(always)]
-    unsafe fn luma(y: *const u8) -> __m512i {
-        _mm512_cvtepu8_epi32(_mm_subs_epu8(_mm_loadu_si128(y.cast()), _mm_set1_epi8(16)))
+    unsafe fn luma_pairs(y: *const u8) -> [__m512i; 2] {
+        let even_odd = _mm256_setr_epi8(
+            0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+        );
+        let l = _mm256_shuffle_epi8(_mm256_subs_epu8(_mm256_loadu_si256(y.cast()), _mm256_set1_epi8(16)), even_odd);
+        // Per lane even then odd; then even 0-15, odd 0-15.
+        let l = _mm256_permute4x64_epi64::<0b11_01_10_00>(l);
+        [_mm512_cvtepu8_epi32(_mm256_castsi256_si128(l)), _mm512_cvtepu8_epi32(_mm256_extracti128_si256::<1>(l))]
     }
     #[inline(always)]
     unsafe fn chroma(uv: *const u8) -> [__m512i; 2] {
@@ -585,19 +594,21 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         let minus_128 = |h: __m128i| _mm512_sub_epi32(_mm512_cvtepu8_epi32(h), _mm512_set1_epi32(128));
         [minus_128(_mm256_castsi256_si128(c)), minus_128(_mm256_extracti128_si256::<1>(c))]
     }
+    /// As AVX2's: even and odd pixels interleaved within lanes, then the
+    /// lanes (pixels 0-3, 8-11, ... and 4-7, 12-15, ...) put in order.
     #[inline(always)]
-    unsafe fn twice(x: __m512i) -> [__m512i; 2] {
-        [
-            _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7), x),
-            _mm512_permutexvar_epi32(_mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15), x),
-        ]
-    }
-    #[inline(always)]
-    unsafe fn store_rgbx_bytes(t: &Avx512Tables, out: *mut u8, rgb: [__m512i; 3]) {
-        let [r, g, b] = rgb;
-        // Per lane: 4 R, 4 G, 4 B, 4 pad bytes, then interleaved into 4 pixels.
-        let bytes = _mm512_packus_epi16(_mm512_packs_epi32(r, g), _mm512_packs_epi32(b, t.pad));
-        _mm512_storeu_si512(out.cast(), _mm512_shuffle_epi8(bytes, t.shuffle));
+    unsafe fn store_rgbx_pairs(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
+        let pixels = |[r, g, b]: [__m512i; 3]| {
+            // Per lane: 4 R, 4 G, 4 B, 4 pad bytes, then interleaved into 4 pixels.
+            let bytes = _mm512_packus_epi16(_mm512_packs_epi32(r, g), _mm512_packs_epi32(b, t.pad));
+            _mm512_shuffle_epi8(bytes, t.shuffle)
+        };
+        let (e, o) = (pixels(even), pixels(odd));
+        let (lo, hi) = (_mm512_unpacklo_epi32(e, o), _mm512_unpackhi_epi32(e, o));
+        let first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+        let second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+        _mm512_storeu_si512(out.cast(), _mm512_permutex2var_epi64(lo, first, hi));
+        _mm512_storeu_si512(out.add(64).cast(), _mm512_permutex2var_epi64(lo, second, hi));
     }
 }
 
