@@ -2,9 +2,8 @@
 //! channel reorder, normalisation, type conversion and padding together,
 //! split by rows across threads for large frames.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-
-use rayon::prelude::*;
 
 use super::error::{bail, Result};
 use super::float::{f32_to_bf16, f32_to_f16};
@@ -35,6 +34,11 @@ pub struct Options {
 /// Frames smaller than this many output bytes per thread stay on one thread:
 /// below it, waking threads costs more than it saves.
 const MIN_BYTES_PER_THREAD: usize = 256 * 1024;
+/// Bands per thread (of at least `MIN_BYTES_PER_BAND` output bytes): more
+/// bands than threads let threads that start early take the work of one
+/// that wakes late, instead of the call waiting for it.
+const BANDS_PER_THREAD: usize = 4;
+const MIN_BYTES_PER_BAND: usize = 64 * 1024;
 
 /// Converts `src` into `dst`, resizing when the source region and the
 /// destination rectangle differ in size (see [`Resize`]). Returns where it
@@ -58,15 +62,44 @@ pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Res
     }
     let plan = Plan::cached(src.format(), dst.format, options, false)?;
 
-    let out_bytes = dst.planes.iter().map(|p| p.count() * p.row_bytes()).sum::<usize>();
-    let wanted = threads.min(out_bytes / MIN_BYTES_PER_THREAD).max(1);
-    let bands = split_into_bands(src, dst, wanted);
-    if bands.len() == 1 {
-        bands.into_iter().for_each(|mut band| plan.run(band.src, &mut band.dst));
-    } else {
-        bands.into_par_iter().for_each(|mut band| plan.run(band.src, &mut band.dst));
-    }
+    run_in_bands(&plan, src, dst, threads);
     Ok(transform)
+}
+
+/// Runs `plan` over the frame on at most `threads` threads, the calling one
+/// included. The frame is cut into bands (`BANDS_PER_THREAD` a thread);
+/// the caller starts on them at once while the helpers it hands to rayon
+/// wake up, and every thread takes the next band left until none is, so a
+/// helper that wakes late (a sleeping core) delays the call by at most one
+/// band. Handing rayon the whole list instead (`par_iter`) waited for the
+/// slowest of a chain of wake-ups, each thread waking the next.
+fn run_in_bands(plan: &Plan, src: &Source<'_>, dst: Destination<'_>, threads: usize) {
+    let out_bytes = dst.planes.iter().map(|p| p.count() * p.row_bytes()).sum::<usize>();
+    let threads = threads.min(out_bytes / MIN_BYTES_PER_THREAD).max(1);
+    if threads == 1 {
+        let mut band = split_into_bands(src, dst, 1).pop().expect("one band");
+        return plan.run(band.src, &mut band.dst);
+    }
+    let wanted = (threads * BANDS_PER_THREAD).min(out_bytes / MIN_BYTES_PER_BAND).max(threads);
+    let bands: Vec<Mutex<Option<Band<'_>>>> =
+        split_into_bands(src, dst, wanted).into_iter().map(|band| Mutex::new(Some(band))).collect();
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(slot) = bands.get(i) else { return };
+        // Each index is taken once, so the lock is never contended; a
+        // poisoned one only means another band's thread panicked.
+        if let Some(mut band) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            plan.run(band.src, &mut band.dst);
+        }
+    };
+    let helpers = (threads - 1).min(bands.len() - 1);
+    rayon::in_place_scope(|scope| {
+        for _ in 0..helpers {
+            scope.spawn(|_| work());
+        }
+        work();
+    });
 }
 
 /// What makes two plans the same (floats by their bits).
