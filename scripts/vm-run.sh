@@ -9,6 +9,10 @@
 # filesystem read-only, so host-built wheels, venvs and test binaries run unchanged.
 # Facts and pitfalls behind every choice here: /work/shared/notes/kernel-vm.md.
 #
+# The guest also loads two real test devices: vivid (virtual camera; /dev/video0 is
+# its single-planar capture node, /dev/video4 or so the multi-planar one: find them by
+# name in /sys/class/video4linux/*/name) and vgem (virtual DRM device, /dev/dri/card0).
+#
 # The command runs as root, in the same working directory, with NPU_ZC_IN_VM=1
 # (tests then FAIL rather than skip when a heap is missing). It sees only PATH,
 # VIRTUAL_ENV, HOME, LANG, LC_ALL, RUST_BACKTRACE, PYTEST_ADDOPTS, every NPU_ZC_*
@@ -57,6 +61,13 @@ HOST_PACKAGES=(qemu-system-x86 busybox-static kmod udev file)
 # Only these modules are needed to mount the 9p root; the rest of the kernel's
 # ~4000 modules would cost about 6 s per boot while virtme scans them.
 ROOT_MODULES=(9p 9pnet 9pnet_virtio netfs overlay virtio_mmio)
+# Real devices for the tests, kept with every module they depend on and loaded
+# in the guest: vivid (the kernel's virtual camera: V4L2 capture, single- and
+# multi-planar, mmap and dmabuf io) and vgem (a virtual DRM device: PRIME
+# import/export of DMA-BUFs and fences).
+DEVICE_MODULES=(vivid vgem)
+# vivid makes two instances: /dev/video0 single-planar, the next capture node multi-planar.
+VIVID_OPTIONS="n_devs=2 multiplanar=1,2"
 KERNEL_META_PACKAGE=linux-image-6.12-amd64
 
 say() { printf 'vm-run: %s\n' "$*" >&2; }
@@ -154,6 +165,35 @@ resolve_kernel_package() {
     echo "$package"
 }
 
+# The file names (without .ko*) of MODULES and of everything they depend on,
+# found in the unpacked module tree MODDIR.
+module_closure() {
+    local moddir=$1
+    shift
+    local -A seen=()
+    local queue=("$@") name file dep
+    while ((${#queue[@]})); do
+        name=${queue[0]}
+        queue=("${queue[@]:1}")
+        # modinfo names dependencies with '_' or '-' as the module was built: match both.
+        file=$(find "$moddir/kernel" -type f -name "${name//[-_]/[-_]}.ko*" -print -quit)
+        [[ -n $file ]] || die "$EXIT_SETUP" "module $name is not in $moddir; the VM kernel must build it."
+        name=$(basename -- "$file")
+        name=${name%%.ko*}
+        [[ -v seen[$name] ]] && continue
+        seen[$name]=1
+        for dep in $(modinfo -F depends "$file" | tr ',' ' '); do
+            queue+=("$dep")
+        done
+    done
+    printf '%s\n' "${!seen[@]}" | sort
+}
+
+# What a prepared kernel cache was trimmed for: a cache made for other modules is made again.
+modules_stamp() {
+    printf '%s\n' "${ROOT_MODULES[@]}" "${DEVICE_MODULES[@]}" | sort
+}
+
 # Download, unpack and trim a kernel package into $KERNEL_CACHE/<package>.
 prepare_kernel() {
     local package=$1
@@ -186,8 +226,9 @@ prepare_kernel() {
 
     moddir=$work/root/lib/modules/$version
     [[ -d $moddir ]] || die "$EXIT_SETUP" "$package holds no lib/modules/$version."
-    local keep=() module
-    for module in "${ROOT_MODULES[@]}"; do
+    local wanted=() keep=() module
+    mapfile -t wanted < <(module_closure "$moddir" "${ROOT_MODULES[@]}" "${DEVICE_MODULES[@]}")
+    for module in "${wanted[@]}"; do
         keep+=(! -name "$module.ko*")
     done
     find "$moddir/kernel" -type f -name '*.ko*' "${keep[@]}" -delete
@@ -196,8 +237,9 @@ prepare_kernel() {
     depmod -b "$work/root" "$version" || die "$EXIT_SETUP" "depmod failed for $moddir."
     local modules_left
     modules_left=$(find "$moddir/kernel" -name '*.ko*' | wc -l)
-    ((modules_left == ${#ROOT_MODULES[@]})) ||
-        die "$EXIT_SETUP" "expected the ${#ROOT_MODULES[@]} modules ${ROOT_MODULES[*]} in $package, found $modules_left."
+    ((modules_left == ${#wanted[@]})) ||
+        die "$EXIT_SETUP" "expected the ${#wanted[@]} modules ${wanted[*]} in $package, found $modules_left."
+    modules_stamp >"$work/root/.npu_zc-modules"
 
     rm -rf -- "$target"
     mv -- "$work/root" "$target"
@@ -211,6 +253,11 @@ ensure_kernel() {
     # A warm cache answers without asking apt anything.
     if [[ -z $KERNEL_PACKAGE && -f $KERNEL_CACHE/current ]]; then
         KERNEL_PACKAGE=$(<"$KERNEL_CACHE/current")
+    fi
+    if [[ -n $KERNEL_PACKAGE && -d $KERNEL_CACHE/$KERNEL_PACKAGE &&
+        $(cat -- "$KERNEL_CACHE/$KERNEL_PACKAGE/.npu_zc-modules" 2>/dev/null) != "$(modules_stamp)" ]]; then
+        say "the cached kernel was trimmed for other modules: preparing it again"
+        rm -rf -- "${KERNEL_CACHE:?}/$KERNEL_PACKAGE"
     fi
     if [[ -z $KERNEL_PACKAGE || ! -d $KERNEL_CACHE/$KERNEL_PACKAGE ]]; then
         KERNEL_PACKAGE=$(resolve_kernel_package)
@@ -239,6 +286,8 @@ write_guest_script() {
             [[ -v $name ]] && printf 'export %s=%q\n' "$name" "${!name}"
         done
         printf 'export NPU_ZC_IN_VM=1 NPU_ZC_VM_OUT=%q PYTHONDONTWRITEBYTECODE=1\n' "$OUT_DIR"
+        printf 'device_modules=(%s)\n' "${DEVICE_MODULES[*]}"
+        printf 'vivid_options=%q\n' "$VIVID_OPTIONS"
         # shellcheck disable=SC2016 # expanded in the guest
         echo 'export HYPOTHESIS_STORAGE_DIRECTORY=${HYPOTHESIS_STORAGE_DIRECTORY:-/tmp/hypothesis}'
         printf 'status_file=%q\n' "$status_file"
@@ -270,6 +319,21 @@ for device in /dev/dma_heap/system /dev/udmabuf; do
     # Opening proves the driver answers, not just that a node exists.
     : 2>/dev/null <>"$device" ||
         fail_check "$device exists but cannot be opened read-write by $(id -un) in the VM."
+done
+
+# The test devices: a module that does not load is a broken VM, not a skip.
+for module in "${device_modules[@]}"; do
+    options=()
+    [[ $module == vivid ]] && read -ra options <<<"$vivid_options"
+    modprobe "$module" "${options[@]}" ||
+        fail_check "modprobe $module failed in kernel $kernel; the VM kernel must build it (CONFIG_VIDEO_VIVID=m, CONFIG_DRM_VGEM=m)."
+done
+udevadm settle 2>/dev/null || true
+for node in /sys/class/video4linux/*; do
+    make_node "/dev/${node##*/}" "$node/dev"
+done
+for node in /sys/class/drm/card* /sys/class/drm/renderD*; do
+    make_node "/dev/dri/${node##*/}" "$node/dev"
 done
 
 cd "$workdir" 2>/dev/null ||

@@ -23,6 +23,7 @@ from .pipeline import Pipeline
 from .layout import (
     Converter,
     TopK,
+    Transform,
     check_destination,
     convert,
     dequantize,
@@ -43,6 +44,7 @@ from .errors import (
     BufferPermissionError,
     DeviceNotFoundError,
     Error,
+    FenceTimeoutError,
     HeapNotFoundError,
     HeapPermissionError,
     InvalidArgumentError,
@@ -70,6 +72,7 @@ __all__ = [
     # layouts
     "Converter",
     "TopK",
+    "Transform",
     "check_destination",
     "convert",
     "dequantize",
@@ -95,6 +98,7 @@ __all__ = [
     "BufferPermissionError",
     "DeviceNotFoundError",
     "Error",
+    "FenceTimeoutError",
     "HeapNotFoundError",
     "HeapPermissionError",
     "InvalidArgumentError",

@@ -43,7 +43,13 @@ class DmaBuf:
         *,
         writable: bool = True,
     ) -> npt.NDArray[Any]: ...
-    def cpu_access(self, mode: Literal["read", "write", "rw"] | str = "rw") -> CpuAccess: ...
+    def cpu_access(
+        self, mode: Literal["read", "write", "rw"] | str = "rw", *, timeout: float | None = None
+    ) -> CpuAccess: ...
+    def wait(self, mode: Literal["read", "write", "rw"] | str = "read", timeout: float | None = None) -> None:
+        """Wait for a device's fences (poll): "read" waits for writers, "write"/"rw" for all."""
+    def export_sync_file(self, mode: Literal["read", "write", "rw"] | str = "read") -> int:
+        """The fences that `mode` access waits for, as a sync_file fd you own (Linux 6.0+)."""
     def export(self) -> int: ...
     def close(self) -> None: ...
     def __enter__(self) -> DmaBuf: ...
@@ -128,7 +134,33 @@ def convert(
     pad: float = 0.0,
     threads: int | None = None,
     simd: str | None = None,
-) -> None: ...
+    dst_size: tuple[int, int] | None = None,
+    roi: tuple[int, int, int, int] | None = None,
+    dst_rect: tuple[int, int, int, int] | None = None,
+    interpolation: str = "bilinear",
+    fit: str = "stretch",
+    fill: tuple[float, float, float] | None = None,
+) -> _TransformTuple: ...
+
+_Rect = tuple[int, int, int, int]
+_TransformTuple = tuple[tuple[float, float], tuple[float, float], _Rect, _Rect, _Rect]
+
+def describe_resize(
+    src_format: str,
+    dst_format: str,
+    src_size: tuple[int, int],
+    dst_size: tuple[int, int],
+    *,
+    mean: tuple[float, float, float] | None = None,
+    scale: tuple[float, float, float] | None = None,
+    pad: float = 0.0,
+    simd: str | None = None,
+    roi: tuple[int, int, int, int] | None = None,
+    dst_rect: tuple[int, int, int, int] | None = None,
+    interpolation: str = "bilinear",
+    fit: str = "stretch",
+    fill: tuple[float, float, float] | None = None,
+) -> tuple[str, _TransformTuple]: ...
 def describe_conversion(
     src_format: str,
     dst_format: str,

@@ -84,6 +84,13 @@ class PeerTimeoutError(_OSErrorMixin, TimeoutError):
     _default_errno = _errno.ETIMEDOUT
 
 
+class FenceTimeoutError(_OSErrorMixin, TimeoutError):
+    """A device's fence on a DMA-BUF did not signal within the time allowed:
+    the device (NPU, camera, GPU) is still writing or reading the buffer."""
+
+    _default_errno = _errno.ETIMEDOUT
+
+
 class PeerError(_OSErrorMixin, ConnectionError):
     """The other process closed the connection or sent something unexpected."""
 
@@ -109,6 +116,7 @@ __all__ = [
     "BufferInUseError",
     "BufferClosedError",
     "PoolExhaustedError",
+    "FenceTimeoutError",
     "PeerError",
     "PeerTimeoutError",
     "DeviceNotFoundError",

@@ -25,6 +25,8 @@ pub enum ErrorKind {
     /// Nothing arrived from the peer within the time allowed; the stream is
     /// intact (TimeoutError).
     PeerTimeout,
+    /// A device's fence on a DMA-BUF did not signal within the time allowed (TimeoutError).
+    FenceTimeout,
     /// The buffer was closed already.
     Closed,
     /// The peer closed the connection, or sent something that is not ours.

@@ -2,15 +2,16 @@
 //! channel reorder, normalisation, type conversion and padding together,
 //! split by rows across threads for large frames.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-
-use rayon::prelude::*;
 
 use super::error::{bail, Result};
 use super::float::{f32_to_bf16, f32_to_f16};
-use super::format::{Channel, Element, Format};
+use super::format::{frame_geometry, Channel, Element, Format};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
-use super::kernels::{self, Encoder, Nv12Row};
+use super::kernels;
+use super::plan::{build_luts, Encoder, Nv12Plan, Permutes, Plan};
+use super::resize::{self, Resize, Transform};
 use super::simd::SimdLevel;
 
 /// How to convert. `mean` and `scale` are in the destination's channel order
@@ -25,83 +26,80 @@ pub struct Options {
     pub threads: Option<usize>,
     /// The code path; None: the best this CPU has (or `NPU_ZC_SIMD`).
     pub simd: Option<SimdLevel>,
+    /// The source region, destination rectangle, fit and interpolation; the
+    /// default reads the whole source into the whole destination.
+    pub resize: Resize,
 }
 
 /// Frames smaller than this many output bytes per thread stay on one thread:
 /// below it, waking threads costs more than it saves.
 const MIN_BYTES_PER_THREAD: usize = 256 * 1024;
+/// Bands per thread (of at least `MIN_BYTES_PER_BAND` output bytes): more
+/// bands than threads let threads that start early take the work of one
+/// that wakes late, instead of the call waiting for it.
+const BANDS_PER_THREAD: usize = 4;
+const MIN_BYTES_PER_BAND: usize = 64 * 1024;
 
-/// Converts `src` into `dst`. Every argument is checked before anything is
-/// written, so an error leaves `dst` untouched.
-pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Result<()> {
-    if (src.width, src.height) != (dst.width, dst.height) {
-        bail!(
-            "the source is {}x{} pixels but the destination is {}x{}: convert does not resize",
-            src.width,
-            src.height,
-            dst.width,
-            dst.height
-        );
-    }
+/// Converts `src` into `dst`, resizing when the source region and the
+/// destination rectangle differ in size (see [`Resize`]). Returns where it
+/// read and wrote and how destination coordinates map back to the source.
+/// Every argument is checked before anything is written, so an error leaves
+/// `dst` untouched.
+pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Result<Transform> {
     let threads = match options.threads {
         Some(0) => bail!("threads must be at least 1 (or None for every core)"),
         Some(n) => n,
         None => rayon::current_num_threads(),
     };
-    let plan = Plan::cached(src.format(), dst.format, options)?;
-
-    let out_bytes = dst.planes.iter().map(|p| p.count() * p.row_bytes()).sum::<usize>();
-    let wanted = threads.min(out_bytes / MIN_BYTES_PER_THREAD).max(1);
-    let bands = split_into_bands(src, dst, wanted);
-    if bands.len() == 1 {
-        bands.into_iter().for_each(|band| plan.run(band));
-    } else {
-        bands.into_par_iter().for_each(|band| plan.run(band));
+    let (src_size, dst_size) = ((src.width, src.height), (dst.width, dst.height));
+    let transform = resize::place(src.format(), src_size, dst_size, &options.resize)?;
+    if !resize::is_plain(&transform, src_size, dst_size) {
+        let plan = Plan::cached(src.format(), dst.format, options, true)?;
+        let level = SimdLevel::resolve(options.simd)?;
+        let r = &options.resize;
+        resize::run(src, dst, &plan, &transform, r.fill, r.interpolation, level, threads)?;
+        return Ok(transform);
     }
-    Ok(())
+    let plan = Plan::cached(src.format(), dst.format, options, false)?;
+
+    run_in_bands(&plan, src, dst, threads);
+    Ok(transform)
 }
 
-/// Per destination channel, the destination value of each of the 256 u8 inputs.
-pub(crate) enum Luts {
-    U8(Box<[[u8; 256]; 3]>),
-    U16(Box<[[u16; 256]; 3]>),
-    F32(Box<[[f32; 256]; 3]>),
-}
-
-/// Everything a row kernel needs, fixed once per call.
-pub(crate) struct Plan {
-    /// Values per pixel of the rows the encoder reads (4 for decoded NV12).
-    pub src_channels: usize,
-    /// For destination channel k, its index within a source pixel.
-    pub map: [usize; 3],
-    /// Normalisation per destination channel. The fourth entry makes the pad
-    /// slot (read as 0) come out as the pad value: 0 * 1 + pad, (0 + pad) / 1.
-    pub mean: [f32; 4],
-    pub scale: [f32; 4],
-    pub inv_scale: [f32; 4],
-    /// `-mean / scale`, for kernels that compute `x * inv_scale + bias`.
-    pub bias: [f32; 4],
-    pub luts: Luts,
-    /// Bits of the pad value in the destination element (u8, f16/bf16 or f32).
-    pub pad: u32,
-    /// Byte permutations for kernels that gather with whole-register permutes.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub permutes: kernels::Permutes,
-    encoder: Encoder,
-    nv12: Option<Nv12Plan>,
-    /// Which kernels run, e.g. "avx512/bf16-native/fma" or "scalar/lut".
-    pub description: String,
-}
-
-#[derive(Clone, Copy)]
-struct Nv12Plan {
-    decode: Nv12Row,
-    /// Decode straight into u8 destination rows (no normalisation), else into
-    /// an RGBx row of scratch that the encoder then reads.
-    direct: bool,
-    /// Byte positions of R, G, B in the decoded pixel.
-    pos: [usize; 3],
-    pad: u8,
+/// Runs `plan` over the frame on at most `threads` threads, the calling one
+/// included. The frame is cut into bands (`BANDS_PER_THREAD` a thread);
+/// the caller starts on them at once while the helpers it hands to rayon
+/// wake up, and every thread takes the next band left until none is, so a
+/// helper that wakes late (a sleeping core) delays the call by at most one
+/// band. Handing rayon the whole list instead (`par_iter`) waited for the
+/// slowest of a chain of wake-ups, each thread waking the next.
+fn run_in_bands(plan: &Plan, src: &Source<'_>, dst: Destination<'_>, threads: usize) {
+    let out_bytes = dst.planes.iter().map(|p| p.count() * p.row_bytes()).sum::<usize>();
+    let threads = threads.min(out_bytes / MIN_BYTES_PER_THREAD).max(1);
+    if threads == 1 {
+        let mut band = split_into_bands(src, dst, 1).pop().expect("one band");
+        return plan.run(band.src, &mut band.dst);
+    }
+    let wanted = (threads * BANDS_PER_THREAD).min(out_bytes / MIN_BYTES_PER_BAND).max(threads);
+    let bands: Vec<Mutex<Option<Band<'_>>>> =
+        split_into_bands(src, dst, wanted).into_iter().map(|band| Mutex::new(Some(band))).collect();
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(slot) = bands.get(i) else { return };
+        // Each index is taken once, so the lock is never contended; a
+        // poisoned one only means another band's thread panicked.
+        if let Some(mut band) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            plan.run(band.src, &mut band.dst);
+        }
+    };
+    let helpers = (threads - 1).min(bands.len() - 1);
+    rayon::in_place_scope(|scope| {
+        for _ in 0..helpers {
+            scope.spawn(|_| work());
+        }
+        work();
+    });
 }
 
 /// What makes two plans the same (floats by their bits).
@@ -113,18 +111,21 @@ struct PlanKey {
     scale: Option<[u32; 3]>,
     pad: u32,
     level: SimdLevel,
+    resampled: bool,
 }
 
 impl Plan {
     /// The plan for these arguments, from a small cache of recent ones: a
     /// pipeline converts every frame with the same arguments, and building a
     /// plan (tables, the exactness check) costs microseconds.
-    fn cached(src: Format, dst: Format, options: &Options) -> Result<Arc<Plan>> {
+    /// `resampled`: the encoder reads resampled rows, so NV12 is always
+    /// decoded into rows first (never straight into the destination).
+    pub(crate) fn cached(src: Format, dst: Format, options: &Options, resampled: bool) -> Result<Arc<Plan>> {
         const KEEP: usize = 8;
         static RECENT: Mutex<Vec<(PlanKey, Arc<Plan>)>> = Mutex::new(Vec::new());
         let level = SimdLevel::resolve(options.simd)?;
         let bits = |v: Option<[f32; 3]>| v.map(|v| v.map(f32::to_bits));
-        let key = PlanKey { src, dst, mean: bits(options.mean), scale: bits(options.scale), pad: options.pad.to_bits(), level };
+        let key = PlanKey { src, dst, mean: bits(options.mean), scale: bits(options.scale), pad: options.pad.to_bits(), level, resampled };
         // A poisoned lock only means another thread panicked mid-update of a cache.
         let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = recent.iter().position(|(k, _)| *k == key) {
@@ -134,14 +135,19 @@ impl Plan {
             return Ok(plan);
         }
         drop(recent);
-        let plan = Arc::new(Plan::new(src, dst, options, level)?);
+        let plan = Arc::new(Plan::build(src, dst, options, level, resampled)?);
         let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
         recent.insert(0, (key, plan.clone()));
         recent.truncate(KEEP);
         Ok(plan)
     }
 
+    #[cfg(test)]
     pub(crate) fn new(src: Format, dst: Format, options: &Options, level: SimdLevel) -> Result<Plan> {
+        Self::build(src, dst, options, level, false)
+    }
+
+    fn build(src: Format, dst: Format, options: &Options, level: SimdLevel, resampled: bool) -> Result<Plan> {
         if !src.is_source() {
             bail!("{src} is not a source format: convert reads {}", super::frame::names(Format::sources()));
         }
@@ -178,13 +184,13 @@ impl Plan {
             bias: [0, 1, 2, 3].map(|k| if k < 3 { -mean[k] / scale[k] } else { pad_value }),
             luts,
             pad,
-            permutes: kernels::Permutes::new(src_channels, map),
+            permutes: Permutes::new(src_channels, map),
             encoder: kernels::scalar_encoder(element, dst.is_planar(), src_channels, dst.channels()),
             nv12: None,
             description: "scalar/lut".into(),
         };
         if src == Format::Nv12 {
-            let direct = element == Element::U8 && identity && dst.has_pad();
+            let direct = !resampled && element == Element::U8 && identity && dst.has_pad();
             let (decode, name) = kernels::nv12_decoder(level);
             plan.description = if direct { name.to_string() } else { format!("{name} + scalar/lut") };
             plan.nv12 = Some(Nv12Plan {
@@ -246,40 +252,6 @@ impl Plan {
         };
         run(reference) == run(candidate)
     }
-
-    fn run(&self, band: Band<'_>) {
-        let Band { src, mut dst } = band;
-        match src {
-            SourcePixels::Packed { rows, .. } => {
-                for r in 0..rows.count() {
-                    self.encode_row(rows.row(r), &mut dst, r);
-                }
-            }
-            SourcePixels::Nv12 { y, uv } => {
-                let nv12 = self.nv12.expect("an NV12 plan");
-                let mut scratch = if nv12.direct { Vec::new() } else { vec![0u8; y.row_bytes() * 4] };
-                for r in 0..y.count() {
-                    let out: &mut [u8] = if nv12.direct { dst[0].row_mut(r) } else { &mut scratch };
-                    // SAFETY: the decoder was picked for this CPU's level.
-                    unsafe { (nv12.decode)(y.row(r), uv.row(r / 2), out, nv12.pos, nv12.pad) };
-                    if !nv12.direct {
-                        self.encode_row(&scratch, &mut dst, r);
-                    }
-                }
-            }
-        }
-    }
-
-    fn encode_row(&self, src: &[u8], dst: &mut [RowsMut<'_>], r: usize) {
-        match (self.encoder, dst) {
-            // SAFETY: SIMD encoders are only chosen for a level this CPU supports
-            // (SimdLevel::resolve checked it), and every encoder bounds its
-            // accesses by the slices it is given.
-            (Encoder::Packed(f), [plane]) => unsafe { f(self, src, plane.row_mut(r)) },
-            (Encoder::Planar(f), [p0, p1, p2]) => unsafe { f(self, src, p0.row_mut(r), p1.row_mut(r), p2.row_mut(r)) },
-            _ => unreachable!("packed destinations have one plane, planar ones three"),
-        }
-    }
 }
 
 trait RgbPositions {
@@ -325,27 +297,6 @@ fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
     })
 }
 
-/// The reference arithmetic, in f32 as numpy does it: `(x - mean) / scale`,
-/// then rounded to the destination type (u8: half to even, saturated).
-fn build_luts(element: Element, mean: [f32; 3], scale: [f32; 3]) -> Luts {
-    let value = |k: usize, x: usize| (x as f32 - mean[k]) / scale[k];
-    fn table<T: Copy + Default>(f: impl Fn(usize, usize) -> T) -> Box<[[T; 256]; 3]> {
-        let mut t = Box::new([[T::default(); 256]; 3]);
-        for (k, row) in t.iter_mut().enumerate() {
-            for (x, v) in row.iter_mut().enumerate() {
-                *v = f(k, x);
-            }
-        }
-        t
-    }
-    match element {
-        Element::U8 => Luts::U8(table(|k, x| value(k, x).round_ties_even().clamp(0.0, 255.0) as u8)),
-        Element::Bf16 => Luts::U16(table(|k, x| f32_to_bf16(value(k, x)))),
-        Element::F16 => Luts::U16(table(|k, x| f32_to_f16(value(k, x)))),
-        Element::F32 => Luts::F32(table(value)),
-    }
-}
-
 /// A horizontal slice of the frame, converted by one thread.
 struct Band<'a> {
     src: SourcePixels<'a>,
@@ -386,7 +337,23 @@ fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -
 /// Which kernels `convert` would run for these formats and options, e.g.
 /// "avx512/bf16-native/fma" or "scalar/lut": for tests and benchmarks.
 pub fn describe(src: Format, dst: Format, options: &Options) -> Result<String> {
-    Ok(Plan::cached(src, dst, options)?.description.clone())
+    Ok(Plan::cached(src, dst, options, false)?.description.clone())
+}
+
+/// Which kernels `convert` would run to resize a `src_size` frame into a
+/// `dst_size` one with these options, e.g. "avx2/area + avx2/bf16/fma", and
+/// the transform it would return: checks the geometry without converting.
+pub fn describe_resize(src: Format, dst: Format, src_size: (usize, usize), dst_size: (usize, usize), options: &Options) -> Result<(String, Transform)> {
+    frame_geometry(src, src_size.0, src_size.1, None)?;
+    frame_geometry(dst, dst_size.0, dst_size.1, None)?;
+    let transform = resize::place(src, src_size, dst_size, &options.resize)?;
+    if resize::is_plain(&transform, src_size, dst_size) {
+        return Ok((describe(src, dst, options)?, transform));
+    }
+    let plan = Plan::cached(src, dst, options, true)?;
+    let level = SimdLevel::resolve(options.simd)?;
+    let method = resize::describe(options.resize.interpolation, &transform, level, plan.src_channels);
+    Ok((format!("{method} + {}", plan.description), transform))
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Busy => "BufferInUseError",
         ErrorKind::Timeout => "PoolExhaustedError",
         ErrorKind::PeerTimeout => "PeerTimeoutError",
+        ErrorKind::FenceTimeout => "FenceTimeoutError",
         ErrorKind::Closed => "BufferClosedError",
         ErrorKind::Protocol => "PeerError",
         ErrorKind::Os => "BufferOSError",

@@ -4,6 +4,7 @@ use pyo3::prelude::*;
 
 mod buffer;
 mod errors;
+mod fence;
 mod layout;
 
 #[pymodule]

@@ -20,6 +20,7 @@ examples:
   npu-zc run -i cat.jpg -m model.xml -n 100 -c   the same in copy mode
   npu-zc compare -i cat.jpg -n 100 --plot stages.png
   npu-zc stream -i video.mp4 --two-process
+  npu-zc run -i cat.jpg -n 2000 --hint throughput   every core busy: many frames in flight
   npu-zc info
 """
 
@@ -77,6 +78,13 @@ def _values(text: str) -> tuple[float, ...]:
     return values
 
 
+def _property(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE, e.g. ENABLE_CPU_PINNING=NO")
+    return key.strip(), value.strip()
+
+
 def _size(text: str) -> tuple[int, int]:
     try:
         height, width = (int(v) for v in text.lower().split("x"))
@@ -113,9 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--input-size", type=_size, metavar="HxW", help="for a model whose input size is dynamic")
     group.add_argument("--hw-format", choices=("RGBx", "BGRx", "RGBx_FP16", "RGBx_BF16"),
                        help="zero-copy input layout (default: chosen from the model's input type)")
-    group.add_argument("--interpolation", choices=("linear", "area", "cubic", "nearest"), default="linear",
-                       help="OpenCV resize method (default linear, as cv2.resize)")
+    group.add_argument("--interpolation", choices=("linear", "area", "nearest"), default="linear",
+                       help="resize method, as OpenCV's, fused into the conversion (default linear, as cv2.resize)")
     group.add_argument("--heap", default="auto", help="where buffers come from: auto, system, cma, udmabuf, memfd... (see npu-zc info)")
+    group.add_argument("--hint", choices=("latency", "throughput"), default="latency",
+                       help="latency (default): one frame at a time; throughput: twice the device's optimal number of frames "
+                       "in flight, preprocessing ahead in worker threads (zero-copy)")
+    group.add_argument("--threads", type=_positive, metavar="N", help="INFERENCE_NUM_THREADS: threads the CPU plugin infers with")
+    group.add_argument("--option", action="append", type=_property, metavar="KEY=VALUE", default=[],
+                       help="any other OpenVINO property, e.g. ENABLE_CPU_PINNING=NO (repeatable)")
 
     images = _Parser(add_help=False)
     images.add_argument("--max-pixels", type=_positive, metavar="N",
@@ -133,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-c", "--non-zero-copy", action="store_true",
                      help="copy mode: planar float in ordinary memory, the runtime copies in and out")
     run.add_argument("-n", "--runs", type=_positive, default=1, help="timed iterations after the warm-up (default 1)")
+    run.add_argument("--requests", type=_positive, metavar="N",
+                     help="frames in flight (zero-copy; default 1, or twice the device's optimal number with --hint "
+                     "throughput): with 2, the next frame is preprocessed while one infers")
     run.add_argument("--json", action="store_true", help="print one JSON object")
 
     compare = sub.add_parser(
@@ -153,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("-i", "--input", required=True, help="a video file or a folder of images")
     stream.add_argument("-c", "--non-zero-copy", action="store_true", help="copy mode (frames one after the other)")
     stream.add_argument("--limit", type=_positive, help="stop after this many frames")
-    stream.add_argument("--depth", type=_positive, help="frames in flight (default: the device's optimal number, at least 2)")
+    stream.add_argument("--depth", type=_positive,
+                        help="frames in flight (default: the device's optimal number, at least 2; twice it with --hint throughput)")
     stream.add_argument("--drop", action="store_true", help="skip a frame when every buffer is in flight, as for a live source")
     stream.add_argument("--two-process", action="store_true",
                         help="decode and preprocess in a producer process that hands its buffers over a Unix socket")

@@ -38,7 +38,8 @@ import time
 from typing import Any, Callable
 
 from ..errors import Error, InvalidArgumentError, PeerError
-from .pipeline import Pipeline
+from ..layout import Transform
+from .pipeline import FENCE_TIMEOUT_S, Pipeline
 from .preprocess import PreprocessSpec
 from .stream import STREAM_STAGES, FrameResult, StreamReport, progress_bar
 from .timing import Timings
@@ -139,8 +140,11 @@ class _Consumer:
             started = time.perf_counter_ns()
             with contextlib.ExitStack() as access:
                 for out in self.outputs[slot]:
-                    access.enter_context(out.cpu_access("read"))
+                    access.enter_context(out.cpu_access("read", timeout=FENCE_TIMEOUT_S))
                 prediction = pipeline.postprocess([request.output_array(i) for i in range(len(self.outputs[slot]))])
+                if message.get("transform") is not None:
+                    transform = Transform(**{k: tuple(v) for k, v in message["transform"].items()})
+                    prediction = pipeline.to_frame(prediction, transform, tuple(message["frame_size"]))
             timings.add("postprocess", time.perf_counter_ns() - started)
             self._send({"kind": "done", "slot": slot})
             timings.add("decode", int(message["decode_ns"]))

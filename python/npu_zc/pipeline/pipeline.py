@@ -15,21 +15,30 @@ request's own memory and the results back out, as most OpenVINO code does.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import itertools
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..runtime.model import Mode
-from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for
+from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for, to_frame
 from .preprocess import Fit, PreprocessSpec, Preprocessor
-from .timing import StageStats, Timings
+from .throughput import ThroughputReport, ThroughputRunner
+from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 
 DEFAULT_MODEL = "efficientnet-lite0"
+
+Hint = Literal["latency", "throughput"]
+HINTS = ("latency", "throughput")
+
+# How the frame is fitted to the input, by model kind (see Pipeline).
+_FITS: dict[Kind, Fit] = {"classification": "crop", "blazeface": "letterbox", "ssd": "stretch"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,12 @@ class RunReport:
     stages: dict[str, StageStats]
     prediction: Prediction
     startup_ms: float | None = None
+    hint: str = "latency"
+    """"latency": one frame at a time; "throughput": many in flight (see :mod:`.throughput`)."""
+    fps: float | None = None
+    """Throughput hint: frames per second of wall time with frames in flight (the stages are each frame's own times)."""
+    requests: int = 1
+    """Inferences in flight at once."""
     interrupted: bool = False
     """Ctrl-C stopped the timed loop: ``runs`` counts the runs done before it."""
 
@@ -62,7 +77,7 @@ class RunReport:
 
     @property
     def pipeline_fps(self) -> float:
-        return self.stages["total"].fps
+        return self.fps if self.fps is not None else self.stages["total"].fps
 
     def to_dict(self) -> dict[str, Any]:
         """One JSON-able object (`npu-zc run --json`)."""
@@ -80,6 +95,8 @@ class RunReport:
             "fps": {"infer": self.infer_fps, "pipeline": self.pipeline_fps},
             "labels": [p.to_dict() for p in self.prediction],
             "startup_ms": self.startup_ms,
+            "hint": self.hint,
+            "requests": self.requests,
             "interrupted": self.interrupted,
         }
 
@@ -90,8 +107,11 @@ class Pipeline:
     ``model``: a file OpenVINO reads (IR, ONNX, TFLite) or ``"efficientnet-lite0"``.
     ``labels``: names by class index, or a file of them (default: ImageNet's
     for 1000 classes, else the indices). ``mean``/``scale`` override what the
-    model records. ``fit`` defaults to a centre crop for classifiers and the
-    whole frame for detectors.
+    model records. ``fit`` follows the model's kind by default: a centre crop
+    for classifiers (as ImageNet models are evaluated), a letterbox for
+    BlazeFace (MediaPipe keeps the aspect), the whole frame stretched for SSD
+    (the TF Object Detection API's fixed-shape resizer); detections' boxes are
+    mapped back to the frame through the preprocess's transform.
     """
 
     def __init__(
@@ -111,6 +131,7 @@ class Pipeline:
         min_score: float = 0.5,
         options: Any = None,
         heap: str = "auto",
+        hint: Hint | None = None,
     ) -> None:
         from ..buffers import alloc
         from ..runtime import compile_model, find_image_input, model_normalisation, read_labels, read_model
@@ -119,6 +140,12 @@ class Pipeline:
             raise InvalidArgumentError(f"unknown mode {mode!r}: use 'zero-copy' or 'copy'")
         if top < 1:
             raise InvalidArgumentError(f"top must be at least 1, got {top}")
+        if hint is not None:
+            if hint not in HINTS:
+                raise InvalidArgumentError(f"unknown hint {hint!r}: use 'latency' or 'throughput'")
+            from ..runtime import CompileOptions
+
+            options = dataclasses.replace(options or CompileOptions(), performance_hint=hint.upper())
         self.model_name = os.fspath(model) if isinstance(model, (str, os.PathLike)) else str(getattr(model, "friendly_name", "model"))
         source = read_model(model)
         find_image_input(source)  # the input first: "one image input" is the first thing a model must have
@@ -136,7 +163,7 @@ class Pipeline:
             self.session.prepared.model, self.kind, labels=labels, top=top, min_score=min_score
         )
         self.spec = PreprocessSpec.for_session(
-            self.session, fit=fit or ("crop" if self.kind == "classification" else "stretch"), interpolation=interpolation
+            self.session, fit=fit or _FITS[self.kind], interpolation=interpolation
         )
         self.heap = heap
         self.preprocess = Preprocessor(self.spec, heap=heap)
@@ -156,13 +183,19 @@ class Pipeline:
             self.outputs = [np.zeros(spec.shape, spec.dtype) for spec in out_specs]
             self.buffer_kind = "ordinary memory"
         # DMA_BUF_IOCTL_SYNC brackets around CPU access, so that a device and the CPU see each
-        # other's writes; memfd memory (no DMA-BUF) needs none.
+        # other's writes, after waiting (FENCE_TIMEOUT_S at most) for the fences of a device still
+        # using the buffer; memfd memory (no DMA-BUF) needs neither.
         self._sync_input: Any = self._buffers[0] if self._buffers and self._buffers[0].is_dmabuf else None
         self._sync_outputs: list[Any] = [buf for buf in self._buffers[1:] if buf.is_dmabuf]
 
     @property
     def mode(self) -> str:
         return self.session.mode
+
+    @property
+    def hint(self) -> Hint:
+        """The performance hint it was compiled with: "throughput" (many frames in flight) or "latency"."""
+        return "throughput" if str(self.session.config.get("PERFORMANCE_HINT", "")).upper() == "THROUGHPUT" else "latency"
 
     @property
     def zero_copy(self) -> bool:
@@ -186,7 +219,7 @@ class Pipeline:
         if self._sync_input is None:
             self.preprocess(image, self.input)
         else:
-            with self._sync_input.cpu_access("write"):
+            with self._sync_input.cpu_access("write", timeout=FENCE_TIMEOUT_S):
                 self.preprocess(image, self.input)
         preprocessed = clock()
         self.infer()
@@ -196,29 +229,51 @@ class Pipeline:
         else:
             with contextlib.ExitStack() as stack:
                 for buf in self._sync_outputs:
-                    stack.enter_context(buf.cpu_access("read"))
+                    stack.enter_context(buf.cpu_access("read", timeout=FENCE_TIMEOUT_S))
                 prediction = self.postprocess(self.outputs)
+        prediction = self.to_frame(prediction, self.preprocess.transform, (image.shape[1], image.shape[0]))
         done = clock()
         return prediction, preprocessed - started, inferred - preprocessed, done - inferred
+
+    def to_frame(self, prediction: Prediction, transform: Any, frame_size: tuple[int, int]) -> Prediction:
+        """Detections' boxes as fractions of a ``frame_size`` (width, height) frame
+        that the preprocess turned into the input with ``transform``."""
+        return to_frame(prediction, transform, (self.spec.width, self.spec.height), frame_size)
 
     def process(self, image: np.ndarray) -> Prediction:
         """The prediction for one frame (BGR u8)."""
         return self.step(image)[0]
 
     def run(
-        self, image: np.ndarray, runs: int = 1, *, warmup: int = 1, name: str = "", progress: bool | None = False
+        self,
+        image: np.ndarray,
+        runs: int = 1,
+        *,
+        warmup: int = 1,
+        name: str = "",
+        requests: int | None = None,
+        progress: bool | None = False,
     ) -> RunReport:
         """``warmup`` untimed frames, then ``runs`` timed ones on the same decoded image.
 
-        ``progress``: a tqdm bar on stderr for runs longer than a second (None:
-        only when stderr is a terminal). Ctrl-C during the timed runs stops
-        them and returns the report of those done (``interrupted`` is set);
-        before the first is done, KeyboardInterrupt propagates.
+        One frame at a time, unless the pipeline was made with ``hint="throughput"`` or ``requests`` > 1 is
+        given (zero-copy): then ``requests`` frames are in flight (default: twice the device's optimal number) and
+        the next frame is preprocessed while the current ones infer.
+
+        One frame at a time, ``progress`` draws a tqdm bar on stderr for runs
+        longer than a second (None: only when stderr is a terminal), and Ctrl-C
+        during the timed runs stops them and returns the report of those done
+        (``interrupted`` is set); before the first is done, KeyboardInterrupt
+        propagates.
         """
         from .stream import progress_bar
 
         if runs < 1:
             raise InvalidArgumentError(f"runs must be at least 1, got {runs}")
+        if requests is not None and requests < 1:
+            raise InvalidArgumentError(f"requests must be at least 1, got {requests}")
+        if (self.hint == "throughput" or (requests or 1) > 1) and self.zero_copy:
+            return self._run_throughput(image, runs, warmup=warmup, name=name, requests=requests)
         for _ in range(warmup):
             self.step(image)
         timings = Timings()
@@ -257,6 +312,54 @@ class Pipeline:
             interrupted=interrupted,
         )
 
+    def run_throughput(
+        self,
+        frames: Iterable[np.ndarray],
+        on_result: Callable[[int, Prediction], None] | None = None,
+        *,
+        keep: bool = False,
+        requests: int | None = None,
+        workers: int | None = None,
+    ) -> ThroughputReport:
+        """Every frame of ``frames`` with ``requests`` inferences in flight; see :class:`.ThroughputRunner`.
+
+        ``on_result(index, prediction)`` is called in frame order. Zero-copy mode; meant for a pipeline
+        made with ``hint="throughput"`` (with the latency hint the device plans for one request at a time).
+        """
+        with self._runner(requests, workers) as runner:
+            return runner.run(frames, on_result, keep=keep)
+
+    def _runner(self, requests: int | None = None, workers: int | None = None) -> ThroughputRunner:
+        return ThroughputRunner(
+            self.session, self.spec, self.postprocess, heap=self.heap, requests=requests, workers=workers
+        )
+
+    def _run_throughput(self, image: np.ndarray, runs: int, *, warmup: int, name: str, requests: int | None) -> RunReport:
+        with self._runner(requests) as runner:
+            if warmup:
+                runner.run(itertools.repeat(image, warmup * runner.buffers))  # every request and buffer used once
+            result = runner.run(itertools.repeat(image, runs), keep=True)
+        return RunReport(
+            model=self.model_name,
+            kind=self.kind,
+            device=self.device,
+            device_reason=self.session.device_choice.reason,
+            mode=self.mode,
+            input_format=self.spec.format,
+            input_shape=self.spec.shape,
+            buffers=self.buffer_kind,
+            image=name,
+            image_size=(int(image.shape[1]), int(image.shape[0])),
+            runs=runs,
+            warmup=warmup,
+            stages=result.stages,
+            prediction=result.predictions[-1],
+            startup_ms=self.session.startup.latency_ms,
+            hint=self.hint,
+            fps=result.fps,
+            requests=result.requests,
+        )
+
     def close(self) -> None:
         """Unbind and free the buffers (the pipeline is unusable afterwards)."""
         if self.preprocess is None:
@@ -280,4 +383,4 @@ class Pipeline:
         return f"<Pipeline {self.model_name} ({self.kind}) on {self.device}, {self.mode}, input {self.spec.format}>"
 
 
-__all__ = ["DEFAULT_MODEL", "Pipeline", "RunReport"]
+__all__ = ["DEFAULT_MODEL", "HINTS", "Hint", "Pipeline", "RunReport"]

@@ -7,6 +7,7 @@ with its end of a Unix socket pair.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import socket
 import sys
 import threading
@@ -16,6 +17,7 @@ from typing import Any, Sequence
 from ..buffers import BufferPool, recv_buffers, send_buffers
 from ..errors import Error, PeerError, PoolExhaustedError
 from .image import FrameSource
+from .pipeline import FENCE_TIMEOUT_S
 from .preprocess import PreprocessSpec, Preprocessor
 from .stream import timed_frames
 from .timing import Timings
@@ -60,14 +62,17 @@ def produce(sock: socket.socket) -> int:
     for sequence, name, image, decode_ns in timed_frames(source, Timings()):
         slot = _acquire(pool, consumer_gone)
         started = time.perf_counter_ns()
-        with slot.buffer.cpu_access("write"):
+        with slot.buffer.cpu_access("write", timeout=FENCE_TIMEOUT_S):
             preprocess(image, views[slot.index])
         preprocess_ns = time.perf_counter_ns() - started
         with in_flight_lock:
             in_flight[slot.index] = slot
         slot.submit()  # in flight until the consumer says done
         meta = {"kind": "frame", "slot": slot.index, "sequence": sequence, "name": name,
-                "decode_ns": decode_ns, "preprocess_ns": preprocess_ns}  # fmt: skip
+                "decode_ns": decode_ns, "preprocess_ns": preprocess_ns,
+                # How the input was made from the frame: the consumer maps boxes back with it.
+                "frame_size": [image.shape[1], image.shape[0]],
+                "transform": None if preprocess.transform is None else dataclasses.asdict(preprocess.transform)}  # fmt: skip
         send_buffers(sock, [], meta)
         sent += 1
     send_buffers(sock, [], {"kind": "end", "frames": sent})

@@ -10,6 +10,7 @@ skipped and counted). Copy mode processes the frames one after the other.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -18,7 +19,7 @@ import numpy as np
 
 from ..errors import PoolExhaustedError
 from .image import FrameSource
-from .pipeline import Pipeline
+from .pipeline import FENCE_TIMEOUT_S, Pipeline
 from .postprocess import Prediction
 from .timing import StageStats, Timings
 
@@ -130,7 +131,9 @@ def run_stream(
     started = time.perf_counter()
     dropped = 0
     try:
-        if pipeline.zero_copy:
+        if pipeline.zero_copy and pipeline.hint == "throughput" and not drop:
+            _throughput(pipeline, source, timings, deliver, depth)
+        elif pipeline.zero_copy:
             dropped = _zero_copy(pipeline, source, timings, deliver, depth, drop)
         else:
             _copy(pipeline, source, timings, deliver)
@@ -168,12 +171,12 @@ def _zero_copy(
             result = queue.get(timeout=None if wait else 0)
             if result is None:
                 return False
-            sequence, name = result.userdata
+            sequence, name, transform, frame_size = result.userdata
             started = time.perf_counter_ns()
             with result, contextlib.ExitStack() as access:  # the output buffers go back to the pool once read
                 for buf in result.output_buffers:
-                    access.enter_context(buf.cpu_access("read"))
-                prediction = pipeline.postprocess(result.outputs)
+                    access.enter_context(buf.cpu_access("read", timeout=FENCE_TIMEOUT_S))
+                prediction = pipeline.to_frame(pipeline.postprocess(result.outputs), transform, frame_size)
             timings.add("postprocess", time.perf_counter_ns() - started)
             timings.add("infer", int(result.latency_ms * 1e6))
             deliver(FrameResult(sequence, name, prediction))
@@ -193,13 +196,36 @@ def _zero_copy(
                     take(True)
                 frame = queue.acquire()
             started = time.perf_counter_ns()
-            with frame.input_buffers[0].cpu_access("write"):
+            with frame.input_buffers[0].cpu_access("write", timeout=FENCE_TIMEOUT_S):
                 pipeline.preprocess(image, frame.inputs[0])
             timings.add("preprocess", time.perf_counter_ns() - started)
-            queue.submit(frame, (sequence, name))
+            queue.submit(frame, (sequence, name, pipeline.preprocess.transform, (image.shape[1], image.shape[0])))
         while queue.pending:
             take(True)
     return dropped
+
+
+def _throughput(
+    pipeline: Pipeline, source: FrameSource, timings: Timings, deliver: Callable[[FrameResult], None], depth: int | None
+) -> None:
+    """Decode here, preprocess in worker threads, the optimal number of requests in flight; results in order."""
+    names: dict[int, str] = {}
+    lock = threading.Lock()
+
+    def images() -> Iterator[np.ndarray]:
+        for sequence, name, image, _ in timed_frames(source, timings):
+            with lock:
+                names[sequence] = name
+            yield image
+
+    def on_result(sequence: int, prediction: Prediction) -> None:
+        with lock:
+            name = names.pop(sequence)
+        deliver(FrameResult(sequence, name, prediction))
+
+    report = pipeline.run_throughput(images(), on_result, requests=depth)
+    for stage in ("preprocess", "infer", "postprocess"):
+        timings.samples[stage].extend(report.timings.samples[stage])
 
 
 def _copy(pipeline: Pipeline, source: FrameSource, timings: Timings, deliver: Callable[[FrameResult], None]) -> None:
