@@ -40,8 +40,8 @@ from typing import Any, Callable
 from ..errors import Error, InvalidArgumentError, PeerError
 from .pipeline import Pipeline
 from .preprocess import PreprocessSpec
-from .stream import STREAM_STAGES, FrameResult, StreamReport, progress_bar
-from .timing import Timings
+from .stream import STREAM_STAGES, FrameResult, StreamReport
+from .timing import Timings, progress_bar
 
 DEFAULT_DEPTH = 4
 """Buffers in the producer's pool: frames that may be preprocessed ahead of inference."""

@@ -27,7 +27,7 @@ from ..errors import InvalidArgumentError
 from ..runtime.model import Mode
 from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for
 from .preprocess import Fit, PreprocessSpec, Preprocessor
-from .timing import StageStats, Timings
+from .timing import StageStats, Timings, progress_bar
 
 DEFAULT_MODEL = "efficientnet-lite0"
 
@@ -215,8 +215,6 @@ class Pipeline:
         them and returns the report of those done (``interrupted`` is set);
         before the first is done, KeyboardInterrupt propagates.
         """
-        from .stream import progress_bar
-
         if runs < 1:
             raise InvalidArgumentError(f"runs must be at least 1, got {runs}")
         for _ in range(warmup):
