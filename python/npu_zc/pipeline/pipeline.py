@@ -30,7 +30,7 @@ from ..runtime.model import Mode
 from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for, to_frame
 from .preprocess import Fit, PreprocessSpec, Preprocessor
 from .throughput import ThroughputReport, ThroughputRunner
-from .timing import FENCE_TIMEOUT_S, StageStats, Timings
+from .timing import FENCE_TIMEOUT_S, StageStats, Timings, progress_bar
 
 DEFAULT_MODEL = "efficientnet-lite0"
 
@@ -266,8 +266,6 @@ class Pipeline:
         (``interrupted`` is set); before the first is done, KeyboardInterrupt
         propagates.
         """
-        from .stream import progress_bar
-
         if runs < 1:
             raise InvalidArgumentError(f"runs must be at least 1, got {runs}")
         if requests is not None and requests < 1:
