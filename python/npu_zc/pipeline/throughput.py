@@ -6,21 +6,25 @@ on a 16-core Xeon). :class:`ThroughputRunner` keeps them all busy:
 
 * an :class:`~npu_zc.runtime.AsyncQueue` of twice that many requests (one
   queued behind each running one, see :func:`default_requests`), over pooled
-  buffers bound to the model once (zero copy, as in latency mode), with one
-  extra set of buffers per preprocessing worker (and one for the result being
-  read), so that frames N+1... are written while the requests infer frames
-  N-k...N;
-* ``workers`` threads preprocess (the layout engine, from the frame to the
-  input in one call, with the GIL released), each with its own
-  :class:`.Preprocessor`; a feeding
-  thread only hands frames out and submits them, in order (the calling thread
-  waits, so that Ctrl-C stops the run cleanly);
+  buffers bound to the model once (zero copy, as in latency mode), with spare
+  sets of buffers (one per worker, and one for the result being read), so that
+  frame N+1 is written while the requests infer frames N-k...N;
+* one feeding thread takes each frame, preprocesses it (the layout engine, from
+  the frame to the input in one call with the GIL released, the frame split in
+  bands among ``workers`` threads of the engine) and submits it, in order (the
+  calling thread waits, so that Ctrl-C stops the run cleanly);
 * the queue's delivery thread waits for each request (GIL released),
   postprocesses in place and hands the result on, in frame order.
 
-Nothing is allocated per frame and no buffer is rewritten while a request
-reads it: a frame's buffers come from the queue's pools, which never hand out
-a buffer in flight.
+Every thread of the run shares the GIL, so the Python each frame runs with it
+held is paid by the whole pipeline: there are only these two Python threads,
+no per-frame hand-over between Python threads (no executor, no futures), and
+what a result needs travels with its request (no shared table, no lock of
+ours). ``benches/python_per_frame.py`` counts that Python per frame.
+
+Nothing is allocated per frame beyond a few small objects and no buffer is
+rewritten while a request reads it: a frame's buffers come from the queue's
+pools, which never hand out a buffer in flight.
 """
 
 from __future__ import annotations
@@ -44,13 +48,16 @@ THROUGHPUT_STAGES = ("preprocess", "infer", "postprocess", "total")
 
 
 def default_workers() -> int:
-    """Preprocessing threads: one per 8 cores (at least 1, at most 4).
+    """Preprocessing threads: one per 4 cores (at least 1, at most 4).
 
-    A 1080p frame's crop-resize-convert costs a fraction of a millisecond of
-    one core: at 2000 FPS that is well under one core, and every other core
-    is the model's.
+    A 1080p frame's crop-resize-convert costs about 0.3-0.5 ms of one core
+    with the caches cold (right after an inference). Frames are preprocessed
+    one at a time by the feeding thread, which submits each before taking
+    the next: split among 4 threads, a frame takes about a quarter of that,
+    so that the feeding thread keeps up with 16 cores' worth of inference
+    (about 2800 FPS of EfficientNet-Lite0 on a 16-core Xeon: 0.36 ms a frame).
     """
-    return max(1, min(4, (os.cpu_count() or 1) // 8))
+    return max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
 def default_requests(optimal: int) -> int:
@@ -111,8 +118,8 @@ class ThroughputRunner:
     the preprocess ``spec`` and the ``postprocess``. ``requests``: default the
     twice the compiled model's OPTIMAL_NUMBER_OF_INFER_REQUESTS (see
     :func:`default_requests`).
-    ``workers``: preprocessing threads (default :func:`default_workers`); with
-    1 the feeding thread preprocesses. ``Pipeline.run_throughput`` makes one.
+    ``workers``: the threads each frame's preprocess is split among (default
+    :func:`default_workers`; with 1 the feeding thread does it alone). ``Pipeline.run_throughput`` makes one.
     """
 
     def __init__(
@@ -135,8 +142,9 @@ class ThroughputRunner:
         self.workers = int(workers) if workers is not None else default_workers()
         if self.requests < 1 or self.workers < 1:
             raise InvalidArgumentError(f"throughput mode needs at least 1 request and 1 worker, got {self.requests} and {self.workers}")
-        # A set per request, one per worker (preprocessing the next frames) and one for the result being read:
-        # the calling thread then never waits for a request while a set is only held by the delivery.
+        # A set per request, spares (one per worker: the frame being preprocessed, and slack) and one for the
+        # result being read: the feeding thread then never waits for a request while a set is only held by the
+        # delivery.
         self.buffers = self.requests + self.workers + 1
         self._preprocess: Preprocessor | None = None
         self._queue: Any = None  # the queue of the run in progress (tests look at its pools)
@@ -204,7 +212,7 @@ class ThroughputRunner:
         return report
 
     def _wait_for_feeder(self) -> None:
-        """Until the last run's feeding thread has finished (it owns the buffers and the workers' preprocessors)."""
+        """Until the last run's feeding thread has finished (it owns the buffers and the preprocessor)."""
         while self._feeder_done is not None and not self._feeder_done.is_set():
             try:
                 self._feeder_done.wait()
@@ -318,7 +326,7 @@ class ThroughputRunner:
         return preprocess.transform
 
     def close(self) -> None:
-        """Free the workers' preprocessors (once a run still stopping has finished)."""
+        """Free the preprocessor (once a run still stopping has finished)."""
         self._wait_for_feeder()
         if self._preprocess is not None:
             self._preprocess.close()
