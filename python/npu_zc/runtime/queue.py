@@ -189,7 +189,8 @@ class AsyncQueue:
         Raises :class:`npu_zc.PoolExhaustedError` on timeout. In a single thread,
         take and release results (:meth:`get`) before acquiring more than ``depth`` frames.
         """
-        self._check_open()
+        if self._closed or self._failure is not None:  # checked inline: this runs per frame
+            self._check_open()
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             frame = self._take(None, block=False)
@@ -208,7 +209,8 @@ class AsyncQueue:
 
     def submit(self, frame: Frame, userdata: Any = None) -> int:
         """Start inference on ``frame``'s buffers; returns its sequence number."""
-        self._check_open()
+        if self._closed or self._failure is not None:  # checked inline: this runs per frame
+            self._check_open()
         if frame._submitted:
             raise InvalidArgumentError("this frame was submitted already: acquire a new one")
         while True:
