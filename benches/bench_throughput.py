@@ -13,9 +13,10 @@ same frames: scikit-image photos cut to 16:9 and upscaled to 1920x1080, decoded 
   preprocessing at all. Its CPU time (from ``getrusage(RUSAGE_CHILDREN)``) includes its compile and warm-up.
 * ``benchmark_app, original model``: the same on the original model (f32 NCHW input), for reference.
 * ``npu_zc throughput``: ``Pipeline(hint="throughput").run_throughput(frames)``: OPTIMAL_NUMBER_OF_INFER_REQUESTS
-  requests in flight over pooled, bound buffers, preprocessing (crop, resize, RGBx) in worker threads,
-  top-5 on the queue's delivery thread. One row per ``--configs`` entry, WORKERS:REQUESTS (``auto``: the
-  default worker count; OPTIMAL_NUMBER_OF_INFER_REQUESTS).
+  requests in flight over pooled, bound buffers, preprocessing (crop, resize, RGBx) on the feeding thread,
+  each frame split among WORKERS threads of the layout engine, top-5 on the queue's delivery thread. One row
+  per ``--configs`` entry, WORKERS:REQUESTS (``auto``: the default worker count; twice
+  OPTIMAL_NUMBER_OF_INFER_REQUESTS).
 * ``AsyncInferQueue``: what a user writes today: the original model compiled with the THROUGHPUT hint,
   ``ov.AsyncInferQueue(compiled)`` (the optimal number of requests), per frame cv2 resize and centre crop,
   cvtColor, numpy normalisation and NCHW transpose, ``start_async({0: tensor})``, softmax and top-5 in the

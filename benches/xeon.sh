@@ -114,7 +114,7 @@ if [ "$QUICK" = 1 ]; then
     step bench_cpu_time 120 "$PY" benches/bench_cpu_time.py --quick --json "$OUT/bench_cpu_time.json"
     step bench_pipeline 120 "$PY" benches/bench_pipeline.py --runs 30 --count-frames 5
 else
-    step bench_throughput 200 "$PY" benches/bench_throughput.py --seconds "$TP_SECONDS" --configs 1:auto,2:auto,4:auto,2:16,2:64 \
+    step bench_throughput 200 "$PY" benches/bench_throughput.py --seconds "$TP_SECONDS" --configs 1:auto,2:auto,4:auto,8:auto,4:16,4:64 \
         --json "$OUT/bench_throughput.json"
     step check_bf16 90 "$PY" benches/check_bf16.py --json "$OUT/check_bf16.json"
     step bench_cpu_time 180 "$PY" benches/bench_cpu_time.py --frames "$CPU_FRAMES" --json "$OUT/bench_cpu_time.json"

@@ -81,6 +81,28 @@ def test_every_frame_once_in_order_with_the_latency_labels(
     assert not worker_threads()
 
 
+def test_a_frame_split_among_workers_gives_the_same_predictions(pipeline: Pipeline, frames: list[np.ndarray]) -> None:
+    """The feeding thread splits each frame's preprocess among the workers: the model input is the same."""
+    alone = pipeline.run_throughput(iter(frames), keep=True, requests=2, workers=1)
+    split = pipeline.run_throughput(iter(frames), keep=True, requests=2, workers=3)
+    assert [[(c.index, c.score) for c in p] for p in split.predictions] == [
+        [(c.index, c.score) for c in p] for p in alone.predictions
+    ]
+
+
+def test_only_the_feeding_and_delivery_threads_run_python_per_frame(pipeline: Pipeline, frames: list[np.ndarray]) -> None:
+    """Every Python thread of the run shares the GIL: no pool of Python threads per frame, whatever the workers."""
+    seen: set[str] = set()
+    pipeline.run_throughput(
+        (frames[i % len(frames)] for i in range(8)),
+        lambda index, prediction: seen.update(worker_threads()),
+        requests=2,
+        workers=3,
+    )
+    assert seen == {"npu_zc-feed", "npu_zc-queue"}
+    assert not worker_threads()
+
+
 def test_no_buffer_is_written_while_in_flight(pipeline: Pipeline, frames: list[np.ndarray], labels: list[str]) -> None:
     runner = ThroughputRunner(pipeline.session, pipeline.spec, pipeline.postprocess, requests=2, workers=2)
     written: list[int] = []

@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--heap", default="auto", help="where buffers come from: auto, system, cma, udmabuf, memfd... (see npu-zc info)")
     group.add_argument("--hint", choices=("latency", "throughput"), default="latency",
                        help="latency (default): one frame at a time; throughput: twice the device's optimal number of frames "
-                       "in flight, preprocessing ahead in worker threads (zero-copy)")
+                       "in flight, preprocessing ahead, split among a few threads (zero-copy)")
     group.add_argument("--threads", type=_positive, metavar="N", help="INFERENCE_NUM_THREADS: threads the CPU plugin infers with")
     group.add_argument("--option", action="append", type=_property, metavar="KEY=VALUE", default=[],
                        help="any other OpenVINO property, e.g. ENABLE_CPU_PINNING=NO (repeatable)")

@@ -155,7 +155,10 @@ class TopClasses(Postprocessor):
             probabilities = [math.exp(float(v) - peak) / total for v in values]
         else:
             probabilities = [float(v) for v in values]
-        return [ClassScore(int(i), self._name(int(i)), p) for i, p in zip(best, probabilities)]
+        labels, known = self.labels, len(self.labels)  # names looked up inline: this runs per frame
+        return [
+            ClassScore(i, labels[i] if i < known else str(i), p) for i, p in zip(best.tolist(), probabilities)
+        ]
 
     def _name(self, index: int) -> str:
         return self.labels[index] if index < len(self.labels) else str(index)

@@ -144,9 +144,11 @@ class Preprocessor:
     frame size (arguments and geometry checked once) writes the input in place.
     """
 
-    def __init__(self, spec: PreprocessSpec, *, heap: str = "auto") -> None:
+    def __init__(self, spec: PreprocessSpec, *, heap: str = "auto", threads: int = 1) -> None:
         self.spec = spec
         self._heap = heap
+        self.threads = int(threads)
+        """Threads of each conversion (bands of the input, in one call with the GIL released)."""
         self._converters: dict[tuple[int, int], layout.Converter] = {}
         self._inspect: dict[tuple[int, int], layout.Converter] = {}
         self._last: np.ndarray | None = None
@@ -170,9 +172,12 @@ class Preprocessor:
                 interpolation=_LAYOUT_INTERPOLATION[spec.interpolation],
             )
             norm: dict[str, Any] = {} if inspect else dict(mean=_three(spec.mean), scale=_three(spec.scale))
-            # One thread: a model input is small, and the inference that follows wants every core
-            # (the engine's idle helper threads would compete with it).
-            conv = layout.Converter("BGR", "BGR" if inspect else spec.format, spec.width, spec.height, threads=1, **geometry, **norm)
+            # One thread by default: a model input is small, and the inference that follows wants every core
+            # (the engine's idle helper threads would compete with it). Throughput mode asks for more.
+            threads = 1 if inspect else self.threads
+            conv = layout.Converter(
+                "BGR", "BGR" if inspect else spec.format, spec.width, spec.height, threads=threads, **geometry, **norm
+            )
             if len(cache) >= 8:
                 cache.clear()
             cache[(height, width)] = conv

@@ -6,38 +6,40 @@ on a 16-core Xeon). :class:`ThroughputRunner` keeps them all busy:
 
 * an :class:`~npu_zc.runtime.AsyncQueue` of twice that many requests (one
   queued behind each running one, see :func:`default_requests`), over pooled
-  buffers bound to the model once (zero copy, as in latency mode), with one
-  extra set of buffers per preprocessing worker (and one for the result being
-  read), so that frames N+1... are written while the requests infer frames
-  N-k...N;
-* ``workers`` threads preprocess (the layout engine, from the frame to the
-  input in one call, with the GIL released), each with its own
-  :class:`.Preprocessor`; a feeding
-  thread only hands frames out and submits them, in order (the calling thread
-  waits, so that Ctrl-C stops the run cleanly);
+  buffers bound to the model once (zero copy, as in latency mode), with spare
+  sets of buffers (one per worker, and one for the result being read), so that
+  frame N+1 is written while the requests infer frames N-k...N;
+* one feeding thread takes each frame, preprocesses it (the layout engine, from
+  the frame to the input in one call with the GIL released, the frame split in
+  bands among ``workers`` threads of the engine) and submits it, in order (the
+  calling thread waits, so that Ctrl-C stops the run cleanly);
 * the queue's delivery thread waits for each request (GIL released),
   postprocesses in place and hands the result on, in frame order.
 
-Nothing is allocated per frame and no buffer is rewritten while a request
-reads it: a frame's buffers come from the queue's pools, which never hand out
-a buffer in flight.
+Every thread of the run shares the GIL, so the Python each frame runs with it
+held is paid by the whole pipeline: there are only these two Python threads,
+no per-frame hand-over between Python threads (no executor, no futures), and
+what a result needs travels with its request (no shared table, no lock of
+ours). ``benches/python_per_frame.py`` counts that Python per frame.
+
+Nothing is allocated per frame beyond a few small objects and no buffer is
+rewritten while a request reads it: a frame's buffers come from the queue's
+pools, which never hand out a buffer in flight.
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from .postprocess import Postprocessor, Prediction, to_frame
+from .postprocess import Detection, Postprocessor, Prediction, to_frame
 from .preprocess import PreprocessSpec, Preprocessor
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 
@@ -46,13 +48,16 @@ THROUGHPUT_STAGES = ("preprocess", "infer", "postprocess", "total")
 
 
 def default_workers() -> int:
-    """Preprocessing threads: one per 8 cores (at least 1, at most 4).
+    """Preprocessing threads: one per 4 cores (at least 1, at most 4).
 
-    A 1080p frame's crop-resize-convert costs a fraction of a millisecond of
-    one core: at 2000 FPS that is well under one core, and every other core
-    is the model's.
+    A 1080p frame's crop-resize-convert costs about 0.3-0.5 ms of one core
+    with the caches cold (right after an inference). Frames are preprocessed
+    one at a time by the feeding thread, which submits each before taking
+    the next: split among 4 threads, a frame takes about a quarter of that,
+    so that the feeding thread keeps up with 16 cores' worth of inference
+    (about 2800 FPS of EfficientNet-Lite0 on a 16-core Xeon: 0.36 ms a frame).
     """
-    return max(1, min(4, (os.cpu_count() or 1) // 8))
+    return max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
 def default_requests(optimal: int) -> int:
@@ -113,8 +118,8 @@ class ThroughputRunner:
     the preprocess ``spec`` and the ``postprocess``. ``requests``: default the
     twice the compiled model's OPTIMAL_NUMBER_OF_INFER_REQUESTS (see
     :func:`default_requests`).
-    ``workers``: preprocessing threads (default :func:`default_workers`); with
-    1 the feeding thread preprocesses. ``Pipeline.run_throughput`` makes one.
+    ``workers``: the threads each frame's preprocess is split among (default
+    :func:`default_workers`; with 1 the feeding thread does it alone). ``Pipeline.run_throughput`` makes one.
     """
 
     def __init__(
@@ -137,12 +142,11 @@ class ThroughputRunner:
         self.workers = int(workers) if workers is not None else default_workers()
         if self.requests < 1 or self.workers < 1:
             raise InvalidArgumentError(f"throughput mode needs at least 1 request and 1 worker, got {self.requests} and {self.workers}")
-        # A set per request, one per worker (preprocessing the next frames) and one for the result being read:
-        # the calling thread then never waits for a request while a set is only held by the delivery.
+        # A set per request, spares (one per worker: the frame being preprocessed, and slack) and one for the
+        # result being read: the feeding thread then never waits for a request while a set is only held by the
+        # delivery.
         self.buffers = self.requests + self.workers + 1
-        self._local = threading.local()
-        self._preprocessors: list[Preprocessor] = []
-        self._made = threading.Lock()
+        self._preprocess: Preprocessor | None = None
         self._queue: Any = None  # the queue of the run in progress (tests look at its pools)
         self._feeder_done: threading.Event | None = None  # set when the last run's feeding thread is done
 
@@ -208,7 +212,7 @@ class ThroughputRunner:
         return report
 
     def _wait_for_feeder(self) -> None:
-        """Until the last run's feeding thread has finished (it owns the buffers and the workers' preprocessors)."""
+        """Until the last run's feeding thread has finished (it owns the buffers and the preprocessor)."""
         while self._feeder_done is not None and not self._feeder_done.is_set():
             try:
                 self._feeder_done.wait()
@@ -222,89 +226,76 @@ class ThroughputRunner:
         keep: bool,
         stop: threading.Event,
     ) -> ThroughputReport:
-        """The run itself, on the feeding thread; stops taking frames once ``stop`` is set."""
+        """The run itself, on the feeding thread; stops taking frames once ``stop`` is set.
+
+        Per frame, as little Python (run with the GIL held) as can be: the GIL is
+        the one thing every thread of the run shares, so each step spent holding it
+        is paid by the whole pipeline. One thread takes, preprocesses (the
+        conversion splits the frame among ``workers`` threads inside one call, GIL
+        released) and submits each frame; the queue's delivery thread reads the
+        results. What a result needs (its index, preprocess time, transform, frame
+        size) travels with the request, so the two threads share no lock of ours.
+        """
         postprocess = self.postprocess
         timings = Timings(THROUGHPUT_STAGES)
         predictions: list[Prediction] = []
-        lock = threading.Lock()
+        preprocess_ns: list[int] = timings.samples["preprocess"]  # appended to by the delivery thread only
+        infer_ns: list[int] = timings.samples["infer"]
+        postprocess_ns: list[int] = timings.samples["postprocess"]
+        total_ns: list[int] = timings.samples["total"]
+        input_size = (self.spec.width, self.spec.height)
+        clock = time.perf_counter_ns
+        maps_boxes = True  # until a prediction shows there are no boxes to map back
 
         def deliver(result: Any) -> None:  # the queue's delivery thread, in submission (= frame) order
-            started = time.perf_counter_ns()
-            with contextlib.ExitStack() as access:  # a DMA-BUF output is read between sync brackets; memfd needs none
-                for buffer in result.output_buffers:
-                    if buffer.is_dmabuf:
+            nonlocal maps_boxes
+            started = clock()
+            index, prepared_ns, transform, frame_size = result.userdata
+            if dmabuf_outputs:  # a DMA-BUF output is read between sync brackets; memfd needs none
+                with contextlib.ExitStack() as access:
+                    for buffer in result.output_buffers:
                         access.enter_context(buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
+                    prediction = postprocess(result.outputs)
+            else:
                 prediction = postprocess(result.outputs)
-            with lock:
-                preprocess_ns, transform, frame_size = preprocessed.pop(result.userdata)
-            prediction = to_frame(prediction, transform, (self.spec.width, self.spec.height), frame_size)
-            with lock:
-                timings.add_frame(
-                    preprocess=preprocess_ns,
-                    infer=int(result.latency_ms * 1e6),
-                    postprocess=time.perf_counter_ns() - started,
-                )
-                if keep:
-                    predictions.append(prediction)
+            if maps_boxes:
+                if prediction and not isinstance(prediction[0], Detection):
+                    maps_boxes = False  # class scores: nothing to map, now or later
+                else:
+                    prediction = to_frame(prediction, transform, input_size, frame_size)
+            infer = int(result.latency_ms * 1e6)
+            post = clock() - started
+            preprocess_ns.append(prepared_ns)
+            infer_ns.append(infer)
+            postprocess_ns.append(post)
+            total_ns.append(prepared_ns + infer + post)
+            if keep:
+                predictions.append(prediction)
             if on_result is not None:
-                on_result(result.userdata, prediction)
-
-        # Frame index -> its preprocess time, how the input was made from it and its size, until its result comes.
-        preprocessed: dict[int, tuple[int, Any, tuple[int, int]]] = {}
-
-        def prepare(frame: Any, image: np.ndarray, index: int) -> None:
-            started = time.perf_counter_ns()
-            transform = self._prepare(frame, image)
-            with lock:
-                preprocessed[index] = (time.perf_counter_ns() - started, transform, (image.shape[1], image.shape[0]))
+                on_result(index, prediction)
 
         cpu_before, wall_before = _cpu_seconds(), time.perf_counter()
         submitted = 0
         queue = self.session.queue(self.requests, heap=self.heap, callback=deliver, buffers=self.buffers)
         self._queue = queue
-        executor = ThreadPoolExecutor(self.workers, thread_name_prefix="npu_zc-preprocess") if self.workers > 1 else None
-        waiting: collections.deque[tuple[Future[None], Any, int]] = collections.deque()  # preprocessing, in frame order
+        dmabuf_outputs = any(pool.buffers[0].is_dmabuf for pool in queue._out_pools)
+        acquire, prepare, submit, stopping = queue.acquire, self._prepare, queue.submit, stop.is_set
         try:
-
-            def submit_oldest() -> None:
-                nonlocal submitted
-                future, frame, index = waiting[0]
-                future.result()  # a preprocessing error is raised here
-                waiting.popleft()
-                queue.submit(frame, index)
-                submitted += 1
-
             for index, image in enumerate(frames):
-                if stop.is_set():
+                if stopping():
                     break
-                frame = queue.acquire()
-                if executor is None:
-                    try:
-                        prepare(frame, image, index)
-                    except BaseException:
-                        queue.discard(frame)
-                        raise
-                    queue.submit(frame, index)
-                    submitted += 1
-                    continue
-                waiting.append((executor.submit(prepare, frame, image, index), frame, index))
-                # Submit in frame order: whatever is ready at the front, and the oldest once every worker is busy.
-                while waiting and (waiting[0][0].done() or len(waiting) >= self.workers):
-                    submit_oldest()
-            while waiting:
-                submit_oldest()
+                frame = acquire()
+                try:
+                    started = clock()
+                    transform = prepare(frame, image)
+                    userdata = (index, clock() - started, transform, (image.shape[1], image.shape[0]))
+                except BaseException:
+                    queue.discard(frame)
+                    raise
+                submit(frame, userdata)
+                submitted += 1
             queue.join()
-        except BaseException:
-            if executor is not None:
-                executor.shutdown(wait=True, cancel_futures=True)
-                executor = None
-            for _, frame, _ in waiting:
-                queue.discard(frame)
-            waiting.clear()
-            raise
         finally:
-            if executor is not None:
-                executor.shutdown(wait=True)
             queue.close()  # waits for running requests; delivers what was submitted
             self._queue = None
         seconds = time.perf_counter() - wall_before
@@ -321,14 +312,11 @@ class ThroughputRunner:
         )
 
     def _prepare(self, frame: Any, image: np.ndarray) -> Any:
-        """Preprocess ``image`` into ``frame``'s input buffer with this thread's own
-        :class:`.Preprocessor`; returns the transform (for mapping detections back)."""
-        preprocess = getattr(self._local, "preprocess", None)
-        if preprocess is None:
-            preprocess = Preprocessor(self.spec, heap=self.heap)
-            with self._made:
-                self._preprocessors.append(preprocess)
-            self._local.preprocess = preprocess
+        """Preprocess ``image`` into ``frame``'s input buffer, the conversion split among ``workers`` threads;
+        returns the transform (for mapping detections back)."""
+        preprocess = self._preprocess
+        if preprocess is None:  # one run at a time: the runs share it
+            preprocess = self._preprocess = Preprocessor(self.spec, heap=self.heap, threads=self.workers)
         buffer = frame.input_buffers[0]
         if buffer.is_dmabuf:
             with buffer.cpu_access("write", timeout=FENCE_TIMEOUT_S):
@@ -338,13 +326,11 @@ class ThroughputRunner:
         return preprocess.transform
 
     def close(self) -> None:
-        """Free the workers' preprocessors (once a run still stopping has finished)."""
+        """Free the preprocessor (once a run still stopping has finished)."""
         self._wait_for_feeder()
-        with self._made:
-            for preprocess in self._preprocessors:
-                preprocess.close()
-            self._preprocessors.clear()
-        self._local = threading.local()
+        if self._preprocess is not None:
+            self._preprocess.close()
+            self._preprocess = None
 
     def __enter__(self) -> "ThroughputRunner":
         return self

@@ -25,6 +25,20 @@ from .binding import BoundBuffer, bind
 from .target import Target
 
 
+def _start_async() -> Callable[[Any, dict[Any, Any], Any], None]:
+    """``InferRequest.start_async`` of the bindings, without the Python layer that converts inputs: the queue
+    has set the tensors already, and per frame that layer is two Python calls made with the GIL held."""
+    try:
+        from openvino._pyopenvino import InferRequest
+    except ImportError:  # another layout of the bindings: the public method (inputs {} and userdata None work there too)
+        return lambda request, inputs, userdata: request.start_async(inputs or None, userdata)
+    start: Callable[[Any, dict[Any, Any], Any], None] = InferRequest.start_async
+    return start
+
+
+_NO_INPUTS: dict[Any, Any] = {}
+
+
 @dataclass(eq=False)
 class Frame:
     """One set of input and output buffers taken from the queue's pools."""
@@ -139,7 +153,17 @@ class AsyncQueue:
         self._pending: collections.deque[_InFlight] = collections.deque()  # results not taken yet
         self._sequence = 0
         self._delivered = 0  # results handed to the callback (or failed on the way)
-        self._lock = threading.Condition()
+        # State changes under the plain lock (no Python-level calls to take it); the condition over it is
+        # waited on and notified only when some thread waits (per frame, the common case is nobody).
+        self._mutex = threading.RLock()
+        self._lock = threading.Condition(self._mutex)
+        self._waiters = 0
+        self._start = _start_async()
+        self._in_arrays = [[b.array for b in bound] for bound in self._bound_in]
+        self._out_arrays = [[b.array for b in bound] for bound in self._bound_out]
+        self._in_tensors = [[b.tensor for b in bound] for bound in self._bound_in]
+        self._out_tensors = [[b.tensor for b in bound] for bound in self._bound_out]
+        self._pools = self._in_pools + self._out_pools
         self._failure: BaseException | None = None
         self._closed = False
         self._deliverer: threading.Thread | None = None
@@ -150,13 +174,13 @@ class AsyncQueue:
     @property
     def pending(self) -> int:
         """Submitted frames whose results have not been taken yet."""
-        with self._lock:
+        with self._mutex:
             return len(self._pending)
 
     @property
     def in_flight(self) -> int:
         """Requests started and not yet seen complete."""
-        with self._lock:
+        with self._mutex:
             return len(self._running)
 
     def acquire(self, timeout: float | None = None) -> Frame:
@@ -165,7 +189,8 @@ class AsyncQueue:
         Raises :class:`npu_zc.PoolExhaustedError` on timeout. In a single thread,
         take and release results (:meth:`get`) before acquiring more than ``depth`` frames.
         """
-        self._check_open()
+        if self._closed or self._failure is not None:  # checked inline: this runs per frame
+            self._check_open()
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             frame = self._take(None, block=False)
@@ -184,11 +209,12 @@ class AsyncQueue:
 
     def submit(self, frame: Frame, userdata: Any = None) -> int:
         """Start inference on ``frame``'s buffers; returns its sequence number."""
-        self._check_open()
+        if self._closed or self._failure is not None:  # checked inline: this runs per frame
+            self._check_open()
         if frame._submitted:
             raise InvalidArgumentError("this frame was submitted already: acquire a new one")
         while True:
-            with self._lock:
+            with self._mutex:
                 if self._idle:
                     index = self._idle.popleft()
                     entry = _InFlight(self._sequence, frame, index, userdata)
@@ -201,21 +227,21 @@ class AsyncQueue:
         request = self._requests[index]
         try:
             for port, slot in enumerate(frame._in_slots):
-                request.set_input_tensor(port, self._bound_in[port][slot.index].tensor)
-            for port, slot in enumerate(frame._out_slots):
-                request.set_output_tensor(port, self._bound_out[port][slot.index].tensor)
-            for slot in frame._in_slots + frame._out_slots:
+                request.set_input_tensor(port, self._in_tensors[port][slot.index])
                 slot.submit()
-            request.start_async()
+            for port, slot in enumerate(frame._out_slots):
+                request.set_output_tensor(port, self._out_tensors[port][slot.index])
+                slot.submit()
+            self._start(request, _NO_INPUTS, None)
         except BaseException:
-            with self._lock:
+            with self._mutex:
                 self._idle.appendleft(index)
             raise
         frame._submitted = True
-        with self._lock:
+        with self._mutex:
             self._running.append(entry)
             self._pending.append(entry)
-            self._lock.notify_all()
+            self._notify()
         return entry.sequence
 
     def discard(self, frame: Frame) -> None:
@@ -234,14 +260,14 @@ class AsyncQueue:
         if self._callback is None:
             raise InvalidArgumentError("join() waits for a callback's deliveries; without one, get() every result")
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
+        with self._mutex:
             while self._delivered < self._sequence and self._failure is None:
                 if self._deliverer is None or not self._deliverer.is_alive():
                     break
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
-                self._lock.wait(0.1 if left is None else min(0.1, left))
+                self._wait(0.1 if left is None else min(0.1, left))
         self._raise_failure()
         return True
 
@@ -250,11 +276,11 @@ class AsyncQueue:
         if self._callback is not None:
             raise InvalidArgumentError("this queue hands results to its callback; get() is for queues without one")
         self._raise_failure()
-        with self._lock:
+        with self._mutex:
             entry = self._pending[0] if self._pending else None
         if entry is None or not self._complete(entry, timeout):
             return None
-        with self._lock:
+        with self._mutex:
             self._pending.remove(entry)
         return self._result(entry)
 
@@ -268,9 +294,9 @@ class AsyncQueue:
         """Wait for running requests, drop unclaimed results and the bindings, and close the pools."""
         if self._closed:
             return
-        with self._lock:
+        with self._mutex:
             self._closed = True
-            self._lock.notify_all()
+            self._notify()
         if self._deliverer is not None:
             self._deliverer.join()
         for entry in list(self._running):
@@ -278,7 +304,7 @@ class AsyncQueue:
                 self._complete(entry, None)
             except ModelError:
                 pass  # closing: the failure has nowhere to go
-        with self._lock:
+        with self._mutex:
             leftovers = list(self._pending)
             self._pending.clear()
         for entry in leftovers:
@@ -305,7 +331,7 @@ class AsyncQueue:
         """One buffer from every pool or none at all; None when not blocking and a pool is empty."""
         slots: list[Any] = []
         try:
-            for pool in self._in_pools + self._out_pools:
+            for pool in self._pools:
                 slots.append(pool.acquire(timeout=timeout, block=block))
         except BaseException as e:
             for slot in slots:
@@ -318,9 +344,9 @@ class AsyncQueue:
     def _frame(self, slots: list[Any]) -> Frame:
         in_slots, out_slots = slots[: len(self._in_pools)], slots[len(self._in_pools) :]
         return Frame(
-            inputs=tuple(self._bound_in[p][s.index].array for p, s in enumerate(in_slots)),
-            input_buffers=tuple(s.buffer for s in in_slots),
-            output_buffers=tuple(s.buffer for s in out_slots),
+            inputs=tuple([self._in_arrays[p][s.index] for p, s in enumerate(in_slots)]),
+            input_buffers=tuple([s.buffer for s in in_slots]),
+            output_buffers=tuple([s.buffer for s in out_slots]),
             _in_slots=in_slots,
             _out_slots=out_slots,
         )
@@ -328,7 +354,7 @@ class AsyncQueue:
     # --- completion ---
 
     def _oldest_running(self) -> _InFlight | None:
-        with self._lock:
+        with self._mutex:
             return self._running[0] if self._running else None
 
     def _complete(self, entry: _InFlight, timeout: float | None) -> bool:
@@ -338,12 +364,12 @@ class AsyncQueue:
         condition for it to be marked done.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
+        with self._mutex:
             while entry.completing and not entry.done:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
-                self._lock.wait(left)
+                self._wait(left)
             if entry.done:
                 return self._check(entry)
             entry.completing = True
@@ -358,11 +384,11 @@ class AsyncQueue:
         except RuntimeError as e:  # OpenVINO reports a failed inference here
             error, finished = e, True
         except BaseException:  # e.g. Ctrl-C while waiting: another thread must be able to wait for it instead
-            with self._lock:
+            with self._mutex:
                 entry.completing = False
-                self._lock.notify_all()
+                self._notify()
             raise
-        with self._lock:
+        with self._mutex:
             entry.completing = False
             if finished:
                 entry.done = True
@@ -373,7 +399,7 @@ class AsyncQueue:
                     slot.release()
                 self._running.remove(entry)
                 self._idle.append(entry.request)
-            self._lock.notify_all()
+            self._notify()
         return self._check(entry) if finished else False
 
     def _check(self, entry: _InFlight) -> bool:
@@ -385,44 +411,57 @@ class AsyncQueue:
         assert self._callback is not None
         main = threading.main_thread()
         while True:
-            with self._lock:
+            with self._mutex:
                 while not self._pending and not self._closed and main.is_alive():
-                    self._lock.wait(0.1)
+                    self._wait(0.1)
                 if not self._pending:
                     return  # closed (or the program is ending) and nothing left to deliver
                 entry = self._pending[0]
             try:
                 self._complete(entry, None)
-                with self._lock:
+                with self._mutex:
                     self._pending.popleft()
                 result = self._result(entry)
                 try:
                     self._callback(result)
                 finally:
                     result.release()
-                with self._lock:
+                with self._mutex:
                     self._delivered += 1
-                    self._lock.notify_all()
+                    self._notify()
             except BaseException as exc:  # reported to the caller on its next call
-                with self._lock:
+                with self._mutex:
                     if self._pending and self._pending[0] is entry:
                         self._pending.popleft()
                         for slot in entry.frame._out_slots:
                             slot.release()
                     self._delivered += 1
                     self._failure = self._failure or exc
-                    self._lock.notify_all()
+                    self._notify()
 
     def _result(self, entry: _InFlight) -> Result:
         frame = entry.frame
         return Result(
             sequence=entry.sequence,
             userdata=entry.userdata,
-            outputs=tuple(self._bound_out[p][s.index].array for p, s in enumerate(frame._out_slots)),
+            outputs=tuple([self._out_arrays[p][s.index] for p, s in enumerate(frame._out_slots)]),
             output_buffers=frame.output_buffers,
             latency_ms=entry.latency_ms,
             _out_slots=frame._out_slots,
         )
+
+    def _wait(self, timeout: float | None) -> None:
+        """Wait for a change of state (with the mutex held)."""
+        self._waiters += 1
+        try:
+            self._lock.wait(timeout)
+        finally:
+            self._waiters -= 1
+
+    def _notify(self) -> None:
+        """Wake the threads waiting for a change of state, if any (with the mutex held)."""
+        if self._waiters:
+            self._lock.notify_all()
 
     def _raise_failure(self) -> None:
         if self._failure is not None:
