@@ -336,6 +336,17 @@ def test_peer_that_closes_gives_peer_error() -> None:
     z.close()
 
 
+def test_peer_that_dies_with_our_messages_unread_gives_peer_error() -> None:
+    """A peer closing with unread data resets the connection (ECONNRESET):
+    that is the same "the sender is gone", not an OS error."""
+    a, z = socket.socketpair()
+    z.sendall(b"release 3")  # what a consumer sends back, never read
+    a.close()
+    with pytest.raises(npu_zc.PeerError, match="closed"):
+        npu_zc.recv_buffers(z)
+    z.close()
+
+
 def test_garbage_on_the_socket_is_refused() -> None:
     a, z = socket.socketpair()
     a.sendall(b"GET / HTTP/1.1\r\n\r\n")

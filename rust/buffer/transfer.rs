@@ -172,6 +172,8 @@ pub fn send_fds_within(
     Ok(())
 }
 
+const MID_MESSAGE_CLOSE: &str = "the sending process closed the connection in the middle of a message";
+
 /// Receives one message sent by [`send_fds`]: its fds (owned, CLOEXEC) and
 /// payload, waiting as long as it takes.
 pub fn recv_fds(sock: BorrowedFd<'_>) -> Result<(Vec<OwnedFd>, Vec<u8>)> {
@@ -209,6 +211,11 @@ pub fn recv_fds_within(
                 }
                 continue;
             }
+            // A peer that dies with our messages unread resets the connection.
+            Err(Errno::CONNRESET) if got == 0 => {
+                return Err(protocol("the sending process closed the connection (no more buffers)"))
+            }
+            Err(Errno::CONNRESET) => return Err(protocol(MID_MESSAGE_CLOSE)),
             Err(e) => return Err(Error::from_errno(e, "recvmsg of buffers failed")),
         };
         for m in control.drain() {
@@ -223,7 +230,7 @@ pub fn recv_fds_within(
             return Err(protocol(if got == 0 {
                 "the sending process closed the connection (no more buffers)"
             } else {
-                "the sending process closed the connection in the middle of a message"
+                MID_MESSAGE_CLOSE
             }));
         }
         got += msg.bytes;
@@ -259,7 +266,7 @@ pub fn recv_fds_within(
 fn read_exact(sock: BorrowedFd<'_>, mut buf: &mut [u8], deadline: Deadline, interrupted: Interrupted<'_>) -> Result<()> {
     while !buf.is_empty() {
         match recv(sock, &mut *buf, RecvFlags::DONTWAIT) {
-            Ok((0, _)) => return Err(protocol("the sending process closed the connection in the middle of a message")),
+            Ok((0, _)) | Err(Errno::CONNRESET) => return Err(protocol(MID_MESSAGE_CLOSE)),
             Ok((n, _)) => buf = &mut buf[n..],
             Err(Errno::INTR) => continue,
             Err(Errno::AGAIN) => {
