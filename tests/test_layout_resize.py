@@ -10,6 +10,7 @@ comparisons between code paths (NEON against scalar) still run there."""
 
 from __future__ import annotations
 
+import platform
 from typing import Any
 
 import numpy as np
@@ -158,7 +159,11 @@ def test_u8_matches_opencv_within_one(fmt: str, size: tuple[int, int], dst_size:
 @pytest.mark.parametrize("fmt", SOURCES)
 def test_bilinear_and_nearest_are_bit_exact_with_opencv(fmt: str, interpolation: str) -> None:
     """Bilinear (OpenCV's fixed point) and nearest are bit-exact; area agrees
-    but for a few pixels: OpenCV sums in another order in float."""
+    but for a few pixels: OpenCV sums in another order in float.
+
+    OpenCV's Arm wheels resize u8 bilinear through the Carotene HAL, which
+    rounds otherwise: there, only within 1 on a few percent of the values
+    (our NEON path equals our scalar one, checked in Rust on every level)."""
     pytest.importorskip("cv2")
     rng = np.random.default_rng(7)
     total = mismatched = 0
@@ -170,7 +175,9 @@ def test_bilinear_and_nearest_are_bit_exact_with_opencv(fmt: str, interpolation:
         assert diff.max() <= 1
         total += diff.size
         mismatched += int((diff > 0).sum())
-    if interpolation != "area":
+    if interpolation == "bilinear" and platform.machine() not in ("x86_64", "AMD64"):
+        assert mismatched <= total // 20
+    elif interpolation != "area":
         assert mismatched == 0
     else:
         assert mismatched <= total // 1000
