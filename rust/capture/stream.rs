@@ -90,6 +90,8 @@ pub struct Frame {
 #[derive(Debug)]
 struct State {
     device: Option<Arc<Device>>,
+    /// Dropped on close: the fds close as soon as nobody else holds them.
+    buffers: Vec<Arc<DmaBuf>>,
     slots: Vec<Slot>,
     next_ticket: u64,
     last_sequence: Option<u32>,
@@ -105,7 +107,6 @@ pub struct Stream {
     info: DeviceInfo,
     format: Format,
     memory: Memory,
-    buffers: Vec<Arc<DmaBuf>>,
     state: Mutex<State>,
     released: Condvar,
 }
@@ -163,13 +164,13 @@ impl Stream {
         }
         let info = dev.info.clone();
         let dev = Arc::new(dev);
-        let mut stream = Stream {
+        let stream = Stream {
             info,
             format,
             memory,
-            buffers: Vec::new(),
             state: Mutex::new(State {
                 device: Some(dev.clone()),
+                buffers: Vec::new(),
                 slots: Vec::new(),
                 next_ticket: 1,
                 last_sequence: None,
@@ -209,7 +210,7 @@ impl Stream {
                         format!("{shown} needs {count} buffers, {} were given: use buffers={count}", bufs.len()),
                     ));
                 }
-                stream.buffers = bufs.into_iter().take(count).collect();
+                stream.lock().buffers = bufs.into_iter().take(count).collect();
             }
             Buffers::Mmap(_) => {
                 let owner = Kind::Device(format!("v4l2:{}", stream.info.driver));
@@ -224,20 +225,23 @@ impl Stream {
                         .hint("use memory=\"dmabuf\" with a dma-heap or udmabuf"),
                         e => dev.fail(e, "VIDIOC_EXPBUF"),
                     })?;
-                    stream.buffers.push(Arc::new(DmaBuf::new(fd, length, owner.clone(), FdClass::DmaBuf)));
+                    stream.lock().buffers.push(Arc::new(DmaBuf::new(fd, length, owner.clone(), FdClass::DmaBuf)));
                 }
             }
         }
-        stream.lock().slots = vec![Slot::Idle; stream.buffers.len()];
-        for index in 0..stream.buffers.len() {
-            stream.queue(&dev, index).map_err(|e| match (memory, e.errno) {
-                (Memory::DmaBuf, Some(22)) => e.hint(format_args!(
-                    "the driver could not import {} buffer {index}; try another heap or memory=\"mmap\"",
-                    stream.buffers[index].kind()
-                )),
-                _ => e,
-            })?;
-            stream.lock().slots[index] = Slot::Queued;
+        {
+            let mut st = stream.lock();
+            st.slots = vec![Slot::Idle; st.buffers.len()];
+            for index in 0..st.buffers.len() {
+                stream.queue(&dev, index, &st).map_err(|e| match (memory, e.errno) {
+                    (Memory::DmaBuf, Some(22)) => e.hint(format_args!(
+                        "the driver could not import {} buffer {index}; try another heap or memory=\"mmap\"",
+                        st.buffers[index].kind()
+                    )),
+                    _ => e,
+                })?;
+                st.slots[index] = Slot::Queued;
+            }
         }
         sys::streamon(dev.fd(), buf_type).map_err(|e| dev.fail(e, "VIDIOC_STREAMON"))?;
         Ok(stream)
@@ -272,12 +276,12 @@ impl Stream {
     }
 
     /// VIDIOC_QBUF of buffer `index` (our fd in dmabuf mode).
-    fn queue(&self, dev: &Device, index: usize) -> Result<()> {
+    fn queue(&self, dev: &Device, index: usize, st: &State) -> Result<()> {
         let mut planes = [sys::Plane::default(); 1];
         let mut b = self.v4l2_buffer(index);
         if self.memory == Memory::DmaBuf {
             use rustix::fd::AsRawFd;
-            let buf = &self.buffers[index];
+            let buf = &st.buffers[index];
             let fd = buf.fd().as_raw_fd();
             if self.info.multiplanar {
                 planes[0].m.fd = fd;
@@ -385,7 +389,7 @@ impl Stream {
                     let Some(index) = oldest else {
                         return Err(Error::new(ErrorKind::Os, "no buffer is queued or held: the stream is stopped"));
                     };
-                    self.queue(&dev, index)?;
+                    self.queue(&dev, index, &st)?;
                     st.slots[index] = Slot::Queued;
                     st.reclaimed += 1;
                 }
@@ -435,7 +439,7 @@ impl Stream {
         }
         match (&st.failed, st.device.clone()) {
             (None, Some(dev)) => {
-                self.queue(&dev, index)?;
+                self.queue(&dev, index, &st)?;
                 st.slots[index] = Slot::Queued;
             }
             // Stopped or failed: the buffer just stops being held.
@@ -458,6 +462,7 @@ impl Stream {
         let dev = {
             let mut st = self.lock();
             st.slots.iter_mut().for_each(|s| *s = Slot::Idle);
+            st.buffers.clear();
             st.device.take()
         };
         if let Some(dev) = dev {
@@ -495,8 +500,9 @@ impl Stream {
         self.memory
     }
 
-    pub fn buffers(&self) -> &[Arc<DmaBuf>] {
-        &self.buffers
+    /// The frame buffers (none once closed).
+    pub fn buffers(&self) -> Vec<Arc<DmaBuf>> {
+        self.lock().buffers.clone()
     }
 
     pub fn held(&self) -> usize {
