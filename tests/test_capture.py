@@ -1,0 +1,328 @@
+"""Cameras: V4L2 capture into DMA-BUFs against the kernel's vivid driver.
+
+The tests marked ``kernel`` run inside the test VM (scripts/vm-run.sh loads
+vivid: one single-planar and one multi-planar instance) and fail there when
+vivid is missing; elsewhere they skip. vivid's default picture is the 75%
+colour bars: eight bands across the frame, white, yellow, cyan, green,
+magenta, red, blue, black, which must come out in RGB at 75% of 255.
+"""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import threading
+import time
+
+import cv2
+import numpy as np
+import pytest
+
+import npu_zc
+from conftest import mapping_count, open_fds
+
+W, H = 640, 480
+BARS_RGB = [
+    (191, 191, 191),  # white (75%)
+    (191, 191, 0),  # yellow
+    (0, 191, 191),  # cyan
+    (0, 191, 0),  # green
+    (191, 0, 191),  # magenta
+    (191, 0, 0),  # red
+    (0, 0, 191),  # blue
+    (0, 0, 0),  # black
+]
+
+
+def band_colours(rgb: np.ndarray) -> list[tuple[int, ...]]:
+    """The colour at the centre of each of the eight bands, on the middle row."""
+    h, w, _ = rgb.shape
+    return [tuple(int(v) for v in rgb[h // 2, (2 * k + 1) * w // 16]) for k in range(8)]
+
+
+def assert_colour_bars(frame: npu_zc.Frame) -> None:
+    codes = {"YUYV": cv2.COLOR_YUV2RGB_YUYV, "UYVY": cv2.COLOR_YUV2RGB_UYVY, "I420": cv2.COLOR_YUV2RGB_I420}
+    with frame.buffer.cpu_access("read"):
+        rgb = cv2.cvtColor(frame.array(), codes[frame.format])
+    got = band_colours(rgb)
+    for k, (g, want) in enumerate(zip(got, BARS_RGB)):
+        assert max(abs(a - b) for a, b in zip(g, want)) <= 6, f"band {k}: got {g}, want {want} (all: {got})"
+
+
+@pytest.fixture(autouse=True)
+def _collect() -> None:
+    # Frames go back to the driver when collected: count fds after a collection.
+    gc.collect()
+
+
+def test_missing_node_is_a_clear_error_and_leaks_nothing() -> None:
+    before = open_fds()
+    with pytest.raises(npu_zc.CameraNotFoundError, match="/dev/video-npu-zc-none") as e:
+        npu_zc.Camera("/dev/video-npu-zc-none")
+    assert isinstance(e.value, FileNotFoundError) and e.value.errno == 2
+    assert "cameras()" in str(e.value)
+    assert open_fds() == before
+
+
+def test_a_node_that_is_not_v4l2_is_refused() -> None:
+    before = open_fds()
+    with pytest.raises(npu_zc.NotACameraError, match="/dev/null is not a V4L2 device"):
+        npu_zc.Camera("/dev/null")
+    assert open_fds() == before
+
+
+def test_bad_arguments_are_refused_before_opening() -> None:
+    with pytest.raises(npu_zc.InvalidArgumentError, match="when_full"):
+        npu_zc.Camera("/dev/null", when_full="sometimes")
+    with pytest.raises(npu_zc.InvalidArgumentError, match="memory"):
+        npu_zc.Camera("/dev/null", memory="userptr")
+    with pytest.raises(npu_zc.InvalidArgumentError, match="timeout"):
+        npu_zc.Camera("/dev/null", timeout=-1)
+    with pytest.raises(npu_zc.CameraFormatError, match="pixel format"):
+        npu_zc.Camera("/dev/null", format="TOOLONG")
+
+
+@pytest.mark.kernel
+def test_cameras_lists_vivid_with_formats_and_sizes(vivid: dict[str, str]) -> None:
+    found = {c.path: c for c in npu_zc.cameras()}
+    assert vivid["single"] in found and vivid["multi"] in found
+    assert vivid["output"] not in found  # an output node is not a camera
+    single, multi = found[vivid["single"]], found[vivid["multi"]]
+    assert single.driver == "vivid" and not single.multiplanar and multi.multiplanar
+    formats = {f.fourcc: f for f in single.formats}
+    assert {"YUYV", "UYVY", "I420", "NV12"} <= set(formats)
+    assert (640, 480) in formats["YUYV"].sizes and (1920, 1080) in formats["YUYV"].sizes
+    lines = npu_zc.capture.describe_cameras()
+    assert any(line.startswith(vivid["single"]) for line in lines)
+
+
+def capture_and_check(cam: npu_zc.Camera, n: int = 3) -> list[int]:
+    sequences = []
+    for _ in range(n):
+        with cam.read() as frame:
+            assert frame.width == W and frame.height == H and frame.format == "YUYV"
+            assert frame.bytesperline == 2 * W and frame.bytesused == 2 * W * H
+            assert frame.buffer.is_dmabuf and frame.timestamp_ns > 0 and not frame.corrupt
+            assert_colour_bars(frame)
+            sequences.append(frame.sequence)
+    return sequences
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("api", ["single", "multi"])
+@pytest.mark.parametrize("heap", ["system", "udmabuf"])
+def test_dmabuf_capture_into_our_heap_buffers(vivid: dict[str, str], api: str, heap: str) -> None:
+    fds, maps = open_fds(), mapping_count()
+    with npu_zc.Camera(vivid[api], W, H, "YUYV", memory="dmabuf", heap=heap, buffers=3) as cam:
+        assert cam.memory == "dmabuf" and cam.multiplanar == (api == "multi")
+        assert cam.sizeimage == 2 * W * H
+        kinds = {b.kind for b in cam.buffers}
+        assert kinds == {"dma-heap:system" if heap == "system" else "udmabuf"}
+        assert all(b.size >= cam.sizeimage for b in cam.buffers)
+        sequences = capture_and_check(cam, 4)
+        assert sequences == sorted(sequences) and len(set(sequences)) == 4
+        assert cam.frames == 4 and cam.held == 0
+    assert cam.closed and cam.buffers == []
+    gc.collect()
+    assert open_fds() == fds and mapping_count() == maps
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("api", ["single", "multi"])
+def test_mmap_capture_exports_the_drivers_buffers(vivid: dict[str, str], api: str) -> None:
+    fds, maps = open_fds(), mapping_count()
+    with npu_zc.Camera(vivid[api], W, H, "YUYV", memory="mmap", buffers=3) as cam:
+        assert cam.memory == "mmap" and cam.heap == "v4l2:vivid"
+        assert all(b.is_dmabuf and b.kind == "v4l2:vivid" for b in cam.buffers)
+        sequences = capture_and_check(cam, 3)
+        assert sequences == sorted(sequences) and len(set(sequences)) == 3
+    gc.collect()
+    assert open_fds() == fds and mapping_count() == maps
+
+
+@pytest.mark.kernel
+def test_auto_memory_imports_from_a_heap_in_the_vm(vivid: dict[str, str]) -> None:
+    with npu_zc.Camera(vivid["single"], W, H) as cam:
+        assert cam.memory == "dmabuf" and cam.heap == "dma-heap:system"
+
+
+@pytest.mark.kernel
+def test_a_pool_is_imported_and_held_while_the_camera_runs(vivid: dict[str, str]) -> None:
+    pool = npu_zc.BufferPool(3, 2 * W * H, "system")
+    with npu_zc.Camera(vivid["single"], W, H, pool=pool) as cam:
+        assert pool.free_count == 0  # the camera holds every buffer of its pool
+        with cam.read() as frame:
+            assert any(frame.buffer is b for b in pool.buffers)
+            assert_colour_bars(frame)
+    assert pool.free_count == 3
+    pool.close()
+
+
+@pytest.mark.kernel
+def test_pool_buffers_smaller_than_sizeimage_are_refused(vivid: dict[str, str]) -> None:
+    pool = npu_zc.BufferPool(3, 4096, "system")
+    fds, maps = open_fds(), mapping_count()
+    with pytest.raises(npu_zc.CameraFormatError, match=r"4096 bytes.*needs 614400 bytes per frame \(sizeimage\)"):
+        npu_zc.Camera(vivid["single"], W, H, pool=pool)
+    assert pool.free_count == 3  # given back
+    assert open_fds() == fds and mapping_count() == maps
+    pool.close()
+
+
+@pytest.mark.kernel
+def test_a_node_that_is_not_a_capture_device_is_refused(vivid: dict[str, str]) -> None:
+    fds = open_fds()
+    with pytest.raises(npu_zc.NotACameraError, match="is not a video capture device"):
+        npu_zc.Camera(vivid["output"], W, H)
+    assert open_fds() == fds
+
+
+@pytest.mark.kernel
+def test_unsupported_format_and_size_list_what_is_supported(vivid: dict[str, str]) -> None:
+    fds, maps = open_fds(), mapping_count()
+    with pytest.raises(npu_zc.CameraFormatError, match=r"does not offer pixel format ABCD; it offers: YUYV, UYVY"):
+        npu_zc.Camera(vivid["single"], W, H, "ABCD")
+    with pytest.raises(npu_zc.CameraFormatError, match=r"cannot capture 641x480 in YUYV; supported sizes: .*640x480"):
+        npu_zc.Camera(vivid["single"], 641, 480, "YUYV")
+    assert open_fds() == fds and mapping_count() == maps
+
+
+@pytest.fixture
+def drops(vivid: dict[str, str]):  # type: ignore[no-untyped-def]
+    """Sets vivid's "Percentage of Dropped Buffers" on a camera; resets it after."""
+    cams: list[npu_zc.Camera] = []
+
+    def set_drops(cam: npu_zc.Camera, percent: int) -> None:
+        cam.set_control("Percentage of Dropped Buffers", percent)
+        cams.append(cam)
+
+    yield set_drops
+    for cam in cams:
+        if not cam.closed:
+            cam.set_control("Percentage of Dropped Buffers", 0)
+    with npu_zc.Camera(vivid["single"], W, H, memory="mmap", buffers=2) as c:
+        c.set_control("Percentage of Dropped Buffers", 0)
+
+
+@pytest.mark.kernel
+def test_no_frame_within_the_timeout_is_a_timeout_error(vivid: dict[str, str], drops) -> None:  # type: ignore[no-untyped-def]
+    fds = open_fds()
+    with npu_zc.Camera(vivid["single"], W, H, memory="mmap", buffers=2) as cam:
+        drops(cam, 100)  # vivid returns no buffer at all
+        t = time.monotonic()
+        with pytest.raises(npu_zc.CameraTimeoutError, match=r"no frame from /dev/video\d+ \(vivid\) within 0.300 s"):
+            cam.read(timeout=0.3)
+        assert 0.25 < time.monotonic() - t < 5
+        cam.set_control("Percentage of Dropped Buffers", 0)
+        assert cam.read(timeout=5).sequence >= 0  # streaming goes on
+    gc.collect()
+    assert open_fds() == fds
+
+
+@pytest.mark.kernel
+def test_dropped_frames_show_as_sequence_gaps(vivid: dict[str, str], drops) -> None:  # type: ignore[no-untyped-def]
+    with npu_zc.Camera(vivid["single"], W, H, memory="mmap", buffers=3) as cam:
+        drops(cam, 50)
+        gaps = 0
+        last = None
+        for _ in range(8):
+            with cam.read(timeout=10) as frame:
+                if last is not None:
+                    assert frame.dropped_before == frame.sequence - last - 1
+                gaps += frame.dropped_before
+                last = frame.sequence
+        assert cam.dropped == gaps > 0
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("api", ["single", "multi"])
+def test_holding_every_frame_with_wait_is_a_frames_held_error(vivid: dict[str, str], api: str) -> None:
+    with npu_zc.Camera(vivid[api], W, H, buffers=2, when_full="wait", timeout=0.3) as cam:
+        held = [cam.read(), cam.read()]
+        assert cam.held == 2
+        with pytest.raises(npu_zc.FramesHeldError, match="holds all 2 frames") as e:
+            cam.read()
+        assert isinstance(e.value, TimeoutError)
+        # A release from another thread lets a waiting read go on.
+        threading.Timer(0.1, held[0].release).start()
+        frame = cam.read(timeout=5)
+        assert frame.sequence > held[1].sequence
+
+
+@pytest.mark.kernel
+def test_holding_every_frame_with_drop_takes_the_oldest_back(vivid: dict[str, str]) -> None:
+    with npu_zc.Camera(vivid["single"], W, H, buffers=2, when_full="drop") as cam:
+        first, second = cam.read(), cam.read()
+        third = cam.read()  # the driver had nothing: the oldest held frame was taken back
+        assert not first.held and second.held and third.held
+        assert third.index == first.index and cam.reclaimed == 1
+        first.release()  # a no-op for a frame taken back
+        assert third.held
+
+
+@pytest.mark.kernel
+def test_close_with_frames_held_keeps_them_readable_and_leaks_nothing(vivid: dict[str, str]) -> None:
+    fds, maps = open_fds(), mapping_count()
+    cam = npu_zc.Camera(vivid["single"], W, H, buffers=3)
+    frame = cam.read()
+    view = frame.array()
+    with pytest.raises(npu_zc.BufferInUseError, match="numpy view"):
+        frame.release()  # the driver would overwrite what the view shows
+    before = view.copy()
+    cam.close()
+    assert cam.closed and not frame.held
+    assert np.array_equal(view, before)  # still mapped, no longer written
+    with pytest.raises(npu_zc.CameraClosedError):
+        cam.read()
+    assert list(cam) == []  # iterating a closed camera ends
+    del view, frame
+    gc.collect()
+    assert open_fds() == fds and mapping_count() == maps
+
+
+@pytest.mark.kernel
+def test_a_view_keeps_its_frame_from_the_driver(vivid: dict[str, str]) -> None:
+    with npu_zc.Camera(vivid["single"], W, H, buffers=2, timeout=0.3) as cam:
+        view = cam.read().array()  # the Frame object is gone; its view is not
+        assert cam.held == 1
+        del view
+        gc.collect()
+        assert cam.held == 0
+
+
+@pytest.mark.kernel
+def test_the_device_disappearing_mid_stream(vivid: dict[str, str]) -> None:
+    fds, maps = open_fds(), mapping_count()
+    cam = npu_zc.Camera(vivid["multi"], W, H, buffers=3)
+    cam.read().release()
+    cam.set_control("Disconnect", 1)  # vivid emulates a USB unplug
+    with pytest.raises(npu_zc.CameraDisconnectedError, match="the camera is gone") as e:
+        cam.read(timeout=2)
+    assert e.value.errno == 19  # ENODEV
+    with pytest.raises(npu_zc.CameraDisconnectedError):
+        cam.read(timeout=2)  # the failure sticks
+    cam.close()
+    gc.collect()
+    assert open_fds() == fds and mapping_count() == maps
+    # vivid reconnects once every file handle is closed.
+    with npu_zc.Camera(vivid["multi"], W, H) as again:
+        again.read().release()
+
+
+@pytest.mark.kernel
+def test_a_second_process_gets_a_busy_error(vivid: dict[str, str]) -> None:
+    child = (
+        "import npu_zc, sys\n"
+        "try:\n"
+        f"    npu_zc.Camera({vivid['single']!r}, {W}, {H})\n"
+        "except npu_zc.CameraBusyError as e:\n"
+        "    print('busy', e.errno, e); sys.exit(0)\n"
+        "sys.exit(3)\n"
+    )
+    with npu_zc.Camera(vivid["single"], W, H) as cam:
+        cam.read().release()
+        r = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "busy 16" in r.stdout and "another process" in r.stdout
+        cam.read().release()  # ours goes on
