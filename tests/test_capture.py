@@ -326,3 +326,133 @@ def test_a_second_process_gets_a_busy_error(vivid: dict[str, str]) -> None:
         assert r.returncode == 0, r.stdout + r.stderr
         assert "busy 16" in r.stdout and "another process" in r.stdout
         cam.read().release()  # ours goes on
+
+
+# --- the camera as a pipeline source (the model runs on OpenVINO's CPU plugin) ---
+
+
+@pytest.fixture(scope="module")
+def memcount_lib(tmp_path_factory: pytest.TempPathFactory) -> str:
+    import shutil
+
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        pytest.fail("no C compiler to build the memcpy counter")
+    here = __import__("pathlib").Path(__file__).parent / "memcount"
+    lib = tmp_path_factory.mktemp("memcount") / "libmemcount.so"
+    subprocess.run(
+        [gcc, "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-fno-builtin", "-fno-tree-loop-distribute-patterns",
+         "-o", str(lib), str(here / "memcount.c"), "-ldl"],
+        check=True,
+    )
+    return str(lib)
+
+
+@pytest.mark.kernel
+@pytest.mark.slow
+def test_camera_to_result_copies_no_frame_byte(vivid: dict[str, str], memcount_lib: str) -> None:
+    """vivid -> our heap buffers (or its own, exported) -> model input -> CPU plugin -> output -> top-5:
+    0 frame bytes copied from DQBUF to the result (a tiny model: see tests/memcount/tiny_model.py)."""
+    pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
+    import json
+    import os
+    from pathlib import Path
+
+    loop = Path(__file__).parent / "memcount" / "camera_loop.py"
+    env = dict(os.environ, LD_PRELOAD=memcount_lib, OMP_NUM_THREADS="1")
+    done = subprocess.run(
+        [sys.executable, str(loop), "--device", vivid["single"], "--frames", "2", "--memory", "dmabuf,mmap", "--heap", "system"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    for memory, r in results.items():
+        print(f"\n{memory}: {r['frame_bytes_per_frame']:.0f} frame bytes/frame copied, {r['bytes_per_frame']:.0f} bytes/frame "
+              f"in all ({r['calls_per_frame']:.0f} calls, largest {r['largest_copy']}), {r['ms_per_frame']:.0f} ms/frame")
+    assert results["dmabuf"]["heap"] == "dma-heap:system" and results["mmap"]["heap"] == "v4l2:vivid"
+    for r in results.values():
+        assert r["frame_bytes_per_frame"] == 0
+        assert r["largest_copy"] < 1024  # metadata only: a camera frame is 614400 bytes, the logits 4000
+        assert len(set(r["labels"])) == 1  # the same picture, the same answer
+
+
+@pytest.mark.kernel
+@pytest.mark.slow
+def test_a_pipeline_streams_from_a_camera(vivid: dict[str, str]) -> None:
+    pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
+    from npu_zc.pipeline.stream import run_stream
+    from npu_zc.runtime import CompileOptions
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent / "memcount"))
+    from tiny_model import colour_bar_classifier
+
+    options = CompileOptions(inference_precision="f32", num_threads=1)
+    model = colour_bar_classifier()  # EfficientNet-Lite0 takes about a minute a frame on the VM's emulated CPU
+    with npu_zc.Camera(vivid["multi"], W, H, "YUYV") as cam, npu_zc.Pipeline(model, "CPU", options=options) as p:
+        report = run_stream(p, cam, limit=2, progress=False)
+    assert report.frames == 2 and report.mode == "zero-copy"
+    assert set(report.stages) == {"capture", "preprocess", "infer", "postprocess"}
+    assert all(s.count == 2 for s in report.stages.values())
+    assert report.source == f"camera {vivid['multi']} (vivid, 640x480 YUYV, dmabuf dma-heap:system)"
+    sequences = [r.sequence for r in report.results]
+    assert sequences == sorted(sequences) and len(set(sequences)) == 2
+    assert len({r.prediction[0].index for r in report.results}) == 1
+
+
+# --- the command line ---
+
+
+def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    import os
+
+    from pathlib import Path
+
+    script = Path(sys.executable).parent / "npu-zc"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "npu_zc"]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_stream_camera_errors_are_one_line() -> None:
+    done = cli("stream", "--camera", "/dev/video-npu-zc-none", "--frames", "1")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "npu-zc: error: [Errno 2] cannot open camera /dev/video-npu-zc-none: No such file or directory "
+        "(no such device node: npu_zc.cameras() or `npu-zc info` lists the cameras here)"
+    ]
+    done = cli("stream", "-i", "clip.mp4", "--camera", "/dev/video0")
+    assert done.returncode == 2 and "not allowed with argument" in done.stderr
+    done = cli("stream", "-i", "clip.mp4", "--frames", "3")
+    assert done.returncode == 1 and "--frames counts camera frames" in done.stderr
+    done = cli("stream", "--camera", "/dev/video0", "--size", "640")
+    assert done.returncode == 2 and "is not WIDTHxHEIGHT" in done.stderr
+
+
+@pytest.mark.kernel
+@pytest.mark.slow
+def test_npu_zc_stream_from_a_camera(vivid: dict[str, str], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
+    import json
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent / "memcount"))
+    from tiny_model import colour_bar_classifier
+
+    model = tmp_path / "colour-bars.xml"
+    ov.save_model(colour_bar_classifier(), model)
+    done = cli("stream", "--camera", vivid["single"], "-m", str(model), "-d", "CPU", "--frames", "2", "--heap", "udmabuf", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["frames"] == 2 and report["mode"] == "zero-copy"
+    assert report["source"] == f"camera {vivid['single']} (vivid, 640x480 YUYV, dmabuf udmabuf)"
+    assert list(report["stages_ms"]) == ["capture", "preprocess", "infer", "postprocess"]
+    assert len(report["results"]) == 2
+
+
+@pytest.mark.kernel
+def test_info_lists_the_cameras(vivid: dict[str, str]) -> None:
+    from npu_zc.cli import info
+
+    cams = {c["path"]: c for c in info._cameras()}
+    assert cams[vivid["single"]]["driver"] == "vivid" and cams[vivid["multi"]]["multiplanar"]
+    yuyv = next(f for f in cams[vivid["single"]]["formats"] if f["fourcc"] == "YUYV")
+    assert [640, 480] in yuyv["sizes"]

@@ -19,7 +19,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -178,13 +178,22 @@ class Pipeline:
 
     def step(self, image: np.ndarray) -> tuple[Prediction, int, int, int]:
         """One frame: ``(prediction, preprocess ns, infer ns, postprocess ns)``."""
+        return self.step_with(lambda dst: self.preprocess(image, dst))
+
+    def step_with(
+        self, write_input: Callable[[np.ndarray], None], *, release: Callable[[], None] | None = None
+    ) -> tuple[Prediction, int, int, int]:
+        """One frame whose input ``write_input(dst)`` writes into the model input
+        (a camera frame, see :mod:`.camera`); ``release`` is called once it is written."""
         clock = time.perf_counter_ns
         started = clock()
         if self._sync_input is None:
-            self.preprocess(image, self.input)
+            write_input(self.input)
         else:
             with self._sync_input.cpu_access("write"):
-                self.preprocess(image, self.input)
+                write_input(self.input)
+        if release is not None:
+            release()
         preprocessed = clock()
         self.infer()
         inferred = clock()
