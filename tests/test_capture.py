@@ -10,6 +10,8 @@ magenta, red, blue, black, which must come out in RGB at 75% of 255.
 from __future__ import annotations
 
 import gc
+import os
+import re
 import subprocess
 import sys
 import threading
@@ -20,7 +22,7 @@ import numpy as np
 import pytest
 
 import npu_zc
-from conftest import mapping_count, open_fds
+from conftest import mapping_count, open_fds, vivid_nodes
 
 W, H = 640, 480
 BARS_RGB = [
@@ -209,10 +211,18 @@ def drops(vivid: dict[str, str]):  # type: ignore[no-untyped-def]
 def test_no_frame_within_the_timeout_is_a_timeout_error(vivid: dict[str, str], drops) -> None:  # type: ignore[no-untyped-def]
     fds = open_fds()
     with npu_zc.Camera(vivid["single"], W, H, memory="mmap", buffers=2) as cam:
-        drops(cam, 100)  # vivid returns no buffer at all
-        t = time.monotonic()
-        with pytest.raises(npu_zc.CameraTimeoutError, match=r"no frame from /dev/video\d+ \(vivid\) within 0.300 s"):
-            cam.read(timeout=0.3)
+        drops(cam, 100)  # from now on vivid returns no buffer at all
+        # Frames filled before the control took effect (at most one per buffer) still come out.
+        for _ in range(3):
+            t = time.monotonic()
+            try:
+                cam.read(timeout=0.3).release()
+            except npu_zc.CameraTimeoutError as e:
+                assert re.search(r"no frame from /dev/video\d+ \(vivid\) within 0.300 s while 2 buffer\(s\) were queued", str(e))
+                assert e.errno == 110 and isinstance(e, TimeoutError)
+                break
+        else:
+            pytest.fail("frames kept coming with vivid dropping 100% of its buffers")
         assert 0.25 < time.monotonic() - t < 5
         cam.set_control("Percentage of Dropped Buffers", 0)
         assert cam.read(timeout=5).sequence >= 0  # streaming goes on
@@ -311,6 +321,34 @@ def test_the_device_disappearing_mid_stream(vivid: dict[str, str]) -> None:
 
 
 @pytest.mark.kernel
+def test_the_driver_unbound_mid_stream(vivid: dict[str, str]) -> None:
+    """vivid's platform device (both instances) unbound through sysfs while streaming, then bound again."""
+    from pathlib import Path
+
+    driver = Path("/sys/bus/platform/drivers/vivid")
+    if not (driver / "vivid.0").exists() or not os.access(driver / "unbind", os.W_OK):
+        pytest.fail("vivid.0 cannot be unbound here (the test VM runs as root)")
+    fds, maps = open_fds(), mapping_count()
+    cam = npu_zc.Camera(vivid["multi"], W, H, buffers=3)
+    held = cam.read()
+    view = held.array()
+    try:
+        (driver / "unbind").write_text("vivid.0")
+        with pytest.raises(npu_zc.CameraDisconnectedError, match="the camera is gone"):
+            cam.read(timeout=2)
+        assert view.shape == (H, W, 2) and int(view[0, 0, 0]) >= 0  # still mapped
+    finally:
+        if not (driver / "vivid.0").exists():
+            (driver / "bind").write_text("vivid.0")
+    cam.close()
+    del view, held
+    gc.collect()
+    assert open_fds() == fds and mapping_count() == maps
+    with npu_zc.Camera(vivid_nodes()["vivid-001-vid-cap"], W, H) as again:  # new nodes after the rebind
+        again.read().release()
+
+
+@pytest.mark.kernel
 def test_a_second_process_gets_a_busy_error(vivid: dict[str, str]) -> None:
     child = (
         "import npu_zc, sys\n"
@@ -371,8 +409,12 @@ def test_camera_to_result_copies_no_frame_byte(vivid: dict[str, str], memcount_l
               f"in all ({r['calls_per_frame']:.0f} calls, largest {r['largest_copy']}), {r['ms_per_frame']:.0f} ms/frame")
     assert results["dmabuf"]["heap"] == "dma-heap:system" and results["mmap"]["heap"] == "v4l2:vivid"
     for r in results.values():
+        # No copy touches the camera's buffers, the preprocess's, or the model's input and output.
         assert r["frame_bytes_per_frame"] == 0
-        assert r["largest_copy"] < 1024  # metadata only: a camera frame is 614400 bytes, the logits 4000
+        # What is copied at all is OpenCV's resize shuffling its own row scratch (224 px x 3 x 4 bytes
+        # a row; it goes when the layout engine resizes in its one pass) and metadata; a camera frame
+        # is 614400 bytes, a row of it 1280.
+        assert r["largest_copy"] <= 224 * 3 * 4
         assert len(set(r["labels"])) == 1  # the same picture, the same answer
 
 

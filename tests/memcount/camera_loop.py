@@ -51,10 +51,15 @@ def measure(counter: Any, pipeline: npu_zc.Pipeline, device: str, fmt: str, memo
     preprocess = CameraPreprocessor(pipeline.spec, camera.width, camera.height, camera.format, heap=heap)
     watched = [v for v in (preprocess.bgr, preprocess._preprocess.resized) if v is not None]
     watched += [pipeline.input, *pipeline.outputs]
-    watched += [buf.map(writable=False) for buf in camera.buffers]  # the mapping frame.array() uses
     counter.memcount_unwatch_all()
     for view in watched:
         counter.memcount_watch(view.ctypes.data, view.nbytes)
+    for buf in camera.buffers:
+        # The read-only mapping frame.array() uses: made once per buffer and kept,
+        # so its address holds after this view is gone (a live view would keep frames held).
+        view = buf.map(writable=False)
+        counter.memcount_watch(view.ctypes.data, view.nbytes)
+        del view
     ms: list[float] = []
     labels: list[int] = []
     for i in range(frames + 1):  # 1 warm-up frame, then the steady state
