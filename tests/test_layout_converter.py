@@ -36,9 +36,10 @@ class Counts:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.core = self.checks = self.topk = self.topk_checks = 0
         self._wrap(monkeypatch, _core, "convert", "core")
-        self._wrap(monkeypatch, layout, "_source_arrays", "checks")
+        self._wrap(monkeypatch, layout.frames, "_source_arrays", "checks")
+        self._wrap(monkeypatch, layout.converter, "_source_arrays", "checks")
         self._wrap(monkeypatch, _core, "topk", "topk")
-        self._wrap(monkeypatch, layout, "_topk_source", "topk_checks")
+        self._wrap(monkeypatch, layout.results, "_topk_source", "topk_checks")
 
     def _wrap(self, monkeypatch: pytest.MonkeyPatch, module: Any, name: str, counter: str) -> None:
         real: Callable[..., Any] = getattr(module, name)

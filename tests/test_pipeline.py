@@ -186,7 +186,7 @@ def test_input_writer_checks_once_then_writes_what_layout_convert_writes(
     layout.convert(source, reference, "BGR", fmt, mean=spec.mean, scale=spec.scale)
     first: np.ndarray = np.zeros(shape, dtype)
     second: np.ndarray = np.zeros(shape, dtype)
-    checks = counted(monkeypatch, layout, "_source_arrays")
+    checks = counted(monkeypatch, layout.converter, "_source_arrays")
     writer(first)  # every check
     writer(second)  # straight to the core
     assert checks == [1]
@@ -216,7 +216,7 @@ def test_top_classes_fast_path_matches_layout_topk(monkeypatch: pytest.MonkeyPat
     labels = [str(i) for i in range(1000)]
     top = TopClasses(labels, 5)
     rng = np.random.default_rng(3)
-    checks = counted(monkeypatch, layout, "_topk_source")
+    checks = counted(monkeypatch, layout.results, "_topk_source")
     for i in range(20):
         scores = rng.standard_normal((1, 1000)).astype(np.float32)
         before = len(checks)

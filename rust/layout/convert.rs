@@ -10,7 +10,8 @@ use super::error::{bail, Result};
 use super::float::{f32_to_bf16, f32_to_f16};
 use super::format::{Channel, Element, Format};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
-use super::kernels::{self, Encoder, Nv12Row};
+use super::kernels;
+use super::plan::{build_luts, Encoder, Nv12Plan, Permutes, Plan};
 use super::simd::SimdLevel;
 
 /// How to convert. `mean` and `scale` are in the destination's channel order
@@ -54,54 +55,11 @@ pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Res
     let wanted = threads.min(out_bytes / MIN_BYTES_PER_THREAD).max(1);
     let bands = split_into_bands(src, dst, wanted);
     if bands.len() == 1 {
-        bands.into_iter().for_each(|band| plan.run(band));
+        bands.into_iter().for_each(|mut band| plan.run(band.src, &mut band.dst));
     } else {
-        bands.into_par_iter().for_each(|band| plan.run(band));
+        bands.into_par_iter().for_each(|mut band| plan.run(band.src, &mut band.dst));
     }
     Ok(())
-}
-
-/// Per destination channel, the destination value of each of the 256 u8 inputs.
-pub(crate) enum Luts {
-    U8(Box<[[u8; 256]; 3]>),
-    U16(Box<[[u16; 256]; 3]>),
-    F32(Box<[[f32; 256]; 3]>),
-}
-
-/// Everything a row kernel needs, fixed once per call.
-pub(crate) struct Plan {
-    /// Values per pixel of the rows the encoder reads (4 for decoded NV12).
-    pub src_channels: usize,
-    /// For destination channel k, its index within a source pixel.
-    pub map: [usize; 3],
-    /// Normalisation per destination channel. The fourth entry makes the pad
-    /// slot (read as 0) come out as the pad value: 0 * 1 + pad, (0 + pad) / 1.
-    pub mean: [f32; 4],
-    pub scale: [f32; 4],
-    pub inv_scale: [f32; 4],
-    /// `-mean / scale`, for kernels that compute `x * inv_scale + bias`.
-    pub bias: [f32; 4],
-    pub luts: Luts,
-    /// Bits of the pad value in the destination element (u8, f16/bf16 or f32).
-    pub pad: u32,
-    /// Byte permutations for kernels that gather with whole-register permutes.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub permutes: kernels::Permutes,
-    encoder: Encoder,
-    nv12: Option<Nv12Plan>,
-    /// Which kernels run, e.g. "avx512/bf16-native/fma" or "scalar/lut".
-    pub description: String,
-}
-
-#[derive(Clone, Copy)]
-struct Nv12Plan {
-    decode: Nv12Row,
-    /// Decode straight into u8 destination rows (no normalisation), else into
-    /// an RGBx row of scratch that the encoder then reads.
-    direct: bool,
-    /// Byte positions of R, G, B in the decoded pixel.
-    pos: [usize; 3],
-    pad: u8,
 }
 
 /// What makes two plans the same (floats by their bits).
@@ -178,7 +136,7 @@ impl Plan {
             bias: [0, 1, 2, 3].map(|k| if k < 3 { -mean[k] / scale[k] } else { pad_value }),
             luts,
             pad,
-            permutes: kernels::Permutes::new(src_channels, map),
+            permutes: Permutes::new(src_channels, map),
             encoder: kernels::scalar_encoder(element, dst.is_planar(), src_channels, dst.channels()),
             nv12: None,
             description: "scalar/lut".into(),
@@ -246,40 +204,6 @@ impl Plan {
         };
         run(reference) == run(candidate)
     }
-
-    fn run(&self, band: Band<'_>) {
-        let Band { src, mut dst } = band;
-        match src {
-            SourcePixels::Packed { rows, .. } => {
-                for r in 0..rows.count() {
-                    self.encode_row(rows.row(r), &mut dst, r);
-                }
-            }
-            SourcePixels::Nv12 { y, uv } => {
-                let nv12 = self.nv12.expect("an NV12 plan");
-                let mut scratch = if nv12.direct { Vec::new() } else { vec![0u8; y.row_bytes() * 4] };
-                for r in 0..y.count() {
-                    let out: &mut [u8] = if nv12.direct { dst[0].row_mut(r) } else { &mut scratch };
-                    // SAFETY: the decoder was picked for this CPU's level.
-                    unsafe { (nv12.decode)(y.row(r), uv.row(r / 2), out, nv12.pos, nv12.pad) };
-                    if !nv12.direct {
-                        self.encode_row(&scratch, &mut dst, r);
-                    }
-                }
-            }
-        }
-    }
-
-    fn encode_row(&self, src: &[u8], dst: &mut [RowsMut<'_>], r: usize) {
-        match (self.encoder, dst) {
-            // SAFETY: SIMD encoders are only chosen for a level this CPU supports
-            // (SimdLevel::resolve checked it), and every encoder bounds its
-            // accesses by the slices it is given.
-            (Encoder::Packed(f), [plane]) => unsafe { f(self, src, plane.row_mut(r)) },
-            (Encoder::Planar(f), [p0, p1, p2]) => unsafe { f(self, src, p0.row_mut(r), p1.row_mut(r), p2.row_mut(r)) },
-            _ => unreachable!("packed destinations have one plane, planar ones three"),
-        }
-    }
 }
 
 trait RgbPositions {
@@ -323,27 +247,6 @@ fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
         Element::F16 => f32_to_f16(pad) as u32,
         Element::F32 => pad.to_bits(),
     })
-}
-
-/// The reference arithmetic, in f32 as numpy does it: `(x - mean) / scale`,
-/// then rounded to the destination type (u8: half to even, saturated).
-fn build_luts(element: Element, mean: [f32; 3], scale: [f32; 3]) -> Luts {
-    let value = |k: usize, x: usize| (x as f32 - mean[k]) / scale[k];
-    fn table<T: Copy + Default>(f: impl Fn(usize, usize) -> T) -> Box<[[T; 256]; 3]> {
-        let mut t = Box::new([[T::default(); 256]; 3]);
-        for (k, row) in t.iter_mut().enumerate() {
-            for (x, v) in row.iter_mut().enumerate() {
-                *v = f(k, x);
-            }
-        }
-        t
-    }
-    match element {
-        Element::U8 => Luts::U8(table(|k, x| value(k, x).round_ties_even().clamp(0.0, 255.0) as u8)),
-        Element::Bf16 => Luts::U16(table(|k, x| f32_to_bf16(value(k, x)))),
-        Element::F16 => Luts::U16(table(|k, x| f32_to_f16(value(k, x)))),
-        Element::F32 => Luts::F32(table(value)),
-    }
 }
 
 /// A horizontal slice of the frame, converted by one thread.

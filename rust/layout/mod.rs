@@ -19,6 +19,7 @@ mod format;
 mod frame;
 mod kernels;
 mod output;
+mod plan;
 mod simd;
 
 pub use convert::{convert, describe, Options};

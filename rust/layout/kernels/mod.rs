@@ -2,7 +2,7 @@
 //! plane) out. The scalar kernels are the reference; SIMD kernels do the
 //! bulk of a row and hand the tail to the scalar ones.
 
-use super::convert::Plan;
+pub(crate) use super::plan::{Encoder, Kernel, Nv12Row, PackedRow, Plan};
 use super::format::Element;
 use super::simd::SimdLevel;
 
@@ -11,31 +11,6 @@ pub(crate) mod scalar;
 mod x86;
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod neon;
-
-/// A source row of pixels to one packed destination row.
-pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);
-/// A source row of pixels to one row of each of three planes.
-pub(crate) type PlanarRow = unsafe fn(&Plan, &[u8], &mut [u8], &mut [u8], &mut [u8]);
-/// A Y row and its UV row to 4-byte pixels (R, G, B at given positions, pad).
-pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], [usize; 3], u8);
-
-#[derive(Clone, Copy)]
-pub(crate) enum Encoder {
-    Packed(PackedRow),
-    Planar(PlanarRow),
-}
-
-/// An encoder and its name (`level/what/arithmetic`), for diagnostics and tests.
-///
-/// SIMD encoders compute `(x - mean) / scale` either as `x * (1 / scale) +
-/// (-mean / scale)` in one fused multiply-add ("fma": fast, not always
-/// exact) or with a true division ("div": IEEE-exact like the reference);
-/// a plan takes the first candidate that reproduces the reference.
-#[derive(Clone, Copy)]
-pub(crate) struct Kernel {
-    pub name: &'static str,
-    pub encoder: Encoder,
-}
 
 /// 16-bit float kinds of the packed kernels. BF16 rounds to nearest even;
 /// BF16_FAST rounds ties away from zero (fewer instructions), so a plan takes
@@ -62,44 +37,6 @@ pub(crate) fn affine<const ARITH: u8>(plan: &Plan) -> [[f32; 4]; 3] {
     match ARITH {
         FMA => [plan.bias, plan.inv_scale, plan.inv_scale],
         _ => [plan.mean, plan.scale, plan.inv_scale],
-    }
-}
-
-/// Byte permutations for one step of 16 source pixels of `channels` bytes
-/// (kernels with whole-register byte permutes, e.g. AVX-512 VBMI), built once
-/// per plan. Each entry is a byte index into the step's source bytes, or
-/// [`Permutes::zero`] for a byte that must be 0.
-pub(crate) struct Permutes {
-    /// 4-byte pixels in destination order: byte 4p+k <- pixel p, channel k.
-    pub packed_bytes: [u8; 64],
-    /// Quarter j, 32-bit lane 4p+k <- pixel 4j+p, channel k (the pad slot 0).
-    pub packed_lanes: [[u8; 64]; 4],
-    /// Channel k, 32-bit lane p <- pixel p, channel k (planar destinations).
-    pub planar_lanes: [[u8; 64]; 3],
-}
-
-impl Permutes {
-    /// The index of a zero byte: the last byte of a 64-byte window holding
-    /// fewer than 64 source bytes (a masked load zeroes the rest), else the
-    /// first byte of a second, zeroed register (two-source permutes).
-    pub(crate) fn zero(channels: usize) -> u8 {
-        if 16 * channels < 64 { 63 } else { 64 }
-    }
-
-    pub(crate) fn new(channels: usize, map: [usize; 3]) -> Permutes {
-        let zero = Self::zero(channels);
-        let from = |pixel: usize, k: usize| if k < 3 { (pixel * channels + map[k]) as u8 } else { zero };
-        let mut p = Permutes { packed_bytes: [zero; 64], packed_lanes: [[zero; 64]; 4], planar_lanes: [[zero; 64]; 3] };
-        for pixel in 0..16 {
-            for k in 0..4 {
-                p.packed_bytes[4 * pixel + k] = from(pixel, k);
-                p.packed_lanes[pixel / 4][4 * (4 * (pixel % 4) + k)] = from(pixel, k);
-            }
-            for k in 0..3 {
-                p.planar_lanes[k][4 * pixel] = from(pixel, k);
-            }
-        }
-        p
     }
 }
 

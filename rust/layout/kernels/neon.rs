@@ -13,7 +13,7 @@
 use std::arch::aarch64::*;
 use std::arch::asm;
 
-use super::super::convert::Plan;
+use super::super::plan::Plan;
 use super::super::float::{f16_to_f32, f32_to_f16};
 use super::super::format::Element;
 use super::scalar::{self, bt601};

@@ -1,7 +1,7 @@
 //! The portable kernels: table lookups, exact by construction (every table
 //! entry is the scalar reference value), and the tails of every SIMD kernel.
 
-use super::super::convert::{Luts, Plan};
+use super::super::plan::{Luts, Plan};
 
 /// A destination element: how to write it and where its tables live.
 pub(crate) trait Out: Copy {

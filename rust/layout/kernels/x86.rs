@@ -14,7 +14,7 @@
 
 use std::arch::x86_64::*;
 
-use super::super::convert::Plan;
+use super::super::plan::Plan;
 use super::super::format::Element;
 use super::super::simd::SimdLevel;
 use super::scalar::{self, bt601};

@@ -1,0 +1,173 @@
+//! The plan of one conversion: everything a row kernel needs, fixed once per
+//! call (the reference tables, the normalisation constants, the byte
+//! permutations, the kernels chosen), and the row loop that runs it.
+//!
+//! Arrows run one way: `convert` builds plans and picks kernels for them;
+//! the kernels read plans; this module knows neither.
+
+use super::float::{f32_to_bf16, f32_to_f16};
+use super::format::Element;
+use super::frame::{RowsMut, SourcePixels};
+
+/// A source row of pixels to one packed destination row.
+pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);
+/// A source row of pixels to one row of each of three planes.
+pub(crate) type PlanarRow = unsafe fn(&Plan, &[u8], &mut [u8], &mut [u8], &mut [u8]);
+/// A Y row and its UV row to 4-byte pixels (R, G, B at given positions, pad).
+pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], [usize; 3], u8);
+
+#[derive(Clone, Copy)]
+pub(crate) enum Encoder {
+    Packed(PackedRow),
+    Planar(PlanarRow),
+}
+
+/// An encoder and its name (`level/what/arithmetic`), for diagnostics and tests.
+///
+/// SIMD encoders compute `(x - mean) / scale` either as `x * (1 / scale) +
+/// (-mean / scale)` in one fused multiply-add ("fma": fast, not always
+/// exact) or with a true division ("div": IEEE-exact like the reference);
+/// a plan takes the first candidate that reproduces the reference.
+#[derive(Clone, Copy)]
+pub(crate) struct Kernel {
+    pub name: &'static str,
+    pub encoder: Encoder,
+}
+
+/// Per destination channel, the destination value of each of the 256 u8 inputs.
+pub(crate) enum Luts {
+    U8(Box<[[u8; 256]; 3]>),
+    U16(Box<[[u16; 256]; 3]>),
+    F32(Box<[[f32; 256]; 3]>),
+}
+
+/// Everything a row kernel needs, fixed once per call.
+pub(crate) struct Plan {
+    /// Values per pixel of the rows the encoder reads (4 for decoded NV12).
+    pub src_channels: usize,
+    /// For destination channel k, its index within a source pixel.
+    pub map: [usize; 3],
+    /// Normalisation per destination channel. The fourth entry makes the pad
+    /// slot (read as 0) come out as the pad value: 0 * 1 + pad, (0 + pad) / 1.
+    pub mean: [f32; 4],
+    pub scale: [f32; 4],
+    pub inv_scale: [f32; 4],
+    /// `-mean / scale`, for kernels that compute `x * inv_scale + bias`.
+    pub bias: [f32; 4],
+    pub luts: Luts,
+    /// Bits of the pad value in the destination element (u8, f16/bf16 or f32).
+    pub pad: u32,
+    /// Byte permutations for kernels that gather with whole-register permutes.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub permutes: Permutes,
+    pub(crate) encoder: Encoder,
+    pub(crate) nv12: Option<Nv12Plan>,
+    /// Which kernels run, e.g. "avx512/bf16-native/fma" or "scalar/lut".
+    pub description: String,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct Nv12Plan {
+    pub decode: Nv12Row,
+    /// Decode straight into u8 destination rows (no normalisation), else into
+    /// an RGBx row of scratch that the encoder then reads.
+    pub direct: bool,
+    /// Byte positions of R, G, B in the decoded pixel.
+    pub pos: [usize; 3],
+    pub pad: u8,
+}
+
+/// Byte permutations for one step of 16 source pixels of `channels` bytes
+/// (kernels with whole-register byte permutes, e.g. AVX-512 VBMI), built once
+/// per plan. Each entry is a byte index into the step's source bytes, or
+/// [`Permutes::zero`] for a byte that must be 0.
+pub(crate) struct Permutes {
+    /// 4-byte pixels in destination order: byte 4p+k <- pixel p, channel k.
+    pub packed_bytes: [u8; 64],
+    /// Quarter j, 32-bit lane 4p+k <- pixel 4j+p, channel k (the pad slot 0).
+    pub packed_lanes: [[u8; 64]; 4],
+    /// Channel k, 32-bit lane p <- pixel p, channel k (planar destinations).
+    pub planar_lanes: [[u8; 64]; 3],
+}
+
+impl Permutes {
+    /// The index of a zero byte: the last byte of a 64-byte window holding
+    /// fewer than 64 source bytes (a masked load zeroes the rest), else the
+    /// first byte of a second, zeroed register (two-source permutes).
+    pub(crate) fn zero(channels: usize) -> u8 {
+        if 16 * channels < 64 { 63 } else { 64 }
+    }
+
+    pub(crate) fn new(channels: usize, map: [usize; 3]) -> Permutes {
+        let zero = Self::zero(channels);
+        let from = |pixel: usize, k: usize| if k < 3 { (pixel * channels + map[k]) as u8 } else { zero };
+        let mut p = Permutes { packed_bytes: [zero; 64], packed_lanes: [[zero; 64]; 4], planar_lanes: [[zero; 64]; 3] };
+        for pixel in 0..16 {
+            for k in 0..4 {
+                p.packed_bytes[4 * pixel + k] = from(pixel, k);
+                p.packed_lanes[pixel / 4][4 * (4 * (pixel % 4) + k)] = from(pixel, k);
+            }
+            for k in 0..3 {
+                p.planar_lanes[k][4 * pixel] = from(pixel, k);
+            }
+        }
+        p
+    }
+}
+
+/// The reference arithmetic, in f32 as numpy does it: `(x - mean) / scale`,
+/// then rounded to the destination type (u8: half to even, saturated).
+pub(crate) fn build_luts(element: Element, mean: [f32; 3], scale: [f32; 3]) -> Luts {
+    let value = |k: usize, x: usize| (x as f32 - mean[k]) / scale[k];
+    fn table<T: Copy + Default>(f: impl Fn(usize, usize) -> T) -> Box<[[T; 256]; 3]> {
+        let mut t = Box::new([[T::default(); 256]; 3]);
+        for (k, row) in t.iter_mut().enumerate() {
+            for (x, v) in row.iter_mut().enumerate() {
+                *v = f(k, x);
+            }
+        }
+        t
+    }
+    match element {
+        Element::U8 => Luts::U8(table(|k, x| value(k, x).round_ties_even().clamp(0.0, 255.0) as u8)),
+        Element::Bf16 => Luts::U16(table(|k, x| f32_to_bf16(value(k, x)))),
+        Element::F16 => Luts::U16(table(|k, x| f32_to_f16(value(k, x)))),
+        Element::F32 => Luts::F32(table(value)),
+    }
+}
+
+impl Plan {
+    /// Converts the rows of `src` into the rows of `dst` (one plane, or three).
+    pub(crate) fn run(&self, src: SourcePixels<'_>, dst: &mut [RowsMut<'_>]) {
+        match src {
+            SourcePixels::Packed { rows, .. } => {
+                for r in 0..rows.count() {
+                    self.encode_row(rows.row(r), dst, r);
+                }
+            }
+            SourcePixels::Nv12 { y, uv } => {
+                let nv12 = self.nv12.expect("an NV12 plan");
+                let mut scratch = if nv12.direct { Vec::new() } else { vec![0u8; y.row_bytes() * 4] };
+                for r in 0..y.count() {
+                    let out: &mut [u8] = if nv12.direct { dst[0].row_mut(r) } else { &mut scratch };
+                    // SAFETY: the decoder was picked for this CPU's level.
+                    unsafe { (nv12.decode)(y.row(r), uv.row(r / 2), out, nv12.pos, nv12.pad) };
+                    if !nv12.direct {
+                        self.encode_row(&scratch, dst, r);
+                    }
+                }
+            }
+        }
+    }
+
+    fn encode_row(&self, src: &[u8], dst: &mut [RowsMut<'_>], r: usize) {
+        match (self.encoder, dst) {
+            // SAFETY: SIMD encoders are only chosen for a level this CPU supports
+            // (SimdLevel::resolve checked it), and every encoder bounds its
+            // accesses by the slices it is given.
+            (Encoder::Packed(f), [plane]) => unsafe { f(self, src, plane.row_mut(r)) },
+            (Encoder::Planar(f), [p0, p1, p2]) => unsafe { f(self, src, p0.row_mut(r), p1.row_mut(r), p2.row_mut(r)) },
+            _ => unreachable!("packed destinations have one plane, planar ones three"),
+        }
+    }
+}
