@@ -82,8 +82,8 @@ impl FrameSizes {
             FrameSizes::Stepwise { min, max, step } => {
                 (min.0..=max.0).contains(&w)
                     && (min.1..=max.1).contains(&h)
-                    && (w - min.0) % step.0.max(1) == 0
-                    && (h - min.1) % step.1.max(1) == 0
+                    && (w - min.0).is_multiple_of(step.0.max(1))
+                    && (h - min.1).is_multiple_of(step.1.max(1))
             }
             FrameSizes::Unknown => true,
         }

@@ -316,7 +316,9 @@ const QUERYCTRL: Opcode = opcode::read_write::<QueryCtrl>(b'V', 36);
 const ENUM_FRAMESIZES: Opcode = opcode::read_write::<FrmSizeEnum>(b'V', 74);
 
 // The numbers the kernel header defines (generic ioctl encoding: x86_64 and aarch64).
+// (`Opcode` is u32 on some targets and c_ulong on others: hence the casts.)
 #[cfg(target_pointer_width = "64")]
+#[allow(clippy::unnecessary_cast)]
 const _: () = {
     assert!(QUERYCAP as u32 == 0x8068_5600);
     assert!(ENUM_FMT as u32 == 0xc040_5602);

@@ -581,6 +581,8 @@ impl PyFrame {
     }
 }
 
+type Size = (u32, u32);
+
 /// One pixel format of a camera, with its sizes.
 #[pyclass(frozen, get_all, name = "CameraFormat", module = "npu_zc._core")]
 pub struct PyCameraFormat {
@@ -590,7 +592,7 @@ pub struct PyCameraFormat {
     /// The discrete sizes; for a range, its smallest and largest size.
     sizes: Vec<(u32, u32)>,
     /// (min, max, step) when the sizes are a range, else None.
-    size_range: Option<((u32, u32), (u32, u32), (u32, u32))>,
+    size_range: Option<(Size, Size, Size)>,
 }
 
 #[pymethods]
