@@ -144,6 +144,40 @@ def test_mmap_capture_exports_the_drivers_buffers(vivid: dict[str, str], api: st
 
 
 @pytest.mark.kernel
+@pytest.mark.parametrize("fmt", ["UYVY", "I420"])
+def test_other_camera_formats(vivid: dict[str, str], fmt: str) -> None:
+    with npu_zc.Camera(vivid["single"], W, H, fmt, buffers=2) as cam:
+        assert cam.format == fmt
+        assert cam.sizeimage == (2 * W * H if fmt == "UYVY" else W * H * 3 // 2)
+        with cam.read() as frame:
+            assert frame.array().shape == ((H, W, 2) if fmt == "UYVY" else (H * 3 // 2, W))
+            assert_colour_bars(frame)
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("fmt", ["YUYV", "UYVY", "I420"])
+def test_a_frame_of_the_models_size_goes_into_the_input_in_one_pass(vivid: dict[str, str], fmt: str) -> None:
+    """No resize needed: the layout engine writes the model input straight from the driver's buffer."""
+    from npu_zc.pipeline.camera import CameraPreprocessor
+    from npu_zc.pipeline.preprocess import PreprocessSpec
+
+    spec = PreprocessSpec("RGBx", (1, H, W, 4), H, W, fit="stretch")
+    code = {"YUYV": cv2.COLOR_YUV2RGB_YUYV, "UYVY": cv2.COLOR_YUV2RGB_UYVY, "I420": cv2.COLOR_YUV2RGB_I420}[fmt]
+    dst = np.full(spec.shape, 7, np.uint8)
+    with npu_zc.Camera(vivid["single"], W, H, fmt, buffers=2) as cam:
+        pre = CameraPreprocessor(spec, W, H, fmt)
+        assert pre._one_pass is not None and pre.bgr is None
+        with cam.read() as frame:
+            pre(frame, dst)
+            with frame.buffer.cpu_access("read"):
+                want = cv2.cvtColor(frame.array(), code)
+        pre.close()
+    assert np.array_equal(dst[0, :, :, :3], want) and (dst[0, :, :, 3] == 0).all()
+    got = band_colours(dst[0, :, :, :3])
+    assert all(max(abs(a - b) for a, b in zip(g, w)) <= 6 for g, w in zip(got, BARS_RGB)), got
+
+
+@pytest.mark.kernel
 def test_auto_memory_imports_from_a_heap_in_the_vm(vivid: dict[str, str]) -> None:
     with npu_zc.Camera(vivid["single"], W, H) as cam:
         assert cam.memory == "dmabuf" and cam.heap == "dma-heap:system"

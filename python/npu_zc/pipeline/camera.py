@@ -23,7 +23,7 @@ from ..capture import Camera, Frame
 from ..errors import CameraFormatError
 from .image import opencv
 from .pipeline import Pipeline
-from .preprocess import PreprocessSpec, Preprocessor
+from .preprocess import PreprocessSpec, Preprocessor, _three
 from .stream import FrameResult, StreamReport, progress_bar
 from .timing import Timings
 
@@ -51,7 +51,9 @@ _V4L2_TO_LAYOUT = {"BGR3": "BGR", "RGB3": "RGB", "GREY": "GRAY"}
 class CameraPreprocessor:
     """A camera frame (in its driver-written buffer) into the model's input buffer.
 
-    The frame is read in place. A BGR24 frame goes straight to the ordinary
+    The frame is read in place. When the model sees the whole frame at the
+    camera's size, the layout engine converts it into the model input in one
+    pass. Otherwise a BGR24 frame goes straight to the ordinary
     :class:`Preprocessor` (resize, then the model's layout); other formats are
     first converted to BGR at the camera's size into a buffer allocated once,
     by the layout engine where it knows the format, else by OpenCV. Nothing is
@@ -65,11 +67,20 @@ class CameraPreprocessor:
         self.width, self.height = width, height
         self._preprocess = Preprocessor(spec, heap=heap)
         self._direct = fmt == "BGR3"
-        self._buffer = None if self._direct else alloc(height * width * 3, heap)
+        engine_name = _V4L2_TO_LAYOUT.get(fmt, fmt)
+        # One pass, from the driver's buffer straight into the model input, when the
+        # model sees the whole frame at the camera's size: no resize, no BGR in between.
+        whole = spec.region(height, width) == (slice(0, height), slice(0, width))
+        self._one_pass: Any = None
+        if whole and (spec.width, spec.height) == (width, height) and engine_name in layout.SOURCE_FORMATS:
+            self._one_pass = layout.Converter(
+                engine_name, spec.format, width, height, mean=_three(spec.mean), scale=_three(spec.scale), threads=1
+            )
+            self._direct = False
+        self._buffer = None if (self._direct or self._one_pass is not None) else alloc(height * width * 3, heap)
         self.bgr: np.ndarray | None = None if self._buffer is None else self._buffer.map("uint8", (height, width, 3))
         self._convert: Callable[[np.ndarray], object] = lambda src: None
-        engine_name = _V4L2_TO_LAYOUT.get(fmt, fmt)
-        if self._direct:
+        if self._direct or self._one_pass is not None:
             pass
         elif engine_name in set(layout.SOURCE_FORMATS) - {"BGR"}:
             converter, bgr = layout.Converter(engine_name, "BGR", width, height, threads=1), self.bgr
@@ -86,6 +97,9 @@ class CameraPreprocessor:
     def __call__(self, frame: Frame, dst: np.ndarray) -> None:
         src = frame.array()
         with frame.buffer.cpu_access("read"):
+            if self._one_pass is not None:
+                self._one_pass(src, dst)
+                return
             if self._direct:
                 self._preprocess(src, dst)
             else:
