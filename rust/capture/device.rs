@@ -191,7 +191,8 @@ impl Device {
             },
         )?;
         let cap = sys::querycap(fd.as_fd()).map_err(|e| match e {
-            Errno::NOTTY | Errno::INVAL => Error::os(
+            // ENOSYS: what qemu-user answers for an ioctl it does not know.
+            Errno::NOTTY | Errno::INVAL | Errno::NOSYS => Error::os(
                 e,
                 Some(ErrorKind::NotACamera),
                 format_args!("{shown} is not a V4L2 device (VIDIOC_QUERYCAP failed)"),
