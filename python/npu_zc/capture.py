@@ -19,6 +19,10 @@ Memory (``memory=``):
 * ``"auto"`` (default): ``dmabuf`` where a dma-heap or udmabuf is usable,
   ``mmap`` otherwise (or when the driver refuses to import the buffers).
 
+CPU reads of a frame belong inside ``frame.buffer.cpu_access("read")`` (the
+DMA-BUF sync bracket: a no-op on coherent machines, cache maintenance on the
+others); the pipeline's camera preprocess does so.
+
 Frames and the driver: a frame's buffer is the application's until the frame is
 released (``frame.release()``, ``with frame:``, or when the frame and every
 view of it are gone); the driver cannot write it meanwhile. A view made by

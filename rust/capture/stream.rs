@@ -234,10 +234,15 @@ impl Stream {
             st.slots = vec![Slot::Idle; st.buffers.len()];
             for index in 0..st.buffers.len() {
                 stream.queue(&dev, index, &st).map_err(|e| match (memory, e.errno) {
-                    (Memory::DmaBuf, Some(22)) => e.hint(format_args!(
-                        "the driver could not import {} buffer {index}; try another heap or memory=\"mmap\"",
-                        st.buffers[index].kind()
-                    )),
+                    // EINVAL at QBUF of an import: the driver cannot use this memory
+                    // (e.g. a contiguous-memory driver and a scattered heap).
+                    (Memory::DmaBuf, Some(22)) => Error {
+                        kind: ErrorKind::Unsupported,
+                        ..e.hint(format_args!(
+                            "the driver could not import {} buffer {index}; try another heap or memory=\"mmap\"",
+                            st.buffers[index].kind()
+                        ))
+                    },
                     _ => e,
                 })?;
                 st.slots[index] = Slot::Queued;
