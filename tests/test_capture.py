@@ -183,6 +183,28 @@ def test_auto_memory_imports_from_a_heap_in_the_vm(vivid: dict[str, str]) -> Non
         assert cam.memory == "dmabuf" and cam.heap == "dma-heap:system"
 
 
+def inject_qbuf_error(node: str) -> None:
+    """Presses vivid's "Inject VIDIOC_QBUF Error": the device's next QBUF fails with EINVAL."""
+    with npu_zc.Camera(node, W, H, memory="mmap", buffers=2) as cam:
+        cam.set_control("Inject VIDIOC_QBUF Error", 1)
+
+
+@pytest.mark.kernel
+def test_an_import_the_driver_refuses(vivid: dict[str, str]) -> None:
+    fds, maps = open_fds(), mapping_count()
+    inject_qbuf_error(vivid["single"])
+    with pytest.raises(npu_zc.CameraFormatError, match=r"could not import dma-heap:system buffer 0.*memory=\"mmap\""):
+        npu_zc.Camera(vivid["single"], W, H, memory="dmabuf", heap="system")
+    gc.collect()
+    assert open_fds() == fds and mapping_count() == maps
+    # memory="auto" takes the driver's own buffers instead.
+    inject_qbuf_error(vivid["single"])
+    with npu_zc.Camera(vivid["single"], W, H) as cam:
+        assert cam.memory == "mmap" and cam.heap == "v4l2:vivid"
+        with cam.read() as frame:
+            assert_colour_bars(frame)
+
+
 @pytest.mark.kernel
 def test_a_pool_is_imported_and_held_while_the_camera_runs(vivid: dict[str, str]) -> None:
     pool = npu_zc.BufferPool(3, 2 * W * H, "system")
