@@ -1,7 +1,7 @@
 """Shared fixtures.
 
-Real-kernel tests (marked ``kernel``) need /dev/dma_heap/system and
-/dev/udmabuf. Inside the test VM (scripts/vm-run.sh sets NPU_ZC_IN_VM=1) a
+Real-kernel tests (marked ``kernel``) need /dev/dma_heap/system,
+/dev/udmabuf and, for fences and device attachment, vgem. Inside the test VM (scripts/vm-run.sh sets NPU_ZC_IN_VM=1) a
 missing device is a failure; anywhere else those tests skip and say why.
 """
 
@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterator
 
 import pytest
+
+import vgem as vgem_driver
 
 IN_VM = os.environ.get("NPU_ZC_IN_VM") == "1"
 SYSTEM_HEAP = Path("/dev/dma_heap/system")
@@ -35,6 +38,19 @@ def system_heap() -> str:
 def udmabuf() -> str:
     _require(UDMABUF, "udmabuf (CONFIG_UDMABUF)")
     return "udmabuf"
+
+
+@pytest.fixture
+def vgem() -> Iterator[vgem_driver.Vgem]:
+    """An open vgem device (the kernel's virtual GEM device: PRIME import/export, fences)."""
+    node = vgem_driver.find_card()
+    if node is None:
+        what = "no /dev/dri/card* whose driver is vgem"
+        if IN_VM:
+            pytest.fail(f"{what} inside the test VM: the kernel must provide vgem (CONFIG_DRM_VGEM, loaded by vm-run.sh)")
+        pytest.skip(f"{what} on this kernel: fence and attachment tests run inside the VM (scripts/vm-run.sh)")
+    with vgem_driver.Vgem(node) as device:
+        yield device
 
 
 @pytest.fixture(params=["memfd", "system", "udmabuf"])

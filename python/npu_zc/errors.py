@@ -70,6 +70,13 @@ class PoolExhaustedError(_OSErrorMixin, TimeoutError):
     _default_errno = _errno.ETIMEDOUT
 
 
+class FenceTimeoutError(_OSErrorMixin, TimeoutError):
+    """A device's fence on a DMA-BUF did not signal within the time allowed:
+    the device (NPU, camera, GPU) is still writing or reading the buffer."""
+
+    _default_errno = _errno.ETIMEDOUT
+
+
 class PeerError(_OSErrorMixin, ConnectionError):
     """The other process closed the connection or sent something unexpected."""
 
@@ -150,6 +157,7 @@ __all__ = [
     "BufferInUseError",
     "BufferClosedError",
     "PoolExhaustedError",
+    "FenceTimeoutError",
     "PeerError",
     "DeviceNotFoundError",
     "ModelError",

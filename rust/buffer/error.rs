@@ -19,6 +19,8 @@ pub enum ErrorKind {
     Busy,
     /// A pool had no free buffer within the time allowed (TimeoutError).
     Timeout,
+    /// A device's fence on a DMA-BUF did not signal within the time allowed (TimeoutError).
+    FenceTimeout,
     /// The buffer was closed already.
     Closed,
     /// The peer closed the connection, or sent something that is not ours.

@@ -2,12 +2,14 @@
 //!
 //! * [`heap`]: allocation from dma-buf heaps, udmabuf and memfd, and `auto`.
 //! * [`DmaBuf`]: an owned buffer fd; import, export, map, CPU-access sync.
+//! * `fence`: waiting for the fences a device attached to a DMA-BUF (poll).
 //! * [`Mapping`]: an mmap of a buffer, unmapped on drop.
 //! * [`transfer`]: fds and metadata between processes over a Unix socket.
 //! * [`BufferPool`]: a ring of buffers that are never handed out while in flight.
 
 mod dmabuf;
 mod error;
+mod fence;
 pub mod heap;
 mod mapping;
 mod pool;

@@ -18,6 +18,7 @@ use pyo3::types::{IntoPyDict, PyBytes, PyList, PyTuple};
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd};
 
 use super::errors::{error, invalid, IntoPyResult};
+use super::fence;
 use crate::buffer::{self, Access, DmaBuf, ErrorKind, HeapSpec, Mapping, SyncMode, Wait};
 
 /// Decrements the owning buffer's view count when the last array is gone.
@@ -251,11 +252,34 @@ impl PyDmaBuf {
     }
 
     /// A CPU-access bracket (DMA_BUF_IOCTL_SYNC start on enter, end on exit).
-    #[pyo3(signature = (mode = "rw"))]
-    fn cpu_access(slf: &Bound<'_, Self>, mode: &str) -> PyResult<PyCpuAccess> {
+    /// With a timeout, entering first waits for the buffer's fences (see wait)
+    /// and raises FenceTimeoutError instead of blocking in the kernel.
+    #[pyo3(signature = (mode = "rw", *, timeout = None))]
+    fn cpu_access(slf: &Bound<'_, Self>, mode: &str, timeout: Option<f64>) -> PyResult<PyCpuAccess> {
         let mode = SyncMode::parse(mode).py_err()?;
+        let timeout = fence::timeout_arg(timeout)?;
         slf.get().buf()?;
-        Ok(PyCpuAccess { buffer: slf.clone().unbind(), mode, active: AtomicBool::new(false) })
+        Ok(PyCpuAccess { buffer: slf.clone().unbind(), mode, timeout, active: AtomicBool::new(false) })
+    }
+
+    /// Waits until a device's fences allow CPU access in `mode`: "read" waits
+    /// for writers, "write"/"rw" for every reader and writer. timeout=None
+    /// waits as long as they take; FenceTimeoutError when they are late.
+    /// Returns at once for memory that is not a DMA-BUF (no fences exist).
+    #[pyo3(signature = (mode = "read", timeout = None))]
+    fn wait(&self, py: Python<'_>, mode: &str, timeout: Option<f64>) -> PyResult<()> {
+        let mode = fence::mode_arg(mode)?;
+        let timeout = fence::timeout_arg(timeout)?;
+        let buf = self.buf()?;
+        fence::wait(py, &buf, mode, timeout)
+    }
+
+    /// The fences that `mode` access would wait for, as a sync_file fd the
+    /// caller owns (closes): readable once they have signalled. Linux 6.0+.
+    #[pyo3(signature = (mode = "read"))]
+    fn export_sync_file(&self, mode: &str) -> PyResult<i32> {
+        let mode = fence::mode_arg(mode)?;
+        Ok(self.buf()?.export_sync_file(mode).py_err()?.into_raw_fd())
     }
 
     /// A new fd for the same memory, with CLOEXEC; the caller owns (closes) it.
@@ -363,6 +387,8 @@ impl PyDmaBuf {
 pub struct PyCpuAccess {
     buffer: Py<PyDmaBuf>,
     mode: SyncMode,
+    /// Wait this long for fences before the sync start (None: the kernel waits).
+    timeout: Option<Duration>,
     active: AtomicBool,
 }
 
@@ -372,6 +398,10 @@ impl PyCpuAccess {
         let this = slf.get();
         if this.active.load(Ordering::SeqCst) {
             return Err(error(ErrorKind::Busy, "this cpu_access bracket is already entered"));
+        }
+        if this.timeout.is_some() && this.buffer.get().is_dmabuf {
+            let buf = this.buffer.get().buf()?;
+            fence::wait(slf.py(), &buf, this.mode, this.timeout)?;
         }
         this.buffer.get().sync(this.mode, true, slf.py())?;
         this.active.store(true, Ordering::SeqCst);

@@ -16,6 +16,7 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::InvalidInput => "InvalidArgumentError",
         ErrorKind::Busy => "BufferInUseError",
         ErrorKind::Timeout => "PoolExhaustedError",
+        ErrorKind::FenceTimeout => "FenceTimeoutError",
         ErrorKind::Closed => "BufferClosedError",
         ErrorKind::Protocol => "PeerError",
         ErrorKind::Os => "BufferOSError",

@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 mod buffer;
 mod capture;
 mod errors;
+mod fence;
 mod layout;
 
 #[pymodule]

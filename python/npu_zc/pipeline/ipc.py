@@ -38,7 +38,7 @@ import time
 from typing import Any, Callable
 
 from ..errors import Error, InvalidArgumentError, PeerError
-from .pipeline import Pipeline
+from .pipeline import FENCE_TIMEOUT_S, Pipeline
 from .preprocess import PreprocessSpec
 from .stream import STREAM_STAGES, FrameResult, StreamReport, progress_bar
 from .timing import Timings
@@ -139,7 +139,7 @@ class _Consumer:
             started = time.perf_counter_ns()
             with contextlib.ExitStack() as access:
                 for out in self.outputs[slot]:
-                    access.enter_context(out.cpu_access("read"))
+                    access.enter_context(out.cpu_access("read", timeout=FENCE_TIMEOUT_S))
                 prediction = pipeline.postprocess([request.output_array(i) for i in range(len(self.outputs[slot]))])
             timings.add("postprocess", time.perf_counter_ns() - started)
             self._send({"kind": "done", "slot": slot})

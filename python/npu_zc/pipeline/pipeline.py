@@ -31,6 +31,11 @@ from .timing import StageStats, Timings
 
 DEFAULT_MODEL = "efficientnet-lite0"
 
+# How long a CPU-access bracket waits for a device's fences on a DMA-BUF (a device still
+# writing an output, still reading an input) before FenceTimeoutError instead of a hang.
+# Devices that attach no fences (OpenVINO's CPU plugin, memfd memory) never make it wait.
+FENCE_TIMEOUT_S = 5.0
+
 
 @dataclass(frozen=True)
 class RunReport:
@@ -153,7 +158,8 @@ class Pipeline:
             self.outputs = [np.zeros(spec.shape, spec.dtype) for spec in out_specs]
             self.buffer_kind = "ordinary memory"
         # DMA_BUF_IOCTL_SYNC brackets around CPU access, so that a device and the CPU see each
-        # other's writes; memfd memory (no DMA-BUF) needs none.
+        # other's writes, after waiting (FENCE_TIMEOUT_S at most) for the fences of a device still
+        # using the buffer; memfd memory (no DMA-BUF) needs neither.
         self._sync_input: Any = self._buffers[0] if self._buffers and self._buffers[0].is_dmabuf else None
         self._sync_outputs: list[Any] = [buf for buf in self._buffers[1:] if buf.is_dmabuf]
 
@@ -190,7 +196,7 @@ class Pipeline:
         if self._sync_input is None:
             write_input(self.input)
         else:
-            with self._sync_input.cpu_access("write"):
+            with self._sync_input.cpu_access("write", timeout=FENCE_TIMEOUT_S):
                 write_input(self.input)
         if release is not None:
             release()
@@ -202,7 +208,7 @@ class Pipeline:
         else:
             with contextlib.ExitStack() as stack:
                 for buf in self._sync_outputs:
-                    stack.enter_context(buf.cpu_access("read"))
+                    stack.enter_context(buf.cpu_access("read", timeout=FENCE_TIMEOUT_S))
                 prediction = self.postprocess(self.outputs)
         done = clock()
         return prediction, preprocessed - started, inferred - preprocessed, done - inferred

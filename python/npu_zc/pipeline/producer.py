@@ -16,6 +16,7 @@ from typing import Any, Sequence
 from ..buffers import BufferPool, recv_buffers, send_buffers
 from ..errors import Error, PeerError, PoolExhaustedError
 from .image import FrameSource
+from .pipeline import FENCE_TIMEOUT_S
 from .preprocess import PreprocessSpec, Preprocessor
 from .stream import timed_frames
 from .timing import Timings
@@ -51,7 +52,7 @@ def produce(sock: socket.socket) -> int:
     for sequence, name, image, decode_ns in timed_frames(source, Timings()):
         slot = _acquire(pool, consumer_gone)
         started = time.perf_counter_ns()
-        with slot.buffer.cpu_access("write"):
+        with slot.buffer.cpu_access("write", timeout=FENCE_TIMEOUT_S):
             preprocess(image, views[slot.index])
         preprocess_ns = time.perf_counter_ns() - started
         slot.submit()  # in flight until the consumer says done

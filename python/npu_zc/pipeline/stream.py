@@ -19,7 +19,7 @@ import numpy as np
 from ..capture import Camera
 from ..errors import PoolExhaustedError
 from .image import FrameSource
-from .pipeline import Pipeline
+from .pipeline import FENCE_TIMEOUT_S, Pipeline
 from .postprocess import Prediction
 from .timing import StageStats, Timings
 
@@ -184,7 +184,7 @@ def _zero_copy(
             started = time.perf_counter_ns()
             with result, contextlib.ExitStack() as access:  # the output buffers go back to the pool once read
                 for buf in result.output_buffers:
-                    access.enter_context(buf.cpu_access("read"))
+                    access.enter_context(buf.cpu_access("read", timeout=FENCE_TIMEOUT_S))
                 prediction = pipeline.postprocess(result.outputs)
             timings.add("postprocess", time.perf_counter_ns() - started)
             timings.add("infer", int(result.latency_ms * 1e6))
@@ -205,7 +205,7 @@ def _zero_copy(
                     take(True)
                 frame = queue.acquire()
             started = time.perf_counter_ns()
-            with frame.input_buffers[0].cpu_access("write"):
+            with frame.input_buffers[0].cpu_access("write", timeout=FENCE_TIMEOUT_S):
                 pipeline.preprocess(image, frame.inputs[0])
             timings.add("preprocess", time.perf_counter_ns() - started)
             queue.submit(frame, (sequence, name))
