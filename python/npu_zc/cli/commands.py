@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..pipeline import Pipeline, RunReport, load_image, sample_photo
+from ..runtime import CompileOptions
 from ..runtime.model import Mode
 from . import report
 
@@ -15,7 +16,16 @@ DEMO_PHOTO = "chelsea"
 """scikit-image's photo of Chelsea the cat (ImageNet: tabby / tiger cat / Egyptian cat)."""
 
 
+def _options(args: argparse.Namespace) -> CompileOptions:
+    """--threads and --option KEY=VALUE as compile options (the hint is passed on its own)."""
+    return CompileOptions(num_threads=args.threads, extra=dict(args.option))
+
+
 def _pipeline(args: argparse.Namespace, mode: Mode) -> Pipeline:
+    if args.hint == "throughput" and args.command == "compare":
+        raise ValueError("compare times one frame at a time in both modes: drop --hint throughput (use run or stream)")
+    if args.hint == "throughput" and mode == "copy":
+        raise ValueError("--hint throughput keeps frames in flight in bound buffers: it runs zero-copy only (drop -c)")
     return Pipeline(
         args.model,
         args.device,
@@ -28,12 +38,17 @@ def _pipeline(args: argparse.Namespace, mode: Mode) -> Pipeline:
         hw_format=args.hw_format if mode == "zero-copy" else None,
         interpolation=args.interpolation,
         heap=args.heap,
+        hint=args.hint,
+        options=_options(args),
     )
 
 
 def _measure(args: argparse.Namespace, mode: Mode, image: Any, name: str) -> RunReport:
+    requests = getattr(args, "requests", None)
+    if requests and requests > 1 and mode == "copy":
+        raise ValueError("--requests keeps frames in flight in bound buffers: it runs zero-copy only (drop -c)")
     with _pipeline(args, mode) as pipeline:
-        return pipeline.run(image, args.runs, warmup=1, name=name)
+        return pipeline.run(image, args.runs, warmup=1, name=name, requests=requests)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,6 +101,8 @@ def stream(args: argparse.Namespace) -> int:
     mode: Mode = "copy" if args.non_zero_copy else "zero-copy"
     if args.two_process and args.non_zero_copy:
         raise ValueError("--two-process hands the producer's buffers to the model in place: it runs zero-copy only (drop -c)")
+    if args.hint == "throughput" and (args.two_process or args.drop):
+        raise ValueError("--hint throughput runs in one process and keeps every frame (drop --two-process and --drop)")
     if args.two_process and args.drop:
         raise ValueError("--drop applies to the one-process stream (the producer waits for free buffers)")
     progress = False if args.no_progress or args.json else None

@@ -21,6 +21,7 @@ examples:
   npu-zc compare -i cat.jpg -n 100 --plot stages.png
   npu-zc stream -i video.mp4 --two-process
   npu-zc stream --camera /dev/video0 --frames 100   a camera, zero copy from the driver to the result
+  npu-zc run -i cat.jpg -n 2000 --hint throughput   every core busy: many frames in flight
   npu-zc info
 """
 
@@ -50,6 +51,13 @@ def _values(text: str) -> tuple[float, ...]:
     if len(values) not in (1, 3):
         raise argparse.ArgumentTypeError(f"{text!r} is not 1 or 3 numbers")
     return values
+
+
+def _property(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE, e.g. ENABLE_CPU_PINNING=NO")
+    return key.strip(), value.strip()
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -101,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--interpolation", choices=("linear", "area", "cubic", "nearest"), default="linear",
                        help="OpenCV resize method (default linear, as cv2.resize)")
     group.add_argument("--heap", default="auto", help="where buffers come from: auto, system, cma, udmabuf, memfd... (see npu-zc info)")
+    group.add_argument("--hint", choices=("latency", "throughput"), default="latency",
+                       help="latency (default): one frame at a time; throughput: twice the device's optimal number of frames "
+                       "in flight, preprocessing ahead in worker threads (zero-copy)")
+    group.add_argument("--threads", type=_positive, metavar="N", help="INFERENCE_NUM_THREADS: threads the CPU plugin infers with")
+    group.add_argument("--option", action="append", type=_property, metavar="KEY=VALUE", default=[],
+                       help="any other OpenVINO property, e.g. ENABLE_CPU_PINNING=NO (repeatable)")
 
     info = sub.add_parser("info", parents=[debug], help="OpenVINO devices, DMA-BUF heaps, and what heap='auto' would take")
     info.add_argument("--json", action="store_true", help="print one JSON object")
@@ -114,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-c", "--non-zero-copy", action="store_true",
                      help="copy mode: planar float in ordinary memory, the runtime copies in and out")
     run.add_argument("-n", "--runs", type=_positive, default=1, help="timed iterations after the warm-up (default 1)")
+    run.add_argument("--requests", type=_positive, metavar="N",
+                     help="frames in flight (zero-copy; default 1, or twice the device's optimal number with --hint "
+                     "throughput): with 2, the next frame is preprocessed while one infers")
     run.add_argument("--json", action="store_true", help="print one JSON object")
 
     compare = sub.add_parser(
@@ -144,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     cam.add_argument("--buffers", type=_positive, default=4, help="camera buffers (default 4)")
     stream.add_argument("-c", "--non-zero-copy", action="store_true", help="copy mode (frames one after the other)")
     stream.add_argument("--limit", type=_positive, help="stop after this many frames")
-    stream.add_argument("--depth", type=_positive, help="frames in flight (default: the device's optimal number, at least 2)")
+    stream.add_argument("--depth", type=_positive,
+                        help="frames in flight (default: the device's optimal number, at least 2; twice it with --hint throughput)")
     stream.add_argument("--drop", action="store_true", help="skip a frame when every buffer is in flight, as for a live source")
     stream.add_argument("--two-process", action="store_true",
                         help="decode and preprocess in a producer process that hands its buffers over a Unix socket")

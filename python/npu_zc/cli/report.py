@@ -20,6 +20,8 @@ def setup_lines(report: RunReport) -> list[str]:
         f"model    {report.model} ({report.kind})",
         f"device   {report.device} ({device_reason(report.device_reason)})",
         f"mode     {report.mode}: input {report.input_format} {shape} in {buffers}, {where}",
+        *([f"hint     {report.hint}: {report.requests} frames in flight; FPS is frames / wall time, the stages each "
+           "frame's own"] if report.fps is not None else []),
         f"image    {report.image or 'decoded image'} {report.image_size[0]}x{report.image_size[1]}; "
         f"{report.warmup} warm-up + {report.runs} timed run{'s' if report.runs != 1 else ''}",
     ]

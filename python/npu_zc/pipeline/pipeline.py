@@ -15,11 +15,13 @@ request's own memory and the results back out, as most OpenVINO code does.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import itertools
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 import numpy as np
 
@@ -27,14 +29,13 @@ from ..errors import InvalidArgumentError
 from ..runtime.model import Mode
 from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for
 from .preprocess import Fit, PreprocessSpec, Preprocessor
-from .timing import StageStats, Timings
+from .throughput import ThroughputReport, ThroughputRunner
+from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 
 DEFAULT_MODEL = "efficientnet-lite0"
 
-# How long a CPU-access bracket waits for a device's fences on a DMA-BUF (a device still
-# writing an output, still reading an input) before FenceTimeoutError instead of a hang.
-# Devices that attach no fences (OpenVINO's CPU plugin, memfd memory) never make it wait.
-FENCE_TIMEOUT_S = 5.0
+Hint = Literal["latency", "throughput"]
+HINTS = ("latency", "throughput")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,12 @@ class RunReport:
     stages: dict[str, StageStats]
     prediction: Prediction
     startup_ms: float | None = None
+    hint: str = "latency"
+    """"latency": one frame at a time; "throughput": many in flight (see :mod:`.throughput`)."""
+    fps: float | None = None
+    """Throughput hint: frames per second of wall time with frames in flight (the stages are each frame's own times)."""
+    requests: int = 1
+    """Inferences in flight at once."""
 
     @property
     def infer_fps(self) -> float:
@@ -65,7 +72,7 @@ class RunReport:
 
     @property
     def pipeline_fps(self) -> float:
-        return self.stages["total"].fps
+        return self.fps if self.fps is not None else self.stages["total"].fps
 
     def to_dict(self) -> dict[str, Any]:
         """One JSON-able object (`npu-zc run --json`)."""
@@ -83,6 +90,8 @@ class RunReport:
             "fps": {"infer": self.infer_fps, "pipeline": self.pipeline_fps},
             "labels": [p.to_dict() for p in self.prediction],
             "startup_ms": self.startup_ms,
+            "hint": self.hint,
+            "requests": self.requests,
         }
 
 
@@ -113,6 +122,7 @@ class Pipeline:
         min_score: float = 0.5,
         options: Any = None,
         heap: str = "auto",
+        hint: Hint | None = None,
     ) -> None:
         from ..buffers import alloc
         from ..runtime import compile_model, find_image_input, model_normalisation, read_labels, read_model
@@ -121,6 +131,12 @@ class Pipeline:
             raise InvalidArgumentError(f"unknown mode {mode!r}: use 'zero-copy' or 'copy'")
         if top < 1:
             raise InvalidArgumentError(f"top must be at least 1, got {top}")
+        if hint is not None:
+            if hint not in HINTS:
+                raise InvalidArgumentError(f"unknown hint {hint!r}: use 'latency' or 'throughput'")
+            from ..runtime import CompileOptions
+
+            options = dataclasses.replace(options or CompileOptions(), performance_hint=hint.upper())
         self.model_name = os.fspath(model) if isinstance(model, (str, os.PathLike)) else str(getattr(model, "friendly_name", "model"))
         source = read_model(model)
         find_image_input(source)  # the input first: "one image input" is the first thing a model must have
@@ -166,6 +182,11 @@ class Pipeline:
     @property
     def mode(self) -> str:
         return self.session.mode
+
+    @property
+    def hint(self) -> Hint:
+        """The performance hint it was compiled with: "throughput" (many frames in flight) or "latency"."""
+        return "throughput" if str(self.session.config.get("PERFORMANCE_HINT", "")).upper() == "THROUGHPUT" else "latency"
 
     @property
     def zero_copy(self) -> bool:
@@ -217,10 +238,21 @@ class Pipeline:
         """The prediction for one frame (BGR u8)."""
         return self.step(image)[0]
 
-    def run(self, image: np.ndarray, runs: int = 1, *, warmup: int = 1, name: str = "") -> RunReport:
-        """``warmup`` untimed frames, then ``runs`` timed ones on the same decoded image."""
+    def run(
+        self, image: np.ndarray, runs: int = 1, *, warmup: int = 1, name: str = "", requests: int | None = None
+    ) -> RunReport:
+        """``warmup`` untimed frames, then ``runs`` timed ones on the same decoded image.
+
+        One frame at a time, unless the pipeline was made with ``hint="throughput"`` or ``requests`` > 1 is
+        given (zero-copy): then ``requests`` frames are in flight (default: twice the device's optimal number) and
+        the next frame is preprocessed while the current ones infer.
+        """
         if runs < 1:
             raise InvalidArgumentError(f"runs must be at least 1, got {runs}")
+        if requests is not None and requests < 1:
+            raise InvalidArgumentError(f"requests must be at least 1, got {requests}")
+        if (self.hint == "throughput" or (requests or 1) > 1) and self.zero_copy:
+            return self._run_throughput(image, runs, warmup=warmup, name=name, requests=requests)
         for _ in range(warmup):
             self.step(image)
         timings = Timings()
@@ -247,6 +279,54 @@ class Pipeline:
             startup_ms=startup.latency_ms,
         )
 
+    def run_throughput(
+        self,
+        frames: Iterable[np.ndarray],
+        on_result: Callable[[int, Prediction], None] | None = None,
+        *,
+        keep: bool = False,
+        requests: int | None = None,
+        workers: int | None = None,
+    ) -> ThroughputReport:
+        """Every frame of ``frames`` with ``requests`` inferences in flight; see :class:`.ThroughputRunner`.
+
+        ``on_result(index, prediction)`` is called in frame order. Zero-copy mode; meant for a pipeline
+        made with ``hint="throughput"`` (with the latency hint the device plans for one request at a time).
+        """
+        with self._runner(requests, workers) as runner:
+            return runner.run(frames, on_result, keep=keep)
+
+    def _runner(self, requests: int | None = None, workers: int | None = None) -> ThroughputRunner:
+        return ThroughputRunner(
+            self.session, self.spec, self.postprocess, heap=self.heap, requests=requests, workers=workers
+        )
+
+    def _run_throughput(self, image: np.ndarray, runs: int, *, warmup: int, name: str, requests: int | None) -> RunReport:
+        with self._runner(requests) as runner:
+            if warmup:
+                runner.run(itertools.repeat(image, warmup * runner.buffers))  # every request and buffer used once
+            result = runner.run(itertools.repeat(image, runs), keep=True)
+        return RunReport(
+            model=self.model_name,
+            kind=self.kind,
+            device=self.device,
+            device_reason=self.session.device_choice.reason,
+            mode=self.mode,
+            input_format=self.spec.format,
+            input_shape=self.spec.shape,
+            buffers=self.buffer_kind,
+            image=name,
+            image_size=(int(image.shape[1]), int(image.shape[0])),
+            runs=runs,
+            warmup=warmup,
+            stages=result.stages,
+            prediction=result.predictions[-1],
+            startup_ms=self.session.startup.latency_ms,
+            hint=self.hint,
+            fps=result.fps,
+            requests=result.requests,
+        )
+
     def close(self) -> None:
         """Unbind and free the buffers (the pipeline is unusable afterwards)."""
         if self.preprocess is None:
@@ -270,4 +350,4 @@ class Pipeline:
         return f"<Pipeline {self.model_name} ({self.kind}) on {self.device}, {self.mode}, input {self.spec.format}>"
 
 
-__all__ = ["DEFAULT_MODEL", "Pipeline", "RunReport"]
+__all__ = ["DEFAULT_MODEL", "HINTS", "Hint", "Pipeline", "RunReport"]

@@ -10,6 +10,7 @@ skipped and counted). Copy mode processes the frames one after the other.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -142,7 +143,9 @@ def run_stream(
     started = time.perf_counter()
     dropped = 0
     try:
-        if pipeline.zero_copy:
+        if pipeline.zero_copy and pipeline.hint == "throughput" and not drop:
+            _throughput(pipeline, source, timings, deliver, depth)
+        elif pipeline.zero_copy:
             dropped = _zero_copy(pipeline, source, timings, deliver, depth, drop)
         else:
             _copy(pipeline, source, timings, deliver)
@@ -212,6 +215,29 @@ def _zero_copy(
         while queue.pending:
             take(True)
     return dropped
+
+
+def _throughput(
+    pipeline: Pipeline, source: FrameSource, timings: Timings, deliver: Callable[[FrameResult], None], depth: int | None
+) -> None:
+    """Decode here, preprocess in worker threads, the optimal number of requests in flight; results in order."""
+    names: dict[int, str] = {}
+    lock = threading.Lock()
+
+    def images() -> Iterator[np.ndarray]:
+        for sequence, name, image, _ in timed_frames(source, timings):
+            with lock:
+                names[sequence] = name
+            yield image
+
+    def on_result(sequence: int, prediction: Prediction) -> None:
+        with lock:
+            name = names.pop(sequence)
+        deliver(FrameResult(sequence, name, prediction))
+
+    report = pipeline.run_throughput(images(), on_result, requests=depth)
+    for stage in ("preprocess", "infer", "postprocess"):
+        timings.samples[stage].extend(report.timings.samples[stage])
 
 
 def _copy(pipeline: Pipeline, source: FrameSource, timings: Timings, deliver: Callable[[FrameResult], None]) -> None:

@@ -7,6 +7,11 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+# How long a CPU-access bracket waits for a device's fences on a DMA-BUF (a device still
+# writing an output, still reading an input) before FenceTimeoutError instead of a hang.
+# Devices that attach no fences (OpenVINO's CPU plugin, memfd memory) never make it wait.
+FENCE_TIMEOUT_S = 5.0
+
 STAGES = ("preprocess", "infer", "postprocess", "total")
 """The stages of one frame, as `npu-zc run` reports them; ``total`` is their sum per frame."""
 

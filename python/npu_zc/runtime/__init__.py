@@ -44,6 +44,7 @@ from .model import (
 from .queue import AsyncQueue, Frame, Result
 from .request import Request
 from .session import CompileOptions, Session, Startup, compile_model, measure_startup
+from .target import Target
 
 __all__ = [
     "AsyncQueue",
@@ -61,6 +62,7 @@ __all__ = [
     "Result",
     "Session",
     "Startup",
+    "Target",
     "TensorSpec",
     "available_devices",
     "bind",

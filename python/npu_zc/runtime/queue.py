@@ -16,15 +16,13 @@ import collections
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import BufferInUseError, InvalidArgumentError, ModelError, PoolExhaustedError
 from .binding import BoundBuffer, bind
-
-if TYPE_CHECKING:
-    from .session import Session
+from .target import Target
 
 
 @dataclass(eq=False)
@@ -86,6 +84,8 @@ class _InFlight:
 class AsyncQueue:
     """``depth`` requests in flight at once, results delivered in submission order.
 
+    Create with ``Session.queue()`` (or from a :class:`.Target`).
+
     Without ``callback``: take results with :meth:`get` and :meth:`Result.release`
     them. With ``callback(result)``: a delivery thread calls it in submission
     order and releases the output buffers when it returns.
@@ -100,36 +100,45 @@ class AsyncQueue:
 
     def __init__(
         self,
-        session: "Session",
+        target: Target,
         depth: int | None = None,
         *,
         heap: str = "auto",
         callback: Callable[[Result], None] | None = None,
+        buffers: int | None = None,
     ) -> None:
         from ..buffers import BufferPool
 
-        depth = session.optimal_requests if depth is None else int(depth)
+        depth = target.optimal_requests if depth is None else int(depth)
         if depth < 1:
             raise InvalidArgumentError(f"a queue needs a depth of at least 1, got {depth}")
-        self.session = session
+        buffers = depth if buffers is None else int(buffers)
+        if buffers < depth:
+            raise InvalidArgumentError(f"a queue of {depth} requests needs at least {depth} sets of buffers, got {buffers}")
+        self.target = target
+        """What it infers on: the compiled model, its tensor specs, the device."""
         self.depth = depth
+        """Requests: how many inferences run at once."""
+        self.buffers = buffers
+        """Sets of input and output buffers; those beyond ``depth`` are written while every request runs."""
         self._callback = callback
-        self._in_pools = [BufferPool(depth, spec.nbytes, heap) for spec in session.inputs]
-        self._out_pools = [BufferPool(depth, spec.nbytes, heap) for spec in session.outputs]
+        self._in_pools = [BufferPool(buffers, spec.nbytes, heap) for spec in target.inputs]
+        self._out_pools = [BufferPool(buffers, spec.nbytes, heap) for spec in target.outputs]
         # Bind every pooled buffer once; submit only swaps the tensors a request points at.
         self._bound_in: list[list[BoundBuffer]] = [
-            [bind(session.device, session.context, spec, buf) for buf in pool.buffers]
-            for spec, pool in zip(session.inputs, self._in_pools)
+            [bind(target.device, target.context, spec, buf) for buf in pool.buffers]
+            for spec, pool in zip(target.inputs, self._in_pools)
         ]
         self._bound_out: list[list[BoundBuffer]] = [
-            [bind(session.device, session.context, spec, buf) for buf in pool.buffers]
-            for spec, pool in zip(session.outputs, self._out_pools)
+            [bind(target.device, target.context, spec, buf) for buf in pool.buffers]
+            for spec, pool in zip(target.outputs, self._out_pools)
         ]
-        self._requests = [session.compiled.create_infer_request() for _ in range(depth)]
+        self._requests = [target.create_infer_request() for _ in range(depth)]
         self._idle: collections.deque[int] = collections.deque(range(depth))
         self._running: collections.deque[_InFlight] = collections.deque()  # oldest first
         self._pending: collections.deque[_InFlight] = collections.deque()  # results not taken yet
         self._sequence = 0
+        self._delivered = 0  # results handed to the callback (or failed on the way)
         self._lock = threading.Condition()
         self._failure: BaseException | None = None
         self._closed = False
@@ -208,6 +217,33 @@ class AsyncQueue:
             self._pending.append(entry)
             self._lock.notify_all()
         return entry.sequence
+
+    def discard(self, frame: Frame) -> None:
+        """Give back a frame that was acquired and will not be submitted (e.g. when the caller stops on an error)."""
+        if frame._submitted:
+            raise InvalidArgumentError("this frame was submitted: its buffers come back when its result is released")
+        frame._submitted = True  # nothing can submit it afterwards
+        for slot in frame._in_slots + frame._out_slots:
+            slot.release()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """With a callback: wait until every submitted frame's result has been handed to it; False on timeout.
+
+        Raises the first failure of an inference or of the callback.
+        """
+        if self._callback is None:
+            raise InvalidArgumentError("join() waits for a callback's deliveries; without one, get() every result")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while self._delivered < self._sequence and self._failure is None:
+                if self._deliverer is None or not self._deliverer.is_alive():
+                    break
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._lock.wait(0.1 if left is None else min(0.1, left))
+        self._raise_failure()
+        return True
 
     def get(self, timeout: float | None = None) -> Result | None:
         """The next result in submission order, waiting for it; None if ``timeout`` s pass first."""
@@ -321,6 +357,11 @@ class AsyncQueue:
                 finished = bool(request.wait_for(max(0, int(timeout * 1000))))
         except RuntimeError as e:  # OpenVINO reports a failed inference here
             error, finished = e, True
+        except BaseException:  # e.g. Ctrl-C while waiting: another thread must be able to wait for it instead
+            with self._lock:
+                entry.completing = False
+                self._lock.notify_all()
+            raise
         with self._lock:
             entry.completing = False
             if finished:
@@ -359,12 +400,16 @@ class AsyncQueue:
                     self._callback(result)
                 finally:
                     result.release()
+                with self._lock:
+                    self._delivered += 1
+                    self._lock.notify_all()
             except BaseException as exc:  # reported to the caller on its next call
                 with self._lock:
                     if self._pending and self._pending[0] is entry:
                         self._pending.popleft()
                         for slot in entry.frame._out_slots:
                             slot.release()
+                    self._delivered += 1
                     self._failure = self._failure or exc
                     self._lock.notify_all()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -11,13 +11,13 @@ from ..errors import InvalidArgumentError, ModelError
 from .binding import BoundBuffer, bind
 from .device import plugin_message
 from .model import TensorSpec, ov_type
-
-if TYPE_CHECKING:
-    from .session import Session
+from .target import Target
 
 
 class Request:
-    """One ``openvino.InferRequest`` of a :class:`Session`, and the buffers bound to it.
+    """One ``openvino.InferRequest`` of a compiled model (a :class:`.Target`), and the buffers bound to it.
+
+    Create with ``Session.create_request()``.
 
     Zero copy: ``bind_input``/``bind_output`` make our buffers the request's
     memory; ``infer()`` then reads and writes them in place. Copy mode:
@@ -25,12 +25,13 @@ class Request:
     OpenVINO code does today.
     """
 
-    def __init__(self, session: "Session", request: Any) -> None:
-        self.session = session
+    def __init__(self, target: Target, request: Any) -> None:
+        self.target = target
+        """What it infers on: the compiled model, its tensor specs, the device."""
         self.request = request
         """The ``openvino.InferRequest``."""
-        self._inputs: list[BoundBuffer | None] = [None] * len(session.inputs)
-        self._outputs: list[BoundBuffer | None] = [None] * len(session.outputs)
+        self._inputs: list[BoundBuffer | None] = [None] * len(target.inputs)
+        self._outputs: list[BoundBuffer | None] = [None] * len(target.outputs)
         self._own: dict[tuple[str, int], Any] = {}  # copy mode: tensors OpenVINO allocated
         self._ran = False
 
@@ -38,15 +39,15 @@ class Request:
 
     def bind_input(self, buffer: Any, port: int | str = 0, *, offset: int = 0) -> np.ndarray:
         """Make ``buffer`` the memory of input ``port``; returns the CPU view to write the frame into."""
-        index = _port(self.session.inputs, port, "input")
-        bound = bind(self.session.device, self.session.context, self.session.inputs[index], buffer, offset)
+        index = _port(self.target.inputs, port, "input")
+        bound = bind(self.target.device, self.target.context, self.target.inputs[index], buffer, offset)
         self._set_input(index, bound)
         return bound.array
 
     def bind_output(self, buffer: Any, port: int | str = 0, *, offset: int = 0) -> np.ndarray:
         """Make ``buffer`` the memory of output ``port``; returns the CPU view the result appears in."""
-        index = _port(self.session.outputs, port, "output")
-        bound = bind(self.session.device, self.session.context, self.session.outputs[index], buffer, offset)
+        index = _port(self.target.outputs, port, "output")
+        bound = bind(self.target.device, self.target.context, self.target.outputs[index], buffer, offset)
         self._set_output(index, bound)
         return bound.array
 
@@ -69,26 +70,26 @@ class Request:
         """Forget the bound buffers (so they can be closed); the request gets fresh memory of its own."""
         import openvino as ov
 
-        for i, spec in enumerate(self.session.inputs):
+        for i, spec in enumerate(self.target.inputs):
             if self._inputs[i] is not None:
                 self.request.set_input_tensor(i, ov.Tensor(ov_type(spec.element_type), list(spec.shape)))
-        for i, spec in enumerate(self.session.outputs):
+        for i, spec in enumerate(self.target.outputs):
             if self._outputs[i] is not None:
                 self.request.set_output_tensor(i, ov.Tensor(ov_type(spec.element_type), list(spec.shape)))
-        self._inputs = [None] * len(self.session.inputs)
-        self._outputs = [None] * len(self.session.outputs)
+        self._inputs = [None] * len(self.target.inputs)
+        self._outputs = [None] * len(self.target.outputs)
         self._own.clear()
 
     def input_array(self, port: int | str = 0) -> np.ndarray:
         """The CPU view of the buffer bound to input ``port``."""
-        bound = self._inputs[_port(self.session.inputs, port, "input")]
+        bound = self._inputs[_port(self.target.inputs, port, "input")]
         if bound is None:
             raise InvalidArgumentError(f"input {port!r} has no buffer bound: call bind_input first")
         return bound.array
 
     def output_array(self, port: int | str = 0) -> np.ndarray:
         """The result of output ``port`` in place: the bound buffer's view, else the request's own memory."""
-        index = _port(self.session.outputs, port, "output")
+        index = _port(self.target.outputs, port, "output")
         bound = self._outputs[index]
         if bound is not None:
             return bound.array
@@ -103,7 +104,7 @@ class Request:
         try:
             self.request.infer(share_outputs=True)  # results stay in place: no copy of the outputs
         except RuntimeError as exc:
-            raise ModelError(f"inference failed on {self.session.device}: {plugin_message(exc)}") from None
+            raise ModelError(f"inference failed on {self.target.device}: {plugin_message(exc)}") from None
         self._note_first((time.perf_counter() - started) * 1000)
 
     def start(self) -> None:
@@ -119,14 +120,14 @@ class Request:
                 return True
             return bool(self.request.wait_for(timeout_ms))
         except RuntimeError as exc:
-            raise ModelError(f"inference failed on {self.session.device}: {plugin_message(exc)}") from None
+            raise ModelError(f"inference failed on {self.target.device}: {plugin_message(exc)}") from None
 
     def infer_copy(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
         """Copy mode: copy ``inputs`` into the request's own memory, infer, copy the results out.
 
         The results go into ``outputs`` when given (e.g. mapped output buffers), else into new arrays.
         """
-        specs = self.session.inputs
+        specs = self.target.inputs
         if len(inputs) != len(specs):
             raise InvalidArgumentError(f"the model has {len(specs)} input(s), got {len(inputs)} array(s)")
         for i, (spec, array) in enumerate(zip(specs, inputs)):
@@ -134,18 +135,18 @@ class Request:
             own = self._own_tensor("in", i, spec)
             self.request.set_input_tensor(i, own)
             np.copyto(_as_spec_dtype(own.data, spec), array, casting="no")
-        for i, spec in enumerate(self.session.outputs):
+        for i, spec in enumerate(self.target.outputs):
             self.request.set_output_tensor(i, self._own_tensor("out", i, spec))
         self._inputs = [None] * len(specs)
-        self._outputs = [None] * len(self.session.outputs)
+        self._outputs = [None] * len(self.target.outputs)
         started = time.perf_counter()
         try:
             self.request.infer(share_outputs=True)  # results stay in place: no copy of the outputs
         except RuntimeError as exc:
-            raise ModelError(f"inference failed on {self.session.device}: {plugin_message(exc)}") from None
+            raise ModelError(f"inference failed on {self.target.device}: {plugin_message(exc)}") from None
         self._note_first((time.perf_counter() - started) * 1000)
         results: list[np.ndarray] = []
-        for i, spec in enumerate(self.session.outputs):
+        for i, spec in enumerate(self.target.outputs):
             data = _as_spec_dtype(self._own[("out", i)].data, spec)
             if outputs is not None:
                 _check_array(spec, outputs[i])
@@ -192,7 +193,7 @@ class Request:
     # --- internals ---
 
     def _check_bound(self) -> None:
-        for spec, bound in zip(self.session.inputs, self._inputs):
+        for spec, bound in zip(self.target.inputs, self._inputs):
             if bound is None:
                 raise InvalidArgumentError(f"input {spec} has no buffer bound: call bind_input (or use infer_copy)")
 
@@ -207,7 +208,7 @@ class Request:
     def _note_first(self, ms: float) -> None:
         if not self._ran:
             self._ran = True
-            self.session._record_first_inference(ms)
+            self.target.on_first_inference(ms)
 
 
 def _port(specs: Sequence[TensorSpec], port: int | str, what: str) -> int:

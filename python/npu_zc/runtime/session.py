@@ -15,16 +15,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 from ..errors import DeviceNotFoundError, InvalidArgumentError, ModelError
 from . import remote
 from .device import DeviceChoice, choose_device, core, plugin_message, why_unavailable
 from .model import ImageInput, Mode, Normalisation, PreparedModel, TensorSpec, prepare
+from .queue import AsyncQueue
 from .request import Request
-
-if TYPE_CHECKING:
-    from .queue import AsyncQueue
+from .target import Target
 
 PerformanceHint = Literal["LATENCY", "THROUGHPUT", "CUMULATIVE_THROUGHPUT"]
 
@@ -150,6 +149,8 @@ class Session:
         """The properties passed to ``compile_model``."""
         self.ignored_options = ignored_options
         self._first_lock = threading.Lock()
+        self.target = Target(compiled, choice.device, prepared.inputs, prepared.outputs, context, self._record_first_inference)
+        """What its requests and queues are given: the compiled model, its tensor specs, the device, the startup callback."""
 
     @property
     def device(self) -> str:
@@ -184,7 +185,7 @@ class Session:
     @property
     def optimal_requests(self) -> int:
         """The device's OPTIMAL_NUMBER_OF_INFER_REQUESTS for this model and hint."""
-        return int(self.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
+        return self.target.optimal_requests
 
     def property(self, name: str) -> Any:
         """One property read back from the compiled model (OpenVINO types as plain Python values)."""
@@ -206,13 +207,14 @@ class Session:
         return values
 
     def create_request(self) -> Request:
-        return Request(self, self.compiled.create_infer_request())
+        return Request(self.target, self.target.create_infer_request())
 
-    def queue(self, depth: int | None = None, *, heap: str = "auto", callback: Any = None) -> "AsyncQueue":
-        """An in-order async queue of ``depth`` requests (default: :attr:`optimal_requests`); see :class:`AsyncQueue`."""
-        from .queue import AsyncQueue
-
-        return AsyncQueue(self, depth, heap=heap, callback=callback)
+    def queue(
+        self, depth: int | None = None, *, heap: str = "auto", callback: Any = None, buffers: int | None = None
+    ) -> AsyncQueue:
+        """An in-order async queue of ``depth`` requests (default: :attr:`optimal_requests`) over ``buffers`` sets of
+        buffers (default ``depth``); see :class:`AsyncQueue`."""
+        return AsyncQueue(self.target, depth, heap=heap, callback=callback, buffers=buffers)
 
     def _record_first_inference(self, ms: float) -> None:
         with self._first_lock:
