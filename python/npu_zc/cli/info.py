@@ -75,7 +75,7 @@ def _cameras() -> list[dict[str, Any]]:
 
 
 # Conversions a pipeline typically runs, to show which kernels this CPU gets.
-_CONVERSIONS = (("BGR", "RGBx"), ("BGR", "RGBx_BF16"), ("BGR", "RGBx_FP16"), ("BGR", "RGBP_FLOAT"), ("NV12", "RGBx"))
+_CONVERSIONS = (("BGR", "RGBx"), ("BGR", "RGBx_BF16"), ("BGR", "RGBx_FP16"), ("BGR", "RGBP_FLOAT"), ("NV12", "RGBx"), ("YUYV", "RGBx"))
 _IMAGENET_MEAN, _IMAGENET_STD = (123.675, 116.28, 103.53), (58.395, 57.12, 57.375)
 
 
