@@ -478,7 +478,7 @@ def test_camera_to_result_copies_no_frame_byte(vivid: dict[str, str], memcount_l
 @pytest.mark.slow
 def test_a_pipeline_streams_from_a_camera(vivid: dict[str, str]) -> None:
     pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
-    from npu_zc.pipeline.stream import run_stream
+    from npu_zc.pipeline.camera import run_camera
     from npu_zc.runtime import CompileOptions
 
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent / "memcount"))
@@ -487,7 +487,7 @@ def test_a_pipeline_streams_from_a_camera(vivid: dict[str, str]) -> None:
     options = CompileOptions(inference_precision="f32", num_threads=1)
     model = colour_bar_classifier()  # EfficientNet-Lite0 takes about a minute a frame on the VM's emulated CPU
     with npu_zc.Camera(vivid["multi"], W, H, "YUYV") as cam, npu_zc.Pipeline(model, "CPU", options=options) as p:
-        report = run_stream(p, cam, limit=2, progress=False)
+        report = run_camera(p, cam, frames=2, progress=False)
     assert report.frames == 2 and report.mode == "zero-copy"
     assert set(report.stages) == {"capture", "preprocess", "infer", "postprocess"}
     assert all(s.count == 2 for s in report.stages.values())

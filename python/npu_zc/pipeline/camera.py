@@ -110,6 +110,8 @@ class CameraPreprocessor:
             self._preprocess(self.bgr, dst)
 
     def close(self) -> None:
+        self._convert = lambda src: None  # its closure may hold a view of the BGR buffer
+        self._one_pass = None
         self.bgr = None
         if self._buffer is not None:
             self._buffer.close()
@@ -125,7 +127,8 @@ def run_camera(
     on_result: Callable[[FrameResult], None] | None = None,
     keep_results: bool = True,
 ) -> StreamReport:
-    """Run ``frames`` camera frames (None: until the camera closes) through ``pipeline``."""
+    """Run ``frames`` camera frames (None: until the camera closes) through ``pipeline``:
+    the camera counterpart of :func:`.stream.run_stream`, with the same report."""
     timings = Timings(CAMERA_STAGES)
     results: list[FrameResult] = []
     preprocess = CameraPreprocessor(pipeline.spec, camera.width, camera.height, camera.format, heap=pipeline.heap)

@@ -17,7 +17,6 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..capture import Camera
 from ..errors import PoolExhaustedError
 from .image import FrameSource
 from .pipeline import FENCE_TIMEOUT_S, Pipeline
@@ -104,9 +103,8 @@ def timed_frames(source: FrameSource, timings: Timings) -> Iterator[tuple[int, s
 
 def run_stream(
     pipeline: Pipeline,
-    source: FrameSource | Camera,
+    source: FrameSource,
     *,
-    limit: int | None = None,
     depth: int | None = None,
     drop: bool = False,
     progress: bool | None = None,
@@ -115,20 +113,11 @@ def run_stream(
 ) -> StreamReport:
     """Run every frame of ``source`` through ``pipeline``; results in source order.
 
-    ``source`` may also be a :class:`npu_zc.Camera` (see :mod:`.camera`: zero
-    copy from the driver's buffer to the result); ``limit`` frames then, or
-    until the camera closes.
 
     ``depth``: requests in flight (zero-copy; default: the device's optimal
     number, at least 2 so that preprocessing overlaps inference).
     ``on_result`` is called for each result, in order.
     """
-    if isinstance(source, Camera):
-        from .camera import run_camera
-
-        return run_camera(
-            pipeline, source, frames=limit, progress=progress, on_result=on_result, keep_results=keep_results
-        )
     timings = Timings(STREAM_STAGES)
     results: list[FrameResult] = []
 
