@@ -4,6 +4,7 @@ OpenCV + numpy + ml_dtypes, all timed in the same run.
 
     python benches/bench_layout.py                 # 1920x1080, one thread
     python benches/bench_layout.py --size 3840x2160 --threads 2
+    python benches/bench_layout.py --threads-sweep 1,2,4,8,16   # scaling, 1080p and 4K
 
 "memcpy of the same bytes": a conversion reads R bytes and writes W bytes;
 copying (R + W) / 2 bytes with memcpy (numpy.copyto of contiguous arrays) also
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -88,16 +90,23 @@ def best(candidates: dict[str, Callable[[], object]], runs: int) -> tuple[float,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", default="1920x1080", help="WIDTHxHEIGHT (default 1920x1080)")
+    parser.add_argument("--size", help="WIDTHxHEIGHT (default 1920x1080; for --threads-sweep, 1080p and 4K)")
     parser.add_argument("--threads", type=int, default=1, help="threads for npu_zc and OpenCV (default 1)")
     parser.add_argument("--runs", type=int, default=60, help="timed calls per measurement (default 60)")
     parser.add_argument("--rounds", type=int, default=5,
                         help="alternating blocks of npu_zc and memcpy calls the runs are split into (default 5)")
     parser.add_argument("--stat", choices=("min", "median"), default="min", help="best or median of the runs (default: best)")
+    parser.add_argument("--threads-sweep", metavar="N,N,...",
+                        help="instead: per thread count, npu_zc against OpenCV and a multi-threaded memcpy, "
+                             "at 1920x1080 and 3840x2160 (or --size)")
     args = parser.parse_args()
     global STAT
     STAT = min if args.stat == "min" else statistics.median
-    width, height = (int(v) for v in args.size.lower().split("x"))
+    if args.threads_sweep:
+        sizes = [args.size] if args.size else ["1920x1080", "3840x2160"]
+        threads_sweep([int(n) for n in args.threads_sweep.split(",")], sizes, args.runs, args.rounds)
+        return
+    width, height = (int(v) for v in (args.size or "1920x1080").lower().split("x"))
     threads, runs = args.threads, args.runs
     cv2.setNumThreads(threads)
 
@@ -218,6 +227,69 @@ def main() -> None:
     assert nv.composition is not None
     print(f"  NV12 -> RGBx at least as fast as cv2.cvtColor ({nv.composition:.3f} ms): "
           f"{nv.composition / nv.ours:.2f}x  {verdict(nv.ours <= nv.composition)}")
+
+
+def parallel_memcpy(nbytes: int, threads: int, pool: ThreadPoolExecutor, repeat: int = 1) -> Callable[[], object]:
+    """memcpy of `nbytes` cut into `threads` page-aligned chunks, the calling
+    thread copying one and the pool's threads the others (numpy's copy
+    releases the GIL). With `repeat`, each thread copies its chunk that many
+    times: the time divided by `repeat` is the machine's parallel copy
+    bandwidth without the cost of handing out work, the limit of any
+    conversion moving the same bytes."""
+    a = np.ones(nbytes, np.uint8)
+    b = np.empty_like(a)
+    cuts = [min(nbytes, (nbytes * i // threads) // 4096 * 4096) for i in range(threads)] + [nbytes]
+    chunks = [(b[lo:hi], a[lo:hi]) for lo, hi in zip(cuts, cuts[1:])]
+
+    def copy(chunk: tuple[np.ndarray, np.ndarray]) -> None:
+        for _ in range(repeat):
+            np.copyto(*chunk)
+
+    def run() -> None:
+        futures = [pool.submit(copy, chunk) for chunk in chunks[1:]]
+        copy(chunks[0])
+        for f in futures:
+            f.result()
+    return run
+
+
+def threads_sweep(counts: list[int], sizes: list[str], runs: int, rounds: int) -> None:
+    """Per thread count: npu_zc, cv2.cvtColor (cv2.setNumThreads) and memcpy
+    of the same bytes on as many threads, all in one run."""
+    repeat = 5
+    pool = ThreadPoolExecutor(max(counts))
+    print(f"npu_zc layout thread sweep: {STAT.__name__ if STAT is min else 'median'} of {runs} runs, "
+          f"SIMD {layout.simd_levels()[1]}, OpenCV {cv2.__version__} (cv2.getNumberOfCPUs() = {cv2.getNumberOfCPUs()}), "
+          f"numpy {np.__version__}")
+    print("memcpy: copying (read + written bytes) / 2 on n threads, the caller and n - 1 pool threads, timed "
+          "per call; memcpy limit: the same with each thread copying its part", repeat, "times, per copy "
+          "(the bandwidth without handing out work). x1: speed-up over one thread.")
+    for size in sizes:
+        width, height = (int(v) for v in size.lower().split("x"))
+        rng = np.random.default_rng(0)
+        bgr = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+        nv12 = rng.integers(0, 256, (height * 3 // 2, width), dtype=np.uint8)
+        rgba = np.empty((height, width, 4), np.uint8)
+        cases = [("BGR -> RGBx", bgr, "BGR", cv2.COLOR_BGR2RGBA), ("NV12 -> RGBx", nv12, "NV12", cv2.COLOR_YUV2RGBA_NV12)]
+        for case, src, src_fmt, code in cases:
+            moved = src.nbytes + rgba.nbytes
+            print()
+            print(f"{case}, {width}x{height} ({moved / 1e6:.1f} MB moved)")
+            header = (f"| {'threads':>7} | {'npu_zc ms':>9} | {'x1':>5} | {'cv2 ms':>9} | {'x1':>5} | {'memcpy ms':>9} | "
+                      f"{'limit ms':>9} | {'npu_zc/cv2':>10} | {'npu_zc/limit':>12} |")
+            print(header)
+            print("|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|")
+            first: tuple[float, float] | None = None
+            for n in counts:
+                cv2.setNumThreads(n)
+                ours, copy = paired_ms(lambda: layout.convert(src, rgba, src_fmt, "RGBx", threads=n),
+                                       parallel_memcpy(moved // 2, n, pool), runs, rounds)
+                theirs = time_ms(lambda: cv2.cvtColor(src, code, dst=rgba), runs)
+                limit = time_ms(parallel_memcpy(moved // 2, n, pool, repeat), max(5, runs // 2)) / repeat
+                first = first or (ours, theirs)
+                print(f"| {n:7} | {ours:9.3f} | {first[0] / ours:4.1f}x | {theirs:9.3f} | {first[1] / theirs:4.1f}x | "
+                      f"{copy:9.3f} | {limit:9.3f} | {ours / theirs:9.2f}x | {ours / limit:11.2f}x |")
+    pool.shutdown()
 
 
 if __name__ == "__main__":

@@ -117,7 +117,7 @@ fn check(case: &Case, level: SimdLevel) -> std::result::Result<(), TestCaseError
 
     let source = Source::new(case.src, &src, w, h, Some(src_pitch)).unwrap();
     let destination = Destination::new(case.dst, &mut dst, w, h, Some(dst_pitch)).unwrap();
-    let options = Options { mean: case.mean, scale: case.scale, pad: case.pad, threads: Some(case.threads), simd: Some(level) };
+    let options = Options { mean: case.mean, scale: case.scale, pad: case.pad, threads: Some(case.threads), simd: Some(level), ..Options::default() };
     convert(&source, destination, &options).unwrap();
 
     let mean = case.mean.unwrap_or([0.0; 3]);
@@ -199,7 +199,7 @@ fn wide_rows_match_on_every_level() {
 }
 
 /// Frames split across threads (row bands, even for NV12's shared chroma
-/// rows) come out exactly as on one thread.
+/// rows, several a thread) come out exactly as on one thread.
 #[test]
 fn bands_on_several_threads_match_one_thread() {
     let (w, h) = (1922, 202);
@@ -214,7 +214,12 @@ fn bands_on_several_threads_match_one_thread() {
                 convert(&source, Destination::new(dst_format, &mut dst, w, h, None).unwrap(), &options).unwrap();
                 dst
             };
-            assert!(run(1) == run(3), "{src_format}->{dst_format} at {level}");
+            let one = run(1);
+            // Several bands a thread, of a few rows each (even for NV12);
+            // 16 is capped by the frame's size.
+            for threads in [3, 16] {
+                assert!(one == run(threads), "{src_format}->{dst_format} at {level} on {threads} threads");
+            }
         }
     }
 }
@@ -331,9 +336,14 @@ fn bad_arguments_are_refused_before_writing() {
     assert!(convert(&source, bgr, &Options { pad: 1.0, ..Default::default() }).unwrap_err().message.contains("no pad channel"));
     assert!(Source::new(Format::Bgr, &src[1..], 4, 3, None).unwrap_err().message.contains("too few"));
     assert!(Source::new(Format::Nv12, &src, 3, 2, None).unwrap_err().message.contains("even"));
+    // Another destination size resizes; a bad geometry is refused before anything is written.
     let mut other = vec![0u8; 5 * 3 * 4];
-    let e = convert(&source, Destination::new(Format::Rgbx, &mut other, 5, 3, None).unwrap(), &Options::default()).unwrap_err();
-    assert!(e.message.contains("does not resize"));
+    let t = convert(&source, Destination::new(Format::Rgbx, &mut other, 5, 3, None).unwrap(), &Options::default()).unwrap();
+    assert_eq!((t.scale, t.content), ([5.0 / 4.0, 1.0], Rect::new(0, 0, 5, 3)));
+    other.fill(7);
+    let outside = Options { resize: Resize { roi: Some(Rect::new(2, 0, 3, 3)), ..Resize::default() }, ..Options::default() };
+    let e = convert(&source, Destination::new(Format::Rgbx, &mut other, 5, 3, None).unwrap(), &outside).unwrap_err();
+    assert!(e.message.contains("inside the frame") && other.iter().all(|&b| b == 7), "{e}");
 }
 
 /// The sources this file's reference covers; the camera formats (YUYV, UYVY,

@@ -164,7 +164,7 @@ def test_tflite_nhwc_face_detector_finds_the_astronauts_face() -> None:
     boxes = {}
     for mode in ("zero-copy", "copy"):
         with Pipeline(face_detection.model_path(), "CPU", mode=mode, options=F32) as pipeline:
-            assert pipeline.kind == "blazeface" and pipeline.spec.fit == "stretch"
+            assert pipeline.kind == "blazeface" and pipeline.spec.fit == "letterbox"  # MediaPipe keeps the aspect
             found = pipeline.process(photo)
         assert len(found) == 1 and isinstance(found[0], Detection), found
         assert found[0].label == "face" and found[0].score > 0.75
@@ -174,6 +174,27 @@ def test_tflite_nhwc_face_detector_finds_the_astronauts_face() -> None:
     x0, y0, x1, y1 = boxes["zero-copy"]
     assert 140 < x0 < 220 and 180 < x1 < 290 and 20 < y0 < 110 and 110 < y1 < 210, boxes
     assert np.allclose(boxes["zero-copy"], boxes["copy"], atol=3), boxes
+
+
+def test_face_detector_letterboxes_the_frame_and_maps_the_box_back() -> None:
+    """The astronaut in a 640x512 frame (grey on the right) and a 512x640 one
+    (grey above) is letterboxed into the 128x128 input; the box comes back in
+    fractions of the frame, on the face, where it is in the square photo."""
+    from npu_zc.runtime.zoo import face_detection
+
+    photo = sample_photo("astronaut")
+    wide = np.full((512, 640, 3), 128, np.uint8)
+    wide[:, :512] = photo
+    tall = np.full((640, 512, 3), 128, np.uint8)
+    tall[128:] = photo
+    with Pipeline(face_detection.model_path(), "CPU", options=F32) as pipeline:
+        for frame, rect, (dx, dy) in ((wide, (0, 13, 128, 102), (0, 0)), (tall, (13, 0, 102, 128), (0, 128))):
+            found = pipeline.process(frame)
+            assert pipeline.preprocess.transform is not None and pipeline.preprocess.transform.rect == rect
+            assert len(found) == 1 and isinstance(found[0], Detection), found
+            x0, y0, x1, y1 = found[0].pixels(frame.shape[1], frame.shape[0])
+            x0, y0, x1, y1 = x0 - dx, y0 - dy, x1 - dx, y1 - dy
+            assert 140 < x0 < 220 and 180 < x1 < 290 and 20 < y0 < 110 and 110 < y1 < 210, found
 
 
 def test_blazeface_of_another_size_is_refused() -> None:

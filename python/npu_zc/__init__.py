@@ -24,6 +24,7 @@ from .pipeline import Pipeline
 from .layout import (
     Converter,
     TopK,
+    Transform,
     check_destination,
     convert,
     dequantize,
@@ -87,6 +88,7 @@ __all__ = [
     # layouts
     "Converter",
     "TopK",
+    "Transform",
     "check_destination",
     "convert",
     "dequantize",

@@ -131,7 +131,33 @@ def convert(
     pad: float = 0.0,
     threads: int | None = None,
     simd: str | None = None,
-) -> None: ...
+    dst_size: tuple[int, int] | None = None,
+    roi: tuple[int, int, int, int] | None = None,
+    dst_rect: tuple[int, int, int, int] | None = None,
+    interpolation: str = "bilinear",
+    fit: str = "stretch",
+    fill: tuple[float, float, float] | None = None,
+) -> _TransformTuple: ...
+
+_Rect = tuple[int, int, int, int]
+_TransformTuple = tuple[tuple[float, float], tuple[float, float], _Rect, _Rect, _Rect]
+
+def describe_resize(
+    src_format: str,
+    dst_format: str,
+    src_size: tuple[int, int],
+    dst_size: tuple[int, int],
+    *,
+    mean: tuple[float, float, float] | None = None,
+    scale: tuple[float, float, float] | None = None,
+    pad: float = 0.0,
+    simd: str | None = None,
+    roi: tuple[int, int, int, int] | None = None,
+    dst_rect: tuple[int, int, int, int] | None = None,
+    interpolation: str = "bilinear",
+    fit: str = "stretch",
+    fill: tuple[float, float, float] | None = None,
+) -> tuple[str, _TransformTuple]: ...
 def describe_conversion(
     src_format: str,
     dst_format: str,

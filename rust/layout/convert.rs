@@ -2,16 +2,16 @@
 //! channel reorder, normalisation, type conversion and padding together,
 //! split by rows across threads for large frames.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-
-use rayon::prelude::*;
 
 use super::error::{bail, Result};
 use super::float::{f32_to_bf16, f32_to_f16};
-use super::format::{Channel, Element, Format};
+use super::format::{frame_geometry, Channel, Element, Format};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
 use super::kernels;
 use super::plan::{build_luts, Encoder, Nv12Plan, Permutes, Plan, Rearrange};
+use super::resize::{self, Resize, Transform};
 use super::simd::SimdLevel;
 
 /// How to convert. `mean` and `scale` are in the destination's channel order
@@ -26,40 +26,80 @@ pub struct Options {
     pub threads: Option<usize>,
     /// The code path; None: the best this CPU has (or `NPU_ZC_SIMD`).
     pub simd: Option<SimdLevel>,
+    /// The source region, destination rectangle, fit and interpolation; the
+    /// default reads the whole source into the whole destination.
+    pub resize: Resize,
 }
 
 /// Frames smaller than this many output bytes per thread stay on one thread:
 /// below it, waking threads costs more than it saves.
 const MIN_BYTES_PER_THREAD: usize = 256 * 1024;
+/// Bands per thread (of at least `MIN_BYTES_PER_BAND` output bytes): more
+/// bands than threads let threads that start early take the work of one
+/// that wakes late, instead of the call waiting for it.
+const BANDS_PER_THREAD: usize = 4;
+const MIN_BYTES_PER_BAND: usize = 64 * 1024;
 
-/// Converts `src` into `dst`. Every argument is checked before anything is
-/// written, so an error leaves `dst` untouched.
-pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Result<()> {
-    if (src.width, src.height) != (dst.width, dst.height) {
-        bail!(
-            "the source is {}x{} pixels but the destination is {}x{}: convert does not resize",
-            src.width,
-            src.height,
-            dst.width,
-            dst.height
-        );
-    }
+/// Converts `src` into `dst`, resizing when the source region and the
+/// destination rectangle differ in size (see [`Resize`]). Returns where it
+/// read and wrote and how destination coordinates map back to the source.
+/// Every argument is checked before anything is written, so an error leaves
+/// `dst` untouched.
+pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Result<Transform> {
     let threads = match options.threads {
         Some(0) => bail!("threads must be at least 1 (or None for every core)"),
         Some(n) => n,
         None => rayon::current_num_threads(),
     };
-    let plan = Plan::cached(src.format(), dst.format, options)?;
-
-    let out_bytes = dst.planes.iter().map(|p| p.count() * p.row_bytes()).sum::<usize>();
-    let wanted = threads.min(out_bytes / MIN_BYTES_PER_THREAD).max(1);
-    let bands = split_into_bands(src, dst, wanted);
-    if bands.len() == 1 {
-        bands.into_iter().for_each(|mut band| plan.run(band.src, &mut band.dst));
-    } else {
-        bands.into_par_iter().for_each(|mut band| plan.run(band.src, &mut band.dst));
+    let (src_size, dst_size) = ((src.width, src.height), (dst.width, dst.height));
+    let transform = resize::place(src.format(), src_size, dst_size, &options.resize)?;
+    if !resize::is_plain(&transform, src_size, dst_size) {
+        let plan = Plan::cached(src.format(), dst.format, options, true)?;
+        let level = SimdLevel::resolve(options.simd)?;
+        let r = &options.resize;
+        resize::run(src, dst, &plan, &transform, r.fill, r.interpolation, level, threads)?;
+        return Ok(transform);
     }
-    Ok(())
+    let plan = Plan::cached(src.format(), dst.format, options, false)?;
+
+    run_in_bands(&plan, src, dst, threads);
+    Ok(transform)
+}
+
+/// Runs `plan` over the frame on at most `threads` threads, the calling one
+/// included. The frame is cut into bands (`BANDS_PER_THREAD` a thread);
+/// the caller starts on them at once while the helpers it hands to rayon
+/// wake up, and every thread takes the next band left until none is, so a
+/// helper that wakes late (a sleeping core) delays the call by at most one
+/// band. Handing rayon the whole list instead (`par_iter`) waited for the
+/// slowest of a chain of wake-ups, each thread waking the next.
+fn run_in_bands(plan: &Plan, src: &Source<'_>, dst: Destination<'_>, threads: usize) {
+    let out_bytes = dst.planes.iter().map(|p| p.count() * p.row_bytes()).sum::<usize>();
+    let threads = threads.min(out_bytes / MIN_BYTES_PER_THREAD).max(1);
+    if threads == 1 {
+        let mut band = split_into_bands(src, dst, 1).pop().expect("one band");
+        return plan.run(band.src, &mut band.dst);
+    }
+    let wanted = (threads * BANDS_PER_THREAD).min(out_bytes / MIN_BYTES_PER_BAND).max(threads);
+    let bands: Vec<Mutex<Option<Band<'_>>>> =
+        split_into_bands(src, dst, wanted).into_iter().map(|band| Mutex::new(Some(band))).collect();
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(slot) = bands.get(i) else { return };
+        // Each index is taken once, so the lock is never contended; a
+        // poisoned one only means another band's thread panicked.
+        if let Some(mut band) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            plan.run(band.src, &mut band.dst);
+        }
+    };
+    let helpers = (threads - 1).min(bands.len() - 1);
+    rayon::in_place_scope(|scope| {
+        for _ in 0..helpers {
+            scope.spawn(|_| work());
+        }
+        work();
+    });
 }
 
 /// What makes two plans the same (floats by their bits).
@@ -71,18 +111,21 @@ struct PlanKey {
     scale: Option<[u32; 3]>,
     pad: u32,
     level: SimdLevel,
+    resampled: bool,
 }
 
 impl Plan {
     /// The plan for these arguments, from a small cache of recent ones: a
     /// pipeline converts every frame with the same arguments, and building a
     /// plan (tables, the exactness check) costs microseconds.
-    fn cached(src: Format, dst: Format, options: &Options) -> Result<Arc<Plan>> {
+    /// `resampled`: the encoder reads resampled rows, so NV12 is always
+    /// decoded into rows first (never straight into the destination).
+    pub(crate) fn cached(src: Format, dst: Format, options: &Options, resampled: bool) -> Result<Arc<Plan>> {
         const KEEP: usize = 8;
         static RECENT: Mutex<Vec<(PlanKey, Arc<Plan>)>> = Mutex::new(Vec::new());
         let level = SimdLevel::resolve(options.simd)?;
         let bits = |v: Option<[f32; 3]>| v.map(|v| v.map(f32::to_bits));
-        let key = PlanKey { src, dst, mean: bits(options.mean), scale: bits(options.scale), pad: options.pad.to_bits(), level };
+        let key = PlanKey { src, dst, mean: bits(options.mean), scale: bits(options.scale), pad: options.pad.to_bits(), level, resampled };
         // A poisoned lock only means another thread panicked mid-update of a cache.
         let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = recent.iter().position(|(k, _)| *k == key) {
@@ -92,14 +135,19 @@ impl Plan {
             return Ok(plan);
         }
         drop(recent);
-        let plan = Arc::new(Plan::new(src, dst, options, level)?);
+        let plan = Arc::new(Plan::build(src, dst, options, level, resampled)?);
         let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
         recent.insert(0, (key, plan.clone()));
         recent.truncate(KEEP);
         Ok(plan)
     }
 
+    #[cfg(test)]
     pub(crate) fn new(src: Format, dst: Format, options: &Options, level: SimdLevel) -> Result<Plan> {
+        Self::build(src, dst, options, level, false)
+    }
+
+    fn build(src: Format, dst: Format, options: &Options, level: SimdLevel, resampled: bool) -> Result<Plan> {
         if !src.is_source() {
             bail!("{src} is not a source format: convert reads {}", super::frame::names(Format::sources()));
         }
@@ -143,7 +191,7 @@ impl Plan {
             description: "scalar/lut".into(),
         };
         if src.is_yuv() {
-            let direct = element == Element::U8 && identity && dst.has_pad();
+            let direct = !resampled && element == Element::U8 && identity && dst.has_pad();
             let (decode, name) = yuv_decoder(src, level);
             plan.rearrange = match src {
                 Format::Yuyv | Format::Uyvy => Some(Rearrange::Split(kernels::yuv::splitter(level).0)),
@@ -311,7 +359,23 @@ fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -
 /// Which kernels `convert` would run for these formats and options, e.g.
 /// "avx512/bf16-native/fma" or "scalar/lut": for tests and benchmarks.
 pub fn describe(src: Format, dst: Format, options: &Options) -> Result<String> {
-    Ok(Plan::cached(src, dst, options)?.description.clone())
+    Ok(Plan::cached(src, dst, options, false)?.description.clone())
+}
+
+/// Which kernels `convert` would run to resize a `src_size` frame into a
+/// `dst_size` one with these options, e.g. "avx2/area + avx2/bf16/fma", and
+/// the transform it would return: checks the geometry without converting.
+pub fn describe_resize(src: Format, dst: Format, src_size: (usize, usize), dst_size: (usize, usize), options: &Options) -> Result<(String, Transform)> {
+    frame_geometry(src, src_size.0, src_size.1, None)?;
+    frame_geometry(dst, dst_size.0, dst_size.1, None)?;
+    let transform = resize::place(src, src_size, dst_size, &options.resize)?;
+    if resize::is_plain(&transform, src_size, dst_size) {
+        return Ok((describe(src, dst, options)?, transform));
+    }
+    let plan = Plan::cached(src, dst, options, true)?;
+    let level = SimdLevel::resolve(options.simd)?;
+    let method = resize::describe(options.resize.interpolation, &transform, level, plan.src_channels);
+    Ok((format!("{method} + {}", plan.description), transform))
 }
 
 #[cfg(test)]

@@ -20,9 +20,10 @@ mod frame;
 mod kernels;
 mod output;
 mod plan;
+mod resize;
 mod simd;
 
-pub use convert::{convert, describe, Options};
+pub use convert::{convert, describe, describe_resize, Options};
 pub use error::{LayoutError, Result};
 pub use float::{
     bf16_slice_to_f32, bf16_to_f32, f16_slice_to_f32, f16_to_f32, f32_slice_to_bf16, f32_slice_to_f16, f32_to_bf16,
@@ -35,4 +36,5 @@ pub use frame::{check_destination_size, Destination, Rows, RowsMut, Source, Sour
 pub use output::{
     dequantize, from_float32, packed_to_planar, planar_to_packed, quantize, to_float32, topk, QuantInt, Quantization,
 };
+pub use resize::{Fit, Interpolation, Rect, Resize, Transform};
 pub use simd::SimdLevel;

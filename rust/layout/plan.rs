@@ -61,7 +61,7 @@ pub(crate) struct Plan {
     pub luts: Luts,
     /// Bits of the pad value in the destination element (u8, f16/bf16 or f32).
     pub pad: u32,
-    /// Byte permutations for kernels that gather with whole-register permutes.
+    /// Byte shuffles and permutations for the x86 kernels (see `Permutes`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub permutes: Permutes,
     pub(crate) encoder: Encoder,
@@ -92,17 +92,29 @@ pub(crate) enum Rearrange {
     Interleave(InterleaveRow),
 }
 
-/// Byte permutations for one step of 16 source pixels of `channels` bytes
-/// (kernels with whole-register byte permutes, e.g. AVX-512 VBMI), built once
-/// per plan. Each entry is a byte index into the step's source bytes, or
+/// Byte shuffles and permutations of the x86 kernels, built once per plan
+/// (building them per row costs as much as a short row's conversion).
+/// `shuffle_epi8` masks index bytes within a 16-byte lane, 0x80 zeroing a
+/// byte; the VBMI permutes index a step of 16 source pixels' bytes, or
 /// [`Permutes::zero`] for a byte that must be 0.
 pub(crate) struct Permutes {
-    /// 4-byte pixels in destination order: byte 4p+k <- pixel p, channel k.
+    /// VBMI: 4-byte pixels in destination order: byte 4p+k <- pixel p, channel k.
     pub packed_bytes: [u8; 64],
-    /// Quarter j, 32-bit lane 4p+k <- pixel 4j+p, channel k (the pad slot 0).
+    /// VBMI: quarter j, 32-bit lane 4p+k <- pixel 4j+p, channel k (the pad slot 0).
     pub packed_lanes: [[u8; 64]; 4],
-    /// Channel k, 32-bit lane p <- pixel p, channel k (planar destinations).
+    /// VBMI: channel k, 32-bit lane p <- pixel p, channel k (planar destinations).
     pub planar_lanes: [[u8; 64]; 3],
+    /// A lane of 4 source pixels to 4-byte pixels in destination order (the
+    /// pad byte 0). GRAY is first widened to one pixel per 4 bytes.
+    pub lane_pixels: [u8; 16],
+    /// A lane of 4 source pixels to 4 bytes of channel 0, 4 of 1, 4 of 2.
+    pub lane_channels: [u8; 16],
+    /// Mask k widens channel k of the 4 pixels at the start of a lane to
+    /// 32-bit lanes (AVX2 planar, after `in_order` in x86.rs).
+    pub widen: [[u8; 16]; 3],
+    /// Mask k widens channel k after [`Permutes::spread`], in the lane
+    /// order 0, 1, 4, 5 | 2, 3, 6, 7 (AVX2 packed 16-bit floats).
+    pub split: [[u8; 32]; 3],
 }
 
 impl Permutes {
@@ -113,10 +125,30 @@ impl Permutes {
         if 16 * channels < 64 { 63 } else { 64 }
     }
 
+    /// Where AVX2 moves the source dwords of 8 pixels for `split`: lane 0
+    /// gets the bytes of pixels 0, 1 (its low 8 bytes) and 4, 5 (its high
+    /// 8); lane 1 those of 2, 3 and 6, 7. Each half is two consecutive source
+    /// dwords.
+    pub(crate) const fn spread(channels: usize) -> [i32; 8] {
+        match channels {
+            1 => [0, 1, 0, 1, 0, 1, 0, 1],
+            3 => [0, 1, 3, 4, 1, 2, 4, 5],
+            _ => [0, 1, 4, 5, 2, 3, 6, 7],
+        }
+    }
+
     pub(crate) fn new(channels: usize, map: [usize; 3]) -> Permutes {
         let zero = Self::zero(channels);
         let from = |pixel: usize, k: usize| if k < 3 { (pixel * channels + map[k]) as u8 } else { zero };
-        let mut p = Permutes { packed_bytes: [zero; 64], packed_lanes: [[zero; 64]; 4], planar_lanes: [[zero; 64]; 3] };
+        let mut p = Permutes {
+            packed_bytes: [zero; 64],
+            packed_lanes: [[zero; 64]; 4],
+            planar_lanes: [[zero; 64]; 3],
+            lane_pixels: [0x80; 16],
+            lane_channels: [0x80; 16],
+            widen: [[0x80; 16]; 3],
+            split: [[0x80; 32]; 3],
+        };
         for pixel in 0..16 {
             for k in 0..4 {
                 p.packed_bytes[4 * pixel + k] = from(pixel, k);
@@ -124,6 +156,25 @@ impl Permutes {
             }
             for k in 0..3 {
                 p.planar_lanes[k][4 * pixel] = from(pixel, k);
+            }
+        }
+        let spread = Self::spread(channels);
+        for (k, &mapped) in map.iter().enumerate() {
+            // In a lane: GRAY widened (4 bytes a pixel), else `channels` bytes a pixel.
+            let channel = if channels == 1 { 0 } else { mapped };
+            for pixel in 0..4 {
+                let widened = if channels == 1 { 4 * pixel } else { channels * pixel + channel };
+                p.lane_pixels[4 * pixel + k] = widened as u8;
+                p.lane_channels[4 * k + pixel] = widened as u8;
+                p.widen[k][4 * pixel] = (pixel * channels + channel) as u8;
+            }
+            for lane in 0..2 {
+                for (slot, pixel) in [0, 1, 4, 5].into_iter().enumerate() {
+                    let half = slot / 2;
+                    let at = (pixel + 2 * lane) * channels + channel;
+                    let first = 4 * spread[4 * lane + 2 * half] as usize;
+                    p.split[k][16 * lane + 4 * slot] = (at - first + 8 * half) as u8;
+                }
             }
         }
         p
@@ -190,6 +241,26 @@ impl Plan {
                     decoder.row(self, y.row(r), &uv, dst, r);
                 }
             }
+        }
+    }
+
+    /// Encodes `src` (pixels of `src_channels` values) into row `r` of `dst`
+    /// from pixel `x` on; `pixel_bytes` is the bytes of one pixel in each
+    /// destination plane. The rest of the row is left as it is.
+    pub(crate) fn encode_span(&self, src: &[u8], dst: &mut [RowsMut<'_>], r: usize, x: usize, pixel_bytes: usize) {
+        let bytes = x * pixel_bytes..(x + src.len() / self.src_channels) * pixel_bytes;
+        match (self.encoder, dst) {
+            (Encoder::Packed(f), [plane]) => {
+                let out = &mut plane.row_mut(r)[bytes];
+                // SAFETY: as in `encode_row`.
+                unsafe { f(self, src, out) }
+            }
+            (Encoder::Planar(f), [p0, p1, p2]) => {
+                let (o0, o1, o2) = (&mut p0.row_mut(r)[bytes.clone()], &mut p1.row_mut(r)[bytes.clone()], &mut p2.row_mut(r)[bytes]);
+                // SAFETY: as in `encode_row`.
+                unsafe { f(self, src, o0, o1, o2) }
+            }
+            _ => unreachable!("packed destinations have one plane, planar ones three"),
         }
     }
 

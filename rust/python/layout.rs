@@ -142,10 +142,39 @@ unsafe fn source_rows<'a>(p: &Placement, plane: usize, rows: usize, row_bytes: u
     Rows::from_raw_parts(p.starts[plane], rows, row_bytes, p.pitch)
 }
 
+/// (x, y, width, height) of a rectangle.
+type RectTuple = (usize, usize, usize, usize);
+/// ((scale x, scale y), (offset x, offset y), content, destination rectangle, source region).
+type TransformTuple = ((f64, f64), (f64, f64), RectTuple, RectTuple, RectTuple);
+
+fn rect(r: Option<RectTuple>) -> Option<layout::Rect> {
+    r.map(|(x, y, w, h)| layout::Rect::new(x, y, w, h))
+}
+
+fn transform_tuple(t: &layout::Transform) -> TransformTuple {
+    let r = |r: layout::Rect| (r.x, r.y, r.width, r.height);
+    ((t.scale[0], t.scale[1]), (t.offset[0], t.offset[1]), r(t.content), r(t.dst_rect), r(t.source))
+}
+
+/// The geometry arguments of a resizing conversion.
+fn resize_options(roi: Option<RectTuple>, dst_rect: Option<RectTuple>, interpolation: &str, fit: &str, fill: Option<[f32; 3]>) -> PyResult<layout::Resize> {
+    let fill = match fill {
+        None => [0; 3],
+        Some(values) => {
+            if let Some(v) = values.iter().find(|v| !(0.0..=255.0).contains(*v) || v.fract() != 0.0) {
+                return Err(invalid(format!("fill value {v} is not a pixel value: give integers from 0 to 255 (e.g. 114 for YOLO)")));
+            }
+            values.map(|v| v as u8)
+        }
+    };
+    Ok(layout::Resize { roi: rect(roi), dst_rect: rect(dst_rect), interpolation: parse(interpolation)?, fit: parse(fit)?, fill })
+}
+
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
 #[pyo3(signature = (src, src_format, dst, dst_format, width, height, *, src_pitch=None, dst_pitch=None,
-                    uv=None, uv_pitch=None, mean=None, scale=None, pad=0.0, threads=None, simd=None))]
+                    uv=None, uv_pitch=None, mean=None, scale=None, pad=0.0, threads=None, simd=None,
+                    dst_size=None, roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None))]
 fn convert(
     py: Python<'_>,
     src: Bound<'_, PyArrayDyn<u8>>,
@@ -163,10 +192,18 @@ fn convert(
     pad: f32,
     threads: Option<usize>,
     simd: Option<&str>,
-) -> PyResult<()> {
+    dst_size: Option<(usize, usize)>,
+    roi: Option<RectTuple>,
+    dst_rect: Option<RectTuple>,
+    interpolation: &str,
+    fit: &str,
+    fill: Option<[f32; 3]>,
+) -> PyResult<TransformTuple> {
     let (src_format, dst_format) = (parse::<Format>(src_format)?, parse::<Format>(dst_format)?);
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
-    let options = Options { mean, scale, pad, threads, simd };
+    let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
+    let options = Options { mean, scale, pad, threads, simd, resize };
+    let (dst_width, dst_height) = dst_size.unwrap_or((width, height));
     if !src_format.is_source() || !dst_format.is_destination() {
         // The core says which formats are which.
         layout::describe(src_format, dst_format, &options).or_value_error()?;
@@ -177,7 +214,7 @@ fn convert(
     let _uv_guard = uv.as_ref().map(|a| read(a, "UV plane")).transpose()?;
     let _dst_guard = write(&dst, "destination")?;
 
-    let dg = layout::frame_geometry(dst_format, width, height, dst_pitch).or_value_error()?;
+    let dg = layout::frame_geometry(dst_format, dst_width, dst_height, dst_pitch).or_value_error()?;
     let dst_place = place(&dst, &dg, dst_pitch, true, "destination")?;
     // SAFETY: `place` checked that each plane's rows lie inside the array, do
     // not overlap, and are the array's own bytes; the readwrite borrow held in
@@ -187,7 +224,7 @@ fn convert(
         .iter()
         .map(|&start| unsafe { RowsMut::from_raw_parts(start, dg.rows, dg.row_bytes, dst_place.pitch) })
         .collect();
-    let destination = layout::Destination::from_planes(dst_format, width, height, planes).or_value_error()?;
+    let destination = layout::Destination::from_planes(dst_format, dst_width, dst_height, planes).or_value_error()?;
 
     let source = match (src_format, &uv) {
         (Format::Nv12, Some(uv)) => {
@@ -210,7 +247,37 @@ fn convert(
     }
     .or_value_error()?;
 
-    py.detach(|| layout::convert(&source, destination, &options)).or_value_error()
+    let transform = py.detach(|| layout::convert(&source, destination, &options)).or_value_error()?;
+    Ok(transform_tuple(&transform))
+}
+
+/// The kernels and the transform of a conversion of a `src_size` frame into a
+/// `dst_size` one: checks every argument (geometry included) without converting.
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (src_format, dst_format, src_size, dst_size, *, mean=None, scale=None, pad=0.0, simd=None,
+                    roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None))]
+fn describe_resize(
+    src_format: &str,
+    dst_format: &str,
+    src_size: (usize, usize),
+    dst_size: (usize, usize),
+    mean: Option<[f32; 3]>,
+    scale: Option<[f32; 3]>,
+    pad: f32,
+    simd: Option<&str>,
+    roi: Option<RectTuple>,
+    dst_rect: Option<RectTuple>,
+    interpolation: &str,
+    fit: &str,
+    fill: Option<[f32; 3]>,
+) -> PyResult<(String, TransformTuple)> {
+    let simd = simd.map(parse::<SimdLevel>).transpose()?;
+    let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
+    let options = Options { mean, scale, pad, threads: None, simd, resize };
+    let (name, transform) =
+        layout::describe_resize(parse(src_format)?, parse(dst_format)?, src_size, dst_size, &options).or_value_error()?;
+    Ok((name, transform_tuple(&transform)))
 }
 
 /// The kernels `convert` would run, e.g. "avx512/bf16-native/fma".
@@ -218,7 +285,7 @@ fn convert(
 #[pyo3(signature = (src_format, dst_format, *, mean=None, scale=None, pad=0.0, simd=None))]
 fn describe_conversion(src_format: &str, dst_format: &str, mean: Option<[f32; 3]>, scale: Option<[f32; 3]>, pad: f32, simd: Option<&str>) -> PyResult<String> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
-    let options = Options { mean, scale, pad, threads: None, simd };
+    let options = Options { mean, scale, pad, threads: None, simd, ..Options::default() };
     layout::describe(parse(src_format)?, parse(dst_format)?, &options).or_value_error()
 }
 
@@ -405,6 +472,7 @@ fn topk<'py>(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert, m)?)?;
     m.add_function(wrap_pyfunction!(describe_conversion, m)?)?;
+    m.add_function(wrap_pyfunction!(describe_resize, m)?)?;
     m.add_function(wrap_pyfunction!(simd_levels, m)?)?;
     m.add_function(wrap_pyfunction!(format_names, m)?)?;
     m.add_function(wrap_pyfunction!(format_name, m)?)?;

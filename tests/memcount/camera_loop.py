@@ -49,7 +49,7 @@ def main() -> None:
 def measure(counter: Any, pipeline: npu_zc.Pipeline, device: str, fmt: str, memory: str, heap: str, frames: int) -> dict:
     camera = npu_zc.Camera(device, 640, 480, fmt, memory=memory, heap=heap, timeout=30)
     preprocess = CameraPreprocessor(pipeline.spec, camera.width, camera.height, camera.format, heap=heap)
-    watched = [v for v in (preprocess.bgr, preprocess._preprocess.resized) if v is not None]
+    watched = [v for v in (preprocess.bgr,) if v is not None]  # None: one pass, no BGR image
     watched += [pipeline.input, *pipeline.outputs]
     counter.memcount_unwatch_all()
     for view in watched:
@@ -69,7 +69,9 @@ def measure(counter: Any, pipeline: npu_zc.Pipeline, device: str, fmt: str, memo
         started = time.perf_counter()
         counter.memcount_start()
         frame = camera.read()
-        prediction, *_ = pipeline.step_with(lambda dst: preprocess(frame, dst), release=frame.release)
+        prediction, *_ = pipeline.step_with(
+            lambda dst: preprocess(frame, dst), frame_size=(camera.width, camera.height), release=frame.release
+        )
         counter.memcount_stop()
         ms.append((time.perf_counter() - started) * 1000)
         labels.append(prediction[0].index)

@@ -106,8 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--input-size", type=_size, metavar="HxW", help="for a model whose input size is dynamic")
     group.add_argument("--hw-format", choices=("RGBx", "BGRx", "RGBx_FP16", "RGBx_BF16"),
                        help="zero-copy input layout (default: chosen from the model's input type)")
-    group.add_argument("--interpolation", choices=("linear", "area", "cubic", "nearest"), default="linear",
-                       help="OpenCV resize method (default linear, as cv2.resize)")
+    group.add_argument("--interpolation", choices=("linear", "area", "nearest"), default="linear",
+                       help="resize method, as OpenCV's, fused into the conversion (default linear, as cv2.resize)")
     group.add_argument("--heap", default="auto", help="where buffers come from: auto, system, cma, udmabuf, memfd... (see npu-zc info)")
     group.add_argument("--hint", choices=("latency", "throughput"), default="latency",
                        help="latency (default): one frame at a time; throughput: twice the device's optimal number of frames "

@@ -23,6 +23,14 @@ each call only checks that its arrays are like ones it has already checked::
 
 :class:`TopK` does the same for :func:`topk` on the way back.
 
+A frame of another size is resized in the same pass (OpenCV's bilinear, area
+or nearest; stretched, letterboxed or centre-cropped; from a ROI; into a
+rectangle of the destination), and :func:`convert` returns a
+:class:`Transform` that maps boxes back to the source frame::
+
+    t = convert(bgr_1080p, buf_224, "BGR", fmt, interpolation="area", fit="crop", mean=..., scale=...)
+    t.to_source(boxes)
+
 Format names follow AMD VART (and VVAS for the 3-channel ones). Sources:
 ``BGR``, ``RGB``, ``BGRA``, ``RGBA``, ``GRAY``, ``NV12`` and the camera formats
 ``YUYV``, ``UYVY`` (packed 4:2:2) and ``I420`` (planar 4:2:0), decoded bit-exactly
@@ -47,6 +55,7 @@ from __future__ import annotations
 from ._checks import DESTINATION_FORMATS, SOURCE_FORMATS
 from .converter import Converter
 from .frames import check_destination, convert, describe_conversion, frame_nbytes, select_format, simd_levels
+from .geometry import Transform
 from .results import TopK, dequantize, from_float32, packed_to_planar, planar_to_packed, quantize, to_float32, topk
 
 __all__ = [
@@ -54,6 +63,7 @@ __all__ = [
     "DESTINATION_FORMATS",
     "SOURCE_FORMATS",
     "TopK",
+    "Transform",
     "check_destination",
     "convert",
     "dequantize",

@@ -1,5 +1,5 @@
 """Frames in, checked once: a :class:`Converter` binds :func:`convert` to its
-formats, frame size and parameters."""
+formats, frame sizes, geometry and parameters."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from ._checks import (
     _writable_destination,
 )
 from .frames import describe_conversion, frame_nbytes
+from .geometry import FITS, INTERPOLATIONS, FillValues, Transform, _choice, _fill, _rect, _size
 
 
 class Converter:
@@ -56,11 +57,21 @@ class Converter:
     or a ``(Y, UV)`` pair), or is a flat (1-D) uint8 buffer with rows
     ``src_stride`` bytes apart; ``dst`` is an array or a DmaBuf (mapped on
     each call). A Converter may be called from several threads at once.
+
+    Resizing: ``width`` x ``height`` is the destination; ``src_size=(W, H)``
+    is the source frame when it differs, and ``roi``, ``interpolation``,
+    ``fit``, ``dst_rect`` and ``fill`` are as for :func:`convert`, checked
+    once; :attr:`transform` maps the destination back to the source::
+
+        to_input = Converter("NV12", "RGBx", 640, 640, src_size=(1920, 1080), fit="letterbox", fill=114)
+        to_input(nv12, buf)
+        boxes = to_input.transform.to_source(boxes_in_640)
     """
 
     __slots__ = (
         "_src_format", "_dst_format", "_width", "_height", "_mean", "_scale", "_pad", "_src_stride",
         "_dst_stride", "_threads", "_simd", "_kernel", "_src_nbytes", "_dst_nbytes", "_sources", "_destinations",
+        "_src_size", "_geometry", "_transform",
     )  # fmt: skip
 
     def __init__(
@@ -77,6 +88,12 @@ class Converter:
         dst_stride: int | None = None,
         threads: int | None = None,
         simd: str | None = None,
+        src_size: tuple[int, int] | None = None,
+        roi: tuple[int, int, int, int] | None = None,
+        interpolation: str | None = None,
+        fit: str | None = None,
+        dst_rect: tuple[int, int, int, int] | None = None,
+        fill: FillValues = None,
     ) -> None:
         self._src_format = _format(src_format, "source")
         self._dst_format = _format(dst_format, "destination")
@@ -95,12 +112,33 @@ class Converter:
         if simd is not None and not isinstance(simd, str):
             raise _fail(f"simd must be the name of a code path such as 'avx2', not {simd!r}")
         self._simd = simd
-        # The plan, as convert makes it: checks the pair of formats, mean, scale, pad and simd.
-        self._kernel = describe_conversion(
+        self._src_size = _size(src_size, "src_size") or (self._width, self._height)
+        resizing = any(v is not None for v in (roi, interpolation, fit, dst_rect, fill)) or self._src_size != (
+            self._width, self._height
+        )
+        # The geometry arguments of the core's convert, when it resizes.
+        self._geometry: dict[str, Any] = {}
+        if resizing:
+            self._geometry = dict(
+                dst_size=(self._width, self._height),
+                roi=_rect(roi, "roi"),
+                dst_rect=_rect(dst_rect, "dst_rect"),
+                interpolation=_choice(interpolation or "bilinear", "interpolation", INTERPOLATIONS),
+                fit=_choice(fit or "stretch", "fit", FITS),
+                fill=_fill(fill),
+            )
+        # The plan, as convert makes it: checks the pair of formats, mean, scale, pad, simd and the geometry.
+        kernel, transform = _core.describe_resize(
+            self._src_format, self._dst_format, self._src_size, (self._width, self._height), mean=self._mean,
+            scale=self._scale, pad=self._pad, simd=simd,
+            **{k: v for k, v in self._geometry.items() if k != "dst_size"},
+        )  # fmt: skip
+        self._kernel = kernel if resizing else describe_conversion(
             self._src_format, self._dst_format, mean=self._mean, scale=self._scale, pad=self._pad, simd=simd
         )
+        self._transform = Transform._from_core(transform)
         # Both frames' geometry: checks the strides and the sizes NV12 needs.
-        self._src_nbytes = frame_nbytes(self._src_format, self._width, self._height, stride=self._src_stride)
+        self._src_nbytes = frame_nbytes(self._src_format, *self._src_size, stride=self._src_stride)
         self._dst_nbytes = frame_nbytes(self._dst_format, self._width, self._height, stride=self._dst_stride)
         # Signatures of the arrays that passed every check: a source (or a (Y, UV) pair of them),
         # and, per destination, how convert takes its bytes: (leading axes to drop, view as uint8).
@@ -119,13 +157,24 @@ class Converter:
 
     @property
     def width(self) -> int:
-        """The frame's width in pixels."""
+        """The destination frame's width in pixels."""
         return self._width
 
     @property
     def height(self) -> int:
-        """The frame's height in pixels."""
+        """The destination frame's height in pixels."""
         return self._height
+
+    @property
+    def src_size(self) -> tuple[int, int]:
+        """The source frame's (width, height): the destination's unless it resizes."""
+        return self._src_size
+
+    @property
+    def transform(self) -> Transform:
+        """Where each call reads and writes, and the way back to source pixels
+        (:meth:`Transform.to_source`); the identity when it does not resize."""
+        return self._transform
 
     @property
     def mean(self) -> tuple[float, float, float] | None:
@@ -188,6 +237,10 @@ class Converter:
     def __repr__(self) -> str:
         defaults = {"mean": None, "scale": None, "pad": 0.0, "src_stride": None, "dst_stride": None, "threads": None, "simd": None}
         options = "".join(f", {name}={getattr(self, name)!r}" for name, default in defaults.items() if getattr(self, name) != default)
+        if self._geometry:
+            options += f", src_size={self._src_size!r}" + "".join(
+                f", {k}={v!r}" for k, v in self._geometry.items() if k != "dst_size" and v is not None
+            )
         return f"Converter({self._src_format!r}, {self._dst_format!r}, {self._width}, {self._height}{options})"
 
     def __call__(self, src: Any, dst: np.ndarray | Mappable) -> np.ndarray:
@@ -222,16 +275,16 @@ class Converter:
         """Every check of :func:`convert`, then the conversion; remembers the arrays that passed."""
         pair = self._src_format == "NV12" and isinstance(src, (tuple, list))
         source = src if pair else np.asarray(src)
-        size = (self._width, self._height) if not pair and source.ndim == 1 else None
+        size = self._src_size if not pair and source.ndim == 1 else None
         flat = f"or pass a flat (1-D) buffer of {self._src_nbytes} bytes"
         y, uv, width, height = _source_arrays(source, self._src_format, size, flat=flat)
-        if (width, height) != (self._width, self._height):
+        if (width, height) != self._src_size:
             raise _fail(
-                f"the source is a {width}x{height} frame but this Converter converts {self._width}x{self._height} "
-                "frames: make one Converter for each frame size"
+                f"the source is a {width}x{height} frame but this Converter converts {self._src_size[0]}x{self._src_size[1]} "
+                "frames: make one Converter for each frame size (src_size=(w, h) when it resizes)"
             )
         _writable_destination(array)
-        dst_bytes = _destination_bytes(array, self._dst_format, width, height, self._dst_nbytes, mapped)
+        dst_bytes = _destination_bytes(array, self._dst_format, self._width, self._height, self._dst_nbytes, mapped)
         self._run(y, uv, dst_bytes)
         # Only now: the core accepted the memory of both (it checks that too).
         if isinstance(src, np.ndarray):
@@ -247,8 +300,8 @@ class Converter:
             self._src_format,
             dst,
             self._dst_format,
-            self._width,
-            self._height,
+            self._src_size[0],
+            self._src_size[1],
             src_pitch=self._src_stride,
             dst_pitch=self._dst_stride,
             uv=uv,
@@ -258,4 +311,5 @@ class Converter:
             pad=self._pad,
             threads=self._threads,
             simd=self._simd,
+            **self._geometry,
         )

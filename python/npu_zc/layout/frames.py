@@ -10,11 +10,14 @@ import numpy as np
 
 from .. import _core
 from ._checks import (
+    _PLANAR,
+    _THREE_CHANNELS,
     ChannelValues,
     Mappable,
     _channel_values,
     _destination_array,
     _destination_bytes,
+    _drop_leading_ones,
     _fail,
     _format,
     _index,
@@ -22,6 +25,7 @@ from ._checks import (
     _source_arrays,
     _threads,
 )
+from .geometry import FITS, INTERPOLATIONS, FillValues, Transform, _choice, _fill, _rect, _size
 
 
 def convert(
@@ -38,17 +42,24 @@ def convert(
     size: tuple[int, int] | None = None,
     threads: int | None = None,
     simd: str | None = None,
-) -> np.ndarray:
-    """Convert the frame ``src`` into ``dst`` in one pass; returns the array written.
+    roi: tuple[int, int, int, int] | None = None,
+    interpolation: str | None = None,
+    fit: str | None = None,
+    dst_rect: tuple[int, int, int, int] | None = None,
+    fill: FillValues = None,
+    dst_size: tuple[int, int] | None = None,
+) -> Any:
+    """Convert the frame ``src`` into ``dst`` in one pass, resizing if the sizes
+    differ. Returns the array written, or a :class:`Transform` when resizing.
 
     ``src``: uint8, shaped ``(H, W, C)`` (``(H, W)`` for GRAY, ``(H, W, 2)``
     for YUYV and UYVY); NV12 is ``(H * 3 / 2, W)`` or a ``(Y, UV)`` pair, I420
     ``(H * 3 / 2, W)`` (Y, then U, then V; tightly packed). A strided view (a crop of a
     larger image) works as it is. ``dst``: a numpy array shaped like the
-    frame (``(H, W, 4)`` packed, ``(H, W, 3)`` for RGB, BGR, RGB_FLOAT and
-    BGR_FLOAT, ``(3, H, W)`` planar, a leading batch axis of 1 allowed) of the
-    destination's dtype; or a contiguous uint8 buffer of exactly the frame's
-    bytes; or a DmaBuf. Nothing is allocated.
+    destination frame (``(h, w, 4)`` packed, ``(h, w, 3)`` for RGB, BGR,
+    RGB_FLOAT and BGR_FLOAT, ``(3, h, w)`` planar, a leading batch axis of 1
+    allowed) of the destination's dtype; or a contiguous uint8 buffer of
+    exactly the frame's bytes; or a DmaBuf. Nothing is allocated.
 
     ``mean``/``scale``: one number or three, in the destination's channel
     order; each value becomes ``(x - mean) / scale``. ``pad``: the fourth
@@ -60,6 +71,22 @@ def convert(
     ``simd``: force a code path ("scalar", "avx2", "avx512", "neon"); see
     :func:`simd_levels`.
 
+    Geometry (any of these, or a destination of another size, makes it a
+    resize): ``dst_size=(w, h)`` for a flat or DmaBuf destination (an array
+    shaped like a frame gives its own size); ``roi=(x, y, w, h)``: the source
+    region to read (default: all; NV12 needs even values); ``interpolation``:
+    ``"bilinear"`` (default; OpenCV's ``INTER_LINEAR``), ``"area"``
+    (``INTER_AREA``, best for strong downscales) or ``"nearest"``; ``fit``:
+    ``"stretch"`` (default), ``"letterbox"`` (keep the aspect, centre, fill
+    the rest: detectors) or ``"crop"`` (keep the aspect, crop the centre:
+    classifiers); ``dst_rect=(x, y, w, h)``: write only this rectangle of the
+    destination; ``fill``: the letterbox colour as source pixel values
+    (0-255, one or three in the destination's channel order, e.g. 114),
+    normalised like pixels. The :class:`Transform` maps boxes back to source
+    pixels (``Transform.to_source``). u8 results equal OpenCV's ``resize``
+    then ``cvtColor`` within 1; float results are that u8 image normalised
+    exactly as without resizing.
+
     Raises :class:`npu_zc.InvalidArgumentError` (a ValueError) for any bad
     argument, before writing anything. Converting many frames of one size,
     a :class:`Converter` checks the arguments once.
@@ -67,13 +94,29 @@ def convert(
     src_format = _format(src_format, "source")
     dst_format = _format(dst_format, "destination")
     y, uv, width, height = _source_arrays(src, src_format, size)
+    geometry = any(v is not None for v in (roi, interpolation, fit, dst_rect, fill, dst_size))
+    out_size = _size(dst_size, "dst_size")
+    if out_size is None and isinstance(dst, np.ndarray):
+        out_size = _frame_size(dst, dst_format)
+    dst_width, dst_height = out_size or (width, height)
+    resizing = geometry or (dst_width, dst_height) != (width, height)
     stride = None if dst_stride is None else _index(dst_stride, "dst_stride")
-    nbytes = frame_nbytes(dst_format, width, height, stride=stride)
+    nbytes = frame_nbytes(dst_format, dst_width, dst_height, stride=stride)
     array, mapped = _destination_array(dst, nbytes)
-    dst_bytes = _destination_bytes(array, dst_format, width, height, nbytes, mapped)
+    dst_bytes = _destination_bytes(array, dst_format, dst_width, dst_height, nbytes, mapped)
     threads = _threads(threads)
     pad_value = _pad(pad)
-    _core.convert(
+    extra: dict[str, Any] = {}
+    if resizing:
+        extra = dict(
+            dst_size=(dst_width, dst_height),
+            roi=_rect(roi, "roi"),
+            dst_rect=_rect(dst_rect, "dst_rect"),
+            interpolation=_choice(interpolation or "bilinear", "interpolation", INTERPOLATIONS),
+            fit=_choice(fit or "stretch", "fit", FITS),
+            fill=_fill(fill),
+        )
+    transform = _core.convert(
         y,
         src_format,
         dst_bytes,
@@ -89,8 +132,20 @@ def convert(
         pad=pad_value,
         threads=threads,
         simd=simd,
+        **extra,
     )
-    return array
+    return Transform._from_core(transform) if resizing else array
+
+
+def _frame_size(array: np.ndarray, fmt: str) -> tuple[int, int] | None:
+    """(width, height) of a destination array shaped like a frame of ``fmt``, else None."""
+    framed = _drop_leading_ones(array, 3)
+    if framed.ndim != 3:
+        return None
+    if fmt in _PLANAR:
+        return (framed.shape[2], framed.shape[1]) if framed.shape[0] == 3 else None
+    channels = 3 if fmt in _THREE_CHANNELS else 4
+    return (framed.shape[1], framed.shape[0]) if framed.shape[2] == channels else None
 
 
 def frame_nbytes(format: str, width: int, height: int, *, stride: int | None = None) -> int:

@@ -23,7 +23,7 @@ from ..capture import Camera, Frame
 from ..errors import CameraFormatError
 from .image import opencv
 from .pipeline import Pipeline
-from .preprocess import PreprocessSpec, Preprocessor, _three
+from .preprocess import _LAYOUT_INTERPOLATION, PreprocessSpec, Preprocessor, _three
 from .stream import FrameResult, StreamReport, progress_bar
 from .timing import Timings
 
@@ -51,13 +51,13 @@ _V4L2_TO_LAYOUT = {"BGR3": "BGR", "RGB3": "RGB", "GREY": "GRAY"}
 class CameraPreprocessor:
     """A camera frame (in its driver-written buffer) into the model's input buffer.
 
-    The frame is read in place. When the model sees the whole frame at the
-    camera's size, the layout engine converts it into the model input in one
-    pass. Otherwise a BGR24 frame goes straight to the ordinary
-    :class:`Preprocessor` (resize, then the model's layout); other formats are
-    first converted to BGR at the camera's size into a buffer allocated once,
-    by the layout engine where it knows the format, else by OpenCV. Nothing is
-    allocated or copied per frame.
+    One pass where the layout engine knows the camera's format (YUYV, UYVY,
+    I420, NV12, RGB3, BGR3, GREY): a resizing :class:`npu_zc.layout.Converter`
+    reads the part of the frame the model sees straight from the driver's
+    buffer, resizes, converts the colour, normalises and writes the model's
+    layout. Other formats OpenCV knows are first decoded to BGR into a buffer
+    allocated once, then go through the ordinary :class:`Preprocessor`.
+    Nothing is allocated or copied per frame.
     """
 
     def __init__(self, spec: PreprocessSpec, width: int, height: int, fmt: str, *, heap: str = "auto") -> None:
@@ -65,49 +65,49 @@ class CameraPreprocessor:
 
         self.format = fmt
         self.width, self.height = width, height
-        self._preprocess = Preprocessor(spec, heap=heap)
-        self._direct = fmt == "BGR3"
-        engine_name = _V4L2_TO_LAYOUT.get(fmt, fmt)
-        # One pass, from the driver's buffer straight into the model input, when the
-        # model sees the whole frame at the camera's size: no resize, no BGR in between.
-        whole = spec.region(height, width) == (slice(0, height), slice(0, width))
+        self.transform: layout.Transform | None = None
+        """Where the last call read the frame and wrote the input (maps detections back)."""
         self._one_pass: Any = None
-        if whole and (spec.width, spec.height) == (width, height) and engine_name in layout.SOURCE_FORMATS:
-            self._one_pass = layout.Converter(
-                engine_name, spec.format, width, height, mean=_three(spec.mean), scale=_three(spec.scale), threads=1
-            )
-            self._direct = False
-        self._buffer = None if (self._direct or self._one_pass is not None) else alloc(height * width * 3, heap)
-        self.bgr: np.ndarray | None = None if self._buffer is None else self._buffer.map("uint8", (height, width, 3))
+        self._buffer: Any = None
+        self.bgr: np.ndarray | None = None
+        self._preprocess: Preprocessor | None = None
         self._convert: Callable[[np.ndarray], object] = lambda src: None
-        if self._direct or self._one_pass is not None:
-            pass
-        elif engine_name in set(layout.SOURCE_FORMATS) - {"BGR"}:
-            converter, bgr = layout.Converter(engine_name, "BGR", width, height, threads=1), self.bgr
-            assert bgr is not None
-            self._convert = lambda src: converter(src, bgr)
-        elif fmt in _OPENCV_CODES:
-            cvt, code = opencv().cvtColor, getattr(opencv(), _OPENCV_CODES[fmt])
-            self._convert = lambda src: cvt(src, code, dst=self.bgr)
-        else:
-            self.close()
-            supported = sorted(set(_OPENCV_CODES) | {"BGR3"} | {k for k, v in _V4L2_TO_LAYOUT.items() if v in layout.SOURCE_FORMATS})
+        engine_name = _V4L2_TO_LAYOUT.get(fmt, fmt)
+        if engine_name in layout.SOURCE_FORMATS:
+            rows, cols = spec.region(height, width)
+            self._one_pass = layout.Converter(
+                engine_name, spec.format, spec.width, spec.height, threads=1,
+                src_size=(width, height),
+                roi=_even(engine_name, cols.start, rows.start, cols.stop - cols.start, rows.stop - rows.start),
+                fit="letterbox" if spec.fit == "letterbox" else "stretch", fill=spec.fill,
+                interpolation=_LAYOUT_INTERPOLATION[spec.interpolation],
+                mean=_three(spec.mean), scale=_three(spec.scale),
+            )  # fmt: skip
+            return
+        if fmt not in _OPENCV_CODES:
+            supported = sorted(set(_OPENCV_CODES) | {k for k, v in _V4L2_TO_LAYOUT.items() if v in layout.SOURCE_FORMATS}
+                               | set(layout.SOURCE_FORMATS) & {"YUYV", "UYVY", "I420", "NV12"})  # fmt: skip
             raise CameraFormatError(f"the pipeline cannot convert {fmt} camera frames; capture in one of: {', '.join(supported)}")
+        self._buffer = alloc(height * width * 3, heap)
+        self.bgr = self._buffer.map("uint8", (height, width, 3))
+        self._preprocess = Preprocessor(spec, heap=heap)
+        cvt, code = opencv().cvtColor, getattr(opencv(), _OPENCV_CODES[fmt])
+        self._convert = lambda src: cvt(src, code, dst=self.bgr)
 
-    def __call__(self, frame: Frame, dst: np.ndarray) -> None:
+    def __call__(self, frame: Frame, dst: np.ndarray) -> Any:
+        """Writes ``dst`` from ``frame``; returns the conversion's transform."""
         src = frame.array()
         with frame.buffer.cpu_access("read"):
             if self._one_pass is not None:
                 self._one_pass(src, dst)
-                return
-            if self._direct:
-                self._preprocess(src, dst)
-            else:
-                self._convert(src)
+                self.transform = self._one_pass.transform
+                return self.transform
+            self._convert(src)
         del src  # the view keeps the frame from the driver
-        if not self._direct:
-            assert self.bgr is not None
-            self._preprocess(self.bgr, dst)
+        assert self._preprocess is not None and self.bgr is not None
+        self._preprocess(self.bgr, dst)
+        self.transform = self._preprocess.transform
+        return self.transform
 
     def close(self) -> None:
         self._convert = lambda src: None  # its closure may hold a view of the BGR buffer
@@ -115,7 +115,17 @@ class CameraPreprocessor:
         self.bgr = None
         if self._buffer is not None:
             self._buffer.close()
-        self._preprocess.close()
+            self._buffer = None
+        if self._preprocess is not None:
+            self._preprocess.close()
+
+
+def _even(fmt: str, x: int, y: int, w: int, h: int) -> tuple[int, int, int, int]:
+    """A crop rounded inwards to the chroma grid of a subsampled format (even
+    columns for 4:2:2, even rows and columns for 4:2:0), at most a pixel a side."""
+    ax, ay = {"YUYV": (2, 1), "UYVY": (2, 1), "I420": (2, 2), "NV12": (2, 2)}.get(fmt, (1, 1))
+    x2, y2 = -(-x // ax) * ax, -(-y // ay) * ay
+    return x2, y2, (x + w - x2) // ax * ax, (y + h - y2) // ay * ay
 
 
 def run_camera(
@@ -146,7 +156,9 @@ def run_camera(
                 break
             captured = clock()
             with frame:
-                prediction, pre, infer, post = pipeline.step_with(lambda dst: preprocess(frame, dst), release=frame.release)
+                prediction, pre, infer, post = pipeline.step_with(
+                    lambda dst: preprocess(frame, dst), frame_size=(camera.width, camera.height), release=frame.release
+                )
             timings.add("capture", captured - waited)
             timings.add("preprocess", pre)
             timings.add("infer", infer)

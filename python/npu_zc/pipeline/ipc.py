@@ -38,6 +38,7 @@ import time
 from typing import Any, Callable
 
 from ..errors import Error, InvalidArgumentError, PeerError
+from ..layout import Transform
 from .pipeline import FENCE_TIMEOUT_S, Pipeline
 from .preprocess import PreprocessSpec
 from .stream import STREAM_STAGES, FrameResult, StreamReport, progress_bar
@@ -141,6 +142,9 @@ class _Consumer:
                 for out in self.outputs[slot]:
                     access.enter_context(out.cpu_access("read", timeout=FENCE_TIMEOUT_S))
                 prediction = pipeline.postprocess([request.output_array(i) for i in range(len(self.outputs[slot]))])
+                if message.get("transform") is not None:
+                    transform = Transform(**{k: tuple(v) for k, v in message["transform"].items()})
+                    prediction = pipeline.to_frame(prediction, transform, tuple(message["frame_size"]))
             timings.add("postprocess", time.perf_counter_ns() - started)
             self._send({"kind": "done", "slot": slot})
             timings.add("decode", int(message["decode_ns"]))

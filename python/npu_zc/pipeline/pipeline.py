@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..runtime.model import Mode
-from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for
+from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for, to_frame
 from .preprocess import Fit, PreprocessSpec, Preprocessor
 from .throughput import ThroughputReport, ThroughputRunner
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
@@ -36,6 +36,9 @@ DEFAULT_MODEL = "efficientnet-lite0"
 
 Hint = Literal["latency", "throughput"]
 HINTS = ("latency", "throughput")
+
+# How the frame is fitted to the input, by model kind (see Pipeline).
+_FITS: dict[Kind, Fit] = {"classification": "crop", "blazeface": "letterbox", "ssd": "stretch"}
 
 
 @dataclass(frozen=True)
@@ -101,8 +104,11 @@ class Pipeline:
     ``model``: a file OpenVINO reads (IR, ONNX, TFLite) or ``"efficientnet-lite0"``.
     ``labels``: names by class index, or a file of them (default: ImageNet's
     for 1000 classes, else the indices). ``mean``/``scale`` override what the
-    model records. ``fit`` defaults to a centre crop for classifiers and the
-    whole frame for detectors.
+    model records. ``fit`` follows the model's kind by default: a centre crop
+    for classifiers (as ImageNet models are evaluated), a letterbox for
+    BlazeFace (MediaPipe keeps the aspect), the whole frame stretched for SSD
+    (the TF Object Detection API's fixed-shape resizer); detections' boxes are
+    mapped back to the frame through the preprocess's transform.
     """
 
     def __init__(
@@ -154,7 +160,7 @@ class Pipeline:
             self.session.prepared.model, self.kind, labels=labels, top=top, min_score=min_score
         )
         self.spec = PreprocessSpec.for_session(
-            self.session, fit=fit or ("crop" if self.kind == "classification" else "stretch"), interpolation=interpolation
+            self.session, fit=fit or _FITS[self.kind], interpolation=interpolation
         )
         self.heap = heap
         self.preprocess = Preprocessor(self.spec, heap=heap)
@@ -205,20 +211,29 @@ class Pipeline:
 
     def step(self, image: np.ndarray) -> tuple[Prediction, int, int, int]:
         """One frame: ``(prediction, preprocess ns, infer ns, postprocess ns)``."""
-        return self.step_with(lambda dst: self.preprocess(image, dst))
+        def write(dst: np.ndarray) -> Any:
+            self.preprocess(image, dst)
+            return self.preprocess.transform
+
+        return self.step_with(write, frame_size=(image.shape[1], image.shape[0]))
 
     def step_with(
-        self, write_input: Callable[[np.ndarray], None], *, release: Callable[[], None] | None = None
+        self,
+        write_input: Callable[[np.ndarray], Any],
+        *,
+        frame_size: tuple[int, int],
+        release: Callable[[], None] | None = None,
     ) -> tuple[Prediction, int, int, int]:
-        """One frame whose input ``write_input(dst)`` writes into the model input
-        (a camera frame, see :mod:`.camera`); ``release`` is called once it is written."""
+        """One frame whose input ``write_input(dst)`` writes into the model input,
+        returning its conversion's transform (a camera frame, see :mod:`.camera`);
+        ``release`` is called once it is written. ``frame_size``: (width, height)."""
         clock = time.perf_counter_ns
         started = clock()
         if self._sync_input is None:
-            write_input(self.input)
+            transform = write_input(self.input)
         else:
             with self._sync_input.cpu_access("write", timeout=FENCE_TIMEOUT_S):
-                write_input(self.input)
+                transform = write_input(self.input)
         if release is not None:
             release()
         preprocessed = clock()
@@ -231,8 +246,14 @@ class Pipeline:
                 for buf in self._sync_outputs:
                     stack.enter_context(buf.cpu_access("read", timeout=FENCE_TIMEOUT_S))
                 prediction = self.postprocess(self.outputs)
+        prediction = self.to_frame(prediction, transform, frame_size)
         done = clock()
         return prediction, preprocessed - started, inferred - preprocessed, done - inferred
+
+    def to_frame(self, prediction: Prediction, transform: Any, frame_size: tuple[int, int]) -> Prediction:
+        """Detections' boxes as fractions of a ``frame_size`` (width, height) frame
+        that the preprocess turned into the input with ``transform``."""
+        return to_frame(prediction, transform, (self.spec.width, self.spec.height), frame_size)
 
     def process(self, image: np.ndarray) -> Prediction:
         """The prediction for one frame (BGR u8)."""

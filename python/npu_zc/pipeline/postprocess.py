@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, Sequence, Union
 
 import numpy as np
@@ -208,6 +208,18 @@ class FaceDetections(Postprocessor):
         return [
             Detection(0, "face", f.score, _box(f.xmin, f.ymin, f.xmax, f.ymax)) for f in faces[: self.k]
         ]
+
+
+def to_frame(prediction: Prediction, transform: Any, input_size: tuple[int, int], frame_size: tuple[int, int]) -> Prediction:
+    """Detections' boxes from fractions of the model input to fractions of the
+    frame, through the preprocess's :class:`npu_zc.layout.Transform` (the crop,
+    letterbox or stretch that made the input); class scores as they are."""
+    if transform is None or not prediction or not isinstance(prediction[0], Detection):
+        return prediction
+    (iw, ih), (fw, fh) = input_size, frame_size
+    boxes = np.array([d.box for d in prediction], np.float64) * (iw, ih, iw, ih)
+    frame = transform.to_source(boxes) / (fw, fh, fw, fh)
+    return [replace(d, box=_box(*b)) for d, b in zip(prediction, frame)]
 
 
 def _box(x0: float, y0: float, x1: float, y1: float) -> tuple[float, float, float, float]:

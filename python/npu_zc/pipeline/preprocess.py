@@ -1,15 +1,15 @@
 """Preprocess: a decoded BGR frame into the model's input buffer, in the layout the model reads.
 
-Two steps, neither of which allocates:
-
-1. OpenCV resizes the part of the frame the model will see (a centre crop for
-   classifiers, the whole frame for detectors) straight into a small mapped
-   buffer (BGR u8 at the model's input size). Cropping before resizing gives
-   the same picture as resize-then-crop and touches only the pixels kept.
-2. :class:`InputWriter` converts that into the model's input with the layout
-   engine (:func:`npu_zc.layout.convert`, one pass in the Rust core): the
-   packed HW layout (RGBx, RGBx_FP16...) in zero-copy mode, where the model
-   normalises; normalised planar float (RGBP_FLOAT) in copy mode.
+One call, no intermediate image: :func:`npu_zc.layout.convert` (through a
+:class:`npu_zc.layout.Converter` per frame size) reads the part of the frame
+the model sees (a centre crop for classifiers, the whole frame for
+detectors), resizes it (OpenCV's bilinear, area or nearest), converts the
+colour, normalises and writes the model's input layout in one pass: the
+packed HW layout (RGBx, RGBx_FP16...) in zero-copy mode, where the model
+normalises; normalised planar float (RGBP_FLOAT) in copy mode. Detectors
+that expect the aspect kept (BlazeFace) get a letterbox, and their boxes are
+mapped back to the frame through the conversion's
+:class:`npu_zc.layout.Transform`.
 
 A :class:`PreprocessSpec` says all of that in plain data, so that a producer
 process can preprocess without OpenVINO (see :mod:`.ipc`).
@@ -25,13 +25,14 @@ import numpy as np
 
 from .. import layout
 from ..errors import InvalidArgumentError, ModelError
-from .image import opencv
 
-Fit = Literal["crop", "stretch"]
-"""``crop``: the centre of the frame, as classifiers are evaluated; ``stretch``: the whole frame."""
+Fit = Literal["crop", "stretch", "letterbox"]
+"""``crop``: the centre of the frame, as classifiers are evaluated; ``stretch``: the whole frame;
+``letterbox``: the whole frame, aspect kept, the rest filled (detectors such as BlazeFace)."""
 
-INTERPOLATIONS = ("linear", "area", "cubic", "nearest")
-"""OpenCV resize methods by name; ``linear`` is ``cv2.resize``'s default."""
+INTERPOLATIONS = ("linear", "area", "nearest")
+"""OpenCV's resize methods by name (``linear`` is ``cv2.resize``'s default), as the layout engine runs them."""
+_LAYOUT_INTERPOLATION = {"linear": "bilinear", "area": "area", "nearest": "nearest"}
 
 # Formats the preprocess can write, by the element type of their buffer.
 _ELEMENTS = {
@@ -59,6 +60,8 @@ class PreprocessSpec:
     crop_fraction: float = 0.875
     """For ``crop``: the share of the short side kept (224/256, as ImageNet models are evaluated)."""
     interpolation: str = "linear"
+    fill: int = 0
+    """For ``letterbox``: the pixel value (0-255) of the bars, normalised like pixels."""
 
     def __post_init__(self) -> None:
         if self.format not in _ELEMENTS:
@@ -68,8 +71,10 @@ class PreprocessSpec:
             )
         if self.interpolation not in INTERPOLATIONS:
             raise InvalidArgumentError(f"unknown interpolation {self.interpolation!r}: use one of {', '.join(INTERPOLATIONS)}")
-        if self.fit not in ("crop", "stretch"):
-            raise InvalidArgumentError(f"unknown fit {self.fit!r}: use 'crop' or 'stretch'")
+        if self.fit not in ("crop", "stretch", "letterbox"):
+            raise InvalidArgumentError(f"unknown fit {self.fit!r}: use 'crop', 'stretch' or 'letterbox'")
+        if not 0 <= self.fill <= 255:
+            raise InvalidArgumentError(f"fill must be a pixel value from 0 to 255, got {self.fill}")
         if not 0 < self.crop_fraction <= 1:
             raise InvalidArgumentError(f"crop_fraction must be in (0, 1], got {self.crop_fraction}")
 
@@ -121,7 +126,7 @@ class PreprocessSpec:
 
     def region(self, height: int, width: int) -> tuple[slice, slice]:
         """The rows and columns of a ``height`` x ``width`` frame that the model sees."""
-        if self.fit == "stretch":
+        if self.fit in ("stretch", "letterbox"):
             return slice(0, height), slice(0, width)
         # Resize so the short side becomes (model side / crop_fraction), then take the centre:
         # in frame pixels, a window of model size / that factor.
@@ -133,44 +138,78 @@ class PreprocessSpec:
 
 
 class Preprocessor:
-    """Resizes into a mapped buffer, then writes the model input; reusable across frames of any size.
+    """Writes the model input from a decoded frame in one call; reusable across frames of any size.
 
-    Nothing is allocated per frame: the resize target is allocated once
-    (``heap``, like the model's buffers) and the input is written in place.
+    Nothing is allocated per frame: a :class:`npu_zc.layout.Converter` per
+    frame size (arguments and geometry checked once) writes the input in place.
     """
 
     def __init__(self, spec: PreprocessSpec, *, heap: str = "auto") -> None:
-        from ..buffers import alloc
-
-        cv2 = opencv()
         self.spec = spec
-        self._interpolation = {
-            "linear": cv2.INTER_LINEAR,
-            "area": cv2.INTER_AREA,
-            "cubic": cv2.INTER_CUBIC,
-            "nearest": cv2.INTER_NEAREST,
-        }[spec.interpolation]
-        self._buffer = alloc(spec.height * spec.width * 3, heap)
-        self.resized: np.ndarray = self._buffer.map("uint8", (spec.height, spec.width, 3))
-        """The frame at the model's input size, BGR u8: what the last call resized."""
-        self._regions: dict[tuple[int, int], tuple[slice, slice]] = {}
-        self._resize = cv2.resize
-        self._write = InputWriter(spec, self.resized)
+        self._heap = heap
+        self._converters: dict[tuple[int, int], layout.Converter] = {}
+        self._inspect: dict[tuple[int, int], layout.Converter] = {}
+        self._last: np.ndarray | None = None
+        self._buffer: Any = None
+        self._resized: np.ndarray | None = None
+        self.transform: layout.Transform | None = None
+        """Where the last call read the frame and wrote the input: maps boxes back to the frame."""
+
+    def converter(self, height: int, width: int, *, inspect: bool = False) -> layout.Converter:
+        """The conversion of a ``height`` x ``width`` frame (``inspect``: into BGR u8, un-normalised)."""
+        cache = self._inspect if inspect else self._converters
+        conv = cache.get((height, width))
+        if conv is None:
+            spec = self.spec
+            rows, cols = spec.region(height, width)
+            geometry: dict[str, Any] = dict(
+                src_size=(width, height),
+                roi=(cols.start, rows.start, cols.stop - cols.start, rows.stop - rows.start),
+                fit="letterbox" if spec.fit == "letterbox" else "stretch",
+                fill=spec.fill,
+                interpolation=_LAYOUT_INTERPOLATION[spec.interpolation],
+            )
+            norm: dict[str, Any] = {} if inspect else dict(mean=_three(spec.mean), scale=_three(spec.scale))
+            # One thread: a model input is small, and the inference that follows wants every core
+            # (the engine's idle helper threads would compete with it).
+            conv = layout.Converter("BGR", "BGR" if inspect else spec.format, spec.width, spec.height, threads=1, **geometry, **norm)
+            if len(cache) >= 8:
+                cache.clear()
+            cache[(height, width)] = conv
+        return conv
 
     def __call__(self, image: np.ndarray, dst: np.ndarray) -> None:
         """Write ``image`` (BGR u8, any size) into ``dst``, the model input (a mapped buffer's view or an array)."""
         if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
             raise InvalidArgumentError(f"the preprocess takes BGR u8 images (H, W, 3), got {image.dtype} {image.shape}")
-        key = (image.shape[0], image.shape[1])
-        region = self._regions.get(key)
-        if region is None:
-            region = self._regions[key] = self.spec.region(*key)
-        self._resize(image[region], (self.spec.width, self.spec.height), dst=self.resized, interpolation=self._interpolation)
-        self._write(dst)
+        conv = self.converter(image.shape[0], image.shape[1])
+        conv(image, dst)
+        self._last = image
+        self.transform = conv.transform
+
+    @property
+    def resized(self) -> np.ndarray:
+        """The last frame as the model sees it, BGR u8 at the input size, in a mapped buffer.
+
+        Made on demand, for inspection and tests (the same geometry, resampling
+        and fill, without the normalisation): the preprocess itself writes the
+        model input in one pass, with no intermediate image.
+        """
+        if self._resized is None:
+            from ..buffers import alloc
+
+            self._buffer = alloc(self.spec.height * self.spec.width * 3, self._heap)
+            self._resized = self._buffer.map("uint8", (self.spec.height, self.spec.width, 3))
+        if self._last is not None:
+            self.converter(self._last.shape[0], self._last.shape[1], inspect=True)(self._last, self._resized)
+        return self._resized
 
     def close(self) -> None:
-        del self.resized, self._write
-        self._buffer.close()
+        self._last = None
+        if self._buffer is not None:
+            self._resized = None
+            self._buffer.close()
+            self._buffer = None
 
 
 class InputWriter:
@@ -187,8 +226,6 @@ class InputWriter:
     def __init__(self, spec: PreprocessSpec, source: np.ndarray) -> None:
         self.spec = spec
         self.source = source
-        # One thread: a model input is small, and the inference that follows wants every core
-        # (the engine's idle helper threads would compete with it).
         self.converter = layout.Converter(
             "BGR", spec.format, spec.width, spec.height, mean=_three(spec.mean), scale=_three(spec.scale), threads=1
         )

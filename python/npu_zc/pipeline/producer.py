@@ -7,6 +7,7 @@ with its end of a Unix socket pair.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import socket
 import sys
 import threading
@@ -57,7 +58,10 @@ def produce(sock: socket.socket) -> int:
         preprocess_ns = time.perf_counter_ns() - started
         slot.submit()  # in flight until the consumer says done
         meta = {"kind": "frame", "slot": slot.index, "sequence": sequence, "name": name,
-                "decode_ns": decode_ns, "preprocess_ns": preprocess_ns}  # fmt: skip
+                "decode_ns": decode_ns, "preprocess_ns": preprocess_ns,
+                # How the input was made from the frame: the consumer maps boxes back with it.
+                "frame_size": [image.shape[1], image.shape[0]],
+                "transform": None if preprocess.transform is None else dataclasses.asdict(preprocess.transform)}  # fmt: skip
         send_buffers(sock, [], meta)
         sent += 1
     send_buffers(sock, [], {"kind": "end", "frames": sent})

@@ -172,12 +172,12 @@ def _zero_copy(
             result = queue.get(timeout=None if wait else 0)
             if result is None:
                 return False
-            sequence, name = result.userdata
+            sequence, name, transform, frame_size = result.userdata
             started = time.perf_counter_ns()
             with result, contextlib.ExitStack() as access:  # the output buffers go back to the pool once read
                 for buf in result.output_buffers:
                     access.enter_context(buf.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                prediction = pipeline.postprocess(result.outputs)
+                prediction = pipeline.to_frame(pipeline.postprocess(result.outputs), transform, frame_size)
             timings.add("postprocess", time.perf_counter_ns() - started)
             timings.add("infer", int(result.latency_ms * 1e6))
             deliver(FrameResult(sequence, name, prediction))
@@ -200,7 +200,7 @@ def _zero_copy(
             with frame.input_buffers[0].cpu_access("write", timeout=FENCE_TIMEOUT_S):
                 pipeline.preprocess(image, frame.inputs[0])
             timings.add("preprocess", time.perf_counter_ns() - started)
-            queue.submit(frame, (sequence, name))
+            queue.submit(frame, (sequence, name, pipeline.preprocess.transform, (image.shape[1], image.shape[0])))
         while queue.pending:
             take(True)
     return dropped

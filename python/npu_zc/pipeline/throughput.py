@@ -10,8 +10,9 @@ on a 16-core Xeon). :class:`ThroughputRunner` keeps them all busy:
   extra set of buffers per preprocessing worker (and one for the result being
   read), so that frames N+1... are written while the requests infer frames
   N-k...N;
-* ``workers`` threads preprocess (OpenCV resize and the layout engine, both
-  with the GIL released), each with its own :class:`.Preprocessor`; a feeding
+* ``workers`` threads preprocess (the layout engine, from the frame to the
+  input in one call, with the GIL released), each with its own
+  :class:`.Preprocessor`; a feeding
   thread only hands frames out and submits them, in order (the calling thread
   waits, so that Ctrl-C stops the run cleanly);
 * the queue's delivery thread waits for each request (GIL released),
@@ -36,7 +37,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from .postprocess import Postprocessor, Prediction
+from .postprocess import Postprocessor, Prediction, to_frame
 from .preprocess import PreprocessSpec, Preprocessor
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 
@@ -235,8 +236,11 @@ class ThroughputRunner:
                         access.enter_context(buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
                 prediction = postprocess(result.outputs)
             with lock:
+                preprocess_ns, transform, frame_size = preprocessed.pop(result.userdata)
+            prediction = to_frame(prediction, transform, (self.spec.width, self.spec.height), frame_size)
+            with lock:
                 timings.add_frame(
-                    preprocess=preprocessed.pop(result.userdata),
+                    preprocess=preprocess_ns,
                     infer=int(result.latency_ms * 1e6),
                     postprocess=time.perf_counter_ns() - started,
                 )
@@ -245,13 +249,14 @@ class ThroughputRunner:
             if on_result is not None:
                 on_result(result.userdata, prediction)
 
-        preprocessed: dict[int, int] = {}  # frame index -> its preprocess time, until its result comes
+        # Frame index -> its preprocess time, how the input was made from it and its size, until its result comes.
+        preprocessed: dict[int, tuple[int, Any, tuple[int, int]]] = {}
 
         def prepare(frame: Any, image: np.ndarray, index: int) -> None:
             started = time.perf_counter_ns()
-            self._prepare(frame, image)
+            transform = self._prepare(frame, image)
             with lock:
-                preprocessed[index] = time.perf_counter_ns() - started
+                preprocessed[index] = (time.perf_counter_ns() - started, transform, (image.shape[1], image.shape[0]))
 
         cpu_before, wall_before = _cpu_seconds(), time.perf_counter()
         submitted = 0
@@ -315,8 +320,9 @@ class ThroughputRunner:
             timings=timings,
         )
 
-    def _prepare(self, frame: Any, image: np.ndarray) -> None:
-        """Preprocess ``image`` into ``frame``'s input buffer, with this thread's own resize buffer."""
+    def _prepare(self, frame: Any, image: np.ndarray) -> Any:
+        """Preprocess ``image`` into ``frame``'s input buffer with this thread's own
+        :class:`.Preprocessor`; returns the transform (for mapping detections back)."""
         preprocess = getattr(self._local, "preprocess", None)
         if preprocess is None:
             preprocess = Preprocessor(self.spec, heap=self.heap)
@@ -329,9 +335,10 @@ class ThroughputRunner:
                 preprocess(image, frame.inputs[0])
         else:
             preprocess(image, frame.inputs[0])
+        return preprocess.transform
 
     def close(self) -> None:
-        """Free the workers' resize buffers (once a run still stopping has finished)."""
+        """Free the workers' preprocessors (once a run still stopping has finished)."""
         self._wait_for_feeder()
         with self._made:
             for preprocess in self._preprocessors:

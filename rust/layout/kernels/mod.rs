@@ -7,6 +7,8 @@ use super::format::Element;
 use super::simd::SimdLevel;
 
 pub(crate) mod scalar;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod vector;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 #[cfg(target_arch = "aarch64")]
@@ -15,11 +17,15 @@ pub(crate) mod yuv;
 
 /// 16-bit float kinds of the packed kernels. BF16 rounds to nearest even;
 /// BF16_FAST rounds ties away from zero (fewer instructions), so a plan takes
-/// it only where no value of the 256 lands on a tie; F16 is IEEE half,
-/// rounded to nearest even.
+/// it only where no value of the 256 lands on a tie (BF16_NATIVE only where
+/// flushing subnormals changes nothing); F16 is IEEE half, rounded to nearest
+/// even.
 pub(crate) const BF16: u8 = 0;
 pub(crate) const F16: u8 = 1;
 pub(crate) const BF16_FAST: u8 = 2;
+/// bf16 by the AVX512-BF16 instruction: to nearest even, subnormals flushed.
+#[cfg(target_arch = "x86_64")]
+pub(crate) const BF16_NATIVE: u8 = 3;
 
 /// How a kernel computes `(x - mean) / scale`; a plan takes the first, in
 /// this order, that reproduces the reference for its parameters.

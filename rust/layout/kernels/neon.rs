@@ -1,23 +1,30 @@
-//! aarch64 Advanced SIMD (NEON) kernels, 16 pixels a step: `vld3q_u8` /
+//! aarch64 Advanced SIMD (NEON) implementation of [`Simd`], 16 pixels a
+//! step (a vector of the abstraction is four NEON registers): `vld3q_u8` /
 //! `vld4q_u8` de-interleave the source, `vst4q` interleaves the destination.
-//! IEEE half is converted with `FCVTN`/`FCVTN2` (f32 to f16) and
-//! `FCVTL`/`FCVTL2` (f16 to f32) in inline assembly: Rust's f16 NEON
-//! intrinsics are not stable yet. These are base Armv8-A Advanced SIMD
-//! instructions (not the optional FEAT_FP16 arithmetic), so every aarch64
-//! core has them, a Cortex-A72 included.
+//! The kernels themselves are in vector.rs. IEEE half is converted with
+//! `FCVTN`/`FCVTN2` (f32 to f16) and `FCVTL`/`FCVTL2` (f16 to f32) in inline
+//! assembly: Rust's f16 NEON intrinsics are not stable yet. These are base
+//! Armv8-A Advanced SIMD instructions (not the optional FEAT_FP16
+//! arithmetic), so every aarch64 core has them, a Cortex-A72 included.
 //!
 //! # Safety (all `unsafe fn` here)
-//! NEON is part of every aarch64 CPU; loop guards bound every load by the
-//! source slice and every store by the destination slice.
+//! NEON is part of every aarch64 CPU; pointers given to the `Simd` methods
+//! are valid for the bytes each method says it reads or writes (the generic
+//! kernels' loop guards see to it).
 
 use std::arch::aarch64::*;
 use std::arch::asm;
 
-use super::super::plan::Plan;
 use super::super::float::{f16_to_f32, f32_to_f16};
 use super::super::format::Element;
-use super::scalar::{self, bt601};
-use super::{affine, Encoder, Kernel, Nv12Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
+use super::super::plan::Plan;
+use super::vector::{self, bf16_high, stamp, Job, Simd};
+use super::{Encoder, Kernel, Nv12Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
+
+mod stamped {
+    use super::*;
+    stamp!(super::Neon, "neon");
+}
 
 pub(super) fn encoders(element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
     let mut kernels = Vec::new();
@@ -26,9 +33,9 @@ pub(super) fn encoders(element: Element, planar: bool, channels: usize, identity
             kernels.push(Kernel {
                 name: $name,
                 encoder: match channels {
-                    1 => Encoder::$kind($f::<1, $($g),*>),
-                    3 => Encoder::$kind($f::<3, $($g),*>),
-                    _ => Encoder::$kind($f::<4, $($g),*>),
+                    1 => Encoder::$kind(stamped::$f::<1, $($g),*>),
+                    3 => Encoder::$kind(stamped::$f::<3, $($g),*>),
+                    _ => Encoder::$kind(stamped::$f::<4, $($g),*>),
                 },
             })
         };
@@ -48,102 +55,232 @@ pub(super) fn encoders(element: Element, planar: bool, channels: usize, identity
             fma_then_div!(packed_16, [BF16], Packed, "neon/bf16");
         }
         (Element::F16, false) => fma_then_div!(packed_16, [F16], Packed, "neon/f16"),
-        (Element::F32, true) => fma_then_div!(planes, [false], Planar, "neon/planar-f32"),
-        (Element::F16, true) => fma_then_div!(planes, [true], Planar, "neon/planar-f16"),
+        (Element::F32, true) => fma_then_div!(planar, [false], Planar, "neon/planar-f32"),
+        (Element::F16, true) => fma_then_div!(planar, [true], Planar, "neon/planar-f16"),
         _ => {}
     }
     kernels
 }
 
 pub(super) fn nv12_decoder() -> (Nv12Row, &'static str) {
-    (nv12_row, "neon/nv12")
+    (stamped::nv12_row, "neon/nv12")
 }
 
-/// Whether the plan swaps R and B (RGB <-> BGR); the other order is identity.
-/// GRAY's map ([0, 0, 0]) reads the same either way.
-fn swaps(map: [usize; 3]) -> bool {
-    map == [2, 1, 0]
-}
+/// Four NEON registers: the 16 lanes of a vector of the abstraction.
+type X4<T> = [T; 4];
 
-/// 16 source pixels as three byte vectors, in destination channel order.
 #[inline(always)]
-unsafe fn load16<const C: usize, const SWAP: bool>(src: *const u8) -> [uint8x16_t; 3] {
-    let [a, b, c] = match C {
-        1 => {
-            let g = vld1q_u8(src);
-            [g, g, g]
-        }
-        3 => {
-            let v = vld3q_u8(src);
-            [v.0, v.1, v.2]
-        }
-        _ => {
-            let v = vld4q_u8(src);
-            [v.0, v.1, v.2]
-        }
-    };
-    if SWAP {
-        [c, b, a]
-    } else {
-        [a, b, c]
-    }
+fn each<T: Copy, U>(a: X4<T>, f: impl Fn(T) -> U) -> X4<U> {
+    [f(a[0]), f(a[1]), f(a[2]), f(a[3])]
 }
 
-/// The 16 bytes of `x` as four vectors of 4 f32.
 #[inline(always)]
-unsafe fn widen(x: uint8x16_t) -> [float32x4_t; 4] {
+fn each2<T: Copy, U>(a: X4<T>, b: X4<T>, f: impl Fn(T, T) -> U) -> X4<U> {
+    [f(a[0], b[0]), f(a[1], b[1]), f(a[2], b[2]), f(a[3], b[3])]
+}
+
+/// The 16 bytes of `x` widened to i32.
+#[inline(always)]
+unsafe fn widen(x: uint8x16_t) -> X4<int32x4_t> {
     let lo = vmovl_u8(vget_low_u8(x));
     let hi = vmovl_high_u8(x);
-    [vmovl_u16(vget_low_u16(lo)), vmovl_high_u16(lo), vmovl_u16(vget_low_u16(hi)), vmovl_high_u16(hi)]
-        .map(|w| vcvtq_f32_u32(w))
+    each([vmovl_u16(vget_low_u16(lo)), vmovl_high_u16(lo), vmovl_u16(vget_low_u16(hi)), vmovl_high_u16(hi)], |w| {
+        vreinterpretq_s32_u32(w)
+    })
 }
 
-/// `(x - mean) / scale` in the arithmetic `ARITH` (see `FMA`), with the
-/// constants `affine::<ARITH>` gives.
-#[inline(always)]
-unsafe fn normalise<const ARITH: u8>(x: float32x4_t, a: float32x4_t, b: float32x4_t, c: float32x4_t) -> float32x4_t {
-    match ARITH {
-        FMA => vfmaq_f32(a, x, b),
-        REFINED => {
-            let t = vsubq_f32(x, a);
-            let q = vmulq_f32(t, c);
-            vfmaq_f32(q, vfmsq_f32(t, q, b), c)
+/// NEON (every aarch64 core).
+#[derive(Clone, Copy)]
+pub(super) struct Neon;
+
+pub(super) struct NeonTables {
+    /// R and B swapped (RGB <-> BGR); the plans' other order is the identity,
+    /// and GRAY's map ([0, 0, 0]) reads the same either way.
+    swap: bool,
+    pad_u8: uint8x16_t,
+    pad_u16: uint16x8_t,
+}
+
+impl Neon {
+    /// 16 source pixels as three byte vectors, in destination channel order.
+    #[inline(always)]
+    unsafe fn load16<const C: usize>(swap: bool, src: *const u8) -> [uint8x16_t; 3] {
+        let [a, b, c] = match C {
+            1 => {
+                let g = vld1q_u8(src);
+                [g, g, g]
+            }
+            3 => {
+                let v = vld3q_u8(src);
+                [v.0, v.1, v.2]
+            }
+            _ => {
+                let v = vld4q_u8(src);
+                [v.0, v.1, v.2]
+            }
+        };
+        if swap {
+            [c, b, a]
+        } else {
+            [a, b, c]
         }
-        _ => vdivq_f32(vsubq_f32(x, a), b),
+    }
+
+    /// 16 f32 as 16-bit floats of `KIND`: pixels 0-7, then 8-15.
+    #[inline(always)]
+    unsafe fn narrow<const KIND: u8>(f: X4<float32x4_t>) -> [uint16x8_t; 2] {
+        if KIND == F16 {
+            return [f16x8_of(f[0], f[1]), f16x8_of(f[2], f[3])];
+        }
+        let h = each(bf16_high::<Self, KIND>(f), |x| vshrn_n_u32::<16>(vreinterpretq_u32_s32(x)));
+        [vcombine_u16(h[0], h[1]), vcombine_u16(h[2], h[3])]
     }
 }
 
-unsafe fn packed_u8<const C: usize>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
-    if swaps(plan.map) {
-        packed_u8_in::<C, true>(plan, src, dst)
-    } else {
-        packed_u8_in::<C, false>(plan, src, dst)
-    }
-}
+impl Simd for Neon {
+    const LANES: usize = 16;
+    type I = X4<int32x4_t>;
+    type F = X4<float32x4_t>;
+    type Tables = NeonTables;
 
-unsafe fn packed_u8_in<const C: usize, const SWAP: bool>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
-    let n = dst.len() / 4;
-    let pad = vdupq_n_u8(plan.pad as u8);
-    let mut i = 0;
-    while i + 16 <= n && (i + 16) * C <= src.len() {
-        let [r, g, b] = load16::<C, SWAP>(src.as_ptr().add(i * C));
-        vst4q_u8(dst.as_mut_ptr().add(i * 4), uint8x16x4_t(r, g, b, pad));
-        i += 16;
+    #[inline(always)]
+    unsafe fn tables<const C: usize>(job: Job<'_>) -> NeonTables {
+        let (swap, pad) = match job {
+            Job::Bytes(plan) | Job::Planar(plan) | Job::Packed16(plan) | Job::Quads(plan) => (plan.map == [2, 1, 0], plan.pad),
+            Job::Nv12 { pos, pad } => (pos == [2, 1, 0], pad as u32),
+        };
+        NeonTables { swap, pad_u8: vdupq_n_u8(pad as u8), pad_u16: vdupq_n_u16(pad as u16) }
     }
-    scalar::packed::<u8, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 4..]);
-}
 
-/// Four f32 to bf16 bits (`BF16` or `BF16_FAST` rounding), in integer arithmetic.
-#[inline(always)]
-unsafe fn bf16_of<const KIND: u8>(f: float32x4_t) -> uint16x4_t {
-    let bits = vreinterpretq_u32_f32(f);
-    let rounded = if KIND == BF16_FAST {
-        vaddq_u32(bits, vdupq_n_u32(0x8000))
-    } else {
-        let lsb = vandq_u32(vshrq_n_u32::<16>(bits), vdupq_n_u32(1));
-        vaddq_u32(vaddq_u32(bits, vdupq_n_u32(0x7FFF)), lsb)
-    };
-    vshrn_n_u32::<16>(rounded)
+    #[inline(always)]
+    unsafe fn splat(x: f32) -> Self::F {
+        [vdupq_n_f32(x); 4]
+    }
+    #[inline(always)]
+    unsafe fn splat_i(x: i32) -> Self::I {
+        [vdupq_n_s32(x); 4]
+    }
+    #[inline(always)]
+    unsafe fn to_f32(x: Self::I) -> Self::F {
+        each(x, |x| vcvtq_f32_s32(x))
+    }
+    #[inline(always)]
+    unsafe fn sub(a: Self::F, b: Self::F) -> Self::F {
+        each2(a, b, |a, b| vsubq_f32(a, b))
+    }
+    #[inline(always)]
+    unsafe fn mul(a: Self::F, b: Self::F) -> Self::F {
+        each2(a, b, |a, b| vmulq_f32(a, b))
+    }
+    #[inline(always)]
+    unsafe fn div(a: Self::F, b: Self::F) -> Self::F {
+        each2(a, b, |a, b| vdivq_f32(a, b))
+    }
+    #[inline(always)]
+    unsafe fn mul_add(a: Self::F, b: Self::F, c: Self::F) -> Self::F {
+        [vfmaq_f32(c[0], a[0], b[0]), vfmaq_f32(c[1], a[1], b[1]), vfmaq_f32(c[2], a[2], b[2]), vfmaq_f32(c[3], a[3], b[3])]
+    }
+    #[inline(always)]
+    unsafe fn neg_mul_add(a: Self::F, b: Self::F, c: Self::F) -> Self::F {
+        [vfmsq_f32(c[0], a[0], b[0]), vfmsq_f32(c[1], a[1], b[1]), vfmsq_f32(c[2], a[2], b[2]), vfmsq_f32(c[3], a[3], b[3])]
+    }
+    #[inline(always)]
+    unsafe fn bits(f: Self::F) -> Self::I {
+        each(f, |f| vreinterpretq_s32_f32(f))
+    }
+    #[inline(always)]
+    unsafe fn add_i(a: Self::I, b: Self::I) -> Self::I {
+        each2(a, b, |a, b| vaddq_s32(a, b))
+    }
+    #[inline(always)]
+    unsafe fn and_i(a: Self::I, b: Self::I) -> Self::I {
+        each2(a, b, |a, b| vandq_s32(a, b))
+    }
+    #[inline(always)]
+    unsafe fn mul_i(a: Self::I, b: Self::I) -> Self::I {
+        each2(a, b, |a, b| vmulq_s32(a, b))
+    }
+    #[inline(always)]
+    unsafe fn shr16(a: Self::I) -> Self::I {
+        each(a, |a| vreinterpretq_s32_u32(vshrq_n_u32::<16>(vreinterpretq_u32_s32(a))))
+    }
+    #[inline(always)]
+    unsafe fn shr_bt601(a: Self::I) -> Self::I {
+        each(a, |a| vshrq_n_s32::<20>(a))
+    }
+
+    #[inline(always)]
+    unsafe fn rgbx_u8<const C: usize>(t: &NeonTables, src: *const u8, dst: *mut u8) {
+        let [r, g, b] = Self::load16::<C>(t.swap, src);
+        vst4q_u8(dst, uint8x16x4_t(r, g, b, t.pad_u8));
+    }
+
+    #[inline(always)]
+    unsafe fn channels<const C: usize, const PACKED: bool>(t: &NeonTables, src: *const u8) -> [Self::I; 3] {
+        let [r, g, b] = Self::load16::<C>(t.swap, src);
+        if C == 1 {
+            let x = widen(r);
+            return [x, x, x];
+        }
+        [widen(r), widen(g), widen(b)]
+    }
+
+    #[inline(always)]
+    unsafe fn store_f32(out: *mut u8, f: Self::F) {
+        let out = out.cast::<f32>();
+        for (q, x) in f.into_iter().enumerate() {
+            vst1q_f32(out.add(4 * q), x);
+        }
+    }
+    #[inline(always)]
+    unsafe fn store_f16(out: *mut u8, f: Self::F) {
+        let out = out.cast::<u16>();
+        vst1q_u16(out, f16x8_of(f[0], f[1]));
+        vst1q_u16(out.add(8), f16x8_of(f[2], f[3]));
+    }
+
+    #[inline(always)]
+    unsafe fn store_rgbx16<const KIND: u8>(t: &NeonTables, out: *mut u8, rgb: [Self::F; 3]) {
+        let [r, g, b] = [Self::narrow::<KIND>(rgb[0]), Self::narrow::<KIND>(rgb[1]), Self::narrow::<KIND>(rgb[2])];
+        let out = out.cast::<u16>();
+        for h in 0..2 {
+            vst4q_u16(out.add(32 * h), uint16x8x4_t(r[h], g[h], b[h], t.pad_u16));
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn luma_pairs(y: *const u8) -> [Self::I; 2] {
+        let l = vld2q_u8(y);
+        [widen(vqsubq_u8(l.0, vdupq_n_u8(16))), widen(vqsubq_u8(l.1, vdupq_n_u8(16)))]
+    }
+    #[inline(always)]
+    unsafe fn chroma(uv: *const u8) -> [Self::I; 2] {
+        let c = vld2q_u8(uv);
+        let minus_128 = |x: uint8x16_t| each(widen(x), |w| vsubq_s32(w, vdupq_n_s32(128)));
+        [minus_128(c.0), minus_128(c.1)]
+    }
+    #[inline(always)]
+    unsafe fn store_rgbx_pairs(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+        // Saturating narrows clamp as `saturate_cast` does.
+        let bytes = |x: Self::I| -> uint8x16_t {
+            let s = each(x, |x| vqmovn_s32(x));
+            vcombine_u8(vqmovun_s16(vcombine_s16(s[0], s[1])), vqmovun_s16(vcombine_s16(s[2], s[3])))
+        };
+        // Even and odd pixels zipped: pixels 0-15, then 16-31.
+        let pixels = |k: usize| {
+            let (e, o) = (bytes(even[k]), bytes(odd[k]));
+            [vzip1q_u8(e, o), vzip2q_u8(e, o)]
+        };
+        let [r, g, b] = [pixels(0), pixels(1), pixels(2)];
+        let (first, last) = if t.swap { (b, r) } else { (r, b) };
+        for h in [0, 1] {
+            vst4q_u8(out.add(64 * h), uint8x16x4_t(first[h], g[h], last[h], t.pad_u8));
+        }
+    }
+    /// R, G, B or B, G, R, then the pad (RGBx, BGRx).
+    fn nv12_positions(pos: [usize; 3]) -> bool {
+        pos == [0, 1, 2] || pos == [2, 1, 0]
+    }
 }
 
 /// Eight f32 (`lo`, then `hi`) to IEEE half bits with `FCVTN` / `FCVTN2`:
@@ -234,148 +371,6 @@ pub(crate) fn f16_slice_to_f32(src: &[u16], dst: &mut [f32]) {
     for (d, &s) in dst[i..n].iter_mut().zip(&src[i..n]) {
         *d = f16_to_f32(s);
     }
-}
-
-/// Eight f32 (`lo`, then `hi`) to 16-bit floats of `KIND`.
-#[inline(always)]
-unsafe fn narrow<const KIND: u8>(lo: float32x4_t, hi: float32x4_t) -> uint16x8_t {
-    if KIND == F16 {
-        f16x8_of(lo, hi)
-    } else {
-        vcombine_u16(bf16_of::<KIND>(lo), bf16_of::<KIND>(hi))
-    }
-}
-
-/// Packed 16-bit floats (`KIND`): four per pixel, the pad slot the plan's pad.
-unsafe fn packed_16<const C: usize, const KIND: u8, const ARITH: u8>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
-    if swaps(plan.map) {
-        packed_16_in::<C, true, KIND, ARITH>(plan, src, dst)
-    } else {
-        packed_16_in::<C, false, KIND, ARITH>(plan, src, dst)
-    }
-}
-
-unsafe fn packed_16_in<const C: usize, const SWAP: bool, const KIND: u8, const ARITH: u8>(
-    plan: &Plan,
-    src: &[u8],
-    dst: &mut [u8],
-) {
-    let n = dst.len() / 8;
-    let [a, b, c] = affine::<ARITH>(plan).map(|v| [0, 1, 2].map(|k| vdupq_n_f32(v[k])));
-    let pad = vdupq_n_u16(plan.pad as u16);
-    let mut i = 0;
-    while i + 16 <= n && (i + 16) * C <= src.len() {
-        let channels = load16::<C, SWAP>(src.as_ptr().add(i * C));
-        // Pixels 0-7 and 8-15: per channel, a vector of 8 16-bit floats.
-        let mut halves = [[vdupq_n_u16(0); 3]; 2];
-        for k in 0..3 {
-            let f = widen(channels[k]).map(|x| normalise::<ARITH>(x, a[k], b[k], c[k]));
-            halves[0][k] = narrow::<KIND>(f[0], f[1]);
-            halves[1][k] = narrow::<KIND>(f[2], f[3]);
-        }
-        let out = dst.as_mut_ptr().add(i * 8).cast::<u16>();
-        for (h, [r, g, b]) in halves.into_iter().enumerate() {
-            vst4q_u16(out.add(32 * h), uint16x8x4_t(r, g, b, pad));
-        }
-        i += 16;
-    }
-    scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
-}
-
-/// Three planes of f32 or (`HALF`) IEEE half.
-unsafe fn planes<const C: usize, const HALF: bool, const ARITH: u8>(
-    plan: &Plan,
-    src: &[u8],
-    p0: &mut [u8],
-    p1: &mut [u8],
-    p2: &mut [u8],
-) {
-    if swaps(plan.map) {
-        planes_in::<C, true, HALF, ARITH>(plan, src, p0, p1, p2)
-    } else {
-        planes_in::<C, false, HALF, ARITH>(plan, src, p0, p1, p2)
-    }
-}
-
-unsafe fn planes_in<const C: usize, const SWAP: bool, const HALF: bool, const ARITH: u8>(
-    plan: &Plan,
-    src: &[u8],
-    p0: &mut [u8],
-    p1: &mut [u8],
-    p2: &mut [u8],
-) {
-    let size = if HALF { 2 } else { 4 };
-    let n = p0.len().min(p1.len()).min(p2.len()) / size;
-    let [a, b, c] = affine::<ARITH>(plan).map(|v| [0, 1, 2].map(|k| vdupq_n_f32(v[k])));
-    let mut i = 0;
-    while i + 16 <= n && (i + 16) * C <= src.len() {
-        let channels = load16::<C, SWAP>(src.as_ptr().add(i * C));
-        for (k, plane) in [&mut *p0, &mut *p1, &mut *p2].into_iter().enumerate() {
-            let f = widen(channels[k]).map(|x| normalise::<ARITH>(x, a[k], b[k], c[k]));
-            let out = plane.as_mut_ptr().add(i * size);
-            if HALF {
-                let out = out.cast::<u16>();
-                vst1q_u16(out, f16x8_of(f[0], f[1]));
-                vst1q_u16(out.add(8), f16x8_of(f[2], f[3]));
-            } else {
-                for (q, x) in f.into_iter().enumerate() {
-                    vst1q_f32(out.cast::<f32>().add(4 * q), x);
-                }
-            }
-        }
-        i += 16;
-    }
-    let s = &src[(i * C).min(src.len())..];
-    let (t0, t1, t2) = (&mut p0[i * size..], &mut p1[i * size..], &mut p2[i * size..]);
-    if HALF {
-        scalar::planar::<u16, C>(plan, s, t0, t1, t2)
-    } else {
-        scalar::planar::<f32, C>(plan, s, t0, t1, t2)
-    }
-}
-
-/// 16 pixels of NV12: OpenCV's fixed-point arithmetic in i32 lanes, clamped
-/// by saturating narrows as `saturate_cast` does.
-unsafe fn nv12_row(y: &[u8], uv: &[u8], out: &mut [u8], pos: [usize; 3], pad: u8) {
-    match pos {
-        [0, 1, 2] => nv12_row_in::<false>(y, uv, out, pad),
-        [2, 1, 0] => nv12_row_in::<true>(y, uv, out, pad),
-        _ => scalar::nv12_row(y, uv, out, pos, pad),
-    }
-}
-
-unsafe fn nv12_row_in<const SWAP: bool>(y: &[u8], uv: &[u8], out: &mut [u8], pad: u8) {
-    use bt601::*;
-    let n = y.len().min(uv.len()).min(out.len() / 4);
-    let pad_bytes = vdupq_n_u8(pad);
-    let signed = |x: uint16x8_t| -> [int32x4_t; 2] {
-        [vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(x))), vreinterpretq_s32_u32(vmovl_high_u16(x))]
-    };
-    let mut i = 0;
-    while i + 16 <= n {
-        let luma = vqsubq_u8(vld1q_u8(y.as_ptr().add(i)), vdupq_n_u8(16));
-        let [y0, y1] = signed(vmovl_u8(vget_low_u8(luma)));
-        let [y2, y3] = signed(vmovl_high_u8(luma));
-        let ys = [y0, y1, y2, y3].map(|v| vmlaq_n_s32(vdupq_n_s32(HALF), v, CY));
-        let chroma = vld2_u8(uv.as_ptr().add(i));
-        let u = signed(vmovl_u8(chroma.0)).map(|v| vsubq_s32(v, vdupq_n_s32(128)));
-        let v = signed(vmovl_u8(chroma.1)).map(|v| vsubq_s32(v, vdupq_n_s32(128)));
-        // Four chroma samples per vector; each serves two neighbouring pixels.
-        let per_pixel = |t: [int32x4_t; 2]| [vzip1q_s32(t[0], t[0]), vzip2q_s32(t[0], t[0]), vzip1q_s32(t[1], t[1]), vzip2q_s32(t[1], t[1])];
-        let rt = per_pixel([vmulq_n_s32(v[0], CVR), vmulq_n_s32(v[1], CVR)]);
-        let gt = per_pixel([0, 1].map(|h| vmlaq_n_s32(vmulq_n_s32(v[h], CVG), u[h], CUG)));
-        let bt = per_pixel([vmulq_n_s32(u[0], CUB), vmulq_n_s32(u[1], CUB)]);
-        let channel = |t: [int32x4_t; 4]| -> uint8x16_t {
-            let s = [0, 1, 2, 3].map(|q| vqmovn_s32(vshrq_n_s32::<20>(vaddq_s32(ys[q], t[q]))));
-            vcombine_u8(vqmovun_s16(vcombine_s16(s[0], s[1])), vqmovun_s16(vcombine_s16(s[2], s[3])))
-        };
-        let (r, g, b) = (channel(rt), channel(gt), channel(bt));
-        let (first, last) = if SWAP { (b, r) } else { (r, b) };
-        vst4q_u8(out.as_mut_ptr().add(4 * i), uint8x16x4_t(first, g, last, pad_bytes));
-        i += 16;
-    }
-    let pos = if SWAP { [2, 1, 0] } else { [0, 1, 2] };
-    scalar::nv12_row(&y[i..], &uv[i.min(uv.len())..], &mut out[4 * i..], pos, pad);
 }
 
 #[cfg(test)]

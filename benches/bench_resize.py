@@ -1,0 +1,202 @@
+"""Frame to model input in one pass: npu_zc.layout.convert resizing (scale,
+fit, colour, normalise, cast, pack) against the best composition a user
+would write with OpenCV + numpy + ml_dtypes, all in the same run.
+
+    python benches/bench_resize.py                 # one thread
+    python benches/bench_resize.py --simd avx2     # the AVX2 path (Intel Core Ultra has no AVX-512)
+    python benches/bench_resize.py --runs 100 --stat median
+
+For each case: npu_zc on one thread (a Converter, as the pipeline calls it:
+arguments checked once); the composition with OpenCV on one
+thread (cv2.setNumThreads(1)), its buffers allocated once, writing into them
+(``dst=``); OpenCV's resize alone; and "read": a memcpy of the source bytes
+the resize must read (the rows it samples, every byte of those rows: a
+bilinear shrink touches every cache line of a row it samples), which reads
+them once and writes them once, an upper bound of the time to read them.
+npu_zc and the composition are timed in alternating blocks (--rounds) so that
+a burst of other work on the machine falls on both. Every timing is the best
+(or median) of --runs calls after a warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import cv2
+import ml_dtypes
+import numpy as np
+
+from npu_zc import layout
+
+MEAN = np.array([123.675, 116.28, 103.53], np.float32)
+STD = np.array([58.395, 57.12, 57.375], np.float32)
+NORM = dict(mean=tuple(MEAN.tolist()), scale=tuple(STD.tolist()))
+MEAN4 = np.append(MEAN, 0).astype(np.float32)
+INV4 = np.append(1 / STD, 0).astype(np.float32)
+STAT: Callable[[list[int]], float] = min
+
+
+def samples_ns(fn: Callable[[], object], runs: int) -> list[int]:
+    fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter_ns()
+        fn()
+        times.append(time.perf_counter_ns() - start)
+    return times
+
+
+def paired_ms(a: Callable[[], object], b: Callable[[], object], runs: int, rounds: int) -> tuple[float, float]:
+    block = max(1, runs // rounds)
+    ta: list[int] = []
+    tb: list[int] = []
+    for _ in range(rounds):
+        ta += samples_ns(a, block)
+        tb += samples_ns(b, block)
+    return STAT(ta) / 1e6, STAT(tb) / 1e6
+
+
+def time_ms(fn: Callable[[], object], runs: int) -> float:
+    return STAT(samples_ns(fn, runs)) / 1e6
+
+
+def sampled_rows(interpolation: str, src_h: int, dst_h: int) -> int:
+    """Distinct source rows a resize reads (OpenCV's bilinear positions; a
+    row of weight 0 is not read)."""
+    if interpolation == "area":
+        return src_h
+    scale = src_h / dst_h
+    rows = set()
+    for d in range(dst_h):
+        f = np.float32((d + 0.5) * scale - 0.5)
+        s = int(np.floor(f))
+        w1 = round(float((f - np.float32(s)) * np.float32(2048)))
+        w0 = 2048 - w1
+        rows.update({min(max(s + k, 0), src_h - 1) for k, w in ((0, w0), (1, w1)) if w})
+    return len(rows)
+
+
+def memcpy_of(nbytes: int) -> Callable[[], object]:
+    a = np.ones(nbytes, np.uint8)
+    b = np.empty_like(a)
+    return lambda: np.copyto(b, a)
+
+
+@dataclass
+class Row:
+    case: str
+    ours: float
+    composition: float
+    resize_alone: float
+    read: float
+    kernel: str
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=60, help="timed calls per measurement (default 60)")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating blocks (default 5)")
+    parser.add_argument("--stat", choices=("min", "median"), default="min", help="best or median of the runs (default: best)")
+    parser.add_argument("--simd", default=None, help="npu_zc's code path, e.g. avx2 (default: the best this CPU has)")
+    args = parser.parse_args()
+    global STAT
+    STAT = min if args.stat == "min" else statistics.median
+    runs = args.runs
+    cv2.setNumThreads(1)
+    rng = np.random.default_rng(0)
+    bgr = rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8)
+    nv12 = rng.integers(0, 256, (1620, 1920), dtype=np.uint8)
+    nv12_4k = rng.integers(0, 256, (3240, 3840), dtype=np.uint8)
+    rows: list[Row] = []
+
+    # Buffers of the compositions, allocated once.
+    small_bgr = np.empty((224, 224, 3), np.uint8)
+    small_rgba = np.empty((224, 224, 4), np.uint8)
+    small_f32 = np.empty((224, 224, 4), np.float32)
+    rgb_1080 = np.empty((1080, 1920, 3), np.uint8)
+    rgb_4k = np.empty((2160, 3840, 3), np.uint8)
+    small_rgb = np.empty((224, 224, 3), np.uint8)
+    boxed = np.empty((640, 640, 4), np.uint8)
+    rgba_1080 = np.empty((1080, 1920, 4), np.uint8)
+
+    def normalise_bf16(rgba: np.ndarray, out: np.ndarray) -> None:
+        np.subtract(rgba, MEAN4, out=small_f32, dtype=np.float32)
+        np.multiply(small_f32, INV4, out=small_f32)
+        out[...] = small_f32  # the ml_dtypes cast
+
+    def case(name: str, src: np.ndarray, fmt: str, dst: np.ndarray, dst_fmt: str, geometry: dict, norm: dict,
+             composition: Callable[[], object], resize_alone: Callable[[], object], read_bytes: int) -> None:
+        # A Converter, as the pipeline calls it: arguments checked once.
+        src_size = (src.shape[1], src.shape[0] * 2 // 3 if fmt == "NV12" else src.shape[0])
+        ours = layout.Converter(fmt, dst_fmt, dst.shape[1], dst.shape[0], src_size=src_size, threads=1, simd=args.simd,
+                                **geometry, **norm)
+        t_ours, t_comp = paired_ms(lambda: ours(src, dst), composition, runs, args.rounds)
+        rows.append(Row(name, t_ours, t_comp, time_ms(resize_alone, runs), time_ms(memcpy_of(read_bytes), runs), ours.kernel))
+
+    # 1. 1080p BGR -> 224x224 RGBx_BF16 normalised, bilinear and area.
+    for interpolation, flag in (("bilinear", cv2.INTER_LINEAR), ("area", cv2.INTER_AREA)):
+        out = np.empty((224, 224, 4), ml_dtypes.bfloat16)
+
+        def composition(flag: int = flag, out: np.ndarray = out) -> None:
+            cv2.resize(bgr, (224, 224), dst=small_bgr, interpolation=flag)
+            cv2.cvtColor(small_bgr, cv2.COLOR_BGR2RGBA, dst=small_rgba)
+            normalise_bf16(small_rgba, out)
+
+        case(f"1080p BGR -> 224 RGBx_BF16 norm, {interpolation}", bgr, "BGR", out, "RGBx_BF16",
+             dict(interpolation=interpolation), NORM, composition,
+             lambda flag=flag: cv2.resize(bgr, (224, 224), dst=small_bgr, interpolation=flag),
+             sampled_rows(interpolation, 1080, 224) * 1920 * 3)
+
+    # 2. 1080p NV12 -> 640x640 letterboxed RGBx u8 (YOLO: fill 114).
+    out = np.empty((640, 640, 4), np.uint8)
+
+    def letterbox() -> None:
+        cv2.cvtColor(nv12, cv2.COLOR_YUV2RGBA_NV12, dst=rgba_1080)
+        boxed[:140] = 114
+        boxed[500:] = 114
+        cv2.resize(rgba_1080, (640, 360), dst=boxed[140:500], interpolation=cv2.INTER_LINEAR)
+
+    sampled = sampled_rows("bilinear", 1080, 360)
+    case("1080p NV12 -> 640 letterbox RGBx u8", nv12, "NV12", out, "RGBx", dict(fit="letterbox", fill=114), {},
+         letterbox, lambda: cv2.resize(rgba_1080, (640, 360), dst=boxed[140:500], interpolation=cv2.INTER_LINEAR),
+         sampled * 1920 + (sampled + 1) // 2 * 1920)
+
+    # 3. 4K NV12 -> 224x224 RGBx_BF16 normalised (bilinear).
+    out = np.empty((224, 224, 4), ml_dtypes.bfloat16)
+
+    def nv12_4k_composition() -> None:
+        cv2.cvtColor(nv12_4k, cv2.COLOR_YUV2RGB_NV12, dst=rgb_4k)
+        cv2.resize(rgb_4k, (224, 224), dst=small_rgb, interpolation=cv2.INTER_LINEAR)
+        cv2.cvtColor(small_rgb, cv2.COLOR_RGB2RGBA, dst=small_rgba)
+        normalise_bf16(small_rgba, out)
+
+    sampled = sampled_rows("bilinear", 2160, 224)
+    case("4K NV12 -> 224 RGBx_BF16 norm, bilinear", nv12_4k, "NV12", out, "RGBx_BF16", {}, NORM,
+         nv12_4k_composition, lambda: cv2.resize(rgb_4k, (224, 224), dst=small_rgb, interpolation=cv2.INTER_LINEAR),
+         sampled * 3840 + sampled * 3840 // 2)
+    del rgb_1080
+
+    print(f"npu_zc resize benchmark: one thread, {'best' if args.stat == 'min' else 'median'} of {runs} runs, "
+          f"SIMD {args.simd or layout.simd_levels()[1]}, OpenCV {cv2.__version__} (1 thread), numpy {np.__version__}")
+    print()
+    header = (f"| {'case':42} | {'npu_zc ms':>9} | {'composition ms':>14} | {'speed-up':>8} | {'cv2.resize alone ms':>19} "
+              f"| {'read ms':>7} | {'vs read':>7} | npu_zc kernels |")
+    print(header)
+    print("|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|")
+    for r in rows:
+        print(f"| {r.case:42} | {r.ours:9.3f} | {r.composition:14.3f} | {r.composition / r.ours:7.1f}x | {r.resize_alone:19.3f} "
+              f"| {r.read:7.3f} | {r.ours / r.read:6.2f}x | {r.kernel} |")
+    print()
+    print("targets: each case >= 3x faster than the composition; faster than cv2.resize alone")
+    for r in rows:
+        ok = r.composition >= 3 * r.ours
+        print(f"  {r.case}: {r.composition / r.ours:.1f}x the composition ({'met' if ok else 'MISSED'}), "
+              f"{r.resize_alone / r.ours:.2f}x cv2.resize alone")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,357 @@
+//! The SIMD kernels, each written once over [`Simd`]: a small vector
+//! abstraction that x86.rs implements for AVX2 and AVX-512 (with and without
+//! VBMI) and neon.rs for NEON. What really differs per instruction set stays
+//! there, explicit and small: how a step of source pixels is gathered into
+//! 32-bit lanes, how 16-bit floats are interleaved and stored, how NV12's
+//! bytes are packed. The loops, the normalisation, the bf16 rounding and the
+//! tails are here.
+//!
+//! A kernel here is `#[inline(always)]` and generic; [`stamp!`] instantiates
+//! it per instruction set inside a `#[target_feature]` function, so the
+//! trait's methods (also `#[inline(always)]`) and the intrinsics they call
+//! are compiled into one loop with that instruction set's features.
+//!
+//! # Safety (all `unsafe fn` here and in the `Simd` implementations)
+//! The caller must have checked that the CPU supports the instruction set of
+//! `S` (`SimdLevel::is_supported`); the plan only holds kernels of such a
+//! level. Loop guards bound every load by the source slice (`Simd::src_bytes`)
+//! and every store by the destination slice, whatever lengths the caller
+//! passes; the tail of a row goes to the scalar kernels.
+
+use super::super::plan::Plan;
+use super::scalar::{self, bt601};
+use super::{affine, BF16_FAST, FMA, REFINED};
+
+/// What a row's [`Simd::Tables`] are for: the kernel, and where it needs them,
+/// its plan.
+#[derive(Clone, Copy)]
+pub(super) enum Job<'a> {
+    /// `Simd::rgbx_u8`.
+    Bytes(&'a Plan),
+    /// `Simd::channels::<C, false>` (pixel order).
+    Planar(&'a Plan),
+    /// `Simd::channels::<C, true>` and `Simd::store_rgbx16` (an order of
+    /// lanes that suits the interleaving store).
+    Packed16(&'a Plan),
+    /// `Quads::quads` and `Quads::store_quads16`.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    Quads(&'a Plan),
+    /// NV12: R, G, B at byte positions `pos`, `pad` in the fourth byte.
+    Nv12 { pos: [usize; 3], pad: u8 },
+}
+
+/// One instruction set's vectors of `LANES` 32-bit lanes, and the operations
+/// the kernels use on them.
+pub(super) trait Simd: Copy {
+    /// Pixels per step: the lanes of `I` and `F`.
+    const LANES: usize;
+    /// `LANES` i32.
+    type I: Copy;
+    /// `LANES` f32.
+    type F: Copy;
+    /// Shuffle masks, pad values and the like, set up once per row for a [`Job`].
+    type Tables;
+
+    unsafe fn tables<const C: usize>(job: Job<'_>) -> Self::Tables;
+    /// Bytes a step of `LANES` `C`-channel pixels may read (AVX2 reads 32
+    /// for 24); a loop takes a step only where they lie in the source.
+    fn src_bytes<const C: usize>() -> usize {
+        Self::LANES * C
+    }
+
+    unsafe fn splat(x: f32) -> Self::F;
+    unsafe fn splat_i(x: i32) -> Self::I;
+    unsafe fn to_f32(x: Self::I) -> Self::F;
+    unsafe fn sub(a: Self::F, b: Self::F) -> Self::F;
+    unsafe fn mul(a: Self::F, b: Self::F) -> Self::F;
+    unsafe fn div(a: Self::F, b: Self::F) -> Self::F;
+    /// `a * b + c`, fused.
+    unsafe fn mul_add(a: Self::F, b: Self::F, c: Self::F) -> Self::F;
+    /// `c - a * b`, fused.
+    unsafe fn neg_mul_add(a: Self::F, b: Self::F, c: Self::F) -> Self::F;
+    unsafe fn bits(f: Self::F) -> Self::I;
+    unsafe fn add_i(a: Self::I, b: Self::I) -> Self::I;
+    unsafe fn and_i(a: Self::I, b: Self::I) -> Self::I;
+    /// The low 32 bits of the product.
+    unsafe fn mul_i(a: Self::I, b: Self::I) -> Self::I;
+    /// Logical shift right by 16.
+    unsafe fn shr16(a: Self::I) -> Self::I;
+    /// Arithmetic shift right by `bt601::SHIFT`.
+    unsafe fn shr_bt601(a: Self::I) -> Self::I;
+
+    /// `LANES` source pixels as 4-byte pixels in destination order, the pad
+    /// byte the plan's: stores `4 * LANES` bytes (`Job::Bytes`).
+    unsafe fn rgbx_u8<const C: usize>(t: &Self::Tables, src: *const u8, dst: *mut u8);
+    /// `LANES` source pixels widened to 32-bit lanes, one vector per
+    /// destination channel (`Job::Planar`, or `Job::Packed16` with `PACKED`).
+    unsafe fn channels<const C: usize, const PACKED: bool>(t: &Self::Tables, src: *const u8) -> [Self::I; 3];
+    /// `LANES` f32 at `out`.
+    unsafe fn store_f32(out: *mut u8, f: Self::F);
+    /// `LANES` f32 as IEEE half (nearest even) at `out`.
+    unsafe fn store_f16(out: *mut u8, f: Self::F);
+    /// `LANES` pixels of R, G, B (from `channels::<C, true>`) and the plan's
+    /// pad, as 16-bit floats of `KIND`: `8 * LANES` bytes at `out`.
+    unsafe fn store_rgbx16<const KIND: u8>(t: &Self::Tables, out: *mut u8, rgb: [Self::F; 3]);
+
+    /// `2 * LANES` luma bytes less 16, floored at 0: the even pixels (0, 2,
+    /// 4, ...), then the odd ones, so that lane j of each goes with chroma
+    /// pair j.
+    unsafe fn luma_pairs(y: *const u8) -> [Self::I; 2];
+    /// `LANES` chroma pairs (`2 * LANES` bytes) as U - 128 and V - 128.
+    unsafe fn chroma(uv: *const u8) -> [Self::I; 2];
+    /// R, G, B values (saturated to bytes here) of the even and the odd
+    /// pixels, and the pad, as `2 * LANES` 4-byte pixels at `out` (`Job::Nv12`).
+    unsafe fn store_rgbx_pairs(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
+    /// Whether `store_rgbx_bytes` can put R, G, B at `pos` (else NV12 rows
+    /// go to the scalar kernel).
+    fn nv12_positions(_pos: [usize; 3]) -> bool {
+        true
+    }
+}
+
+/// Instruction sets whose vectors also hold whole pixels: four vectors of
+/// `LANES / 4` pixels, each with its 4 channels in 32-bit lanes (the pad lane
+/// 0), normalised with each slot's constants.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) trait Quads: Simd {
+    /// `LANES` source pixels as 4 such vectors (`Job::Quads`).
+    unsafe fn quads<const C: usize>(t: &Self::Tables, src: *const u8) -> [Self::I; 4];
+    /// The four per-slot values repeated for every pixel of a vector.
+    unsafe fn four_times(values: [f32; 4]) -> Self::F;
+    /// 4 such vectors as 16-bit floats of `KIND`: `8 * LANES` bytes at `out`.
+    unsafe fn store_quads16<const KIND: u8>(out: *mut u8, q: [Self::F; 4]);
+}
+
+/// `(x - mean) / scale` in the arithmetic `ARITH` (see `FMA`), with the
+/// constants `affine::<ARITH>` gives.
+#[inline(always)]
+pub(super) unsafe fn normalise<S: Simd, const ARITH: u8>(x: S::I, a: S::F, b: S::F, c: S::F) -> S::F {
+    let f = S::to_f32(x);
+    match ARITH {
+        FMA => S::mul_add(f, b, a),
+        REFINED => {
+            let t = S::sub(f, a);
+            let q = S::mul(t, c);
+            S::mul_add(S::neg_mul_add(q, b, t), c, q)
+        }
+        _ => S::div(S::sub(f, a), b),
+    }
+}
+
+/// The bits of `f` rounded to bf16 in the high half of each lane (the low
+/// half is left as it falls), in integer arithmetic: `BF16` to nearest even,
+/// `BF16_FAST` ties away from zero. The values come from u8 inputs and finite
+/// parameters, never NaN.
+#[inline(always)]
+pub(super) unsafe fn bf16_high<S: Simd, const KIND: u8>(f: S::F) -> S::I {
+    let bits = S::bits(f);
+    if KIND == BF16_FAST {
+        S::add_i(bits, S::splat_i(0x8000))
+    } else {
+        let lsb = S::and_i(S::shr16(bits), S::splat_i(1));
+        S::add_i(S::add_i(bits, S::splat_i(0x7FFF)), lsb)
+    }
+}
+
+/// Per destination channel, the splatted constants of `affine::<ARITH>`.
+#[inline(always)]
+unsafe fn channel_constants<S: Simd, const ARITH: u8>(plan: &Plan) -> [[S::F; 3]; 3] {
+    let splat = |v: [f32; 4]| [S::splat(v[0]), S::splat(v[1]), S::splat(v[2])];
+    let [a, b, c] = affine::<ARITH>(plan);
+    [splat(a), splat(b), splat(c)]
+}
+
+/// RGBx or BGRx bytes with no arithmetic.
+#[inline(always)]
+pub(super) unsafe fn packed_u8<S: Simd, const C: usize>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+    let n = dst.len() / 4;
+    let t = S::tables::<C>(Job::Bytes(plan));
+    let mut i = 0;
+    while i + S::LANES <= n && i * C + S::src_bytes::<C>() <= src.len() {
+        S::rgbx_u8::<C>(&t, src.as_ptr().add(i * C), dst.as_mut_ptr().add(i * 4));
+        i += S::LANES;
+    }
+    scalar::packed::<u8, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 4..]);
+}
+
+/// Packed bf16 or f16 (`KIND`), computing only the three colour channels.
+#[inline(always)]
+pub(super) unsafe fn packed_16<S: Simd, const C: usize, const KIND: u8, const ARITH: u8>(
+    plan: &Plan,
+    src: &[u8],
+    dst: &mut [u8],
+) {
+    let n = dst.len() / 8;
+    let t = S::tables::<C>(Job::Packed16(plan));
+    let [a, b, c] = channel_constants::<S, ARITH>(plan);
+    let mut i = 0;
+    while i + S::LANES <= n && i * C + S::src_bytes::<C>() <= src.len() {
+        let x = S::channels::<C, true>(&t, src.as_ptr().add(i * C));
+        let rgb = [
+            normalise::<S, ARITH>(x[0], a[0], b[0], c[0]),
+            normalise::<S, ARITH>(x[1], a[1], b[1], c[1]),
+            normalise::<S, ARITH>(x[2], a[2], b[2], c[2]),
+        ];
+        S::store_rgbx16::<KIND>(&t, dst.as_mut_ptr().add(i * 8), rgb);
+        i += S::LANES;
+    }
+    tail_16::<C>(plan, src, i, dst);
+}
+
+/// Packed bf16 or f16 (`KIND`), whole pixels to a vector (the pad slot
+/// computed like the others: 0 normalised to the pad value).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+pub(super) unsafe fn packed_16_quads<S: Quads, const C: usize, const KIND: u8, const ARITH: u8>(
+    plan: &Plan,
+    src: &[u8],
+    dst: &mut [u8],
+) {
+    let n = dst.len() / 8;
+    let t = S::tables::<C>(Job::Quads(plan));
+    let [a, b, c] = affine::<ARITH>(plan);
+    let [a, b, c] = [S::four_times(a), S::four_times(b), S::four_times(c)];
+    let mut i = 0;
+    while i + S::LANES <= n && i * C + S::src_bytes::<C>() <= src.len() {
+        let [q0, q1, q2, q3] = S::quads::<C>(&t, src.as_ptr().add(i * C));
+        let q = [
+            normalise::<S, ARITH>(q0, a, b, c),
+            normalise::<S, ARITH>(q1, a, b, c),
+            normalise::<S, ARITH>(q2, a, b, c),
+            normalise::<S, ARITH>(q3, a, b, c),
+        ];
+        S::store_quads16::<KIND>(dst.as_mut_ptr().add(i * 8), q);
+        i += S::LANES;
+    }
+    tail_16::<C>(plan, src, i, dst);
+}
+
+/// Three planes of f32 or (`HALF`) IEEE half.
+#[inline(always)]
+pub(super) unsafe fn planar<S: Simd, const C: usize, const HALF: bool, const ARITH: u8>(
+    plan: &Plan,
+    src: &[u8],
+    p0: &mut [u8],
+    p1: &mut [u8],
+    p2: &mut [u8],
+) {
+    let size = if HALF { 2 } else { 4 };
+    let n = p0.len().min(p1.len()).min(p2.len()) / size;
+    let t = S::tables::<C>(Job::Planar(plan));
+    let [a, b, c] = channel_constants::<S, ARITH>(plan);
+    let mut i = 0;
+    while i + S::LANES <= n && i * C + S::src_bytes::<C>() <= src.len() {
+        let x = S::channels::<C, false>(&t, src.as_ptr().add(i * C));
+        for (k, plane) in [&mut *p0, &mut *p1, &mut *p2].into_iter().enumerate() {
+            let f = normalise::<S, ARITH>(x[k], a[k], b[k], c[k]);
+            let out = plane.as_mut_ptr().add(i * size);
+            if HALF {
+                S::store_f16(out, f)
+            } else {
+                S::store_f32(out, f)
+            }
+        }
+        i += S::LANES;
+    }
+    let s = &src[(i * C).min(src.len())..];
+    let (t0, t1, t2) = (&mut p0[i * size..], &mut p1[i * size..], &mut p2[i * size..]);
+    if HALF {
+        scalar::planar::<u16, C>(plan, s, t0, t1, t2)
+    } else {
+        scalar::planar::<f32, C>(plan, s, t0, t1, t2)
+    }
+}
+
+/// The tail of a row of 16-bit floats, by the scalar tables.
+fn tail_16<const C: usize>(plan: &Plan, src: &[u8], i: usize, dst: &mut [u8]) {
+    scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
+}
+
+/// `2 * LANES` pixels of NV12 a step to 4-byte pixels: OpenCV's fixed-point
+/// arithmetic in i32 lanes, the chroma terms once per pair of pixels (the
+/// even and the odd pixels computed apart, against the same terms, and
+/// interleaved by the store); saturating packs clamp to 0..=255 as
+/// `saturate_cast` does.
+#[inline(always)]
+pub(super) unsafe fn nv12_row<S: Simd>(y: &[u8], uv: &[u8], out: &mut [u8], pos: [usize; 3], pad: u8) {
+    use bt601::*;
+    if !S::nv12_positions(pos) {
+        return scalar::nv12_row(y, uv, out, pos, pad);
+    }
+    let n = y.len().min(uv.len()).min(out.len() / 4);
+    let t = S::tables::<4>(Job::Nv12 { pos, pad });
+    let (cy, half) = (S::splat_i(CY), S::splat_i(HALF));
+    let [cvr, cvg, cug, cub] = [S::splat_i(CVR), S::splat_i(CVG), S::splat_i(CUG), S::splat_i(CUB)];
+    let step = 2 * S::LANES;
+    let mut i = 0;
+    while i + step <= n {
+        let [u, v] = S::chroma(uv.as_ptr().add(i));
+        let terms = [S::mul_i(cvr, v), S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), S::mul_i(cub, u)];
+        let rgb = |luma: S::I| {
+            let yh = S::add_i(S::mul_i(luma, cy), half);
+            [
+                S::shr_bt601(S::add_i(yh, terms[0])),
+                S::shr_bt601(S::add_i(yh, terms[1])),
+                S::shr_bt601(S::add_i(yh, terms[2])),
+            ]
+        };
+        let [even, odd] = S::luma_pairs(y.as_ptr().add(i));
+        S::store_rgbx_pairs(&t, out.as_mut_ptr().add(4 * i), rgb(even), rgb(odd));
+        i += step;
+    }
+    scalar::nv12_row(&y[i..], &uv[i.min(uv.len())..], &mut out[4 * i..], pos, pad);
+}
+
+/// Instantiates the kernels of this module for one instruction set, as
+/// functions compiled with its target features: `stamp!(Type, "features")`,
+/// and `stamp!(quads: Type, "features")` for `packed_16_quads` where `Type:
+/// Quads`. A level need not offer every kernel, hence `allow(dead_code)`.
+macro_rules! stamp {
+    ($isa:ty, $features:literal) => {
+        #[allow(dead_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn packed_u8<const C: usize>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+            vector::packed_u8::<$isa, C>(plan, src, dst)
+        }
+
+        #[allow(dead_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn packed_16<const C: usize, const KIND: u8, const ARITH: u8>(
+            plan: &Plan,
+            src: &[u8],
+            dst: &mut [u8],
+        ) {
+            vector::packed_16::<$isa, C, KIND, ARITH>(plan, src, dst)
+        }
+
+        #[allow(dead_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn planar<const C: usize, const HALF: bool, const ARITH: u8>(
+            plan: &Plan,
+            src: &[u8],
+            p0: &mut [u8],
+            p1: &mut [u8],
+            p2: &mut [u8],
+        ) {
+            vector::planar::<$isa, C, HALF, ARITH>(plan, src, p0, p1, p2)
+        }
+
+        #[allow(dead_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn nv12_row(y: &[u8], uv: &[u8], out: &mut [u8], pos: [usize; 3], pad: u8) {
+            vector::nv12_row::<$isa>(y, uv, out, pos, pad)
+        }
+    };
+    (quads: $isa:ty, $features:literal) => {
+        #[allow(dead_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn packed_16_quads<const C: usize, const KIND: u8, const ARITH: u8>(
+            plan: &Plan,
+            src: &[u8],
+            dst: &mut [u8],
+        ) {
+            vector::packed_16_quads::<$isa, C, KIND, ARITH>(plan, src, dst)
+        }
+    };
+}
+pub(super) use stamp;
