@@ -150,3 +150,40 @@ def test_frame_sizes() -> None:
     assert layout.frame_nbytes("YUYV", 640, 480) == 614400  # vivid's sizeimage
     assert layout.frame_nbytes("UYVY", 640, 480, stride=1536) == 1536 * 480
     assert layout.frame_nbytes("I420", 640, 480) == 460800
+
+
+def _nv12_twins(rng: np.random.Generator, width: int, height: int) -> dict[str, np.ndarray]:
+    """One picture as NV12, YUYV, UYVY and I420 (4:2:2 chroma repeated on each pair of rows)."""
+    y = rng.integers(0, 256, (height, width), dtype=np.uint8)
+    uv = rng.integers(0, 256, (height // 2, width), dtype=np.uint8)
+    chroma = uv.repeat(2, axis=0)
+    yuyv = np.stack([y, chroma], axis=2)
+    uyvy = np.stack([chroma, y], axis=2)
+    i420 = np.concatenate([y.reshape(-1), uv[:, 0::2].reshape(-1), uv[:, 1::2].reshape(-1)]).reshape(height * 3 // 2, width)
+    return {"NV12": np.vstack([y, uv]), "YUYV": yuyv, "UYVY": uyvy, "I420": i420}
+
+
+@pytest.mark.parametrize("interpolation", ["bilinear", "area", "nearest"])
+@pytest.mark.parametrize("fit", ["stretch", "letterbox"])
+def test_resizing_equals_nv12_with_the_same_samples(interpolation: str, fit: str) -> None:
+    """The one-pass resize reads camera frames as it reads NV12 (whose resize is tested against
+    OpenCV in test_layout_resize.py): the same picture gives the same bytes, on every level."""
+    frames = _nv12_twins(np.random.default_rng(21), 96, 54)
+    for dst_fmt, norm in (("RGBx", {}), ("RGBx_BF16", IMAGENET), ("RGBP_FLOAT", IMAGENET)):
+        for level in LEVELS:
+            args: dict[str, Any] = dict(roi=(6, 4, 80, 44), interpolation=interpolation, fit=fit, simd=level, threads=1, **norm)
+            want = empty_destination(dst_fmt, 40, 30)
+            layout.convert(frames["NV12"], want, "NV12", dst_fmt, **args)
+            for fmt in CAMERA_FORMATS:
+                got = empty_destination(dst_fmt, 40, 30)
+                transform = layout.convert(frames[fmt], got, fmt, dst_fmt, **args)
+                assert same_bits(got, want), (fmt, dst_fmt, level)
+                assert tuple(transform.roi) == (6, 4, 80, 44)
+
+
+def test_a_crop_off_the_chroma_grid_is_refused() -> None:
+    src = random_camera_frame(np.random.default_rng(2), "YUYV", 64, 48)
+    with pytest.raises(InvalidArgumentError, match="does not start and end on even pixels"):
+        layout.convert(src, np.zeros((20, 20, 4), np.uint8), "YUYV", "RGBx", roi=(3, 0, 40, 40))
+    # 4:2:2 shares chroma along rows only: an odd row is fine.
+    layout.convert(src, np.zeros((20, 20, 4), np.uint8), "YUYV", "RGBx", roi=(2, 1, 40, 39))
