@@ -21,6 +21,9 @@ Run it inside the test VM (the host has no camera) and compare ratios only:
 the VM's CPU is emulated.
 
     scripts/vm-run.sh bash -c '.venv/bin/python benches/bench_capture.py --frames 30'
+
+On a machine without a camera, ``--synthetic 1920x1080`` times the conversion
+part alone from a YUYV frame in memory (a real CPU, no VideoCapture).
 """
 
 from __future__ import annotations
@@ -152,12 +155,55 @@ def bench(device: str, frames: int) -> list[dict[str, Any]]:
     return results
 
 
+def synthetic(frames: int, width: int, height: int) -> list[dict[str, Any]]:
+    """No camera (the host): the same work from a YUYV frame already in memory, so
+    that the figures come from a real CPU. OpenCV's share of ``VideoCapture.read``
+    is its YUYV -> BGR conversion (plus a copy of the frame, left out here)."""
+    import cv2
+
+    from npu_zc import layout
+
+    cv2.setNumThreads(1)
+    frame = np.random.default_rng(0).integers(0, 256, (height, width, 2), dtype=np.uint8)
+    bgr = np.empty((height, width, 3), np.uint8)
+    clock = time.perf_counter_ns
+
+    def best(fn: Callable[[], object]) -> float:
+        samples = []
+        for _ in range(frames):
+            t = clock()
+            fn()
+            samples.append(clock() - t)
+        return float(np.median(samples)) / 1e6
+
+    def opencv() -> None:
+        cv2.cvtColor(frame, cv2.COLOR_YUV2BGR_YUYV, dst=bgr)
+        small = cv2.resize(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), (SIZE, SIZE))
+        np.ascontiguousarray(((small.astype(np.float32) - MEAN) / STD).transpose(2, 0, 1)[None])
+
+    results = [{"path": "opencv: cvtColor(YUYV) + cvtColor + resize + numpy", "to_input_ms": best(opencv)}]
+    for fmt, norm in (("RGBx", {}), ("RGBP_FLOAT", dict(mean=tuple(MEAN), scale=tuple(STD)))):
+        dst = np.empty((SIZE, SIZE, 4) if fmt == "RGBx" else (3, SIZE, SIZE), np.uint8 if fmt == "RGBx" else np.float32)
+        conv = layout.Converter("YUYV", fmt, SIZE, SIZE, src_size=(width, height), threads=1, **norm)  # type: ignore[arg-type]
+        results.append({"path": f"npu_zc {fmt} (one pass: {conv.kernel})", "to_input_ms": best(lambda: conv(frame, dst))})
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", help="capture node (default: vivid's, else /dev/video0)")
     parser.add_argument("--frames", type=int, default=30)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--synthetic", metavar="WxH", help="no camera: time the conversion of a WxH YUYV frame in memory")
     args = parser.parse_args()
+    if args.synthetic:
+        width, height = (int(v) for v in args.synthetic.lower().split("x"))
+        rows = synthetic(args.frames, width, height)
+        base = rows[0]["to_input_ms"]
+        print(f"{width}x{height} YUYV in memory -> 224x224 model input, median of {args.frames} (ms/frame)")
+        for r in rows:
+            print(f"{r['path']:<80}{r['to_input_ms']:9.3f}{base / r['to_input_ms']:9.2f}x")
+        return
     if "memcount" not in os.environ.get("LD_PRELOAD", ""):
         lib = build_counter()
         env = dict(os.environ, LD_PRELOAD=str(lib), OMP_NUM_THREADS="1")

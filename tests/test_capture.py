@@ -467,10 +467,9 @@ def test_camera_to_result_copies_no_frame_byte(vivid: dict[str, str], memcount_l
     for r in results.values():
         # No copy touches the camera's buffers, the preprocess's, or the model's input and output.
         assert r["frame_bytes_per_frame"] == 0
-        # What is copied at all is OpenCV's resize shuffling its own row scratch (224 px x 3 x 4 bytes
-        # a row; it goes when the layout engine resizes in its one pass) and metadata; a camera frame
-        # is 614400 bytes, a row of it 1280.
-        assert r["largest_copy"] <= 224 * 3 * 4
+        # What is copied at all is metadata (measured: 1682 bytes a frame in 79 calls, the largest
+        # 208): a camera frame is 614400 bytes, a row of it 1280.
+        assert r["largest_copy"] < 1024
         assert len(set(r["labels"])) == 1  # the same picture, the same answer
 
 
