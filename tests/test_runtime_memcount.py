@@ -61,7 +61,7 @@ def test_counter_sees_copies(counter: Path) -> None:
 
 
 def test_zero_copy_moves_no_frame_bytes(counter: Path) -> None:
-    pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra): the frame loop runs the model")
+    pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc): the frame loop runs the model")
     zero = run_loop(counter, "--mode", "zero-copy", "--frames", "20")
     copy = run_loop(counter, "--mode", "copy", "--frames", "20")
     queued = run_loop(counter, "--mode", "zero-copy", "--frames", "20", "--queue")

@@ -9,11 +9,11 @@ import struct
 import numpy as np
 import pytest
 
-ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
-ops = pytest.importorskip("openvino.opset13", reason="OpenVINO is not installed (the [runtime] extra)")
-cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (the [runtime] extra)")
+ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
+ops = pytest.importorskip("openvino.opset13", reason="OpenVINO is not installed (a dependency of npu_zc)")
+cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (a dependency of npu_zc)")
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes (the bfloat16 reference) is not installed")
-skimage = pytest.importorskip("skimage", reason="scikit-image is not installed (the [runtime] extra)")  # skimage.data: loaded lazily
+skimage = pytest.importorskip("skimage", reason="scikit-image is not installed (the [demo] extra)")  # skimage.data: loaded lazily
 
 from npu_zc import InvalidArgumentError, ModelError
 from npu_zc.runtime import (

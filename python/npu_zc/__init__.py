@@ -53,6 +53,7 @@ from .errors import (
     NotACameraError,
     BufferInUseError,
     BufferOSError,
+    BufferPermissionError,
     DeviceNotFoundError,
     Error,
     FenceTimeoutError,
@@ -62,6 +63,7 @@ from .errors import (
     ModelError,
     OutOfMemoryError,
     PeerError,
+    PeerTimeoutError,
     PoolExhaustedError,
 )
 
@@ -122,6 +124,7 @@ __all__ = [
     "NotACameraError",
     "BufferInUseError",
     "BufferOSError",
+    "BufferPermissionError",
     "DeviceNotFoundError",
     "Error",
     "FenceTimeoutError",
@@ -131,5 +134,6 @@ __all__ = [
     "ModelError",
     "OutOfMemoryError",
     "PeerError",
+    "PeerTimeoutError",
     "PoolExhaustedError",
 ]

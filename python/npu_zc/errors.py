@@ -38,10 +38,15 @@ class HeapNotFoundError(_OSErrorMixin, FileNotFoundError):
     _default_errno = _errno.ENOENT
 
 
-class HeapPermissionError(_OSErrorMixin, PermissionError):
-    """The heap or device exists but this user may not open it."""
+class BufferPermissionError(_OSErrorMixin, PermissionError):
+    """The kernel refused an operation on a buffer (EACCES, EPERM): e.g. mapping
+    for writing an fd opened read-only or sealed against writes."""
 
     _default_errno = _errno.EACCES
+
+
+class HeapPermissionError(BufferPermissionError):
+    """The heap or device exists but this user may not open it."""
 
 
 class BufferOSError(_OSErrorMixin, OSError):
@@ -66,6 +71,15 @@ class BufferClosedError(Error, ValueError):
 
 class PoolExhaustedError(_OSErrorMixin, TimeoutError):
     """No free buffer in a pool within the time allowed."""
+
+    _default_errno = _errno.ETIMEDOUT
+
+
+class PeerTimeoutError(_OSErrorMixin, TimeoutError):
+    """Nothing arrived from the other process within the time allowed.
+
+    No byte of a message was consumed: the connection is intact and the
+    call can be repeated."""
 
     _default_errno = _errno.ETIMEDOUT
 
@@ -151,6 +165,7 @@ __all__ = [
     "Error",
     "HeapNotFoundError",
     "HeapPermissionError",
+    "BufferPermissionError",
     "BufferOSError",
     "OutOfMemoryError",
     "InvalidArgumentError",
@@ -159,6 +174,7 @@ __all__ = [
     "PoolExhaustedError",
     "FenceTimeoutError",
     "PeerError",
+    "PeerTimeoutError",
     "DeviceNotFoundError",
     "ModelError",
     "CameraError",

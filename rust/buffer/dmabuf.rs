@@ -82,22 +82,32 @@ pub struct DmaBuf {
     size: usize,
     kind: Kind,
     class: FdClass,
+    /// Whether mapping is safe from a peer that shrinks the file (see `from_fd`).
+    map_safe: bool,
 }
 
 impl DmaBuf {
+    /// A buffer npu_zc allocated: a DMA-BUF, or a memfd sealed against resizing.
     pub(crate) fn new(fd: OwnedFd, size: usize, kind: Kind, class: FdClass) -> Self {
-        DmaBuf { fd, size, kind, class }
+        DmaBuf { fd, size, kind, class, map_safe: true }
     }
 
     /// Wraps an fd made elsewhere: a DMA-BUF, a memfd or a regular file. The
     /// fd is duplicated (with CLOEXEC) unless `take_ownership` hands it over.
     /// Pipes, sockets, directories and devices are refused.
-    pub fn from_fd(fd: BorrowedFd<'_>, take_ownership: bool) -> Result<Self> {
+    ///
+    /// Whoever else holds a memfd or a file can truncate it, and every access
+    /// past the new end of a mapping then kills this process with SIGBUS. So
+    /// such an fd is only mapped when it is sealed against shrinking
+    /// (F_SEAL_SHRINK: npu_zc's own memfds are) or when the caller trusts
+    /// every holder not to shrink it (`trust_size`). A DMA-BUF cannot shrink.
+    pub fn from_fd(fd: BorrowedFd<'_>, take_ownership: bool, trust_size: bool) -> Result<Self> {
         let class = classify(fd)?;
         let size = sys::fd_size(fd).context(format_args!("cannot size fd {}", raw(fd)))? as usize;
         if size == 0 {
             return Err(Error::invalid(format!("fd {} refers to an empty buffer (size 0)", raw(fd))));
         }
+        let map_safe = trust_size || !can_shrink(fd, class);
         let owned = if take_ownership {
             // SAFETY: the caller hands the fd over (take_ownership=True is the
             // documented contract); it was just checked to be open.
@@ -105,7 +115,7 @@ impl DmaBuf {
         } else {
             dup(fd)?
         };
-        Ok(DmaBuf { fd: owned, size, kind: Kind::Imported, class })
+        Ok(DmaBuf { fd: owned, size, kind: Kind::Imported, class, map_safe })
     }
 
     pub fn fd(&self) -> BorrowedFd<'_> {
@@ -129,6 +139,12 @@ impl DmaBuf {
         self.class
     }
 
+    /// False for an imported memfd or file that is not sealed against
+    /// shrinking and was not trusted: `map` refuses it.
+    pub fn map_safe(&self) -> bool {
+        self.map_safe
+    }
+
     /// A new fd for the same memory, with CLOEXEC, owned by the caller.
     pub fn export(&self) -> Result<OwnedFd> {
         dup(self.fd.as_fd())
@@ -142,6 +158,26 @@ impl DmaBuf {
                 "cannot map {len} bytes at offset {offset} of a {}-byte buffer",
                 self.size
             )));
+        }
+        if !self.map_safe {
+            return Err(Error::invalid(format!(
+                "refusing to map this imported {}: it is not sealed against shrinking, so whoever else holds it \
+                 could truncate it and crash this process with SIGBUS on the next access. Have the sender seal it \
+                 (fcntl F_ADD_SEALS with F_SEAL_SHRINK; npu_zc.alloc's memfds are sealed), send a DMA-BUF, or, \
+                 if you trust every holder of the fd, import it with trust_size=True",
+                if self.class == FdClass::Memfd { "memfd" } else { "file" }
+            )));
+        }
+        if self.class != FdClass::DmaBuf {
+            // A trusted file may still have been shrunk since import: map only what is there now.
+            let now = rustix::fs::fstat(self.fd.as_fd()).context("fstat before mmap failed")?.st_size;
+            if (now as u64) < (offset + len) as u64 {
+                return Err(Error::invalid(format!(
+                    "cannot map {len} bytes at offset {offset}: the file was imported with {} bytes \
+                     but has {now} bytes now (someone truncated it)",
+                    self.size
+                )));
+            }
         }
         Mapping::new(self.fd.as_fd(), offset, len, access)
     }
@@ -197,6 +233,17 @@ impl Drop for CpuAccess<'_> {
 fn raw(fd: BorrowedFd<'_>) -> i32 {
     use rustix::fd::AsRawFd;
     fd.as_raw_fd()
+}
+
+/// Whether another holder of `fd` could make it shorter than it is now.
+fn can_shrink(fd: BorrowedFd<'_>, class: FdClass) -> bool {
+    match class {
+        FdClass::DmaBuf => false,
+        // Files that do not support seals answer EINVAL: they can shrink.
+        FdClass::Memfd | FdClass::File => {
+            !rustix::fs::fcntl_get_seals(fd).is_ok_and(|s| s.contains(rustix::fs::SealFlags::SHRINK))
+        }
+    }
 }
 
 pub(crate) fn dup(fd: BorrowedFd<'_>) -> Result<OwnedFd> {

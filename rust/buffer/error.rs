@@ -10,6 +10,9 @@ pub enum ErrorKind {
     /// No such heap, device or file (FileNotFoundError).
     NotFound,
     /// The heap or device exists but this user may not open it (PermissionError).
+    HeapPermission,
+    /// The kernel refused an operation on a buffer: EACCES/EPERM, e.g. mapping
+    /// for writing an fd opened read-only or sealed against writes (PermissionError).
     PermissionDenied,
     /// The kernel could not find the memory (MemoryError).
     OutOfMemory,
@@ -19,6 +22,9 @@ pub enum ErrorKind {
     Busy,
     /// A pool had no free buffer within the time allowed (TimeoutError).
     Timeout,
+    /// Nothing arrived from the peer within the time allowed; the stream is
+    /// intact (TimeoutError).
+    PeerTimeout,
     /// A device's fence on a DMA-BUF did not signal within the time allowed (TimeoutError).
     FenceTimeout,
     /// The buffer was closed already.
@@ -55,7 +61,10 @@ impl Error {
             Errno::NOENT | Errno::NODEV | Errno::NXIO => ErrorKind::NotFound,
             Errno::ACCESS | Errno::PERM => ErrorKind::PermissionDenied,
             Errno::NOMEM | Errno::NOSPC => ErrorKind::OutOfMemory,
-            Errno::INVAL | Errno::BADF | Errno::NOTTY | Errno::FBIG | Errno::OVERFLOW => {
+            // EBADF stays an OSError: a closed fd where one was expected is the
+            // kernel's answer, not a bad value (callers that validate an fd
+            // argument say so themselves).
+            Errno::INVAL | Errno::NOTTY | Errno::FBIG | Errno::OVERFLOW => {
                 ErrorKind::InvalidInput
             }
             Errno::BUSY => ErrorKind::Busy,

@@ -129,7 +129,8 @@ fn open_device(path: &Path, what: &str) -> Result<OwnedFd> {
     rustix::fs::open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(|e| {
         let err = Error::from_errno(e, format_args!("cannot open {what} {}", path.display()));
         match err.kind {
-            ErrorKind::PermissionDenied => err.hint(format!(
+            // Only here is a refusal about heaps (HeapPermissionError, with the udev hint).
+            ErrorKind::PermissionDenied => Error { kind: ErrorKind::HeapPermission, ..err }.hint(format!(
                 "{} is usually root-only: add a udev rule or group, e.g. \
                  SUBSYSTEM==\"dma_heap\", GROUP=\"video\", MODE=\"0660\", and add this user to that group",
                 path.display()
@@ -204,15 +205,18 @@ pub fn udmabuf_limit() -> Option<u64> {
     text.trim().parse::<u64>().ok().map(|mb| mb * 1024 * 1024)
 }
 
-fn new_memfd(size: usize, sealable: bool) -> Result<OwnedFd> {
-    use rustix::fs::{memfd_create, MemfdFlags};
-    let mut flags = MemfdFlags::CLOEXEC;
-    if sealable {
-        flags |= MemfdFlags::ALLOW_SEALING;
-    }
-    let fd = memfd_create("npu_zc", flags).context("memfd_create failed")?;
+/// A memfd of `size` bytes whose size nobody can change again: sealed against
+/// shrinking (a shrunk file turns every access past its new end, in any process
+/// that maps it, into SIGBUS), against growing (the size a receiver is told
+/// stays true), and against further sealing changes. Writes stay allowed
+/// (udmabuf refuses a memfd sealed against writes).
+fn new_memfd(size: usize) -> Result<OwnedFd> {
+    use rustix::fs::{memfd_create, MemfdFlags, SealFlags};
+    let fd = memfd_create("npu_zc", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).context("memfd_create failed")?;
     rustix::fs::ftruncate(&fd, size as u64)
         .context(format_args!("cannot size a memfd to {size} bytes"))?;
+    rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
+        .context("cannot seal a memfd against resizing")?;
     Ok(fd)
 }
 
@@ -228,10 +232,9 @@ fn alloc_udmabuf(size: usize) -> Result<DmaBuf> {
     }
     let dev = open_device(Path::new(UDMABUF_DEV), "udmabuf device")?;
     check_pinned(size, "udmabuf")?;
-    let memfd = new_memfd(size, true)?;
-    // udmabuf pins the memfd's pages: it requires that the file cannot shrink.
-    rustix::fs::fcntl_add_seals(&memfd, rustix::fs::SealFlags::SHRINK)
-        .context("cannot seal the memfd behind a udmabuf")?;
+    // udmabuf pins the memfd's pages: it requires that the file cannot shrink
+    // (new_memfd seals it so).
+    let memfd = new_memfd(size)?;
     let fd = sys::udmabuf_create(dev.as_fd(), memfd.as_fd(), size as u64)
         .context(format_args!("UDMABUF_CREATE of {size} bytes failed"))?;
     name_buffer(&fd);
@@ -243,7 +246,7 @@ fn alloc_memfd(size: usize) -> Result<DmaBuf> {
     // memfd pages are allocated lazily, so the kernel would accept any size;
     // refuse what this machine could never back rather than fault later.
     check_memory(size, "memfd", total_memory(), "of memory")?;
-    let fd = new_memfd(size, false)?;
+    let fd = new_memfd(size)?;
     Ok(DmaBuf::new(fd, size, Kind::Memfd, FdClass::Memfd))
 }
 

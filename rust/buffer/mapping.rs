@@ -5,7 +5,7 @@ use std::ptr::NonNull;
 use rustix::fd::BorrowedFd;
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
 
-use super::error::{Context, Error, Result};
+use super::error::{Error, Result};
 use super::sys;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +47,15 @@ impl Mapping {
         let base = unsafe {
             mmap(std::ptr::null_mut(), base_len, prot, MapFlags::SHARED, fd, aligned as u64)
         }
-        .context(format_args!("mmap of {len} bytes at offset {offset} failed"))?;
+        .map_err(|e| {
+            let err = Error::from_errno(e, format_args!("mmap of {len} bytes at offset {offset} failed"));
+            match (e, access) {
+                (rustix::io::Errno::ACCESS | rustix::io::Errno::PERM, Access::ReadWrite) => err.hint(
+                    "the fd was opened read-only or the memfd is sealed against writes: map it with writable=False",
+                ),
+                _ => err,
+            }
+        })?;
         let base = NonNull::new(base.cast::<u8>())
             .ok_or_else(|| Error::invalid("mmap returned a null mapping"))?;
         Ok(Mapping { base, base_len, skip, len, access })

@@ -82,9 +82,13 @@ impl BufferPool {
     /// Takes a free buffer for the CPU; its index. Never allocates: when all
     /// are taken it waits as `wait` says, then fails with a Timeout error.
     pub fn acquire(&self, wait: Wait) -> Result<usize> {
-        let deadline = match wait {
-            Wait::For(d) => Some(Instant::now() + d),
-            _ => None,
+        // A deadline past what an Instant holds is no deadline.
+        let (wait, deadline) = match wait {
+            Wait::For(d) => match Instant::now().checked_add(d) {
+                Some(deadline) => (wait, Some(deadline)),
+                None => (Wait::Forever, None),
+            },
+            w => (w, None),
         };
         let mut ring = self.lock();
         loop {

@@ -99,7 +99,7 @@ fn import_export_and_classification() {
         let buf = alloc(4096, &spec).unwrap();
         let exported = buf.export().unwrap();
         assert_ne!(exported.as_raw_fd(), buf.fd().as_raw_fd());
-        let imported = DmaBuf::from_fd(exported.as_fd(), false).unwrap();
+        let imported = DmaBuf::from_fd(exported.as_fd(), false, false).unwrap();
         assert_eq!(imported.kind(), &Kind::Imported);
         assert_eq!(imported.size(), 4096);
         assert_eq!(imported.is_dmabuf(), buf.is_dmabuf());
@@ -107,9 +107,9 @@ fn import_export_and_classification() {
         assert_eq!(classify(buf.fd()).unwrap(), expected);
     }
     let (a, _b) = UnixStream::pair().unwrap();
-    assert_eq!(DmaBuf::from_fd(a.as_fd(), false).unwrap_err().kind, ErrorKind::InvalidInput);
+    assert_eq!(DmaBuf::from_fd(a.as_fd(), false, false).unwrap_err().kind, ErrorKind::InvalidInput);
     let dir = std::fs::File::open("/").unwrap();
-    assert!(DmaBuf::from_fd(dir.as_fd(), false).unwrap_err().message.contains("directory"));
+    assert!(DmaBuf::from_fd(dir.as_fd(), false, false).unwrap_err().message.contains("directory"));
 }
 
 #[test]
@@ -122,7 +122,7 @@ fn fds_and_payload_cross_a_socket() {
     transfer::send_fds(a.as_fd(), &[], b"second").unwrap();
     let (got, payload) = transfer::recv_fds(b.as_fd()).unwrap();
     assert_eq!((got.len(), payload.as_slice()), (3, &b"meta"[..]));
-    let third = DmaBuf::from_fd(got[2].as_fd(), false).unwrap();
+    let third = DmaBuf::from_fd(got[2].as_fd(), false, false).unwrap();
     assert_eq!(third.map_all(Access::ReadOnly).unwrap().as_slice()[0], 77);
     // Messages stay framed on a stream socket.
     let (none, payload) = transfer::recv_fds(b.as_fd()).unwrap();
@@ -201,4 +201,49 @@ proptest! {
         let part = buf.map(offset, len, Access::ReadOnly).unwrap();
         prop_assert_eq!(part.as_slice(), &all.as_slice()[offset..offset + len]);
     }
+}
+
+#[test]
+fn memfds_are_sealed_against_resizing_and_unsealed_imports_are_not_mapped() {
+    use rustix::fs::{fcntl_get_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
+    let buf = alloc(8192, &HeapSpec::Memfd).unwrap();
+    let seals = fcntl_get_seals(buf.fd()).unwrap();
+    assert!(seals.contains(SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL), "{seals:?}");
+    assert!(!seals.contains(SealFlags::WRITE));
+    assert_eq!(ftruncate(buf.fd(), 0), Err(rustix::io::Errno::PERM));
+    assert!(DmaBuf::from_fd(buf.fd(), false, false).unwrap().map_safe());
+
+    // Someone else's memfd, not sealed: imported, but never mapped unless trusted.
+    let theirs = memfd_create("theirs", MemfdFlags::CLOEXEC).unwrap();
+    ftruncate(&theirs, 8192).unwrap();
+    let imported = DmaBuf::from_fd(theirs.as_fd(), false, false).unwrap();
+    let err = imported.map_all(Access::ReadOnly).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidInput);
+    assert!(err.message.contains("trust_size=True"), "{}", err.message);
+    let trusted = DmaBuf::from_fd(theirs.as_fd(), false, true).unwrap();
+    assert_eq!(trusted.map_all(Access::ReadOnly).unwrap().len(), 8192);
+    // Trusted, then shrunk: map refuses instead of faulting later.
+    ftruncate(&theirs, 4096).unwrap();
+    assert!(trusted.map_all(Access::ReadOnly).unwrap_err().message.contains("truncated"));
+}
+
+#[test]
+fn receive_timeouts_keep_the_stream_or_close_it() {
+    use std::io::Write;
+    use std::time::Duration;
+    let (mut a, b) = UnixStream::pair().unwrap();
+    let wait = Some(Duration::from_millis(50));
+    // Nothing sent: a timeout, and the stream is intact.
+    let err = transfer::recv_fds_within(b.as_fd(), wait, &mut || false).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::PeerTimeout, "{}", err.message);
+    transfer::send_fds(a.as_fd(), &[], b"whole").unwrap();
+    assert_eq!(transfer::recv_fds_within(b.as_fd(), wait, &mut || false).unwrap().1, b"whole");
+    // Half a header: the stream cannot be resumed, so it is closed.
+    a.write_all(b"NZC1").unwrap();
+    let err = transfer::recv_fds_within(b.as_fd(), wait, &mut || false).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Protocol);
+    assert!(err.message.contains("middle of a message"), "{}", err.message);
+    let err = transfer::recv_fds(b.as_fd()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Protocol);
+    assert!(err.message.contains("closed"), "{}", err.message);
 }

@@ -14,10 +14,10 @@ use numpy::ndarray::ArrayView1;
 use numpy::PyArray1;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{IntoPyDict, PyBytes, PyList, PyTuple};
+use pyo3::types::{IntoPyDict, PyBytes, PyInt, PyList, PyTuple};
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd};
 
-use super::errors::{error, invalid, IntoPyResult};
+use super::errors::{error, invalid, non_negative, Count, IntoPyResult};
 use super::fence;
 use crate::buffer::{self, Access, DmaBuf, ErrorKind, HeapSpec, Mapping, SyncMode, Wait};
 
@@ -142,18 +142,22 @@ impl PyDmaBuf {
 impl PyDmaBuf {
     /// Wraps an fd made elsewhere (a DMA-BUF, a memfd or a regular file):
     /// duplicated by default, or owned from now on with take_ownership=True.
+    /// A memfd or file not sealed against shrinking is only mapped with
+    /// trust_size=True (a peer that truncates it would crash us with SIGBUS).
     #[staticmethod]
-    #[pyo3(signature = (fd, *, take_ownership = false))]
-    fn from_fd(fd: i64, take_ownership: bool) -> PyResult<Self> {
-        let raw = i32::try_from(fd)
-            .ok()
-            .filter(|&fd| fd >= 0)
-            .ok_or_else(|| invalid(format!("fd {fd} is not a valid file descriptor number")))?;
+    #[pyo3(signature = (fd, *, take_ownership = false, trust_size = false))]
+    fn from_fd(fd: &Bound<'_, PyAny>, take_ownership: bool, trust_size: bool) -> PyResult<Self> {
+        let raw = match fd.extract::<i32>() {
+            Ok(n) => Some(n).filter(|&n| n >= 0),
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(fd.py()) => None,
+            Err(e) => return Err(e),
+        }
+        .ok_or_else(|| invalid(format!("fd {fd} is not a valid file descriptor number")))?;
         // SAFETY: the fd is only borrowed for the duration of this call;
         // `from_fd` validates it with fstat before any other use and fails
         // with EBADF (a clear error) if it is not open.
         let borrowed = unsafe { BorrowedFd::borrow_raw(raw) };
-        let buf = DmaBuf::from_fd(borrowed, take_ownership).py_err()?;
+        let buf = DmaBuf::from_fd(borrowed, take_ownership, trust_size).py_err()?;
         Ok(PyDmaBuf::wrap(Arc::new(buf), false))
     }
 
@@ -190,12 +194,13 @@ impl PyDmaBuf {
     }
 
     /// A numpy array that shares the buffer's memory (no copy).
-    #[pyo3(signature = (dtype = None, shape = None, offset = 0, *, writable = true))]
+    #[pyo3(signature = (dtype = None, shape = None, offset = Count(0), *, writable = true),
+           text_signature = "($self, dtype=None, shape=None, offset=0, *, writable=True)")]
     fn map<'py>(
         slf: &Bound<'py, Self>,
         dtype: Option<&Bound<'py, PyAny>>,
         shape: Option<&Bound<'py, PyAny>>,
-        offset: i64,
+        offset: Count,
         writable: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
@@ -210,18 +215,27 @@ impl PyDmaBuf {
             return Err(invalid(format!("cannot map with dtype {dtype}: it has no size")));
         }
         let size = this.size;
-        let offset = usize::try_from(offset)
-            .ok()
+        let offset = Some(offset.0)
             .filter(|&o| o <= size)
-            .ok_or_else(|| invalid(format!("offset {offset} is outside the {size}-byte buffer")))?;
+            .ok_or_else(|| invalid(format!("offset {} is outside the {size}-byte buffer", offset.0)))?;
         let (dims, nbytes): (Vec<usize>, usize) = match shape {
             Some(shape) => {
-                let dims: Vec<usize> = match shape.extract::<usize>() {
-                    Ok(n) => vec![n],
-                    Err(_) => shape.extract().map_err(|_| {
-                        invalid(format!("shape must be a tuple of non-negative ints, got {shape}"))
-                    })?,
+                let items: Vec<Bound<'py, PyAny>> = match shape.extract::<Vec<Bound<'py, PyAny>>>() {
+                    Ok(items) => items,
+                    Err(_) => vec![shape.clone()],
                 };
+                let dims = items
+                    .iter()
+                    .map(|d| {
+                        non_negative(d, "a dimension of shape").map_err(|e| {
+                            if e.is_instance_of::<PyTypeError>(py) {
+                                invalid(format!("shape must be a tuple of non-negative ints, got {shape}"))
+                            } else {
+                                e
+                            }
+                        })
+                    })
+                    .collect::<PyResult<Vec<usize>>>()?;
                 let nbytes = dims
                     .iter()
                     .try_fold(itemsize, |acc, &d| acc.checked_mul(d))
@@ -239,7 +253,7 @@ impl PyDmaBuf {
                 (vec![left / itemsize], left)
             }
         };
-        if offset + nbytes > size {
+        if offset.checked_add(nbytes).is_none_or(|end| end > size) {
             return Err(invalid(format!(
                 "shape {dims:?} of {dtype} needs {nbytes} bytes from offset {offset}, \
                  but the buffer has {size} bytes"
@@ -429,9 +443,8 @@ impl PyCpuAccess {
 /// Allocates a buffer of at least `size` bytes (rounded up to a page).
 #[pyfunction]
 #[pyo3(signature = (size, heap = "auto"))]
-fn alloc(py: Python<'_>, size: i64, heap: &str) -> PyResult<PyDmaBuf> {
-    let size = usize::try_from(size)
-        .map_err(|_| invalid(format!("buffer size must be a positive number of bytes, got {size}")))?;
+fn alloc(py: Python<'_>, size: &Bound<'_, PyAny>, heap: &str) -> PyResult<PyDmaBuf> {
+    let size = non_negative(size, "buffer size")?;
     let spec = HeapSpec::parse(heap).py_err()?;
     let buf = py.detach(|| buffer::alloc(size, &spec)).py_err()?;
     Ok(PyDmaBuf::wrap(Arc::new(buf), false))
@@ -490,45 +503,102 @@ fn auto_plan(py: Python<'_>) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
+/// The fd of a socket object or an int; a closed socket (whose fileno() is -1)
+/// or a negative fd is EBADF, as the socket module says it.
 fn socket_fd(sock: &Bound<'_, PyAny>) -> PyResult<i32> {
-    if let Ok(fd) = sock.extract::<i32>() {
-        return Ok(fd);
+    let fd = if sock.is_instance_of::<PyInt>() {
+        sock.clone()
+    } else {
+        sock.call_method0("fileno")
+            .map_err(|_| PyTypeError::new_err(format!("expected a socket or an fd, got {sock}")))?
+    };
+    match fd.extract::<i32>() {
+        Ok(n) if n >= 0 => Ok(n),
+        _ => Err(buffer::Error::from_errno(
+            rustix::io::Errno::BADF,
+            format_args!("fd {fd} is not an open socket (a closed socket's fileno() is -1)"),
+        ))
+        .py_err(),
     }
-    sock.call_method0("fileno")
-        .and_then(|f| f.extract::<i32>())
-        .map_err(|_| PyTypeError::new_err(format!("expected a socket or an fd, got {sock}")))
+}
+
+/// A timeout in seconds: None, inf or more than a Duration holds waits for ever.
+fn timeout_arg(timeout: Option<f64>) -> PyResult<Option<Duration>> {
+    match timeout {
+        None => Ok(None),
+        Some(t) if t >= 0.0 => Ok(Duration::try_from_secs_f64(t).ok()),
+        Some(t) => Err(invalid(format!("timeout must be >= 0 seconds or None, got {t}"))),
+    }
+}
+
+/// Runs a socket call with the GIL released. A signal that interrupts its
+/// wait runs Python's handlers; if one raises (Ctrl-C: KeyboardInterrupt),
+/// the call stops and that exception is what Python sees.
+fn socket_call<T: Send>(
+    py: Python<'_>,
+    call: impl FnOnce(buffer::transfer::Interrupted<'_>) -> buffer::Result<T> + Send,
+) -> PyResult<T> {
+    let mut raised: Option<PyErr> = None;
+    let result = py.detach(|| {
+        let mut interrupted = || {
+            Python::attach(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(e) => {
+                    raised = Some(e);
+                    true
+                }
+            })
+        };
+        call(&mut interrupted)
+    });
+    match raised {
+        Some(e) => Err(e),
+        None => result.py_err(),
+    }
 }
 
 /// Sends the buffers' fds and `payload` as one message over a Unix socket.
 #[pyfunction]
-fn send_fds(py: Python<'_>, sock: &Bound<'_, PyAny>, buffers: Vec<Py<PyDmaBuf>>, payload: &[u8]) -> PyResult<()> {
+#[pyo3(signature = (sock, buffers, payload, *, timeout = None))]
+fn send_fds(
+    py: Python<'_>,
+    sock: &Bound<'_, PyAny>,
+    buffers: Vec<Py<PyDmaBuf>>,
+    payload: &[u8],
+    timeout: Option<f64>,
+) -> PyResult<()> {
     let sock = socket_fd(sock)?;
+    let timeout = timeout_arg(timeout)?;
     let bufs = buffers.iter().map(|b| b.get().buf()).collect::<PyResult<Vec<_>>>()?;
     let payload = payload.to_vec();
-    py.detach(|| {
+    socket_call(py, |interrupted| {
         // SAFETY: the socket fd is borrowed only for this call; a closed or
         // foreign fd makes sendmsg fail with a clear error (EBADF/ENOTSOCK).
         let sock = unsafe { BorrowedFd::borrow_raw(sock) };
         let fds: Vec<BorrowedFd<'_>> = bufs.iter().map(|b| b.fd()).collect();
-        buffer::transfer::send_fds(sock, &fds, &payload)
+        buffer::transfer::send_fds_within(sock, &fds, &payload, timeout, interrupted)
     })
-    .py_err()
 }
 
 /// Receives one message sent by `send_fds`: the buffers (imported) and the payload.
 #[pyfunction]
-fn recv_fds<'py>(py: Python<'py>, sock: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
+#[pyo3(signature = (sock, *, timeout = None, trust_size = false))]
+fn recv_fds<'py>(
+    py: Python<'py>,
+    sock: &Bound<'py, PyAny>,
+    timeout: Option<f64>,
+    trust_size: bool,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
     let sock = socket_fd(sock)?;
-    let (fds, payload) = py
-        .detach(|| {
-            // SAFETY: as in send_fds.
-            let sock = unsafe { BorrowedFd::borrow_raw(sock) };
-            buffer::transfer::recv_fds(sock)
-        })
-        .py_err()?;
+    let timeout = timeout_arg(timeout)?;
+    let (fds, payload) = socket_call(py, |interrupted| {
+        // SAFETY: as in send_fds.
+        let sock = unsafe { BorrowedFd::borrow_raw(sock) };
+        buffer::transfer::recv_fds_within(sock, timeout, interrupted)
+    })?;
     let mut bufs = Vec::with_capacity(fds.len());
     for fd in fds {
-        bufs.push(PyDmaBuf::wrap(Arc::new(DmaBuf::from_fd(fd.as_fd(), false).py_err()?), false));
+        bufs.push(PyDmaBuf::wrap(Arc::new(DmaBuf::from_fd(fd.as_fd(), false, trust_size).py_err()?), false));
         // `fd` drops here: from_fd kept a dup, so each received fd is closed once.
     }
     let list = PyList::empty(py);
@@ -557,9 +627,9 @@ fn state_name(s: buffer::SlotState) -> &'static str {
 impl PyBufferPool {
     #[new]
     #[pyo3(signature = (count, size, heap = "auto"))]
-    fn new(py: Python<'_>, count: i64, size: i64, heap: &str) -> PyResult<Self> {
-        let count = usize::try_from(count).map_err(|_| invalid(format!("pool count must be positive, got {count}")))?;
-        let size = usize::try_from(size).map_err(|_| invalid(format!("buffer size must be positive, got {size}")))?;
+    fn new(py: Python<'_>, count: &Bound<'_, PyAny>, size: &Bound<'_, PyAny>, heap: &str) -> PyResult<Self> {
+        let count = non_negative(count, "pool count")?;
+        let size = non_negative(size, "buffer size")?;
         let spec = HeapSpec::parse(heap).py_err()?;
         let pool = Arc::new(py.detach(|| buffer::BufferPool::new(count, size, &spec)).py_err()?);
         let buffers = pool
@@ -585,8 +655,8 @@ impl PyBufferPool {
     }
 
     /// "free", "cpu" or "in-flight".
-    fn state(&self, index: usize) -> PyResult<&'static str> {
-        self.pool.state(index).map(state_name).py_err()
+    fn state(&self, index: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+        self.pool.state(non_negative(index, "pool buffer index")?).map(state_name).py_err()
     }
 
     /// Takes a free buffer. timeout=None waits as long as it takes; block=False
@@ -596,17 +666,22 @@ impl PyBufferPool {
         let wait = match (block, timeout) {
             (false, _) => Wait::No,
             (true, None) => Wait::Forever,
-            (true, Some(t)) if t.is_finite() && t >= 0.0 => Wait::For(Duration::from_secs_f64(t)),
-            (true, Some(t)) => return Err(invalid(format!("timeout must be >= 0 seconds, got {t}"))),
+            // Beyond what a Duration holds (1e20 s, inf) is forever.
+            (true, Some(t)) if t >= 0.0 => Duration::try_from_secs_f64(t).map_or(Wait::Forever, Wait::For),
+            (true, Some(t)) => return Err(invalid(format!("timeout must be >= 0 seconds or None, got {t}"))),
         };
         let pool = slf.get().pool.clone();
         let index = slf.py().detach(|| pool.acquire(wait)).py_err()?;
         Ok(PySlot { pool: slf.clone().unbind(), index, done: AtomicBool::new(false), submitted: AtomicBool::new(false) })
     }
 
-    /// Releases buffer `index` (e.g. from a completion callback that only kept the index).
-    fn release(&self, index: usize) -> PyResult<()> {
-        self.pool.release(index).py_err()
+    /// Gone: an index can name a buffer that another caller holds now. Release
+    /// through the PoolSlot that acquire() returned.
+    fn release(&self, index: &Bound<'_, PyAny>) -> PyResult<()> {
+        Err(invalid(format!(
+            "pool.release({index}) is not supported: an index may name a buffer another caller holds now; \
+             keep the PoolSlot that acquire() returned and call slot.release()"
+        )))
     }
 
     /// Closes every buffer; refused while any is held, in flight, or viewed.
@@ -654,6 +729,10 @@ impl PySlot {
 
     /// Marks the buffer in flight (bound to a device request).
     fn submit(&self) -> PyResult<()> {
+        if self.done.load(Ordering::SeqCst) {
+            // The index may belong to another caller by now.
+            return Err(invalid(format!("pool buffer {} was released already: it cannot be submitted", self.index)));
+        }
         self.pool.get().pool.submit(self.index).py_err()?;
         self.submitted.store(true, Ordering::SeqCst);
         Ok(())

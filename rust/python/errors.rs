@@ -11,11 +11,13 @@ use crate::capture;
 fn class_name(kind: ErrorKind) -> &'static str {
     match kind {
         ErrorKind::NotFound => "HeapNotFoundError",
-        ErrorKind::PermissionDenied => "HeapPermissionError",
+        ErrorKind::HeapPermission => "HeapPermissionError",
+        ErrorKind::PermissionDenied => "BufferPermissionError",
         ErrorKind::OutOfMemory => "OutOfMemoryError",
         ErrorKind::InvalidInput => "InvalidArgumentError",
         ErrorKind::Busy => "BufferInUseError",
         ErrorKind::Timeout => "PoolExhaustedError",
+        ErrorKind::PeerTimeout => "PeerTimeoutError",
         ErrorKind::FenceTimeout => "FenceTimeoutError",
         ErrorKind::Closed => "BufferClosedError",
         ErrorKind::Protocol => "PeerError",
@@ -80,4 +82,33 @@ pub fn invalid(message: impl Into<String>) -> PyErr {
 
 pub fn error(kind: ErrorKind, message: impl Into<String>) -> PyErr {
     to_py(Error::new(kind, message))
+}
+
+/// A non-negative integer argument read from Python: a size, count, index or
+/// pixel dimension. A negative or too large value is an InvalidArgumentError
+/// naming the argument, not PyO3's OverflowError; a non-integer stays a TypeError.
+pub fn non_negative(value: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
+    match value.extract::<usize>() {
+        Ok(n) => Ok(n),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(value.py()) => {
+            Err(invalid(if value.lt(0).unwrap_or(false) {
+                format!("{what} must be 0 or more, got {value}")
+            } else {
+                format!("{what} {value} is too large (at most {})", usize::MAX)
+            }))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `non_negative` as an argument type, for functions with many integer arguments.
+#[derive(Debug, Clone, Copy)]
+pub struct Count(pub usize);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Count {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        non_negative(&value, "an integer argument").map(Count)
+    }
 }

@@ -12,7 +12,7 @@ use numpy::{
 };
 use pyo3::prelude::*;
 
-use super::errors::invalid;
+use super::errors::{invalid, Count};
 use crate::layout::{self, ElementType, Format, FrameGeometry, LayoutError, Options, Rows, RowsMut, SimdLevel};
 
 fn value_error(e: LayoutError) -> PyErr {
@@ -147,8 +147,11 @@ type RectTuple = (usize, usize, usize, usize);
 /// ((scale x, scale y), (offset x, offset y), content, destination rectangle, source region).
 type TransformTuple = ((f64, f64), (f64, f64), RectTuple, RectTuple, RectTuple);
 
-fn rect(r: Option<RectTuple>) -> Option<layout::Rect> {
-    r.map(|(x, y, w, h)| layout::Rect::new(x, y, w, h))
+/// A rectangle argument: negative or too large sides are InvalidArgumentError.
+type RectArg = (Count, Count, Count, Count);
+
+fn rect(r: Option<RectArg>) -> Option<layout::Rect> {
+    r.map(|(x, y, w, h)| layout::Rect::new(x.0, y.0, w.0, h.0))
 }
 
 fn transform_tuple(t: &layout::Transform) -> TransformTuple {
@@ -157,7 +160,7 @@ fn transform_tuple(t: &layout::Transform) -> TransformTuple {
 }
 
 /// The geometry arguments of a resizing conversion.
-fn resize_options(roi: Option<RectTuple>, dst_rect: Option<RectTuple>, interpolation: &str, fit: &str, fill: Option<[f32; 3]>) -> PyResult<layout::Resize> {
+fn resize_options(roi: Option<RectArg>, dst_rect: Option<RectArg>, interpolation: &str, fit: &str, fill: Option<[f32; 3]>) -> PyResult<layout::Resize> {
     let fill = match fill {
         None => [0; 3],
         Some(values) => {
@@ -181,24 +184,27 @@ fn convert(
     src_format: &str,
     dst: Bound<'_, PyArrayDyn<u8>>,
     dst_format: &str,
-    width: usize,
-    height: usize,
-    src_pitch: Option<usize>,
-    dst_pitch: Option<usize>,
+    width: Count,
+    height: Count,
+    src_pitch: Option<Count>,
+    dst_pitch: Option<Count>,
     uv: Option<Bound<'_, PyArrayDyn<u8>>>,
-    uv_pitch: Option<usize>,
+    uv_pitch: Option<Count>,
     mean: Option<[f32; 3]>,
     scale: Option<[f32; 3]>,
     pad: f32,
-    threads: Option<usize>,
+    threads: Option<Count>,
     simd: Option<&str>,
-    dst_size: Option<(usize, usize)>,
-    roi: Option<RectTuple>,
-    dst_rect: Option<RectTuple>,
+    dst_size: Option<(Count, Count)>,
+    roi: Option<RectArg>,
+    dst_rect: Option<RectArg>,
     interpolation: &str,
     fit: &str,
     fill: Option<[f32; 3]>,
 ) -> PyResult<TransformTuple> {
+    let (width, height, threads) = (width.0, height.0, threads.map(|t| t.0));
+    let (src_pitch, dst_pitch, uv_pitch) = (src_pitch.map(|p| p.0), dst_pitch.map(|p| p.0), uv_pitch.map(|p| p.0));
+    let dst_size = dst_size.map(|(w, h)| (w.0, h.0));
     let (src_format, dst_format) = (parse::<Format>(src_format)?, parse::<Format>(dst_format)?);
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
@@ -260,14 +266,14 @@ fn convert(
 fn describe_resize(
     src_format: &str,
     dst_format: &str,
-    src_size: (usize, usize),
-    dst_size: (usize, usize),
+    src_size: (Count, Count),
+    dst_size: (Count, Count),
     mean: Option<[f32; 3]>,
     scale: Option<[f32; 3]>,
     pad: f32,
     simd: Option<&str>,
-    roi: Option<RectTuple>,
-    dst_rect: Option<RectTuple>,
+    roi: Option<RectArg>,
+    dst_rect: Option<RectArg>,
     interpolation: &str,
     fit: &str,
     fill: Option<[f32; 3]>,
@@ -276,7 +282,8 @@ fn describe_resize(
     let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
     let options = Options { mean, scale, pad, threads: None, simd, resize };
     let (name, transform) =
-        layout::describe_resize(parse(src_format)?, parse(dst_format)?, src_size, dst_size, &options).or_value_error()?;
+        layout::describe_resize(parse(src_format)?, parse(dst_format)?, (src_size.0 .0, src_size.1 .0), (dst_size.0 .0, dst_size.1 .0), &options)
+            .or_value_error()?;
     Ok((name, transform_tuple(&transform)))
 }
 
@@ -310,14 +317,14 @@ fn format_name(name: &str) -> PyResult<&'static str> {
 
 #[pyfunction]
 #[pyo3(signature = (format, width, height, stride=None))]
-fn frame_nbytes(format: &str, width: usize, height: usize, stride: Option<usize>) -> PyResult<usize> {
-    layout::frame_nbytes(parse(format)?, width, height, stride).or_value_error()
+fn frame_nbytes(format: &str, width: Count, height: Count, stride: Option<Count>) -> PyResult<usize> {
+    layout::frame_nbytes(parse(format)?, width.0, height.0, stride.map(|s| s.0)).or_value_error()
 }
 
 #[pyfunction]
 #[pyo3(signature = (element_type, layout, channels, bgr=false))]
-fn select_format(element_type: &str, layout: &str, channels: usize, bgr: bool) -> PyResult<&'static str> {
-    Ok(layout::select_format(parse(element_type)?, parse(layout)?, channels, bgr).or_value_error()?.name())
+fn select_format(element_type: &str, layout: &str, channels: Count, bgr: bool) -> PyResult<&'static str> {
+    Ok(layout::select_format(parse(element_type)?, parse(layout)?, channels.0, bgr).or_value_error()?.name())
 }
 
 /// An 8-bit integer array: uint8 or int8.
@@ -339,11 +346,11 @@ fn quantize(
     dst: Int8Array<'_>,
     scale: Vec<f32>,
     zero_point: Vec<i32>,
-    inner: usize,
+    inner: Count,
     simd: Option<&str>,
 ) -> PyResult<()> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
-    let q = layout::Quantization { scale, zero_point, inner };
+    let q = layout::Quantization { scale, zero_point, inner: inner.0 };
     let src = read(&src, "source")?;
     let src = contiguous(src.as_slice(), "source")?;
     match dst {
@@ -369,11 +376,11 @@ fn dequantize(
     dst: Bound<'_, PyArrayDyn<f32>>,
     scale: Vec<f32>,
     zero_point: Vec<i32>,
-    inner: usize,
+    inner: Count,
     simd: Option<&str>,
 ) -> PyResult<()> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
-    let q = layout::Quantization { scale, zero_point, inner };
+    let q = layout::Quantization { scale, zero_point, inner: inner.0 };
     let mut dst = write(&dst, "destination")?;
     let dst = contiguous(dst.as_slice_mut(), "destination")?;
     match src {
@@ -420,10 +427,11 @@ fn packed_to_planar(
     py: Python<'_>,
     src: Bound<'_, PyArrayDyn<u8>>,
     element: &str,
-    channels: usize,
+    channels: Count,
     dst: Bound<'_, PyArrayDyn<f32>>,
-    planes: usize,
+    planes: Count,
 ) -> PyResult<()> {
+    let (channels, planes) = (channels.0, planes.0);
     let element = parse::<ElementType>(element)?;
     let src = read(&src, "source")?;
     let src = contiguous(src.as_slice(), "source")?;
@@ -437,12 +445,13 @@ fn packed_to_planar(
 fn planar_to_packed(
     py: Python<'_>,
     src: Bound<'_, PyArrayDyn<f32>>,
-    planes: usize,
+    planes: Count,
     dst: Bound<'_, PyArrayDyn<u8>>,
     element: &str,
-    channels: usize,
+    channels: Count,
     pad: f32,
 ) -> PyResult<()> {
+    let (channels, planes) = (channels.0, planes.0);
     let element = parse::<ElementType>(element)?;
     let src = read(&src, "source")?;
     let src = contiguous(src.as_slice(), "source")?;
@@ -458,9 +467,10 @@ fn topk<'py>(
     py: Python<'py>,
     src: Bound<'py, PyArrayDyn<u8>>,
     element: &str,
-    row_len: usize,
-    k: usize,
+    row_len: Count,
+    k: Count,
 ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f32>>)> {
+    let (row_len, k) = (row_len.0, k.0);
     let element = parse::<ElementType>(element)?;
     let guard = read(&src, "source")?;
     let bytes = contiguous(guard.as_slice(), "source")?;

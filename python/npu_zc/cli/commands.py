@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..pipeline import Pipeline, RunReport, load_image, sample_photo
+from ..pipeline import ImageError, Pipeline, RunReport, load_image, sample_photo
 from ..runtime import CompileOptions
 from ..runtime.model import Mode
 from . import report
@@ -43,19 +43,25 @@ def _pipeline(args: argparse.Namespace, mode: Mode) -> Pipeline:
     )
 
 
+INTERRUPTED = 130
+"""The exit status after Ctrl-C (128 + SIGINT), also when the partial figures were printed."""
+
+
 def _measure(args: argparse.Namespace, mode: Mode, image: Any, name: str) -> RunReport:
     requests = getattr(args, "requests", None)
     if requests and requests > 1 and mode == "copy":
         raise ValueError("--requests keeps frames in flight in bound buffers: it runs zero-copy only (drop -c)")
+    # A progress bar on a terminal, for runs longer than a second; Ctrl-C returns the runs done.
+    progress = False if getattr(args, "json", False) else None
     with _pipeline(args, mode) as pipeline:
-        return pipeline.run(image, args.runs, warmup=1, name=name, requests=requests)
+        return pipeline.run(image, args.runs, warmup=1, name=name, requests=requests, progress=progress)
 
 
 def run(args: argparse.Namespace) -> int:
     image = load_image(args.image)  # decoded once, outside the timed loop
     result = _measure(args, "copy" if args.non_zero_copy else "zero-copy", image, args.image)
     print(json.dumps(result.to_dict()) if args.json else report.run_text(result))
-    return 0
+    return INTERRUPTED if result.interrupted else 0
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -63,6 +69,9 @@ def compare(args: argparse.Namespace) -> int:
         raise ValueError(f"--plot {args.plot}: give a .png (or .svg, .pdf, .jpg) file name")
     image = load_image(args.image)
     zero = _measure(args, "zero-copy", image, args.image)
+    if zero.interrupted:  # Ctrl-C in the first mode: what it measured, no comparison
+        print(json.dumps({"zero-copy": zero.to_dict()}) if args.json else report.run_text(zero))
+        return INTERRUPTED
     copy = _measure(args, "copy", image, args.image)
     if args.plot:
         report.plot_compare(zero, copy, args.plot)
@@ -73,19 +82,19 @@ def compare(args: argparse.Namespace) -> int:
         print(report.compare_text(zero, copy))
         if args.plot:
             print(f"plot     {args.plot}")
-    return 0
+    return INTERRUPTED if copy.interrupted else 0
 
 
 def demo(args: argparse.Namespace) -> int:
     image = sample_photo(DEMO_PHOTO)
     name = f"scikit-image's '{DEMO_PHOTO}' photo"
     with Pipeline("efficientnet-lite0", args.device, mode="zero-copy") as pipeline:
-        result = pipeline.run(image, args.runs, warmup=1, name=name)
+        result = pipeline.run(image, args.runs, warmup=1, name=name, progress=None)
     best = result.prediction[0]
     print(f"npu-zc demo: EfficientNet-Lite0 (ImageNet) on {name}, zero-copy")
     print(f"label    {best.label} ({best.score:.0%})\n")
     print(report.run_text(result))
-    return 0
+    return INTERRUPTED if result.interrupted else 0
 
 
 def stream(args: argparse.Namespace) -> int:
@@ -111,6 +120,10 @@ def stream(args: argparse.Namespace) -> int:
             result = run_two_process(pipeline, args.input, depth=args.depth or 4, limit=args.limit, progress=progress)
         else:
             result = run_stream(pipeline, source, depth=args.depth, drop=args.drop, progress=progress)
+    if result.frames == 0:
+        raise ImageError(
+            f"{args.input} yielded no frame: not a video OpenCV's FFmpeg can decode, nor a folder of images"
+        )
     if args.json:
         print(json.dumps(result.to_dict()))
     else:

@@ -11,6 +11,7 @@ import platform
 from typing import Any
 
 from .. import buffers, layout
+from .main import install_hint
 
 # Properties worth showing per device, when the device reports them.
 _DEVICE_PROPERTIES = (
@@ -95,8 +96,8 @@ def _layout() -> dict[str, Any]:
 def _openvino() -> dict[str, Any]:
     try:
         from ..runtime import available_devices, core, openvino_version, why_unavailable
-    except ImportError as e:  # the runtime extra is optional
-        return {"available": False, "reason": f"openvino is not installed ({e}): pip install 'npu_zc[runtime]'"}
+    except ImportError as e:  # a dependency, but a platform may lack its wheel
+        return {"available": False, "reason": f"openvino is not installed ({e}): {install_hint('openvino')}"}
     devices: dict[str, Any] = {}
     for name in available_devices():
         props: dict[str, Any] = {}

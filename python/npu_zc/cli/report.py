@@ -23,7 +23,8 @@ def setup_lines(report: RunReport) -> list[str]:
         *([f"hint     {report.hint}: {report.requests} frames in flight; FPS is frames / wall time, the stages each "
            "frame's own"] if report.fps is not None else []),
         f"image    {report.image or 'decoded image'} {report.image_size[0]}x{report.image_size[1]}; "
-        f"{report.warmup} warm-up + {report.runs} timed run{'s' if report.runs != 1 else ''}",
+        f"{report.warmup} warm-up + {report.runs} timed run{'s' if report.runs != 1 else ''}"
+        + (" (stopped by Ctrl-C: the figures are of these runs)" if report.interrupted else ""),
     ]
 
 
@@ -67,7 +68,8 @@ def compare_text(zero: RunReport, copy: RunReport) -> str:
     lines = [
         f"model    {zero.model} ({zero.kind}) on {zero.device} ({device_reason(zero.device_reason)})",
         f"image    {zero.image or 'decoded image'} {zero.image_size[0]}x{zero.image_size[1]}; "
-        f"{zero.warmup} warm-up + {zero.runs} timed runs per mode, back to back",
+        f"{zero.warmup} warm-up + {zero.runs} timed runs per mode, back to back"
+        + (f" (copy mode stopped by Ctrl-C after {copy.runs})" if copy.interrupted else ""),
         f"inputs   zero-copy: {zero.input_format} in {zero.buffers}; copy: {copy.input_format} in {copy.buffers}",
         "",
         f"{'ms / frame (mean)':<22}{'zero-copy':>11}{'copy':>11}{'copy/zero-copy':>16}",

@@ -157,6 +157,14 @@ def _index(value: Any, name: str) -> int:
         raise _fail(f"{name} must be an integer, not {value!r}") from None
 
 
+def _count(value: Any, name: str) -> int:
+    """A size, count or pixel dimension: an integer, 0 or more."""
+    n = _index(value, name)
+    if n < 0:
+        raise _fail(f"{name} must be 0 or more, not {n}")
+    return n
+
+
 def _source_arrays(
     src: Any, src_format: str, size: tuple[int, int] | None, *, flat: str = "pass size=(width, height) for a flat buffer"
 ) -> tuple[np.ndarray, np.ndarray | None, int, int]:
@@ -172,7 +180,7 @@ def _source_arrays(
         if plane is not None and plane.dtype != np.uint8:
             raise _fail(f"the {what} has dtype {_dtype_name(plane)}: source frames are uint8")
     if size is not None:
-        width, height = (_index(v, "size") for v in size)
+        width, height = (_count(v, "size") for v in size)
         return _bytes_of(y, "source"), None if uv is None else _bytes_of(uv, "UV plane"), width, height
 
     if src_format in ("NV12", "I420"):

@@ -19,6 +19,7 @@ from ._checks import (
     _destination_bytes,
     _drop_leading_ones,
     _fail,
+    _count,
     _format,
     _index,
     _pad,
@@ -100,7 +101,7 @@ def convert(
         out_size = _frame_size(dst, dst_format)
     dst_width, dst_height = out_size or (width, height)
     resizing = geometry or (dst_width, dst_height) != (width, height)
-    stride = None if dst_stride is None else _index(dst_stride, "dst_stride")
+    stride = None if dst_stride is None else _count(dst_stride, "dst_stride")
     nbytes = frame_nbytes(dst_format, dst_width, dst_height, stride=stride)
     array, mapped = _destination_array(dst, nbytes)
     dst_bytes = _destination_bytes(array, dst_format, dst_width, dst_height, nbytes, mapped)
@@ -123,10 +124,10 @@ def convert(
         dst_format,
         width,
         height,
-        src_pitch=None if src_stride is None else _index(src_stride, "src_stride"),
+        src_pitch=None if src_stride is None else _count(src_stride, "src_stride"),
         dst_pitch=stride,
         uv=uv,
-        uv_pitch=None if (uv is None or src_stride is None) else _index(src_stride, "src_stride"),
+        uv_pitch=None if (uv is None or src_stride is None) else _count(src_stride, "src_stride"),
         mean=_channel_values(mean, "mean"),
         scale=_channel_values(scale, "scale"),
         pad=pad_value,
@@ -151,7 +152,7 @@ def _frame_size(array: np.ndarray, fmt: str) -> tuple[int, int] | None:
 def frame_nbytes(format: str, width: int, height: int, *, stride: int | None = None) -> int:
     """Bytes of a ``width`` x ``height`` frame in ``format`` (every row counting
     its full ``stride``; NV12 as one buffer)."""
-    return int(_core.frame_nbytes(_core.format_name(format), _index(width, "width"), _index(height, "height"), stride))
+    return int(_core.frame_nbytes(_core.format_name(format), _count(width, "width"), _count(height, "height"), None if stride is None else _count(stride, "stride")))
 
 
 def check_destination(
@@ -205,7 +206,7 @@ def select_format(element_type: Any, layout: Any, channels: int, *, order: str =
     if order not in ("RGB", "BGR"):
         raise _fail(f"order must be 'RGB' or 'BGR', not {order!r}")
     layout_name = re.sub(r"[^A-Za-z]", "", str(layout))
-    return str(_core.select_format(_element_name(element_type), layout_name, _index(channels, "channels"), order == "BGR"))
+    return str(_core.select_format(_element_name(element_type), layout_name, _count(channels, "channels"), order == "BGR"))
 
 
 def simd_levels() -> tuple[list[str], str]:

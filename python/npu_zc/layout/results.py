@@ -9,16 +9,19 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core
+from ..errors import InvalidArgumentError
 from ._checks import (
     Mappable,
     _array,
     _bytes_of,
     _contiguous,
+    _count,
     _drop_leading_ones,
     _dtype_name,
     _element,
     _fail,
     _index,
+    _pad,
     _remember,
     _writable,
 )
@@ -40,8 +43,16 @@ def _float32_destination(dst: Any, like: np.ndarray) -> np.ndarray:
 def _quantization(
     shape: tuple[int, ...], scale: float | Sequence[float], zero_point: int | Sequence[int], axis: int | None
 ) -> tuple[list[float], list[int], int]:
-    scales = [float(s) for s in np.atleast_1d(np.asarray(scale, dtype=np.float64))]
-    zeros = [int(z) for z in np.atleast_1d(np.asarray(zero_point))]
+    try:
+        scales = [float(s) for s in np.atleast_1d(np.asarray(scale, dtype=np.float64))]
+    except (TypeError, ValueError):
+        raise _fail(f"scale must be a number or a sequence of numbers, not {scale!r}") from None
+    try:
+        zeros = [_index(z, "zero_point") for z in np.atleast_1d(np.asarray(zero_point)).tolist()]
+    except InvalidArgumentError:
+        raise _fail(f"zero_point must be an integer or a sequence of integers, not {zero_point!r}") from None
+    if any(not -(2**31) <= z < 2**31 for z in zeros):
+        raise _fail(f"zero_point {zero_point!r} is out of range for 8-bit quantisation")
     if axis is None:
         if len(scales) != 1 or len(zeros) != 1:
             raise _fail("several scales or zero points need axis= (the channel axis they apply along)")
@@ -139,7 +150,9 @@ def packed_to_planar(src: np.ndarray | Mappable, dst: np.ndarray | Mappable | No
     if source.ndim != 3:
         raise _fail(f"packed pixels have shape (H, W, C), not {source.shape}")
     height, width, channels = source.shape
-    planes = _index(planes, "planes")
+    planes = _count(planes, "planes")
+    if planes > channels:
+        raise _fail(f"cannot make {planes} planes from pixels of {channels} channels: use 1 to {channels} planes")
     if dst is None:
         out = np.empty((planes, height, width), np.float32)
     else:
@@ -162,7 +175,7 @@ def planar_to_packed(src: np.ndarray, dst: np.ndarray | Mappable, *, pad: float 
     element = _element(out, "destination", ("float32", "bfloat16", "float16", "uint8", "int8"))
     if out.ndim != 3 or out.shape[:2] != (height, width):
         raise _fail(f"the destination must be packed pixels of shape ({height}, {width}, C), not {out.shape}")
-    _core.planar_to_packed(source, planes, _bytes_of(out.reshape(-1), "destination"), element, out.shape[2], float(pad))
+    _core.planar_to_packed(source, planes, _bytes_of(out.reshape(-1), "destination"), element, out.shape[2], _pad(pad))
     return out
 
 
@@ -181,8 +194,8 @@ def topk(
     :class:`TopK` binds ``k`` and checks it once."""
     source = _contiguous(_array(src, "source"), "source")
     element, row_len = _topk_source(source)
-    indices, values = _core.topk(_bytes_of(source.reshape(-1), "source"), element, row_len, _index(k, "k"))
-    return _topk_result(indices, values, source.shape[:-1] + (int(k),), scale, zero_point)
+    indices, values = _core.topk(_bytes_of(source.reshape(-1), "source"), element, row_len, _count(k, "k"))
+    return _topk_result(indices, values, source.shape[:-1] + (int(k),), scale, _index(zero_point, "zero_point"))
 
 
 def _topk_source(source: np.ndarray) -> tuple[str, int]:

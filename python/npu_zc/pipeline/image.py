@@ -7,12 +7,42 @@ each frame as it comes (and times that as its own stage).
 from __future__ import annotations
 
 import os
+import re
+import struct
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 
 from ..errors import Error
+
+DEFAULT_MAX_PIXELS = 100_000_000
+"""The largest image (width x height) decoded unless raised (``--max-pixels``): 300 MB as BGR.
+OpenCV's own limit (OPENCV_IO_MAX_IMAGE_PIXELS) is 2**30, which lets a 1 MB PNG of 20000x20000
+pixels take 1.2 GB to decode."""
+
+
+
+def _limit_from_environment() -> int:
+    """OPENCV_IO_MAX_IMAGE_PIXELS when set (it is how set_max_pixels reaches a producer process), else ours."""
+    try:
+        return max(1, int(os.environ["OPENCV_IO_MAX_IMAGE_PIXELS"]))
+    except (KeyError, ValueError):
+        return DEFAULT_MAX_PIXELS
+
+
+_max_pixels = _limit_from_environment()
+
+
+def set_max_pixels(pixels: int) -> None:
+    """Raise (or lower) the pixel limit of :func:`load_image`, OpenCV's own included where
+    ``cv2`` is not imported yet (it reads OPENCV_IO_MAX_IMAGE_PIXELS once)."""
+    global _max_pixels
+    if pixels < 1:
+        raise ImageError(f"the pixel limit must be at least 1, got {pixels}")
+    _max_pixels = pixels
+    os.environ["OPENCV_IO_MAX_IMAGE_PIXELS"] = str(pixels)
+
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pnm")
 """Files a folder stream reads; anything else in the folder is left alone."""
@@ -30,6 +60,8 @@ def opencv() -> Any:
     """The ``cv2`` module, with its own messages silenced: OpenCV, libpng and FFmpeg would print
     them on stderr, where we raise one sentence instead."""
     os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET; read when FFmpeg is first used
+    # Formats whose size image_size() does not read (TIFF...) are held to the limit by OpenCV itself.
+    os.environ.setdefault("OPENCV_IO_MAX_IMAGE_PIXELS", str(_max_pixels))
     import cv2
 
     cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
@@ -52,10 +84,61 @@ def load_image(path: str | os.PathLike[str]) -> np.ndarray:
         raise ImageError(f"{path} is empty")
     if _truncated(data):
         raise ImageError(f"{path} is truncated: the file ends before the image does")
+    size = image_size(data)
+    if size is not None and size[0] * size[1] > _max_pixels:
+        raise ImageError(
+            f"{path} is {size[0]}x{size[1]} pixels, over the limit of {_max_pixels:,} "
+            "(decoding it would take a lot of memory); raise the limit with --max-pixels if you mean it"
+        )
     image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
     if image is None:
         raise ImageError(f"cannot decode {path}: not an image OpenCV reads (JPEG, PNG, BMP, TIFF, WebP, PPM)")
     return np.ascontiguousarray(image)
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) from the header of a PNG, JPEG, BMP, WebP or PNM file, without decoding; None otherwise."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR" and len(data) >= 24:
+        width, height = struct.unpack(">II", data[16:24])
+        return width, height
+    if data.startswith(b"\xff\xd8"):
+        return _jpeg_size(data)
+    if data.startswith(b"BM") and len(data) >= 26:
+        width, height = struct.unpack("<ii", data[18:26])
+        return abs(width), abs(height)
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP" and len(data) >= 30:
+        chunk = data[12:16]
+        if chunk == b"VP8X":
+            return 1 + int.from_bytes(data[24:27], "little"), 1 + int.from_bytes(data[27:30], "little")
+        if chunk == b"VP8 ":
+            width, height = struct.unpack("<HH", data[26:30])
+            return width & 0x3FFF, height & 0x3FFF
+        if chunk == b"VP8L":
+            bits = int.from_bytes(data[21:25], "little")
+            return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+        return None
+    pnm = re.match(rb"P[1-7]\s+(?:#[^\n]*\s+)*(\d+)\s+(?:#[^\n]*\s+)*(\d+)", data[:512])
+    return (int(pnm[1]), int(pnm[2])) if pnm else None
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    """The size in a JPEG's start-of-frame segment (the markers before it are skipped by their lengths)."""
+    i = 2
+    while i + 9 <= len(data):
+        if data[i] != 0xFF:
+            return None
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker == 0x01 or 0xD0 <= marker <= 0xD8:  # no length
+            i += 2
+            continue
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height, width = struct.unpack(">HH", data[i + 5 : i + 9])
+            return width, height
+        i += 2 + int.from_bytes(data[i + 2 : i + 4], "big")
+    return None
 
 
 def _truncated(data: bytes) -> bool:

@@ -41,8 +41,8 @@ from ..errors import Error, InvalidArgumentError, PeerError
 from ..layout import Transform
 from .pipeline import FENCE_TIMEOUT_S, Pipeline
 from .preprocess import PreprocessSpec
-from .stream import STREAM_STAGES, FrameResult, StreamReport, progress_bar
-from .timing import Timings
+from .stream import STREAM_STAGES, FrameResult, StreamReport
+from .timing import Timings, progress_bar
 
 DEFAULT_DEPTH = 4
 """Buffers in the producer's pool: frames that may be preprocessed ahead of inference."""

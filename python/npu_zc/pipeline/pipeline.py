@@ -30,7 +30,7 @@ from ..runtime.model import Mode
 from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for, to_frame
 from .preprocess import Fit, PreprocessSpec, Preprocessor
 from .throughput import ThroughputReport, ThroughputRunner
-from .timing import FENCE_TIMEOUT_S, StageStats, Timings
+from .timing import FENCE_TIMEOUT_S, StageStats, Timings, progress_bar
 
 DEFAULT_MODEL = "efficientnet-lite0"
 
@@ -68,6 +68,8 @@ class RunReport:
     """Throughput hint: frames per second of wall time with frames in flight (the stages are each frame's own times)."""
     requests: int = 1
     """Inferences in flight at once."""
+    interrupted: bool = False
+    """Ctrl-C stopped the timed loop: ``runs`` counts the runs done before it."""
 
     @property
     def infer_fps(self) -> float:
@@ -95,6 +97,7 @@ class RunReport:
             "startup_ms": self.startup_ms,
             "hint": self.hint,
             "requests": self.requests,
+            "interrupted": self.interrupted,
         }
 
 
@@ -260,13 +263,26 @@ class Pipeline:
         return self.step(image)[0]
 
     def run(
-        self, image: np.ndarray, runs: int = 1, *, warmup: int = 1, name: str = "", requests: int | None = None
+        self,
+        image: np.ndarray,
+        runs: int = 1,
+        *,
+        warmup: int = 1,
+        name: str = "",
+        requests: int | None = None,
+        progress: bool | None = False,
     ) -> RunReport:
         """``warmup`` untimed frames, then ``runs`` timed ones on the same decoded image.
 
         One frame at a time, unless the pipeline was made with ``hint="throughput"`` or ``requests`` > 1 is
         given (zero-copy): then ``requests`` frames are in flight (default: twice the device's optimal number) and
         the next frame is preprocessed while the current ones infer.
+
+        One frame at a time, ``progress`` draws a tqdm bar on stderr for runs
+        longer than a second (None: only when stderr is a terminal), and Ctrl-C
+        during the timed runs stops them and returns the report of those done
+        (``interrupted`` is set); before the first is done, KeyboardInterrupt
+        propagates.
         """
         if runs < 1:
             raise InvalidArgumentError(f"runs must be at least 1, got {runs}")
@@ -278,9 +294,20 @@ class Pipeline:
             self.step(image)
         timings = Timings()
         prediction: Prediction = []
-        for _ in range(runs):
-            prediction, pre, infer, post = self.step(image)
-            timings.add_frame(preprocess=pre, infer=infer, postprocess=post)
+        done, interrupted = 0, False
+        bar = progress_bar(runs, f"{self.model_name} ({self.mode})", progress, unit="run", delay=1.0)
+        try:
+            for _ in range(runs):
+                prediction, pre, infer, post = self.step(image)
+                timings.add_frame(preprocess=pre, infer=infer, postprocess=post)
+                done += 1
+                bar.update(1)
+        except KeyboardInterrupt:
+            if done == 0:
+                raise
+            interrupted = True
+        finally:
+            bar.close()
         startup = self.session.startup
         return RunReport(
             model=self.model_name,
@@ -293,11 +320,12 @@ class Pipeline:
             buffers=self.buffer_kind,
             image=name,
             image_size=(int(image.shape[1]), int(image.shape[0])),
-            runs=runs,
+            runs=done,
             warmup=warmup,
             stages=timings.stats(),
             prediction=prediction,
             startup_ms=startup.latency_ms,
+            interrupted=interrupted,
         )
 
     def run_throughput(

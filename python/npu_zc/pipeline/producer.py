@@ -36,6 +36,10 @@ def produce(sock: socket.socket) -> int:
     send_buffers(sock, pool.buffers, {"kind": "pool", "frames": len(source)})
 
     consumer_gone = threading.Event()
+    # The slots in flight, by index: a "done" releases the slot this process
+    # submitted, never whatever a bare index would name.
+    in_flight: dict[int, Any] = {}
+    in_flight_lock = threading.Lock()
 
     def read_dones() -> None:
         # The consumer answers each frame once it has read the buffer: it may be written again.
@@ -43,7 +47,12 @@ def produce(sock: socket.socket) -> int:
             while True:
                 _, message = recv_buffers(sock)
                 if message and message.get("kind") == "done":
-                    pool.release(int(message["slot"]))
+                    index = message.get("slot")
+                    with in_flight_lock:
+                        done = in_flight.pop(index, None) if isinstance(index, int) else None
+                    if done is None:
+                        raise PeerError(f"the consumer answered done for slot {message.get('slot')!r}, which is not in flight")
+                    done.release()
         except (PeerError, OSError):
             consumer_gone.set()
 
@@ -56,6 +65,8 @@ def produce(sock: socket.socket) -> int:
         with slot.buffer.cpu_access("write", timeout=FENCE_TIMEOUT_S):
             preprocess(image, views[slot.index])
         preprocess_ns = time.perf_counter_ns() - started
+        with in_flight_lock:
+            in_flight[slot.index] = slot
         slot.submit()  # in flight until the consumer says done
         meta = {"kind": "frame", "slot": slot.index, "sequence": sequence, "name": name,
                 "decode_ns": decode_ns, "preprocess_ns": preprocess_ns,

@@ -21,7 +21,7 @@ from ..errors import PoolExhaustedError
 from .image import FrameSource
 from .pipeline import FENCE_TIMEOUT_S, Pipeline
 from .postprocess import Prediction
-from .timing import StageStats, Timings
+from .timing import StageStats, Timings, progress_bar
 
 STREAM_STAGES = ("decode", "preprocess", "infer", "postprocess")
 
@@ -75,14 +75,6 @@ class StreamReport:
         if results:
             out["results"] = [r.to_dict() for r in self.results]
         return out
-
-
-def progress_bar(total: int, description: str, enabled: bool | None) -> Any:
-    """A tqdm bar on stderr (``enabled=None``: only on a terminal)."""
-    from tqdm import tqdm
-
-    disable = None if enabled is None else not enabled  # tqdm: None means "only on a terminal"
-    return tqdm(total=total or None, desc=description, unit="frame", disable=disable, leave=False)
 
 
 def timed_frames(source: FrameSource, timings: Timings) -> Iterator[tuple[int, str, np.ndarray, int]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -70,3 +70,11 @@ def stats_table(columns: Mapping[str, Mapping[str, StageStats]], *, what: str = 
     """Rows (stage, one value per column) of one statistic, for stages present in every column."""
     stages = [s for s in next(iter(columns.values()))] if columns else []
     return [(stage, [getattr(col[stage], what) for col in columns.values()]) for stage in stages if all(stage in c for c in columns.values())]
+
+
+def progress_bar(total: int, description: str, enabled: bool | None, *, unit: str = "frame", delay: float = 0) -> Any:
+    """A tqdm bar on stderr (``enabled=None``: only on a terminal), shown after ``delay`` seconds."""
+    from tqdm import tqdm
+
+    disable = None if enabled is None else not enabled  # tqdm: None means "only on a terminal"
+    return tqdm(total=total or None, desc=description, unit=unit, disable=disable, leave=False, delay=delay)

