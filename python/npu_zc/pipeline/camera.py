@@ -24,8 +24,8 @@ from ..errors import CameraFormatError
 from .image import opencv
 from .pipeline import Pipeline
 from .preprocess import _LAYOUT_INTERPOLATION, PreprocessSpec, Preprocessor, _three
-from .stream import FrameResult, StreamReport, progress_bar
-from .timing import Timings
+from .stream import FrameResult, StreamReport
+from .timing import Timings, progress_bar
 
 CAMERA_STAGES = ("capture", "preprocess", "infer", "postprocess")
 """``capture``: waiting for the driver's next frame (DQBUF); the rest as for file streams."""
