@@ -2,6 +2,7 @@
 //!
 //! * [`buffer`] owns every syscall: DMA-BUF allocation (dma-buf heaps, udmabuf,
 //!   memfd), import/export, fd passing, mmap, CPU-access sync and pools.
+//! * [`capture`] brings camera frames in: V4L2 capture straight into DMA-BUFs.
 //! * [`layout`] owns every hot loop: conversion of frames into the packed
 //!   layouts NPUs read (RGBx u8, RGBx_BF16, RGBx_FP16) and back.
 //!
@@ -9,6 +10,7 @@
 //! the core builds, tests and benches without a Python interpreter.
 
 pub mod buffer;
+pub mod capture;
 pub mod layout;
 
 #[cfg(feature = "python")]

@@ -70,3 +70,28 @@ def open_fds() -> int:
 def mapping_count() -> int:
     with open("/proc/self/maps") as f:
         return sum(1 for _ in f)
+
+
+def vivid_nodes() -> dict[str, str]:
+    """vivid's nodes by name (e.g. "vivid-000-vid-cap" -> "/dev/video0")."""
+    nodes: dict[str, str] = {}
+    for name_file in Path("/sys/class/video4linux").glob("*/name"):
+        nodes[name_file.read_text().strip()] = f"/dev/{name_file.parent.name}"
+    return nodes
+
+
+@pytest.fixture
+def vivid() -> dict[str, str]:
+    """vivid's capture nodes: "single" (single-planar API), "multi"
+    (multi-planar) and "output" (a node that is not a capture device).
+    scripts/vm-run.sh loads vivid with n_devs=2 multiplanar=1,2."""
+    nodes = vivid_nodes()
+    wanted = {"single": "vivid-000-vid-cap", "multi": "vivid-001-vid-cap", "output": "vivid-000-vid-out"}
+    found = {key: nodes[name] for key, name in wanted.items() if name in nodes}
+    if len(found) == len(wanted) and all(os.access(p, os.R_OK | os.W_OK) for p in found.values()):
+        return found
+    missing = ", ".join(name for key, name in wanted.items() if key not in found)
+    if IN_VM:
+        pytest.fail(f"vivid nodes missing inside the test VM ({missing}): the kernel must have vivid loaded "
+                    "(scripts/vm-run.sh: modprobe vivid n_devs=2 multiplanar=1,2)")
+    pytest.skip("no vivid virtual camera on this kernel: camera tests run inside the VM (scripts/vm-run.sh)")

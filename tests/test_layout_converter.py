@@ -310,7 +310,7 @@ MISSING_LEVEL = next((level for level in ("avx512", "avx2", "neon") if level not
     "args, kwargs, match",
     [
         (("BGR", "RGBx_BF17"), {}, "unknown format name"),
-        (("YUYV", "RGBx"), {}, "unknown format name"),
+        (("YUV9", "RGBx"), {}, "unknown format name"),
         (("RGBx_BF16", "RGBx"), {}, "not a source format"),
         (("BGR", "GRAY"), {}, "not a destination format"),
         (("BGR", "RGB_FLOAT"), dict(pad=1.0), "no pad channel"),

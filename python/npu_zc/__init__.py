@@ -18,6 +18,7 @@ from .buffers import (
     recv_buffers,
     send_buffers,
 )
+from .capture import Camera, CameraFormat, CameraInfo, Frame, cameras
 from . import runtime
 from .pipeline import Pipeline
 from .layout import (
@@ -39,6 +40,17 @@ from .layout import (
 from .runtime import CompileOptions, Session, compile_model
 from .errors import (
     BufferClosedError,
+    CameraBusyError,
+    CameraClosedError,
+    CameraDisconnectedError,
+    CameraError,
+    CameraFormatError,
+    CameraNotFoundError,
+    CameraOSError,
+    CameraPermissionError,
+    CameraTimeoutError,
+    FramesHeldError,
+    NotACameraError,
     BufferInUseError,
     BufferOSError,
     BufferPermissionError,
@@ -69,6 +81,12 @@ __all__ = [
     "heaps",
     "recv_buffers",
     "send_buffers",
+    # cameras
+    "Camera",
+    "CameraFormat",
+    "CameraInfo",
+    "Frame",
+    "cameras",
     # layouts
     "Converter",
     "TopK",
@@ -93,6 +111,17 @@ __all__ = [
     "compile_model",
     # errors
     "BufferClosedError",
+    "CameraBusyError",
+    "CameraClosedError",
+    "CameraDisconnectedError",
+    "CameraError",
+    "CameraFormatError",
+    "CameraNotFoundError",
+    "CameraOSError",
+    "CameraPermissionError",
+    "CameraTimeoutError",
+    "FramesHeldError",
+    "NotACameraError",
     "BufferInUseError",
     "BufferOSError",
     "BufferPermissionError",

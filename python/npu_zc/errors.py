@@ -97,6 +97,62 @@ class PeerError(_OSErrorMixin, ConnectionError):
     _default_errno = _errno.EPIPE
 
 
+class CameraError(Error):
+    """Base class of camera (V4L2 capture) errors; each is also a built-in."""
+
+
+class CameraNotFoundError(_OSErrorMixin, CameraError, FileNotFoundError):
+    """No such camera node (or nothing behind it)."""
+
+    _default_errno = _errno.ENOENT
+
+
+class CameraPermissionError(_OSErrorMixin, CameraError, PermissionError):
+    """The camera node exists but this user may not open it (the ``video`` group)."""
+
+    _default_errno = _errno.EACCES
+
+
+class NotACameraError(CameraError, ValueError):
+    """The node is not a V4L2 video capture device with streaming I/O."""
+
+
+class CameraFormatError(CameraError, ValueError):
+    """A pixel format, size, memory mode or buffer the camera cannot take; the
+    message lists what it supports."""
+
+
+class CameraBusyError(_OSErrorMixin, CameraError, OSError):
+    """Another process (or file handle) is capturing from the camera."""
+
+    _default_errno = _errno.EBUSY
+
+
+class CameraTimeoutError(_OSErrorMixin, CameraError, TimeoutError):
+    """No frame arrived within the timeout."""
+
+    _default_errno = _errno.ETIMEDOUT
+
+
+class FramesHeldError(CameraTimeoutError):
+    """The application held every frame and released none within the timeout
+    (``when_full="wait"``): release frames, use more buffers or ``when_full="drop"``."""
+
+
+class CameraDisconnectedError(_OSErrorMixin, CameraError, OSError):
+    """The camera went away mid-stream (unplugged, driver unbound)."""
+
+    _default_errno = _errno.ENODEV
+
+
+class CameraClosedError(CameraError, ValueError):
+    """The camera was closed already."""
+
+
+class CameraOSError(_OSErrorMixin, CameraError, OSError):
+    """Any other error the kernel reported about a camera."""
+
+
 class DeviceNotFoundError(Error, RuntimeError):
     """The requested inference device (NPU, GPU) is not present or not usable."""
 
@@ -121,4 +177,15 @@ __all__ = [
     "PeerTimeoutError",
     "DeviceNotFoundError",
     "ModelError",
+    "CameraError",
+    "CameraNotFoundError",
+    "CameraPermissionError",
+    "NotACameraError",
+    "CameraFormatError",
+    "CameraBusyError",
+    "CameraTimeoutError",
+    "FramesHeldError",
+    "CameraDisconnectedError",
+    "CameraClosedError",
+    "CameraOSError",
 ]

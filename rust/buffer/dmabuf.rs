@@ -20,6 +20,9 @@ pub enum Kind {
     Memfd,
     /// Wrapped from an fd made elsewhere.
     Imported,
+    /// Allocated by a device driver and exported by us, e.g. `v4l2:vivid`
+    /// (a camera's own buffer, exported with VIDIOC_EXPBUF).
+    Device(String),
 }
 
 impl fmt::Display for Kind {
@@ -29,6 +32,7 @@ impl fmt::Display for Kind {
             Kind::Udmabuf => f.write_str("udmabuf"),
             Kind::Memfd => f.write_str("memfd"),
             Kind::Imported => f.write_str("imported"),
+            Kind::Device(name) => f.write_str(name),
         }
     }
 }

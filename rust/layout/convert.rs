@@ -10,7 +10,7 @@ use super::float::{f32_to_bf16, f32_to_f16};
 use super::format::{frame_geometry, Channel, Element, Format};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
 use super::kernels;
-use super::plan::{build_luts, Encoder, Nv12Plan, Permutes, Plan};
+use super::plan::{build_luts, Encoder, Nv12Plan, Permutes, Plan, Rearrange};
 use super::resize::{self, Resize, Transform};
 use super::simd::SimdLevel;
 
@@ -169,8 +169,8 @@ impl Plan {
         let position = |order: &[Channel], c: Channel| order.iter().position(|&o| o == c).unwrap();
         let (src_channels, map) = match src {
             Format::Gray => (1, [0; 3]),
-            // NV12 is decoded to R, G, B, pad bytes first.
-            Format::Nv12 => (4, dst_order.map_to_rgb()),
+            // The YUV formats are decoded to R, G, B, pad bytes first.
+            f if f.is_yuv() => (4, dst_order.map_to_rgb()),
             _ => (src.channels(), [0, 1, 2].map(|k| position(src.channel_order(), dst_order[k]))),
         };
 
@@ -187,12 +187,18 @@ impl Plan {
             permutes: Permutes::new(src_channels, map),
             encoder: kernels::scalar_encoder(element, dst.is_planar(), src_channels, dst.channels()),
             nv12: None,
+            rearrange: None,
             description: "scalar/lut".into(),
         };
-        if src == Format::Nv12 {
+        if src.is_yuv() {
             let direct = !resampled && element == Element::U8 && identity && dst.has_pad();
-            let (decode, name) = kernels::nv12_decoder(level);
-            plan.description = if direct { name.to_string() } else { format!("{name} + scalar/lut") };
+            let (decode, name) = yuv_decoder(src, level);
+            plan.rearrange = match src {
+                Format::Yuyv | Format::Uyvy => Some(Rearrange::Split(kernels::yuv::splitter(level).0)),
+                Format::I420 => Some(Rearrange::Interleave(kernels::yuv::interleaver(level).0)),
+                _ => None,
+            };
+            plan.description = if direct { name.clone() } else { format!("{name} + scalar/lut") };
             plan.nv12 = Some(Nv12Plan {
                 decode,
                 direct,
@@ -217,7 +223,7 @@ impl Plan {
             if plan.reproduces(scalar_encoder, candidate.encoder, element) {
                 plan.encoder = candidate.encoder;
                 plan.description = match &plan.nv12 {
-                    Some(_) => format!("{} + {}", kernels::nv12_decoder(level).1, candidate.name),
+                    Some(_) => format!("{} + {}", yuv_decoder(src, level).1, candidate.name),
                     None => candidate.name.to_string(),
                 };
                 break;
@@ -297,6 +303,18 @@ fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
     })
 }
 
+/// The NV12 decoder of this level and, for the camera formats, the
+/// rearrangement before it: e.g. "avx2/yuv422-split + avx2/nv12".
+fn yuv_decoder(src: Format, level: SimdLevel) -> (super::plan::Nv12Row, String) {
+    let (decode, name) = kernels::nv12_decoder(level);
+    let before = match src {
+        Format::Yuyv | Format::Uyvy => Some(kernels::yuv::splitter(level).1),
+        Format::I420 => Some(kernels::yuv::interleaver(level).1),
+        _ => None,
+    };
+    (decode, before.map_or(name.to_string(), |b| format!("{b} + {name}")))
+}
+
 /// A horizontal slice of the frame, converted by one thread.
 struct Band<'a> {
     src: SourcePixels<'a>,
@@ -307,8 +325,8 @@ struct Band<'a> {
 fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -> Vec<Band<'a>> {
     let height = src.height;
     let step = match src.pixels {
-        SourcePixels::Nv12 { .. } => 2,
-        SourcePixels::Packed { .. } => 1,
+        SourcePixels::Nv12 { .. } | SourcePixels::I420 { .. } => 2,
+        SourcePixels::Packed { .. } | SourcePixels::Yuv422 { .. } => 1,
     };
     let rows_per_band = height.div_ceil(wanted).next_multiple_of(step).max(step);
     let mut bands = Vec::with_capacity(wanted);
@@ -327,6 +345,10 @@ fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -
         let band_src = match src.pixels {
             SourcePixels::Packed { format, rows } => SourcePixels::Packed { format, rows: rows.sub(start, n) },
             SourcePixels::Nv12 { y, uv } => SourcePixels::Nv12 { y: y.sub(start, n), uv: uv.sub(start / 2, n / 2) },
+            SourcePixels::Yuv422 { rows, y_even } => SourcePixels::Yuv422 { rows: rows.sub(start, n), y_even },
+            SourcePixels::I420 { y, u, v } => {
+                SourcePixels::I420 { y: y.sub(start, n), u: u.sub(start / 2, n / 2), v: v.sub(start / 2, n / 2) }
+            }
         };
         bands.push(Band { src: band_src, dst: band_planes });
         start += n;

@@ -20,6 +20,12 @@ pub enum Format {
     Gray,
     /// 4:2:0 YUV: a full-size Y plane, then interleaved U, V at half size.
     Nv12,
+    /// Packed 4:2:2 YUV (cameras): Y0 U Y1 V per two pixels.
+    Yuyv,
+    /// Packed 4:2:2 YUV: U Y0 V Y1 per two pixels.
+    Uyvy,
+    /// Planar 4:2:0 YUV (V4L2's YU12): Y, then U, then V at half size each way.
+    I420,
     /// Packed u8, four channels, the fourth a pad byte.
     Rgbx,
     Bgrx,
@@ -67,13 +73,16 @@ pub enum Channel {
 }
 
 impl Format {
-    pub const ALL: [Format; 16] = [
+    pub const ALL: [Format; 19] = [
         Format::Bgr,
         Format::Rgb,
         Format::Bgra,
         Format::Rgba,
         Format::Gray,
         Format::Nv12,
+        Format::Yuyv,
+        Format::Uyvy,
+        Format::I420,
         Format::Rgbx,
         Format::Bgrx,
         Format::RgbxBf16,
@@ -94,6 +103,9 @@ impl Format {
             Format::Rgba => "RGBA",
             Format::Gray => "GRAY",
             Format::Nv12 => "NV12",
+            Format::Yuyv => "YUYV",
+            Format::Uyvy => "UYVY",
+            Format::I420 => "I420",
             Format::Rgbx => "RGBx",
             Format::Bgrx => "BGRx",
             Format::RgbxBf16 => "RGBx_BF16",
@@ -117,6 +129,9 @@ impl Format {
                 | Format::Rgba
                 | Format::Gray
                 | Format::Nv12
+                | Format::Yuyv
+                | Format::Uyvy
+                | Format::I420
                 | Format::Rgbx
                 | Format::Bgrx
         )
@@ -124,7 +139,12 @@ impl Format {
 
     /// Formats `convert` writes.
     pub fn is_destination(self) -> bool {
-        !matches!(self, Format::Bgra | Format::Rgba | Format::Gray | Format::Nv12)
+        !matches!(self, Format::Bgra | Format::Rgba | Format::Gray) && !self.is_yuv()
+    }
+
+    /// The YUV sources, decoded with OpenCV's BT.601 arithmetic.
+    pub fn is_yuv(self) -> bool {
+        matches!(self, Format::Nv12 | Format::Yuyv | Format::Uyvy | Format::I420)
     }
 
     pub fn sources() -> impl Iterator<Item = Format> {
@@ -148,10 +168,12 @@ impl Format {
         matches!(self, Format::RgbpFloat | Format::RgbpFp16 | Format::BgrpFloat | Format::BgrpFp16)
     }
 
-    /// Values per pixel in one row of a packed format; 1 for planar and NV12 rows.
+    /// Values per pixel in one row of a packed format; 1 for planar, NV12 and
+    /// I420 rows; 2 for packed 4:2:2 (a Y and half a U,V pair).
     pub fn channels(self) -> usize {
         match self {
-            Format::Gray | Format::Nv12 => 1,
+            Format::Gray | Format::Nv12 | Format::I420 => 1,
+            Format::Yuyv | Format::Uyvy => 2,
             f if f.is_planar() => 1,
             Format::Bgr | Format::Rgb | Format::RgbFloat | Format::BgrFloat => 3,
             _ => 4,
@@ -164,14 +186,14 @@ impl Format {
     }
 
     /// The colour channels in memory order: per pixel for packed formats, per
-    /// plane for planar ones. GRAY and NV12 have none (they are decoded).
+    /// plane for planar ones. GRAY and the YUV formats have none (they are decoded).
     pub fn channel_order(self) -> &'static [Channel] {
         use Channel::*;
         match self {
             Format::Bgr | Format::Bgra | Format::Bgrx | Format::BgrFloat | Format::BgrpFloat | Format::BgrpFp16 => {
                 &[B, G, R]
             }
-            Format::Gray | Format::Nv12 => &[],
+            Format::Gray | Format::Nv12 | Format::Yuyv | Format::Uyvy | Format::I420 => &[],
             _ => &[R, G, B],
         }
     }
@@ -219,15 +241,23 @@ impl FrameGeometry {
 }
 
 /// The memory geometry of a `width` × `height` frame; `pitch` (row stride in
-/// bytes) defaults to tightly packed rows. NV12 here is the one-buffer form.
+/// bytes) defaults to tightly packed rows. NV12 and I420 here are the
+/// one-buffer forms (H * 3 / 2 rows of W bytes: I420's U and V rows are half
+/// as long, two to a row).
 pub fn frame_geometry(format: Format, width: usize, height: usize, pitch: Option<usize>) -> Result<FrameGeometry> {
     if width == 0 || height == 0 {
         bail!("a {format} frame of {width}x{height} pixels is empty: width and height must be at least 1");
     }
-    if format == Format::Nv12 && (!width.is_multiple_of(2) || !height.is_multiple_of(2)) {
+    if matches!(format, Format::Nv12 | Format::I420) && (!width.is_multiple_of(2) || !height.is_multiple_of(2)) {
         bail!(
-            "an NV12 frame of {width}x{height} pixels is impossible: NV12 shares one U,V pair \
+            "an {format} frame of {width}x{height} pixels is impossible: {format} shares one U,V pair \
              between 2x2 pixels, so width and height must be even"
+        );
+    }
+    if matches!(format, Format::Yuyv | Format::Uyvy) && !width.is_multiple_of(2) {
+        bail!(
+            "a {format} frame of {width}x{height} pixels is impossible: {format} shares one U,V pair \
+             between 2 pixels of a row, so the width must be even"
         );
     }
     let too_big = || LayoutError::new(format!("a {format} frame of {width}x{height} pixels is too large to address"));
@@ -235,7 +265,7 @@ pub fn frame_geometry(format: Format, width: usize, height: usize, pitch: Option
         .checked_mul(format.channels() * format.element().size())
         .ok_or_else(too_big)?;
     let (planes, rows) = match format {
-        Format::Nv12 => (1, height / 2 * 3),
+        Format::Nv12 | Format::I420 => (1, height / 2 * 3),
         f if f.is_planar() => (3, height),
         _ => (1, height),
     };
@@ -351,8 +381,8 @@ mod tests {
             assert_eq!(format.name().parse::<Format>().unwrap(), format);
             assert_eq!(format.name().to_lowercase().parse::<Format>().unwrap(), format);
         }
-        let err = "YUYV".parse::<Format>().unwrap_err();
-        assert!(err.message.contains("YUYV") && err.message.contains("RGBx_BF16"), "{err}");
+        let err = "YUV9".parse::<Format>().unwrap_err();
+        assert!(err.message.contains("YUV9") && err.message.contains("RGBx_BF16"), "{err}");
     }
 
     #[test]

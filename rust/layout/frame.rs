@@ -166,6 +166,12 @@ pub enum SourcePixels<'a> {
     /// NV12 planes: `y` has `height` rows of `width` bytes, `uv` has
     /// `height / 2` rows of `width` bytes (U, V interleaved).
     Nv12 { y: Rows<'a>, uv: Rows<'a> },
+    /// Packed 4:2:2 rows of `2 * width` bytes: Y in the even bytes and U, V
+    /// in the odd ones (YUYV, `y_even`), or the other way round (UYVY).
+    Yuv422 { rows: Rows<'a>, y_even: bool },
+    /// I420 planes: `y` has `height` rows of `width` bytes, `u` and `v`
+    /// `height / 2` rows of `width / 2` bytes.
+    I420 { y: Rows<'a>, u: Rows<'a>, v: Rows<'a> },
 }
 
 impl<'a> Source<'a> {
@@ -205,6 +211,34 @@ impl<'a> Source<'a> {
                 SourcePixels::Nv12 { y: rows, uv }
             }
             (_, Some(_)) => bail!("only NV12 comes in two planes; {format} is one buffer"),
+            (Format::Yuyv | Format::Uyvy, None) => {
+                expect_rows(&rows, g.rows, g.row_bytes, "source")?;
+                SourcePixels::Yuv422 { rows, y_even: format == Format::Yuyv }
+            }
+            (Format::I420, None) => {
+                expect_rows(&rows, g.rows, g.row_bytes, "I420 source")?;
+                if rows.pitch != rows.row_bytes {
+                    bail!(
+                        "an I420 source with rows {} bytes apart is not supported: its U and V rows would be \
+                         half a stride apart; pass tightly packed planes (a stride of {} bytes)",
+                        rows.pitch,
+                        rows.row_bytes
+                    );
+                }
+                let (w, h) = (width, height);
+                // SAFETY: the one-buffer I420 frame is h * 3 / 2 rows of w
+                // bytes, contiguous (checked just above): Y is its first h * w
+                // bytes, U the next h / 2 * w / 2, V the last h / 2 * w / 2,
+                // all inside the rows borrowed for 'a.
+                unsafe {
+                    let base = rows.ptr;
+                    SourcePixels::I420 {
+                        y: Rows::from_raw_parts(base, h, w, w),
+                        u: Rows::from_raw_parts(base.add(h * w), h / 2, w / 2, w / 2),
+                        v: Rows::from_raw_parts(base.add(h * w + h / 2 * (w / 2)), h / 2, w / 2, w / 2),
+                    }
+                }
+            }
             (_, None) => {
                 expect_rows(&rows, g.rows, g.row_bytes, "source")?;
                 SourcePixels::Packed { format, rows }
@@ -217,6 +251,9 @@ impl<'a> Source<'a> {
         match self.pixels {
             SourcePixels::Packed { format, .. } => format,
             SourcePixels::Nv12 { .. } => Format::Nv12,
+            SourcePixels::Yuv422 { y_even: true, .. } => Format::Yuyv,
+            SourcePixels::Yuv422 { y_even: false, .. } => Format::Uyvy,
+            SourcePixels::I420 { .. } => Format::I420,
         }
     }
 }

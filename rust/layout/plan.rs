@@ -15,6 +15,10 @@ pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);
 pub(crate) type PlanarRow = unsafe fn(&Plan, &[u8], &mut [u8], &mut [u8], &mut [u8]);
 /// A Y row and its UV row to 4-byte pixels (R, G, B at given positions, pad).
 pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], [usize; 3], u8);
+/// A packed 4:2:2 row split into its even and its odd bytes (Y and U,V).
+pub(crate) type SplitRow = unsafe fn(&[u8], &mut [u8], &mut [u8]);
+/// A U row and a V row interleaved into one U,V row.
+pub(crate) type InterleaveRow = unsafe fn(&[u8], &[u8], &mut [u8]);
 
 #[derive(Clone, Copy)]
 pub(crate) enum Encoder {
@@ -62,6 +66,8 @@ pub(crate) struct Plan {
     pub permutes: Permutes,
     pub(crate) encoder: Encoder,
     pub(crate) nv12: Option<Nv12Plan>,
+    /// For YUYV, UYVY and I420: how a row becomes NV12's Y and U,V rows.
+    pub(crate) rearrange: Option<Rearrange>,
     /// Which kernels run, e.g. "avx512/bf16-native/fma" or "scalar/lut".
     pub description: String,
 }
@@ -75,6 +81,15 @@ pub(crate) struct Nv12Plan {
     /// Byte positions of R, G, B in the decoded pixel.
     pub pos: [usize; 3],
     pub pad: u8,
+}
+
+/// How camera YUV rows become the NV12 decoder's input (see kernels/yuv.rs).
+#[derive(Clone, Copy)]
+pub(crate) enum Rearrange {
+    /// Packed 4:2:2: the even and odd bytes of a row.
+    Split(SplitRow),
+    /// I420: the U and V rows interleaved.
+    Interleave(InterleaveRow),
 }
 
 /// Byte shuffles and permutations of the x86 kernels, built once per plan
@@ -197,15 +212,33 @@ impl Plan {
                 }
             }
             SourcePixels::Nv12 { y, uv } => {
-                let nv12 = self.nv12.expect("an NV12 plan");
-                let mut scratch = if nv12.direct { Vec::new() } else { vec![0u8; y.row_bytes() * 4] };
+                let mut decoder = Decoder::new(self, y.row_bytes());
                 for r in 0..y.count() {
-                    let out: &mut [u8] = if nv12.direct { dst[0].row_mut(r) } else { &mut scratch };
-                    // SAFETY: the decoder was picked for this CPU's level.
-                    unsafe { (nv12.decode)(y.row(r), uv.row(r / 2), out, nv12.pos, nv12.pad) };
-                    if !nv12.direct {
-                        self.encode_row(&scratch, dst, r);
+                    decoder.row(self, y.row(r), uv.row(r / 2), dst, r);
+                }
+            }
+            SourcePixels::Yuv422 { rows, y_even } => {
+                let Some(Rearrange::Split(split)) = self.rearrange else { unreachable!("a 4:2:2 plan") };
+                let width = rows.row_bytes() / 2;
+                let (mut even, mut odd) = (vec![0u8; width], vec![0u8; width]);
+                let mut decoder = Decoder::new(self, width);
+                for r in 0..rows.count() {
+                    // SAFETY: the splitter was picked for this CPU's level.
+                    unsafe { split(rows.row(r), &mut even, &mut odd) };
+                    let (y, uv) = if y_even { (&even, &odd) } else { (&odd, &even) };
+                    decoder.row(self, y, uv, dst, r);
+                }
+            }
+            SourcePixels::I420 { y, u, v } => {
+                let Some(Rearrange::Interleave(interleave)) = self.rearrange else { unreachable!("an I420 plan") };
+                let mut uv = vec![0u8; y.row_bytes()];
+                let mut decoder = Decoder::new(self, y.row_bytes());
+                for r in 0..y.count() {
+                    if r % 2 == 0 {
+                        // SAFETY: the interleaver was picked for this CPU's level.
+                        unsafe { interleave(u.row(r / 2), v.row(r / 2), &mut uv) };
                     }
+                    decoder.row(self, y.row(r), &uv, dst, r);
                 }
             }
         }
@@ -231,7 +264,7 @@ impl Plan {
         }
     }
 
-    fn encode_row(&self, src: &[u8], dst: &mut [RowsMut<'_>], r: usize) {
+    pub(crate) fn encode_row(&self, src: &[u8], dst: &mut [RowsMut<'_>], r: usize) {
         match (self.encoder, dst) {
             // SAFETY: SIMD encoders are only chosen for a level this CPU supports
             // (SimdLevel::resolve checked it), and every encoder bounds its
@@ -239,6 +272,30 @@ impl Plan {
             (Encoder::Packed(f), [plane]) => unsafe { f(self, src, plane.row_mut(r)) },
             (Encoder::Planar(f), [p0, p1, p2]) => unsafe { f(self, src, p0.row_mut(r), p1.row_mut(r), p2.row_mut(r)) },
             _ => unreachable!("packed destinations have one plane, planar ones three"),
+        }
+    }
+}
+
+/// Decodes Y and U,V rows (NV12's) into destination rows: straight into u8
+/// pixels, or into a row of RGBx scratch that the plan's encoder then reads.
+struct Decoder {
+    nv12: Nv12Plan,
+    scratch: Vec<u8>,
+}
+
+impl Decoder {
+    fn new(plan: &Plan, width: usize) -> Self {
+        let nv12 = plan.nv12.expect("a YUV plan");
+        Decoder { nv12, scratch: if nv12.direct { Vec::new() } else { vec![0u8; width * 4] } }
+    }
+
+    fn row(&mut self, plan: &Plan, y: &[u8], uv: &[u8], dst: &mut [RowsMut<'_>], r: usize) {
+        let nv12 = self.nv12;
+        let out: &mut [u8] = if nv12.direct { dst[0].row_mut(r) } else { &mut self.scratch };
+        // SAFETY: the decoder was picked for this CPU's level.
+        unsafe { (nv12.decode)(y, uv, out, nv12.pos, nv12.pad) };
+        if !nv12.direct {
+            plan.encode_row(&self.scratch, dst, r);
         }
     }
 }

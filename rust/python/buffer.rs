@@ -42,6 +42,9 @@ impl Drop for ViewToken {
 pub struct PyMapping {
     _mapping: Arc<Mapping>,
     _token: ViewToken,
+    /// Anything else the view keeps alive (a camera frame: while a view of
+    /// it lives, the driver does not get the buffer back).
+    _keep: Option<Py<PyAny>>,
 }
 
 #[derive(Default)]
@@ -69,7 +72,7 @@ pub struct PyDmaBuf {
 }
 
 impl PyDmaBuf {
-    fn wrap(buf: Arc<DmaBuf>, pooled: bool) -> Self {
+    pub(crate) fn wrap(buf: Arc<DmaBuf>, pooled: bool) -> Self {
         PyDmaBuf {
             size: buf.size(),
             kind: buf.kind().to_string(),
@@ -186,7 +189,7 @@ impl PyDmaBuf {
 
     /// Number of numpy views of this buffer that are alive.
     #[getter]
-    fn views(&self) -> usize {
+    pub(crate) fn views(&self) -> usize {
         self.views.load(Ordering::SeqCst)
     }
 
@@ -256,19 +259,7 @@ impl PyDmaBuf {
                  but the buffer has {size} bytes"
             )));
         }
-        let access = if writable { Access::ReadWrite } else { Access::ReadOnly };
-        let mapping = this.mapping(access)?;
-        // SAFETY: offset + nbytes <= size == mapping.len(), so the pointer and
-        // length stay inside the live mapping; the mapping is kept alive by the
-        // `_Mapping` base object for as long as the array exists.
-        let view = unsafe { ArrayView1::from_shape_ptr(nbytes, mapping.as_ptr().add(offset)) };
-        let owner = Bound::new(py, PyMapping { _mapping: mapping, _token: ViewToken::new(&this.views) })?;
-        // SAFETY: `borrow_from_array` makes numpy point at the view's memory
-        // with `owner` as the array's base, which keeps the mapping alive.
-        let bytes = unsafe { PyArray1::<u8>::borrow_from_array(&view, owner.into_any()) };
-        if !writable {
-            bytes.call_method("setflags", (), Some(&[("write", false)].into_py_dict(py)?))?;
-        }
+        let bytes = this.byte_view(py, offset, nbytes, writable, None)?;
         let typed = bytes.call_method1("view", (dtype,))?;
         let shape = PyTuple::new(py, &dims)?;
         typed.call_method1("reshape", (shape,))
@@ -343,7 +334,36 @@ impl PyDmaBuf {
 }
 
 impl PyDmaBuf {
-    fn close_now(&self) -> PyResult<()> {
+    /// A flat uint8 array over `nbytes` from `offset` (checked by the caller
+    /// to lie inside the buffer), whose base keeps the mapping and `keep` alive.
+    pub(crate) fn byte_view<'py>(
+        &self,
+        py: Python<'py>,
+        offset: usize,
+        nbytes: usize,
+        writable: bool,
+        keep: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        if offset.checked_add(nbytes).is_none_or(|end| end > self.size) {
+            return Err(invalid(format!("{nbytes} bytes at offset {offset} are outside the {}-byte buffer", self.size)));
+        }
+        let access = if writable { Access::ReadWrite } else { Access::ReadOnly };
+        let mapping = self.mapping(access)?;
+        // SAFETY: offset + nbytes <= size == mapping.len(), so the pointer and
+        // length stay inside the live mapping; the mapping is kept alive by the
+        // `_Mapping` base object for as long as the array exists.
+        let view = unsafe { ArrayView1::from_shape_ptr(nbytes, mapping.as_ptr().add(offset)) };
+        let owner = Bound::new(py, PyMapping { _mapping: mapping, _token: ViewToken::new(&self.views), _keep: keep })?;
+        // SAFETY: `borrow_from_array` makes numpy point at the view's memory
+        // with `owner` as the array's base, which keeps the mapping alive.
+        let bytes = unsafe { PyArray1::<u8>::borrow_from_array(&view, owner.into_any()) };
+        if !writable {
+            bytes.call_method("setflags", (), Some(&[("write", false)].into_py_dict(py)?))?;
+        }
+        Ok(bytes)
+    }
+
+    pub(crate) fn close_now(&self) -> PyResult<()> {
         let mut open = self.lock();
         if open.buf.is_none() {
             return Ok(());
@@ -591,8 +611,8 @@ fn recv_fds<'py>(
 /// A fixed ring of equal buffers, allocated once.
 #[pyclass(frozen, name = "BufferPool", module = "npu_zc._core")]
 pub struct PyBufferPool {
-    pool: Arc<buffer::BufferPool>,
-    buffers: Vec<Py<PyDmaBuf>>,
+    pub(crate) pool: Arc<buffer::BufferPool>,
+    pub(crate) buffers: Vec<Py<PyDmaBuf>>,
 }
 
 fn state_name(s: buffer::SlotState) -> &'static str {

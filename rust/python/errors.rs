@@ -6,6 +6,7 @@
 use pyo3::prelude::*;
 
 use crate::buffer::{Error, ErrorKind};
+use crate::capture;
 
 fn class_name(kind: ErrorKind) -> &'static str {
     match kind {
@@ -25,11 +26,37 @@ fn class_name(kind: ErrorKind) -> &'static str {
 }
 
 pub fn to_py(err: Error) -> PyErr {
+    make(class_name(err.kind), err.message, err.errno)
+}
+
+fn capture_class_name(kind: capture::ErrorKind) -> &'static str {
+    use capture::ErrorKind as K;
+    match kind {
+        K::NotFound => "CameraNotFoundError",
+        K::PermissionDenied => "CameraPermissionError",
+        K::NotACamera => "NotACameraError",
+        K::Unsupported => "CameraFormatError",
+        K::Busy => "CameraBusyError",
+        K::Timeout => "CameraTimeoutError",
+        K::FramesHeld => "FramesHeldError",
+        K::Disconnected => "CameraDisconnectedError",
+        K::Closed => "CameraClosedError",
+        K::Os => "CameraOSError",
+        K::Buffer(kind) => class_name(kind),
+    }
+}
+
+/// Capture errors: `npu_zc.CameraError` subclasses (buffer errors keep their classes).
+pub fn capture_to_py(err: capture::Error) -> PyErr {
+    make(capture_class_name(err.kind), err.message, err.errno)
+}
+
+fn make(class: &str, message: String, errno: Option<i32>) -> PyErr {
     Python::attach(|py| {
         let made = py
             .import("npu_zc.errors")
-            .and_then(|m| m.getattr(class_name(err.kind)))
-            .and_then(|cls| cls.call1((err.message.clone(), err.errno)));
+            .and_then(|m| m.getattr(class))
+            .and_then(|cls| cls.call1((message, errno)));
         match made {
             Ok(instance) => PyErr::from_value(instance),
             // The errors module itself failed to import: still say what happened.

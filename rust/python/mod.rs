@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 
 mod buffer;
+mod capture;
 mod errors;
 mod fence;
 mod layout;
@@ -11,6 +12,7 @@ mod layout;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     buffer::register(m)?;
+    capture::register(m)?;
     layout::register(m)?;
     Ok(())
 }

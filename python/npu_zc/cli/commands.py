@@ -102,6 +102,10 @@ def stream(args: argparse.Namespace) -> int:
     from ..pipeline.ipc import run_two_process
     from ..pipeline.stream import run_stream
 
+    if args.camera:
+        return _stream_camera(args)
+    if args.frames:
+        raise ValueError("--frames counts camera frames (with --camera); for a file use --limit")
     source = FrameSource(args.input, limit=args.limit)  # checked here, before the model is compiled
     mode: Mode = "copy" if args.non_zero_copy else "zero-copy"
     if args.two_process and args.non_zero_copy:
@@ -120,6 +124,29 @@ def stream(args: argparse.Namespace) -> int:
         raise ImageError(
             f"{args.input} yielded no frame: not a video OpenCV's FFmpeg can decode, nor a folder of images"
         )
+    if args.json:
+        print(json.dumps(result.to_dict()))
+    else:
+        print(report.stream_text(result))
+    return 0
+
+
+def _stream_camera(args: argparse.Namespace) -> int:
+    from ..capture import Camera
+    from ..pipeline.camera import run_camera
+
+    if args.two_process or args.drop or args.depth:
+        raise ValueError("--two-process, --drop and --depth apply to file streams; a camera stream runs frame by frame")
+    mode: Mode = "copy" if args.non_zero_copy else "zero-copy"
+    progress = False if args.no_progress or args.json else None
+    width, height = args.size
+    # The camera first: a wrong device, format or size fails before the model is compiled.
+    with Camera(args.camera, width, height, args.format, buffers=args.buffers, memory=args.memory, heap=args.heap) as camera:
+        with _pipeline(args, mode) as pipeline:
+            try:
+                result = run_camera(pipeline, camera, frames=args.frames or args.limit, progress=progress)
+            except KeyboardInterrupt:
+                return 130
     if args.json:
         print(json.dumps(result.to_dict()))
     else:

@@ -1,7 +1,8 @@
 """`npu-zc info`: what this machine offers — OpenVINO and its devices, DMA-BUF
 heaps and whether this user may open them, udmabuf and its limit, which
 allocation `heap="auto"` would take, and why, and which code paths the layout
-engine takes on this CPU."""
+engine takes on this CPU, and the cameras (V4L2 capture nodes) with their
+formats and sizes."""
 
 from __future__ import annotations
 
@@ -44,11 +45,38 @@ def collect() -> dict[str, Any]:
     choice = buffers.auto_choice()
     out["auto"] = {"heap": choice.heap, "skipped": [{"name": n, "reason": r} for n, r in choice.skipped]}
     out["layout"] = _layout()
+    out["cameras"] = _cameras()
     return out
 
 
+def _cameras() -> list[dict[str, Any]]:
+    """The V4L2 capture nodes, with their formats and frame sizes."""
+    from ..capture import cameras
+
+    return [
+        {
+            "path": c.path,
+            "card": c.card,
+            "driver": c.driver,
+            "bus_info": c.bus_info,
+            "multiplanar": c.multiplanar,
+            "formats": [
+                {
+                    "fourcc": f.fourcc,
+                    "description": f.description,
+                    "compressed": f.compressed,
+                    "sizes": [list(s) for s in f.sizes],
+                    "size_range": [list(s) for s in f.size_range] if f.size_range else None,
+                }
+                for f in c.formats
+            ],
+        }
+        for c in cameras()
+    ]
+
+
 # Conversions a pipeline typically runs, to show which kernels this CPU gets.
-_CONVERSIONS = (("BGR", "RGBx"), ("BGR", "RGBx_BF16"), ("BGR", "RGBx_FP16"), ("BGR", "RGBP_FLOAT"), ("NV12", "RGBx"))
+_CONVERSIONS = (("BGR", "RGBx"), ("BGR", "RGBx_BF16"), ("BGR", "RGBx_FP16"), ("BGR", "RGBP_FLOAT"), ("NV12", "RGBx"), ("YUYV", "RGBx"))
 _IMAGENET_MEAN, _IMAGENET_STD = (123.675, 116.28, 103.53), (58.395, 57.12, 57.375)
 
 
@@ -123,6 +151,23 @@ def render(info: dict[str, Any]) -> str:
     lines.append(f"layout    SIMD {lay['simd']} (this CPU: {', '.join(lay['simd_available'])}; NPU_ZC_SIMD=... to choose)")
     for conversion, kernel in lay["kernels"].items():
         lines.append(f"  {conversion:<16} {kernel}")
+    if not info["cameras"]:
+        lines.append("cameras   none (no V4L2 capture node under /dev that this user can open)")
+    else:
+        lines.append("cameras   (npu-zc stream --camera DEVICE)")
+        for cam in info["cameras"]:
+            api = "multi-planar" if cam["multiplanar"] else "single-planar"
+            lines.append(f"  {cam['path']}: {cam['card']} ({cam['driver']}, {api})")
+            names = [f["fourcc"] + ("*" if f["compressed"] else "") for f in cam["formats"]]
+            lines.append(f"    formats  {' '.join(names)}" + ("  (* compressed: not convertible)" if "*" in "".join(names) else ""))
+            shown = next((f for f in cam["formats"] if f["fourcc"] == "YUYV"), cam["formats"][0] if cam["formats"] else None)
+            if shown is not None:
+                if shown["size_range"]:
+                    (w0, h0), (w1, h1), (sw, sh) = shown["size_range"]
+                    sizes = f"{w0}x{h0} to {w1}x{h1} step {sw}x{sh}"
+                else:
+                    sizes = " ".join(f"{w}x{h}" for w, h in shown["sizes"]) or "not listed"
+                lines.append(f"    sizes    {sizes} ({shown['fourcc']}; --json lists every format's)")
     return "\n".join(lines)
 
 

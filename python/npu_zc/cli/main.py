@@ -20,6 +20,7 @@ examples:
   npu-zc run -i cat.jpg -m model.xml -n 100 -c   the same in copy mode
   npu-zc compare -i cat.jpg -n 100 --plot stages.png
   npu-zc stream -i video.mp4 --two-process
+  npu-zc stream --camera /dev/video0 --frames 100   a camera, zero copy from the driver to the result
   npu-zc run -i cat.jpg -n 2000 --hint throughput   every core busy: many frames in flight
   npu-zc info
 """
@@ -95,6 +96,16 @@ def _size(text: str) -> tuple[int, int]:
     return height, width
 
 
+def _wxh(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not WIDTHxHEIGHT, e.g. 640x480") from None
+    if height < 1 or width < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: both sides must be at least 1")
+    return width, height
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="npu-zc",
@@ -167,7 +178,17 @@ def build_parser() -> argparse.ArgumentParser:
     stream = sub.add_parser(
         "stream", parents=[model, images, debug], help="every frame of a video or a folder of images, in order, with a progress bar",
     )
-    stream.add_argument("-i", "--input", required=True, help="a video file or a folder of images")
+    source = stream.add_mutually_exclusive_group(required=True)
+    source.add_argument("-i", "--input", help="a video file or a folder of images")
+    source.add_argument("--camera", metavar="DEVICE", help="a V4L2 camera, e.g. /dev/video0 (npu-zc info lists them): "
+                        "zero copy from the driver's buffer to the result")
+    cam = stream.add_argument_group("camera")
+    cam.add_argument("--frames", type=_positive, help="with --camera: stop after this many frames (default: until Ctrl-C)")
+    cam.add_argument("--size", type=_wxh, default=(640, 480), metavar="WxH", help="camera capture size (default 640x480)")
+    cam.add_argument("--format", default="YUYV", help="camera pixel format: YUYV (default), UYVY, I420, NV12...")
+    cam.add_argument("--memory", choices=("auto", "dmabuf", "mmap"), default="auto",
+                     help="dmabuf: the driver writes our buffers (--heap); mmap: its own, exported; auto (default): dmabuf where a heap exists")
+    cam.add_argument("--buffers", type=_positive, default=4, help="camera buffers (default 4)")
     stream.add_argument("-c", "--non-zero-copy", action="store_true", help="copy mode (frames one after the other)")
     stream.add_argument("--limit", type=_positive, help="stop after this many frames")
     stream.add_argument("--depth", type=_positive,

@@ -32,8 +32,9 @@ rectangle of the destination), and :func:`convert` returns a
     t.to_source(boxes)
 
 Format names follow AMD VART (and VVAS for the 3-channel ones). Sources:
-``BGR``, ``RGB``, ``BGRA``, ``RGBA``, ``GRAY``, ``NV12`` (and ``RGBx``/``BGRx``,
-read like RGBA/BGRA). Destinations: the packed HW layouts ``RGBx``, ``BGRx``
+``BGR``, ``RGB``, ``BGRA``, ``RGBA``, ``GRAY``, ``NV12`` and the camera formats
+``YUYV``, ``UYVY`` (packed 4:2:2) and ``I420`` (planar 4:2:0), decoded bit-exactly
+as OpenCV's ``cvtColor`` does (and ``RGBx``/``BGRx``, read like RGBA/BGRA). Destinations: the packed HW layouts ``RGBx``, ``BGRx``
 (u8), ``RGBx_BF16``, ``RGBx_FP16``; the planar CPU layouts ``RGBP_FLOAT`` (f32),
 ``RGBP_FP16``, ``BGRP_FLOAT``, ``BGRP_FP16``; and 3-channel packed ``RGB``,
 ``BGR`` (u8) and ``RGB_FLOAT``, ``BGR_FLOAT`` (f32) for NHWC CPU inputs.

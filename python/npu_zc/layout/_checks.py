@@ -41,7 +41,7 @@ _ELEMENT = {
     "RGB_FLOAT": "float32",
     "BGR_FLOAT": "float32",
 }
-_SOURCE_CHANNELS = {"BGR": 3, "RGB": 3, "BGRA": 4, "RGBA": 4, "RGBx": 4, "BGRx": 4, "GRAY": 1}
+_SOURCE_CHANNELS = {"BGR": 3, "RGB": 3, "BGRA": 4, "RGBA": 4, "RGBx": 4, "BGRx": 4, "GRAY": 1, "YUYV": 2, "UYVY": 2}
 _PLANAR = {"RGBP_FLOAT", "RGBP_FP16", "BGRP_FLOAT", "BGRP_FP16"}
 _THREE_CHANNELS = {"RGB", "BGR", "RGB_FLOAT", "BGR_FLOAT"}
 
@@ -183,14 +183,16 @@ def _source_arrays(
         width, height = (_count(v, "size") for v in size)
         return _bytes_of(y, "source"), None if uv is None else _bytes_of(uv, "UV plane"), width, height
 
-    if src_format == "NV12":
+    if src_format in ("NV12", "I420"):
         if y.ndim != 2:
-            raise _fail(f"an NV12 source has shape (H * 3 / 2, W) or is a (Y, UV) pair, not shape {y.shape}")
+            pair = " or is a (Y, UV) pair" if src_format == "NV12" else ""
+            raise _fail(f"an {src_format} source has shape (H * 3 / 2, W){pair}, not shape {y.shape}")
         if uv is None:
             rows, width = y.shape
             if rows % 3 != 0:
+                planes = "Y then UV" if src_format == "NV12" else "Y, U, then V"
                 raise _fail(
-                    f"an NV12 buffer of {rows} rows is not Y then UV (H * 3 / 2 rows): "
+                    f"an {src_format} buffer of {rows} rows is not {planes} (H * 3 / 2 rows): "
                     "its height must be a multiple of 3"
                 )
             height = rows // 3 * 2

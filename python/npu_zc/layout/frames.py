@@ -53,8 +53,9 @@ def convert(
     """Convert the frame ``src`` into ``dst`` in one pass, resizing if the sizes
     differ. Returns the array written, or a :class:`Transform` when resizing.
 
-    ``src``: uint8, shaped ``(H, W, C)`` (``(H, W)`` for GRAY); NV12 is
-    ``(H * 3 / 2, W)`` or a ``(Y, UV)`` pair. A strided view (a crop of a
+    ``src``: uint8, shaped ``(H, W, C)`` (``(H, W)`` for GRAY, ``(H, W, 2)``
+    for YUYV and UYVY); NV12 is ``(H * 3 / 2, W)`` or a ``(Y, UV)`` pair, I420
+    ``(H * 3 / 2, W)`` (Y, then U, then V; tightly packed). A strided view (a crop of a
     larger image) works as it is. ``dst``: a numpy array shaped like the
     destination frame (``(h, w, 4)`` packed, ``(h, w, 3)`` for RGB, BGR,
     RGB_FLOAT and BGR_FLOAT, ``(3, h, w)`` planar, a leading batch axis of 1

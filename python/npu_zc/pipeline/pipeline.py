@@ -214,13 +214,31 @@ class Pipeline:
 
     def step(self, image: np.ndarray) -> tuple[Prediction, int, int, int]:
         """One frame: ``(prediction, preprocess ns, infer ns, postprocess ns)``."""
+        def write(dst: np.ndarray) -> Any:
+            self.preprocess(image, dst)
+            return self.preprocess.transform
+
+        return self.step_with(write, frame_size=(image.shape[1], image.shape[0]))
+
+    def step_with(
+        self,
+        write_input: Callable[[np.ndarray], Any],
+        *,
+        frame_size: tuple[int, int],
+        release: Callable[[], None] | None = None,
+    ) -> tuple[Prediction, int, int, int]:
+        """One frame whose input ``write_input(dst)`` writes into the model input,
+        returning its conversion's transform (a camera frame, see :mod:`.camera`);
+        ``release`` is called once it is written. ``frame_size``: (width, height)."""
         clock = time.perf_counter_ns
         started = clock()
         if self._sync_input is None:
-            self.preprocess(image, self.input)
+            transform = write_input(self.input)
         else:
             with self._sync_input.cpu_access("write", timeout=FENCE_TIMEOUT_S):
-                self.preprocess(image, self.input)
+                transform = write_input(self.input)
+        if release is not None:
+            release()
         preprocessed = clock()
         self.infer()
         inferred = clock()
@@ -231,7 +249,7 @@ class Pipeline:
                 for buf in self._sync_outputs:
                     stack.enter_context(buf.cpu_access("read", timeout=FENCE_TIMEOUT_S))
                 prediction = self.postprocess(self.outputs)
-        prediction = self.to_frame(prediction, self.preprocess.transform, (image.shape[1], image.shape[0]))
+        prediction = self.to_frame(prediction, transform, frame_size)
         done = clock()
         return prediction, preprocessed - started, inferred - preprocessed, done - inferred
 

@@ -105,6 +105,7 @@ def run_stream(
 ) -> StreamReport:
     """Run every frame of ``source`` through ``pipeline``; results in source order.
 
+
     ``depth``: requests in flight (zero-copy; default: the device's optimal
     number, at least 2 so that preprocessing overlaps inference).
     ``on_result`` is called for each result, in order.

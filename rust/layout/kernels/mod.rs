@@ -2,7 +2,7 @@
 //! plane) out. The scalar kernels are the reference; SIMD kernels do the
 //! bulk of a row and hand the tail to the scalar ones.
 
-pub(crate) use super::plan::{Encoder, Kernel, Nv12Row, PackedRow, Plan};
+pub(crate) use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Row, PackedRow, Plan, SplitRow};
 use super::format::Element;
 use super::simd::SimdLevel;
 
@@ -13,6 +13,7 @@ mod vector;
 mod x86;
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod neon;
+pub(crate) mod yuv;
 
 /// 16-bit float kinds of the packed kernels. BF16 rounds to nearest even;
 /// BF16_FAST rounds ties away from zero (fewer instructions), so a plan takes

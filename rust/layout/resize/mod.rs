@@ -25,7 +25,7 @@ pub use geometry::{place, Fit, Interpolation, Rect, Resize, Transform};
 
 use super::error::{bail, Result};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
-use super::plan::{Nv12Row, Plan};
+use super::plan::{Nv12Row, Plan, Rearrange};
 use super::simd::SimdLevel;
 use kernels::{row_kernels, RowKernels};
 use taps::Method;
@@ -99,8 +99,8 @@ pub(crate) fn run(
     let mut method = Method::new(interpolation, source.size(), content.size());
     let channels = plan.src_channels;
     let decode = match src.pixels {
-        SourcePixels::Nv12 { .. } => Some(plan.nv12.expect("an NV12 plan").decode),
         SourcePixels::Packed { .. } => None,
+        _ => Some(plan.nv12.expect("a YUV plan").decode),
     };
     // A YUV source shrunk along x: decode only the pixel pairs the x taps read.
     let groups = match decode {
@@ -191,6 +191,9 @@ struct RowReader<'a> {
     /// Decode only these 2-pixel groups (see `compact_columns`), gathered first.
     groups: Option<&'a [u32]>,
     gathered: [Vec<u8>; 2],
+    /// YUYV/UYVY and I420: the region's Y and U,V bytes rearranged as NV12's.
+    rearrange: Option<Rearrange>,
+    split: [Vec<u8>; 2],
     scratch: Vec<u8>,
     cached: Option<usize>,
 }
@@ -201,11 +204,30 @@ impl<'a> RowReader<'a> {
         let Rect { x, y, width, .. } = self.region;
         match self.pixels {
             SourcePixels::Packed { rows, .. } => &rows.row(y + r)[x * self.channels..(x + width) * self.channels],
-            // Further YUV sources plug in here: a row decoder into R, G, B, pad.
-            SourcePixels::Nv12 { y: luma, uv } => {
+            // YUV sources: NV12's Y and U,V rows (the camera formats' rearranged
+            // first), decoded into R, G, B, pad.
+            pixels => {
                 if self.cached != Some(r) {
                     let decode = self.decode.expect("a row decoder for a YUV source");
-                    let (mut luma, mut chroma) = (&luma.row(y + r)[x..x + width], &uv.row((y + r) / 2)[x..x + width]);
+                    let row = y + r;
+                    let [split_y, split_uv] = &mut self.split;
+                    let (mut luma, mut chroma): (&[u8], &[u8]) = match (pixels, self.rearrange) {
+                        (SourcePixels::Nv12 { y: luma, uv }, _) => (&luma.row(row)[x..x + width], &uv.row(row / 2)[x..x + width]),
+                        (SourcePixels::Yuv422 { rows, y_even }, Some(Rearrange::Split(split))) => {
+                            let (even, odd) = if y_even { (&mut *split_y, &mut *split_uv) } else { (&mut *split_uv, &mut *split_y) };
+                            // SAFETY: the splitter was picked for a level this CPU supports.
+                            unsafe { split(&rows.row(row)[2 * x..2 * (x + width)], even, odd) };
+                            (&split_y[..], &split_uv[..])
+                        }
+                        (SourcePixels::I420 { y: luma, u, v }, Some(Rearrange::Interleave(interleave))) => {
+                            // The region starts and ends on even columns (see geometry::subsampling).
+                            let (u, v) = (&u.row(row / 2)[x / 2..(x + width) / 2], &v.row(row / 2)[x / 2..(x + width) / 2]);
+                            // SAFETY: the interleaver was picked for a level this CPU supports.
+                            unsafe { interleave(u, v, split_uv) };
+                            (&luma.row(row)[x..x + width], &split_uv[..])
+                        }
+                        _ => unreachable!("a YUV source with its rearrangement"),
+                    };
                     if let Some(groups) = self.groups {
                         let [gy, guv] = &mut self.gathered;
                         for ((&g, oy), ouv) in groups.iter().zip(gy.chunks_exact_mut(2)).zip(guv.chunks_exact_mut(2)) {
@@ -239,6 +261,11 @@ impl Job<'_> {
             decode: self.decode,
             groups: self.groups.as_deref(),
             gathered: [vec![0; gathered], vec![0; gathered]],
+            rearrange: self.plan.rearrange,
+            split: match self.plan.rearrange {
+                Some(_) => [vec![0; region.width], vec![0; region.width]],
+                None => [Vec::new(), Vec::new()],
+            },
             scratch: vec![0; decoded],
             cached: None,
         };

@@ -1,0 +1,19 @@
+//! The capture core: V4L2 cameras that write each frame straight into a
+//! DMA-BUF (ours, imported, or the driver's, exported), so that no byte is
+//! copied between the sensor and the result.
+//!
+//! * [`Device`]: a capture node; capabilities, formats, sizes, controls.
+//! * [`Stream`]: streaming into DMA-BUFs; frames held until released.
+//! * [`cameras`]: the capture nodes of this machine.
+
+mod device;
+mod error;
+mod stream;
+mod sys;
+
+pub use device::{cameras, CameraInfo, ControlInfo, Device, DeviceInfo, Format, FormatInfo, Fourcc, FrameSizes};
+pub use error::{Error, ErrorKind, Result};
+pub use stream::{Buffers, Frame, Memory, Stream, WhenFull};
+
+#[cfg(test)]
+mod tests;

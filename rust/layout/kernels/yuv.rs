@@ -1,0 +1,211 @@
+//! Camera YUV rows (packed 4:2:2 YUYV/UYVY, planar 4:2:0 I420) rearranged
+//! into the NV12 decoders' input: a Y row and an interleaved U,V row.
+//!
+//! OpenCV's `cvtColor` decodes YUYV, UYVY, I420 and NV12 with one and the same
+//! fixed-point BT.601 arithmetic (checked in tests/test_layout_yuv.py), so
+//! these formats reuse the NV12 decoders of every SIMD level and are
+//! bit-exact against `COLOR_YUV2RGB_YUYV`, `_UYVY` and `_I420` by
+//! construction. Only the rearrangement is new: for YUYV the even bytes of a
+//! row are Y and the odd ones U,V (already in NV12's U,V order); for UYVY the
+//! other way round; for I420 the U and V rows are interleaved.
+
+use super::super::simd::SimdLevel;
+use super::{InterleaveRow, SplitRow};
+
+pub(crate) fn splitter(level: SimdLevel) -> (SplitRow, &'static str) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => (x86::split_row, "avx2/yuv422-split"),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => (neon::split_row, "neon/yuv422-split"),
+        _ => (split_row, "scalar/yuv422-split"),
+    }
+}
+
+pub(crate) fn interleaver(level: SimdLevel) -> (InterleaveRow, &'static str) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => (x86::interleave_row, "avx2/i420-interleave"),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => (neon::interleave_row, "neon/i420-interleave"),
+        _ => (interleave_row, "scalar/i420-interleave"),
+    }
+}
+
+/// `even[i] = row[2i]`, `odd[i] = row[2i + 1]`, for as many pairs as all three hold.
+pub(crate) fn split_row(row: &[u8], even: &mut [u8], odd: &mut [u8]) {
+    for ((pair, e), o) in row.chunks_exact(2).zip(even.iter_mut()).zip(odd.iter_mut()) {
+        *e = pair[0];
+        *o = pair[1];
+    }
+}
+
+/// `uv[2i] = u[i]`, `uv[2i + 1] = v[i]`.
+pub(crate) fn interleave_row(u: &[u8], v: &[u8], uv: &mut [u8]) {
+    for ((&a, &b), pair) in u.iter().zip(v).zip(uv.chunks_exact_mut(2)) {
+        pair[0] = a;
+        pair[1] = b;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// 32 bytes at a time: even bytes to the low 8 of each lane, odd to the
+    /// high 8, then the lanes' quarters gathered.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn split_row(row: &[u8], even: &mut [u8], odd: &mut [u8]) {
+        let n = (row.len() / 2).min(even.len()).min(odd.len());
+        let mask = _mm256_setr_epi8(
+            0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, //
+            0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+        );
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: i + 16 <= n bounds the 32 bytes read at 2i and the 16
+            // written at i in each output.
+            let x = _mm256_shuffle_epi8(_mm256_loadu_si256(row.as_ptr().add(2 * i).cast()), mask);
+            let x = _mm256_permute4x64_epi64::<0b11_01_10_00>(x);
+            _mm_storeu_si128(even.as_mut_ptr().add(i).cast(), _mm256_castsi256_si128(x));
+            _mm_storeu_si128(odd.as_mut_ptr().add(i).cast(), _mm256_extracti128_si256::<1>(x));
+            i += 16;
+        }
+        super::split_row(&row[2 * i..], &mut even[i..], &mut odd[i..]);
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn interleave_row(u: &[u8], v: &[u8], uv: &mut [u8]) {
+        let n = u.len().min(v.len()).min(uv.len() / 2);
+        let mut i = 0;
+        while i + 32 <= n {
+            // SAFETY: i + 32 <= n bounds the 32 bytes read from u and v at i
+            // and the 64 written to uv at 2i.
+            let a = _mm256_loadu_si256(u.as_ptr().add(i).cast());
+            let b = _mm256_loadu_si256(v.as_ptr().add(i).cast());
+            let lo = _mm256_unpacklo_epi8(a, b); // pairs 0-7 | 16-23
+            let hi = _mm256_unpackhi_epi8(a, b); // pairs 8-15 | 24-31
+            let out = uv.as_mut_ptr().add(2 * i);
+            _mm256_storeu_si256(out.cast(), _mm256_permute2x128_si256::<0x20>(lo, hi));
+            _mm256_storeu_si256(out.add(32).cast(), _mm256_permute2x128_si256::<0x31>(lo, hi));
+            i += 32;
+        }
+        super::interleave_row(&u[i..], &v[i..], &mut uv[2 * i..]);
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use std::arch::aarch64::*;
+
+    /// `vld2q_u8` deinterleaves 32 bytes into 16 even and 16 odd bytes.
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn split_row(row: &[u8], even: &mut [u8], odd: &mut [u8]) {
+        let n = (row.len() / 2).min(even.len()).min(odd.len());
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: i + 16 <= n bounds the 32 bytes read and the 16 written to each output.
+            let x = vld2q_u8(row.as_ptr().add(2 * i));
+            vst1q_u8(even.as_mut_ptr().add(i), x.0);
+            vst1q_u8(odd.as_mut_ptr().add(i), x.1);
+            i += 16;
+        }
+        super::split_row(&row[2 * i..], &mut even[i..], &mut odd[i..]);
+    }
+
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn interleave_row(u: &[u8], v: &[u8], uv: &mut [u8]) {
+        let n = u.len().min(v.len()).min(uv.len() / 2);
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: i + 16 <= n bounds the 16 bytes read from u and v and the 32 written.
+            let pair = uint8x16x2_t(vld1q_u8(u.as_ptr().add(i)), vld1q_u8(v.as_ptr().add(i)));
+            vst2q_u8(uv.as_mut_ptr().add(2 * i), pair);
+            i += 16;
+        }
+        super::interleave_row(&u[i..], &v[i..], &mut uv[2 * i..]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simd_rearrangements_match_the_scalar_ones() {
+        for level in SimdLevel::available() {
+            let (split, _) = splitter(level);
+            let (interleave, _) = interleaver(level);
+            for n in [0usize, 1, 15, 16, 17, 31, 32, 33, 100, 640] {
+                let row: Vec<u8> = (0..2 * n).map(|i| (i * 7 + 3) as u8).collect();
+                let (mut e, mut o, mut e0, mut o0) = (vec![0; n], vec![0; n], vec![0; n], vec![0; n]);
+                // SAFETY: the level is available on this CPU.
+                unsafe { split(&row, &mut e, &mut o) };
+                split_row(&row, &mut e0, &mut o0);
+                assert_eq!((e, o), (e0.clone(), o0.clone()), "{level:?} split of {n}");
+                let mut uv = vec![0; 2 * n];
+                // SAFETY: as above.
+                unsafe { interleave(&e0, &o0, &mut uv) };
+                assert_eq!(uv, row, "{level:?} interleave of {n}");
+            }
+        }
+    }
+
+    /// Camera frames equal NV12 frames with the same samples (whose decoding
+    /// is bit-exact with OpenCV's), at every level, into every kind of destination.
+    #[test]
+    fn camera_formats_decode_like_nv12() {
+        use crate::layout::{convert, Destination, Format, Options, Source};
+        let (w, h) = (38usize, 6usize);
+        let bytes = |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| ((i * 131 + seed * 17) ^ (i >> 3)) as u8).collect() };
+        let y = bytes(w * h, 1);
+        let uv = bytes(w * h / 2, 2); // NV12's U,V rows: one per two image rows
+        let mut nv12 = y.clone();
+        nv12.extend_from_slice(&uv);
+        // The same samples as YUYV, UYVY (chroma repeated on both rows of a pair) and I420.
+        let (mut yuyv, mut uyvy) = (Vec::new(), Vec::new());
+        for r in 0..h {
+            for x in 0..w {
+                let (yy, c) = (y[r * w + x], uv[(r / 2) * w + x]);
+                yuyv.extend_from_slice(&[yy, c]);
+                uyvy.extend_from_slice(&[c, yy]);
+            }
+        }
+        let mut i420 = y.clone();
+        i420.extend(uv.iter().step_by(2));
+        i420.extend(uv.iter().skip(1).step_by(2));
+        let normalised = Options { mean: Some([10.0, 20.0, 30.0]), scale: Some([50.0, 60.0, 70.0]), ..Default::default() };
+        for level in SimdLevel::available() {
+            for (dst, options, size) in [
+                (Format::Rgbx, Options::default(), 4),
+                (Format::Bgr, Options::default(), 3),
+                (Format::RgbxBf16, normalised.clone(), 8),
+                (Format::RgbpFloat, normalised.clone(), 12),
+            ] {
+                let options = Options { simd: Some(level), threads: Some(1), ..options };
+                let run = |src: Format, data: &[u8]| {
+                    let mut out = vec![0u8; w * h * size];
+                    let source = Source::new(src, data, w, h, None).unwrap();
+                    convert(&source, Destination::new(dst, &mut out, w, h, None).unwrap(), &options).unwrap();
+                    out
+                };
+                let reference = run(Format::Nv12, &nv12);
+                for (src, data) in [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy), (Format::I420, &i420)] {
+                    assert!(run(src, data) == reference, "{src} -> {dst} at {level:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn odd_widths_and_padded_i420_are_refused_clearly() {
+        use crate::layout::{Format, Source};
+        let data = vec![0u8; 64];
+        let e = Source::new(Format::Yuyv, &data, 3, 2, None).unwrap_err();
+        assert!(e.to_string().contains("the width must be even"), "{e}");
+        let e = Source::new(Format::I420, &data, 4, 3, None).unwrap_err();
+        assert!(e.to_string().contains("must be even"), "{e}");
+        let e = Source::new(Format::I420, &data, 4, 4, Some(6)).unwrap_err();
+        assert!(e.to_string().contains("tightly packed"), "{e}");
+    }
+}
