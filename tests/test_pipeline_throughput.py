@@ -5,6 +5,7 @@ Speed is measured by benches/bench_throughput.py, not here.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import signal
@@ -20,8 +21,8 @@ from npu_zc import InvalidArgumentError, ModelError
 from npu_zc.cli.main import main
 from npu_zc.pipeline import FrameSource, Pipeline, full_hd, sample_photo
 from npu_zc.pipeline.stream import run_stream
-from npu_zc.pipeline.throughput import ThroughputRunner
-from npu_zc.runtime import CompileOptions
+from npu_zc.pipeline.throughput import ThroughputRunner, reserved_cores
+from npu_zc.runtime import CompileOptions, compile_model
 
 OPTIONS = CompileOptions(inference_precision="f32")  # both hints on the same precision: the labels must agree
 PHOTOS = ("chelsea", "coffee", "astronaut", "rocket")
@@ -56,6 +57,24 @@ def test_the_hint_reaches_openvino(pipeline: Pipeline) -> None:
     assert pipeline.session.optimal_requests >= 1
     runner = ThroughputRunner(pipeline.session, pipeline.spec, pipeline.postprocess, workers=1)
     assert runner.requests == max(2, 2 * pipeline.session.optimal_requests) and runner.buffers == runner.requests + 2
+
+
+def test_a_core_is_left_to_the_feeding_thread_from_8_cores_up() -> None:
+    """With the throughput hint the CPU plugin pins one stream per core; from 8 cores up the
+    pipeline asks for one stream fewer, so the feeding thread has a core of its own."""
+    assert [reserved_cores(n) for n in (1, 2, 4, 7, 8, 16, 64)] == [0, 0, 0, 0, 1, 1, 1]
+    cores = len(os.sched_getaffinity(0))
+    throughput = CompileOptions(performance_hint="THROUGHPUT", reserved_cores=1)
+    session = compile_model("efficientnet-lite0", "CPU", options=throughput)
+    assert session.config["NUM_STREAMS"] == max(1, cores - 1)
+    assert int(session.property("NUM_STREAMS")) == max(1, cores - 1)
+    # What the caller says wins: a stream count, or a thread count the plugin plans streams for.
+    for given in ({"extra": {"NUM_STREAMS": 2}}, {"num_threads": 1}):
+        config = compile_model("efficientnet-lite0", "CPU", options=dataclasses.replace(throughput, **given)).config
+        assert config.get("NUM_STREAMS") == given.get("extra", {}).get("NUM_STREAMS")
+    # Under the latency hint nothing is reserved.
+    latency = dataclasses.replace(throughput, performance_hint="LATENCY")
+    assert "NUM_STREAMS" not in compile_model("efficientnet-lite0", "CPU", options=latency).config
 
 
 @pytest.mark.parametrize("workers", [1, 2])

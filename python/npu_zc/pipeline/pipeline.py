@@ -29,7 +29,7 @@ from ..errors import InvalidArgumentError
 from ..runtime.model import Mode
 from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for, to_frame
 from .preprocess import Fit, PreprocessSpec, Preprocessor
-from .throughput import ThroughputReport, ThroughputRunner
+from .throughput import ThroughputReport, ThroughputRunner, reserved_cores
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings, progress_bar
 
 DEFAULT_MODEL = "efficientnet-lite0"
@@ -146,6 +146,8 @@ class Pipeline:
             from ..runtime import CompileOptions
 
             options = dataclasses.replace(options or CompileOptions(), performance_hint=hint.upper())
+            if hint == "throughput" and options.reserved_cores == 0:
+                options = dataclasses.replace(options, reserved_cores=reserved_cores())
         self.model_name = os.fspath(model) if isinstance(model, (str, os.PathLike)) else str(getattr(model, "friendly_name", "model"))
         source = read_model(model)
         find_image_input(source)  # the input first: "one image input" is the first thing a model must have

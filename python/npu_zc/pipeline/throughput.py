@@ -48,16 +48,32 @@ THROUGHPUT_STAGES = ("preprocess", "infer", "postprocess", "total")
 
 
 def default_workers() -> int:
-    """Preprocessing threads: one per 4 cores (at least 1, at most 4).
+    """Preprocessing threads a frame is split among: 1, the feeding thread alone.
 
-    A 1080p frame's crop-resize-convert costs about 0.3-0.5 ms of one core
-    with the caches cold (right after an inference). Frames are preprocessed
-    one at a time by the feeding thread, which submits each before taking
-    the next: split among 4 threads, a frame takes about a quarter of that,
-    so that the feeding thread keeps up with 16 cores' worth of inference
-    (about 2800 FPS of EfficientNet-Lite0 on a 16-core Xeon: 0.36 ms a frame).
+    A 1080p frame's crop-resize-convert costs about 0.3 ms of one core with the
+    caches cold (right after an inference). Splitting it among more threads
+    wakes the engine's sleeping workers for every frame, which costs more than
+    it saves: on a 16-core Xeon, 1 worker gave the most FPS in every run
+    (2510 FPS against 1773 with 2 and one core left to us, see
+    :func:`reserved_cores`). The feeding thread needs a core of its own instead.
     """
-    return max(1, min(4, (os.cpu_count() or 1) // 4))
+    return 1
+
+
+def reserved_cores(cores: int | None = None) -> int:
+    """Cores the CPU plugin leaves to the feeding thread in throughput mode: 1 from 8 cores up, else 0.
+
+    With the throughput hint the CPU plugin runs one stream per core, each
+    thread pinned, so the feeding thread (about 0.35 ms of CPU a frame) has to
+    take its time from an inference thread and falls behind: on a 16-core Xeon,
+    1938 FPS with 16 streams (71% of benchmark_app's), 2510 with 15 (88%). On a
+    few cores the inference, not the feeding, is the limit (a 2-core machine
+    infers about 300 frames a second: a tenth of a core's feeding), so nothing
+    is reserved there.
+    """
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 1 if cores >= 8 else 0
 
 
 def default_requests(optimal: int) -> int:

@@ -51,6 +51,10 @@ class CompileOptions:
     an f32 reference."""
     num_threads: int | None = None
     """INFERENCE_NUM_THREADS (CPU)."""
+    reserved_cores: int = 0
+    """CPU, throughput hint: cores the plugin leaves to the caller's own threads (NUM_STREAMS = cores minus
+    these), unless NUM_STREAMS or INFERENCE_NUM_THREADS is given. The pipeline's throughput mode reserves one
+    for its feeding thread from 8 cores up (:func:`npu_zc.pipeline.throughput.reserved_cores`)."""
     npu_turbo: bool | None = None
     npu_tiles: int | None = None
     npu_max_tiles: int | None = None
@@ -253,6 +257,14 @@ def compile_model(
     )
     supported = list(core().get_property(choice.device, "SUPPORTED_PROPERTIES"))
     config, ignored = options.to_config(supported)
+    if (
+        options.reserved_cores > 0
+        and choice.device == "CPU"
+        and str(config.get("PERFORMANCE_HINT", "")).upper() == "THROUGHPUT"
+        and not {"NUM_STREAMS", "INFERENCE_NUM_THREADS"} & config.keys()
+    ):
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        config["NUM_STREAMS"] = max(1, cores - options.reserved_cores)
     if config.get("CACHE_DIR"):
         Path(config["CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
 
