@@ -16,6 +16,23 @@ pub(crate) struct Linear {
     pub weight: Vec<[i16; 2]>,
 }
 
+impl Linear {
+    /// The source index of each destination index, when every one reads a
+    /// single source index with the whole weight.
+    fn single(&self) -> Option<Vec<u32>> {
+        const ONE: i16 = 1 << COEF_BITS;
+        self.index
+            .iter()
+            .zip(&self.weight)
+            .map(|(ix, w)| match *w {
+                [ONE, 0] => Some(ix[0]),
+                [0, ONE] => Some(ix[1]),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// A run of weighted source indices per destination index (area averaging).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Area {
@@ -81,9 +98,15 @@ impl Method {
             // OpenCV emulates area enlarging by bilinear with area-based weights.
             _ => {
                 let area_mode = interpolation == Interpolation::Area;
-                Method::Linear {
-                    x: linear(src.0, dst.0, scale[0], inv_scale[0], area_mode, true),
-                    y: linear(src.1, dst.1, scale[1], inv_scale[1], area_mode, false),
+                let x = linear(src.0, dst.0, scale[0], inv_scale[0], area_mode, true);
+                let y = linear(src.1, dst.1, scale[1], inv_scale[1], area_mode, false);
+                // An odd integer shrink (1080p -> 640x360 is 3x) puts every tap on
+                // a source pixel: OpenCV's arithmetic then returns that pixel
+                // exactly (v * 2048 >> 4, * 2048 >> 16, (4v + 2) >> 2 = v), so
+                // picking it is the same result without the arithmetic.
+                match (x.single(), y.single()) {
+                    (Some(x), Some(y)) => Method::Nearest { x, y },
+                    _ => Method::Linear { x, y },
                 }
             }
         }
@@ -245,5 +268,13 @@ mod tests {
         };
         assert_eq!((x.index[1], x.weight[1]), ([0, 1], [1536, 512]));
         assert_eq!((x.index[0], x.weight[0]), ([0, 0], [2048, 0])); // a weight of 0 reads nothing
+        // An odd integer shrink samples the centre pixel of each block: bilinear picks it.
+        let Method::Nearest { x, y } = Method::new(Bilinear, (1920, 1080), (640, 360)) else {
+            panic!()
+        };
+        assert!(x.iter().enumerate().all(|(d, &i)| i == 3 * d as u32 + 1));
+        assert!(y.iter().enumerate().all(|(d, &i)| i == 3 * d as u32 + 1));
+        // Only when both axes do: 3x along x, 2.5x along y stays bilinear.
+        assert!(matches!(Method::new(Bilinear, (30, 25), (10, 10)), Method::Linear { .. }));
     }
 }
