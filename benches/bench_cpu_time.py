@@ -37,6 +37,7 @@ import time
 from typing import Any, Callable
 
 import numpy as np
+from timing import thread_cpu
 
 MODEL = "efficientnet-lite0"
 CORES = os.cpu_count() or 1
@@ -57,20 +58,6 @@ def settings() -> dict[str, dict[str, str]]:
     if CORES > 2:
         out[f"INFERENCE_NUM_THREADS={CORES - 1}"] = {"INFERENCE_NUM_THREADS": str(CORES - 1)}
         out[f"INFERENCE_NUM_THREADS={CORES // 2}"] = {"INFERENCE_NUM_THREADS": str(CORES // 2)}
-    return out
-
-
-def thread_cpu() -> dict[int, float]:
-    """CPU seconds (user + system) of each thread of this process."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out: dict[int, float] = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
     return out
 
 

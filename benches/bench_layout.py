@@ -20,8 +20,6 @@ depend on which of the two a burst of other work happened to hit. OpenCV runs si
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
@@ -31,39 +29,12 @@ import ml_dtypes
 import numpy as np
 
 from npu_zc import layout
+import timing
+from timing import memcpy_of, paired_ms, time_ms
 
 MEAN = np.array([123.675, 116.28, 103.53], np.float32)
 STD = np.array([58.395, 57.12, 57.375], np.float32)
 NORM = dict(mean=tuple(MEAN.tolist()), scale=tuple(STD.tolist()))
-
-
-STAT: Callable[[list[int]], float] = min
-
-
-def samples_ns(fn: Callable[[], object], runs: int) -> list[int]:
-    fn()  # warm-up: caches, page faults, the plan cache
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter_ns()
-        fn()
-        times.append(time.perf_counter_ns() - start)
-    return times
-
-
-def time_ms(fn: Callable[[], object], runs: int) -> float:
-    return STAT(samples_ns(fn, runs)) / 1e6
-
-
-def paired_ms(ours: Callable[[], object], limit: Callable[[], object], runs: int, rounds: int) -> tuple[float, float]:
-    """Times two functions in alternating blocks, so that a burst of other
-    work on the machine falls on both rather than on one of them."""
-    block = max(1, runs // rounds)
-    a: list[int] = []
-    b: list[int] = []
-    for _ in range(rounds):
-        a += samples_ns(ours, block)
-        b += samples_ns(limit, block)
-    return STAT(a) / 1e6, STAT(b) / 1e6
 
 
 @dataclass
@@ -74,12 +45,6 @@ class Row:
     composition: float | None
     composition_name: str
     kernel: str
-
-
-def memcpy_of(nbytes: int) -> Callable[[], object]:
-    a = np.ones(nbytes // 2, np.uint8)
-    b = np.empty_like(a)
-    return lambda: np.copyto(b, a)
 
 
 def best(candidates: dict[str, Callable[[], object]], runs: int) -> tuple[float, str]:
@@ -100,8 +65,7 @@ def main() -> None:
                         help="instead: per thread count, npu_zc against OpenCV and a multi-threaded memcpy, "
                              "at 1920x1080 and 3840x2160 (or --size)")
     args = parser.parse_args()
-    global STAT
-    STAT = min if args.stat == "min" else statistics.median
+    timing.use_stat(args.stat)
     if args.threads_sweep:
         sizes = [args.size] if args.size else ["1920x1080", "3840x2160"]
         threads_sweep([int(n) for n in args.threads_sweep.split(",")], sizes, args.runs, args.rounds)
@@ -121,7 +85,7 @@ def main() -> None:
                         "RGBx_FP16": np.float16, "RGBP_FLOAT": np.float32, "RGBP_FP16": np.float16}[dst_fmt])
         moved = src.nbytes + dst.nbytes
         ours, copy = paired_ms(lambda: layout.convert(src, dst, src_fmt, dst_fmt, threads=threads, **norm),
-                               memcpy_of(moved), runs, args.rounds)
+                               memcpy_of(moved // 2), runs, args.rounds)  # moved = read + written
         comp, name = best(compositions, runs) if compositions else (None, "")
         rows.append(Row(case, ours, copy, comp, name, layout.describe_conversion(src_fmt, dst_fmt, **norm)))
 
@@ -266,7 +230,7 @@ def threads_sweep(counts: list[int], sizes: list[str], runs: int, rounds: int) -
     of the same bytes on as many threads, all in one run."""
     repeat = 5
     pool = ThreadPoolExecutor(max(counts))
-    print(f"npu_zc layout thread sweep: {STAT.__name__ if STAT is min else 'median'} of {runs} runs, "
+    print(f"npu_zc layout thread sweep: {'min' if timing.STAT is min else 'median'} of {runs} runs, "
           f"SIMD {layout.simd_levels()[1]}, OpenCV {cv2.__version__} (cv2.getNumberOfCPUs() = {cv2.getNumberOfCPUs()}), "
           f"numpy {np.__version__}")
     print("memcpy: copying (read + written bytes) / 2 on n threads, the caller and n - 1 pool threads, timed "

@@ -21,8 +21,6 @@ a burst of other work on the machine falls on both. Every timing is the best
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -31,39 +29,13 @@ import ml_dtypes
 import numpy as np
 
 from npu_zc import layout
+from timing import memcpy_of, paired_ms, time_ms, use_stat
 
 MEAN = np.array([123.675, 116.28, 103.53], np.float32)
 STD = np.array([58.395, 57.12, 57.375], np.float32)
 NORM = dict(mean=tuple(MEAN.tolist()), scale=tuple(STD.tolist()))
 MEAN4 = np.append(MEAN, 0).astype(np.float32)
 INV4 = np.append(1 / STD, 0).astype(np.float32)
-STAT: Callable[[list[int]], float] = min
-
-
-def samples_ns(fn: Callable[[], object], runs: int) -> list[int]:
-    fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter_ns()
-        fn()
-        times.append(time.perf_counter_ns() - start)
-    return times
-
-
-def paired_ms(a: Callable[[], object], b: Callable[[], object], runs: int, rounds: int) -> tuple[float, float]:
-    block = max(1, runs // rounds)
-    ta: list[int] = []
-    tb: list[int] = []
-    for _ in range(rounds):
-        ta += samples_ns(a, block)
-        tb += samples_ns(b, block)
-    return STAT(ta) / 1e6, STAT(tb) / 1e6
-
-
-def time_ms(fn: Callable[[], object], runs: int) -> float:
-    return STAT(samples_ns(fn, runs)) / 1e6
-
-
 def sampled_rows(interpolation: str, src_h: int, dst_h: int) -> int:
     """Distinct source rows a resize reads (OpenCV's bilinear positions; a
     row of weight 0 is not read)."""
@@ -78,12 +50,6 @@ def sampled_rows(interpolation: str, src_h: int, dst_h: int) -> int:
         w0 = 2048 - w1
         rows.update({min(max(s + k, 0), src_h - 1) for k, w in ((0, w0), (1, w1)) if w})
     return len(rows)
-
-
-def memcpy_of(nbytes: int) -> Callable[[], object]:
-    a = np.ones(nbytes, np.uint8)
-    b = np.empty_like(a)
-    return lambda: np.copyto(b, a)
 
 
 @dataclass
@@ -103,8 +69,7 @@ def main() -> None:
     parser.add_argument("--stat", choices=("min", "median"), default="min", help="best or median of the runs (default: best)")
     parser.add_argument("--simd", default=None, help="npu_zc's code path, e.g. avx2 (default: the best this CPU has)")
     args = parser.parse_args()
-    global STAT
-    STAT = min if args.stat == "min" else statistics.median
+    use_stat(args.stat)
     runs = args.runs
     cv2.setNumThreads(1)
     rng = np.random.default_rng(0)

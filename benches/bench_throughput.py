@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
+from timing import thread_cpu
 
 MODEL = "efficientnet-lite0"
 PHOTOS = ("chelsea", "coffee", "astronaut", "rocket")
@@ -66,20 +67,6 @@ def for_seconds(frames: list[np.ndarray], seconds: float) -> Iterator[np.ndarray
 def cpu_seconds() -> float:
     t = os.times()
     return t.user + t.system
-
-
-def thread_cpu() -> dict[int, float]:
-    """CPU seconds (user + system) of each thread of this process, by native thread id."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out: dict[int, float] = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
-    return out
 
 
 class ThreadWatch:

@@ -310,25 +310,7 @@ class Pipeline:
             interrupted = True
         finally:
             bar.close()
-        startup = self.session.startup
-        return RunReport(
-            model=self.model_name,
-            kind=self.kind,
-            device=self.device,
-            device_reason=self.session.device_choice.reason,
-            mode=self.mode,
-            input_format=self.spec.format,
-            input_shape=self.spec.shape,
-            buffers=self.buffer_kind,
-            image=name,
-            image_size=(int(image.shape[1]), int(image.shape[0])),
-            runs=done,
-            warmup=warmup,
-            stages=timings.stats(),
-            prediction=prediction,
-            startup_ms=startup.latency_ms,
-            interrupted=interrupted,
-        )
+        return self._report(image, name, done, warmup, timings.stats(), prediction, interrupted=interrupted)
 
     def run_throughput(
         self,
@@ -357,6 +339,15 @@ class Pipeline:
             if warmup:
                 runner.run(itertools.repeat(image, warmup * runner.buffers))  # every request and buffer used once
             result = runner.run(itertools.repeat(image, runs), keep=True)
+        return self._report(
+            image, name, runs, warmup, result.stages, result.predictions[-1],
+            hint=self.hint, fps=result.fps, requests=result.requests,
+        )
+
+    def _report(
+        self, image: np.ndarray, name: str, runs: int, warmup: int, stages: Any, prediction: Any, **extra: Any
+    ) -> RunReport:
+        """A run's report: what the pipeline is, and what this run measured."""
         return RunReport(
             model=self.model_name,
             kind=self.kind,
@@ -370,12 +361,10 @@ class Pipeline:
             image_size=(int(image.shape[1]), int(image.shape[0])),
             runs=runs,
             warmup=warmup,
-            stages=result.stages,
-            prediction=result.predictions[-1],
+            stages=stages,
+            prediction=prediction,
             startup_ms=self.session.startup.latency_ms,
-            hint=self.hint,
-            fps=result.fps,
-            requests=result.requests,
+            **extra,
         )
 
     def close(self) -> None:

@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from ..runtime.session import usable_cores
 from .postprocess import Detection, Postprocessor, Prediction, to_frame
 from .preprocess import PreprocessSpec, Preprocessor
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
@@ -71,9 +72,7 @@ def reserved_cores(cores: int | None = None) -> int:
     infers about 300 frames a second: a tenth of a core's feeding), so nothing
     is reserved there.
     """
-    if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return 1 if cores >= 8 else 0
+    return 1 if (usable_cores() if cores is None else cores) >= 8 else 0
 
 
 def default_requests(optimal: int) -> int:

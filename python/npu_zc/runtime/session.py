@@ -229,6 +229,11 @@ class Session:
         return f"<Session {self.prepared.source or 'model'} on {self.device}, {self.mode}, input {self.format}>"
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which containers and `taskset` narrow)."""
+    return len(os.sched_getaffinity(0))
+
+
 def compile_model(
     model: Any,
     device: str = "AUTO",
@@ -263,8 +268,7 @@ def compile_model(
         and str(config.get("PERFORMANCE_HINT", "")).upper() == "THROUGHPUT"
         and not {"NUM_STREAMS", "INFERENCE_NUM_THREADS"} & config.keys()
     ):
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        config["NUM_STREAMS"] = max(1, cores - options.reserved_cores)
+        config["NUM_STREAMS"] = max(1, usable_cores() - options.reserved_cores)
     if config.get("CACHE_DIR"):
         Path(config["CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
 
