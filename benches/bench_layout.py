@@ -20,7 +20,6 @@ depend on which of the two a burst of other work happened to hit. OpenCV runs si
 from __future__ import annotations
 
 import argparse
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,7 +27,7 @@ import cv2
 import ml_dtypes
 import numpy as np
 
-from npu_zc import layout
+from npu_zc import _core, layout
 import timing
 from timing import memcpy_of, paired_ms, time_ms
 
@@ -201,41 +200,26 @@ def main() -> None:
           f"{nv.composition / nv.ours:.2f}x  {verdict(nv.ours <= nv.composition)}")
 
 
-def parallel_memcpy(nbytes: int, threads: int, pool: ThreadPoolExecutor, repeat: int = 1) -> Callable[[], object]:
-    """memcpy of `nbytes` cut into `threads` page-aligned chunks, the calling
-    thread copying one and the pool's threads the others (numpy's copy
-    releases the GIL). With `repeat`, each thread copies its chunk that many
-    times: the time divided by `repeat` is the machine's parallel copy
-    bandwidth without the cost of handing out work, the limit of any
-    conversion moving the same bytes."""
-    a = np.ones(nbytes, np.uint8)
-    b = np.empty_like(a)
-    cuts = [min(nbytes, (nbytes * i // threads) // 4096 * 4096) for i in range(threads)] + [nbytes]
-    chunks = [(b[lo:hi], a[lo:hi]) for lo, hi in zip(cuts, cuts[1:])]
-
-    def copy(chunk: tuple[np.ndarray, np.ndarray]) -> None:
-        for _ in range(repeat):
-            np.copyto(*chunk)
-
-    def run() -> None:
-        futures = [pool.submit(copy, chunk) for chunk in chunks[1:]]
-        copy(chunks[0])
-        for f in futures:
-            f.result()
-    return run
+def memcpy_limit_ms(nbytes: int, threads: int, runs: int) -> float | None:
+    """The machine's limit on `threads` threads: memcpy of `nbytes`, each
+    thread copying its part 40 times after starting together (in Rust, so
+    without the cost of handing out work that a conversion pays). None with
+    a wheel from before `_memcpy_seconds`."""
+    seconds = getattr(_core, "_memcpy_seconds", None)
+    if seconds is None:
+        return None
+    return min(seconds(nbytes, threads, 40) for _ in range(max(3, runs // 10))) * 1e3
 
 
 def threads_sweep(counts: list[int], sizes: list[str], runs: int, rounds: int) -> None:
-    """Per thread count: npu_zc, cv2.cvtColor (cv2.setNumThreads) and memcpy
-    of the same bytes on as many threads, all in one run."""
-    repeat = 5
-    pool = ThreadPoolExecutor(max(counts))
+    """Per thread count: a Converter (the per-frame API: arguments checked
+    once), cv2.cvtColor (cv2.setNumThreads) in alternating blocks with it,
+    and the memcpy limit of the same bytes on as many threads, in one run."""
     print(f"npu_zc layout thread sweep: {'min' if timing.STAT is min else 'median'} of {runs} runs, "
           f"SIMD {layout.simd_levels()[1]}, OpenCV {cv2.__version__} (cv2.getNumberOfCPUs() = {cv2.getNumberOfCPUs()}), "
           f"numpy {np.__version__}")
-    print("memcpy: copying (read + written bytes) / 2 on n threads, the caller and n - 1 pool threads, timed "
-          "per call; memcpy limit: the same with each thread copying its part", repeat, "times, per copy "
-          "(the bandwidth without handing out work). x1: speed-up over one thread.")
+    print("limit: memcpy of (read + written bytes) / 2, each of n threads copying its part repeatedly "
+          "(the machine's bandwidth without handing out work). x1: speed-up over one thread.")
     for size in sizes:
         width, height = (int(v) for v in size.lower().split("x"))
         rng = np.random.default_rng(0)
@@ -247,21 +231,22 @@ def threads_sweep(counts: list[int], sizes: list[str], runs: int, rounds: int) -
             moved = src.nbytes + rgba.nbytes
             print()
             print(f"{case}, {width}x{height} ({moved / 1e6:.1f} MB moved)")
-            header = (f"| {'threads':>7} | {'npu_zc ms':>9} | {'x1':>5} | {'cv2 ms':>9} | {'x1':>5} | {'memcpy ms':>9} | "
+            header = (f"| {'threads':>7} | {'npu_zc ms':>9} | {'x1':>5} | {'cv2 ms':>9} | {'x1':>5} | "
                       f"{'limit ms':>9} | {'npu_zc/cv2':>10} | {'npu_zc/limit':>12} |")
             print(header)
             print("|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|")
             first: tuple[float, float] | None = None
             for n in counts:
                 cv2.setNumThreads(n)
-                ours, copy = paired_ms(lambda: layout.convert(src, rgba, src_fmt, "RGBx", threads=n),
-                                       parallel_memcpy(moved // 2, n, pool), runs, rounds)
-                theirs = time_ms(lambda: cv2.cvtColor(src, code, dst=rgba), runs)
-                limit = time_ms(parallel_memcpy(moved // 2, n, pool, repeat), max(5, runs // 2)) / repeat
+                to_rgbx = layout.Converter(src_fmt, "RGBx", width, height, threads=n)
+                ours, theirs = paired_ms(lambda: to_rgbx(src, rgba), lambda: cv2.cvtColor(src, code, dst=rgba),
+                                         runs, rounds)
+                limit = memcpy_limit_ms(moved // 2, n, runs)
                 first = first or (ours, theirs)
+                limit_cells = (f"{limit:9.3f} | {ours / theirs:9.2f}x | {ours / limit:11.2f}x" if limit else
+                               f"{'-':>9} | {ours / theirs:9.2f}x | {'-':>12}")
                 print(f"| {n:7} | {ours:9.3f} | {first[0] / ours:4.1f}x | {theirs:9.3f} | {first[1] / theirs:4.1f}x | "
-                      f"{copy:9.3f} | {limit:9.3f} | {ours / theirs:9.2f}x | {ours / limit:11.2f}x |")
-    pool.shutdown()
+                      f"{limit_cells} |")
 
 
 if __name__ == "__main__":

@@ -281,6 +281,59 @@ def test_threads_convert_concurrently():
         assert all(pool.map(run, frames * 3))
 
 
+def test_callers_that_each_split_their_frame_share_the_band_pool():
+    """Frames large enough to be cut into bands, converted on several threads
+    each, from several Python threads at once: one call has the band pool,
+    the others run on their own thread, and every frame comes out right."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    frames = [random_source(np.random.default_rng(s), "BGR", 1280, 360) for s in range(4)]
+    wants = [reference(reference_rgb(frame, "BGR"), "RGBx") for frame in frames]
+
+    def run(i: int) -> bool:
+        dst = empty_destination("RGBx", 1280, 360)
+        layout.convert(frames[i], dst, "BGR", "RGBx", threads=4)
+        return same_bits(dst, wants[i])
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(run, list(range(4)) * 10))
+
+
+def test_a_forked_child_converts_without_the_parents_workers():
+    """fork copies the band pool's bookkeeping but not its threads: the
+    child's calls must not wait for workers it does not have."""
+    frame = random_source(np.random.default_rng(5), "BGR", 1280, 360)
+    want = reference(reference_rgb(frame, "BGR"), "RGBx")
+    layout.convert(frame, empty_destination("RGBx", 1280, 360), "BGR", "RGBx", threads=4)  # the pool is up
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        dst = empty_destination("RGBx", 1280, 360)
+        layout.convert(frame, dst, "BGR", "RGBx", threads=4)
+        os.write(write, b"1" if same_bits(dst, want) else b"0")
+        os._exit(0)
+    os.close(write)
+    import select
+
+    ready, _, _ = select.select([read], [], [], 30)
+    if not ready:
+        os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    result = os.read(read, 1) if ready else b""
+    os.close(read)
+    assert ready, "the forked child did not finish its conversion in 30 s"
+    assert result == b"1"
+
+
+def test_memcpy_limit_for_the_benchmarks():
+    from npu_zc import _core
+
+    assert 0 < _core._memcpy_seconds(1 << 20, 2, 3) < 1
+    for bad in [(1 << 20, 0, 1), (1 << 20, 257, 1), (1 << 20, 1, 0), ((1 << 32) + 1, 1, 1)]:
+        with pytest.raises(npu_zc.InvalidArgumentError, match="_memcpy_seconds takes"):
+            _core._memcpy_seconds(*bad)
+
+
 def test_environment_variable_forces_the_scalar_path():
     code = "from npu_zc import layout; print(layout.simd_levels()[1])"
     env = dict(os.environ, NPU_ZC_SIMD="scalar")

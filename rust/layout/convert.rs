@@ -2,7 +2,6 @@
 //! channel reorder, normalisation, type conversion and padding together,
 //! split by rows across threads for large frames.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::error::{bail, Result};
@@ -10,6 +9,7 @@ use super::float::{f32_to_bf16, f32_to_f16};
 use super::format::{frame_geometry, Channel, Element, Format};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
 use super::kernels;
+use super::parallel;
 use super::plan::{build_luts, Encoder, Nv12Plan, Permutes, Plan, Rearrange};
 use super::resize::{self, Resize, Transform};
 use super::simd::SimdLevel;
@@ -49,7 +49,7 @@ pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Res
     let threads = match options.threads {
         Some(0) => bail!("threads must be at least 1 (or None for every core)"),
         Some(n) => n,
-        None => rayon::current_num_threads(),
+        None => parallel::default_threads(),
     };
     let (src_size, dst_size) = ((src.width, src.height), (dst.width, dst.height));
     let transform = resize::place(src.format(), src_size, dst_size, &options.resize)?;
@@ -67,39 +67,14 @@ pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Res
 }
 
 /// Runs `plan` over the frame on at most `threads` threads, the calling one
-/// included. The frame is cut into bands (`BANDS_PER_THREAD` a thread);
-/// the caller starts on them at once while the helpers it hands to rayon
-/// wake up, and every thread takes the next band left until none is, so a
-/// helper that wakes late (a sleeping core) delays the call by at most one
-/// band. Handing rayon the whole list instead (`par_iter`) waited for the
-/// slowest of a chain of wake-ups, each thread waking the next.
+/// included. The frame is cut into bands (`BANDS_PER_THREAD` a thread) that
+/// every thread takes one after another until none is left, so a helper that
+/// starts late (a sleeping core) delays the call by at most one band.
 fn run_in_bands(plan: &Plan, src: &Source<'_>, dst: Destination<'_>, threads: usize) {
     let out_bytes = dst.planes.iter().map(|p| p.count() * p.row_bytes()).sum::<usize>();
     let threads = threads.min(out_bytes / MIN_BYTES_PER_THREAD).max(1);
-    if threads == 1 {
-        let mut band = split_into_bands(src, dst, 1).pop().expect("one band");
-        return plan.run(band.src, &mut band.dst);
-    }
-    let wanted = (threads * BANDS_PER_THREAD).min(out_bytes / MIN_BYTES_PER_BAND).max(threads);
-    let bands: Vec<Mutex<Option<Band<'_>>>> =
-        split_into_bands(src, dst, wanted).into_iter().map(|band| Mutex::new(Some(band))).collect();
-    let next = AtomicUsize::new(0);
-    let work = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(slot) = bands.get(i) else { return };
-        // Each index is taken once, so the lock is never contended; a
-        // poisoned one only means another band's thread panicked.
-        if let Some(mut band) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            plan.run(band.src, &mut band.dst);
-        }
-    };
-    let helpers = (threads - 1).min(bands.len() - 1);
-    rayon::in_place_scope(|scope| {
-        for _ in 0..helpers {
-            scope.spawn(|_| work());
-        }
-        work();
-    });
+    let wanted = if threads == 1 { 1 } else { (threads * BANDS_PER_THREAD).min(out_bytes / MIN_BYTES_PER_BAND).max(threads) };
+    parallel::for_each(split_into_bands(src, dst, wanted), threads, |mut band| plan.run(band.src, &mut band.dst));
 }
 
 /// What makes two plans the same (floats by their bits).

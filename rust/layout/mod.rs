@@ -19,6 +19,7 @@ mod format;
 mod frame;
 mod kernels;
 mod output;
+mod parallel;
 mod plan;
 mod resize;
 mod simd;
@@ -36,5 +37,6 @@ pub use frame::{check_destination_size, Destination, Rows, RowsMut, Source, Sour
 pub use output::{
     dequantize, from_float32, packed_to_planar, planar_to_packed, quantize, to_float32, topk, QuantInt, Quantization,
 };
+pub use parallel::memcpy_seconds;
 pub use resize::{Fit, Interpolation, Rect, Resize, Transform};
 pub use simd::SimdLevel;

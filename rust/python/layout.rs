@@ -460,6 +460,19 @@ fn planar_to_packed(
     py.detach(|| layout::planar_to_packed(src, planes, dst, element, channels, pad)).or_value_error()
 }
 
+/// For the benchmarks: seconds per copy of `nbytes` split over `threads`
+/// threads, each copying its part `repeat` times (the machine's limit).
+#[pyfunction]
+fn _memcpy_seconds(py: Python<'_>, nbytes: Count, threads: Count, repeat: Count) -> PyResult<f64> {
+    let (nbytes, threads, repeat) = (nbytes.0, threads.0, repeat.0);
+    if nbytes > 1 << 32 || !(1..=256).contains(&threads) || !(1..=10_000).contains(&repeat) {
+        return Err(invalid(format!(
+            "_memcpy_seconds takes up to 4 GiB, 1 to 256 threads and 1 to 10000 repeats, got {nbytes}, {threads}, {repeat}"
+        )));
+    }
+    Ok(py.detach(|| layout::memcpy_seconds(nbytes, threads, repeat)))
+}
+
 /// Top-k of each row of `row_len` elements: (indices as int64, values as f32).
 #[allow(clippy::type_complexity)]
 #[pyfunction]
@@ -495,5 +508,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(packed_to_planar, m)?)?;
     m.add_function(wrap_pyfunction!(planar_to_packed, m)?)?;
     m.add_function(wrap_pyfunction!(topk, m)?)?;
+    m.add_function(wrap_pyfunction!(_memcpy_seconds, m)?)?;
     Ok(())
 }

@@ -19,12 +19,12 @@ mod geometry;
 mod kernels;
 mod taps;
 
-use rayon::prelude::*;
 
 pub use geometry::{place, Fit, Interpolation, Rect, Resize, Transform};
 
 use super::error::{bail, Result};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
+use super::parallel;
 use super::plan::{Nv12Row, Plan, Rearrange};
 use super::simd::SimdLevel;
 use kernels::{row_kernels, RowKernels};
@@ -168,15 +168,7 @@ pub(crate) fn run(
         rest = tail;
         start += n;
     }
-    if bands.len() == 1 {
-        bands
-            .into_iter()
-            .for_each(|(start, mut planes)| job.band(src, start, &mut planes));
-    } else {
-        bands
-            .into_par_iter()
-            .for_each(|(start, mut planes)| job.band(src, start, &mut planes));
-    }
+    parallel::for_each(bands, wanted, |(start, mut planes)| job.band(src, start, &mut planes));
     Ok(())
 }
 
