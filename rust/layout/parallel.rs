@@ -44,15 +44,28 @@ fn for_each_on<T: Send>(pool: &Pool, items: Vec<T>, threads: usize, f: impl Fn(T
     if helpers == 0 {
         return items.into_iter().for_each(f);
     }
+    // Thread k starts on the k-th of `threads` runs of items, then takes
+    // what is left of the others: a worker converts the same rows call
+    // after call (they are still in its core's cache), and one that starts
+    // late loses its run to the others rather than delaying the call.
+    let parts = helpers + 1;
+    let len = items.len();
+    let bounds: Vec<usize> = (0..=parts).map(|k| k * len / parts).collect();
+    let cursors: Vec<AtomicUsize> = bounds[..parts].iter().map(|&b| AtomicUsize::new(b)).collect();
     let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|item| Mutex::new(Some(item))).collect();
-    let next = AtomicUsize::new(0);
-    let work = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(slot) = slots.get(i) else { return };
-        // Each index is taken once, so the lock is never contended; a
-        // poisoned one only means another item's thread panicked.
-        if let Some(item) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            f(item);
+    let work = |thread: usize| {
+        for part in (0..parts).map(|k| (thread + k) % parts) {
+            loop {
+                let i = cursors[part].fetch_add(1, Ordering::Relaxed);
+                if i >= bounds[part + 1] {
+                    break;
+                }
+                // Each index is taken once, so the lock is never contended; a
+                // poisoned one only means another item's thread panicked.
+                if let Some(item) = slots[i].lock().unwrap_or_else(|e| e.into_inner()).take() {
+                    f(item);
+                }
+            }
         }
     };
     pool.run(helpers, &work);
@@ -107,7 +120,7 @@ fn pool() -> &'static Pool {
 
 /// The work of one call, its lifetime erased: it is only called between
 /// the call's publishing it and the call's return (see [`Pool::run`]).
-type Work = *const (dyn Fn() + Sync + 'static);
+type Work = *const (dyn Fn(usize) + Sync + 'static);
 
 /// `state`: the call's number (high 32 bits), how many helpers it wants
 /// (16 bits) and how many have joined (low 16 bits). A worker joins with a
@@ -155,7 +168,7 @@ unsafe impl Sync for Shared {}
 
 impl Pool {
     fn new(spin: Duration) -> Pool {
-        let idle: Work = &|| {};
+        let idle: Work = &|_| {};
         let shared = Box::leak(Box::new(Shared {
             state: AtomicU64::new(0),
             work: UnsafeCell::new(idle),
@@ -170,23 +183,25 @@ impl Pool {
     }
 
     /// Runs `work` on this thread and on up to `helpers` workers at once;
-    /// returns when every one that ran it has returned.
-    fn run(&self, helpers: usize, work: &(dyn Fn() + Sync)) {
+    /// returns when every one that ran it has returned. `work` gets the
+    /// thread's number: 0 for the caller, 1 + k for the pool's k-th worker
+    /// (the same worker, call after call).
+    fn run(&self, helpers: usize, work: &(dyn Fn(usize) + Sync)) {
         let _busy = match self.busy.try_lock() {
             Ok(guard) => guard,
             Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(TryLockError::WouldBlock) => return work(),
+            Err(TryLockError::WouldBlock) => return work(0),
         };
         let shared = self.shared;
         let last = epoch(shared.state.load(Ordering::Relaxed));
         let helpers = self.grow(helpers.min(MAX_WORKERS), last);
         if helpers == 0 {
-            return work();
+            return work(0);
         }
         // SAFETY: only the lifetime is erased; see `Shared`'s Sync: the
         // previous call let no helper in after it closed, and it waited for
         // those who had joined.
-        unsafe { *shared.work.get() = std::mem::transmute::<&(dyn Fn() + Sync), Work>(work) };
+        unsafe { *shared.work.get() = std::mem::transmute::<&(dyn Fn(usize) + Sync), Work>(work) };
         shared.finished.store(0, Ordering::Relaxed);
         let epoch_now = (last + 1) & 0xffff_ffff;
         shared.state.store(pack(epoch_now, helpers as u64, 0), Ordering::SeqCst);
@@ -195,7 +210,7 @@ impl Pool {
             shared.wake.notify_all();
         }
 
-        let mine = panic::catch_unwind(AssertUnwindSafe(work));
+        let mine = panic::catch_unwind(AssertUnwindSafe(|| work(0)));
 
         // Close the call: no helper joins from now on.
         let closed = shared
@@ -230,7 +245,7 @@ impl Pool {
             let spawned = std::thread::Builder::new()
                 .name(format!("npu_zc-band-{have}"))
                 .stack_size(256 * 1024)
-                .spawn(move || shared.serve(epoch));
+                .spawn(move || shared.serve(have + 1, epoch));
             if spawned.is_err() {
                 break; // out of threads: run with those we have
             }
@@ -242,9 +257,9 @@ impl Pool {
 }
 
 impl Shared {
-    /// A worker's life: wait for a call after `seen`, join it if places are
-    /// left, run its work, and wait again.
-    fn serve(&self, mut seen: u64) {
+    /// The life of worker number `me`: wait for a call after `seen`, join
+    /// it if places are left, run its work, and wait again.
+    fn serve(&self, me: usize, mut seen: u64) {
         loop {
             let mut state = self.next_call(seen);
             loop {
@@ -257,7 +272,7 @@ impl Shared {
                         // SAFETY: we joined this call, so its caller waits for
                         // our `finished` before its `work` goes out of scope.
                         let work = unsafe { &**self.work.get() };
-                        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(work)) {
+                        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| work(me))) {
                             *self.panic.lock().unwrap_or_else(|e| e.into_inner()) = Some(payload);
                         }
                         self.finished.fetch_add(1, Ordering::Release);
@@ -336,7 +351,7 @@ mod tests {
         let pool = Pool::new(Duration::ZERO);
         for _ in 0..50 {
             let arrived = AtomicUsize::new(0);
-            let work = || {
+            let work = |_| {
                 arrived.fetch_add(1, Ordering::SeqCst);
                 let start = Instant::now();
                 while arrived.load(Ordering::SeqCst) < 3 && start.elapsed() < Duration::from_secs(10) {
