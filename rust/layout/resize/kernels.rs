@@ -8,6 +8,9 @@ use super::taps::{Area, Linear};
 /// Two rows of bilinear sums, their two weights, the u8 row out.
 type VerticalLinear = unsafe fn(&[i16], &[i16], [i16; 2], &mut [u8]);
 
+/// Two rows in, their sums out, the two rows the next call reads.
+type Horizontal2 = unsafe fn([&[u8]; 2], &Linear, [&mut [i16]; 2], [&[u8]; 2]);
+
 /// One set of row loops, for one level and one number of channels.
 #[derive(Clone, Copy)]
 pub(crate) struct RowKernels {
@@ -15,6 +18,9 @@ pub(crate) struct RowKernels {
     /// The last argument is the row the next call will read (or empty): the
     /// x86 loops prefetch it, a cache line per step, while they work.
     pub horizontal_linear: unsafe fn(&[u8], &Linear, &mut [i16], &[u8]),
+    /// `horizontal_linear` of two rows of the same length at once, the
+    /// taps read once for both (packed sources, whose rows are read in place).
+    pub horizontal_linear2: Horizontal2,
     /// Bilinear along y: two rows of sums to u8, rounded as OpenCV does.
     pub vertical_linear: VerticalLinear,
     /// Nearest along x: copies the pixels named by the table.
@@ -38,6 +44,13 @@ mod body {
     #[inline(always)]
     pub fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], _ahead: &[u8]) {
         horizontal_linear_from::<C>(0, src, taps, out)
+    }
+
+    #[inline(always)]
+    pub fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
+        let [o0, o1] = out;
+        horizontal_linear::<C>(src[0], taps, o0, ahead[0]);
+        horizontal_linear::<C>(src[1], taps, o1, ahead[1]);
     }
 
     /// Destination pixels `first..` of `horizontal_linear`. The sums are kept
@@ -156,6 +169,15 @@ macro_rules! stamp {
                 $horizontal::horizontal_linear::<C>(src, taps, out, ahead)
             }
             $(#[target_feature(enable = $features)])?
+            pub(super) unsafe fn horizontal_linear2<const C: usize>(
+                src: [&[u8]; 2],
+                taps: &Linear,
+                out: [&mut [i16]; 2],
+                ahead: [&[u8]; 2],
+            ) {
+                $horizontal::horizontal_linear2::<C>(src, taps, out, ahead)
+            }
+            $(#[target_feature(enable = $features)])?
             pub(super) unsafe fn vertical_linear(r0: &[i16], r1: &[i16], w: [i16; 2], out: &mut [u8]) {
                 body::vertical_linear(r0, r1, w, out)
             }
@@ -209,59 +231,83 @@ mod x86 {
     /// prefetchers start each one cold (1080p -> 224x224: 10% faster).
     #[inline(always)]
     pub(super) fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
+        rows::<C, 1>([src], taps, [out], [ahead])
+    }
+
+    /// Two rows in one loop: each step's taps serve both.
+    #[inline(always)]
+    pub(super) fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
+        rows::<C, 2>(src, taps, out, ahead)
+    }
+
+    #[inline(always)]
+    fn rows<const C: usize, const R: usize>(src: [&[u8]; R], taps: &Linear, out: [&mut [i16]; R], ahead: [&[u8]; R]) {
         if C == 1 {
-            return body::horizontal_linear::<C>(src, taps, out, ahead);
+            for r in 0..R {
+                body::horizontal_linear::<C>(src[r], taps, out[r], ahead[r]);
+            }
+            return;
         }
-        let mut fetched = 0;
         let mut mask = [0x80u8; 16];
         for c in 0..4 {
             mask[4 * c] = c as u8;
             mask[4 * c + 2] = (C + c) as u8;
         }
         let n = taps.index.len();
-        let fits = |d: usize| taps.index[d][0] as usize * C + 8 <= src.len();
+        let shortest = src.iter().map(|s| s.len()).min().unwrap_or(0);
+        let fits = |d: usize| taps.index[d][0] as usize * C + 8 <= shortest;
         let mut d = 0;
-        assert!(out.len() >= n * C + 4 && taps.weight.len() == n);
+        let mut fetched = 0;
+        assert!(out.iter().all(|o| o.len() >= n * C + 4) && taps.weight.len() == n);
         // SAFETY: the callers are compiled with AVX2 (SSSE3 and SSE4.1 included).
-        // Each load reads 8 bytes at index * C, inside `src` (`fits`; indices
-        // never decrease, so `fits(d + 1)` covers d); weights are read at d
-        // and d + 1 < n; each store writes 4 values at d * C, inside `out`
-        // (room for 4 values more than n * C). Prefetches name addresses
-        // inside `ahead` (and could not fault if they did not).
+        // Each load reads 8 bytes at index * C, inside every row of `src`
+        // (`fits`; indices never decrease, so `fits(d + 1)` covers d); weights
+        // are read at d and d + 1 < n; each store writes 4 values at d * C,
+        // inside `out` (room for 4 values more than n * C). Prefetches name
+        // addresses inside `ahead` (and could not fault if they did not).
         unsafe {
             let mask = _mm_loadu_si128(mask.as_ptr().cast());
             let mask2 = _mm256_broadcastsi128_si256(mask);
             let spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-            let (src_ptr, out_ptr) = (src.as_ptr(), out.as_mut_ptr());
             let weights = taps.weight.as_ptr();
             while d + 2 <= n && fits(d + 1) {
-                if fetched < ahead.len() {
-                    _mm_prefetch::<_MM_HINT_T0>(ahead.as_ptr().add(fetched).cast());
-                    fetched += 64;
+                for a in &ahead {
+                    if fetched < a.len() {
+                        _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().add(fetched).cast());
+                    }
                 }
-                let p0 = _mm_loadl_epi64(src_ptr.add(taps.index[d][0] as usize * C).cast());
-                let p1 = _mm_loadl_epi64(src_ptr.add(taps.index[d + 1][0] as usize * C).cast());
-                let bytes = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(p0), p1);
+                fetched += 64;
+                let (i0, i1) = (taps.index[d][0] as usize * C, taps.index[d + 1][0] as usize * C);
                 // The (w0, w1) pairs of pixels d and d + 1: one per 128-bit half.
                 let pair = weights.add(d).cast::<i64>().read_unaligned();
                 let w = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_set1_epi64x(pair)), spread);
-                let sums = _mm256_srai_epi32::<4>(_mm256_madd_epi16(_mm256_shuffle_epi8(bytes, mask2), w));
-                // Per 128-bit half, the 4 sums of one pixel as 16-bit values in its low 64 bits.
-                let packed = _mm256_packs_epi32(sums, sums);
-                _mm_storel_epi64(out_ptr.add(d * C).cast(), _mm256_castsi256_si128(packed));
-                _mm_storel_epi64(out_ptr.add((d + 1) * C).cast(), _mm256_extracti128_si256::<1>(packed));
+                for r in 0..R {
+                    let p0 = _mm_loadl_epi64(src[r].as_ptr().add(i0).cast());
+                    let p1 = _mm_loadl_epi64(src[r].as_ptr().add(i1).cast());
+                    let bytes = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(p0), p1);
+                    let sums = _mm256_srai_epi32::<4>(_mm256_madd_epi16(_mm256_shuffle_epi8(bytes, mask2), w));
+                    // Per 128-bit half, the 4 sums of one pixel as 16-bit values in its low 64 bits.
+                    let packed = _mm256_packs_epi32(sums, sums);
+                    let o = out[r].as_mut_ptr();
+                    _mm_storel_epi64(o.add(d * C).cast(), _mm256_castsi256_si128(packed));
+                    _mm_storel_epi64(o.add((d + 1) * C).cast(), _mm256_extracti128_si256::<1>(packed));
+                }
                 d += 2;
             }
             while d < n && fits(d) {
                 let w = taps.weight[d];
                 let weights = _mm_set1_epi32((w[0] as u16 as i32) | ((w[1] as i32) << 16));
-                let bytes = _mm_loadl_epi64(src_ptr.add(taps.index[d][0] as usize * C).cast());
-                let sums = _mm_srai_epi32::<4>(_mm_madd_epi16(_mm_shuffle_epi8(bytes, mask), weights));
-                _mm_storel_epi64(out_ptr.add(d * C).cast(), _mm_packs_epi32(sums, sums));
+                for r in 0..R {
+                    let bytes = _mm_loadl_epi64(src[r].as_ptr().add(taps.index[d][0] as usize * C).cast());
+                    let sums = _mm_srai_epi32::<4>(_mm_madd_epi16(_mm_shuffle_epi8(bytes, mask), weights));
+                    _mm_storel_epi64(out[r].as_mut_ptr().add(d * C).cast(), _mm_packs_epi32(sums, sums));
+                }
                 d += 1;
             }
         }
-        body::horizontal_linear_from::<C>(d, src, taps, out);
+        for r in 0..R {
+            body::horizontal_linear_from::<C>(d, src[r], taps, &mut *out[r]);
+        }
     }
 }
 
@@ -269,6 +315,7 @@ macro_rules! kernels_of {
     ($m:ident, $c:literal) => {
         RowKernels {
             horizontal_linear: $m::horizontal_linear::<$c>,
+            horizontal_linear2: $m::horizontal_linear2::<$c>,
             vertical_linear: $m::vertical_linear,
             gather: $m::gather::<$c>,
             sum_rows: $m::sum_rows,

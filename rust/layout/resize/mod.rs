@@ -343,6 +343,16 @@ impl Job<'_> {
             Method::Linear { x, y } => {
                 let rows = y.index[dy];
                 let next = y.index.get(dy + 1).copied();
+                let fresh = rows.map(|s| scratch.ring_rows[s as usize & 1] != Some(s));
+                if fresh == [true, true] && (rows[0] ^ rows[1]) & 1 == 1 && reader.decode.is_none() {
+                    // Two new rows of a packed source: one x pass over both.
+                    let ahead = next.map_or([&[][..]; 2], |n| n.map(|s| reader.peek(s as usize)));
+                    let src = rows.map(|s| reader.peek(s as usize));
+                    let [r0, r1] = &mut scratch.ring;
+                    let out = if rows[0] & 1 == 0 { [r0, r1] } else { [r1, r0] };
+                    unsafe { (k.horizontal_linear2)(src, x, out.map(|o| &mut o[..]), ahead) };
+                    scratch.ring_rows = if rows[0] & 1 == 0 { rows.map(Some) } else { [Some(rows[1]), Some(rows[0])] };
+                }
                 for (t, &s) in rows.iter().enumerate() {
                     let slot = s as usize & 1;
                     if scratch.ring_rows[slot] != Some(s) {
