@@ -465,9 +465,11 @@ fn planar_to_packed(
 #[pyfunction]
 fn _memcpy_seconds(py: Python<'_>, nbytes: Count, threads: Count, repeat: Count) -> PyResult<f64> {
     let (nbytes, threads, repeat) = (nbytes.0, threads.0, repeat.0);
-    if nbytes > 1 << 32 || !(1..=256).contains(&threads) || !(1..=10_000).contains(&repeat) {
+    // It allocates twice `nbytes`: a cap well below what could exhaust memory
+    // (an allocation failure aborts the process).
+    if nbytes > 1 << 28 || !(1..=256).contains(&threads) || !(1..=10_000).contains(&repeat) {
         return Err(invalid(format!(
-            "_memcpy_seconds takes up to 4 GiB, 1 to 256 threads and 1 to 10000 repeats, got {nbytes}, {threads}, {repeat}"
+            "_memcpy_seconds takes up to 256 MiB, 1 to 256 threads and 1 to 10000 repeats, got {nbytes}, {threads}, {repeat}"
         )));
     }
     Ok(py.detach(|| layout::memcpy_seconds(nbytes, threads, repeat)))
