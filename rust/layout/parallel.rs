@@ -13,8 +13,8 @@
 //!
 //! One call uses the pool at a time: a call that finds it busy (another
 //! thread converting) runs its work on its own thread, which is never wrong,
-//! only slower, and cannot deadlock. After `fork` the child has no workers
-//! but the same bookkeeping; its calls then run on the calling thread alone.
+//! only slower, and cannot deadlock. A child forked after the workers
+//! started has none of them: its calls run on the calling thread alone.
 //!
 //! How long workers spin: `NPU_ZC_SPIN_US` microseconds (default
 //! [`DEFAULT_SPIN_US`]; 0: sleep at once). Spinning burns the idle cores'
@@ -141,6 +141,8 @@ const fn joined(state: u64) -> u64 {
 }
 
 struct Pool {
+    /// The process whose threads the workers are.
+    pid: u32,
     /// Held by the call in progress.
     busy: Mutex<()>,
     shared: &'static Shared,
@@ -180,7 +182,7 @@ impl Pool {
             sleep: Mutex::new(()),
             wake: Condvar::new(),
         }));
-        Pool { busy: Mutex::new(()), shared, workers: AtomicUsize::new(0) }
+        Pool { pid: std::process::id(), busy: Mutex::new(()), shared, workers: AtomicUsize::new(0) }
     }
 
     /// Runs `work` on this thread and on up to `helpers` workers at once;
@@ -188,6 +190,12 @@ impl Pool {
     /// thread's number: 0 for the caller, 1 + k for the pool's k-th worker
     /// (the same worker, call after call).
     fn run(&self, helpers: usize, work: &(dyn Fn(usize) + Sync)) {
+        if std::process::id() != self.pid {
+            // A child forked from the process that started the workers: it
+            // has none of them, and its copies of the locks may be held by
+            // threads it does not have.
+            return work(0);
+        }
         let _busy = match self.busy.try_lock() {
             Ok(guard) => guard,
             Err(TryLockError::Poisoned(e)) => e.into_inner(),
@@ -245,7 +253,6 @@ impl Pool {
             let shared = self.shared;
             let spawned = std::thread::Builder::new()
                 .name(format!("npu_zc-band-{have}"))
-                .stack_size(256 * 1024)
                 .spawn(move || shared.serve(have + 1, epoch));
             if spawned.is_err() {
                 break; // out of threads: run with those we have
