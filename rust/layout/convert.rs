@@ -67,9 +67,10 @@ pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Res
 }
 
 /// Runs `plan` over the frame on at most `threads` threads, the calling one
-/// included. The frame is cut into bands (`BANDS_PER_THREAD` a thread) that
-/// every thread takes one after another until none is left, so a helper that
-/// starts late (a sleeping core) delays the call by at most one band.
+/// included. The frame is cut into bands (`BANDS_PER_THREAD` a thread); each
+/// thread starts on its own run of them and then takes what is left of the
+/// others (`parallel::for_each`), so a helper that starts late (a sleeping
+/// core) delays the call by at most one band.
 fn run_in_bands(plan: &Plan, src: &Source<'_>, dst: Destination<'_>, threads: usize) {
     let out_bytes = dst.planes.iter().map(|p| p.count() * p.row_bytes()).sum::<usize>();
     let threads = threads.min(out_bytes / MIN_BYTES_PER_THREAD).max(1);
