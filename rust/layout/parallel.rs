@@ -33,11 +33,12 @@ pub const DEFAULT_SPIN_US: u64 = 100;
 const MAX_WORKERS: usize = 255;
 
 /// Each item of `items` is passed to `f` once, by whichever of at most
-/// `threads` threads (the calling one included) takes it first; returns when
-/// all are done. A panic in `f` is raised again here, after every thread
-/// has stopped touching `items`.
+/// `threads` threads (the calling one included, and no more than the
+/// process has cores: more would only take turns, spinning) takes it first;
+/// returns when all are done. A panic in `f` is raised again here, after
+/// every thread has stopped touching `items`.
 pub(crate) fn for_each<T: Send>(items: Vec<T>, threads: usize, f: impl Fn(T) + Sync) {
-    for_each_on(pool(), items, threads, f)
+    for_each_on(pool(), items, threads.min(default_threads()), f)
 }
 
 fn for_each_on<T: Send>(pool: &Pool, items: Vec<T>, threads: usize, f: impl Fn(T) + Sync) {
@@ -336,6 +337,12 @@ mod tests {
                 assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1), "threads {threads}, n {n}");
             }
         }
+    }
+
+    #[test]
+    fn no_more_threads_than_cores() {
+        for_each((0..10_000).collect(), 1000, |_: usize| {});
+        assert!(pool().workers.load(Ordering::Relaxed) < default_threads());
     }
 
     #[test]
