@@ -2,7 +2,7 @@
 //! channel reorder, normalisation, type conversion and padding together,
 //! split by rows across threads for large frames.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::error::{bail, Result};
 use super::float::{f32_to_bf16, f32_to_f16};
@@ -10,6 +10,7 @@ use super::format::{frame_geometry, Channel, Element, Format};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
 use super::kernels;
 use super::parallel;
+use super::recent::Recent;
 use super::plan::{build_luts, Encoder, Nv12Plan, Permutes, Plan, Rearrange};
 use super::resize::{self, Resize, Transform};
 use super::simd::SimdLevel;
@@ -97,25 +98,11 @@ impl Plan {
     /// `resampled`: the encoder reads resampled rows, so NV12 is always
     /// decoded into rows first (never straight into the destination).
     pub(crate) fn cached(src: Format, dst: Format, options: &Options, resampled: bool) -> Result<Arc<Plan>> {
-        const KEEP: usize = 8;
-        static RECENT: Mutex<Vec<(PlanKey, Arc<Plan>)>> = Mutex::new(Vec::new());
+        static RECENT: Recent<PlanKey, Plan, 8> = Recent::new();
         let level = SimdLevel::resolve(options.simd)?;
         let bits = |v: Option<[f32; 3]>| v.map(|v| v.map(f32::to_bits));
         let key = PlanKey { src, dst, mean: bits(options.mean), scale: bits(options.scale), pad: options.pad.to_bits(), level, resampled };
-        // A poisoned lock only means another thread panicked mid-update of a cache.
-        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = recent.iter().position(|(k, _)| *k == key) {
-            let entry = recent.remove(i);
-            let plan = entry.1.clone();
-            recent.insert(0, entry);
-            return Ok(plan);
-        }
-        drop(recent);
-        let plan = Arc::new(Plan::build(src, dst, options, level, resampled)?);
-        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
-        recent.insert(0, (key, plan.clone()));
-        recent.truncate(KEEP);
-        Ok(plan)
+        RECENT.get_or_build(key, || Plan::build(src, dst, options, level, resampled))
     }
 
     #[cfg(test)]

@@ -21,6 +21,7 @@ mod kernels;
 mod output;
 mod parallel;
 mod plan;
+mod recent;
 mod resize;
 mod simd;
 

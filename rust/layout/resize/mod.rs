@@ -19,13 +19,14 @@ mod geometry;
 mod kernels;
 mod taps;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub use geometry::{place, Fit, Interpolation, Rect, Resize, Transform};
 
 use super::error::{bail, Result};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
 use super::parallel;
+use super::recent::Recent;
 use super::plan::{Nv12Row, Plan, Rearrange};
 use super::simd::SimdLevel;
 use kernels::{row_kernels, RowKernels};
@@ -63,26 +64,13 @@ struct Tables {
 impl Tables {
     fn cached(interpolation: Interpolation, src: (usize, usize), dst: (usize, usize), yuv: bool) -> Arc<Tables> {
         type Key = (Interpolation, (usize, usize), (usize, usize), bool);
-        const KEEP: usize = 8;
-        static RECENT: Mutex<Vec<(Key, Arc<Tables>)>> = Mutex::new(Vec::new());
-        let key = (interpolation, src, dst, yuv);
-        // A poisoned lock only means another thread panicked mid-update of the cache.
-        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = recent.iter().position(|(k, _)| *k == key) {
-            let entry = recent.remove(i);
-            let tables = entry.1.clone();
-            recent.insert(0, entry);
-            return tables;
-        }
-        drop(recent);
-        let mut method = Method::new(interpolation, src, dst);
-        // A YUV source shrunk along x: decode only the pixel pairs the x taps read.
-        let groups = if yuv { compact_columns(&mut method, src.0) } else { None };
-        let tables = Arc::new(Tables { method, groups });
-        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
-        recent.insert(0, (key, tables.clone()));
-        recent.truncate(KEEP);
-        tables
+        static RECENT: Recent<Key, Tables, 8> = Recent::new();
+        RECENT.get_or_make((interpolation, src, dst, yuv), || {
+            let mut method = Method::new(interpolation, src, dst);
+            // A YUV source shrunk along x: decode only the pixel pairs the x taps read.
+            let groups = if yuv { compact_columns(&mut method, src.0) } else { None };
+            Tables { method, groups }
+        })
     }
 }
 
@@ -237,7 +225,7 @@ impl<'a> RowReader<'a> {
     fn row(&mut self, r: usize) -> &[u8] {
         let Rect { x, y, width, .. } = self.region;
         match self.pixels {
-            SourcePixels::Packed { rows, .. } => &rows.row(y + r)[x * self.channels..(x + width) * self.channels],
+            SourcePixels::Packed { .. } => self.peek(r),
             // YUV sources: NV12's Y and U,V rows (the camera formats' rearranged
             // first), decoded into R, G, B, pad.
             pixels => {
