@@ -17,7 +17,8 @@
 //! started has none of them: its calls run on the calling thread alone.
 //!
 //! How long workers spin: `NPU_ZC_SPIN_US` microseconds (default
-//! [`DEFAULT_SPIN_US`]; 0: sleep at once). Spinning burns the idle cores'
+//! [`DEFAULT_SPIN_US`]; 0: sleep at once; a value that is not a whole
+//! number is ignored). Spinning burns the idle cores'
 //! time for that long after each call, which is what lets the next call of a
 //! burst of frames start on every core at once.
 
