@@ -1,0 +1,83 @@
+"""One place where every benchmark script records what it measured.
+
+Each bench calls :func:`save` with its tables; the JSON lands in
+``benches/results/<bench>--<machine>.json`` (or ``--json PATH``), and
+``scripts/render_benchmarks.py`` turns every such file into
+``docs/benchmarks.md``. A table therefore always carries the machine, its CPU
+flags, the commit, the date and the exact command that produced it, and
+re-running a bench refreshes its table.
+
+Schema (version 1)::
+
+    {"version": 1, "bench": "bench_layout", "title": "...",
+     "command": "python3 benches/bench_layout.py --runs 30",
+     "commit": "abc1234", "dirty": false, "date": "2026-11-24T15:00:00Z",
+     "machine": {"cpu": "...", "cores": 16, "simd": ["avx2", "avx512f", ...],
+                 "slug": "xeon-16c-avx512"},
+     "tables": [{"title": "...", "note": "...", "columns": ["case", "ratio"],
+                 "rows": [["BGR->RGBx 1080p", 0.96]]}]}
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+RESULTS = Path(__file__).resolve().parent / "results"
+_FLAGS = ("sse4_2", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vbmi", "avx512_bf16", "avx512_fp16", "amx_bf16", "asimd", "sve")
+
+
+def machine() -> dict[str, Any]:
+    """The CPU a figure came from: model name, usable cores, SIMD flags and a short slug."""
+    cpu, flags = platform.processor() or platform.machine(), set()
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        m = re.search(r"^(?:model name|Model name|CPU part)\s*:\s*(.+)$", text, re.M)
+        cpu = m.group(1).strip() if m else cpu
+        f = re.search(r"^(?:flags|Features)\s*:\s*(.+)$", text, re.M)
+        flags = set(f.group(1).split()) if f else set()
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0))
+    simd = [f for f in _FLAGS if f in flags]
+    forced = os.environ.get("NPU_ZC_SIMD")
+    isa = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "neon" if "asimd" in flags else "scalar"
+    kind = "xeon" if "Xeon" in cpu else "epyc" if "EPYC" in cpu else platform.machine()
+    slug = f"{kind}-{cores}c-{isa}" + (f"-simd-{forced}" if forced else "")
+    return {"cpu": cpu, "cores": cores, "simd": simd, "forced_simd": forced, "slug": slug}
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=RESULTS.parent, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def save(bench: str, tables: Sequence[dict[str, Any]], *, title: str = "", path: str | os.PathLike[str] | None = None) -> Path:
+    """Writes this run's tables (each ``{"title", "columns", "rows", "note"?}``) and returns the file's path."""
+    m = machine()
+    commit = os.environ.get("NPU_ZC_COMMIT") or _git("rev-parse", "--short", "HEAD") or "unknown"
+    record = {
+        "version": 1,
+        "bench": bench,
+        "title": title or bench,
+        "command": "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0]) if sys.argv[0] else bench, *sys.argv[1:]]),
+        "commit": commit,
+        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": m,
+        "tables": [dict(t) for t in tables],
+    }
+    out = Path(path) if path else RESULTS / f"{bench}--{m['slug']}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1, default=float) + "\n")
+    return out
