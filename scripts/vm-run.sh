@@ -7,7 +7,7 @@
 # that allocate real DMA-BUFs boot Debian's 6.12 kernel (CONFIG_DMABUF_HEAPS_SYSTEM=y,
 # CONFIG_UDMABUF=y) under QEMU with virtme-ng. The guest sees the host's root
 # filesystem read-only, so host-built wheels, venvs and test binaries run unchanged.
-# Facts and pitfalls behind every choice here: /work/shared/notes/kernel-vm.md.
+# How the tests use it: docs/testing.md.
 #
 # The guest also loads two real test devices: vivid (virtual camera; /dev/video0 is
 # its single-planar capture node, /dev/video4 or so the multi-planar one: find them by

@@ -1,4 +1,8 @@
-"""Shared fixtures.
+"""Shared fixtures and helpers for every room of tests/ (buffers/, layout/, runtime/...).
+
+Test files import the helpers with ``from conftest import ...``: keep this the
+only conftest.py, so that the name stays unambiguous (the rooms have no
+``__init__.py``; a second conftest.py would shadow this one for some files).
 
 Real-kernel tests (marked ``kernel``) need /dev/dma_heap/system,
 /dev/udmabuf and, for fences and device attachment, vgem. Inside the test VM (scripts/vm-run.sh sets NPU_ZC_IN_VM=1) a
@@ -8,13 +12,20 @@ missing device is a failure; anywhere else those tests skip and say why.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
 import pytest
 
 import vgem as vgem_driver
 
+REPO = Path(__file__).resolve().parent.parent
+MEMCOUNT = Path(__file__).resolve().parent / "memcount"
+# What EfficientNet-Lite0 may call scikit-image's chelsea.
+CATS = {"tabby", "tiger cat", "Egyptian cat"}
 IN_VM = os.environ.get("NPU_ZC_IN_VM") == "1"
 SYSTEM_HEAP = Path("/dev/dma_heap/system")
 UDMABUF = Path("/dev/udmabuf")
@@ -67,9 +78,48 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+def buffer_fds() -> int:
+    """Open fds that are buffers (memfd, DMA-BUF) rather than files OpenVINO keeps open (the weights)."""
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            names.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            continue
+    return sum(1 for n in names if n.startswith("/memfd:") or "dmabuf" in n)
+
+
 def mapping_count() -> int:
     with open("/proc/self/maps") as f:
         return sum(1 for _ in f)
+
+
+def centre_crop(photo: np.ndarray, size: int = 224) -> np.ndarray:
+    """Short side to 256, centre crop to 224 (RGB u8), as EfficientNet was evaluated."""
+    import cv2  # not at the top: the portable (aarch64) run has no OpenCV
+
+    h, w = photo.shape[:2]
+    s = 256 / min(h, w)
+    resized = cv2.resize(photo, (round(w * s), round(h * s)), interpolation=cv2.INTER_AREA)
+    y, x = (resized.shape[0] - size) // 2, (resized.shape[1] - size) // 2
+    return np.ascontiguousarray(resized[y : y + size, x : x + size])
+
+
+@pytest.fixture(scope="session")
+def memcount(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The memcpy/memmove counter (tests/memcount/memcount.c), built here: LD_PRELOAD it into a child."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        if IN_VM:
+            pytest.fail("no C compiler to build the memcpy counter")
+        pytest.skip("no C compiler to build the memcpy counter")
+    lib = tmp_path_factory.mktemp("memcount") / "libmemcount.so"
+    subprocess.run(
+        [gcc, "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-fno-builtin", "-fno-tree-loop-distribute-patterns",
+         "-o", str(lib), str(MEMCOUNT / "memcount.c"), "-ldl"],
+        check=True,
+    )  # fmt: skip
+    return lib
 
 
 def vivid_nodes() -> dict[str, str]:

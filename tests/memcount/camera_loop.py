@@ -1,4 +1,4 @@
-"""Camera frames through the model under LD_PRELOAD=libmemcount.so (run by tests/test_capture.py).
+"""Camera frames through the model under LD_PRELOAD=libmemcount.so (run by tests/capture/test_capture.py).
 
 For each frame, every memcpy/memmove is counted from the moment the camera is
 asked for the frame (DQBUF) until the postprocess has the result: the frame's

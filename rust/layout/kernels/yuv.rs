@@ -2,7 +2,7 @@
 //! into the NV12 decoders' input: a Y row and an interleaved U,V row.
 //!
 //! OpenCV's `cvtColor` decodes YUYV, UYVY, I420 and NV12 with one and the same
-//! fixed-point BT.601 arithmetic (checked in tests/test_layout_yuv.py), so
+//! fixed-point BT.601 arithmetic (checked in tests/layout/test_layout_yuv.py), so
 //! these formats reuse the NV12 decoders of every SIMD level and are
 //! bit-exact against `COLOR_YUV2RGB_YUYV`, `_UYVY` and `_I420` by
 //! construction. Only the rearrangement is new: for YUYV the even bytes of a

@@ -22,9 +22,9 @@ from npu_zc.pipeline import FrameSource, ImageError, ImageNotFoundError, Pipelin
 from npu_zc.pipeline.ipc import ProducerError, run_two_process
 from npu_zc.pipeline.stream import FrameResult, run_stream
 from npu_zc.runtime import CompileOptions
+from conftest import CATS, buffer_fds
 
 OPTIONS = CompileOptions(inference_precision="f32", num_threads=1)
-CATS = {"tabby", "tiger cat", "Egyptian cat"}
 ORDER = ["coffee", "chelsea", "chelsea", "coffee", "coffee", "chelsea", "coffee", "chelsea", "coffee", "coffee"]
 
 
@@ -56,16 +56,6 @@ def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
         writer.write(cv2.resize(full_hd(sample_photo(photo)), (640, 360), interpolation=cv2.INTER_AREA))
     writer.release()
     return path
-
-
-def buffer_fds() -> int:
-    names = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            names.append(os.readlink(f"/proc/self/fd/{fd}"))
-        except OSError:
-            continue
-    return sum(1 for n in names if n.startswith("/memfd:") or "dmabuf" in n)
 
 
 def mappings() -> int:

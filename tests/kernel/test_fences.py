@@ -334,8 +334,8 @@ def test_the_pipeline_waits_for_device_fences(vgem: Vgem, system_heap: str, monk
     The "device" is vgem, asynchronous like an NPU: inference returns once the job is submitted, and the
     device's write fence on the output says when the result is there. It writes the result itself (a
     score vector whose best class is espresso), so no emulated-CPU inference slows the VM down."""
-    pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
-    pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [runtime] extra)")
+    pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
+    pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [demo] extra)")
     from npu_zc.pipeline import Pipeline, pipeline as pipeline_module, sample_photo
     from npu_zc.runtime import CompileOptions
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,10 +34,9 @@ from npu_zc.pipeline import (
 from npu_zc.pipeline.postprocess import TopClasses
 from npu_zc.pipeline.preprocess import InputWriter
 from npu_zc.runtime import CompileOptions, is_available
+from conftest import CATS, buffer_fds
 
 F32 = CompileOptions(inference_precision="f32", num_threads=1)
-CATS = {"tabby", "tiger cat", "Egyptian cat"}
-HERE = Path(__file__).parent
 
 
 @pytest.fixture(scope="module")
@@ -278,17 +276,6 @@ def test_zero_copy_on_real_dmabufs(system_heap: str) -> None:
         assert pipeline.request.request.get_input_tensor().data.ctypes.data == pipeline.input.ctypes.data
 
 
-def buffer_fds() -> int:
-    """Open fds that are buffers (memfd, DMA-BUF) rather than files OpenVINO keeps open (the weights)."""
-    names = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            names.append(os.readlink(f"/proc/self/fd/{fd}"))
-        except OSError:
-            continue
-    return sum(1 for n in names if n.startswith("/memfd:") or "dmabuf" in n)
-
-
 def test_close_frees_every_buffer() -> None:
     fds = buffer_fds()
     pipeline = Pipeline("efficientnet-lite0", "CPU", options=F32)
@@ -330,20 +317,6 @@ def test_decode_errors(tmp_path: Path) -> None:
 
 
 # --- zero copy, measured from outside ---
-
-
-@pytest.fixture(scope="module")
-def memcount(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if gcc is None:
-        pytest.skip("no C compiler to build the memcpy counter")
-    lib = tmp_path_factory.mktemp("memcount") / "libmemcount.so"
-    subprocess.run(
-        [gcc, "-O2", "-shared", "-fPIC", "-fno-builtin", "-fno-tree-loop-distribute-patterns",
-         "-o", str(lib), str(HERE / "memcount" / "memcount.c"), "-ldl"],
-        check=True,
-    )  # fmt: skip
-    return lib
 
 
 FRAME_LOOP = """

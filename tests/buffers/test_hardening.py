@@ -1,4 +1,4 @@
-"""What a hostile or careless peer or caller can do to us (issue 12): nothing
+"""What a hostile or careless peer or caller can do to us: nothing
 crashes the process, every failure is a typed npu_zc error.
 
 Anything that could kill the process (SIGBUS) runs in a child: the test

@@ -348,7 +348,7 @@ fn bad_arguments_are_refused_before_writing() {
 
 /// The sources this file's reference covers; the camera formats (YUYV, UYVY,
 /// I420) are checked against NV12 in rust/layout/kernels/yuv.rs and against
-/// OpenCV in tests/test_layout_yuv.py.
+/// OpenCV in tests/layout/test_layout_yuv.py.
 fn table_sources() -> impl Iterator<Item = Format> {
     Format::sources().filter(|f| !matches!(f, Format::Yuyv | Format::Uyvy | Format::I420))
 }

@@ -26,17 +26,9 @@ from npu_zc.runtime import (
     select_hw_format,
 )
 from npu_zc.runtime.zoo import efficientnet_lite0
+from conftest import centre_crop
 
 F32 = CompileOptions(inference_precision="f32", num_threads=1)
-
-
-def centre_crop(photo: np.ndarray, size: int = 224) -> np.ndarray:
-    """Short side to 256, centre crop to 224 (RGB u8)."""
-    h, w = photo.shape[:2]
-    s = 256 / min(h, w)
-    resized = cv2.resize(photo, (round(w * s), round(h * s)), interpolation=cv2.INTER_AREA)
-    y, x = (resized.shape[0] - size) // 2, (resized.shape[1] - size) // 2
-    return np.ascontiguousarray(resized[y : y + size, x : x + size])
 
 
 @pytest.fixture(scope="module")

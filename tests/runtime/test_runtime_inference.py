@@ -18,18 +18,9 @@ import npu_zc
 from npu_zc import BufferClosedError, BufferInUseError, InvalidArgumentError, PoolExhaustedError
 from npu_zc.runtime import CompileOptions, Session, compile_model, imagenet_labels
 from npu_zc.runtime.zoo import face_detection
+from conftest import CATS, centre_crop
 
 F32 = CompileOptions(inference_precision="f32", num_threads=1)
-CATS = {"tabby", "tiger cat", "Egyptian cat"}
-
-
-def centre_crop(photo: np.ndarray, size: int = 224) -> np.ndarray:
-    """Short side to 256, centre crop to 224 (RGB u8), as EfficientNet was evaluated."""
-    h, w = photo.shape[:2]
-    s = 256 / min(h, w)
-    resized = cv2.resize(photo, (round(w * s), round(h * s)), interpolation=cv2.INTER_AREA)
-    y, x = (resized.shape[0] - size) // 2, (resized.shape[1] - size) // 2
-    return np.ascontiguousarray(resized[y : y + size, x : x + size])
 
 
 def write_rgbx(dst: np.ndarray, rgb: np.ndarray) -> None:

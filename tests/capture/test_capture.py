@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import npu_zc
-from conftest import mapping_count, open_fds, vivid_nodes
+from conftest import MEMCOUNT, mapping_count, open_fds, vivid_nodes
 
 W, H = 640, 480
 BARS_RGB = [
@@ -425,35 +425,18 @@ def test_a_second_process_gets_a_busy_error(vivid: dict[str, str]) -> None:
 # --- the camera as a pipeline source (the model runs on OpenVINO's CPU plugin) ---
 
 
-@pytest.fixture(scope="module")
-def memcount_lib(tmp_path_factory: pytest.TempPathFactory) -> str:
-    import shutil
-
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if gcc is None:
-        pytest.fail("no C compiler to build the memcpy counter")
-    here = __import__("pathlib").Path(__file__).parent / "memcount"
-    lib = tmp_path_factory.mktemp("memcount") / "libmemcount.so"
-    subprocess.run(
-        [gcc, "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-fno-builtin", "-fno-tree-loop-distribute-patterns",
-         "-o", str(lib), str(here / "memcount.c"), "-ldl"],
-        check=True,
-    )
-    return str(lib)
-
-
 @pytest.mark.kernel
 @pytest.mark.slow
-def test_camera_to_result_copies_no_frame_byte(vivid: dict[str, str], memcount_lib: str) -> None:
+def test_camera_to_result_copies_no_frame_byte(vivid: dict[str, str], memcount: Path) -> None:
     """vivid -> our heap buffers (or its own, exported) -> model input -> CPU plugin -> output -> top-5:
     0 frame bytes copied from DQBUF to the result (a tiny model: see tests/memcount/tiny_model.py)."""
-    pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
+    pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
     import json
     import os
     from pathlib import Path
 
-    loop = Path(__file__).parent / "memcount" / "camera_loop.py"
-    env = dict(os.environ, LD_PRELOAD=memcount_lib, OMP_NUM_THREADS="1")
+    loop = MEMCOUNT / "camera_loop.py"
+    env = dict(os.environ, LD_PRELOAD=str(memcount), OMP_NUM_THREADS="1")
     done = subprocess.run(
         [sys.executable, str(loop), "--device", vivid["single"], "--frames", "2", "--memory", "dmabuf,mmap", "--heap", "system"],
         env=env, capture_output=True, text=True, timeout=600,
@@ -476,11 +459,11 @@ def test_camera_to_result_copies_no_frame_byte(vivid: dict[str, str], memcount_l
 @pytest.mark.kernel
 @pytest.mark.slow
 def test_a_pipeline_streams_from_a_camera(vivid: dict[str, str]) -> None:
-    pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
+    pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
     from npu_zc.pipeline.camera import run_camera
     from npu_zc.runtime import CompileOptions
 
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent / "memcount"))
+    sys.path.insert(0, str(MEMCOUNT))
     from tiny_model import colour_bar_classifier
 
     options = CompileOptions(inference_precision="f32", num_threads=1)
@@ -528,10 +511,10 @@ def test_stream_camera_errors_are_one_line() -> None:
 @pytest.mark.kernel
 @pytest.mark.slow
 def test_npu_zc_stream_from_a_camera(vivid: dict[str, str], tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (the [runtime] extra)")
+    ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
     import json
 
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent / "memcount"))
+    sys.path.insert(0, str(MEMCOUNT))
     from tiny_model import colour_bar_classifier
 
     model = tmp_path / "colour-bars.xml"

@@ -1,5 +1,5 @@
 """Every public function and method of npu_zc, fed the extreme values of each
-argument type (issue 12, item 2). Imported by test_hardening.py for the case
+argument type. Imported by test_hardening.py for the case
 names; run as a script in a child process, which calls each case and prints
 one line per case: ``name<TAB>outcome``, where outcome is ``ok`` or the
 exception's module and class. A crash (a segfault, an abort) stops the child

@@ -11,43 +11,29 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).parent / "memcount"
+from conftest import MEMCOUNT
+
 # Small copies of metadata (a tensor's shape, Python's own bookkeeping) happen on every call;
 # a copy this large would be data. The smallest frame tensor here (the logits) is 4000 bytes.
 METADATA_BYTES = 1024
 
 
-@pytest.fixture(scope="module")
-def counter(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if gcc is None:
-        pytest.skip("no C compiler to build the memcpy counter")
-    lib = tmp_path_factory.mktemp("memcount") / "libmemcount.so"
-    subprocess.run(
-        [gcc, "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-fno-builtin", "-fno-tree-loop-distribute-patterns",
-         "-o", str(lib), str(HERE / "memcount.c"), "-ldl"],
-        check=True,
-    )
-    return lib
-
-
-def run_loop(counter: Path, *args: str) -> dict:
-    env = dict(os.environ, LD_PRELOAD=str(counter), OMP_NUM_THREADS="1")
+def run_loop(memcount: Path, *args: str) -> dict:
+    env = dict(os.environ, LD_PRELOAD=str(memcount), OMP_NUM_THREADS="1")
     done = subprocess.run(
-        [sys.executable, str(HERE / "frame_loop.py"), *args], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, str(MEMCOUNT / "frame_loop.py"), *args], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_counter_sees_copies(counter: Path) -> None:
+def test_counter_sees_copies(memcount: Path) -> None:
     """The counter itself: a numpy copy of 1 MiB inside the window is counted."""
     code = (
         "import ctypes, numpy as np\n"
@@ -56,15 +42,15 @@ def test_counter_sees_copies(counter: Path) -> None:
         "lib.memcount_start(); np.copyto(b, a); lib.memcount_stop()\n"
         "print(lib.memcount_total_bytes())\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, LD_PRELOAD=str(counter)), capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, LD_PRELOAD=str(memcount)), capture_output=True, text=True, check=True)
     assert int(out.stdout) >= 1 << 20
 
 
-def test_zero_copy_moves_no_frame_bytes(counter: Path) -> None:
+def test_zero_copy_moves_no_frame_bytes(memcount: Path) -> None:
     pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc): the frame loop runs the model")
-    zero = run_loop(counter, "--mode", "zero-copy", "--frames", "20")
-    copy = run_loop(counter, "--mode", "copy", "--frames", "20")
-    queued = run_loop(counter, "--mode", "zero-copy", "--frames", "20", "--queue")
+    zero = run_loop(memcount, "--mode", "zero-copy", "--frames", "20")
+    copy = run_loop(memcount, "--mode", "copy", "--frames", "20")
+    queued = run_loop(memcount, "--mode", "zero-copy", "--frames", "20", "--queue")
     for name, r in (("zero-copy", zero), ("zero-copy, async queue", queued), ("copy", copy)):
         print(
             f"\n{name:>24}: {r['frame_bytes_per_frame']:>9.0f} frame bytes/frame copied, "
