@@ -20,8 +20,9 @@ pub enum ErrorKind {
     InvalidInput,
     /// The buffer is still in use: views alive, a sync bracket open (BufferError).
     Busy,
-    /// A pool had no free buffer within the time allowed (TimeoutError).
-    Timeout,
+    /// A pool had no free buffer within the time allowed (TimeoutError). Only
+    /// the pool says this: a kernel's ETIMEDOUT is `Os`.
+    PoolExhausted,
     /// Nothing arrived from the peer within the time allowed; the stream is
     /// intact (TimeoutError).
     PeerTimeout,
@@ -68,16 +69,12 @@ impl Error {
                 ErrorKind::InvalidInput
             }
             Errno::BUSY => ErrorKind::Busy,
-            Errno::TIMEDOUT => ErrorKind::Timeout,
             _ => ErrorKind::Os,
         };
-        // std's text ends in " (os error N)": the errno is carried separately.
-        let text = std::io::Error::from_raw_os_error(errno.raw_os_error()).to_string();
-        let text = text.split(" (os error").next().unwrap_or_default().to_string();
         Error {
             kind,
             errno: Some(errno.raw_os_error()),
-            message: format!("{context}: {text}"),
+            message: format!("{context}: {}", errno_text(errno)),
         }
     }
 
@@ -85,6 +82,16 @@ impl Error {
     pub fn hint(mut self, hint: impl fmt::Display) -> Self {
         self.message = format!("{} ({hint})", self.message);
         self
+    }
+}
+
+/// The kernel's words for an errno ("No such file or directory"), without
+/// std's " (os error N)": errors carry the number separately.
+pub fn errno_text(errno: rustix::io::Errno) -> String {
+    let text = std::io::Error::from_raw_os_error(errno.raw_os_error()).to_string();
+    match text.split_once(" (os error") {
+        Some((words, _)) => words.to_string(),
+        None => text,
     }
 }
 
@@ -104,5 +111,25 @@ pub(crate) trait Context<T> {
 impl<T> Context<T> for rustix::io::Result<T> {
     fn context(self, what: impl fmt::Display) -> Result<T> {
         self.map_err(|e| Error::from_errno(e, what))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustix::io::Errno;
+
+    #[test]
+    fn a_kernel_timeout_is_an_os_error_not_an_empty_pool() {
+        let e = Error::from_errno(Errno::TIMEDOUT, "ioctl on fd 3");
+        assert_eq!(e.kind, ErrorKind::Os);
+        assert_eq!(e.errno, Some(Errno::TIMEDOUT.raw_os_error()));
+        assert_eq!(e.message, "ioctl on fd 3: Connection timed out");
+    }
+
+    #[test]
+    fn errno_text_is_the_kernels_words_alone() {
+        assert_eq!(errno_text(Errno::NOENT), "No such file or directory");
+        assert_eq!(errno_text(Errno::ACCESS), "Permission denied");
     }
 }

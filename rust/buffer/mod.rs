@@ -17,7 +17,7 @@ mod sys;
 pub mod transfer;
 
 pub use dmabuf::{classify, CpuAccess, DmaBuf, FdClass, Kind, SyncMode};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{errno_text, Error, ErrorKind, Result};
 pub use heap::{alloc, heaps, HeapInfo, HeapSpec};
 pub use mapping::{Access, Mapping};
 pub use pool::{BufferPool, Lease, SlotState, Wait};

@@ -160,7 +160,7 @@ impl BufferPool {
     fn exhausted(&self, waited: Option<Duration>) -> Error {
         let waited = waited.map(|d| format!(" within {:.3} s", d.as_secs_f64())).unwrap_or_default();
         Error::new(
-            ErrorKind::Timeout,
+            ErrorKind::PoolExhausted,
             format!(
                 "no free buffer in the pool of {}{waited}: all are held or in flight \
                  (release buffers when their requests complete, or make the pool larger)",

@@ -171,7 +171,7 @@ proptest! {
                         model[i] = SlotState::Cpu;
                     }
                     Err(e) => {
-                        prop_assert_eq!(e.kind, ErrorKind::Timeout);
+                        prop_assert_eq!(e.kind, ErrorKind::PoolExhausted);
                         prop_assert!(model.iter().all(|s| *s != SlotState::Free));
                     }
                 },

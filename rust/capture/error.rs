@@ -59,9 +59,8 @@ impl Error {
             Errno::NOMEM => ErrorKind::Buffer(buffer::ErrorKind::OutOfMemory),
             _ => ErrorKind::Os,
         });
-        let text = std::io::Error::from_raw_os_error(errno.raw_os_error()).to_string();
-        let text = text.split(" (os error").next().unwrap_or_default().to_string();
-        Error { kind, errno: Some(errno.raw_os_error()), message: format!("{context}: {text}") }
+        let message = format!("{context}: {}", buffer::errno_text(errno));
+        Error { kind, errno: Some(errno.raw_os_error()), message }
     }
 
     pub fn hint(mut self, hint: impl fmt::Display) -> Self {

@@ -11,6 +11,7 @@ mod layout;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m.py())?;
     buffer::register(m)?;
     capture::register(m)?;
     layout::register(m)?;
