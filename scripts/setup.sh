@@ -17,6 +17,8 @@ if ! command -v gcc >/dev/null; then
     apt-get update -qq && apt-get install -y -qq gcc >/dev/null
 fi
 
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
+    { say "$("$PY" --version 2>&1) is too old: npu_zc needs CPython >= 3.10 (PYTHON=python3.x picks another)"; exit 1; }
 if [ ! -x "$VENV/bin/python" ]; then
     say "creating $VENV"
     "$PY" -m venv "$VENV"
@@ -28,9 +30,14 @@ want=$(sha256sum "$REPO/pyproject.toml" | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     say "installing Python dependencies"
     "$VENV/bin/pip" install -q --upgrade pip
-    "$VENV/bin/pip" install -q "maturin>=1.7,<2"
+    # tomllib is in the standard library from Python 3.11; tomli is the same parser for 3.10.
+    "$VENV/bin/pip" install -q "maturin>=1.7,<2" "tomli>=1.1; python_version < '3.11'"
     deps=$("$VENV/bin/python" - "$REPO/pyproject.toml" <<'PY'
-import sys, tomllib
+import sys
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 p = tomllib.load(open(sys.argv[1], "rb"))["project"]
 extras = p.get("optional-dependencies", {})
 print("\n".join(p["dependencies"] + [d for group in extras.values() for d in group]))

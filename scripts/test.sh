@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh machine: set-up, Rust tests, stub checks,
-# pytest on this host, the real-kernel tests inside a VM (dma-buf heaps and
-# udmabuf), and the aarch64 build tested under emulation.
+# The test suite, from a fresh machine. With no argument, everything (what CI
+# runs: .ci/run); with targets, just those, in the order given:
 #
-#   scripts/test.sh            everything (what CI runs)
-#   NPU_ZC_SKIP_VM=1 ...       leave out the VM step (developers' quick loop)
-#   NPU_ZC_SKIP_AARCH64=1 ...  leave out the aarch64 step
+#   scripts/test.sh              set-up, then host, lint, vm, aarch64
+#   scripts/test.sh host         Rust tests and pytest on this machine (no VM)
+#   scripts/test.sh lint         cargo fmt --check, clippy, stubtest, mypy --strict
+#   scripts/test.sh vm           the real-kernel tests inside a VM (dma-buf heaps, udmabuf, vgem, vivid)
+#   scripts/test.sh aarch64      the aarch64 wheel and Rust core under qemu
+#   scripts/test.sh host lint    several at once
+#
+# Every target first runs scripts/setup.sh (idempotent: seconds when nothing
+# changed). NPU_ZC_SKIP_VM=1 / NPU_ZC_SKIP_AARCH64=1 leave those steps out of
+# the full run.
 set -uo pipefail
 
 REPO=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,6 +21,8 @@ PY=$VENV/bin/python
 passed=0
 failed=0
 failures=()
+
+usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 step() {
     local name=$1
@@ -31,14 +39,17 @@ step() {
     fi
 }
 
-scripts/setup.sh || { echo "set-up failed: nothing was tested" >&2; exit 1; }
+host() {
+    step "rust tests (host)" cargo test --quiet
+    step "pytest (host)" "$PY" -m pytest -q -p no:cacheprovider tests
+}
 
-step "rust unit tests (host)" cargo test --quiet
-step "lint: clippy, stubs (stubtest), types (mypy)" bash -c "
-    cargo clippy --quiet --all-targets -- -D warnings &&
-    '$PY' -m mypy.stubtest npu_zc._core --allowlist .ci/stubtest-allowlist.txt &&
-    '$PY' -m mypy python/npu_zc"
-step "pytest (host)" "$PY" -m pytest -q -p no:cacheprovider tests
+lint() {
+    step "lint: rustfmt" cargo fmt --check
+    step "lint: clippy" cargo clippy --quiet --all-targets --features python -- -D warnings
+    step "lint: stubs (stubtest)" "$PY" -m mypy.stubtest npu_zc._core --allowlist .ci/stubtest-allowlist.txt
+    step "lint: types (mypy --strict, pyproject.toml)" "$PY" -m mypy python/npu_zc
+}
 
 vm_tests() {
     # Build on the host (the guest's root is read-only), run in the guest.
@@ -55,17 +66,34 @@ for line in sys.stdin:
         echo '--- rust core tests on the real kernel'
         '$bin' --quiet buffer::
         echo '--- pytest on the real kernel: every backend of the buffer API'
-        '$PY' -m pytest -q -p no:cacheprovider tests/test_buffers.py tests/test_pool.py tests/test_hardening.py
+        '$PY' -m pytest -q -p no:cacheprovider tests/buffers
         echo '--- pytest on the real kernel: everything marked kernel'
         '$PY' -m pytest -q -p no:cacheprovider -m kernel tests"
 }
-if [ "${NPU_ZC_SKIP_VM:-}" != 1 ]; then
-    step "real-kernel tests (VM: dma-buf heaps, udmabuf)" vm_tests
-fi
+vm() { step "real-kernel tests (VM: dma-buf heaps, udmabuf)" vm_tests; }
 
-if [ "${NPU_ZC_SKIP_AARCH64:-}" != 1 ] && [ -x scripts/test-aarch64.sh ]; then
+aarch64() {
     step "aarch64 wheel and core under qemu" bash -c "scripts/build-aarch64.sh && scripts/test-aarch64.sh"
+}
+
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    targets=(host lint)
+    [ "${NPU_ZC_SKIP_VM:-}" = 1 ] || targets+=(vm)
+    [ "${NPU_ZC_SKIP_AARCH64:-}" = 1 ] || targets+=(aarch64)
 fi
+for target in "${targets[@]}"; do
+    case $target in
+        host | lint | vm | aarch64) ;;
+        -h | --help | help) usage; exit 0 ;;
+        *) printf 'scripts/test.sh: unknown target %q\n\n' "$target" >&2; usage >&2; exit 2 ;;
+    esac
+done
+
+scripts/setup.sh || { echo "set-up failed: nothing was tested" >&2; exit 1; }
+for target in "${targets[@]}"; do
+    "$target"
+done
 
 echo
 if [ "$failed" -gt 0 ]; then

@@ -44,11 +44,11 @@ class DmaBuf:
         writable: bool = True,
     ) -> npt.NDArray[Any]: ...
     def cpu_access(
-        self, mode: Literal["read", "write", "rw"] | str = "rw", *, timeout: float | None = None
+        self, mode: Literal["read", "write", "rw"] = "rw", *, timeout: float | None = None
     ) -> CpuAccess: ...
-    def wait(self, mode: Literal["read", "write", "rw"] | str = "read", timeout: float | None = None) -> None:
+    def wait(self, mode: Literal["read", "write", "rw"] = "read", timeout: float | None = None) -> None:
         """Wait for a device's fences (poll): "read" waits for writers, "write"/"rw" for all."""
-    def export_sync_file(self, mode: Literal["read", "write", "rw"] | str = "read") -> int:
+    def export_sync_file(self, mode: Literal["read", "write", "rw"] = "read") -> int:
         """The fences that `mode` access waits for, as a sync_file fd you own (Linux 6.0+)."""
     def export(self) -> int: ...
     def close(self) -> None: ...
@@ -186,7 +186,6 @@ def from_float32(src: np.ndarray, dst: np.ndarray, element: str, simd: str | Non
 def packed_to_planar(src: np.ndarray, element: str, channels: int, dst: np.ndarray, planes: int) -> None: ...
 def planar_to_packed(src: np.ndarray, planes: int, dst: np.ndarray, element: str, channels: int, pad: float) -> None: ...
 def topk(src: np.ndarray, element: str, row_len: int, k: int) -> tuple[np.ndarray, np.ndarray]: ...
-def _memcpy_seconds(nbytes: int, threads: int, repeat: int) -> float: ...
 
 # --- cameras ---
 
@@ -202,10 +201,10 @@ class Camera:
         format: str = "YUYV",
         *,
         buffers: int = 4,
-        memory: Literal["auto", "dmabuf", "mmap"] | str = "auto",
+        memory: Literal["auto", "dmabuf", "mmap"] = "auto",
         heap: str = "auto",
         timeout: float = 5.0,
-        when_full: Literal["wait", "drop"] | str = "wait",
+        when_full: Literal["wait", "drop"] = "wait",
         pool: BufferPool | None = None,
     ) -> Camera: ...
     def read(self, timeout: float | None = None) -> Frame: ...

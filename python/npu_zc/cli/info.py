@@ -11,7 +11,7 @@ import platform
 from typing import Any
 
 from .. import buffers, layout
-from .main import install_hint
+from .install import install_hint
 
 # Properties worth showing per device, when the device reports them.
 _DEVICE_PROPERTIES = (

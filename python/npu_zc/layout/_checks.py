@@ -283,7 +283,8 @@ def _array(a: Any, what: str) -> np.ndarray:
     if isinstance(a, np.ndarray):
         return a
     if hasattr(a, "map"):
-        return a.map()
+        mapped: np.ndarray = a.map()
+        return mapped
     raise _fail(f"the {what} must be a numpy array or a buffer with .map(), not {type(a).__name__}")
 
 

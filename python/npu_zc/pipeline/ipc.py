@@ -39,10 +39,10 @@ from typing import Any, Callable
 
 from ..errors import Error, InvalidArgumentError, PeerError
 from ..layout import Transform
-from .pipeline import FENCE_TIMEOUT_S, Pipeline
+from .pipeline import Pipeline
 from .preprocess import PreprocessSpec
 from .stream import STREAM_STAGES, FrameResult, StreamReport
-from .timing import Timings, progress_bar
+from .timing import FENCE_TIMEOUT_S, Timings, progress_bar
 
 DEFAULT_DEPTH = 4
 """Buffers in the producer's pool: frames that may be preprocessed ahead of inference."""

@@ -227,7 +227,10 @@ def to_frame(prediction: Prediction, transform: Any, input_size: tuple[int, int]
 
 def _box(x0: float, y0: float, x1: float, y1: float) -> tuple[float, float, float, float]:
     """A box clipped to the frame."""
-    clip = lambda v: min(1.0, max(0.0, float(v)))  # noqa: E731
+
+    def clip(v: float) -> float:
+        return min(1.0, max(0.0, float(v)))
+
     return clip(x0), clip(y0), clip(x1), clip(y1)
 
 

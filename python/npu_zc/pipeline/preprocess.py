@@ -104,7 +104,8 @@ class PreprocessSpec:
         if self.element_type == "bf16":
             import ml_dtypes
 
-            return np.dtype(ml_dtypes.bfloat16)
+            bf16: np.dtype = np.dtype(ml_dtypes.bfloat16)  # ml_dtypes ships no types
+            return bf16
         return np.dtype({"u8": np.uint8, "f16": np.float16, "f32": np.float32}[self.element_type])
 
     @property

@@ -17,10 +17,9 @@ from typing import Any, Sequence
 from ..buffers import BufferPool, recv_buffers, send_buffers
 from ..errors import Error, PeerError, PoolExhaustedError
 from .image import FrameSource
-from .pipeline import FENCE_TIMEOUT_S
 from .preprocess import PreprocessSpec, Preprocessor
 from .stream import timed_frames
-from .timing import Timings
+from .timing import FENCE_TIMEOUT_S, Timings
 
 
 def produce(sock: socket.socket) -> int:

@@ -19,9 +19,9 @@ import numpy as np
 
 from ..errors import PoolExhaustedError
 from .image import FrameSource
-from .pipeline import FENCE_TIMEOUT_S, Pipeline
+from .pipeline import Pipeline
 from .postprocess import Prediction
-from .timing import StageStats, Timings, progress_bar
+from .timing import FENCE_TIMEOUT_S, StageStats, Timings, progress_bar
 
 STREAM_STAGES = ("decode", "preprocess", "infer", "postprocess")
 

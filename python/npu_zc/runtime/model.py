@@ -50,7 +50,7 @@ HW_FORMATS: dict[str, _HwFormat] = {
     "NV12_TWO_PLANES": _HwFormat("u8", "NV12_TWO_PLANES", 1, np.uint8),  # inputs <name>/y and <name>/uv
 }
 
-_NUMPY_DTYPES: dict[str, Any] = {
+_NUMPY_DTYPES: dict[str, type[np.generic]] = {
     "u8": np.uint8,
     "i8": np.int8,
     "u16": np.uint16,
@@ -84,7 +84,8 @@ def numpy_dtype(element_type: str) -> np.dtype:
     if element_type == "bf16":
         import ml_dtypes
 
-        return np.dtype(ml_dtypes.bfloat16)
+        bf16: np.dtype = np.dtype(ml_dtypes.bfloat16)  # ml_dtypes ships no types
+        return bf16
     try:
         return np.dtype(_NUMPY_DTYPES[element_type])
     except KeyError:

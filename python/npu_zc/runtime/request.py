@@ -93,7 +93,8 @@ class Request:
         bound = self._outputs[index]
         if bound is not None:
             return bound.array
-        return self.request.get_output_tensor(index).data
+        own: np.ndarray = self.request.get_output_tensor(index).data  # OpenVINO ships no types
+        return own
 
     # --- running ---
 
