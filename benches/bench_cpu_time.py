@@ -37,6 +37,7 @@ import time
 from typing import Any, Callable
 
 import numpy as np
+import results
 from timing import thread_cpu
 
 MODEL = "efficientnet-lite0"
@@ -203,6 +204,22 @@ def main() -> int:
                 ok = overhead <= budget
                 met.append({"setting": r["setting"], "variant": r["variant"], "overhead_ms": overhead, "met": ok})
                 print(f"  [{'met' if ok else 'MISSED'}] {r['variant']}, {r['setting']}: {overhead:.3f} ms")
+    table = []
+    for r in rows:
+        same = find("bare model", r["setting"])
+        table.append([r["setting"], r["variant"], round(r["fps"], 1), round(r["cpu_ms"], 2), round(r["calling_thread_ms"], 2),
+                      round(r["other_threads_ms"], 2), round(r["cpu_ms"] - bare["cpu_ms"], 2) if bare else None,
+                      round(r["cpu_ms"] - same["cpu_ms"], 2) if same else None])
+    saved = results.save("bench_cpu_time", [{
+        "title": f"{MODEL} on {args.device}: CPU time per frame by thread, one frame at a time"
+                 + (" (--quick: a smoke run)" if args.quick else ""),
+        "note": f"{args.frames} frames of a 1080p photo per row; CPU ms per frame: all threads = the calling thread + "
+                "the others (OpenVINO's); overhead = all - bare model (default setting)",
+        "columns": ["setting", "variant", "FPS", "CPU ms / frame", "calling thread", "other threads", "overhead",
+                    "vs bare model, same setting"],
+        "rows": table,
+    }], title="CPU time per frame, by thread and CPU plugin setting")
+    print(f"results: {saved}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": args.device, "cores": CORES, "frames": args.frames, "rows": rows, "budget_ms": budget, "targets": met}, f, indent=1)

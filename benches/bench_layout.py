@@ -28,6 +28,7 @@ import ml_dtypes
 import numpy as np
 
 from npu_zc import _core, layout
+import results
 import timing
 from timing import memcpy_of, paired_ms, time_ms
 
@@ -176,6 +177,19 @@ def main() -> None:
         print(f"| {r.case:32} | {r.ours:9.3f} | {r.memcpy:9.3f} | {r.ours / r.memcpy:8.2f}x | {comp} | {speed} | {r.composition_name} | {r.kernel} |")
     print()
 
+    stat = "best" if args.stat == "min" else "median"
+    saved = results.save("bench_layout", [{
+        "title": f"Conversions, {width}x{height}, {threads} thread(s), SIMD {layout.simd_levels()[1]}",
+        "note": f"{stat} of {runs} runs, npu_zc and memcpy in alternating blocks; memcpy = a copy of as many bytes as the "
+                f"conversion reads and writes; composition = the fastest way a user would write it (OpenCV {cv2.__version__}, "
+                f"numpy {np.__version__}, ml_dtypes)",
+        "columns": ["conversion", "npu_zc ms", "memcpy ms", "vs memcpy", "composition ms", "speed-up", "composition"],
+        "rows": [[r.case, round(r.ours, 3), round(r.memcpy, 3), f"{r.ours / r.memcpy:.2f}x",
+                  None if r.composition is None else round(r.composition, 3),
+                  None if r.composition is None else f"{r.composition / r.ours:.1f}x", r.composition_name] for r in rows],
+    }], title="Layout engine: conversions against memcpy and the composition")
+    print(f"results: {saved}\n")
+
     by = {r.case: r for r in rows}
     def verdict(ok: bool) -> str:
         return "met" if ok else "MISSED"
@@ -197,8 +211,8 @@ def memcpy_limit_ms(nbytes: int, threads: int, runs: int) -> float | None:
     """The machine's limit on `threads` threads: memcpy of `nbytes`, each
     thread copying its part 40 times after starting together (in Rust, so
     without the cost of handing out work that a conversion pays). None with
-    a wheel from before `_memcpy_seconds`."""
-    seconds = getattr(_core, "_memcpy_seconds", None)
+    a wheel without it."""
+    seconds = getattr(getattr(_core, "_bench", None), "memcpy_seconds", None) or getattr(_core, "_memcpy_seconds", None)
     if seconds is None:
         return None
     return min(seconds(nbytes, threads, 40) for _ in range(max(3, runs // 10))) * 1e3
@@ -213,6 +227,7 @@ def threads_sweep(counts: list[int], sizes: list[str], runs: int, rounds: int) -
           f"numpy {np.__version__}")
     print("limit: memcpy of (read + written bytes) / 2, each of n threads copying its part repeatedly "
           "(the machine's bandwidth without handing out work). x1: speed-up over one thread.")
+    tables: list[dict[str, object]] = []
     for size in sizes:
         width, height = (int(v) for v in size.lower().split("x"))
         rng = np.random.default_rng(0)
@@ -229,6 +244,10 @@ def threads_sweep(counts: list[int], sizes: list[str], runs: int, rounds: int) -
             print(header)
             print("|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|")
             first: tuple[float, float] | None = None
+            table: list[list[object]] = []
+            tables.append({"title": f"{case}, {width}x{height}, by thread count",
+                           "columns": ["threads", "npu_zc ms", "x1", "cv2 ms", "cv2 x1", "limit ms", "npu_zc / cv2",
+                                       "npu_zc / limit"], "rows": table})
             for n in counts:
                 cv2.setNumThreads(n)
                 to_rgbx = layout.Converter(src_fmt, "RGBx", width, height, threads=n)
@@ -240,6 +259,14 @@ def threads_sweep(counts: list[int], sizes: list[str], runs: int, rounds: int) -
                                f"{'-':>9} | {ours / theirs:9.2f}x | {'-':>12}")
                 print(f"| {n:7} | {ours:9.3f} | {first[0] / ours:4.1f}x | {theirs:9.3f} | {first[1] / theirs:4.1f}x | "
                       f"{limit_cells} |")
+                table.append([n, round(ours, 3), f"{first[0] / ours:.1f}x", round(theirs, 3), f"{first[1] / theirs:.1f}x",
+                              round(limit, 3) if limit else None, f"{ours / theirs:.2f}x",
+                              f"{ours / limit:.2f}x" if limit else None])
+    for table in tables:
+        table["note"] = (f"{'min' if timing.STAT is min else 'median'} of {runs} runs, npu_zc (a Converter) and cv2.cvtColor "
+                     f"(cv2.setNumThreads(n), OpenCV {cv2.__version__}) in alternating blocks; limit = memcpy of "
+                     "(read + written bytes) / 2, each of n threads copying its part; x1 = speed-up over one thread")
+    print(f"\nresults: {results.save('bench_layout_threads', tables, title='Layout engine: scaling over threads')}")
 
 
 if __name__ == "__main__":

@@ -52,6 +52,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+import results
+
 from npu_zc.pipeline import Pipeline, StageStats, full_hd, load_image, sample_photo
 from npu_zc.runtime import core, imagenet_labels, model_normalisation, openvino_version, read_model
 
@@ -418,6 +420,28 @@ def main() -> int:
     print("targets")
     for target, met, detail in targets:
         print(f"  [{'met' if met else 'MISSED'}] {target}: {detail}")
+
+    def cell(name: str, stage: str) -> float | None:
+        return None if name == "bare model" and stage in ("preprocess", "postprocess") else round(get(name, stage), 3)
+
+    rows: list[list[object]] = [[f"{stage} ms", *(cell(n, stage) for n in VARIANTS)] for stage in STAGES[:4]]
+    rows.append(["overhead (total - bare model) ms", *(round(overhead["median"][n], 3) for n in VARIANTS)])
+    rows.append(["pipeline FPS", *(round(1000 / get(n, "total"), 1) for n in VARIANTS)])
+    rows.append(["CPU time overhead ms / frame (- bare model)", *(round(cpu_overhead[n], 2) for n in VARIANTS)])
+    rows.append(["bytes copied touching the frame's buffers / frame", *(
+        round(copies[n]["frame_buffer_bytes_per_frame"]) if copies[n]["frame_buffer_bytes_per_frame"] >= 0 else None
+        for n in VARIANTS)])
+    rows.append(["memcpy bytes / frame, all", *(round(copies[n]["bytes_per_frame"]) for n in VARIANTS)])
+    saved = results.save("bench_pipeline", [{
+        "title": f"{MODEL} on {args.device}, one frame at a time: medians",
+        "note": f"OpenVINO {openvino_version()}; {described}; {args.runs} frames per variant, each variant in a worker "
+                f"process, taking turns {BLOCK} frames at a time; baseline = cv2 -> numpy float NCHW -> infer -> copy of "
+                "the output; two-step = cv2.resize into the mapped buffer, then a conversion; bytes counted by an "
+                "LD_PRELOAD memcpy counter",
+        "columns": ["median", *VARIANTS],
+        "rows": rows,
+    }], title="Pipeline: single stream (latency)")
+    print(f"\nresults: {saved}")
     return 0
 
 

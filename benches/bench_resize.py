@@ -29,6 +29,7 @@ import ml_dtypes
 import numpy as np
 
 from npu_zc import layout
+import results
 from timing import memcpy_of, paired_ms, time_ms, use_stat
 
 MEAN = np.array([123.675, 116.28, 103.53], np.float32)
@@ -161,6 +162,16 @@ def main() -> None:
         ok = r.composition >= 3 * r.ours
         print(f"  {r.case}: {r.composition / r.ours:.1f}x the composition ({'met' if ok else 'MISSED'}), "
               f"{r.resize_alone / r.ours:.2f}x cv2.resize alone")
+    saved = results.save("bench_resize", [{
+        "title": f"Frame to model input, one thread, SIMD {args.simd or layout.simd_levels()[1]}",
+        "note": f"{'best' if args.stat == 'min' else 'median'} of {runs} runs in alternating blocks; composition = "
+                f"cv2.resize + cvtColor + numpy + ml_dtypes (OpenCV {cv2.__version__}, 1 thread); read = memcpy of the "
+                "source rows the resize samples",
+        "columns": ["case", "npu_zc ms", "composition ms", "speed-up", "cv2.resize alone ms", "read ms", "npu_zc / read"],
+        "rows": [[r.case, round(r.ours, 3), round(r.composition, 3), f"{r.composition / r.ours:.1f}x",
+                  round(r.resize_alone, 3), round(r.read, 3), f"{r.ours / r.read:.2f}x"] for r in rows],
+    }], title="Resize: frame to model input in one pass")
+    print(f"\nresults: {saved}")
 
 
 if __name__ == "__main__":
