@@ -65,17 +65,11 @@ impl Error {
             // EBADF stays an OSError: a closed fd where one was expected is the
             // kernel's answer, not a bad value (callers that validate an fd
             // argument say so themselves).
-            Errno::INVAL | Errno::NOTTY | Errno::FBIG | Errno::OVERFLOW => {
-                ErrorKind::InvalidInput
-            }
+            Errno::INVAL | Errno::NOTTY | Errno::FBIG | Errno::OVERFLOW => ErrorKind::InvalidInput,
             Errno::BUSY => ErrorKind::Busy,
             _ => ErrorKind::Os,
         };
-        Error {
-            kind,
-            errno: Some(errno.raw_os_error()),
-            message: format!("{context}: {}", errno_text(errno)),
-        }
+        Error { kind, errno: Some(errno.raw_os_error()), message: format!("{context}: {}", errno_text(errno)) }
     }
 
     /// The same error with a hint appended (what to do about it).

@@ -10,8 +10,8 @@
 //! `class_of` (the compiler asks for it).
 
 use pyo3::exceptions::{
-    PyBufferError, PyConnectionError, PyFileNotFoundError, PyMemoryError, PyOSError, PyPermissionError,
-    PyTimeoutError, PyValueError,
+    PyBufferError, PyConnectionError, PyFileNotFoundError, PyMemoryError, PyOSError, PyPermissionError, PyTimeoutError,
+    PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
