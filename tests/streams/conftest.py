@@ -86,9 +86,18 @@ def make_clips(d: Path) -> dict[str, Path]:
 
 
 def reference_frames(path: Path) -> list[np.ndarray]:
-    """Every frame of ``path`` as BGR, converted by FFmpeg (swscale): what a user's code would feed."""
+    """Every frame of ``path`` as BGR: FFmpeg's planes (as NV12, a lossless repacking of 4:2:0), converted by OpenCV,
+    whose YUV conversion the layout engine follows, cut to whole 4:2:0 pairs."""
+    import cv2
+
+    out = []
     with av.open(str(path)) as container:
-        return [f.to_ndarray(format="bgr24") for f in container.decode(video=0)]
+        for frame in container.decode(video=0):
+            nv12 = frame.reformat(format="nv12").to_ndarray()
+            h, w = frame.height & ~1, frame.width & ~1
+            nv12 = np.concatenate([nv12[:h, :w], nv12[nv12.shape[0] * 2 // 3 :][: h // 2, :w]])
+            out.append(cv2.cvtColor(np.ascontiguousarray(nv12), cv2.COLOR_YUV2BGR_NV12))
+    return out
 
 
 def picture_model() -> Any:
@@ -109,7 +118,7 @@ def picture_pipeline() -> Iterator[Any]:
     import npu_zc
     from npu_zc.runtime import CompileOptions
 
-    p = npu_zc.Pipeline(picture_model(), "CPU", hint="throughput", options=CompileOptions(inference_precision="f32"))
+    p = npu_zc.Pipeline(picture_model(), "CPU", hint="throughput", fit="stretch", options=CompileOptions(inference_precision="f32"))
     p.postprocess = lambda outputs: [np.array(outputs[0], np.float32).reshape(3, 14, 14)]
     yield p
     p.close()

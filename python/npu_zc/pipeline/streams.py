@@ -73,7 +73,8 @@ class StreamResult:
         if hasattr(prediction, "to_dict"):
             found: Any = prediction.to_dict()
         else:
-            found = [p.to_dict() if hasattr(p, "to_dict") else p for p in prediction or []]
+            found = [p.to_dict() if hasattr(p, "to_dict") else p.tolist() if hasattr(p, "tolist") else p
+                     for p in prediction or []]  # fmt: skip
         return {"stream": self.stream, "name": self.name, "index": self.index, "pts": self.pts,
                 "latency_ms": round(self.latency_ms, 3), "result": found}  # fmt: skip
 
