@@ -208,7 +208,7 @@ def streams_text(report: Any, saved: dict[int, Any] | None = None) -> str:
             lines.append(f"error    stream {s.stream} ({s.name}): {s.error}")
         if s.copied:
             lines.append(f"note     stream {s.stream}: {s.copied} frames converted by FFmpeg before the engine read them (a copy)")
-    for stream, path in (saved or {}).items():
+    for stream, path in sorted((saved or {}).items()):
         lines.append(f"saved    stream {stream}: {path}")
     lines += ["", f"{'':<14}{'mean':>9}{'min':>9}{'median':>9}{'p99':>9}"]
     for stage, s in report.stages.items():
