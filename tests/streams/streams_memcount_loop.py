@@ -22,7 +22,7 @@ import numpy as np
 HERE = Path(__file__).parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "memcount")]
 
-from conftest import picture_model  # noqa: E402
+from streams_helpers import picture_model  # noqa: E402
 from frame_loop import load_counter  # noqa: E402
 
 import npu_zc  # noqa: E402

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import picture_model
+from streams_helpers import picture_model
 
 from npu_zc.cli.main import main
 

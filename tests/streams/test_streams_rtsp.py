@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RtspServer, by_stream, run_streams
+from streams_helpers import RtspServer, by_stream, run_streams
 
 import npu_zc
 from npu_zc.sources import VideoSource

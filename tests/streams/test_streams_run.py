@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import numpy as np
 import pytest
-from conftest import by_stream, reference_frames, run_streams
+from streams_helpers import by_stream, reference_frames, run_streams
 
 import npu_zc
 from npu_zc.pipeline.outputs import AnnotatedVideos, JsonLines
@@ -24,7 +24,7 @@ class Synthetic:
     """A source that has its frames at once (BGR photos cut from the pan): the scheduler, not a decoder, is the limit."""
 
     def __init__(self, name: str, count: int, *, live: bool = False, every_s: float = 0.0) -> None:
-        from conftest import pan_frames
+        from streams_helpers import pan_frames
 
         self.name, self.live, self.every_s = name, live, every_s
         self.images = [np.ascontiguousarray(rgb[:, :, ::-1]) for rgb in pan_frames(96, 64, 8)]

@@ -41,13 +41,13 @@ class JsonLines:
     """One JSON object per result, a line each, to a file (or stdout with ``"-"``)."""
 
     def __init__(self, target: str | os.PathLike[str] | TextIO = "-") -> None:
-        self._owned = not hasattr(target, "write")
-        if hasattr(target, "write"):
-            self.file: TextIO = target  # type: ignore[assignment]
-        elif os.fspath(target) == "-":  # type: ignore[arg-type]
-            self.file, self._owned = sys.stdout, False
+        self._owned = False
+        if not isinstance(target, (str, os.PathLike)):
+            self.file: TextIO = target
+        elif os.fspath(target) == "-":
+            self.file = sys.stdout
         else:
-            self.file = open(target, "w", encoding="utf-8")  # type: ignore[arg-type]
+            self.file, self._owned = open(target, "w", encoding="utf-8"), True
         self._lock = threading.Lock()
 
     def __call__(self, result: StreamResult) -> None:

@@ -211,7 +211,7 @@ class Streams:
         if not sources:
             raise InvalidArgumentError("Streams needs at least one source")
         self._owns_pipeline = not isinstance(model, Pipeline)
-        self.pipeline = Pipeline(model, device, hint="throughput", **pipeline_options) if self._owns_pipeline else model
+        self.pipeline: Pipeline = model if isinstance(model, Pipeline) else Pipeline(model, device, hint="throughput", **pipeline_options)
         if not self.pipeline.zero_copy:
             raise InvalidArgumentError("Streams runs zero-copy (its buffers are bound to the model): drop copy mode")
         self.requests = int(requests) if requests is not None else default_requests(self.pipeline.session.optimal_requests)
@@ -477,9 +477,9 @@ class Streams:
     def close(self) -> None:
         """Free the pipeline (when made here)."""
         self.stop()
-        if self._owns_pipeline and self.pipeline is not None:
+        if self._owns_pipeline:
             self.pipeline.close()
-        self.pipeline = None  # type: ignore[assignment]
+        self._owns_pipeline = False  # closed once
 
     def __enter__(self) -> "Streams":
         return self

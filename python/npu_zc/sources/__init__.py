@@ -30,7 +30,7 @@ def open_source(spec: Any, **options: Any) -> Source:
     from ..pipeline.image import IMAGE_SUFFIXES
 
     if hasattr(spec, "frames") and hasattr(spec, "live"):
-        return spec  # type: ignore[no-any-return]
+        return spec
     if hasattr(spec, "read") and hasattr(spec, "device"):
         return CameraSource(spec, **options)
     text = os.fspath(spec)
