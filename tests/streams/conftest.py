@@ -10,12 +10,18 @@ import pytest
 
 pytest.importorskip("av", reason="PyAV (a dependency of npu_zc) is not installed")
 
-from streams_helpers import RtspServer, make_clips, picture_model, rtsp_available  # noqa: E402
+from streams_helpers import RtspServer, make_clip, make_clips, picture_model, rtsp_available  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return make_clips(tmp_path_factory.mktemp("clips"))
+
+
+@pytest.fixture(scope="session")
+def nv12_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Only the NV12 clip (cheap to make: the camera test runs in an emulated VM)."""
+    return make_clip(tmp_path_factory.mktemp("nv12") / "nv12.mkv", "rawvideo", 320, 240, 12, pix_fmt="nv12")
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,9 @@ from .others import CameraSource, ImageSource
 from .video import VideoSource, is_network
 
 
+_VIDEO_ONLY = ("live", "realtime", "reconnect", "hardware", "options", "threads")
+
+
 class Source(Protocol):
     name: str
     live: bool
@@ -36,8 +39,8 @@ def open_source(spec: Any, **options: Any) -> Source:
     text = os.fspath(spec)
     if not is_network(text):
         path = Path(text)
-        if text.startswith("/dev/video"):
-            return CameraSource(text, **options)
+        if text.startswith("/dev/video"):  # the options only a video source takes are not the camera's
+            return CameraSource(text, **{k: v for k, v in options.items() if k not in _VIDEO_ONLY})
         if path.is_dir() or path.suffix.lower() in IMAGE_SUFFIXES:
             return ImageSource(path, **{k: v for k, v in options.items() if k in ("name", "limit")})
     return VideoSource(text, **options)
