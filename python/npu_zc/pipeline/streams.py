@@ -155,7 +155,7 @@ Overlay = Callable[[np.ndarray, Any], np.ndarray]
 class _Lane:
     """One source's decoded frames waiting for the model, and its figures."""
 
-    def __init__(self, stream: int, source: Any, error: BaseException | None, tracker: Any) -> None:
+    def __init__(self, stream: int, source: Any, error: BaseException | None, tracker: Any, lock: threading.Lock) -> None:
         self.stream = stream
         self.source = source
         name = getattr(source, "name", None) or str(source)
@@ -168,6 +168,8 @@ class _Lane:
         self.tracker = tracker
         self.stop = threading.Event()
         """Stops this source's thread (the run's stop, or this stream's failure)."""
+        self.room = threading.Condition(lock)
+        """Notified when the feeder takes a frame: a file's decoder waiting for room wakes, and no other."""
         self.converters: dict[tuple[Any, ...], layout.Converter] = {}
 
 
@@ -221,6 +223,9 @@ class Streams:
         options = dict(source_options or {})
         if realtime:
             options["realtime"] = True
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        """Notified when a lane gets a frame or ends: only the feeding thread waits on it."""
         self.lanes: list[_Lane] = []
         for stream, spec in enumerate(sources):
             source, error = None, None
@@ -229,8 +234,7 @@ class Streams:
             except Error as exc:  # this stream's error; the others go on
                 error = exc
             self.lanes.append(_Lane(stream, source if source is not None else _Named(spec), error,
-                                    tracker() if tracker is not None else None))  # fmt: skip
-        self._ready = threading.Condition()
+                                    tracker() if tracker is not None else None, self._lock))  # fmt: skip
         self._stop = threading.Event()
         self.timings = Timings(STREAMS_STAGES)
 
@@ -245,6 +249,7 @@ class Streams:
         with self._ready:
             for lane in self.lanes:
                 lane.stop.set()
+                lane.room.notify_all()
             self._ready.notify_all()
 
     # --- the run ---
@@ -326,12 +331,12 @@ class Streams:
                             lane.stats.dropped += 1
                     else:
                         while len(lane.frames) >= FILE_LANE_FRAMES and not stop.is_set():
-                            ready.wait(0.1)  # back-pressure: the decoder waits for the model
+                            lane.room.wait(0.1)  # back-pressure: the decoder waits for the model
                     if stop.is_set():
                         frame.release()
                         return
                     lane.frames.append(frame)
-                    ready.notify_all()
+                    ready.notify()
         except BaseException as exc:  # this stream's error; the others go on
             lane.stats.error = str(exc) or type(exc).__name__
         finally:
@@ -350,7 +355,7 @@ class Streams:
                     lane = lanes[(start + k) % len(lanes)]
                     if lane.frames:
                         frame = lane.frames.popleft()
-                        ready.notify_all()  # a file's decoder may be waiting for room
+                        lane.room.notify()  # its decoder may be waiting for room
                         return lane, frame
                 if self._stop.is_set() or all(lane.ended for lane in lanes):
                     for lane in lanes:
@@ -449,12 +454,15 @@ class Streams:
         convert = lane.converters.get(key)
         if convert is None:
             convert = lane.converters[key] = self._converter(frame)
-        dst = slot.inputs[0]
+        dst, target, source = slot.inputs[0], slot.input_buffers[0], frame.buffer
+        if not target.is_dmabuf and (source is None or not source.is_dmabuf):  # memfd, decoder memory: no brackets
+            convert(frame.planes, dst)
+            return convert.transform
         with contextlib.ExitStack() as access:
-            if slot.input_buffers[0].is_dmabuf:
-                access.enter_context(slot.input_buffers[0].cpu_access("write", timeout=FENCE_TIMEOUT_S))
-            if frame.buffer is not None and frame.buffer.is_dmabuf:
-                access.enter_context(frame.buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
+            if target.is_dmabuf:
+                access.enter_context(target.cpu_access("write", timeout=FENCE_TIMEOUT_S))
+            if source is not None and source.is_dmabuf:
+                access.enter_context(source.cpu_access("read", timeout=FENCE_TIMEOUT_S))
             convert(frame.planes, dst)
         return convert.transform
 
