@@ -19,6 +19,18 @@ fi
 
 "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
     { say "$("$PY" --version 2>&1) is too old: npu_zc needs CPython >= 3.10 (PYTHON=python3.x picks another)"; exit 1; }
+# The streams tests serve clips over RTSP from Debian's GStreamer RTSP server (run with /usr/bin/python3).
+rtsp_ok() {
+    /usr/bin/python3 -c "import gi; gi.require_version('Gst', '1.0'); gi.require_version('GstRtspServer', '1.0'); \
+from gi.repository import Gst, GstRtspServer; Gst.init(None); \
+assert all(Gst.ElementFactory.find(e) for e in ('matroskademux', 'h264parse', 'rtph264pay', 'qtdemux'))" 2>/dev/null
+}
+if command -v apt-get >/dev/null && ! rtsp_ok; then
+    say "installing GStreamer's RTSP server (apt: the streams tests' server on 127.0.0.1)"
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-gi gir1.2-gst-rtsp-server-1.0 \
+        gstreamer1.0-rtsp gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad >/dev/null
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
     say "creating $VENV"
     "$PY" -m venv "$VENV"

@@ -21,6 +21,7 @@ from .buffers import (
 from .capture import Camera, CameraFormat, CameraInfo, Frame, cameras
 from . import runtime
 from .pipeline import Pipeline
+from .pipeline.streams import StreamResult, Streams, StreamsReport, StreamStats
 from .layout import (
     Converter,
     TopK,
@@ -65,6 +66,10 @@ from .errors import (
     PeerError,
     PeerTimeoutError,
     PoolExhaustedError,
+    HardwareDecodeError,
+    SourceError,
+    SourceNotFoundError,
+    SourceTimeoutError,
 )
 
 __all__ = [
@@ -104,6 +109,10 @@ __all__ = [
     "to_float32",
     # pipeline
     "Pipeline",
+    "Streams",
+    "StreamResult",
+    "StreamStats",
+    "StreamsReport",
     # runtime (OpenVINO is imported on first use)
     "runtime",
     "CompileOptions",
@@ -136,4 +145,8 @@ __all__ = [
     "PeerError",
     "PeerTimeoutError",
     "PoolExhaustedError",
+    "HardwareDecodeError",
+    "SourceError",
+    "SourceNotFoundError",
+    "SourceTimeoutError",
 ]

@@ -140,6 +140,8 @@ def convert(
     interpolation: str = "bilinear",
     fit: str = "stretch",
     fill: tuple[float, float, float] | None = None,
+    matrix: str | None = None,
+    range: str | None = None,
 ) -> _TransformTuple: ...
 
 _Rect = tuple[int, int, int, int]
@@ -160,6 +162,8 @@ def describe_resize(
     interpolation: str = "bilinear",
     fit: str = "stretch",
     fill: tuple[float, float, float] | None = None,
+    matrix: str | None = None,
+    range: str | None = None,
 ) -> tuple[str, _TransformTuple]: ...
 def describe_conversion(
     src_format: str,
@@ -169,6 +173,8 @@ def describe_conversion(
     scale: tuple[float, float, float] | None = None,
     pad: float = 0.0,
     simd: str | None = None,
+    matrix: str | None = None,
+    range: str | None = None,
 ) -> str: ...
 def simd_levels() -> tuple[list[str], str]: ...
 def format_names() -> tuple[list[str], list[str]]: ...
@@ -233,6 +239,8 @@ class Camera:
     def bytesperline(self) -> int: ...
     @property
     def sizeimage(self) -> int: ...
+    @property
+    def colour(self) -> tuple[str, str] | None: ...
     @property
     def memory(self) -> str: ...
     @property

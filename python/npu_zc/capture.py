@@ -4,7 +4,9 @@
 or its number), sets the format and starts streaming; iterate over it (or call
 ``read()``) to get :class:`Frame` objects. Each frame is the DMA-BUF the driver
 wrote, with its format, geometry, row pitch (``bytesperline``), sequence number
-and timestamp. Nothing is copied: ``npu_zc.convert(frame.array(), ...)`` or a
+and timestamp; ``camera.colour`` is the colour standard of YUV frames
+(``("bt709", "limited")``...) from the negotiated format, as
+``npu_zc.layout.convert(..., matrix=, range=)`` takes it. Nothing is copied: ``npu_zc.convert(frame.array(), ...)`` or a
 ``Pipeline`` reads the driver's buffer in place.
 
 Memory (``memory=``):

@@ -161,6 +161,24 @@ class ModelError(Error, ValueError):
     """A model that cannot be read, or that npu_zc cannot serve."""
 
 
+class SourceError(Error, ValueError):
+    """A video file or network stream that cannot be opened or decoded (one stream's error; the others go on)."""
+
+
+class SourceNotFoundError(SourceError, FileNotFoundError):
+    """No file at that path."""
+
+
+class SourceTimeoutError(_OSErrorMixin, SourceError, TimeoutError):
+    """A network stream that did not answer (or stopped sending) within the time allowed."""
+
+    _default_errno = _errno.ETIMEDOUT
+
+
+class HardwareDecodeError(SourceError, RuntimeError):
+    """Hardware decoding (VA-API, QSV, DRM PRIME) asked for on a machine or build that does not offer it."""
+
+
 __all__ = [
     "Error",
     "HeapNotFoundError",
@@ -188,4 +206,8 @@ __all__ = [
     "CameraDisconnectedError",
     "CameraClosedError",
     "CameraOSError",
+    "SourceError",
+    "SourceNotFoundError",
+    "SourceTimeoutError",
+    "HardwareDecodeError",
 ]

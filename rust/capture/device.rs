@@ -124,6 +124,59 @@ pub struct Format {
     pub bytesperline: u32,
     /// Bytes one frame needs: each buffer must hold at least this many.
     pub sizeimage: u32,
+    /// `enum v4l2_colorspace`, `v4l2_ycbcr_encoding` and `v4l2_quantization`
+    /// as the driver set them (0: the colorspace's default).
+    pub colorspace: u32,
+    pub ycbcr_enc: u32,
+    pub quantization: u32,
+}
+
+impl Format {
+    /// The colour standard of a YUV format's samples, as the layout engine
+    /// names it: (matrix, range), e.g. ("bt709", "limited"), with V4L2's
+    /// defaults applied (`V4L2_MAP_YCBCR_ENC_DEFAULT`,
+    /// `V4L2_MAP_QUANTIZATION_DEFAULT`); None for a standard the engine has
+    /// no matrix for (SMPTE 240M, BT.2020 constant luminance).
+    pub fn yuv_colour(&self) -> Option<(&'static str, &'static str)> {
+        // enum v4l2_colorspace
+        const SMPTE240M: u32 = 2;
+        const REC709: u32 = 3;
+        const JPEG: u32 = 7;
+        const BT2020: u32 = 10;
+        const DCI_P3: u32 = 12;
+        // enum v4l2_ycbcr_encoding
+        const ENC_601: u32 = 1;
+        const ENC_709: u32 = 2;
+        const ENC_XV601: u32 = 3;
+        const ENC_XV709: u32 = 4;
+        const ENC_SYCC: u32 = 5;
+        const ENC_BT2020: u32 = 6;
+        // enum v4l2_quantization
+        const FULL: u32 = 1;
+        const LIMITED: u32 = 2;
+        let enc = match self.ycbcr_enc {
+            0 => match self.colorspace {
+                REC709 | DCI_P3 => ENC_709,
+                BT2020 => ENC_BT2020,
+                SMPTE240M => return None,
+                _ => ENC_601,
+            },
+            e => e,
+        };
+        let matrix = match enc {
+            ENC_601 | ENC_XV601 | ENC_SYCC => "bt601",
+            ENC_709 | ENC_XV709 => "bt709",
+            ENC_BT2020 => "bt2020",
+            _ => return None,
+        };
+        let range = match self.quantization {
+            FULL => "full",
+            LIMITED => "limited",
+            _ if self.colorspace == JPEG => "full",
+            _ => "limited",
+        };
+        Some((matrix, range))
+    }
 }
 
 /// What VIDIOC_QUERYCAP said about a node.
@@ -382,6 +435,9 @@ impl Device {
                 fourcc: Fourcc(mp.pixelformat),
                 bytesperline: plane.bytesperline,
                 sizeimage: plane.sizeimage,
+                colorspace: mp.colorspace,
+                ycbcr_enc: u32::from(mp.ycbcr_enc),
+                quantization: u32::from(mp.quantization),
             }
         } else {
             // SAFETY: the driver filled the pix member for a single-planar type.
@@ -392,6 +448,9 @@ impl Device {
                 fourcc: Fourcc(pix.pixelformat),
                 bytesperline: pix.bytesperline,
                 sizeimage: pix.sizeimage,
+                colorspace: pix.colorspace,
+                ycbcr_enc: pix.ycbcr_enc,
+                quantization: pix.quantization,
             }
         }
     }

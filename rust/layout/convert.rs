@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
+use super::colour::Colour;
 use super::error::{bail, Result};
 use super::float::{f32_to_bf16, f32_to_f16};
 use super::format::{frame_geometry, Channel, Element, Format};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
 use super::kernels;
 use super::parallel;
-use super::plan::{build_luts, Encoder, Nv12Plan, Permutes, Plan, Rearrange};
+use super::plan::{build_luts, Encoder, Nv12Plan, Permutes, Plan, Rearrange, YuvOut};
 use super::recent::Recent;
 use super::resize::{self, Resize, Transform};
 use super::simd::SimdLevel;
@@ -30,6 +31,9 @@ pub struct Options {
     /// The source region, destination rectangle, fit and interpolation; the
     /// default reads the whole source into the whole destination.
     pub resize: Resize,
+    /// The colour standard of a YUV source (ignored for the others); the
+    /// default, BT.601 limited range, is OpenCV's.
+    pub colour: Colour,
 }
 
 /// Frames smaller than this many output bytes per thread stay on one thread:
@@ -90,6 +94,7 @@ struct PlanKey {
     pad: u32,
     level: SimdLevel,
     resampled: bool,
+    colour: Colour,
 }
 
 impl Plan {
@@ -110,6 +115,7 @@ impl Plan {
             pad: options.pad.to_bits(),
             level,
             resampled,
+            colour: options.colour,
         };
         RECENT.get_or_build(key, || Plan::build(src, dst, options, level, resampled))
     }
@@ -174,12 +180,15 @@ impl Plan {
             plan.nv12 = Some(Nv12Plan {
                 decode,
                 direct,
-                pos: if direct {
-                    [0, 1, 2].map(|k| position(dst_order, [Channel::R, Channel::G, Channel::B][k]))
-                } else {
-                    [0, 1, 2]
+                out: YuvOut {
+                    pos: if direct {
+                        [0, 1, 2].map(|k| position(dst_order, [Channel::R, Channel::G, Channel::B][k]))
+                    } else {
+                        [0, 1, 2]
+                    },
+                    pad: if direct { pad as u8 } else { 0 },
+                    k: options.colour.coefficients(),
                 },
-                pad: if direct { pad as u8 } else { 0 },
             });
             if direct {
                 return Ok(plan);

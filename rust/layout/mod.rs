@@ -12,6 +12,7 @@
 //! Every result is bit-exact with the scalar reference (numpy / ml_dtypes
 //! arithmetic in f32); SIMD paths (AVX2, AVX-512, NEON) are chosen at run time.
 
+mod colour;
 mod convert;
 mod error;
 mod float;
@@ -25,6 +26,7 @@ mod recent;
 mod resize;
 mod simd;
 
+pub use colour::{Colour, Matrix, Range};
 pub use convert::{convert, describe, describe_resize, Options};
 pub use error::{LayoutError, Result};
 pub use float::{

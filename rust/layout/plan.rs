@@ -5,6 +5,7 @@
 //! Arrows run one way: `convert` builds plans and picks kernels for them;
 //! the kernels read plans; this module knows neither.
 
+use super::colour::Coefficients;
 use super::float::{f32_to_bf16, f32_to_f16};
 use super::format::Element;
 use super::frame::{RowsMut, SourcePixels};
@@ -13,8 +14,8 @@ use super::frame::{RowsMut, SourcePixels};
 pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);
 /// A source row of pixels to one row of each of three planes.
 pub(crate) type PlanarRow = unsafe fn(&Plan, &[u8], &mut [u8], &mut [u8], &mut [u8]);
-/// A Y row and its UV row to 4-byte pixels (R, G, B at given positions, pad).
-pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], [usize; 3], u8);
+/// A Y row and its UV row to 4-byte pixels (see [`YuvOut`]).
+pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], &YuvOut);
 /// A packed 4:2:2 row split into its even and its odd bytes (Y and U,V).
 pub(crate) type SplitRow = unsafe fn(&[u8], &mut [u8], &mut [u8]);
 /// A U row and a V row interleaved into one U,V row.
@@ -78,9 +79,16 @@ pub(crate) struct Nv12Plan {
     /// Decode straight into u8 destination rows (no normalisation), else into
     /// an RGBx row of scratch that the encoder then reads.
     pub direct: bool,
-    /// Byte positions of R, G, B in the decoded pixel.
+    pub out: YuvOut,
+}
+
+/// What a YUV decoder writes: R, G, B at byte positions `pos` of a 4-byte
+/// pixel, `pad` in the fourth, computed in the colour standard's arithmetic.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct YuvOut {
     pub pos: [usize; 3],
     pub pad: u8,
+    pub k: Coefficients,
 }
 
 /// How camera YUV rows become the NV12 decoder's input (see kernels/yuv.rs).
@@ -298,7 +306,7 @@ impl Decoder {
         let nv12 = self.nv12;
         let out: &mut [u8] = if nv12.direct { dst[0].row_mut(r) } else { &mut self.scratch };
         // SAFETY: the decoder was picked for this CPU's level.
-        unsafe { (nv12.decode)(y, uv, out, nv12.pos, nv12.pad) };
+        unsafe { (nv12.decode)(y, uv, out, &nv12.out) };
         if !nv12.direct {
             plan.encode_row(&self.scratch, dst, r);
         }

@@ -314,6 +314,15 @@ impl PyCamera {
         self.stream.format().sizeimage
     }
 
+    /// The colour standard of YUV frames, from the negotiated format's
+    /// colorspace, ycbcr_enc and quantization: (matrix, range) as
+    /// `npu_zc.layout.convert` takes them, e.g. ("bt709", "limited"); None
+    /// for a standard the layout engine has no matrix for.
+    #[getter]
+    fn colour(&self) -> Option<(&'static str, &'static str)> {
+        self.stream.format().yuv_colour()
+    }
+
     /// "dmabuf" (the driver writes our buffers) or "mmap" (the driver's, exported).
     #[getter]
     fn memory(&self) -> &'static str {

@@ -197,7 +197,8 @@ fn resize_options(
 #[pyfunction]
 #[pyo3(signature = (src, src_format, dst, dst_format, width, height, *, src_pitch=None, dst_pitch=None,
                     uv=None, uv_pitch=None, mean=None, scale=None, pad=0.0, threads=None, simd=None,
-                    dst_size=None, roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None))]
+                    dst_size=None, roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None,
+                    matrix=None, range=None))]
 fn convert(
     py: Python<'_>,
     src: Bound<'_, PyArrayDyn<u8>>,
@@ -221,6 +222,8 @@ fn convert(
     interpolation: &str,
     fit: &str,
     fill: Option<[f32; 3]>,
+    matrix: Option<&str>,
+    range: Option<&str>,
 ) -> PyResult<TransformTuple> {
     let (width, height, threads) = (width.0, height.0, threads.map(|t| t.0));
     let (src_pitch, dst_pitch, uv_pitch) = (src_pitch.map(|p| p.0), dst_pitch.map(|p| p.0), uv_pitch.map(|p| p.0));
@@ -228,7 +231,8 @@ fn convert(
     let (src_format, dst_format) = (parse::<Format>(src_format)?, parse::<Format>(dst_format)?);
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
-    let options = Options { mean, scale, pad, threads, simd, resize };
+    let colour = layout::Colour::parse(matrix, range).or_value_error()?;
+    let options = Options { mean, scale, pad, threads, simd, resize, colour };
     let (dst_width, dst_height) = dst_size.unwrap_or((width, height));
     if !src_format.is_source() || !dst_format.is_destination() {
         // The core says which formats are which.
@@ -283,7 +287,7 @@ fn convert(
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
 #[pyo3(signature = (src_format, dst_format, src_size, dst_size, *, mean=None, scale=None, pad=0.0, simd=None,
-                    roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None))]
+                    roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None, matrix=None, range=None))]
 fn describe_resize(
     src_format: &str,
     dst_format: &str,
@@ -298,10 +302,13 @@ fn describe_resize(
     interpolation: &str,
     fit: &str,
     fill: Option<[f32; 3]>,
+    matrix: Option<&str>,
+    range: Option<&str>,
 ) -> PyResult<(String, TransformTuple)> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
-    let options = Options { mean, scale, pad, threads: None, simd, resize };
+    let colour = layout::Colour::parse(matrix, range).or_value_error()?;
+    let options = Options { mean, scale, pad, threads: None, simd, resize, colour };
     let (name, transform) = layout::describe_resize(
         parse(src_format)?,
         parse(dst_format)?,
@@ -315,7 +322,8 @@ fn describe_resize(
 
 /// The kernels `convert` would run, e.g. "avx512/bf16-native/fma".
 #[pyfunction]
-#[pyo3(signature = (src_format, dst_format, *, mean=None, scale=None, pad=0.0, simd=None))]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (src_format, dst_format, *, mean=None, scale=None, pad=0.0, simd=None, matrix=None, range=None))]
 fn describe_conversion(
     src_format: &str,
     dst_format: &str,
@@ -323,9 +331,12 @@ fn describe_conversion(
     scale: Option<[f32; 3]>,
     pad: f32,
     simd: Option<&str>,
+    matrix: Option<&str>,
+    range: Option<&str>,
 ) -> PyResult<String> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
-    let options = Options { mean, scale, pad, threads: None, simd, ..Options::default() };
+    let colour = layout::Colour::parse(matrix, range).or_value_error()?;
+    let options = Options { mean, scale, pad, threads: None, simd, colour, ..Options::default() };
     layout::describe(parse(src_format)?, parse(dst_format)?, &options).or_value_error()
 }
 

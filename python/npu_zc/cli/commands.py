@@ -102,6 +102,12 @@ def stream(args: argparse.Namespace) -> int:
     from ..pipeline.ipc import run_two_process
     from ..pipeline.stream import run_stream
 
+    if _many(args):
+        return _streams(args)
+    if not args.input and not args.camera:
+        raise ValueError("give a source: -i VIDEO_OR_FOLDER, -i rtsp://..., or --camera /dev/videoN")
+    args.input = args.input[0] if args.input else None
+    args.camera = args.camera[0] if args.camera else None
     if args.camera:
         return _stream_camera(args)
     if args.frames:
@@ -152,3 +158,64 @@ def _stream_camera(args: argparse.Namespace) -> int:
     else:
         print(report.stream_text(result))
     return 0
+
+
+def _many(args: argparse.Namespace) -> bool:
+    """Several sources, a network URL, or an option only the many-streams scheduler has."""
+    from ..sources.video import is_network
+
+    return (
+        len(args.input) + len(args.camera) > 1
+        or any(is_network(i) for i in args.input)
+        or bool(args.realtime or args.save or args.jsonl or args.duration or args.hwaccel)
+    )
+
+
+def _streams(args: argparse.Namespace) -> int:
+    """`npu-zc stream -i a.mp4 -i rtsp://... --camera /dev/video0`: every source into one model at once."""
+    import sys
+
+    from ..pipeline.outputs import AnnotatedVideos, JsonLines
+    from ..pipeline.streams import Streams
+
+    if args.non_zero_copy or args.two_process or args.drop:
+        raise ValueError("several streams run zero-copy in one process, live sources dropping on their own "
+                         "(drop -c, --two-process and --drop)")
+    if args.hint == "latency" and "--hint" not in sys.argv:
+        args.hint = "throughput"  # many streams: many frames in flight
+    sources: list[object] = list(args.input)
+    camera_args = {"width": args.size[0], "height": args.size[1], "format": args.format, "buffers": args.buffers,
+                   "memory": args.memory, "heap": args.heap}  # fmt: skip
+    from ..sources import CameraSource
+
+    sources += [CameraSource(device, limit=args.frames, **camera_args) for device in args.camera]
+    options = {"timeout": args.timeout, "limit": args.limit}
+    if args.hwaccel:
+        options["hardware"] = args.hwaccel
+    outputs: list[object] = []
+    jsonl = JsonLines(args.jsonl) if args.jsonl else JsonLines("-") if args.json else None
+    if jsonl is not None:
+        outputs.append(jsonl)
+    videos = AnnotatedVideos(args.save) if args.save else None
+    if videos is not None:
+        outputs.append(videos)
+    live = None if args.no_progress or (args.json and not args.jsonl) or not sys.stderr.isatty() else report.LiveTable(sys.stderr)
+    streams = Streams(sources, _pipeline(args, "zero-copy"), requests=args.depth, realtime=args.realtime,
+                      source_options=options, keep_frames=videos is not None)  # fmt: skip
+    try:
+        result = streams.run(outputs, duration=args.duration, tick=live)  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        for output in (jsonl, videos):
+            if output is not None:
+                output.close()
+        if live is not None:
+            live.close()
+        streams.pipeline.close()
+        streams.close()
+    if args.json and not args.jsonl:
+        print(json.dumps({"report": result.to_dict()}))
+    else:
+        print(report.streams_text(result, saved=videos.paths if videos else None))
+    return 1 if result.errors else 0

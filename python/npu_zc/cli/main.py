@@ -22,6 +22,7 @@ examples:
   npu-zc compare -i cat.jpg -n 100 --plot stages.png
   npu-zc stream -i video.mp4 --two-process
   npu-zc stream --camera /dev/video0 --frames 100   a camera, zero copy from the driver to the result
+  npu-zc stream -i a.mp4 -i rtsp://127.0.0.1:8554/cam1 --camera /dev/video0 --save out/   many streams, one model
   npu-zc run -i cat.jpg -n 2000 --hint throughput   every core busy: many frames in flight
   npu-zc info
 """
@@ -153,10 +154,19 @@ def build_parser() -> argparse.ArgumentParser:
     stream = sub.add_parser(
         "stream", parents=[model, images, debug], help="every frame of a video or a folder of images, in order, with a progress bar",
     )
-    source = stream.add_mutually_exclusive_group(required=True)
-    source.add_argument("-i", "--input", help="a video file or a folder of images")
-    source.add_argument("--camera", metavar="DEVICE", help="a V4L2 camera, e.g. /dev/video0 (npu-zc info lists them): "
-                        "zero copy from the driver's buffer to the result")
+    stream.add_argument("-i", "--input", action="append", default=[], metavar="SOURCE",
+                        help="a video file, a network URL (rtsp://...), or a folder of images; repeat for several streams "
+                        "into one model (decoded by PyAV, planes read in place)")
+    stream.add_argument("--camera", action="append", default=[], metavar="DEVICE",
+                        help="a V4L2 camera, e.g. /dev/video0 (npu-zc info lists them): "
+                        "zero copy from the driver's buffer to the result; repeatable")
+    many = stream.add_argument_group("several streams (more than one source, a URL, or any of these)")
+    many.add_argument("--realtime", action="store_true", help="pace files at their frame rate, as live sources (newest frame wins)")
+    many.add_argument("--save", metavar="DIR", help="write an annotated video per stream into DIR (PyAV, H.264)")
+    many.add_argument("--jsonl", metavar="FILE", help="one JSON line per result into FILE ('-': stdout)")
+    many.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    many.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds a network stream may stay silent (default 5)")
+    many.add_argument("--hwaccel", choices=("vaapi", "qsv", "drm"), help="decode on a GPU (DRM PRIME frames imported as DmaBufs)")
     cam = stream.add_argument_group("camera")
     cam.add_argument("--frames", type=_positive, help="with --camera: stop after this many frames (default: until Ctrl-C)")
     cam.add_argument("--size", type=_wxh, default=(640, 480), metavar="WxH", help="camera capture size (default 640x480)")
@@ -172,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--two-process", action="store_true",
                         help="decode and preprocess in a producer process that hands its buffers over a Unix socket")
     stream.add_argument("--no-progress", action="store_true", help="no progress bar")
-    stream.add_argument("--json", action="store_true", help="print one JSON object, with every frame's result")
+    stream.add_argument("--json", action="store_true", help="print one JSON object, with every frame's result "
+                        "(several streams: a JSON line per result, then the report)")
     return parser
 
 

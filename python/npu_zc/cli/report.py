@@ -161,3 +161,56 @@ def stream_text(report: StreamReport) -> str:
     for stage, s in report.stages.items():
         lines.append(f"{stage:<14}{s.mean:9.3f}{s.min:9.3f}{s.median:9.3f}{s.p99:9.3f}  ms / frame")
     return "\n".join(lines)
+
+
+def stream_rows(stats: Sequence[Any]) -> list[str]:
+    """One line per stream: state, frames, FPS, drops, latency p50/p99 (decode to result)."""
+    lines = [f"{'#':>2}  {'stream':<34}{'state':>8}{'frames':>8}{'FPS':>8}{'dropped':>9}{'p50 ms':>8}{'p99 ms':>8}"]
+    for s in stats:
+        lat = s.latency()
+        name = s.name if len(s.name) <= 33 else "…" + s.name[-32:]
+        lines.append(f"{s.stream:>2}  {name:<34}{s.state:>8}{s.frames:>8}{s.fps:>8.1f}{s.dropped:>9}"
+                     f"{lat.median:>8.1f}{lat.p99:>8.1f}")  # fmt: skip
+    return lines
+
+
+class LiveTable:
+    """The per-stream table redrawn in place on a terminal (a ``tick`` of :meth:`Streams.run`)."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self._drawn = 0
+
+    def __call__(self, stats: Sequence[Any]) -> None:
+        lines = stream_rows(stats)
+        up = f"\x1b[{self._drawn}F" if self._drawn else ""
+        self.out.write(up + "".join(f"\x1b[2K{line}\n" for line in lines))
+        self.out.flush()
+        self._drawn = len(lines)
+
+    def close(self) -> None:
+        if self._drawn:
+            self.out.write(f"\x1b[{self._drawn}F\x1b[J")  # the final table is printed on stdout
+            self.out.flush()
+
+
+def streams_text(report: Any, saved: dict[int, Any] | None = None) -> str:
+    """The end of `npu-zc stream` with several sources: per stream, then per stage."""
+    lines = [
+        f"model    {report.model} on {report.device}, zero-copy, {report.requests} requests in flight",
+        f"streams  {len(report.streams)}: {report.frames} frames in {report.seconds:.2f} s, {report.fps:.1f} FPS in all, "
+        f"{report.cpu_seconds / report.frames * 1000 if report.frames else 0:.2f} ms of CPU a frame",
+        "",
+        *stream_rows(report.streams),
+    ]
+    for s in report.streams:
+        if s.error:
+            lines.append(f"error    stream {s.stream} ({s.name}): {s.error}")
+        if s.copied:
+            lines.append(f"note     stream {s.stream}: {s.copied} frames converted by FFmpeg before the engine read them (a copy)")
+    for stream, path in sorted((saved or {}).items()):
+        lines.append(f"saved    stream {stream}: {path}")
+    lines += ["", f"{'':<14}{'mean':>9}{'min':>9}{'median':>9}{'p99':>9}"]
+    for stage, s in report.stages.items():
+        lines.append(f"{stage:<14}{s.mean:9.3f}{s.min:9.3f}{s.median:9.3f}{s.p99:9.3f}  ms / frame")
+    return "\n".join(lines)

@@ -28,7 +28,7 @@ from ._checks import (
     _threads,
     _writable_destination,
 )
-from .frames import describe_conversion, frame_nbytes
+from .frames import _colour, describe_conversion, frame_nbytes
 from .geometry import FITS, INTERPOLATIONS, FillValues, Transform, _choice, _fill, _rect, _size
 
 
@@ -71,7 +71,7 @@ class Converter:
     __slots__ = (
         "_src_format", "_dst_format", "_width", "_height", "_mean", "_scale", "_pad", "_src_stride",
         "_dst_stride", "_threads", "_simd", "_kernel", "_src_nbytes", "_dst_nbytes", "_sources", "_destinations",
-        "_src_size", "_geometry", "_transform",
+        "_src_size", "_geometry", "_transform", "_matrix", "_range",
     )  # fmt: skip
 
     def __init__(
@@ -94,6 +94,8 @@ class Converter:
         fit: str | None = None,
         dst_rect: tuple[int, int, int, int] | None = None,
         fill: FillValues = None,
+        matrix: str = "bt601",
+        range: str = "limited",
     ) -> None:
         self._src_format = _format(src_format, "source")
         self._dst_format = _format(dst_format, "destination")
@@ -112,6 +114,7 @@ class Converter:
         if simd is not None and not isinstance(simd, str):
             raise _fail(f"simd must be the name of a code path such as 'avx2', not {simd!r}")
         self._simd = simd
+        self._matrix, self._range = _colour(matrix, "matrix"), _colour(range, "range")
         self._src_size = _size(src_size, "src_size") or (self._width, self._height)
         resizing = any(v is not None for v in (roi, interpolation, fit, dst_rect, fill)) or self._src_size != (
             self._width, self._height
@@ -130,12 +133,13 @@ class Converter:
         # The plan, as convert makes it: checks the pair of formats, mean, scale, pad, simd and the geometry.
         kernel, transform = _core.describe_resize(
             self._src_format, self._dst_format, self._src_size, (self._width, self._height), mean=self._mean,
-            scale=self._scale, pad=self._pad, simd=simd,
+            scale=self._scale, pad=self._pad, simd=simd, matrix=self._matrix, range=self._range,
             **{k: v for k, v in self._geometry.items() if k != "dst_size"},
         )  # fmt: skip
         self._kernel = kernel if resizing else describe_conversion(
-            self._src_format, self._dst_format, mean=self._mean, scale=self._scale, pad=self._pad, simd=simd
-        )
+            self._src_format, self._dst_format, mean=self._mean, scale=self._scale, pad=self._pad, simd=simd,
+            matrix=self._matrix, range=self._range,
+        )  # fmt: skip
         self._transform = Transform._from_core(transform)
         # Both frames' geometry: checks the strides and the sizes NV12 needs.
         self._src_nbytes = frame_nbytes(self._src_format, *self._src_size, stride=self._src_stride)
@@ -212,6 +216,16 @@ class Converter:
         return self._simd
 
     @property
+    def matrix(self) -> str:
+        """The colour matrix of a YUV source ("bt601", "bt709", "bt2020")."""
+        return self._matrix
+
+    @property
+    def range(self) -> str:
+        """The colour range of a YUV source ("limited" or "full")."""
+        return self._range
+
+    @property
     def kernel(self) -> str:
         """The kernels run, as :func:`describe_conversion` says."""
         return self._kernel
@@ -235,7 +249,10 @@ class Converter:
         return (self._height, self._width, 3 if self._dst_format in _THREE_CHANNELS else 4)
 
     def __repr__(self) -> str:
-        defaults = {"mean": None, "scale": None, "pad": 0.0, "src_stride": None, "dst_stride": None, "threads": None, "simd": None}
+        defaults = {
+            "mean": None, "scale": None, "pad": 0.0, "src_stride": None, "dst_stride": None, "threads": None, "simd": None,
+            "matrix": "bt601", "range": "limited",
+        }  # fmt: skip
         options = "".join(f", {name}={getattr(self, name)!r}" for name, default in defaults.items() if getattr(self, name) != default)
         if self._geometry:
             options += f", src_size={self._src_size!r}" + "".join(
@@ -311,5 +328,7 @@ class Converter:
             pad=self._pad,
             threads=self._threads,
             simd=self._simd,
+            matrix=self._matrix,
+            range=self._range,
             **self._geometry,
         )

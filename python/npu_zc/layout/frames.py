@@ -49,6 +49,8 @@ def convert(
     dst_rect: tuple[int, int, int, int] | None = None,
     fill: FillValues = None,
     dst_size: tuple[int, int] | None = None,
+    matrix: str = "bt601",
+    range: str = "limited",
 ) -> Any:
     """Convert the frame ``src`` into ``dst`` in one pass, resizing if the sizes
     differ. Returns the array written, or a :class:`Transform` when resizing.
@@ -87,6 +89,12 @@ def convert(
     pixels (``Transform.to_source``). u8 results equal OpenCV's ``resize``
     then ``cvtColor`` within 1; float results are that u8 image normalised
     exactly as without resizing.
+
+    Colour standard of a YUV source (NV12, I420, YUYV, UYVY; ignored for the
+    others): ``matrix`` ``"bt601"`` (default: SD video, JPEG, most webcams),
+    ``"bt709"`` (HD video) or ``"bt2020"`` (UHD); ``range`` ``"limited"``
+    (default: Y 16-235, most video) or ``"full"`` (0-255: JPEG, many cameras).
+    The default is OpenCV's ``cvtColor``, bit for bit; see docs/layout.md.
 
     Raises :class:`npu_zc.InvalidArgumentError` (a ValueError) for any bad
     argument, before writing anything. Converting many frames of one size,
@@ -133,9 +141,18 @@ def convert(
         pad=pad_value,
         threads=threads,
         simd=simd,
+        matrix=_colour(matrix, "matrix"),
+        range=_colour(range, "range"),
         **extra,
     )
     return Transform._from_core(transform) if resizing else array
+
+
+def _colour(value: Any, name: str) -> str:
+    """A colour standard's name as given; the core says which names it knows."""
+    if not isinstance(value, str):
+        raise _fail(f"{name} must be a name such as {'bt709' if name == 'matrix' else 'full'!r}, not {value!r}")
+    return value
 
 
 def _frame_size(array: np.ndarray, fmt: str) -> tuple[int, int] | None:
@@ -224,6 +241,8 @@ def describe_conversion(
     scale: ChannelValues = None,
     pad: float = 0,
     simd: str | None = None,
+    matrix: str = "bt601",
+    range: str = "limited",
 ) -> str:
     """Which kernels :func:`convert` runs for these arguments, e.g.
     ``"avx512/bf16-native/fma"`` (a SIMD kernel proven exact for these
@@ -231,7 +250,7 @@ def describe_conversion(
     return str(
         _core.describe_conversion(
             src_format, dst_format, mean=_channel_values(mean, "mean"), scale=_channel_values(scale, "scale"),
-            pad=float(pad), simd=simd,
+            pad=float(pad), simd=simd, matrix=_colour(matrix, "matrix"), range=_colour(range, "range"),
         )
     )
 

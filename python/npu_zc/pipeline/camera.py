@@ -57,10 +57,21 @@ class CameraPreprocessor:
     buffer, resizes, converts the colour, normalises and writes the model's
     layout. Other formats OpenCV knows are first decoded to BGR into a buffer
     allocated once, then go through the ordinary :class:`Preprocessor`.
-    Nothing is allocated or copied per frame.
+    Nothing is allocated or copied per frame. ``colour``: the (matrix,
+    range) of YUV frames, as :attr:`npu_zc.Camera.colour` reads them from the
+    negotiated V4L2 format (None: BT.601 limited range, OpenCV's).
     """
 
-    def __init__(self, spec: PreprocessSpec, width: int, height: int, fmt: str, *, heap: str = "auto") -> None:
+    def __init__(
+        self,
+        spec: PreprocessSpec,
+        width: int,
+        height: int,
+        fmt: str,
+        *,
+        heap: str = "auto",
+        colour: tuple[str, str] | None = None,
+    ) -> None:
         from ..buffers import alloc
 
         self.format = fmt
@@ -73,6 +84,7 @@ class CameraPreprocessor:
         self._preprocess: Preprocessor | None = None
         self._convert: Callable[[np.ndarray], object] = lambda src: None
         engine_name = _V4L2_TO_LAYOUT.get(fmt, fmt)
+        matrix, range_ = colour or ("bt601", "limited")
         if engine_name in layout.SOURCE_FORMATS:
             rows, cols = spec.region(height, width)
             self._one_pass = layout.Converter(
@@ -82,6 +94,7 @@ class CameraPreprocessor:
                 fit="letterbox" if spec.fit == "letterbox" else "stretch", fill=spec.fill,
                 interpolation=_LAYOUT_INTERPOLATION[spec.interpolation],
                 mean=_three(spec.mean), scale=_three(spec.scale),
+                matrix=matrix, range=range_,
             )  # fmt: skip
             return
         if fmt not in _OPENCV_CODES:
@@ -141,7 +154,9 @@ def run_camera(
     the camera counterpart of :func:`.stream.run_stream`, with the same report."""
     timings = Timings(CAMERA_STAGES)
     results: list[FrameResult] = []
-    preprocess = CameraPreprocessor(pipeline.spec, camera.width, camera.height, camera.format, heap=pipeline.heap)
+    preprocess = CameraPreprocessor(
+        pipeline.spec, camera.width, camera.height, camera.format, heap=pipeline.heap, colour=getattr(camera, "colour", None)
+    )
     bar = progress_bar(frames or 0, f"{pipeline.model_name} ({pipeline.mode})", progress)
     clock = time.perf_counter_ns
     first_dropped = camera.dropped

@@ -15,11 +15,15 @@
 use std::arch::aarch64::*;
 use std::arch::asm;
 
+use super::super::colour::SHIFT;
 use super::super::float::{f16_to_f32, f32_to_f16};
 use super::super::format::Element;
-use super::super::plan::Plan;
+use super::super::plan::{Plan, YuvOut};
 use super::vector::{self, bf16_high, stamp, Job, Simd};
 use super::{Encoder, Kernel, Nv12Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
+
+// `shr_yuv` shifts by a literal (the intrinsics' shift types differ).
+const _: () = assert!(SHIFT == 20);
 
 mod stamped {
     use super::*;
@@ -217,7 +221,7 @@ impl Simd for Neon {
         each(a, |a| vreinterpretq_s32_u32(vshrq_n_u32::<16>(vreinterpretq_u32_s32(a))))
     }
     #[inline(always)]
-    unsafe fn shr_bt601(a: Self::I) -> Self::I {
+    unsafe fn shr_yuv(a: Self::I) -> Self::I {
         each(a, |a| vshrq_n_s32::<20>(a))
     }
 
@@ -261,9 +265,9 @@ impl Simd for Neon {
     }
 
     #[inline(always)]
-    unsafe fn luma_pairs(y: *const u8) -> [Self::I; 2] {
+    unsafe fn luma_pairs(y: *const u8, offset: u8) -> [Self::I; 2] {
         let l = vld2q_u8(y);
-        [widen(vqsubq_u8(l.0, vdupq_n_u8(16))), widen(vqsubq_u8(l.1, vdupq_n_u8(16)))]
+        [widen(vqsubq_u8(l.0, vdupq_n_u8(offset))), widen(vqsubq_u8(l.1, vdupq_n_u8(offset)))]
     }
     #[inline(always)]
     unsafe fn chroma(uv: *const u8) -> [Self::I; 2] {

@@ -1,7 +1,8 @@
 //! The portable kernels: table lookups, exact by construction (every table
 //! entry is the scalar reference value), and the tails of every SIMD kernel.
 
-use super::super::plan::{Luts, Plan};
+use super::super::colour::yuv_to_rgb;
+use super::super::plan::{Luts, Plan, YuvOut};
 
 /// A destination element: how to write it and where its tables live.
 pub(crate) trait Out: Copy {
@@ -98,35 +99,19 @@ pub(crate) fn planar<T: Out, const C: usize>(plan: &Plan, src: &[u8], p0: &mut [
     }
 }
 
-/// BT.601 limited-range YUV to RGB in 20-bit fixed point: OpenCV's
-/// `cvtColor(COLOR_YUV2RGB_NV12)` arithmetic, so results match it exactly.
-pub(crate) mod bt601 {
-    pub const SHIFT: u32 = 20;
-    pub const HALF: i32 = 1 << (SHIFT - 1);
-    pub const CY: i32 = 1_220_542;
-    pub const CUB: i32 = 2_116_026;
-    pub const CUG: i32 = -409_993;
-    pub const CVG: i32 = -852_492;
-    pub const CVR: i32 = 1_673_527;
-}
-
 /// One NV12 row (Y row, and the UV row it shares with its neighbour) to
-/// 4-byte pixels with R, G, B at byte positions `pos` and `pad` in the fourth.
-pub(crate) fn nv12_row(y: &[u8], uv: &[u8], out: &mut [u8], pos: [usize; 3], pad: u8) {
-    use bt601::*;
+/// 4-byte pixels with R, G, B at byte positions `out.pos` and `out.pad` in
+/// the fourth, in the arithmetic of `out.k` (see colour.rs).
+pub(crate) fn nv12_row(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
+    let pos = out.pos;
     let pad_pos = 6 - pos[0] - pos[1] - pos[2];
-    for ((ys, uv), px2) in y.chunks_exact(2).zip(uv.chunks_exact(2)).zip(out.chunks_exact_mut(8)) {
-        let u = uv[0] as i32 - 128;
-        let v = uv[1] as i32 - 128;
-        let ruv = HALF + CVR * v;
-        let guv = HALF + CVG * v + CUG * u;
-        let buv = HALF + CUB * u;
+    for ((ys, uv), px2) in y.chunks_exact(2).zip(uv.chunks_exact(2)).zip(dst.chunks_exact_mut(8)) {
         for (&yy, px) in ys.iter().zip(px2.chunks_exact_mut(4)) {
-            let y = (yy as i32 - 16).max(0) * CY;
-            px[pos[0]] = ((y + ruv) >> SHIFT).clamp(0, 255) as u8;
-            px[pos[1]] = ((y + guv) >> SHIFT).clamp(0, 255) as u8;
-            px[pos[2]] = ((y + buv) >> SHIFT).clamp(0, 255) as u8;
-            px[pad_pos] = pad;
+            let rgb = yuv_to_rgb(&out.k, yy, uv[0], uv[1]);
+            px[pos[0]] = rgb[0];
+            px[pos[1]] = rgb[1];
+            px[pos[2]] = rgb[2];
+            px[pad_pos] = out.pad;
         }
     }
 }

@@ -18,8 +18,10 @@
 //! and every store by the destination slice, whatever lengths the caller
 //! passes; the tail of a row goes to the scalar kernels.
 
+use super::super::colour::HALF;
 use super::super::plan::Plan;
-use super::scalar::{self, bt601};
+use super::super::plan::YuvOut;
+use super::scalar;
 use super::{affine, BF16_FAST, FMA, REFINED};
 
 /// What a row's [`Simd::Tables`] are for: the kernel, and where it needs them,
@@ -76,8 +78,8 @@ pub(super) trait Simd: Copy {
     unsafe fn mul_i(a: Self::I, b: Self::I) -> Self::I;
     /// Logical shift right by 16.
     unsafe fn shr16(a: Self::I) -> Self::I;
-    /// Arithmetic shift right by `bt601::SHIFT`.
-    unsafe fn shr_bt601(a: Self::I) -> Self::I;
+    /// Arithmetic shift right by `colour::SHIFT`.
+    unsafe fn shr_yuv(a: Self::I) -> Self::I;
 
     /// `LANES` source pixels as 4-byte pixels in destination order, the pad
     /// byte the plan's: stores `4 * LANES` bytes (`Job::Bytes`).
@@ -93,10 +95,10 @@ pub(super) trait Simd: Copy {
     /// pad, as 16-bit floats of `KIND`: `8 * LANES` bytes at `out`.
     unsafe fn store_rgbx16<const KIND: u8>(t: &Self::Tables, out: *mut u8, rgb: [Self::F; 3]);
 
-    /// `2 * LANES` luma bytes less 16, floored at 0: the even pixels (0, 2,
-    /// 4, ...), then the odd ones, so that lane j of each goes with chroma
-    /// pair j.
-    unsafe fn luma_pairs(y: *const u8) -> [Self::I; 2];
+    /// `2 * LANES` luma bytes less `offset`, floored at 0: the even pixels
+    /// (0, 2, 4, ...), then the odd ones, so that lane j of each goes with
+    /// chroma pair j.
+    unsafe fn luma_pairs(y: *const u8, offset: u8) -> [Self::I; 2];
     /// `LANES` chroma pairs (`2 * LANES` bytes) as U - 128 and V - 128.
     unsafe fn chroma(uv: *const u8) -> [Self::I; 2];
     /// R, G, B values (saturated to bytes here) of the even and the odd
@@ -268,20 +270,20 @@ fn tail_16<const C: usize>(plan: &Plan, src: &[u8], i: usize, dst: &mut [u8]) {
 }
 
 /// `2 * LANES` pixels of NV12 a step to 4-byte pixels: OpenCV's fixed-point
-/// arithmetic in i32 lanes, the chroma terms once per pair of pixels (the
-/// even and the odd pixels computed apart, against the same terms, and
-/// interleaved by the store); saturating packs clamp to 0..=255 as
-/// `saturate_cast` does.
+/// arithmetic (colour.rs) in i32 lanes, the chroma terms once per pair of
+/// pixels (the even and the odd pixels computed apart, against the same
+/// terms, and interleaved by the store); saturating packs clamp to 0..=255
+/// as `saturate_cast` does.
 #[inline(always)]
-pub(super) unsafe fn nv12_row<S: Simd>(y: &[u8], uv: &[u8], out: &mut [u8], pos: [usize; 3], pad: u8) {
-    use bt601::*;
-    if !S::nv12_positions(pos) {
-        return scalar::nv12_row(y, uv, out, pos, pad);
+pub(super) unsafe fn nv12_row<S: Simd>(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
+    if !S::nv12_positions(out.pos) {
+        return scalar::nv12_row(y, uv, dst, out);
     }
-    let n = y.len().min(uv.len()).min(out.len() / 4);
-    let t = S::tables::<4>(Job::Nv12 { pos, pad });
-    let (cy, half) = (S::splat_i(CY), S::splat_i(HALF));
-    let [cvr, cvg, cug, cub] = [S::splat_i(CVR), S::splat_i(CVG), S::splat_i(CUG), S::splat_i(CUB)];
+    let n = y.len().min(uv.len()).min(dst.len() / 4);
+    let t = S::tables::<4>(Job::Nv12 { pos: out.pos, pad: out.pad });
+    let k = out.k;
+    let (cy, half) = (S::splat_i(k.cy), S::splat_i(HALF));
+    let [cvr, cvg, cug, cub] = [S::splat_i(k.cvr), S::splat_i(k.cvg), S::splat_i(k.cug), S::splat_i(k.cub)];
     let step = 2 * S::LANES;
     let mut i = 0;
     while i + step <= n {
@@ -289,17 +291,13 @@ pub(super) unsafe fn nv12_row<S: Simd>(y: &[u8], uv: &[u8], out: &mut [u8], pos:
         let terms = [S::mul_i(cvr, v), S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), S::mul_i(cub, u)];
         let rgb = |luma: S::I| {
             let yh = S::add_i(S::mul_i(luma, cy), half);
-            [
-                S::shr_bt601(S::add_i(yh, terms[0])),
-                S::shr_bt601(S::add_i(yh, terms[1])),
-                S::shr_bt601(S::add_i(yh, terms[2])),
-            ]
+            [S::shr_yuv(S::add_i(yh, terms[0])), S::shr_yuv(S::add_i(yh, terms[1])), S::shr_yuv(S::add_i(yh, terms[2]))]
         };
-        let [even, odd] = S::luma_pairs(y.as_ptr().add(i));
-        S::store_rgbx_pairs(&t, out.as_mut_ptr().add(4 * i), rgb(even), rgb(odd));
+        let [even, odd] = S::luma_pairs(y.as_ptr().add(i), k.y_offset);
+        S::store_rgbx_pairs(&t, dst.as_mut_ptr().add(4 * i), rgb(even), rgb(odd));
         i += step;
     }
-    scalar::nv12_row(&y[i..], &uv[i.min(uv.len())..], &mut out[4 * i..], pos, pad);
+    scalar::nv12_row(&y[i..], &uv[i.min(uv.len())..], &mut dst[4 * i..], out);
 }
 
 /// Instantiates the kernels of this module for one instruction set, as
@@ -338,8 +336,8 @@ macro_rules! stamp {
 
         #[allow(dead_code)]
         #[target_feature(enable = $features)]
-        pub(super) unsafe fn nv12_row(y: &[u8], uv: &[u8], out: &mut [u8], pos: [usize; 3], pad: u8) {
-            vector::nv12_row::<$isa>(y, uv, out, pos, pad)
+        pub(super) unsafe fn nv12_row(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
+            vector::nv12_row::<$isa>(y, uv, dst, out)
         }
     };
     (quads: $isa:ty, $features:literal) => {

@@ -14,11 +14,15 @@
 
 use std::arch::x86_64::*;
 
+use super::super::colour::SHIFT;
 use super::super::format::Element;
-use super::super::plan::{Permutes, Plan};
+use super::super::plan::{Permutes, Plan, YuvOut};
 use super::super::simd::SimdLevel;
 use super::vector::{self, bf16_high, stamp, Job, Quads, Simd};
 use super::{Encoder, Kernel, Nv12Row, BF16, BF16_FAST, BF16_NATIVE, DIV, F16, FMA, REFINED};
+
+// `shr_yuv` shifts by a literal (the intrinsics' shift types differ).
+const _: () = assert!(SHIFT == 20);
 
 mod avx2 {
     use super::*;
@@ -195,7 +199,7 @@ macro_rules! arithmetic {
             $srli::<16>(a)
         }
         #[inline(always)]
-        unsafe fn shr_bt601(a: $i) -> $i {
+        unsafe fn shr_yuv(a: $i) -> $i {
             $srai::<20>(a)
         }
     };
@@ -345,9 +349,9 @@ impl Simd for Avx2 {
     }
 
     #[inline(always)]
-    unsafe fn luma_pairs(y: *const u8) -> [__m256i; 2] {
+    unsafe fn luma_pairs(y: *const u8, offset: u8) -> [__m256i; 2] {
         let even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-        let l = _mm_shuffle_epi8(_mm_subs_epu8(_mm_loadu_si128(y.cast()), _mm_set1_epi8(16)), even_odd);
+        let l = _mm_shuffle_epi8(_mm_subs_epu8(_mm_loadu_si128(y.cast()), _mm_set1_epi8(offset as i8)), even_odd);
         [_mm256_cvtepu8_epi32(l), _mm256_cvtepu8_epi32(_mm_srli_si128::<8>(l))]
     }
     #[inline(always)]
@@ -614,11 +618,14 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     }
 
     #[inline(always)]
-    unsafe fn luma_pairs(y: *const u8) -> [__m512i; 2] {
+    unsafe fn luma_pairs(y: *const u8, offset: u8) -> [__m512i; 2] {
         let even_odd = _mm256_setr_epi8(
             0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
         );
-        let l = _mm256_shuffle_epi8(_mm256_subs_epu8(_mm256_loadu_si256(y.cast()), _mm256_set1_epi8(16)), even_odd);
+        let l = _mm256_shuffle_epi8(
+            _mm256_subs_epu8(_mm256_loadu_si256(y.cast()), _mm256_set1_epi8(offset as i8)),
+            even_odd,
+        );
         // Per lane even then odd; then even 0-15, odd 0-15.
         let l = _mm256_permute4x64_epi64::<0b11_01_10_00>(l);
         [_mm512_cvtepu8_epi32(_mm256_castsi256_si128(l)), _mm512_cvtepu8_epi32(_mm256_extracti128_si256::<1>(l))]

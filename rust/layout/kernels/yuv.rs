@@ -155,7 +155,7 @@ mod tests {
     /// is bit-exact with OpenCV's), at every level, into every kind of destination.
     #[test]
     fn camera_formats_decode_like_nv12() {
-        use crate::layout::{convert, Destination, Format, Options, Source};
+        use crate::layout::{convert, Colour, Destination, Format, Matrix, Options, Range, Source};
         let (w, h) = (38usize, 6usize);
         let bytes =
             |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| ((i * 131 + seed * 17) ^ (i >> 3)) as u8).collect() };
@@ -177,14 +177,15 @@ mod tests {
         i420.extend(uv.iter().skip(1).step_by(2));
         let normalised =
             Options { mean: Some([10.0, 20.0, 30.0]), scale: Some([50.0, 60.0, 70.0]), ..Default::default() };
-        for level in SimdLevel::available() {
+        let colours = [Colour::default(), Colour { matrix: Matrix::Bt709, range: Range::Full }];
+        for (level, colour) in SimdLevel::available().into_iter().flat_map(|l| colours.map(|c| (l, c))) {
             for (dst, options, size) in [
                 (Format::Rgbx, Options::default(), 4),
                 (Format::Bgr, Options::default(), 3),
                 (Format::RgbxBf16, normalised.clone(), 8),
                 (Format::RgbpFloat, normalised.clone(), 12),
             ] {
-                let options = Options { simd: Some(level), threads: Some(1), ..options };
+                let options = Options { simd: Some(level), threads: Some(1), colour, ..options };
                 let run = |src: Format, data: &[u8]| {
                     let mut out = vec![0u8; w * h * size];
                     let source = Source::new(src, data, w, h, None).unwrap();
@@ -193,7 +194,61 @@ mod tests {
                 };
                 let reference = run(Format::Nv12, &nv12);
                 for (src, data) in [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy), (Format::I420, &i420)] {
-                    assert!(run(src, data) == reference, "{src} -> {dst} at {level:?}");
+                    assert!(run(src, data) == reference, "{src} -> {dst} at {level:?} in {colour}");
+                }
+            }
+        }
+    }
+
+    /// Every level decodes NV12 in every colour standard as the per-pixel
+    /// reference (`colour::yuv_to_rgb`) does, into every u8 destination,
+    /// rows of any even width (SIMD steps and scalar tails), straight and
+    /// through a resize that keeps the size (the decoded-rows path).
+    #[test]
+    fn every_level_decodes_every_standard_as_the_reference() {
+        use crate::layout::colour::yuv_to_rgb;
+        use crate::layout::{convert, Colour, Destination, Format, Matrix, Options, Range, Rect, Resize, Source};
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut byte = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        };
+        let colours = [Matrix::Bt601, Matrix::Bt709, Matrix::Bt2020]
+            .into_iter()
+            .flat_map(|matrix| [Range::Limited, Range::Full].map(|range| Colour { matrix, range }));
+        for colour in colours {
+            let k = colour.coefficients();
+            for (w, h) in [(2usize, 2usize), (30, 4), (66, 2), (130, 6)] {
+                let data: Vec<u8> = (0..w * h * 3 / 2).map(|_| byte()).collect();
+                let want = |x: usize, r: usize| {
+                    let uv = w * h + (r / 2) * w + (x & !1);
+                    yuv_to_rgb(&k, data[r * w + x], data[uv], data[uv + 1])
+                };
+                for level in SimdLevel::available() {
+                    for dst in [Format::Rgbx, Format::Bgrx, Format::Rgb, Format::Bgr] {
+                        for roi in [None, Some(Rect::new(0, 0, w, h))] {
+                            let c = dst.channels();
+                            let mut out = vec![0u8; w * h * c];
+                            let resize = Resize { roi, ..Resize::default() };
+                            let options =
+                                Options { simd: Some(level), threads: Some(1), colour, resize, ..Options::default() };
+                            let source = Source::new(Format::Nv12, &data, w, h, None).unwrap();
+                            convert(&source, Destination::new(dst, &mut out, w, h, None).unwrap(), &options).unwrap();
+                            for (i, px) in out.chunks_exact(c).enumerate() {
+                                let mut rgb = want(i % w, i / w);
+                                if dst.name().starts_with("BGR") {
+                                    rgb.reverse();
+                                }
+                                assert_eq!(
+                                    px[..3],
+                                    rgb,
+                                    "{colour} {level:?} -> {dst} {w}x{h} at pixel {i}, roi {roi:?}"
+                                );
+                            }
+                        }
+                    }
                 }
             }
         }

@@ -26,7 +26,7 @@ pub use geometry::{place, Fit, Interpolation, Rect, Resize, Transform};
 use super::error::{bail, Result};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
 use super::parallel;
-use super::plan::{Nv12Row, Plan, Rearrange};
+use super::plan::{Nv12Plan, Plan, Rearrange};
 use super::recent::Recent;
 use super::simd::SimdLevel;
 use kernels::{row_kernels, RowKernels};
@@ -47,7 +47,7 @@ struct Job<'p> {
     fill_row: Vec<u8>,
     /// Bytes of one pixel in each destination plane.
     pixel_bytes: usize,
-    decode: Option<Nv12Row>,
+    decode: Option<Nv12Plan>,
     /// The first pixel of each 2-pixel group decoded, when not every one is.
     groups: Option<&'p [u32]>,
 }
@@ -123,7 +123,7 @@ pub(crate) fn run(
     let channels = plan.src_channels;
     let decode = match src.pixels {
         SourcePixels::Packed { .. } => None,
-        _ => Some(plan.nv12.expect("a YUV plan").decode),
+        _ => Some(plan.nv12.expect("a YUV plan")),
     };
     let tables = Tables::cached(interpolation, source.size(), content.size(), decode.is_some());
     let (method, groups) = (&tables.method, tables.groups.as_deref());
@@ -179,7 +179,7 @@ struct RowReader<'a> {
     pixels: SourcePixels<'a>,
     region: Rect,
     channels: usize,
-    decode: Option<Nv12Row>,
+    decode: Option<Nv12Plan>,
     /// Decode only these 2-pixel groups (see `compact_columns`), gathered first.
     groups: Option<&'a [u32]>,
     gathered: [Vec<u8>; 2],
@@ -243,7 +243,7 @@ impl<'a> RowReader<'a> {
                         (luma, chroma) = (gy, guv);
                     }
                     // SAFETY: the decoder was picked for a level this CPU supports.
-                    unsafe { decode(luma, chroma, &mut self.scratch, [0, 1, 2], 0) };
+                    unsafe { (decode.decode)(luma, chroma, &mut self.scratch, &decode.out) };
                     self.cached = Some(r);
                 }
                 &self.scratch
@@ -406,9 +406,9 @@ pub(crate) fn is_plain(transform: &Transform, src: (usize, usize), dst: (usize, 
 mod tests {
     use proptest::prelude::*;
 
+    use super::super::colour::{yuv_to_rgb, Colour};
     use super::super::convert::{convert, Options};
     use super::super::format::Format;
-    use super::super::kernels::scalar::bt601;
     use super::*;
 
     /// Content pixel (dx, dy), source channel c, straight from the tables: the
@@ -457,10 +457,7 @@ mod tests {
     }
 
     fn nv12_pixel(y: u8, u: u8, v: u8) -> [u8; 3] {
-        use bt601::*;
-        let (u, v) = (u as i32 - 128, v as i32 - 128);
-        let l = (y as i32 - 16).max(0) * CY;
-        [HALF + CVR * v, HALF + CVG * v + CUG * u, HALF + CUB * u].map(|t| ((l + t) >> SHIFT).clamp(0, 255) as u8)
+        yuv_to_rgb(&Colour::default().coefficients(), y, u, v)
     }
 
     fn rect_in(fraction: [f64; 4], width: usize, height: usize, align: usize) -> Rect {

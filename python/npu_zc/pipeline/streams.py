@@ -1,0 +1,513 @@
+"""Many streams, one model: N sources decoded side by side, scheduled fairly into one compiled model.
+
+* Each source (a video file or URL through PyAV, a camera, a folder of
+  images) decodes on its own thread into a small lane: a **live** source's
+  lane keeps only the newest frame (the older one goes back to the decoder or
+  the driver, counted as a drop); a **file**'s lane holds two frames and makes
+  its decoder wait (back-pressure: no frame is lost).
+* One feeding thread takes a free set of bound buffers from the runtime's
+  :class:`~npu_zc.runtime.AsyncQueue` (one shared pool, twice the device's
+  optimal number of requests, as in :mod:`.throughput`), then the next ready
+  lane in round-robin order (a fair share: a fast source cannot starve a slow
+  one), and converts the decoded frame **in place** (the decoder's NV12/I420
+  planes, the camera's buffer) into the model input with one pass of the
+  layout engine, in the stream's colour matrix and range; the decoder's
+  buffer is let go at once.
+* The queue's delivery thread reads each result in place, maps boxes back to
+  the frame, applies the stream's tracker, and hands a :class:`StreamResult`
+  to the outputs. Results of a stream come in its frame order (they are
+  submitted in that order and the queue delivers in submission order).
+
+A source that fails or ends stops only its own stream (its error is kept in
+its :class:`StreamStats`); network streams reconnect on their own.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from .. import layout
+from ..errors import Error, InvalidArgumentError
+from .camera import _even
+from .pipeline import DEFAULT_MODEL, Pipeline
+from .postprocess import to_frame
+from .preprocess import _LAYOUT_INTERPOLATION, _three
+from .throughput import default_requests
+from .timing import FENCE_TIMEOUT_S, StageStats, Timings
+
+STREAMS_STAGES = ("preprocess", "infer", "postprocess", "latency")
+"""Per frame; ``latency``: from the decoder handing the frame over to its result being ready."""
+
+FILE_LANE_FRAMES = 2
+"""Decoded frames a file's lane holds before its decoder waits (one being read, one ready)."""
+
+
+@dataclass
+class StreamResult:
+    """One frame's result: which stream, which frame, when, and what the model found."""
+
+    stream: int
+    """The stream's id: its position in the list of sources."""
+    name: str
+    index: int
+    """The frame's position in its source (0-based; a live stream's dropped frames leave gaps)."""
+    pts: float | None
+    """Presentation time in seconds, from the stream."""
+    latency_ms: float
+    """From the decoder handing the frame over to this result."""
+    prediction: Any
+    """The pipeline's postprocess result (class scores, detections), after the stream's tracker."""
+    frame: Any = field(default=None, repr=False)
+    """The decoded frame (:class:`npu_zc.sources.DecodedFrame`), only while an output that draws needs it."""
+
+    def to_dict(self) -> dict[str, Any]:
+        prediction = self.prediction
+        if hasattr(prediction, "to_dict"):
+            found: Any = prediction.to_dict()
+        else:
+            found = [p.to_dict() if hasattr(p, "to_dict") else p.tolist() if hasattr(p, "tolist") else p
+                     for p in prediction or []]  # fmt: skip
+        return {"stream": self.stream, "name": self.name, "index": self.index, "pts": self.pts,
+                "latency_ms": round(self.latency_ms, 3), "result": found}  # fmt: skip
+
+
+@dataclass
+class StreamStats:
+    """One stream's figures so far (or at the end)."""
+
+    stream: int
+    name: str
+    live: bool
+    frames: int = 0
+    dropped: int = 0
+    """Frames a live stream let go because a newer one came before the model was free."""
+    copied: int = 0
+    """Frames FFmpeg had to convert (a copy) before the layout engine could read them."""
+    reconnects: int = 0
+    error: str | None = None
+    done: bool = False
+    latencies_ns: list[int] = field(default_factory=list, repr=False)
+    first_ns: int | None = None
+    last_ns: int | None = None
+
+    @property
+    def fps(self) -> float:
+        if self.frames < 2 or self.first_ns is None or self.last_ns is None or self.last_ns <= self.first_ns:
+            return 0.0
+        return (self.frames - 1) * 1e9 / (self.last_ns - self.first_ns)
+
+    def latency(self) -> StageStats:
+        return StageStats.of(self.latencies_ns)
+
+    @property
+    def state(self) -> str:
+        return "error" if self.error else "done" if self.done else "running"
+
+    def to_dict(self) -> dict[str, Any]:
+        lat = self.latency()
+        return {"stream": self.stream, "name": self.name, "live": self.live, "state": self.state, "frames": self.frames,
+                "dropped": self.dropped, "copied": self.copied, "reconnects": self.reconnects, "fps": self.fps,
+                "latency_ms": {"p50": lat.median, "p99": lat.p99, "mean": lat.mean}, "error": self.error}  # fmt: skip
+
+
+@dataclass
+class StreamsReport:
+    """A finished run: per stream, and per stage over every frame."""
+
+    model: str
+    device: str
+    requests: int
+    seconds: float
+    cpu_seconds: float
+    streams: list[StreamStats]
+    stages: dict[str, StageStats]
+
+    @property
+    def frames(self) -> int:
+        return sum(s.frames for s in self.streams)
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def errors(self) -> list[StreamStats]:
+        return [s for s in self.streams if s.error]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "device": self.device, "requests": self.requests, "seconds": self.seconds,
+                "cpu_seconds": self.cpu_seconds, "frames": self.frames, "fps": self.fps,
+                "streams": [s.to_dict() for s in self.streams],
+                "stages_ms": {k: v.to_dict() for k, v in self.stages.items()}}  # fmt: skip
+
+
+Overlay = Callable[[np.ndarray, Any], np.ndarray]
+
+
+class _Lane:
+    """One source's decoded frames waiting for the model, and its figures."""
+
+    def __init__(self, stream: int, source: Any, error: BaseException | None, tracker: Any, lock: threading.Lock) -> None:
+        self.stream = stream
+        self.source = source
+        name = getattr(source, "name", None) or str(source)
+        self.live = bool(getattr(source, "live", False))
+        self.stats = StreamStats(stream, name, self.live)
+        self.frames: collections.deque[Any] = collections.deque()
+        self.ended = error is not None
+        if error is not None:
+            self.stats.error, self.stats.done = str(error), True
+        self.tracker = tracker
+        self.stop = threading.Event()
+        """Stops this source's thread (the run's stop, or this stream's failure)."""
+        self.room = threading.Condition(lock)
+        """Notified when the feeder takes a frame: a file's decoder waiting for room wakes, and no other."""
+        self.converters: dict[tuple[Any, ...], layout.Converter] = {}
+
+
+class Streams:
+    """N sources into one compiled model, results per stream in frame order.
+
+    ``sources``: paths of video files, network URLs (``rtsp://...``), folders
+    of images, ``/dev/videoN``, open :class:`npu_zc.Camera` objects, or
+    source objects (:mod:`npu_zc.sources`). ``model``: a file, the built-in
+    ``"efficientnet-lite0"``, or a :class:`Pipeline` (zero-copy; made here with
+    the throughput hint otherwise, with ``pipeline_options``).
+    ``requests``: inferences in flight (default twice the device's optimal
+    number). ``tracker``: a factory called once per stream; what it returns
+    gets each of that stream's predictions in order (``update(prediction)``,
+    e.g. ``tracker=npu_zc.Tracker``, or a plain callable) and its return value
+    replaces the prediction. ``realtime``: pace files at their frame rate as
+    live sources. ``source_options``: passed to each :class:`VideoSource`
+    (``timeout``, ``reconnect``, ``hardware``...). ``keep_frames``: keep each
+    decoded frame until its result is delivered (:attr:`StreamResult.frame`;
+    needed to draw; it holds the decoder's buffers longer).
+
+    Use :meth:`run` (blocks, Ctrl-C stops it cleanly) with ``on_result``
+    callbacks, and read the :class:`StreamsReport`.
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[Any],
+        model: str | os.PathLike[str] | Pipeline | Any = DEFAULT_MODEL,
+        *,
+        device: str = "AUTO",
+        requests: int | None = None,
+        tracker: Callable[[], Any] | None = None,
+        realtime: bool = False,
+        source_options: dict[str, Any] | None = None,
+        keep_frames: bool = False,
+        **pipeline_options: Any,
+    ) -> None:
+        from ..sources import open_source
+
+        if not sources:
+            raise InvalidArgumentError("Streams needs at least one source")
+        self._owns_pipeline = not isinstance(model, Pipeline)
+        self.pipeline: Pipeline = model if isinstance(model, Pipeline) else Pipeline(model, device, hint="throughput", **pipeline_options)
+        if not self.pipeline.zero_copy:
+            raise InvalidArgumentError("Streams runs zero-copy (its buffers are bound to the model): drop copy mode")
+        self.requests = int(requests) if requests is not None else default_requests(self.pipeline.session.optimal_requests)
+        if self.requests < 1:
+            raise InvalidArgumentError(f"requests must be at least 1, got {self.requests}")
+        self.keep_frames = keep_frames
+        options = dict(source_options or {})
+        if realtime:
+            options["realtime"] = True
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        """Notified when a lane gets a frame or ends: only the feeding thread waits on it."""
+        self.lanes: list[_Lane] = []
+        for stream, spec in enumerate(sources):
+            source, error = None, None
+            try:
+                source = open_source(spec, **options) if isinstance(spec, (str, os.PathLike)) else open_source(spec)
+            except Error as exc:  # this stream's error; the others go on
+                error = exc
+            self.lanes.append(_Lane(stream, source if source is not None else _Named(spec), error,
+                                    tracker() if tracker is not None else None, self._lock))  # fmt: skip
+        self._stop = threading.Event()
+        self.timings = Timings(STREAMS_STAGES)
+
+    @property
+    def stats(self) -> list[StreamStats]:
+        """Each stream's figures so far (safe to read while running)."""
+        return [lane.stats for lane in self.lanes]
+
+    def stop(self) -> None:
+        """Ask a run to finish: sources stop, frames in flight are delivered."""
+        self._stop.set()
+        with self._ready:
+            for lane in self.lanes:
+                lane.stop.set()
+                lane.room.notify_all()
+            self._ready.notify_all()
+
+    # --- the run ---
+
+    def run(
+        self,
+        on_result: Callable[[StreamResult], None] | Iterable[Callable[[StreamResult], None]] | None = None,
+        *,
+        duration: float | None = None,
+        tick: Callable[[list[StreamStats]], None] | None = None,
+        tick_seconds: float = 0.5,
+    ) -> StreamsReport:
+        """Every stream until each ends (or ``duration`` seconds, or :meth:`stop`, or Ctrl-C).
+
+        ``on_result``: one callable or several, called on the delivery thread
+        with each result, each stream's in frame order (an exception there stops
+        the run and is raised). ``tick(stats)`` is called on the calling thread
+        every ``tick_seconds`` (a live table).
+        """
+        outputs = [on_result] if callable(on_result) else list(on_result or [])
+        self._stop.clear()
+        for lane in self.lanes:
+            lane.stop.clear()
+        readers = [threading.Thread(target=self._read, args=(lane,), name=f"npu_zc-src{lane.stream}", daemon=True)
+                   for lane in self.lanes if not lane.ended]  # fmt: skip
+        outcome: dict[str, Any] = {}
+        finished = threading.Event()
+
+        def feed() -> None:
+            try:
+                self._feed(outputs)
+            except BaseException as exc:
+                outcome["error"] = exc
+            finally:
+                finished.set()
+
+        cpu0, wall0 = _cpu_seconds(), time.perf_counter()
+        feeder = threading.Thread(target=feed, name="npu_zc-streams", daemon=True)
+        interrupted: BaseException | None = None
+        try:
+            for reader in readers:
+                reader.start()
+            feeder.start()
+            deadline = None if duration is None else time.monotonic() + duration
+            while not finished.wait(tick_seconds):
+                if tick is not None:
+                    tick(self.stats)
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.stop()
+        except KeyboardInterrupt as exc:
+            interrupted = exc
+        finally:
+            self.stop()
+            while not finished.wait(0.25):
+                pass
+            for reader in readers:
+                reader.join(timeout=10)  # a network read ends within its timeout
+        seconds = time.perf_counter() - wall0
+        if tick is not None:
+            tick(self.stats)
+        if interrupted is not None:
+            raise interrupted
+        if "error" in outcome:
+            raise outcome["error"]
+        return StreamsReport(
+            model=self.pipeline.model_name, device=self.pipeline.device, requests=self.requests, seconds=seconds,
+            cpu_seconds=_cpu_seconds() - cpu0, streams=self.stats, stages=self.timings.stats(),
+        )  # fmt: skip
+
+    def _read(self, lane: _Lane) -> None:
+        """A source's thread: decode into the lane until the source ends, fails, or the run stops."""
+        ready, stop = self._ready, lane.stop
+        try:
+            for frame in lane.source.frames(stop):
+                with ready:
+                    if lane.live:
+                        while lane.frames:  # the newest frame wins
+                            lane.frames.popleft().release()
+                            lane.stats.dropped += 1
+                    else:
+                        while len(lane.frames) >= FILE_LANE_FRAMES and not stop.is_set():
+                            lane.room.wait(0.1)  # back-pressure: the decoder waits for the model
+                    if stop.is_set():
+                        frame.release()
+                        return
+                    lane.frames.append(frame)
+                    ready.notify()
+        except BaseException as exc:  # this stream's error; the others go on
+            lane.stats.error = str(exc) or type(exc).__name__
+        finally:
+            lane.stats.reconnects = getattr(lane.source, "reconnects", 0)
+            lane.stats.copied = getattr(lane.source, "copied", 0)
+            with ready:
+                lane.ended = True
+                ready.notify_all()
+
+    def _next(self, start: int) -> tuple[_Lane, Any] | None:
+        """The next lane with a frame, round robin from ``start``; waits; None when every lane has ended."""
+        lanes, ready = self.lanes, self._ready
+        with ready:
+            while True:
+                for k in range(len(lanes)):
+                    lane = lanes[(start + k) % len(lanes)]
+                    if lane.frames:
+                        frame = lane.frames.popleft()
+                        lane.room.notify()  # its decoder may be waiting for room
+                        return lane, frame
+                if self._stop.is_set() or all(lane.ended for lane in lanes):
+                    for lane in lanes:
+                        lane.stats.done = lane.ended
+                    return None
+                ready.wait(0.1)
+
+    def _feed(self, outputs: list[Callable[[StreamResult], None]]) -> None:
+        pipeline = self.pipeline
+        session, postprocess = pipeline.session, pipeline.postprocess
+        input_size = (pipeline.spec.width, pipeline.spec.height)
+        timings = self.timings
+        clock = time.perf_counter_ns
+        keep = self.keep_frames
+
+        def deliver(result: Any) -> None:  # the queue's delivery thread: in submission order
+            started = clock()
+            lane, frame_index, pts, decoded_ns, transform, frame_size, prepared_ns, decoded = result.userdata
+            if dmabuf_outputs:
+                with contextlib.ExitStack() as access:
+                    for buffer in result.output_buffers:
+                        access.enter_context(buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
+                    prediction = postprocess(result.outputs)
+            else:
+                prediction = postprocess(result.outputs)
+            prediction = to_frame(prediction, transform, input_size, frame_size)
+            if lane.tracker is not None:
+                update = getattr(lane.tracker, "update", lane.tracker)
+                prediction = update(prediction)
+            done = clock()
+            stats = lane.stats
+            stats.frames += 1
+            stats.latencies_ns.append(done - decoded_ns)
+            stats.first_ns = stats.first_ns or done
+            stats.last_ns = done
+            timings.add("preprocess", prepared_ns)
+            timings.add("infer", int(result.latency_ms * 1e6))
+            timings.add("postprocess", done - started)
+            timings.add("latency", done - decoded_ns)
+            out = StreamResult(lane.stream, stats.name, frame_index, pts, (done - decoded_ns) / 1e6, prediction, decoded)
+            try:
+                for output in outputs:
+                    output(out)
+            finally:
+                if decoded is not None:
+                    decoded.release()
+
+        queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver, buffers=self.requests + 2)
+        dmabuf_outputs = any(pool.buffers[0].is_dmabuf for pool in queue._out_pools)
+        turn = 0
+        try:
+            while True:
+                slot = queue.acquire()
+                picked = self._next(turn)
+                if picked is None:
+                    queue.discard(slot)
+                    break
+                lane, frame = picked
+                turn = lane.stream + 1
+                try:
+                    started = clock()
+                    transform = self._prepare(lane, frame, slot)
+                    prepared = clock() - started
+                except BaseException as exc:
+                    queue.discard(slot)
+                    frame.release()
+                    if isinstance(exc, Error):  # a frame the engine refuses: this stream's error
+                        self._fail(lane, exc)
+                        continue
+                    raise
+                userdata = (lane, frame.index, frame.pts, frame.decoded_ns, transform, (frame.width, frame.height),
+                            prepared, frame if keep else None)  # fmt: skip
+                if not keep:
+                    frame.release()  # the decoder's buffer goes back: the input holds the frame now
+                queue.submit(slot, userdata)
+            queue.join()
+        finally:
+            queue.close()
+            for lane in self.lanes:  # frames decoded but never taken
+                with self._ready:
+                    while lane.frames:
+                        lane.frames.popleft().release()
+
+    def _fail(self, lane: _Lane, exc: BaseException) -> None:
+        lane.stats.error = str(exc)
+        with self._ready:
+            lane.ended = True
+            while lane.frames:
+                lane.frames.popleft().release()
+            lane.stop.set()
+            self._ready.notify_all()
+
+    def _prepare(self, lane: _Lane, frame: Any, slot: Any) -> Any:
+        """The decoded frame, read in place, into the slot's input buffer in one pass; returns the transform."""
+        key = (frame.format, frame.width, frame.height, frame.matrix, frame.range)
+        convert = lane.converters.get(key)
+        if convert is None:
+            convert = lane.converters[key] = self._converter(frame)
+        dst, target, source = slot.inputs[0], slot.input_buffers[0], frame.buffer
+        if not target.is_dmabuf and (source is None or not source.is_dmabuf):  # memfd, decoder memory: no brackets
+            convert(frame.planes, dst)
+            return convert.transform
+        with contextlib.ExitStack() as access:
+            if target.is_dmabuf:
+                access.enter_context(target.cpu_access("write", timeout=FENCE_TIMEOUT_S))
+            if source is not None and source.is_dmabuf:
+                access.enter_context(source.cpu_access("read", timeout=FENCE_TIMEOUT_S))
+            convert(frame.planes, dst)
+        return convert.transform
+
+    def _converter(self, frame: Any) -> layout.Converter:
+        from ..sources.video import engine_takes_colour
+
+        spec = self.pipeline.spec
+        rows, cols = spec.region(frame.height, frame.width)
+        colour: dict[str, Any] = {}
+        if frame.matrix is not None and engine_takes_colour():
+            colour = {"matrix": frame.matrix, "range": frame.range}
+        return layout.Converter(
+            frame.format, spec.format, spec.width, spec.height, threads=1, src_size=(frame.width, frame.height),
+            roi=_even(frame.format, cols.start, rows.start, cols.stop - cols.start, rows.stop - rows.start),
+            fit="letterbox" if spec.fit == "letterbox" else "stretch", fill=spec.fill,
+            interpolation=_LAYOUT_INTERPOLATION[spec.interpolation], mean=_three(spec.mean), scale=_three(spec.scale),
+            **colour,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        """Free the pipeline (when made here)."""
+        self.stop()
+        if self._owns_pipeline:
+            self.pipeline.close()
+        self._owns_pipeline = False  # closed once
+
+    def __enter__(self) -> "Streams":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Named:
+    """Stands for a source that could not be opened: its name, in the stats."""
+
+    live = False
+
+    def __init__(self, spec: Any) -> None:
+        self.name = os.fspath(spec) if isinstance(spec, (str, os.PathLike)) else repr(spec)
+
+
+def _cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+__all__ = ["STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport"]

@@ -1,0 +1,101 @@
+"""Cameras, folders of images and single images as sources of the same scheduler as video."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import SourceError, SourceNotFoundError
+from .frame import DecodedFrame
+
+# V4L2 names of the camera formats whose layout-engine names differ.
+_V4L2_TO_LAYOUT = {"BGR3": "BGR", "RGB3": "RGB", "GREY": "GRAY"}
+
+
+class CameraSource:
+    """A V4L2 camera (:class:`npu_zc.Camera`): live, the driver's buffer read in place and given back once converted.
+
+    Give an open ``Camera`` (it stays the caller's) or a device path with the
+    ``Camera`` arguments (``width``, ``height``, ``format``...), opened when the
+    stream starts and closed when it ends.
+    """
+
+    live = True
+
+    def __init__(self, camera: Any, *, name: str | None = None, limit: int | None = None, **camera_args: Any) -> None:
+        from .. import layout
+
+        self._camera = None if isinstance(camera, (str, os.PathLike)) else camera
+        self._device = os.fspath(camera) if self._camera is None else camera.device
+        self._args = camera_args
+        self.name = name or self._device
+        self.limit = limit
+        fmt = self._camera.format if self._camera is not None else camera_args.get("format", "YUYV")
+        if _V4L2_TO_LAYOUT.get(fmt, fmt) not in layout.SOURCE_FORMATS:
+            raise SourceError(f"{self.name}: the layout engine reads no {fmt} frames; capture YUYV, UYVY, NV12, I420 or BGR3")
+
+    def __repr__(self) -> str:
+        return f"<CameraSource {self.name!r}>"
+
+    def frames(self, stop: threading.Event | None = None) -> Iterator[DecodedFrame]:
+        from ..capture import Camera
+
+        stop = stop or threading.Event()
+        camera = self._camera or Camera(self._device, **self._args)
+        try:
+            fmt = _V4L2_TO_LAYOUT.get(camera.format, camera.format)
+            count = 0
+            while not stop.is_set() and (self.limit is None or count < self.limit):
+                try:
+                    frame = camera.read()
+                except StopIteration:
+                    return
+                decoded = time.perf_counter_ns()
+                yield DecodedFrame(
+                    frame.sequence, fmt, frame.array(), camera.width, camera.height, decoded,
+                    frame.timestamp if hasattr(frame, "timestamp") else None,
+                    owner=frame, buffer=frame.buffer, _release=frame.release,
+                )  # fmt: skip
+                count += 1
+        finally:
+            if self._camera is None:
+                camera.close()
+
+
+class ImageSource:
+    """A folder of images (in name order) or one image file, decoded by OpenCV into BGR; never drops."""
+
+    live = False
+
+    def __init__(self, path: str | os.PathLike[str], *, name: str | None = None, limit: int | None = None) -> None:
+        from ..pipeline.image import IMAGE_SUFFIXES
+
+        self.path = Path(path)
+        if not self.path.exists():
+            raise SourceNotFoundError(f"no such image or folder: {path}")
+        if self.path.is_dir():
+            self.files = sorted(f for f in self.path.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES and f.is_file())
+            if not self.files:
+                raise SourceError(f"{path} holds no images ({', '.join(IMAGE_SUFFIXES)})")
+        else:
+            self.files = [self.path]
+        self.files = self.files[:limit] if limit is not None else self.files
+        self.name = name or self.path.name
+
+    def __repr__(self) -> str:
+        return f"<ImageSource {self.name!r}>"
+
+    def frames(self, stop: threading.Event | None = None) -> Iterator[DecodedFrame]:
+        from ..pipeline.image import ImageError, load_image
+
+        for index, file in enumerate(self.files):
+            if stop is not None and stop.is_set():
+                return
+            try:
+                image = load_image(file)
+            except ImageError as exc:
+                raise SourceError(str(exc)) from None
+            yield DecodedFrame(index, "BGR", image, image.shape[1], image.shape[0], time.perf_counter_ns(), owner=image)

@@ -1,0 +1,276 @@
+"""Video files and network streams (RTSP, HTTP, UDP...) decoded by PyAV, planes handed over in place.
+
+FFmpeg decodes with frame threads (``thread_type = "AUTO"``), the GIL released
+while it works. Each decoded frame's planes are numpy views of the decoder's
+own buffers, at their line size: NV12 as a ``(Y, UV)`` pair and, where the
+layout engine reads I420 planes at a pitch, yuv420p as ``(Y, U, V)``; no BGR
+image is made and nothing is copied. Other pixel formats (and yuv420p on an
+engine that reads I420 only tightly packed) are converted by FFmpeg's swscale
+into NV12 first: a copy, flagged on the frame (``copied``) and counted per
+stream. The colour matrix and range come from the stream.
+
+A network stream that fails or ends reconnects with back-off (0.5 s, doubling,
+up to 8 s) ``reconnect`` times in a row; a URL that never answers fails after
+``timeout`` seconds with :class:`npu_zc.SourceTimeoutError`.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import inspect
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..errors import InvalidArgumentError, SourceError, SourceNotFoundError, SourceTimeoutError
+from .frame import DecodedFrame, colour_of
+
+NETWORK_SCHEMES = ("rtsp", "rtsps", "rtmp", "http", "https", "udp", "tcp", "srt", "rtp")
+"""URL schemes read as live network streams (newest frame wins, reconnects)."""
+
+BACKOFF_S = (0.5, 8.0)
+"""First and longest wait between reconnection attempts (doubling in between)."""
+
+
+def is_network(url: str) -> bool:
+    scheme, sep, _ = url.partition("://")
+    return bool(sep) and scheme.lower() in NETWORK_SCHEMES
+
+
+class VideoSource:
+    """A video file or network URL, decoded by PyAV (FFmpeg).
+
+    ``live``: keep only the newest frame when the model falls behind (default:
+    network streams yes, files no). ``realtime``: pace a file at its frame rate
+    (and treat it as live), as a camera would deliver it. ``timeout``: seconds
+    to wait for a network stream to answer or send. ``reconnect``: attempts
+    in a row after a network stream fails (default 5; files 0).
+    ``hardware``: "vaapi", "qsv" or "drm" to decode on a GPU and import its
+    DRM PRIME frames as DmaBufs (:mod:`.hardware`); refused with
+    :class:`npu_zc.HardwareDecodeError` where there is none. ``options``:
+    FFmpeg options for the container (RTSP is read over TCP by default).
+    """
+
+    def __init__(
+        self,
+        url: str | os.PathLike[str],
+        *,
+        name: str | None = None,
+        live: bool | None = None,
+        realtime: bool = False,
+        timeout: float = 5.0,
+        reconnect: int | None = None,
+        limit: int | None = None,
+        hardware: str | None = None,
+        options: dict[str, str] | None = None,
+        threads: str = "AUTO",
+    ) -> None:
+        import av  # noqa: F401  (a clear ModuleNotFoundError here, before any thread starts)
+
+        self.url = os.fspath(url)
+        self.network = is_network(self.url)
+        if not self.network:
+            path = Path(self.url)
+            if not path.exists():
+                raise SourceNotFoundError(f"no such video: {self.url}")
+            if path.is_dir():
+                raise SourceError(f"{self.url} is a folder, not a video (a folder of images is an ImageSource)")
+        if timeout <= 0:
+            raise InvalidArgumentError(f"timeout must be positive, got {timeout}")
+        self.name = name or (self.url if self.network else Path(self.url).name)
+        self.realtime = bool(realtime)
+        self.live = (self.network or self.realtime) if live is None else bool(live)
+        self.timeout = float(timeout)
+        self.reconnect = (5 if self.network else 0) if reconnect is None else max(0, int(reconnect))
+        self.limit = limit
+        self.threads = threads
+        self.options = dict(options or {})
+        if self.url.startswith("rtsp") and "rtsp_transport" not in self.options:
+            self.options["rtsp_transport"] = "tcp"  # no UDP ports to open; loss-free on a LAN
+        self.hardware: Any = None
+        if hardware is not None:
+            from .hardware import hwaccel
+
+            self.hardware = hwaccel(hardware)
+        self.reconnects = 0
+        """Reconnections made (network streams)."""
+        self.copied = 0
+        """Frames whose planes FFmpeg had to convert (a copy) before the engine could read them."""
+
+    def __repr__(self) -> str:
+        return f"<VideoSource {self.name!r}{' live' if self.live else ''}>"
+
+    def frames(self, stop: threading.Event | None = None) -> Iterator[DecodedFrame]:
+        """Decoded frames in order, until the end (or ``stop``); raises a typed :class:`npu_zc.SourceError`."""
+        stop = stop or threading.Event()
+        index, failures = 0, 0
+        while not stop.is_set():
+            try:
+                container = self._open()
+            except SourceError:
+                if not self.network or failures >= self.reconnect:
+                    raise
+                failures = self._back_off(failures, stop)
+                continue
+            try:
+                for frame in self._decode(container, index, stop):
+                    yield frame
+                    index += 1
+                    failures = 0
+                    if self.limit is not None and index >= self.limit:
+                        return
+            except SourceError:
+                if not self.network or failures >= self.reconnect:
+                    raise
+            finally:
+                container.close()
+            if not self.network or stop.is_set() or failures >= self.reconnect:
+                return  # a file's end, or a stream that keeps ending
+            failures = self._back_off(failures, stop)  # a network stream ended or broke: reconnect
+
+    def _back_off(self, failures: int, stop: threading.Event) -> int:
+        wait = min(BACKOFF_S[1], BACKOFF_S[0] * 2**failures)
+        stop.wait(wait)
+        self.reconnects += 1
+        return failures + 1
+
+    def _open(self) -> Any:
+        import av
+
+        kwargs: dict[str, Any] = {"options": self.options}
+        if self.network:
+            kwargs["timeout"] = (self.timeout, self.timeout)
+        if self.hardware is not None:
+            kwargs["hwaccel"] = self.hardware
+        started = time.monotonic()
+        try:
+            container = av.open(self.url, **kwargs)
+        except BaseException as exc:
+            if self.network and time.monotonic() - started >= 0.9 * self.timeout and isinstance(exc, av.error.FFmpegError):
+                # FFmpeg's RTSP demuxer reports its interrupted wait as invalid data: it was the clock
+                raise SourceTimeoutError(f"{self.name} did not answer within {self.timeout:g} s", errno.ETIMEDOUT) from None
+            raise self._error(exc, "open") from None
+        try:
+            if not container.streams.video:
+                raise SourceError(f"{self.name} has no video track")
+            stream = container.streams.video[0]
+            if stream.codec_context is None:
+                raise SourceError(f"{self.name}: its video is coded in a format this FFmpeg build cannot decode")
+            stream.thread_type = self.threads
+        except BaseException:
+            container.close()
+            raise
+        return container
+
+    def _decode(self, container: Any, first: int, stop: threading.Event) -> Iterator[DecodedFrame]:
+        stream = container.streams.video[0]
+        clock = time.perf_counter_ns
+        started: float | None = None
+        first_pts: float | None = None
+        index = first
+        frames = container.decode(stream)
+        while not stop.is_set():
+            try:
+                frame = next(frames)
+            except StopIteration:
+                return
+            except BaseException as exc:
+                raise self._error(exc, "decode") from None
+            decoded = clock()
+            seconds = frame.time
+            if self.realtime and seconds is not None:  # the frame is due at its own time from the first one
+                if started is None or first_pts is None:
+                    started, first_pts = time.monotonic(), seconds
+                delay = started + (seconds - first_pts) - time.monotonic()
+                if delay > 0 and stop.wait(delay):
+                    return
+                decoded = clock()
+            yield self._frame(frame, index, decoded, seconds)
+            index += 1
+
+    def _frame(self, frame: Any, index: int, decoded_ns: int, seconds: float | None) -> DecodedFrame:
+        from .hardware import is_hardware_frame, hardware_frame
+
+        if is_hardware_frame(frame):
+            return hardware_frame(frame, index, decoded_ns, seconds)
+        name = frame.format.name
+        matrix, rng = colour_of(frame.colorspace, frame.color_range, frame.height, name)
+        owner, copied = frame, False
+        if name in ("yuv420p", "yuvj420p") and engine_reads_i420_planes():
+            width, height = frame.width & ~1, frame.height & ~1
+            planes: Any = (
+                plane_view(frame.planes[0], height, width),
+                plane_view(frame.planes[1], height // 2, width // 2),
+                plane_view(frame.planes[2], height // 2, width // 2),
+            )
+            return DecodedFrame(index, "I420", planes, width, height, decoded_ns, seconds, matrix, rng, False, owner)
+        if name != "nv12":  # FFmpeg converts (a copy): yuv420p on an engine without I420 planes, 4:2:2, 10 bits...
+            owner, copied = frame.reformat(format="nv12"), True
+            self.copied += 1
+        width, height = owner.width & ~1, owner.height & ~1  # 4:2:0 covers whole pairs: an odd last row/column is left out
+        planes = (plane_view(owner.planes[0], height, width), plane_view(owner.planes[1], height // 2, width))
+        return DecodedFrame(index, "NV12", planes, width, height, decoded_ns, seconds, matrix, rng, copied, owner)
+
+    def _error(self, exc: BaseException, doing: str) -> BaseException:
+        """A typed error with one sentence a person can act on, from what PyAV raised."""
+        import av
+
+        if isinstance(exc, (KeyboardInterrupt, SystemExit, MemoryError)):
+            return exc
+        what = self.name
+        code = getattr(exc, "errno", None)
+        text = getattr(exc, "strerror", None) or str(exc)
+        if isinstance(exc, av.error.FileNotFoundError) and not self.network:
+            return SourceNotFoundError(f"no such video: {self.url}")
+        if self.network and (
+            isinstance(exc, (TimeoutError, av.error.ExitError)) or code in (errno.ETIMEDOUT, errno.EAGAIN)
+        ):
+            return SourceTimeoutError(f"{what} did not answer within {self.timeout:g} s", errno.ETIMEDOUT)
+        if self.network and isinstance(exc, (ConnectionError, av.error.ConnectionRefusedError)):
+            return SourceError(f"{what} refused the connection (is the server running?)")
+        if isinstance(exc, av.error.InvalidDataError) and doing == "open":
+            return SourceError(f"{what} is not a video FFmpeg can read (invalid data, or the file is cut short)")
+        if isinstance(exc, av.error.DecoderNotFoundError):
+            return SourceError(f"{what}: its video is coded in a format this FFmpeg build cannot decode")
+        return SourceError(f"cannot {doing} {what}: {text}")
+
+
+def plane_view(plane: Any, rows: int, row_bytes: int) -> np.ndarray:
+    """The first ``rows`` x ``row_bytes`` of a PyAV plane, in place: rows ``line_size`` bytes apart."""
+    flat = np.frombuffer(plane, np.uint8)
+    flat.flags.writeable = False  # the decoder may still predict from this frame: nobody writes it
+    pitch = plane.line_size
+    if pitch < row_bytes or flat.size < (rows - 1) * pitch + row_bytes:
+        raise SourceError(f"a decoded plane of {flat.size} bytes at a pitch of {pitch} cannot hold {rows} rows of {row_bytes} bytes")
+    if flat.size % pitch == 0:  # the usual plane: whole rows (a reshape costs a tenth of as_strided)
+        return flat.reshape(-1, pitch)[:rows, :row_bytes]
+    return np.lib.stride_tricks.as_strided(flat, (rows, row_bytes), (pitch, 1), writeable=False)
+
+
+@functools.cache
+def engine_reads_i420_planes() -> bool:
+    """Whether this build's layout engine reads I420 as three planes at their own pitch (a ``(Y, U, V)`` tuple)."""
+    from .. import layout
+
+    y, u, v = np.zeros((2, 64), np.uint8)[:, :2], np.zeros((1, 64), np.uint8)[:, :1], np.zeros((1, 64), np.uint8)[:, :1]
+    try:
+        layout.convert((y, u, v), np.zeros((2, 2, 4), np.uint8), "I420", "RGBx")
+    except Exception:
+        return False
+    return True
+
+
+@functools.cache
+def engine_takes_colour() -> bool:
+    """Whether this build's layout engine takes ``matrix=`` and ``range=`` (colour standards)."""
+    from .. import layout
+
+    return "matrix" in inspect.signature(layout.Converter).parameters
+
+
+__all__ = ["NETWORK_SCHEMES", "VideoSource", "engine_reads_i420_planes", "engine_takes_colour", "is_network", "plane_view"]

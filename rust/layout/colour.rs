@@ -1,0 +1,234 @@
+//! Colour standards of YUV sources: the matrix (BT.601, BT.709, BT.2020)
+//! and the range (limited "TV" 16-235/16-240, or full "PC" 0-255), as a
+//! camera (V4L2's `ycbcr_enc`, `quantization`) or a decoder (FFmpeg's
+//! `colorspace`, `color_range`) says a frame is, and the fixed-point
+//! coefficients every YUV decoder of every SIMD level computes with.
+//!
+//! The arithmetic is OpenCV's (`cvtColor(COLOR_YUV2RGB_NV12)`), with the
+//! coefficients as parameters: `Y' = max(Y - offset, 0) * cy`, then
+//! `R = (Y' + 2^19 + cvr * (V - 128)) >> 20`, `G = (Y' + 2^19 + cug * (U - 128) +
+//! cvg * (V - 128)) >> 20`, `B = (Y' + 2^19 + cub * (U - 128)) >> 20`, each
+//! saturated to 0..=255. BT.601 limited range takes OpenCV's constants (the
+//! standard's matrix as usually published, to 3 decimals: 1.164, 1.596,
+//! -0.391, -0.813, 2.018), so it stays bit-exact with `cvtColor`. Every other
+//! standard takes its matrix from the standard's luma weights `Kr`, `Kb` in
+//! f64 (below), each coefficient rounded to the nearest 2^-20: the reference
+//! `tests/layout/test_layout_colour.py` writes once.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::error::{bail, LayoutError, Result};
+
+/// The YUV -> RGB matrix of a standard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Matrix {
+    /// ITU-R BT.601 (SD video, JPEG, most webcams): Kr 0.299, Kb 0.114.
+    #[default]
+    Bt601,
+    /// ITU-R BT.709 (HD video): Kr 0.2126, Kb 0.0722.
+    Bt709,
+    /// ITU-R BT.2020 non-constant luminance (UHD video): Kr 0.2627, Kb 0.0593.
+    Bt2020,
+}
+
+/// Which codes the samples use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Range {
+    /// Y in 16-235, U and V in 16-240 ("TV", "MPEG"): most video.
+    #[default]
+    Limited,
+    /// Y, U and V in 0-255 ("PC", "JPEG").
+    Full,
+}
+
+/// A matrix and a range; the default (BT.601 limited) is OpenCV's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Colour {
+    pub matrix: Matrix,
+    pub range: Range,
+}
+
+impl Matrix {
+    pub fn name(self) -> &'static str {
+        match self {
+            Matrix::Bt601 => "bt601",
+            Matrix::Bt709 => "bt709",
+            Matrix::Bt2020 => "bt2020",
+        }
+    }
+
+    /// The standard's luma weights (Kr, Kb).
+    fn weights(self) -> (f64, f64) {
+        match self {
+            Matrix::Bt601 => (0.299, 0.114),
+            Matrix::Bt709 => (0.2126, 0.0722),
+            Matrix::Bt2020 => (0.2627, 0.0593),
+        }
+    }
+}
+
+impl Range {
+    pub fn name(self) -> &'static str {
+        match self {
+            Range::Limited => "limited",
+            Range::Full => "full",
+        }
+    }
+}
+
+impl fmt::Display for Matrix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Display for Range {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Matrix {
+    type Err = LayoutError;
+
+    fn from_str(name: &str) -> Result<Matrix> {
+        Ok(match name.to_ascii_lowercase().replace(['.', '_', '-', ' '], "").as_str() {
+            "bt601" | "601" | "smpte170m" | "bt470bg" => Matrix::Bt601,
+            "bt709" | "709" => Matrix::Bt709,
+            "bt2020" | "2020" | "bt2020nc" => Matrix::Bt2020,
+            _ => bail!(
+                "unknown colour matrix {name:?}: use \"bt601\" (SD, JPEG, webcams), \"bt709\" (HD) or \"bt2020\" (UHD)"
+            ),
+        })
+    }
+}
+
+impl FromStr for Range {
+    type Err = LayoutError;
+
+    fn from_str(name: &str) -> Result<Range> {
+        Ok(match name.to_ascii_lowercase().as_str() {
+            "limited" | "tv" | "mpeg" => Range::Limited,
+            "full" | "pc" | "jpeg" => Range::Full,
+            _ => {
+                bail!("unknown colour range {name:?}: use \"limited\" (Y 16-235, most video) or \"full\" (0-255, JPEG)")
+            }
+        })
+    }
+}
+
+/// Bits after the point of the fixed-point coefficients.
+pub(crate) const SHIFT: u32 = 20;
+/// Half of the last bit kept: `>> SHIFT` then rounds to nearest.
+pub(crate) const HALF: i32 = 1 << (SHIFT - 1);
+
+/// The fixed-point arithmetic of one standard (see the module's comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Coefficients {
+    /// Subtracted from Y, which is floored at 0 (16 limited, 0 full).
+    pub y_offset: u8,
+    pub cy: i32,
+    pub cvr: i32,
+    pub cvg: i32,
+    pub cug: i32,
+    pub cub: i32,
+}
+
+/// OpenCV's BT.601 limited-range constants (`ITUR_BT_601_*`).
+pub(crate) const OPENCV_BT601: Coefficients =
+    Coefficients { y_offset: 16, cy: 1_220_542, cvr: 1_673_527, cvg: -852_492, cug: -409_993, cub: 2_116_026 };
+
+impl Colour {
+    pub(crate) fn coefficients(self) -> Coefficients {
+        if self == Colour::default() {
+            return OPENCV_BT601;
+        }
+        let (kr, kb) = self.matrix.weights();
+        let kg = 1.0 - kr - kb;
+        // Limited range: Y spans 219 codes, U and V 224; full range: 255.
+        let (luma, chroma, y_offset) = match self.range {
+            Range::Limited => (255.0 / 219.0, 255.0 / 224.0, 16),
+            Range::Full => (1.0, 1.0, 0),
+        };
+        let fixed = |c: f64| (c * f64::from(1u32 << SHIFT)).round() as i32;
+        Coefficients {
+            y_offset,
+            cy: fixed(luma),
+            cvr: fixed(2.0 * (1.0 - kr) * chroma),
+            cvg: fixed(-2.0 * kr * (1.0 - kr) / kg * chroma),
+            cug: fixed(-2.0 * kb * (1.0 - kb) / kg * chroma),
+            cub: fixed(2.0 * (1.0 - kb) * chroma),
+        }
+    }
+
+    /// From names, e.g. ("bt709", "limited"); None: the default.
+    pub fn parse(matrix: Option<&str>, range: Option<&str>) -> Result<Colour> {
+        Ok(Colour {
+            matrix: matrix.map(str::parse).transpose()?.unwrap_or_default(),
+            range: range.map(str::parse).transpose()?.unwrap_or_default(),
+        })
+    }
+}
+
+impl fmt::Display for Colour {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.matrix, self.range)
+    }
+}
+
+/// One pixel, the scalar reference of every decoder.
+#[inline(always)]
+pub(crate) fn yuv_to_rgb(k: &Coefficients, y: u8, u: u8, v: u8) -> [u8; 3] {
+    let (u, v) = (i32::from(u) - 128, i32::from(v) - 128);
+    let y = (i32::from(y) - i32::from(k.y_offset)).max(0) * k.cy + HALF;
+    let px = |t: i32| ((y + t) >> SHIFT).clamp(0, 255) as u8;
+    [px(k.cvr * v), px(k.cvg * v + k.cug * u), px(k.cub * u)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_unknown_ones_are_refused() {
+        assert_eq!(
+            Colour::parse(Some("BT.709"), Some("full")).unwrap(),
+            Colour { matrix: Matrix::Bt709, range: Range::Full }
+        );
+        assert_eq!(Colour::parse(None, None).unwrap(), Colour::default());
+        let e = Colour::parse(Some("bt999"), None).unwrap_err();
+        assert!(e.message.contains("unknown colour matrix \"bt999\""), "{e}");
+        let e = Colour::parse(None, Some("wide")).unwrap_err();
+        assert!(e.message.contains("unknown colour range \"wide\""), "{e}");
+    }
+
+    /// The derived BT.601 limited matrix is the standard's; OpenCV's is it
+    /// rounded to 3 decimals, so the two are within 0.0005 of each other.
+    #[test]
+    fn opencv_bt601_is_the_standard_to_three_decimals() {
+        let (kr, kb) = Matrix::Bt601.weights();
+        let kg = 1.0 - kr - kb;
+        let exact = [255.0 / 219.0, 2.0 * (1.0 - kr) * 255.0 / 224.0, -2.0 * kr * (1.0 - kr) / kg * 255.0 / 224.0];
+        let k = OPENCV_BT601;
+        for (c, e) in [k.cy, k.cvr, k.cvg].iter().zip(exact) {
+            assert!((f64::from(*c) / f64::from(1u32 << SHIFT) - e).abs() < 5e-4, "{c} vs {e}");
+        }
+    }
+
+    /// Full-range white, black and grey stay themselves in every matrix; no
+    /// sum overflows i32.
+    #[test]
+    fn neutral_colours_stay_neutral() {
+        for matrix in [Matrix::Bt601, Matrix::Bt709, Matrix::Bt2020] {
+            for range in [Range::Limited, Range::Full] {
+                let k = Colour { matrix, range }.coefficients();
+                let (black, white) = if range == Range::Full { (0, 255) } else { (16, 235) };
+                assert_eq!(yuv_to_rgb(&k, black, 128, 128), [0; 3], "{matrix} {range}");
+                assert_eq!(yuv_to_rgb(&k, white, 128, 128), [255; 3], "{matrix} {range}");
+                let extreme = 255 * i64::from(k.cy) + 128 * i64::from(k.cub.max(k.cvr)) + i64::from(HALF);
+                assert!(extreme < i64::from(i32::MAX));
+            }
+        }
+    }
+}

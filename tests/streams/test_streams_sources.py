@@ -1,0 +1,238 @@
+"""Sources: PyAV's decoded planes handed over in place, colours from the stream, typed errors, hardware boundary."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import npu_zc
+from npu_zc.sources import DecodedFrame, ImageSource, VideoSource, colour_of, open_source
+from npu_zc.sources import hardware
+from npu_zc.sources.video import engine_reads_i420_planes, plane_view
+
+av = pytest.importorskip("av")
+
+
+def test_h264_frames_in_order_with_pts(clips: dict[str, Path]) -> None:
+    frames = list(VideoSource(clips["h264"]).frames())
+    assert [f.index for f in frames] == list(range(45))
+    assert [round(f.pts * 30) for f in frames] == list(range(45))
+    expected = "I420" if engine_reads_i420_planes() else "NV12"
+    assert {(f.format, f.width, f.height, f.matrix, f.range) for f in frames} == {(expected, 320, 240, "bt601", "limited")}
+    for f in frames:
+        f.release()
+        assert f.planes is None and f.owner is None
+
+
+def test_nv12_planes_are_the_decoders_buffer(clips: dict[str, Path]) -> None:
+    """No copy: the Y and UV views start at the decoder's own plane pointers, rows at its line size."""
+    with av.open(str(clips["nv12"])) as container:
+        reference = [f.to_ndarray() for f in container.decode(video=0)]  # (H*3/2, W), copied by PyAV
+    source = VideoSource(clips["nv12"])
+    for frame, ref in zip(source.frames(), reference, strict=True):
+        y, uv = frame.planes
+        assert frame.format == "NV12" and not frame.copied
+        assert y.ctypes.data == frame.owner.planes[0].buffer_ptr
+        assert uv.ctypes.data == frame.owner.planes[1].buffer_ptr
+        assert y.strides == (frame.owner.planes[0].line_size, 1)
+        assert not y.flags.writeable and not uv.flags.writeable  # the decoder may still predict from them
+        np.testing.assert_array_equal(y, ref[:240])
+        np.testing.assert_array_equal(uv, ref[240:])
+    assert source.copied == 0
+
+
+@pytest.mark.parametrize("clip", ["hevc", "h264_odd"])
+def test_padded_line_sizes_read_at_their_pitch(clips: dict[str, Path], clip: str) -> None:
+    """Sizes that are not multiples of 16: the planes' line size is larger than the row; the views skip the padding."""
+    with av.open(str(clips[clip])) as container:
+        reference = [f.reformat(format="nv12").to_ndarray() for f in container.decode(video=0)]
+    for frame, ref in zip(VideoSource(clips[clip]).frames(), reference, strict=True):
+        h, w = frame.height, frame.width
+        if frame.format == "NV12":
+            y, uv = frame.planes
+            np.testing.assert_array_equal(y, ref[:h, :w])
+            np.testing.assert_array_equal(uv, ref[ref.shape[0] * 2 // 3 :][: h // 2, :w])
+        else:
+            y, u, v = frame.planes
+            assert y.strides[0] > w  # the decoder's pitch, not a packed copy
+            np.testing.assert_array_equal(y, ref[:h, :w])
+
+
+def test_plane_view_refuses_a_plane_too_small() -> None:
+    class Plane(bytearray):
+        line_size = 8
+
+    with pytest.raises(npu_zc.SourceError, match="cannot hold"):
+        plane_view(Plane(30), 4, 8)
+    assert plane_view(Plane(32), 4, 6).shape == (4, 6)
+
+
+def test_colour_from_the_stream() -> None:
+    assert colour_of(1, 1, 480, "yuv420p") == ("bt709", "limited")
+    assert colour_of(5, 2, 1080, "yuv420p") == ("bt601", "full")
+    assert colour_of(9, 0, 2160, "yuv420p") == ("bt2020", "limited")
+    assert colour_of(2, 0, 1080, "yuv420p") == ("bt709", "limited")  # unspecified: HD is BT.709, as players assume
+    assert colour_of(2, 0, 480, "yuvj420p") == ("bt601", "full")
+
+
+@pytest.mark.parametrize(
+    "clip, error, message",
+    [
+        ("text", npu_zc.SourceError, "is not a video FFmpeg can read"),
+        ("truncated", npu_zc.SourceError, "is not a video FFmpeg can read"),
+        ("audio", npu_zc.SourceError, "has no video track"),
+        ("unknown", npu_zc.SourceError, "cannot decode"),
+    ],
+)
+def test_bad_files_fail_with_one_sentence(clips: dict[str, Path], clip: str, error: type, message: str) -> None:
+    with pytest.raises(error, match=message) as caught:
+        list(VideoSource(clips[clip]).frames())
+    assert isinstance(caught.value, ValueError)  # also the built-in a caller expects
+    assert "\n" not in str(caught.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(npu_zc.SourceNotFoundError, match="no such video") as caught:
+        VideoSource(tmp_path / "none.mp4")
+    assert isinstance(caught.value, FileNotFoundError)
+
+
+def test_a_url_that_never_answers_times_out() -> None:
+    """A server that accepts the connection and never says a word: SourceTimeoutError after the timeout."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        source = VideoSource(f"rtsp://127.0.0.1:{port}/cam", timeout=1.0, reconnect=0)
+        started = time.monotonic()
+        with pytest.raises(npu_zc.SourceTimeoutError, match="did not answer within 1 s") as caught:
+            list(source.frames())
+        assert time.monotonic() - started < 10
+        assert isinstance(caught.value, TimeoutError) and caught.value.errno == errno.ETIMEDOUT
+
+
+def test_realtime_paces_a_file(clips: dict[str, Path]) -> None:
+    source = VideoSource(clips["nv12"], realtime=True)
+    assert source.live
+    started = time.monotonic()
+    count = sum(1 for f in source.frames())
+    assert count == 12
+    assert time.monotonic() - started >= 11 / 30 * 0.9
+
+
+def test_stop_ends_a_source(clips: dict[str, Path]) -> None:
+    stop = threading.Event()
+    frames = VideoSource(clips["h264"]).frames(stop)
+    next(frames)
+    stop.set()
+    assert list(frames) == []
+
+
+def test_open_source_picks_by_kind(clips: dict[str, Path], tmp_path: Path) -> None:
+    import cv2
+
+    cv2.imwrite(str(tmp_path / "a.png"), np.zeros((8, 8, 3), np.uint8))
+    assert isinstance(open_source(clips["h264"]), VideoSource)
+    assert isinstance(open_source(tmp_path), ImageSource)
+    assert isinstance(open_source(tmp_path / "a.png"), ImageSource)
+    assert open_source("rtsp://127.0.0.1:9/x").live
+    frames = list(open_source(tmp_path).frames())
+    assert [(f.format, f.width, f.height) for f in frames] == [("BGR", 8, 8)]
+
+
+# --- hardware decoding: to the boundary ---
+
+
+def test_hardware_decoding_refused_without_the_build() -> None:
+    offered = av.codec.hwaccel.hwdevices_available()
+    if "vaapi" in offered:
+        pytest.skip("this FFmpeg build has VA-API")
+    with pytest.raises(npu_zc.HardwareDecodeError) as caught:
+        hardware.hwaccel("vaapi")
+    assert str(caught.value) == (
+        f"hardware decoding through vaapi is not in this FFmpeg build (PyAV {av.__version__} offers "
+        f"{', '.join(offered)}): decode in software (leave hardware unset)"
+    )
+
+
+def test_hardware_decoding_refused_without_a_gpu(clips: dict[str, Path]) -> None:
+    if hardware.render_nodes():
+        pytest.skip("this machine has a GPU render node")
+    kind = next((k for k in ("qsv", "drm", "vaapi") if k in av.codec.hwaccel.hwdevices_available()), None)
+    if kind is None:
+        pytest.skip("this FFmpeg build offers no hardware decoder npu_zc reads")
+    with pytest.raises(npu_zc.HardwareDecodeError) as caught:
+        VideoSource(clips["h264"], hardware=kind)
+    assert str(caught.value) == (
+        f"hardware decoding through {kind} needs a GPU render node (/dev/dri/renderD*) and this machine has none: "
+        "decode in software (leave hardware unset)"
+    )
+    with pytest.raises(npu_zc.InvalidArgumentError, match="unknown hardware decoder"):
+        hardware.hwaccel("cuda-ish")
+
+
+def _descriptor(fd: int, size: int, y_pitch: int, uv_offset: int, uv_pitch: int) -> hardware.AVDRMFrameDescriptor:
+    d = hardware.AVDRMFrameDescriptor()
+    d.nb_objects = 1
+    d.objects[0].fd, d.objects[0].size = fd, size
+    d.nb_layers = 1
+    d.layers[0].format = hardware.DRM_FORMAT_NV12
+    d.layers[0].nb_planes = 2
+    d.layers[0].planes[0].object_index, d.layers[0].planes[0].offset, d.layers[0].planes[0].pitch = 0, 0, y_pitch
+    d.layers[0].planes[1].object_index, d.layers[0].planes[1].offset, d.layers[0].planes[1].pitch = 0, uv_offset, uv_pitch
+    return d
+
+
+def test_drm_prime_descriptor_imported_in_place() -> None:
+    """FFmpeg's AVDRMFrameDescriptor, built as FFmpeg lays it out, over a real fd: the planes are read in place
+    from the imported buffer and convert exactly as the same NV12 rows from ordinary memory."""
+    w, h, pitch = 64, 32, 128
+    rng = np.random.default_rng(1)
+    y, uv = rng.integers(0, 256, (h, w), np.uint8), rng.integers(0, 256, (h // 2, w), np.uint8)
+    uv_offset = pitch * h + 4096
+    buf = npu_zc.alloc(uv_offset + pitch * h // 2, "memfd")
+    mem = buf.map("uint8", (buf.size,))
+    mem[: pitch * h].reshape(h, pitch)[:, :w] = y
+    mem[uv_offset : uv_offset + pitch * h // 2].reshape(h // 2, pitch)[:, :w] = uv
+    del mem
+    planes = hardware.drm_planes(_descriptor(buf.fd, buf.size, pitch, uv_offset, pitch), w, h)
+    try:
+        np.testing.assert_array_equal(planes.y, y)
+        np.testing.assert_array_equal(planes.uv, uv)
+        assert planes.y.strides == (pitch, 1)
+        got = npu_zc.convert((planes.y, planes.uv), np.zeros((h, w, 4), np.uint8), "NV12", "RGBx")
+        want = npu_zc.convert((y, uv), np.zeros((h, w, 4), np.uint8), "NV12", "RGBx")
+        np.testing.assert_array_equal(got, want)
+    finally:
+        planes.close()
+        buf.close()
+    small = npu_zc.alloc(8192, "memfd")
+    try:
+        with pytest.raises(npu_zc.HardwareDecodeError, match="does not fit"):
+            hardware.drm_planes(_descriptor(small.fd, small.size, pitch, 1 << 20, pitch), w, h)
+    finally:
+        small.close()
+
+
+def test_a_malformed_drm_descriptor_is_refused() -> None:
+    d = hardware.AVDRMFrameDescriptor()
+    d.nb_objects = 9
+    with pytest.raises(npu_zc.HardwareDecodeError, match="malformed"):
+        hardware.drm_planes(d, 64, 32)
+    assert ctypes.sizeof(hardware.AVDRMFrameDescriptor) == 4 + 4 + 4 * 24 + 4 + 4 + 4 * (8 + 4 * 24)
+
+
+def test_decoded_frame_release_is_idempotent() -> None:
+    calls = []
+    f = DecodedFrame(0, "BGR", np.zeros((2, 2, 3), np.uint8), 2, 2, 0, _release=lambda: calls.append(1))
+    f.release()
+    f.release()
+    assert calls == [1]
