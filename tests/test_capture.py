@@ -427,18 +427,13 @@ def test_a_second_process_gets_a_busy_error(vivid: dict[str, str]) -> None:
 
 @pytest.fixture(scope="module")
 def memcount_lib(tmp_path_factory: pytest.TempPathFactory) -> str:
-    import shutil
+    """The counter that ships with the package (npu_zc/memcount/memcount.c), built here."""
+    from npu_zc.memcount import CounterUnavailableError, build
 
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if gcc is None:
-        pytest.fail("no C compiler to build the memcpy counter")
-    here = __import__("pathlib").Path(__file__).parent / "memcount"
-    lib = tmp_path_factory.mktemp("memcount") / "libmemcount.so"
-    subprocess.run(
-        [gcc, "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-fno-builtin", "-fno-tree-loop-distribute-patterns",
-         "-o", str(lib), str(here / "memcount.c"), "-ldl"],
-        check=True,
-    )
+    try:
+        lib = build(tmp_path_factory.mktemp("memcount"))
+    except CounterUnavailableError as e:
+        pytest.fail(str(e))
     return str(lib)
 
 

@@ -1,6 +1,6 @@
 """Zero copy, measured from outside: memcpy/memmove bytes per frame under an LD_PRELOAD counter.
 
-The counter (tests/memcount/memcount.c) is built here with gcc and preloaded
+The counter (npu_zc/memcount/memcount.c, shipped with the package) is built here and preloaded
 into a fresh interpreter running tests/memcount/frame_loop.py, which counts
 only while each frame travels from the preprocess output to the postprocess
 input. It reports all bytes copied, the bytes of copies that touch the frame's
@@ -26,15 +26,13 @@ METADATA_BYTES = 1024
 
 @pytest.fixture(scope="module")
 def counter(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if gcc is None:
-        pytest.skip("no C compiler to build the memcpy counter")
-    lib = tmp_path_factory.mktemp("memcount") / "libmemcount.so"
-    subprocess.run(
-        [gcc, "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-fno-builtin", "-fno-tree-loop-distribute-patterns",
-         "-o", str(lib), str(HERE / "memcount.c"), "-ldl"],
-        check=True,
-    )
+    """The counter that ships with the package (npu_zc/memcount/memcount.c), built here."""
+    from npu_zc.memcount import CounterUnavailableError, build
+
+    try:
+        lib = build(tmp_path_factory.mktemp("memcount"))
+    except CounterUnavailableError as e:
+        pytest.skip(str(e))
     return lib
 
 

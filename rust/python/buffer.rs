@@ -207,9 +207,15 @@ impl PyDmaBuf {
         let this = slf.get();
         let np = py.import("numpy")?;
         let dtype = match dtype {
-            Some(d) => np.getattr("dtype")?.call1((d,))?,
+            Some(d) => np
+                .getattr("dtype")?
+                .call1((d,))
+                .map_err(|e| invalid(format!("cannot map with dtype {d}: numpy says {e}")))?,
             None => np.getattr("dtype")?.call1(("uint8",))?,
         };
+        if dtype.getattr("hasobject")?.extract::<bool>()? {
+            return Err(invalid(format!("cannot map with dtype {dtype}: a buffer holds numbers, not Python objects")));
+        }
         let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
         if itemsize == 0 {
             return Err(invalid(format!("cannot map with dtype {dtype}: it has no size")));
@@ -317,10 +323,17 @@ impl PyDmaBuf {
         Ok(slf)
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+    /// Closes the buffer; when an exception is leaving the block, a buffer
+    /// that cannot close yet (a view is alive) stays open until it is
+    /// dropped, and the exception in flight is what the caller sees.
+    #[pyo3(signature = (*args))]
+    fn __exit__(&self, args: &Bound<'_, PyTuple>) -> PyResult<bool> {
         if !self.pooled {
-            self.close_now()?;
+            let in_flight = args.get_item(0).is_ok_and(|exc| !exc.is_none());
+            match self.close_now() {
+                Err(_) if in_flight => {}
+                result => result?,
+            }
         }
         Ok(false)
     }
@@ -436,6 +449,25 @@ impl PyCpuAccess {
             SyncMode::Read => "read",
             SyncMode::Write => "write",
             SyncMode::ReadWrite => "rw",
+        }
+    }
+}
+
+/// A bracket entered and dropped without `__exit__` (an abandoned context
+/// manager, a generator never finished) ends when Python collects it, so the
+/// buffer can close and take a new bracket.
+impl Drop for PyCpuAccess {
+    fn drop(&mut self) {
+        if self.active.swap(false, Ordering::SeqCst) {
+            let owner = self.buffer.get();
+            let buf = {
+                let mut open = owner.lock();
+                open.syncing = None;
+                open.buf.clone()
+            };
+            if let Some(buf) = buf {
+                let _ = buf.sync(self.mode, false); // nothing to report to: the owner is gone
+            }
         }
     }
 }
@@ -598,7 +630,13 @@ fn recv_fds<'py>(
     })?;
     let mut bufs = Vec::with_capacity(fds.len());
     for fd in fds {
-        bufs.push(PyDmaBuf::wrap(Arc::new(DmaBuf::from_fd(fd.as_fd(), false, trust_size).py_err()?), false));
+        // Whatever the peer sent that is not a buffer is the peer's fault: PeerError, all fds closed.
+        let buf = DmaBuf::from_fd(fd.as_fd(), false, trust_size).map_err(|e| buffer::Error {
+            kind: buffer::ErrorKind::Protocol,
+            message: format!("the sending process sent an fd that is not a buffer: {}", e.message),
+            ..e
+        });
+        bufs.push(PyDmaBuf::wrap(Arc::new(buf.py_err()?), false));
         // `fd` drops here: from_fd kept a dup, so each received fd is closed once.
     }
     let list = PyList::empty(py);

@@ -58,6 +58,10 @@ def _measure(args: argparse.Namespace, mode: Mode, image: Any, name: str) -> Run
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "count_copies", False):
+        from . import copies
+
+        return copies.run(args)
     image = load_image(args.image)  # decoded once, outside the timed loop
     result = _measure(args, "copy" if args.non_zero_copy else "zero-copy", image, args.image)
     print(json.dumps(result.to_dict()) if args.json else report.run_text(result))

@@ -310,8 +310,10 @@ class AsyncQueue:
         for entry in leftovers:
             for slot in entry.frame._out_slots:
                 slot.release()
-        self._bound_in.clear()
-        self._bound_out.clear()
+        # Every view and tensor of the pooled buffers goes before the pools close: the bindings, the
+        # per-port lists of arrays and tensors, and the requests that point at those tensors.
+        for holder in (self._bound_in, self._bound_out, self._in_arrays, self._out_arrays, self._in_tensors, self._out_tensors):
+            holder.clear()
         self._requests.clear()
         for pool in self._in_pools + self._out_pools:
             try:
