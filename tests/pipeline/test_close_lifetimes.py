@@ -67,3 +67,13 @@ def test_pipeline_refuses_to_run_after_close() -> None:
 
     with pytest.raises(BufferClosedError):
         pipeline.process(np.zeros((32, 32, 3), np.uint8))
+
+
+def test_leaving_a_pipeline_block_by_an_exception_keeps_that_exception() -> None:
+    with pytest.raises(ZeroDivisionError):
+        with Pipeline("efficientnet-lite0", "CPU", options=F32, heap="memfd") as pipeline:
+            held = pipeline.outputs[0]
+            1 / 0
+    del held
+    pipeline.close()  # the rest of the close, once the view is gone
+    assert pipeline._buffers == []

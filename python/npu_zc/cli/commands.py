@@ -18,7 +18,13 @@ DEMO_PHOTO = "chelsea"
 
 def _options(args: argparse.Namespace) -> CompileOptions:
     """--threads and --option KEY=VALUE as compile options (the hint is passed on its own)."""
-    return CompileOptions(num_threads=args.threads, extra=dict(args.option))
+    return CompileOptions(
+        num_threads=args.threads,
+        npu_turbo=True if args.npu_turbo else None,
+        npu_enable_strides_for=args.npu_strides_for,
+        run_inferences_sequentially=True if args.npu_sequential else None,
+        extra=dict(args.option),
+    )
 
 
 def _pipeline(args: argparse.Namespace, mode: Mode) -> Pipeline:

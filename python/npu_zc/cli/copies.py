@@ -45,8 +45,8 @@ def _count(args: argparse.Namespace) -> int:
     image = load_image(args.image)
     mode = "copy" if args.non_zero_copy else "zero-copy"
     with _pipeline(args, mode) as pipeline:
-        for array in (pipeline.input, *pipeline.outputs):
-            counter.watch(array.ctypes.data, array.nbytes)
+        for address, nbytes in [(a.ctypes.data, a.nbytes) for a in (pipeline.input, *pipeline.outputs)]:
+            counter.watch(address, nbytes)
         for i in range(WARMUP + args.runs):
             if i == WARMUP:
                 counter.reset()

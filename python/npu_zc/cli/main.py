@@ -149,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="latency (default): one frame at a time; throughput: twice the device's optimal number of frames "
                        "in flight, preprocessing ahead, split among a few threads (zero-copy)")
     group.add_argument("--threads", type=_positive, metavar="N", help="INFERENCE_NUM_THREADS: threads the CPU plugin infers with")
+    group.add_argument("--npu-turbo", action="store_true", help="NPU_TURBO: the NPU at its highest clocks (NPU only)")
+    group.add_argument("--npu-strides-for", metavar="NAMES",
+                       help="NPU_ENABLE_STRIDES_FOR: inputs/outputs (comma-separated) read with their row padding as it is (NPU only)")
+    group.add_argument("--npu-sequential", action="store_true",
+                       help="RUN_INFERENCES_SEQUENTIALLY: the NPU runs requests one after another, async only (NPU only)")
     group.add_argument("--option", action="append", type=_property, metavar="KEY=VALUE", default=[],
                        help="any other OpenVINO property, e.g. ENABLE_CPU_PINNING=NO (repeatable)")
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 import numpy as np
 
 from .._numbers import channel_values
-from ..errors import BufferClosedError, InvalidArgumentError
+from ..errors import BufferClosedError, BufferInUseError, InvalidArgumentError
 from ..runtime.model import Mode
 from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for, to_frame
 from .preprocess import Fit, PreprocessSpec, Preprocessor
@@ -71,6 +71,8 @@ class RunReport:
     """Inferences in flight at once."""
     interrupted: bool = False
     """Ctrl-C stopped the timed loop: ``runs`` counts the runs done before it."""
+    bindings: list[dict[str, str]] = dataclasses.field(default_factory=list)
+    """Per input and output, whether the device reads our memory or a copy (:class:`npu_zc.runtime.BindingReport`)."""
 
     @property
     def infer_fps(self) -> float:
@@ -99,6 +101,7 @@ class RunReport:
             "hint": self.hint,
             "requests": self.requests,
             "interrupted": self.interrupted,
+            "bindings": self.bindings,
         }
 
 
@@ -209,6 +212,11 @@ class Pipeline:
     @property
     def device(self) -> str:
         return self.session.device
+
+    def binding_report(self) -> list[Any]:
+        """Per input and output: whether the device reads (writes) our buffer or a copy, and how we know
+        (:class:`npu_zc.runtime.BindingReport`; copy mode: a copy, by design)."""
+        return self.request.binding_report()
 
     def infer(self) -> None:
         """Inference on the input as it is now; the outputs are then in :attr:`outputs`."""
@@ -369,6 +377,7 @@ class Pipeline:
             stages=stages,
             prediction=prediction,
             startup_ms=self.session.startup.latency_ms,
+            bindings=[b.to_dict() for b in self.binding_report()],
             **extra,
         )
 
@@ -397,8 +406,14 @@ class Pipeline:
     def __enter__(self) -> "Pipeline":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        try:
+            self.close()
+        except BufferInUseError:
+            if exc_type is None:
+                raise
+            # An exception is leaving the block: it is what the caller sees; the buffers close once the
+            # views that hold them go (close() may be called again).
 
     def __repr__(self) -> str:
         return f"<Pipeline {self.model_name} ({self.kind}) on {self.device}, {self.mode}, input {self.spec.format}>"

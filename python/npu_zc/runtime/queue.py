@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import BufferInUseError, InvalidArgumentError, ModelError, PoolExhaustedError
-from .binding import BoundBuffer, bind
+from .binding import BindingReport, BoundBuffer, bind, report
 from .target import Target
 
 
@@ -182,6 +182,15 @@ class AsyncQueue:
         """Requests started and not yet seen complete."""
         with self._mutex:
             return len(self._running)
+
+    def binding_report(self) -> list[BindingReport]:
+        """Per input and output of the first set of pooled buffers (every set is bound alike): whether the
+        device reads our memory or a copy, and how we know (see :class:`npu_zc.runtime.BindingReport`)."""
+        self._check_open()
+        device = self.target.device
+        return [report(device, "input", i, bound[0]) for i, bound in enumerate(self._bound_in)] + [
+            report(device, "output", i, bound[0]) for i, bound in enumerate(self._bound_out)
+        ]
 
     def acquire(self, timeout: float | None = None) -> Frame:
         """Take a free set of buffers; waits (up to ``timeout`` s) while all are in flight or unreleased.
