@@ -58,7 +58,10 @@ def channel_values(
                 f"{name} must be a {what} or 3 {what}s (one per channel), not {type(values).__name__} {values!r}"
             ) from None
         if len(raw) not in (1, 3):
-            raise InvalidArgumentError(f"{name} has {len(raw)} values: give one {what}, or 3 in the destination's channel order")
+            raise InvalidArgumentError(
+                f"{name} has {len(raw)} values: it takes 1 or 3 (one {what}, or one per channel in the "
+                "destination's order)"
+            )
         items = [_number(v, name, k) for k, v in enumerate(raw)] * (3 if len(raw) == 1 else 1)
     for k, x in enumerate(items):
         if (low is not None and x < low) or (high is not None and x > high):

@@ -81,6 +81,8 @@ def _values(text: str) -> tuple[float, ...]:
         values = tuple(float(v) for v in text.replace(",", " ").split())
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not 1 or 3 numbers") from None
+    if len(values) not in (1, 3):
+        raise argparse.ArgumentTypeError(f"{text!r} is not 1 or 3 numbers")
     try:  # the check every path with a mean or scale makes: 1 or 3 finite numbers
         checked = channel_values(values, "the value")
     except InvalidArgumentError as e:
