@@ -107,19 +107,16 @@ def centre_crop(photo: np.ndarray, size: int = 224) -> np.ndarray:
 
 @pytest.fixture(scope="session")
 def memcount(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The memcpy/memmove counter (tests/memcount/memcount.c), built here: LD_PRELOAD it into a child."""
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if gcc is None:
+    """The memcpy/memmove counter that ships with the package (npu_zc/memcount/memcount.c), built here:
+    LD_PRELOAD it into a child."""
+    from npu_zc.memcount import CounterUnavailableError, build
+
+    try:
+        return Path(build(tmp_path_factory.mktemp("memcount")))
+    except CounterUnavailableError as e:
         if IN_VM:
-            pytest.fail("no C compiler to build the memcpy counter")
-        pytest.skip("no C compiler to build the memcpy counter")
-    lib = tmp_path_factory.mktemp("memcount") / "libmemcount.so"
-    subprocess.run(
-        [gcc, "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-fno-builtin", "-fno-tree-loop-distribute-patterns",
-         "-o", str(lib), str(MEMCOUNT / "memcount.c"), "-ldl"],
-        check=True,
-    )  # fmt: skip
-    return lib
+            pytest.fail(str(e))
+        pytest.skip(str(e))
 
 
 def vivid_nodes() -> dict[str, str]:

@@ -5,7 +5,7 @@ use std::ptr::NonNull;
 use rustix::fd::BorrowedFd;
 use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
 
-use super::error::{Error, Result};
+use super::error::{Error, ErrorKind, Result};
 use super::sys;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +51,12 @@ impl Mapping {
                     (rustix::io::Errno::ACCESS | rustix::io::Errno::PERM, Access::ReadWrite) => err.hint(
                         "the fd was opened read-only or the memfd is sealed against writes: map it with writable=False",
                     ),
+                    // ENODEV is mmap's "this file cannot be mapped", not a missing heap.
+                    (rustix::io::Errno::NODEV, _) => Error {
+                        kind: ErrorKind::InvalidInput,
+                        message: format!("{}: this fd's file system does not support mmap", err.message),
+                        ..err
+                    },
                     _ => err,
                 }
             })?;

@@ -96,13 +96,15 @@ fn wait(
 /// stream is intact; after, it is shut down so that nobody reads the rest of
 /// this message as the next one.
 fn stopped(sock: BorrowedFd<'_>, stop: Stop, mid_message: bool, what: &str, deadline: Deadline) -> Error {
+    let events_out = what.starts_with("sending");
     match (stop, mid_message) {
         (Stop::TimedOut, false) => Error {
             kind: ErrorKind::PeerTimeout,
             errno: Some(Errno::TIMEDOUT.raw_os_error()),
             message: format!(
-                "{what} timed out after {}: the other process sent nothing (the connection is intact: try again)",
-                deadline.seconds()
+                "{what} timed out after {}: the other process {} (the connection is intact: try again)",
+                deadline.seconds(),
+                if events_out { "is not reading (its socket buffer is full)" } else { "sent nothing" }
             ),
         },
         (Stop::Interrupted, false) => Error {
@@ -231,8 +233,19 @@ pub fn recv_fds_within(
                 fds.extend(received);
             }
         }
+        // Each chunk of a header split over many sends may carry up to MAX_FDS: cap the message's total.
+        if fds.len() > MAX_FDS {
+            let _ = shutdown(sock, Shutdown::Both);
+            return Err(protocol(format!(
+                "the sending process sent more than {MAX_FDS} fds with one message (one message carries at most \
+                 {MAX_FDS}); they were closed and the connection is now closed"
+            )));
+        }
         if msg.flags.contains(ReturnFlags::CTRUNC) {
             return Err(protocol("received more fds than one message may carry; they were dropped by the kernel"));
+        }
+        if msg.bytes == 0 && !stream && !peer_hung_up(sock) {
+            return Err(protocol("received an empty message, which npu_zc.send_buffers never sends"));
         }
         if msg.bytes == 0 {
             return Err(protocol(if got == 0 {
@@ -268,6 +281,17 @@ pub fn recv_fds_within(
         return Err(protocol(format!("expected {nfds} fds with the message, received {}", fds.len())));
     }
     Ok((fds, payload))
+}
+
+/// On SOCK_SEQPACKET a read of 0 bytes is either an empty message or the end
+/// of the connection: only a hang-up tells them apart.
+fn peer_hung_up(sock: BorrowedFd<'_>) -> bool {
+    let mut fds = [PollFd::new(&sock, PollFlags::IN | PollFlags::RDHUP)];
+    let zero = Timespec { tv_sec: 0, tv_nsec: 0 };
+    match poll(&mut fds, Some(&zero)) {
+        Ok(_) => fds[0].revents().intersects(PollFlags::HUP | PollFlags::RDHUP),
+        Err(_) => true,
+    }
 }
 
 /// The rest of a message whose header was read: any stop here is mid-message.

@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use super::buffer::{PyBufferPool, PyDmaBuf};
-use super::errors::{capture_to_py, invalid};
+use super::errors::{capture_to_py, invalid, Count};
 use crate::buffer::{self, HeapSpec, Wait};
 use crate::capture::{self, Buffers, Device, ErrorKind, Fourcc, FrameSizes, Stream, WhenFull};
 
@@ -61,16 +61,18 @@ pub struct PyCamera {
 #[pymethods]
 impl PyCamera {
     #[new]
-    #[pyo3(signature = (device, width = 640, height = 480, format = "YUYV", *, buffers = 4, memory = "auto", heap = "auto",
-                        timeout = 5.0, when_full = "wait", pool = None))]
+    #[pyo3(signature = (device, width = Count(640), height = Count(480), format = "YUYV", *, buffers = Count(4), memory = "auto",
+                        heap = "auto", timeout = 5.0, when_full = "wait", pool = None),
+           text_signature = "(device, width=640, height=480, format='YUYV', *, buffers=4, memory='auto', heap='auto', \
+                             timeout=5.0, when_full='wait', pool=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         device: &Bound<'_, PyAny>,
-        width: u32,
-        height: u32,
+        width: Count,
+        height: Count,
         format: &str,
-        buffers: usize,
+        buffers: Count,
         memory: &str,
         heap: &str,
         timeout: f64,
@@ -81,6 +83,11 @@ impl PyCamera {
             Ok(n) => format!("/dev/video{n}"),
             Err(_) => device.str()?.extract()?,
         };
+        let side = |n: Count, what: &str| {
+            u32::try_from(n.0)
+                .map_err(|_| invalid(format!("{what} {} is too large for a camera (at most {})", n.0, u32::MAX)))
+        };
+        let (width, height, buffers) = (side(width, "width")?, side(height, "height")?, buffers.0);
         let timeout = seconds("timeout", timeout)?;
         let when_full = match when_full {
             "wait" => WhenFull::Wait,

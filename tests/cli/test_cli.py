@@ -218,7 +218,7 @@ def test_model_errors(files: dict[str, Path], tmp_path: Path) -> None:
     fails("run", "-i", files["coffee"], "-m", tmp_path / "missing.xml", match="no such model file")
     fails("run", "-i", files["coffee"], "-m", files["bad_model"], match="cannot read")
     fails("run", "-i", files["coffee"], "-m", files["relu"], match="unsupported model")
-    fails("run", "-i", files["coffee"], "-m", files["colours"], "--labels", tmp_path / "none.txt", match="cannot read labels")
+    fails("run", "-i", files["coffee"], "-m", files["colours"], "--labels", tmp_path / "none.txt", match="cannot read the labels file")
 
 
 def test_device_errors(files: dict[str, Path]) -> None:

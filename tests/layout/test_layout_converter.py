@@ -352,7 +352,7 @@ def test_construction_errors_are_converts(args: tuple[str, str], kwargs: dict[st
         (("NV12", "RGBx", 5, 4), {}, "even"),
         (("BGR", "RGBx", W, H), dict(src_stride=5), "shorter than one row"),
         (("BGR", "RGBx", W, H), dict(src_stride=-24), "src_stride must be the number of bytes"),
-        (("BGR", "RGBx", W, H), dict(simd=2), "simd must be the name"),
+        (("BGR", "RGBx", W, H), dict(simd=2), "simd must be a name"),
     ],
 )
 def test_construction_errors(args: tuple[Any, ...], kwargs: dict[str, Any], match: str) -> None:

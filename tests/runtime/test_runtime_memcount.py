@@ -1,6 +1,6 @@
 """Zero copy, measured from outside: memcpy/memmove bytes per frame under an LD_PRELOAD counter.
 
-The counter (tests/memcount/memcount.c) is built here with gcc and preloaded
+The counter (npu_zc/memcount/memcount.c, shipped with the package) is built here and preloaded
 into a fresh interpreter running tests/memcount/frame_loop.py, which counts
 only while each frame travels from the preprocess output to the postprocess
 input. It reports all bytes copied, the bytes of copies that touch the frame's

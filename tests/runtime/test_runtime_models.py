@@ -240,7 +240,7 @@ def test_nv12_needs_even_sizes() -> None:
 
 
 def test_mean_and_scale_arguments_are_checked() -> None:
-    with pytest.raises(InvalidArgumentError, match="mean takes 1 or 3 values, got 2"):
+    with pytest.raises(InvalidArgumentError, match="mean has 2 values: it takes 1 or 3"):
         prepare("efficientnet-lite0", "CPU", mean=(1.0, 2.0))
     with pytest.raises(InvalidArgumentError, match="scale must not contain 0"):
         prepare("efficientnet-lite0", "CPU", scale=(1.0, 0.0, 1.0))

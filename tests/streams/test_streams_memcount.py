@@ -14,22 +14,10 @@ import pytest
 from npu_zc.sources.video import engine_reads_i420_planes
 
 HERE = Path(__file__).parent
-MEMCOUNT = HERE.parent / "memcount"
 
 
-@pytest.fixture(scope="module")
-def counter(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if gcc is None:
-        pytest.skip("no C compiler to build the memcpy counter")
-    lib = tmp_path_factory.mktemp("memcount") / "libmemcount.so"
-    subprocess.run([gcc, "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-fno-builtin", "-fno-tree-loop-distribute-patterns",
-                    "-o", str(lib), str(MEMCOUNT / "memcount.c"), "-ldl"], check=True)  # fmt: skip
-    return lib
-
-
-def run_loop(counter: Path, clip: Path, *extra: str) -> dict:
-    env = dict(os.environ, LD_PRELOAD=str(counter), OMP_NUM_THREADS="1")
+def run_loop(memcount: Path, clip: Path, *extra: str) -> dict:
+    env = dict(os.environ, LD_PRELOAD=str(memcount), OMP_NUM_THREADS="1")
     done = subprocess.run([sys.executable, str(HERE / "streams_memcount_loop.py"), str(clip), "--frames", "8", *extra],
                           env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -44,21 +32,21 @@ def check_no_frame_copied(out: dict) -> None:
         assert frame["largest"] < frame["frame_bytes"] // 4, frame  # nor any other copy of frame size
 
 
-def test_nv12_decoded_frames_are_never_copied(counter: Path, clips: dict[str, Path]) -> None:
+def test_nv12_decoded_frames_are_never_copied(memcount: Path, clips: dict[str, Path]) -> None:
     pytest.importorskip("openvino")
-    check_no_frame_copied(run_loop(counter, clips["nv12"]))
+    check_no_frame_copied(run_loop(memcount, clips["nv12"]))
 
 
-def test_h264_decoded_frames_are_never_copied(counter: Path, clips: dict[str, Path]) -> None:
+def test_h264_decoded_frames_are_never_copied(memcount: Path, clips: dict[str, Path]) -> None:
     pytest.importorskip("openvino")
     if not engine_reads_i420_planes():
         pytest.skip("this layout engine reads I420 only tightly packed: yuv420p frames go through FFmpeg's NV12 (a copy)")
-    check_no_frame_copied(run_loop(counter, clips["h264"]))
+    check_no_frame_copied(run_loop(memcount, clips["h264"]))
 
 
-def test_the_counter_sees_a_copy_of_the_planes(counter: Path, clips: dict[str, Path]) -> None:
+def test_the_counter_sees_a_copy_of_the_planes(memcount: Path, clips: dict[str, Path]) -> None:
     """The control: the same run with the planes copied inside the window counts every byte of them."""
     pytest.importorskip("openvino")
-    out = run_loop(counter, clips["nv12"], "--control")
+    out = run_loop(memcount, clips["nv12"], "--control")
     for frame in out["per_frame"]:
         assert frame["watched"] >= frame["frame_bytes"], frame

@@ -18,7 +18,13 @@ DEMO_PHOTO = "chelsea"
 
 def _options(args: argparse.Namespace) -> CompileOptions:
     """--threads and --option KEY=VALUE as compile options (the hint is passed on its own)."""
-    return CompileOptions(num_threads=args.threads, extra=dict(args.option))
+    return CompileOptions(
+        num_threads=args.threads,
+        npu_turbo=True if args.npu_turbo else None,
+        npu_enable_strides_for=args.npu_strides_for,
+        run_inferences_sequentially=True if args.npu_sequential else None,
+        extra=dict(args.option),
+    )
 
 
 def _pipeline(args: argparse.Namespace, mode: Mode) -> Pipeline:
@@ -58,6 +64,10 @@ def _measure(args: argparse.Namespace, mode: Mode, image: Any, name: str) -> Run
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "count_copies", False):
+        from . import copies
+
+        return copies.run(args)
     image = load_image(args.image)  # decoded once, outside the timed loop
     result = _measure(args, "copy" if args.non_zero_copy else "zero-copy", image, args.image)
     print(json.dumps(result.to_dict()) if args.json else report.run_text(result))

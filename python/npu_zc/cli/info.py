@@ -24,7 +24,21 @@ _DEVICE_PROPERTIES = (
     "DEVICE_GOPS",
     "NPU_DEVICE_TOTAL_MEM_SIZE",
     "NPU_MAX_TILES",
+    "OPTIMAL_NUMBER_OF_INFER_REQUESTS",
 )
+
+# What NPU users ask for by name (npu-zc run --npu-turbo / --npu-strides-for / --npu-sequential).
+_NPU_OPTIONS = ("NPU_TURBO", "NPU_ENABLE_STRIDES_FOR", "RUN_INFERENCES_SEQUENTIALLY")
+
+# How our buffers reach each kind of device, and what tells whether it reads them or a copy.
+_BINDING = {
+    "CPU": "host tensors over our mappings: the CPU plugin infers on them in place (checked per port by "
+    "address: Session.binding_report(), the binding lines of npu-zc run)",
+    "NPU": "remote tensors over our DMA-BUFs (SHARED_BUF): imported into the plugin's Level Zero context or "
+    "refused, never copied; a plain host tensor it cannot import would be shadow-copied, said only at the "
+    "plugin's INFO log level, which is why npu_zc binds the NPU through remote tensors only",
+    "GPU": "remote tensors over our DMA-BUFs (BUFFER_FROM_HANDLE): imported or refused",
+}
 
 
 def collect() -> dict[str, Any]:
@@ -108,11 +122,28 @@ def _openvino() -> dict[str, Any]:
                     props[key] = _plain(core().get_property(name, key))
                 except RuntimeError:
                     pass
+        base = name.split(".")[0]
+        props["binding"] = _BINDING.get(
+            base, "nothing here tells whether it reads our memory: measure with npu-zc run --count-copies"
+        )
+        if base == "NPU":
+            props["npu_options"] = {key: key in supported for key in _NPU_OPTIONS}
         devices[name] = props
     notes = []
     if "NPU" not in devices:
         notes.append(why_unavailable("NPU"))
-    return {"available": True, "version": openvino_version(), "devices": devices, "notes": notes}
+    return {"available": True, "version": openvino_version(), "devices": devices, "notes": notes, "copies": _counter()}
+
+
+def _counter() -> str:
+    """Whether `npu-zc run --count-copies` can build the memcpy counter here."""
+    import os
+    import shutil
+
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if compiler:
+        return f"npu-zc run --count-copies measures the bytes copied per frame (counter built with {compiler})"
+    return "npu-zc run --count-copies needs a C compiler to build the memcpy counter: none found (apt install gcc)"
 
 
 def _plain(value: Any) -> Any:
@@ -131,9 +162,15 @@ def render(info: dict[str, Any]) -> str:
         for name, props in ov["devices"].items():
             lines.append(f"  device {name}: {props.get('FULL_DEVICE_NAME', '')}")
             for key, value in props.items():
-                if key != "FULL_DEVICE_NAME":
+                if key == "npu_options":
+                    usable = [k for k, ok in value.items() if ok]
+                    lines.append(f"    NPU options: {', '.join(usable) or 'none of ' + ', '.join(value)} supported")
+                elif key == "binding":
+                    lines.append(f"    binding: {value}")
+                elif key != "FULL_DEVICE_NAME":
                     lines.append(f"    {key} = {value}")
         lines += [f"  note: {n}" for n in ov["notes"]]
+        lines.append(f"  copies: {ov['copies']}")
     else:
         lines.append(f"openvino  not available: {ov['reason']}")
     lines.append("heaps")

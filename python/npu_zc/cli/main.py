@@ -11,7 +11,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ..errors import Error
+from .._numbers import channel_values
+from ..errors import Error, InvalidArgumentError
 from .install import missing_module_message
 
 EXAMPLES = """\
@@ -39,7 +40,13 @@ def _positive(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        try:  # 2e9 is a whole number too
+            number = float(text)
+            value = int(number) if number.is_integer() else -1
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
@@ -52,7 +59,12 @@ def _values(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"{text!r} is not 1 or 3 numbers") from None
     if len(values) not in (1, 3):
         raise argparse.ArgumentTypeError(f"{text!r} is not 1 or 3 numbers")
-    return values
+    try:  # the check every path with a mean or scale makes: 1 or 3 finite numbers
+        checked = channel_values(values, "the value")
+    except InvalidArgumentError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+    assert checked is not None
+    return checked
 
 
 def _property(text: str) -> tuple[str, str]:
@@ -115,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="latency (default): one frame at a time; throughput: twice the device's optimal number of frames "
                        "in flight, preprocessing ahead, split among a few threads (zero-copy)")
     group.add_argument("--threads", type=_positive, metavar="N", help="INFERENCE_NUM_THREADS: threads the CPU plugin infers with")
+    group.add_argument("--npu-turbo", action="store_true", help="NPU_TURBO: the NPU at its highest clocks (NPU only)")
+    group.add_argument("--npu-strides-for", metavar="NAMES",
+                       help="NPU_ENABLE_STRIDES_FOR: inputs/outputs (comma-separated) read with their row padding as it is (NPU only)")
+    group.add_argument("--npu-sequential", action="store_true",
+                       help="RUN_INFERENCES_SEQUENTIALLY: the NPU runs requests one after another, async only (NPU only)")
     group.add_argument("--option", action="append", type=_property, metavar="KEY=VALUE", default=[],
                        help="any other OpenVINO property, e.g. ENABLE_CPU_PINNING=NO (repeatable)")
 
@@ -138,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="frames in flight (zero-copy; default 1, or twice the device's optimal number with --hint "
                      "throughput): with 2, the next frame is preprocessed while one infers")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--count-copies", action="store_true",
+                     help="run under the memcpy counter (built on demand with the C compiler) and print the bytes "
+                     "copied per frame between the preprocess output and the postprocess input")
 
     compare = sub.add_parser(
         "compare", parents=[model, images, debug], help="zero-copy and copy mode back to back on one image, the ratio per stage",
@@ -190,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # to run again under the memcpy counter
     try:
         if args.command == "info":
             from . import info

@@ -22,10 +22,16 @@ def setup_lines(report: RunReport) -> list[str]:
         f"mode     {report.mode}: input {report.input_format} {shape} in {buffers}, {where}",
         *([f"hint     {report.hint}: {report.requests} frames in flight; FPS is frames / wall time, the stages each "
            "frame's own"] if report.fps is not None else []),
+        *binding_lines(report.bindings),
         f"image    {report.image or 'decoded image'} {report.image_size[0]}x{report.image_size[1]}; "
         f"{report.warmup} warm-up + {report.runs} timed run{'s' if report.runs != 1 else ''}"
         + (" (stopped by Ctrl-C: the figures are of these runs)" if report.interrupted else ""),
     ]
+
+
+def binding_lines(bindings: list[dict[str, str]]) -> list[str]:
+    """Per port: does the device read our memory or a copy (see BindingReport)."""
+    return [f"binding  {b['port']}: the {b['device']} uses {b['reads']} ({b['tensor']})" for b in bindings]
 
 
 def device_reason(reason: str) -> str:

@@ -11,6 +11,7 @@ from typing import Any, Protocol, Sequence, Union
 import numpy as np
 
 from .. import _core
+from .._numbers import channel_values
 from ..errors import InvalidArgumentError
 
 SOURCE_FORMATS: tuple[str, ...]
@@ -50,9 +51,21 @@ def _fail(message: str) -> InvalidArgumentError:
     return InvalidArgumentError(message)
 
 
+def _name(value: Any, what: str, example: str) -> str:
+    """A name (of a format, a code path): a str of ASCII letters the core can read."""
+    if not isinstance(value, str):
+        raise _fail(f"{what} must be a name such as {example}, not {type(value).__name__} {value!r}")
+    if not value.isascii():
+        raise _fail(f"{what} {value!r} is not a name such as {example}: names are ASCII")
+    return value
+
+
+def _simd(simd: Any) -> str | None:
+    return None if simd is None else _name(simd, "simd", "'avx2' or 'scalar'")
+
+
 def _format(name: str, kind: str) -> str:
-    if not isinstance(name, str):
-        raise _fail(f"the {kind} format must be a name such as 'BGR' or 'RGBx_BF16', not {type(name).__name__}")
+    _name(name, f"the {kind} format", "'BGR' or 'RGBx_BF16'")
     canonical: str = _core.format_name(name)
     allowed = SOURCE_FORMATS if kind == "source" else DESTINATION_FORMATS
     if canonical not in allowed:
@@ -79,6 +92,13 @@ def _bytes_of(a: np.ndarray, what: str) -> np.ndarray:
         return a.view(np.uint8)
     except ValueError as e:
         raise _fail(f"the {what} cannot be read as bytes without a copy ({e})") from None
+
+
+def _asarray(value: Any, what: str) -> np.ndarray:
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as e:
+        raise _fail(f"the {what} is not an array numpy can read in place ({e})") from None
 
 
 def _drop_leading_ones(a: np.ndarray, ndim: int) -> np.ndarray:
@@ -129,25 +149,19 @@ def _threads(threads: int | None) -> int | None:
 
 
 def _pad(pad: float) -> float:
+    if isinstance(pad, (str, bytes)):
+        raise _fail(f"pad must be a number, not {pad!r}")
     try:
-        return float(pad)
-    except (TypeError, ValueError):
-        raise _fail(f"pad must be a number, not {pad!r}") from None
+        value = float(pad)
+    except (TypeError, ValueError, OverflowError):
+        raise _fail(f"pad must be a number that fits a 32-bit float, not {pad!r}") from None
+    if not math.isfinite(value):
+        raise _fail(f"pad is {value}: it must be a finite number")
+    return value
 
 
 def _channel_values(values: ChannelValues, name: str) -> tuple[float, float, float] | None:
-    if values is None:
-        return None
-    if isinstance(values, (int, float, np.integer, np.floating)):
-        v = float(values)
-        return (v, v, v)
-    try:
-        items = [float(v) for v in values]
-    except (TypeError, ValueError):
-        raise _fail(f"{name} must be a number or 3 numbers (one per channel), not {values!r}") from None
-    if len(items) != 3:
-        raise _fail(f"{name} has {len(items)} values: give one number, or 3 in the destination's channel order")
-    return (items[0], items[1], items[2])
+    return channel_values(values, name)
 
 
 def _index(value: Any, name: str) -> int:
@@ -173,9 +187,11 @@ def _source_arrays(
     if src_format == "NV12" and isinstance(src, (tuple, list)):
         if len(src) != 2:
             raise _fail(f"an NV12 source is one buffer or a (Y, UV) pair, not {len(src)} arrays")
-        y, uv = (np.asarray(p) for p in src)
+        y, uv = (_asarray(p, "source plane") for p in src)
+    elif isinstance(src, (tuple, list)) and any(hasattr(p, "__array_interface__") for p in src):
+        raise _fail(f"a {src_format} source is one array; only NV12 takes planes as a (Y, UV) pair")
     else:
-        y, uv = np.asarray(src), None
+        y, uv = _asarray(src, "source"), None
     for plane, what in ((y, "source"), (uv, "UV plane")):
         if plane is not None and plane.dtype != np.uint8:
             raise _fail(f"the {what} has dtype {_dtype_name(plane)}: source frames are uint8")

@@ -23,6 +23,7 @@ from ._checks import (
     _pad,
     _remember,
     _signature,
+    _simd,
     _source_arrays,
     _stride,
     _threads,
@@ -111,9 +112,7 @@ class Converter:
         self._scale = _channel_values(scale, "scale")
         self._pad = _pad(pad)
         self._threads = _threads(threads)
-        if simd is not None and not isinstance(simd, str):
-            raise _fail(f"simd must be the name of a code path such as 'avx2', not {simd!r}")
-        self._simd = simd
+        self._simd = simd = _simd(simd)
         self._matrix, self._range = _colour(matrix, "matrix"), _colour(range, "range")
         self._src_size = _size(src_size, "src_size") or (self._width, self._height)
         resizing = any(v is not None for v in (roi, interpolation, fit, dst_rect, fill)) or self._src_size != (

@@ -22,7 +22,9 @@ from ._checks import (
     _count,
     _format,
     _index,
+    _name,
     _pad,
+    _simd,
     _source_arrays,
     _threads,
 )
@@ -140,7 +142,7 @@ def convert(
         scale=_channel_values(scale, "scale"),
         pad=pad_value,
         threads=threads,
-        simd=simd,
+        simd=_simd(simd),
         matrix=_colour(matrix, "matrix"),
         range=_colour(range, "range"),
         **extra,
@@ -249,8 +251,8 @@ def describe_conversion(
     parameters) or ``"scalar/lut"``."""
     return str(
         _core.describe_conversion(
-            src_format, dst_format, mean=_channel_values(mean, "mean"), scale=_channel_values(scale, "scale"),
-            pad=float(pad), simd=simd, matrix=_colour(matrix, "matrix"), range=_colour(range, "range"),
+            _name(src_format, "the source format", "'BGR'"), _name(dst_format, "the destination format", "'RGBx'"), mean=_channel_values(mean, "mean"), scale=_channel_values(scale, "scale"),
+            pad=_pad(pad), simd=_simd(simd), matrix=_colour(matrix, "matrix"), range=_colour(range, "range"),
         )
     )
 

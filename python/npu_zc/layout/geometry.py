@@ -8,6 +8,7 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
+from .._numbers import channel_values
 from ._checks import _fail, _index
 
 Rect = tuple[int, int, int, int]
@@ -55,7 +56,10 @@ class Transform:
 
     @staticmethod
     def _apply(points: Any, f: Any) -> np.ndarray:
-        a = np.asarray(points, dtype=np.float64)
+        try:
+            a = np.asarray(points, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise _fail(f"points must be numbers, an array whose last axis holds (x, y) or (x1, y1, x2, y2) ({e})") from None
         if a.ndim == 0 or a.shape[-1] not in (2, 4):
             raise _fail(f"points must have a last axis of 2 (x, y) or 4 (x1, y1, x2, y2), not shape {a.shape}")
         out = np.empty_like(a)
@@ -97,15 +101,4 @@ def _choice(value: Any, name: str, allowed: tuple[str, ...]) -> str:
 
 
 def _fill(value: FillValues) -> tuple[float, float, float] | None:
-    if value is None:
-        return None
-    if isinstance(value, (int, np.integer, float, np.floating)):
-        items = [float(value)] * 3
-    else:
-        try:
-            items = [float(v) for v in value]
-        except (TypeError, ValueError):
-            raise _fail(f"fill must be a pixel value or 3 (0-255, in the destination's channel order), not {value!r}") from None
-    if len(items) != 3:
-        raise _fail(f"fill has {len(items)} values: give one, or 3 in the destination's channel order")
-    return (items[0], items[1], items[2])
+    return channel_values(value, "fill", low=0, high=255, what="pixel value")

@@ -9,11 +9,15 @@ from __future__ import annotations
 import os
 import re
 import struct
+import sys
+import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 
+from .._files import read_regular_file
 from ..errors import Error
 
 DEFAULT_MAX_PIXELS = 100_000_000
@@ -76,10 +80,7 @@ def load_image(path: str | os.PathLike[str]) -> np.ndarray:
         raise ImageNotFoundError(f"no such image: {path}")
     if p.is_dir():
         raise ImageError(f"{path} is a folder, not an image (npu-zc stream reads folders of images)")
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise ImageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    data = read_regular_file(p, "the image", ImageError)
     if not data:
         raise ImageError(f"{path} is empty")
     if _truncated(data):
@@ -90,10 +91,48 @@ def load_image(path: str | os.PathLike[str]) -> np.ndarray:
             f"{path} is {size[0]}x{size[1]} pixels, over the limit of {_max_pixels:,} "
             "(decoding it would take a lot of memory); raise the limit with --max-pixels if you mean it"
         )
-    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    try:
+        image, warnings = _decode(cv2, data)
+    except cv2.error as exc:
+        if "MAX_IMAGE_PIXELS" in str(exc):
+            raise ImageError(
+                f"{path} is over the limit of {_max_pixels:,} pixels (decoding it would take a lot of memory); "
+                "raise the limit with --max-pixels if you mean it"
+            ) from None
+        raise ImageError(f"cannot decode {path}: {_opencv_reason(exc)}") from None
+    if warnings and data.startswith(b"\xff\xd8"):
+        # libjpeg decodes what it has and fills the rest with grey: refuse rather than infer on it.
+        raise ImageError(f"{path} is truncated or corrupt: libjpeg says {warnings.strip().splitlines()[0]!r}")
     if image is None:
         raise ImageError(f"cannot decode {path}: not an image OpenCV reads (JPEG, PNG, BMP, TIFF, WebP, PPM)")
     return np.ascontiguousarray(image)
+
+
+_stderr_lock = threading.Lock()
+
+
+def _decode(cv2: Any, data: bytes) -> tuple[np.ndarray | None, str]:
+    """``cv2.imdecode`` and what the codec wrote on stderr meanwhile (libjpeg's
+    "Corrupt JPEG data: premature end of data segment" is only said there)."""
+    if not data.startswith(b"\xff\xd8"):
+        return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR), ""
+    with _stderr_lock, tempfile.TemporaryFile() as captured:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(captured.fileno(), 2)
+            image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        return image, captured.read().decode(errors="replace")
+
+
+def _opencv_reason(exc: Exception) -> str:
+    """The sentence inside an OpenCV error ("...error: (-215:Assertion failed) X in function 'f'")."""
+    text = str(exc).strip()
+    return text.split(") ", 1)[-1].split(" in function")[0] if ") " in text else text
 
 
 def image_size(data: bytes) -> tuple[int, int] | None:
@@ -178,6 +217,8 @@ class FrameSource:
                 raise ImageError(f"{path} holds no images ({', '.join(IMAGE_SUFFIXES)})")
             self._count = len(self._files)
         else:
+            if not self.path.is_file():  # a FIFO or a device would block or never end
+                raise ImageError(f"{path} is not a regular file: give a video file or a folder of images")
             capture = self._open_video()
             self._count = max(0, int(capture.get(opencv().CAP_PROP_FRAME_COUNT)))
             capture.release()

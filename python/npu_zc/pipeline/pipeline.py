@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from .._numbers import channel_values
+from ..errors import BufferClosedError, BufferInUseError, InvalidArgumentError
 from ..runtime.model import Mode
 from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for, to_frame
 from .preprocess import Fit, PreprocessSpec, Preprocessor
@@ -70,6 +71,8 @@ class RunReport:
     """Inferences in flight at once."""
     interrupted: bool = False
     """Ctrl-C stopped the timed loop: ``runs`` counts the runs done before it."""
+    bindings: list[dict[str, str]] = dataclasses.field(default_factory=list)
+    """Per input and output, whether the device reads our memory or a copy (:class:`npu_zc.runtime.BindingReport`)."""
 
     @property
     def infer_fps(self) -> float:
@@ -98,6 +101,7 @@ class RunReport:
             "hint": self.hint,
             "requests": self.requests,
             "interrupted": self.interrupted,
+            "bindings": self.bindings,
         }
 
 
@@ -140,6 +144,7 @@ class Pipeline:
             raise InvalidArgumentError(f"unknown mode {mode!r}: use 'zero-copy' or 'copy'")
         if top < 1:
             raise InvalidArgumentError(f"top must be at least 1, got {top}")
+        mean, scale = channel_values(mean, "mean"), channel_values(scale, "scale")  # before the model is read
         if hint is not None:
             if hint not in HINTS:
                 raise InvalidArgumentError(f"unknown hint {hint!r}: use 'latency' or 'throughput'")
@@ -168,6 +173,7 @@ class Pipeline:
             self.session, fit=fit or _FITS[self.kind], interpolation=interpolation
         )
         self.heap = heap
+        self._closing = False
         self.preprocess = Preprocessor(self.spec, heap=heap)
         self.request = self.session.create_request()
         in_spec, out_specs = self.session.inputs[0], self.session.outputs
@@ -207,6 +213,11 @@ class Pipeline:
     def device(self) -> str:
         return self.session.device
 
+    def binding_report(self) -> list[Any]:
+        """Per input and output: whether the device reads (writes) our buffer or a copy, and how we know
+        (:class:`npu_zc.runtime.BindingReport`; copy mode: a copy, by design)."""
+        return self.request.binding_report()
+
     def infer(self) -> None:
         """Inference on the input as it is now; the outputs are then in :attr:`outputs`."""
         if self.zero_copy:
@@ -232,6 +243,8 @@ class Pipeline:
         """One frame whose input ``write_input(dst)`` writes into the model input,
         returning its conversion's transform (a camera frame, see :mod:`.camera`);
         ``release`` is called once it is written. ``frame_size``: (width, height)."""
+        if self._closing:
+            raise BufferClosedError("the pipeline is closed: make a new one")
         clock = time.perf_counter_ns
         started = clock()
         if self._sync_input is None:
@@ -338,10 +351,10 @@ class Pipeline:
         with self._runner(requests) as runner:
             if warmup:
                 runner.run(itertools.repeat(image, warmup * runner.buffers))  # every request and buffer used once
-            result = runner.run(itertools.repeat(image, runs), keep=True)
+            result = runner.run(itertools.repeat(image, runs), keep=True, partial=True)
         return self._report(
-            image, name, runs, warmup, result.stages, result.predictions[-1],
-            hint=self.hint, fps=result.fps, requests=result.requests,
+            image, name, result.frames, warmup, result.stages, result.predictions[-1],
+            hint=self.hint, fps=result.fps, requests=result.requests, interrupted=result.interrupted,
         )
 
     def _report(
@@ -364,27 +377,43 @@ class Pipeline:
             stages=stages,
             prediction=prediction,
             startup_ms=self.session.startup.latency_ms,
+            bindings=[b.to_dict() for b in self.binding_report()],
             **extra,
         )
 
     def close(self) -> None:
-        """Unbind and free the buffers (the pipeline is unusable afterwards)."""
+        """Unbind and free the buffers (the pipeline is unusable afterwards).
+
+        While the caller still holds a view of a buffer (``p.input``,
+        ``p.outputs``), raises :class:`npu_zc.BufferInUseError` and may be
+        called again once the views are gone; closing twice does nothing.
+        """
         if self.preprocess is None:
             return
+        self._closing = True
         if self.zero_copy:
-            self.request.unbind()
-        del self.input, self.outputs  # views of the buffers: they must go before the buffers close
-        for buf in self._buffers:
-            buf.close()
-        self._buffers = []
+            self.request.unbind()  # forgets the bound buffers; a second call finds none
+            # Our views of the buffers go before they close (empty arrays: the attributes stay).
+            self.input = np.empty((0,), self.input.dtype)
+            self.outputs = [np.empty((0,), out.dtype) for out in self.outputs]
+            self._sync_input, self._sync_outputs = None, []
+        while self._buffers:  # one by one, so that a retry closes the rest
+            self._buffers[0].close()
+            self._buffers.pop(0)
         self.preprocess.close()
         self.preprocess = None  # type: ignore[assignment]
 
     def __enter__(self) -> "Pipeline":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        try:
+            self.close()
+        except BufferInUseError:
+            if exc_type is None:
+                raise
+            # An exception is leaving the block: it is what the caller sees; the buffers close once the
+            # views that hold them go (close() may be called again).
 
     def __repr__(self) -> str:
         return f"<Pipeline {self.model_name} ({self.kind}) on {self.device}, {self.mode}, input {self.spec.format}>"

@@ -73,8 +73,8 @@ class PreprocessSpec:
             raise InvalidArgumentError(f"unknown interpolation {self.interpolation!r}: use one of {', '.join(INTERPOLATIONS)}")
         if self.fit not in ("crop", "stretch", "letterbox"):
             raise InvalidArgumentError(f"unknown fit {self.fit!r}: use 'crop', 'stretch' or 'letterbox'")
-        if not 0 <= self.fill <= 255:
-            raise InvalidArgumentError(f"fill must be a pixel value from 0 to 255, got {self.fill}")
+        if isinstance(self.fill, bool) or not isinstance(self.fill, (int, np.integer)) or not 0 <= self.fill <= 255:
+            raise InvalidArgumentError(f"fill must be a pixel value, an integer from 0 to 255, not {self.fill!r}")
         if not 0 < self.crop_fraction <= 1:
             raise InvalidArgumentError(f"crop_fraction must be in (0, 1], got {self.crop_fraction}")
 
@@ -186,8 +186,12 @@ class Preprocessor:
 
     def __call__(self, image: np.ndarray, dst: np.ndarray) -> None:
         """Write ``image`` (BGR u8, any size) into ``dst``, the model input (a mapped buffer's view or an array)."""
+        if not isinstance(image, np.ndarray):
+            raise InvalidArgumentError(f"the preprocess takes BGR u8 images (numpy arrays H x W x 3), not {type(image).__name__}")
         if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
             raise InvalidArgumentError(f"the preprocess takes BGR u8 images (H, W, 3), got {image.dtype} {image.shape}")
+        if image.shape[0] == 0 or image.shape[1] == 0:
+            raise InvalidArgumentError(f"the image is empty ({image.shape[1]}x{image.shape[0]} pixels): nothing to preprocess")
         conv = self.converter(image.shape[0], image.shape[1])
         conv(image, dst)
         self._last = image

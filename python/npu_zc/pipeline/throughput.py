@@ -103,6 +103,8 @@ class ThroughputReport:
     """In frame order, when kept."""
     timings: Timings = field(default_factory=lambda: Timings(THROUGHPUT_STAGES), repr=False)
     """The per-frame samples behind :attr:`stages`."""
+    interrupted: bool = False
+    """Ctrl-C stopped the run (``run(..., partial=True)``): the figures are those of the frames done."""
 
     @property
     def fps(self) -> float:
@@ -171,8 +173,12 @@ class ThroughputRunner:
         on_result: Callable[[int, Prediction], None] | None = None,
         *,
         keep: bool = False,
+        partial: bool = False,
     ) -> ThroughputReport:
         """Every frame (BGR u8) of ``frames`` through the model; ``on_result(index, prediction)`` in frame order.
+
+        ``partial``: Ctrl-C returns the report of the frames done (``interrupted``
+        set) once at least one is done, instead of raising KeyboardInterrupt.
 
         ``keep``: also return the predictions in the report. An error (from the
         frames, a preprocess, an inference or ``on_result``) or Ctrl-C stops the
@@ -219,6 +225,10 @@ class ThroughputRunner:
             except KeyboardInterrupt as exc:
                 interrupted = interrupted or exc
         if interrupted is not None:
+            done_report: ThroughputReport | None = outcome.get("report")
+            if partial and done_report is not None and done_report.frames > 0 and "error" not in outcome:
+                done_report.interrupted = True
+                return done_report
             raise interrupted
         if "error" in outcome:
             error: BaseException = outcome.pop("error")

@@ -13,7 +13,7 @@ Typical use::
     request.infer()         # reads frame and writes scores in place
 """
 
-from .binding import BoundBuffer, bind, check_buffer, cpu_tensor
+from .binding import BindingReport, BoundBuffer, bind, check_buffer, cpu_tensor
 from .device import (
     DeviceChoice,
     available_devices,
@@ -47,6 +47,7 @@ from .session import CompileOptions, Session, Startup, compile_model, measure_st
 from .target import Target
 
 __all__ = [
+    "BindingReport",
     "AsyncQueue",
     "BUILTIN_MODELS",
     "BoundBuffer",

@@ -10,6 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .._files import read_regular_file
 from ..errors import InvalidArgumentError, ModelError
 
 
@@ -37,10 +38,11 @@ def imagenet_synonyms() -> tuple[str, ...]:
 def read_labels(path: str | Path) -> tuple[str, ...]:
     """Labels from a text file, one per line (blank lines skipped), or a JSON list / {"id": name} object."""
     path = Path(path)
+    data = read_regular_file(path, "the labels file", InvalidArgumentError, limit=64 << 20)
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InvalidArgumentError(f"cannot read labels from {path}: {exc.strerror or exc}") from None
+        text = data.decode()
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(f"the labels file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if path.suffix == ".json":
         data = json.loads(text)
         if isinstance(data, dict):

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Literal, Sequence
 
 import numpy as np
 
+from .._numbers import channel_values
 from ..errors import InvalidArgumentError, ModelError
 from .device import core, plugin_message
 
@@ -294,7 +295,12 @@ def model_normalisation(model: Any) -> Normalisation:
         if not model.has_rt_info(["model_info", key]):
             return None
         text = _rt_text(model.get_rt_info(["model_info", key])).replace(",", " ").strip("[] ")
-        return tuple(float(v) for v in text.split()) or None
+        if not text.split():
+            return None
+        try:
+            return channel_values([float(v) for v in text.split()], key)
+        except (ValueError, InvalidArgumentError) as e:
+            raise ModelError(f"the model records {key} = {text!r}, which is not 1 or 3 finite numbers ({e})") from None
 
     color: Literal["RGB", "BGR"] = "RGB"
     if model.has_rt_info(["model_info", "reverse_input_channels"]):
@@ -476,12 +482,6 @@ def _name(port: Any, index: int) -> str:
 
 
 def _per_channel(values: Sequence[float], what: str) -> tuple[float, ...]:
-    try:
-        out = tuple(float(v) for v in values)
-    except TypeError:
-        out = (float(values),) * 3  # type: ignore[arg-type]
-    if len(out) == 1:
-        out = out * 3
-    if len(out) != 3:
-        raise InvalidArgumentError(f"{what} takes 1 or 3 values, got {len(out)}")
+    out = channel_values(values, what)
+    assert out is not None
     return out

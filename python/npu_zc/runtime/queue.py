@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import BufferInUseError, InvalidArgumentError, ModelError, PoolExhaustedError
-from .binding import BoundBuffer, bind
+from .binding import BindingReport, BoundBuffer, bind, report
 from .target import Target
 
 
@@ -183,6 +183,15 @@ class AsyncQueue:
         with self._mutex:
             return len(self._running)
 
+    def binding_report(self) -> list[BindingReport]:
+        """Per input and output of the first set of pooled buffers (every set is bound alike): whether the
+        device reads our memory or a copy, and how we know (see :class:`npu_zc.runtime.BindingReport`)."""
+        self._check_open()
+        device = self.target.device
+        return [report(device, "input", i, bound[0]) for i, bound in enumerate(self._bound_in)] + [
+            report(device, "output", i, bound[0]) for i, bound in enumerate(self._bound_out)
+        ]
+
     def acquire(self, timeout: float | None = None) -> Frame:
         """Take a free set of buffers; waits (up to ``timeout`` s) while all are in flight or unreleased.
 
@@ -310,8 +319,10 @@ class AsyncQueue:
         for entry in leftovers:
             for slot in entry.frame._out_slots:
                 slot.release()
-        self._bound_in.clear()
-        self._bound_out.clear()
+        # Every view and tensor of the pooled buffers goes before the pools close: the bindings, the
+        # per-port lists of arrays and tensors, and the requests that point at those tensors.
+        for holder in (self._bound_in, self._bound_out, self._in_arrays, self._out_arrays, self._in_tensors, self._out_tensors):
+            holder.clear()
         self._requests.clear()
         for pool in self._in_pools + self._out_pools:
             try:

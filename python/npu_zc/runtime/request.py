@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import InvalidArgumentError, ModelError
-from .binding import BoundBuffer, bind
+from .binding import BindingReport, BoundBuffer, bind, copy_report, report
 from .device import plugin_message
 from .model import TensorSpec, ov_type
 from .target import Target
@@ -80,6 +80,25 @@ class Request:
         self._outputs = [None] * len(self.target.outputs)
         self._own.clear()
 
+    def binding_report(self) -> list[BindingReport]:
+        """Per input and output: whether the device reads (writes) our buffer or a copy, and how we know
+        (see :class:`npu_zc.runtime.BindingReport`); ports with nothing bound use the request's own memory."""
+        device = self.target.device
+        out: list[BindingReport] = []
+        for direction, bound_list, getter in (
+            ("input", self._inputs, self.request.get_input_tensor),
+            ("output", self._outputs, self.request.get_output_tensor),
+        ):
+            specs = self.target.inputs if direction == "input" else self.target.outputs
+            for i, bound in enumerate(bound_list):
+                if bound is None:
+                    out.append(copy_report(device, direction, i, specs[i]))
+                    continue
+                base = device.upper().split(".")[0]
+                held = getter(i) if base not in ("NPU", "GPU") else None
+                out.append(report(device, direction, i, bound, held))
+        return out
+
     def input_array(self, port: int | str = 0) -> np.ndarray:
         """The CPU view of the buffer bound to input ``port``."""
         bound = self._inputs[_port(self.target.inputs, port, "input")]
@@ -103,7 +122,11 @@ class Request:
         self._check_bound()
         started = time.perf_counter()
         try:
-            self.request.infer(share_outputs=True)  # results stay in place: no copy of the outputs
+            if self.target.async_only:  # RUN_INFERENCES_SEQUENTIALLY: the plugin takes async requests only
+                self.request.start_async()
+                self.request.wait()
+            else:
+                self.request.infer(share_outputs=True)  # results stay in place: no copy of the outputs
         except RuntimeError as exc:
             raise ModelError(f"inference failed on {self.target.device}: {plugin_message(exc)}") from None
         self._note_first((time.perf_counter() - started) * 1000)
@@ -142,7 +165,11 @@ class Request:
         self._outputs = [None] * len(self.target.outputs)
         started = time.perf_counter()
         try:
-            self.request.infer(share_outputs=True)  # results stay in place: no copy of the outputs
+            if self.target.async_only:  # RUN_INFERENCES_SEQUENTIALLY: the plugin takes async requests only
+                self.request.start_async()
+                self.request.wait()
+            else:
+                self.request.infer(share_outputs=True)  # results stay in place: no copy of the outputs
         except RuntimeError as exc:
             raise ModelError(f"inference failed on {self.target.device}: {plugin_message(exc)}") from None
         self._note_first((time.perf_counter() - started) * 1000)

@@ -19,8 +19,9 @@ from typing import Any, Literal, Mapping, Sequence
 
 from ..errors import DeviceNotFoundError, InvalidArgumentError, ModelError
 from . import remote
-from .device import DeviceChoice, choose_device, core, plugin_message, why_unavailable
+from .device import DeviceChoice, choose_device, core, is_available, plugin_message, why_unavailable
 from .model import ImageInput, Mode, Normalisation, PreparedModel, TensorSpec, prepare
+from .binding import BindingReport, copy_report
 from .queue import AsyncQueue
 from .request import Request
 from .target import Target
@@ -62,6 +63,12 @@ class CompileOptions:
     """e.g. "optimization-level=1 performance-hint-override=latency"."""
     npu_defer_weights_load: bool | None = None
     npu_bypass_umd_caching: bool | None = None
+    npu_enable_strides_for: str | None = None
+    """NPU_ENABLE_STRIDES_FOR: the inputs/outputs (names, comma-separated) whose tensors may be strided, so that a
+    camera frame with padded rows is read as it is."""
+    run_inferences_sequentially: bool | None = None
+    """RUN_INFERENCES_SEQUENTIALLY (NPU): requests run one after the other in submission order; async only (a
+    request's ``infer()`` then starts and waits)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Any other OpenVINO property, passed as is."""
 
@@ -77,7 +84,12 @@ class CompileOptions:
         "npu_compilation_mode_params": "NPU_COMPILATION_MODE_PARAMS",
         "npu_defer_weights_load": "NPU_DEFER_WEIGHTS_LOAD",
         "npu_bypass_umd_caching": "NPU_BYPASS_UMD_CACHING",
+        "npu_enable_strides_for": "NPU_ENABLE_STRIDES_FOR",
+        "run_inferences_sequentially": "RUN_INFERENCES_SEQUENTIALLY",
     }
+    NPU_ONLY = ("NPU_TURBO", "NPU_ENABLE_STRIDES_FOR", "RUN_INFERENCES_SEQUENTIALLY")
+    """What NPU users ask for by name: refused, in one sentence, where the session does not run on an NPU (the
+    other ``npu_*`` options are tuning, dropped and listed in :attr:`Session.ignored_options`)."""
 
     def to_config(self, supported: Sequence[str] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
         """``(config, ignored)``: the property map for ``compile_model``, and the options left out and why.
@@ -153,7 +165,10 @@ class Session:
         """The properties passed to ``compile_model``."""
         self.ignored_options = ignored_options
         self._first_lock = threading.Lock()
-        self.target = Target(compiled, choice.device, prepared.inputs, prepared.outputs, context, self._record_first_inference)
+        self.target = Target(
+            compiled, choice.device, prepared.inputs, prepared.outputs, context, self._record_first_inference,
+            async_only=str(config.get("RUN_INFERENCES_SEQUENTIALLY", "")).upper() in ("YES", "TRUE"),
+        )  # fmt: skip
         """What its requests and queues are given: the compiled model, its tensor specs, the device, the startup callback."""
 
     @property
@@ -220,6 +235,29 @@ class Session:
         buffers (default ``depth``); see :class:`AsyncQueue`."""
         return AsyncQueue(self.target, depth, heap=heap, callback=callback, buffers=buffers)
 
+    def binding_report(self, heap: str = "auto") -> list[BindingReport]:
+        """Per input and output, whether the device reads (writes) our memory or a copy, and how we know:
+        buffers from ``heap`` are bound to a new request for the check, then freed. In copy mode every port
+        is a copy. See :class:`npu_zc.runtime.BindingReport`."""
+        if self.mode == "copy":
+            return [copy_report(self.device, "input", i, s) for i, s in enumerate(self.inputs)] + [
+                copy_report(self.device, "output", i, s) for i, s in enumerate(self.outputs)
+            ]
+        from ..buffers import alloc
+
+        request = self.create_request()
+        buffers = [alloc(spec.nbytes, heap) for spec in self.inputs + self.outputs]
+        try:
+            for i in range(len(self.inputs)):
+                request.bind_input(buffers[i], i)
+            for i in range(len(self.outputs)):
+                request.bind_output(buffers[len(self.inputs) + i], i)
+            return request.binding_report()
+        finally:
+            request.unbind()
+            for buf in buffers:
+                buf.close()
+
     def _record_first_inference(self, ms: float) -> None:
         with self._first_lock:
             if self.startup.first_inference_ms is None:
@@ -262,6 +300,11 @@ def compile_model(
     )
     supported = list(core().get_property(choice.device, "SUPPORTED_PROPERTIES"))
     config, ignored = options.to_config(supported)
+    refused = [key for key in CompileOptions.NPU_ONLY if key in ignored]
+    if refused:
+        what = f"{refused[0]} is an NPU option" if len(refused) == 1 else f"{', '.join(refused)} are NPU options"
+        fix = "ask for device='NPU'" if is_available("NPU") else "no NPU is usable here (npu-zc info says why)"
+        raise DeviceNotFoundError(f"{what} and this session runs on the {choice.device}: {fix}; or leave {'it' if len(refused) == 1 else 'them'} out")
     if (
         options.reserved_cores > 0
         and choice.device == "CPU"

@@ -34,6 +34,9 @@ class Target:
     """The remote context it was compiled in (NPU, GPU); None on the CPU."""
     on_first_inference: Callable[[float], None] = _ignore
     """Called with a request's first inference time in ms (the session keeps the first one: FEIL/FIL)."""
+    async_only: bool = False
+    """Compiled with RUN_INFERENCES_SEQUENTIALLY (NPU): the plugin refuses synchronous ``infer()``, so a
+    request's ``infer`` starts and waits instead."""
 
     @property
     def optimal_requests(self) -> int:

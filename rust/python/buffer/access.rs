@@ -54,3 +54,14 @@ impl PyCpuAccess {
         }
     }
 }
+
+/// A bracket entered and dropped without `__exit__` (an abandoned context
+/// manager, a generator never finished) ends when Python collects it, so the
+/// buffer can close and take a new bracket.
+impl Drop for PyCpuAccess {
+    fn drop(&mut self) {
+        if self.active.swap(false, Ordering::SeqCst) {
+            self.buffer.get().end_abandoned_bracket(self.mode);
+        }
+    }
+}

@@ -62,10 +62,7 @@ impl PyDmaBuf {
     }
 
     pub(crate) fn buf(&self) -> PyResult<Arc<DmaBuf>> {
-        self.lock()
-            .buf
-            .clone()
-            .ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))
+        self.lock().buf.clone().ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))
     }
 
     fn mapping(&self, access: Access) -> PyResult<Arc<Mapping>> {
@@ -177,9 +174,15 @@ impl PyDmaBuf {
         let this = slf.get();
         let np = py.import("numpy")?;
         let dtype = match dtype {
-            Some(d) => np.getattr("dtype")?.call1((d,))?,
+            Some(d) => np
+                .getattr("dtype")?
+                .call1((d,))
+                .map_err(|e| invalid(format!("cannot map with dtype {d}: numpy says {e}")))?,
             None => np.getattr("dtype")?.call1(("uint8",))?,
         };
+        if dtype.getattr("hasobject")?.extract::<bool>()? {
+            return Err(invalid(format!("cannot map with dtype {dtype}: a buffer holds numbers, not Python objects")));
+        }
         let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
         if itemsize == 0 {
             return Err(invalid(format!("cannot map with dtype {dtype}: it has no size")));
@@ -287,10 +290,17 @@ impl PyDmaBuf {
         Ok(slf)
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+    /// Closes the buffer; when an exception is leaving the block, a buffer
+    /// that cannot close yet (a view is alive) stays open until it is
+    /// dropped, and the exception in flight is what the caller sees.
+    #[pyo3(signature = (*args))]
+    fn __exit__(&self, args: &Bound<'_, PyTuple>) -> PyResult<bool> {
         if !self.pooled {
-            self.close_now()?;
+            let in_flight = args.get_item(0).is_ok_and(|exc| !exc.is_none());
+            match self.close_now() {
+                Err(_) if in_flight => {}
+                result => result?,
+            }
         }
         Ok(false)
     }
@@ -315,7 +325,10 @@ impl PyDmaBuf {
         keep: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyArray1<u8>>> {
         if offset.checked_add(nbytes).is_none_or(|end| end > self.size) {
-            return Err(invalid(format!("{nbytes} bytes at offset {offset} are outside the {}-byte buffer", self.size)));
+            return Err(invalid(format!(
+                "{nbytes} bytes at offset {offset} are outside the {}-byte buffer",
+                self.size
+            )));
         }
         let access = if writable { Access::ReadWrite } else { Access::ReadOnly };
         let mapping = self.mapping(access)?;
@@ -333,6 +346,19 @@ impl PyDmaBuf {
         Ok(bytes)
     }
 
+    /// Ends a bracket whose CpuAccess was dropped without `__exit__`: a
+    /// quick ioctl, no GIL needed; nothing to report to, the owner is gone.
+    pub(super) fn end_abandoned_bracket(&self, mode: SyncMode) {
+        let buf = {
+            let mut open = self.lock();
+            open.syncing = None;
+            open.buf.clone()
+        };
+        if let Some(buf) = buf {
+            let _ = buf.sync(mode, false);
+        }
+    }
+
     pub(crate) fn close_now(&self) -> PyResult<()> {
         let mut open = self.lock();
         if open.buf.is_none() {
@@ -346,10 +372,8 @@ impl PyDmaBuf {
     pub(super) fn sync(&self, mode: SyncMode, start: bool, py: Python<'_>) -> PyResult<()> {
         let buf = {
             let mut open = self.lock();
-            let buf = open
-                .buf
-                .clone()
-                .ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))?;
+            let buf =
+                open.buf.clone().ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))?;
             match (start, open.syncing) {
                 (true, Some(_)) => {
                     return Err(error(

@@ -107,7 +107,13 @@ pub(super) fn recv_fds<'py>(
     })?;
     let mut bufs = Vec::with_capacity(fds.len());
     for fd in fds {
-        bufs.push(PyDmaBuf::wrap(Arc::new(DmaBuf::from_fd(fd.as_fd(), false, trust_size).py_err()?), false));
+        // Whatever the peer sent that is not a buffer is the peer's fault: PeerError, all fds closed.
+        let buf = DmaBuf::from_fd(fd.as_fd(), false, trust_size).map_err(|e| buffer::Error {
+            kind: buffer::ErrorKind::Protocol,
+            message: format!("the sending process sent an fd that is not a buffer: {}", e.message),
+            ..e
+        });
+        bufs.push(PyDmaBuf::wrap(Arc::new(buf.py_err()?), false));
         // `fd` drops here: from_fd kept a dup, so each received fd is closed once.
     }
     let list = PyList::empty(py);

@@ -1,0 +1,69 @@
+"""The one check of per-channel numbers (mean, scale, fill) for every path
+that takes them: :func:`npu_zc.convert`, :class:`npu_zc.Converter`, the
+:class:`npu_zc.Pipeline`/:class:`npu_zc.Session` and the CLI's ``--mean``.
+
+A string is refused rather than iterated (``mean="123"`` would otherwise be
+(1, 2, 3)), so is a mapping (its keys) or a set (no order); every value must
+be a real number that float32 holds finitely (NaN and inf change a model's
+prediction without a word; 10**400 does not fit), and raises
+:class:`npu_zc.InvalidArgumentError` otherwise."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping, Set
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidArgumentError
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _number(value: Any, name: str, k: int | None) -> float:
+    where = name if k is None else f"{name}[{k}]"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
+        raise InvalidArgumentError(f"{where} must be a number, not {type(value).__name__} {value!r}")
+    try:
+        x = float(value)
+    except OverflowError:
+        raise InvalidArgumentError(f"{where} = {value} is too large: it must fit a 32-bit float") from None
+    if not math.isfinite(x) or abs(x) > _FLOAT32_MAX:
+        raise InvalidArgumentError(f"{where} is {value}: normalisation needs finite numbers that fit a 32-bit float")
+    return x
+
+
+def channel_values(
+    values: Any, name: str, *, low: float | None = None, high: float | None = None, what: str = "number"
+) -> tuple[float, float, float] | None:
+    """``values`` (one number, or 1 or 3 numbers in the destination's channel
+    order) as 3 finite floats, each in [low, high] when given; None stays None."""
+    if values is None:
+        return None
+    if isinstance(values, (str, bytes, bytearray, memoryview, Mapping, Set)):
+        raise InvalidArgumentError(
+            f"{name} must be a {what} or 3 {what}s (one per channel), not {type(values).__name__} {values!r}"
+        )
+    if isinstance(values, np.ndarray) and values.ndim == 0:
+        values = values.item()
+    if isinstance(values, (numbers.Real, np.integer, np.floating)) and not isinstance(values, (bool, np.bool_)):
+        items = [_number(values, name, None)] * 3
+    else:
+        try:
+            raw = list(values)
+        except TypeError:
+            raise InvalidArgumentError(
+                f"{name} must be a {what} or 3 {what}s (one per channel), not {type(values).__name__} {values!r}"
+            ) from None
+        if len(raw) not in (1, 3):
+            raise InvalidArgumentError(
+                f"{name} has {len(raw)} values: it takes 1 or 3 (one {what}, or one per channel in the "
+                "destination's order)"
+            )
+        items = [_number(v, name, k) for k, v in enumerate(raw)] * (3 if len(raw) == 1 else 1)
+    for k, x in enumerate(items):
+        if (low is not None and x < low) or (high is not None and x > high):
+            raise InvalidArgumentError(f"{name}[{k}] is {x:g}: a {what} goes from {low:g} to {high:g}")
+    return (items[0], items[1], items[2])
