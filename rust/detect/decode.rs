@@ -30,14 +30,7 @@ pub struct Params {
 
 impl Default for Params {
     fn default() -> Self {
-        Params {
-            conf: 0.25,
-            iou: 0.7,
-            classes: None,
-            agnostic: false,
-            max_det: 300,
-            max_nms: 30000,
-        }
+        Params { conf: 0.25, iou: 0.7, classes: None, agnostic: false, max_det: 300, max_nms: 30000 }
     }
 }
 
@@ -103,26 +96,11 @@ pub fn decode(output: Matrix<'_>, layout: &Layout, params: &Params) -> Result<De
     found.truncate(params.max_nms);
     let classes: Vec<u32> = found.iter().map(|c| c.class).collect();
     let keep = if layout.task == Task::Obb {
-        let boxes: Vec<[f32; 5]> = found
-            .iter()
-            .map(|c| rotated_box(m, c.anchor, layout))
-            .collect();
-        nms_rotated(
-            &boxes,
-            &classes,
-            params.iou,
-            params.agnostic,
-            params.max_det,
-        )
+        let boxes: Vec<[f32; 5]> = found.iter().map(|c| rotated_box(m, c.anchor, layout)).collect();
+        nms_rotated(&boxes, &classes, params.iou, params.agnostic, params.max_det)
     } else {
         let boxes: Vec<[f32; 4]> = found.iter().map(|c| xyxy(m, c.anchor)).collect();
-        nms(
-            &boxes,
-            &classes,
-            params.iou,
-            params.agnostic,
-            params.max_det,
-        )
+        nms(&boxes, &classes, params.iou, params.agnostic, params.max_det)
     };
     let mut out = Decoded::default();
     for k in keep {
@@ -139,21 +117,13 @@ pub fn decode(output: Matrix<'_>, layout: &Layout, params: &Params) -> Result<De
     Ok(out)
 }
 
-fn push_common(
-    out: &mut Decoded,
-    m: Matrix<'_>,
-    layout: &Layout,
-    anchor: usize,
-    score: f32,
-    class: u32,
-) {
+fn push_common(out: &mut Decoded, m: Matrix<'_>, layout: &Layout, anchor: usize, score: f32, class: u32) {
     out.scores.push(score);
     out.classes.push(class);
     out.anchors.push(anchor);
     if matches!(layout.task, Task::Segment { .. } | Task::Pose { .. }) {
         let start = layout.channels() - layout.task.extra();
-        out.extra
-            .extend((start..layout.channels()).map(|k| m.get(anchor, k)));
+        out.extra.extend((start..layout.channels()).map(|k| m.get(anchor, k)));
     }
 }
 
@@ -166,13 +136,7 @@ fn xyxy(m: Matrix<'_>, anchor: usize) -> [f32; 4] {
 
 fn rotated_box(m: Matrix<'_>, anchor: usize, layout: &Layout) -> [f32; 5] {
     let angle = m.get(anchor, layout.channels() - 1);
-    [
-        m.get(anchor, 0),
-        m.get(anchor, 1),
-        m.get(anchor, 2),
-        m.get(anchor, 3),
-        angle,
-    ]
+    [m.get(anchor, 0), m.get(anchor, 1), m.get(anchor, 2), m.get(anchor, 3), angle]
 }
 
 /// The hot loop: every class row of `[4+nc+extra, N]` scanned once, keeping
@@ -186,11 +150,7 @@ fn anchor_free_candidates(output: Matrix<'_>, nc: usize, params: &Params) -> Vec
         let class = c as u32;
         output.row_chunks(4 + c, &mut scratch, |start, values| {
             let end = start + values.len();
-            for ((b, k), &v) in best[start..end]
-                .iter_mut()
-                .zip(&mut best_class[start..end])
-                .zip(values)
-            {
+            for ((b, k), &v) in best[start..end].iter_mut().zip(&mut best_class[start..end]).zip(values) {
                 // Strictly greater: the first class wins ties; NaN never wins.
                 let gt = v > *b;
                 *b = if gt { v } else { *b };
@@ -203,11 +163,7 @@ fn anchor_free_candidates(output: Matrix<'_>, nc: usize, params: &Params) -> Vec
         .zip(&best_class)
         .enumerate()
         .filter(|&(_, (&s, &k))| s > conf && params.wants(k))
-        .map(|(anchor, (&score, &class))| Candidate {
-            anchor,
-            score,
-            class,
-        })
+        .map(|(anchor, (&score, &class))| Candidate { anchor, score, class })
         .collect()
 }
 
@@ -228,11 +184,7 @@ fn yolov5_candidates(m: Matrix<'_>, nc: usize, params: &Params) -> Vec<Candidate
             }
         }
         if score > params.conf && params.wants(class) {
-            found.push(Candidate {
-                anchor,
-                score,
-                class,
-            });
+            found.push(Candidate { anchor, score, class });
         }
     }
     found
@@ -261,8 +213,7 @@ fn end_to_end(m: Matrix<'_>, layout: &Layout, params: &Params) -> Decoded {
             out.boxes.push([r[0], r[1], r[2], r[3]]);
             out.angles.push(r[4]);
         } else {
-            out.boxes
-                .push([m.get(row, 0), m.get(row, 1), m.get(row, 2), m.get(row, 3)]);
+            out.boxes.push([m.get(row, 0), m.get(row, 1), m.get(row, 2), m.get(row, 3)]);
         }
         push_common(&mut out, m, layout, row, score, class);
     }

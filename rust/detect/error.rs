@@ -19,10 +19,7 @@ pub struct DetectError {
 
 impl DetectError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        DetectError {
-            kind,
-            message: message.into(),
-        }
+        DetectError { kind, message: message.into() }
     }
 }
 

@@ -13,11 +13,7 @@ pub struct Geometry {
 
 impl Default for Geometry {
     fn default() -> Self {
-        Geometry {
-            scale: [1.0, 1.0],
-            offset: [0.0, 0.0],
-            frame: None,
-        }
+        Geometry { scale: [1.0, 1.0], offset: [0.0, 0.0], frame: None }
     }
 }
 
@@ -34,12 +30,7 @@ impl Geometry {
     /// x1, y1, x2, y2 boxes in place.
     pub fn boxes(&self, boxes: &mut [[f32; 4]]) {
         for b in boxes {
-            *b = [
-                self.map(b[0], 0),
-                self.map(b[1], 1),
-                self.map(b[2], 0),
-                self.map(b[3], 1),
-            ];
+            *b = [self.map(b[0], 0), self.map(b[1], 1), self.map(b[2], 0), self.map(b[3], 1)];
         }
     }
 
@@ -63,10 +54,7 @@ impl Geometry {
     pub fn rotated(&self, boxes: &mut [[f32; 4]], angles: &mut [f32]) -> Vec<[f32; 4]> {
         use std::f32::consts::{FRAC_PI_2, PI};
         let size_scale = (self.scale[0] + self.scale[1]) / 2.0;
-        let unclipped = Geometry {
-            frame: None,
-            ..*self
-        };
+        let unclipped = Geometry { frame: None, ..*self };
         let mut bounds = Vec::with_capacity(boxes.len());
         for (b, t) in boxes.iter_mut().zip(angles.iter_mut()) {
             let swap = t.rem_euclid(PI) >= FRAC_PI_2;
@@ -87,12 +75,7 @@ impl Geometry {
                 Some(size) => v.clamp(0.0, size[axis] as f32),
                 None => v,
             };
-            bounds.push([
-                clip(b[0] - dx, 0),
-                clip(b[1] - dy, 1),
-                clip(b[0] + dx, 0),
-                clip(b[1] + dy, 1),
-            ]);
+            bounds.push([clip(b[0] - dx, 0), clip(b[1] - dy, 1), clip(b[0] + dx, 0), clip(b[1] + dy, 1)]);
         }
         bounds
     }

@@ -82,14 +82,8 @@ impl Layout {
         };
         if m.cols != self.channels() {
             let (want, got) = match self.family {
-                Family::AnchorFree => (
-                    format!("[1, {}, N]", self.channels()),
-                    [output.rows, output.cols],
-                ),
-                _ => (
-                    format!("[1, N, {}]", self.channels()),
-                    [output.rows, output.cols],
-                ),
+                Family::AnchorFree => (format!("[1, {}, N]", self.channels()), [output.rows, output.cols]),
+                _ => (format!("[1, N, {}]", self.channels()), [output.rows, output.cols]),
             };
             bail_layout!(
                 "a {} {:?} output of {} classes has shape {want}, got [1, {}, {}]",

@@ -42,12 +42,7 @@ fn taps(in_size: usize, out_size: usize, range: std::ops::Range<usize>) -> Vec<T
             let i0 = (src as usize).min(in_size - 1);
             let l1 = (src - i0 as f32).clamp(0.0, 1.0);
             let i1 = if i0 < in_size - 1 { i0 + 1 } else { i0 };
-            Tap {
-                i0,
-                i1,
-                w0: 1.0 - l1,
-                w1: l1,
-            }
+            Tap { i0, i1, w0: 1.0 - l1, w1: l1 }
         })
         .collect()
 }
@@ -81,18 +76,10 @@ impl Patch {
     /// Bilinear resize of the plane this patch lies in (`in_size` -> `out_size`,
     /// (w, h)), over the output pixels the patch reaches, each kept as
     /// `keep(value)` 1.0 or 0.0.
-    fn resize(
-        &self,
-        in_size: [usize; 2],
-        out_size: [usize; 2],
-        keep: impl Fn(f32) -> bool,
-    ) -> Patch {
+    fn resize(&self, in_size: [usize; 2], out_size: [usize; 2], keep: impl Fn(f32) -> bool) -> Patch {
         let x = reach(self.x.start, self.x.end, in_size[0], out_size[0]);
         let y = reach(self.y.start, self.y.end, in_size[1], out_size[1]);
-        let (tx, ty) = (
-            taps(in_size[0], out_size[0], x.clone()),
-            taps(in_size[1], out_size[1], y.clone()),
-        );
+        let (tx, ty) = (taps(in_size[0], out_size[0], x.clone()), taps(in_size[1], out_size[1], y.clone()));
         let mut values = Vec::with_capacity(x.len() * y.len());
         for t in &ty {
             for s in &tx {
@@ -122,18 +109,16 @@ pub fn masks(
     let [fw, fh] = geometry.frame;
     let [left, top, right, bottom] = geometry.image;
     if coeffs.len() != boxes.len() * nm {
-        bail!(
-            "{} boxes need {} mask coefficients each, got {} in all",
-            boxes.len(),
-            nm,
-            coeffs.len()
-        );
+        bail!("{} boxes need {} mask coefficients each, got {} in all", boxes.len(), nm, coeffs.len());
     }
     if mh == 0 || mw == 0 || iw == 0 || ih == 0 || fw == 0 || fh == 0 {
         bail!("masks need non-empty prototypes, input and frame, got prototypes {mw}x{mh}, input {iw}x{ih}, frame {fw}x{fh}");
     }
     if left >= right || top >= bottom || right > iw || bottom > ih {
-        bail!("the image rectangle {:?} (left, top, right, bottom) does not lie in the {iw}x{ih} input", geometry.image);
+        bail!(
+            "the image rectangle {:?} (left, top, right, bottom) does not lie in the {iw}x{ih} input",
+            geometry.image
+        );
     }
     if out.len() != boxes.len() * fw * fh {
         bail!(
@@ -145,17 +130,10 @@ pub fn masks(
     }
     out.fill(0);
     // Ultralytics: bboxes * [mw / w, mh / h, mw / w, mh / h], in f32.
-    let (rx, ry) = (
-        (mw as f64 / iw as f64) as f32,
-        (mh as f64 / ih as f64) as f32,
-    );
+    let (rx, ry) = ((mw as f64 / iw as f64) as f32, (mh as f64 / ih as f64) as f32);
     let crop_w = right - left;
     let crop_h = bottom - top;
-    for ((b, c), plane) in boxes
-        .iter()
-        .zip(coeffs.chunks_exact(nm))
-        .zip(out.chunks_exact_mut(fw * fh))
-    {
+    for ((b, c), plane) in boxes.iter().zip(coeffs.chunks_exact(nm)).zip(out.chunks_exact_mut(fw * fh)) {
         let (x1, y1, x2, y2) = (b[0] * rx, b[1] * ry, b[2] * rx, b[3] * ry);
         // crop_mask keeps pixel columns c with x1 <= c < x2 (and rows alike).
         let first = |v: f32, n: usize| (v.max(0.0).ceil() as usize).min(n);
@@ -163,18 +141,10 @@ pub fn masks(
         if cx.is_empty() || cy.is_empty() {
             continue;
         }
-        let mut proto = Patch {
-            x: cx.clone(),
-            y: cy.clone(),
-            values: Vec::with_capacity(cx.len() * cy.len()),
-        };
+        let mut proto = Patch { x: cx.clone(), y: cy.clone(), values: Vec::with_capacity(cx.len() * cy.len()) };
         for y in cy.clone() {
             for x in cx.clone() {
-                let v: f32 = c
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &w)| w * p.get(&[k, y, x]))
-                    .sum();
+                let v: f32 = c.iter().enumerate().map(|(k, &w)| w * p.get(&[k, y, x])).sum();
                 proto.values.push(v);
             }
         }
@@ -186,10 +156,7 @@ pub fn masks(
             y: input.y.start.max(top) - top..input.y.end.min(bottom).max(top) - top,
             values: Vec::new(),
         };
-        let mut cropped = Patch {
-            values: Vec::with_capacity(inside.x.len() * inside.y.len()),
-            ..inside
-        };
+        let mut cropped = Patch { values: Vec::with_capacity(inside.x.len() * inside.y.len()), ..inside };
         for y in cropped.y.clone() {
             for x in cropped.x.clone() {
                 cropped.values.push(input.at(x + left, y + top));
@@ -201,10 +168,7 @@ pub fn masks(
         let frame = cropped.resize([crop_w, crop_h], [fw, fh], |v| v > 0.5);
         for (row, y) in frame.y.clone().enumerate() {
             let src = &frame.values[row * frame.x.len()..(row + 1) * frame.x.len()];
-            for (d, &v) in plane[y * fw + frame.x.start..y * fw + frame.x.end]
-                .iter_mut()
-                .zip(src)
-            {
+            for (d, &v) in plane[y * fw + frame.x.start..y * fw + frame.x.end].iter_mut().zip(src) {
                 *d = v as u8;
             }
         }

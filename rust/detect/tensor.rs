@@ -58,7 +58,9 @@ impl Element {
                     Element::U8 { scale, zero_point }
                 }
             }
-            _ => bail!("outputs of element type {name} cannot be decoded: use float32, float16, bfloat16, int8 or uint8"),
+            _ => {
+                bail!("outputs of element type {name} cannot be decoded: use float32, float16, bfloat16, int8 or uint8")
+            }
         };
         if quant.is_some() && matches!(element, Element::F32 | Element::F16 | Element::Bf16) {
             bail!("quant=(scale, zero_point) is for int8/uint8 outputs, not {name}");
@@ -92,18 +94,9 @@ pub struct Tensor<'a> {
 
 impl<'a> Tensor<'a> {
     /// Checks that every element the view can address lies in `data`.
-    pub fn new(
-        data: &'a [u8],
-        element: Element,
-        origin: usize,
-        shape: &[usize],
-        strides: &[isize],
-    ) -> Result<Self> {
+    pub fn new(data: &'a [u8], element: Element, origin: usize, shape: &[usize], strides: &[isize]) -> Result<Self> {
         if shape.len() != strides.len() {
-            bail!(
-                "a tensor of shape {shape:?} needs {} strides, got {strides:?}",
-                shape.len()
-            );
+            bail!("a tensor of shape {shape:?} needs {} strides, got {strides:?}", shape.len());
         }
         let size = element.size() as i128;
         let (mut lo, mut hi) = (origin as i128, origin as i128);
@@ -124,13 +117,7 @@ impl<'a> Tensor<'a> {
                 );
             }
         }
-        Ok(Tensor {
-            data,
-            element,
-            origin,
-            shape: shape.to_vec(),
-            strides: strides.to_vec(),
-        })
+        Ok(Tensor { data, element, origin, shape: shape.to_vec(), strides: strides.to_vec() })
     }
 
     /// A C-contiguous tensor over the whole of `data`.
@@ -170,10 +157,7 @@ impl<'a> Tensor<'a> {
     pub fn squeeze_to(&self, rank: usize) -> Result<Tensor<'a>> {
         let extra = self.shape.len().saturating_sub(rank);
         if self.shape.len() < rank || self.shape[..extra].iter().any(|&n| n != 1) {
-            bail!(
-                "expected a tensor of {rank} axes (after a batch of 1), got shape {:?}",
-                self.shape
-            );
+            bail!("expected a tensor of {rank} axes (after a batch of 1), got shape {:?}", self.shape);
         }
         Ok(Tensor {
             data: self.data,
@@ -216,32 +200,20 @@ pub const CHUNK: usize = 512;
 impl<'a> Matrix<'a> {
     #[inline(always)]
     pub fn get(&self, r: usize, c: usize) -> f32 {
-        let at =
-            (self.origin + r as isize * self.row_stride + c as isize * self.col_stride) as usize;
+        let at = (self.origin + r as isize * self.row_stride + c as isize * self.col_stride) as usize;
         self.element.load(&self.data[at..at + self.element.size()])
     }
 
     /// The same elements with rows and columns swapped.
     pub fn transposed(&self) -> Matrix<'a> {
-        Matrix {
-            rows: self.cols,
-            cols: self.rows,
-            row_stride: self.col_stride,
-            col_stride: self.row_stride,
-            ..*self
-        }
+        Matrix { rows: self.cols, cols: self.rows, row_stride: self.col_stride, col_stride: self.row_stride, ..*self }
     }
 
     /// Calls `f(start, values)` over row `r`, columns in order, in chunks of
     /// up to [`CHUNK`] values converted to f32 (SIMD conversion where the row
     /// is packed: the hot path of the threshold scan).
     #[inline]
-    pub fn row_chunks(
-        &self,
-        r: usize,
-        scratch: &mut [f32; CHUNK],
-        mut f: impl FnMut(usize, &[f32]),
-    ) {
+    pub fn row_chunks(&self, r: usize, scratch: &mut [f32; CHUNK], mut f: impl FnMut(usize, &[f32])) {
         let size = self.element.size();
         let packed = self.col_stride == size as isize;
         let mut bits = [0u16; CHUNK];
@@ -250,9 +222,7 @@ impl<'a> Matrix<'a> {
             let n = CHUNK.min(self.cols - start);
             let out = &mut scratch[..n];
             if packed {
-                let at = (self.origin
-                    + r as isize * self.row_stride
-                    + start as isize * self.col_stride) as usize;
+                let at = (self.origin + r as isize * self.row_stride + start as isize * self.col_stride) as usize;
                 let bytes = &self.data[at..at + n * size];
                 match self.element {
                     Element::F32 => {
@@ -297,40 +267,18 @@ mod tests {
 
     #[test]
     fn reads_every_element_type_and_checks_bounds() {
-        let data: Vec<u8> = [1.5f32, -2.0, 3.25, 4.0]
-            .iter()
-            .flat_map(|v| v.to_ne_bytes())
-            .collect();
+        let data: Vec<u8> = [1.5f32, -2.0, 3.25, 4.0].iter().flat_map(|v| v.to_ne_bytes()).collect();
         let t = Tensor::contiguous(&data, Element::F32, &[1, 2, 2]).unwrap();
         let m = t.matrix().unwrap();
         assert_eq!((m.get(0, 1), m.get(1, 0)), (-2.0, 3.25));
         assert_eq!(m.transposed().get(0, 1), 3.25);
         assert!(Tensor::new(&data, Element::F32, 0, &[2, 2], &[8, 8]).is_err());
         assert!(Tensor::new(&data, Element::F32, 0, &[2, 2], &[-4, 8]).is_err());
-        let flipped = Tensor::new(&data, Element::F32, 4, &[2, 2], &[-4, 8])
-            .unwrap()
-            .matrix()
-            .unwrap();
+        let flipped = Tensor::new(&data, Element::F32, 4, &[2, 2], &[-4, 8]).unwrap().matrix().unwrap();
         assert_eq!(flipped.get(1, 1), 3.25);
-        let q = Tensor::contiguous(
-            &[0u8, 255],
-            Element::U8 {
-                scale: 0.5,
-                zero_point: 1,
-            },
-            &[1, 2],
-        )
-        .unwrap();
+        let q = Tensor::contiguous(&[0u8, 255], Element::U8 { scale: 0.5, zero_point: 1 }, &[1, 2]).unwrap();
         assert_eq!(q.matrix().unwrap().get(0, 1), 127.0);
-        let q = Tensor::contiguous(
-            &[0x80u8, 3],
-            Element::I8 {
-                scale: 0.25,
-                zero_point: -1,
-            },
-            &[2, 1],
-        )
-        .unwrap();
+        let q = Tensor::contiguous(&[0x80u8, 3], Element::I8 { scale: 0.25, zero_point: -1 }, &[2, 1]).unwrap();
         assert_eq!(q.matrix().unwrap().get(0, 0), -31.75);
     }
 
@@ -341,12 +289,6 @@ mod tests {
         assert!(Element::parse("int8", Some((0.1, 200))).is_err());
         assert!(Element::parse("float32", Some((0.1, 0))).is_err());
         assert!(Element::parse("uint8", Some((f32::NAN, 0))).is_err());
-        assert_eq!(
-            Element::parse("uint8", Some((0.5, 3))).unwrap(),
-            Element::U8 {
-                scale: 0.5,
-                zero_point: 3
-            }
-        );
+        assert_eq!(Element::parse("uint8", Some((0.5, 3))).unwrap(), Element::U8 { scale: 0.5, zero_point: 3 });
     }
 }

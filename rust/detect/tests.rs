@@ -18,11 +18,7 @@ fn anchor_free(nc: usize, anchors: &[([f32; 4], Vec<f32>)]) -> Vec<u8> {
 }
 
 fn layout(nc: usize) -> Layout {
-    Layout {
-        family: Family::AnchorFree,
-        task: Task::Detect,
-        nc,
-    }
+    Layout { family: Family::AnchorFree, task: Task::Detect, nc }
 }
 
 #[test]

@@ -2,15 +2,12 @@
 //! lies (any strides, no copy), the whole decode runs with the GIL released,
 //! and small numpy arrays come back.
 
-use numpy::{
-    PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods,
-};
+use numpy::{PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
 use super::errors::invalid;
 use crate::detect::{
-    self, mask::MaskGeometry, DetectError, Element, ErrorKind, Family, Geometry, Layout, Params,
-    Task, Tensor,
+    self, mask::MaskGeometry, DetectError, Element, ErrorKind, Family, Geometry, Layout, Params, Task, Tensor,
 };
 
 fn detect_error(e: DetectError) -> PyErr {
@@ -19,11 +16,7 @@ fn detect_error(e: DetectError) -> PyErr {
         ErrorKind::Value => "DetectError",
     };
     Python::attach(|py| {
-        match py
-            .import("npu_zc.errors")
-            .and_then(|m| m.getattr(class))
-            .and_then(|c| c.call1((e.message,)))
-        {
+        match py.import("npu_zc.errors").and_then(|m| m.getattr(class)).and_then(|c| c.call1((e.message,))) {
             Ok(instance) => PyErr::from_value(instance),
             Err(import_error) => import_error,
         }
@@ -75,15 +68,8 @@ unsafe impl Send for Span {}
 unsafe impl Sync for Span {}
 
 fn span(b: &Borrowed<'_>) -> Span {
-    fn of<T: numpy::Element>(
-        a: &PyReadonlyArrayDyn<'_, T>,
-    ) -> (*const u8, Vec<usize>, Vec<isize>, usize) {
-        (
-            a.data() as *const u8,
-            a.shape().to_vec(),
-            a.strides().to_vec(),
-            std::mem::size_of::<T>(),
-        )
+    fn of<T: numpy::Element>(a: &PyReadonlyArrayDyn<'_, T>) -> (*const u8, Vec<usize>, Vec<isize>, usize) {
+        (a.data() as *const u8, a.shape().to_vec(), a.strides().to_vec(), std::mem::size_of::<T>())
     }
     let (data, shape, strides, size) = match b {
         Borrowed::F32(a) => of(a),
@@ -102,18 +88,8 @@ fn span(b: &Borrowed<'_>) -> Span {
             }
         }
     }
-    let len = if shape.contains(&0) {
-        0
-    } else {
-        (hi - lo) as usize + size
-    };
-    Span {
-        ptr: data.wrapping_offset(lo),
-        len,
-        origin: (-lo) as usize,
-        shape,
-        strides,
-    }
+    let len = if shape.contains(&0) { 0 } else { (hi - lo) as usize + size };
+    Span { ptr: data.wrapping_offset(lo), len, origin: (-lo) as usize, shape, strides }
 }
 
 impl Span {
@@ -122,11 +98,7 @@ impl Span {
     unsafe fn tensor<'a>(&self, element: Element) -> detect::Result<Tensor<'a>> {
         // SAFETY: numpy guarantees every element of the array lies in its
         // memory, which is what [ptr, ptr + len) spans; the caller keeps it alive.
-        let bytes = if self.len == 0 {
-            &[][..]
-        } else {
-            unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-        };
+        let bytes = if self.len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(self.ptr, self.len) } };
         Tensor::new(bytes, element, self.origin, &self.shape, &self.strides)
     }
 }
@@ -139,43 +111,24 @@ fn element_of(a: &OutputArray<'_>, name: &str, quant: Option<(f32, i32)>) -> PyR
         OutputArray::I8(_) => name == "i8",
     };
     if !ok {
-        return Err(invalid(format!(
-            "element {name} does not match the array's dtype"
-        )));
+        return Err(invalid(format!("element {name} does not match the array's dtype")));
     }
     Element::parse(name, quant).map_err(detect_error)
 }
 
-fn layout_of(
-    family: &str,
-    task: &str,
-    nc: usize,
-    nm: usize,
-    kpt: (usize, usize),
-) -> PyResult<Layout> {
+fn layout_of(family: &str, task: &str, nc: usize, nm: usize, kpt: (usize, usize)) -> PyResult<Layout> {
     let family = match family {
         "anchor-free" => Family::AnchorFree,
         "end2end" => Family::End2End,
         "yolov5" => Family::Yolov5,
-        _ => {
-            return Err(invalid(format!(
-                "unknown family {family:?}: anchor-free, end2end or yolov5"
-            )))
-        }
+        _ => return Err(invalid(format!("unknown family {family:?}: anchor-free, end2end or yolov5"))),
     };
     let task = match task {
         "detect" => Task::Detect,
         "segment" => Task::Segment { nm },
-        "pose" => Task::Pose {
-            k: kpt.0,
-            dim: kpt.1,
-        },
+        "pose" => Task::Pose { k: kpt.0, dim: kpt.1 },
         "obb" => Task::Obb,
-        _ => {
-            return Err(invalid(format!(
-                "unknown task {task:?}: detect, segment, pose or obb"
-            )))
-        }
+        _ => return Err(invalid(format!("unknown task {task:?}: detect, segment, pose or obb"))),
     };
     Ok(Layout { family, task, nc })
 }
@@ -216,34 +169,24 @@ fn run(output: &Span, protos: Option<&Span>, r: &Request) -> detect::Result<Resu
     let mut masks = None;
     if let Task::Segment { nm } = r.layout.task {
         let (Some(protos), Some(pe)) = (protos, r.protos_element) else {
-            detect::bail_value(
-                "a segmentation model needs its prototypes output [1, 32, H/4, W/4]",
-            )?
+            detect::bail_value("a segmentation model needs its prototypes output [1, 32, H/4, W/4]")?
         };
         // SAFETY: as above.
         let protos = unsafe { protos.tensor(pe)? };
-        let p = protos
-            .squeeze_to(3)
-            .map_err(|e| DetectError::new(ErrorKind::Layout, e.message))?;
+        let p = protos.squeeze_to(3).map_err(|e| DetectError::new(ErrorKind::Layout, e.message))?;
         if p.shape()[0] != nm {
             detect::bail_value(&format!(
                 "{nm} mask coefficients per box need {nm} prototypes, got shape {:?}",
                 protos.shape()
             ))?;
         }
-        let (input, image) = r.input.unwrap_or((
-            [p.shape()[2] * 4, p.shape()[1] * 4],
-            [0, 0, p.shape()[2] * 4, p.shape()[1] * 4],
-        ));
+        let (input, image) =
+            r.input.unwrap_or(([p.shape()[2] * 4, p.shape()[1] * 4], [0, 0, p.shape()[2] * 4, p.shape()[1] * 4]));
         let frame = match r.geometry.frame {
             Some([w, h]) => [w.round() as usize, h.round() as usize],
             None => input,
         };
-        let g = MaskGeometry {
-            input,
-            image,
-            frame,
-        };
+        let g = MaskGeometry { input, image, frame };
         let mut out = vec![0u8; d.len() * frame[0] * frame[1]];
         detect::mask::masks(&p, &d.extra, &d.boxes, &g, &mut out)?;
         masks = Some((out, frame));
@@ -251,13 +194,7 @@ fn run(output: &Span, protos: Option<&Span>, r: &Request) -> detect::Result<Resu
     let mut xywhr = None;
     if r.layout.task == Task::Obb {
         let bounds = r.geometry.rotated(&mut d.boxes, &mut d.angles);
-        xywhr = Some(
-            d.boxes
-                .iter()
-                .zip(&d.angles)
-                .map(|(b, &t)| [b[0], b[1], b[2], b[3], t])
-                .collect(),
-        );
+        xywhr = Some(d.boxes.iter().zip(&d.angles).map(|(b, &t)| [b[0], b[1], b[2], b[3], t]).collect());
         d.boxes = bounds;
     } else {
         r.geometry.boxes(&mut d.boxes);
@@ -268,12 +205,7 @@ fn run(output: &Span, protos: Option<&Span>, r: &Request) -> detect::Result<Resu
         r.geometry.points(&mut values, dim);
         keypoints = Some((values, k * dim));
     }
-    Ok(Result_ {
-        decoded: d,
-        xywhr,
-        keypoints,
-        masks,
-    })
+    Ok(Result_ { decoded: d, xywhr, keypoints, masks })
 }
 
 /// Decodes one YOLO output (and the prototypes of a segmentation model).
@@ -307,14 +239,7 @@ fn decode_yolo<'py>(
 ) -> PyResult<Decoded<'py>> {
     let request = Request {
         layout: layout_of(family, task, nc, nm, kpt)?,
-        params: Params {
-            conf,
-            iou,
-            classes,
-            agnostic,
-            max_det,
-            max_nms,
-        },
+        params: Params { conf, iou, classes, agnostic, max_det, max_nms },
         geometry: Geometry {
             scale: [scale.0, scale.1],
             offset: [offset.0, offset.1],
@@ -331,16 +256,12 @@ fn decode_yolo<'py>(
         },
     };
     if !(scale.0 > 0.0 && scale.1 > 0.0 && scale.0.is_finite() && scale.1.is_finite()) {
-        return Err(invalid(format!(
-            "the transform's scale must be positive, got {scale:?}"
-        )));
+        return Err(invalid(format!("the transform's scale must be positive, got {scale:?}")));
     }
     let out_guard = output.borrow()?;
     let protos_guard = protos.as_ref().map(|p| p.borrow()).transpose()?;
     let (out_span, protos_span) = (span(&out_guard), protos_guard.as_ref().map(span));
-    let r = py
-        .detach(|| run(&out_span, protos_span.as_ref(), &request))
-        .map_err(detect_error)?;
+    let r = py.detach(|| run(&out_span, protos_span.as_ref(), &request)).map_err(detect_error)?;
     drop((out_guard, protos_guard));
 
     let d = r.decoded;
@@ -348,18 +269,9 @@ fn decode_yolo<'py>(
     let xyxy = PyArray1::from_vec(py, d.boxes.concat()).reshape([n, 4])?;
     let classes: Vec<i32> = d.classes.iter().map(|&c| c as i32).collect();
     let anchors: Vec<i64> = d.anchors.iter().map(|&a| a as i64).collect();
-    let xywhr = r
-        .xywhr
-        .map(|v| PyArray1::from_vec(py, v.concat()).reshape([n, 5]))
-        .transpose()?;
-    let keypoints = r
-        .keypoints
-        .map(|(v, e)| PyArray1::from_vec(py, v).reshape([n, e]))
-        .transpose()?;
-    let masks = r
-        .masks
-        .map(|(v, [w, h])| PyArray1::from_vec(py, v).reshape(vec![n, h, w]))
-        .transpose()?;
+    let xywhr = r.xywhr.map(|v| PyArray1::from_vec(py, v.concat()).reshape([n, 5])).transpose()?;
+    let keypoints = r.keypoints.map(|(v, e)| PyArray1::from_vec(py, v).reshape([n, e])).transpose()?;
+    let masks = r.masks.map(|(v, [w, h])| PyArray1::from_vec(py, v).reshape(vec![n, h, w])).transpose()?;
     Ok((
         xyxy,
         PyArray1::from_vec(py, d.scores),
