@@ -3,6 +3,7 @@
 //! * [`buffer`] owns every syscall: DMA-BUF allocation (dma-buf heaps, udmabuf,
 //!   memfd), import/export, fd passing, mmap, CPU-access sync and pools.
 //! * [`capture`] brings camera frames in: V4L2 capture straight into DMA-BUFs.
+//! * [`detect`] decodes YOLO detectors' outputs in place (threshold, NMS, masks).
 //! * [`layout`] owns every hot loop: conversion of frames into the packed
 //!   layouts NPUs read (RGBx u8, RGBx_BF16, RGBx_FP16) and back.
 //!
@@ -11,6 +12,7 @@
 
 pub mod buffer;
 pub mod capture;
+pub mod detect;
 pub mod layout;
 
 #[cfg(feature = "python")]

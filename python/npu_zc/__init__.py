@@ -20,6 +20,8 @@ from .buffers import (
 )
 from .capture import Camera, CameraFormat, CameraInfo, Frame, cameras
 from . import runtime
+from . import detect
+from .detect import Detections, YoloLayout, decode_yolo
 from .pipeline import Pipeline
 from .pipeline.streams import StreamResult, Streams, StreamsReport, StreamStats
 from .layout import (
@@ -62,6 +64,8 @@ from .errors import (
     HeapPermissionError,
     InvalidArgumentError,
     ModelError,
+    DetectError,
+    DetectLayoutError,
     OutOfMemoryError,
     PeerError,
     PeerTimeoutError,
@@ -107,6 +111,11 @@ __all__ = [
     "select_format",
     "topk",
     "to_float32",
+    # detectors
+    "detect",
+    "Detections",
+    "YoloLayout",
+    "decode_yolo",
     # pipeline
     "Pipeline",
     "Streams",
@@ -141,6 +150,8 @@ __all__ = [
     "HeapPermissionError",
     "InvalidArgumentError",
     "ModelError",
+    "DetectError",
+    "DetectLayoutError",
     "OutOfMemoryError",
     "PeerError",
     "PeerTimeoutError",

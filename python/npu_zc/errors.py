@@ -179,6 +179,16 @@ class HardwareDecodeError(SourceError, RuntimeError):
     """Hardware decoding (VA-API, QSV, DRM PRIME) asked for on a machine or build that does not offer it."""
 
 
+class DetectError(Error, ValueError):
+    """Detector outputs that cannot be decoded: bad thresholds, quantization,
+    class names that disagree with the model, an element type it cannot read."""
+
+
+class DetectLayoutError(DetectError):
+    """Output shapes that fit no YOLO family (the message lists the shapes
+    expected), or not the family or task asked for."""
+
+
 __all__ = [
     "Error",
     "HeapNotFoundError",
@@ -195,6 +205,8 @@ __all__ = [
     "PeerTimeoutError",
     "DeviceNotFoundError",
     "ModelError",
+    "DetectError",
+    "DetectLayoutError",
     "CameraError",
     "CameraNotFoundError",
     "CameraPermissionError",
