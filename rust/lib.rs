@@ -5,12 +5,14 @@
 //! * [`capture`] brings camera frames in: V4L2 capture straight into DMA-BUFs.
 //! * [`layout`] owns every hot loop: conversion of frames into the packed
 //!   layouts NPUs read (RGBx u8, RGBx_BF16, RGBx_FP16) and back.
+//! * [`detect`] reads detectors' outputs and tracks what they find.
 //!
 //! The Python bindings live in `python` behind the `python` cargo feature, so
 //! the core builds, tests and benches without a Python interpreter.
 
 pub mod buffer;
 pub mod capture;
+pub mod detect;
 pub mod layout;
 
 #[cfg(feature = "python")]

@@ -7,6 +7,7 @@ mod capture;
 mod errors;
 mod fence;
 mod layout;
+mod track;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -14,5 +15,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     buffer::register(m)?;
     capture::register(m)?;
     layout::register(m)?;
+    track::register(m)?;
     Ok(())
 }

@@ -1,0 +1,4 @@
+"""Detectors: YOLO-family decode (yolo.py, results.py), metadata, ByteTrack and drawing."""
+
+from .draw import draw
+from .track import Tracker
