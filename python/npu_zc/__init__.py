@@ -20,6 +20,9 @@ from .buffers import (
 )
 from .capture import Camera, CameraFormat, CameraInfo, Frame, cameras
 from . import runtime
+from . import detect
+from .detect import Detections, YoloLayout, decode_yolo
+from .detect import Tracker, draw
 from .pipeline import Pipeline
 from .layout import (
     Converter,
@@ -61,6 +64,8 @@ from .errors import (
     HeapPermissionError,
     InvalidArgumentError,
     ModelError,
+    DetectError,
+    DetectLayoutError,
     OutOfMemoryError,
     PeerError,
     PeerTimeoutError,
@@ -102,6 +107,13 @@ __all__ = [
     "select_format",
     "topk",
     "to_float32",
+    # detectors
+    "detect",
+    "Detections",
+    "YoloLayout",
+    "decode_yolo",
+    "Tracker",
+    "draw",
     # pipeline
     "Pipeline",
     # runtime (OpenVINO is imported on first use)
@@ -132,6 +144,8 @@ __all__ = [
     "HeapPermissionError",
     "InvalidArgumentError",
     "ModelError",
+    "DetectError",
+    "DetectLayoutError",
     "OutOfMemoryError",
     "PeerError",
     "PeerTimeoutError",

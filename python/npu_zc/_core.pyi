@@ -188,6 +188,33 @@ def planar_to_packed(src: np.ndarray, planes: int, dst: np.ndarray, element: str
 def topk(src: np.ndarray, element: str, row_len: int, k: int) -> tuple[np.ndarray, np.ndarray]: ...
 def _memcpy_seconds(nbytes: int, threads: int, repeat: int) -> float: ...
 
+# --- detectors ---
+def decode_yolo(
+    output: np.ndarray,
+    element: str,
+    family: str,
+    task: str,
+    nc: int,
+    conf: float,
+    iou: float,
+    classes: list[int] | None,
+    agnostic: bool,
+    max_det: int,
+    max_nms: int,
+    scale: tuple[float, float],
+    offset: tuple[float, float],
+    frame: tuple[float, float] | None = None,
+    protos: np.ndarray | None = None,
+    protos_element: str | None = None,
+    nm: int = 32,
+    kpt: tuple[int, int] = (17, 3),
+    input: tuple[int, int] | None = None,
+    image: tuple[int, int, int, int] | None = None,
+    quant: tuple[float, int] | None = None,
+) -> tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None
+]: ...
+
 # --- cameras ---
 
 @final

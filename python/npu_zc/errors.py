@@ -161,6 +161,16 @@ class ModelError(Error, ValueError):
     """A model that cannot be read, or that npu_zc cannot serve."""
 
 
+class DetectError(Error, ValueError):
+    """Detector outputs that cannot be decoded: bad thresholds, quantization,
+    class names that disagree with the model, an element type it cannot read."""
+
+
+class DetectLayoutError(DetectError):
+    """Output shapes that fit no YOLO family (the message lists the shapes
+    expected), or not the family or task asked for."""
+
+
 __all__ = [
     "Error",
     "HeapNotFoundError",
@@ -177,6 +187,8 @@ __all__ = [
     "PeerTimeoutError",
     "DeviceNotFoundError",
     "ModelError",
+    "DetectError",
+    "DetectLayoutError",
     "CameraError",
     "CameraNotFoundError",
     "CameraPermissionError",

@@ -4,6 +4,7 @@ use pyo3::prelude::*;
 
 mod buffer;
 mod capture;
+mod detect;
 mod errors;
 mod fence;
 mod layout;
@@ -14,6 +15,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     buffer::register(m)?;
     capture::register(m)?;
+    detect::register(m)?;
     layout::register(m)?;
     track::register(m)?;
     Ok(())

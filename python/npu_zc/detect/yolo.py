@@ -1,0 +1,245 @@
+"""Ultralytics YOLO outputs: which family and task a model's output shapes
+are (:class:`YoloLayout`), and their decode by Ultralytics' rules in Rust,
+read where the model wrote them (:func:`decode_yolo`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..errors import DetectError, DetectLayoutError
+from .results import TASKS, Detections
+
+FAMILIES = ("anchor-free", "end2end", "yolov5")
+STRIDES = (8, 16, 32)
+
+_EXPECTED = (
+    "expected one of: [1, 4+nc, N] (anchor-free detect: YOLOv5u, v8, v9, 11, 12, v10/26 default export), "
+    "[1, 4+nc+32, N] with prototypes [1, 32, H/4, W/4] (segment), [1, 4+nc+K*3, N] (pose), "
+    "[1, 4+nc+1, N] (obb), [1, K, 6(+extra)] (end-to-end), [1, N, 5+nc] (classic YOLOv5)"
+)
+
+
+def _anchors(input_size: tuple[int, int], per_cell: int = 1) -> int:
+    w, h = input_size
+    return per_cell * sum((w // s) * (h // s) for s in STRIDES)
+
+
+@dataclass(frozen=True)
+class YoloLayout:
+    """What a YOLO model's outputs hold.
+
+    ``family``: "anchor-free" ``[1, 4+nc+extra, N]``, "end2end" ``[1, K, 6+extra]``
+    or "yolov5" ``[1, N, 5+nc+extra]``; ``task``: "detect", "segment", "pose"
+    or "obb"; ``nc``: classes (0 when an end-to-end output does not say);
+    ``kpt_shape``: (K, values per keypoint) for pose; ``nm``: mask
+    coefficients for segment; ``output``/``protos``: which output is which;
+    ``input_size``: the model input (width, height) when known.
+    """
+
+    family: str
+    task: str
+    nc: int
+    kpt_shape: tuple[int, int] | None = None
+    nm: int = 0
+    output: int = 0
+    protos: int | None = None
+    input_size: tuple[int, int] | None = None
+
+    @property
+    def extra(self) -> int:
+        """Values per candidate after the class scores."""
+        if self.task == "segment":
+            return self.nm
+        if self.task == "pose":
+            k, d = self.kpt_shape or (17, 3)
+            return k * d
+        return 1 if self.task == "obb" else 0
+
+    @classmethod
+    def from_outputs(
+        cls,
+        shapes: Sequence[Sequence[int]],
+        *,
+        task: str | None = None,
+        nc: int | None = None,
+        kpt_shape: tuple[int, int] | None = None,
+        end2end: bool | None = None,
+        input_size: tuple[int, int] | None = None,
+    ) -> YoloLayout:
+        """The layout of outputs of these shapes. ``task``, ``nc``,
+        ``kpt_shape``, ``end2end`` (from the model's metadata) settle what the
+        shapes alone leave open; ``input_size`` (width, height) checks the
+        number of anchors. Raises :class:`DetectLayoutError` saying which
+        shapes were expected."""
+        shapes = [tuple(int(v) for v in s) for s in shapes]
+        got = f"got {', '.join(str(list(s)) for s in shapes) or 'no outputs'}"
+        if task is not None and task not in TASKS:
+            raise DetectError(f"unknown task {task!r}: use one of {', '.join(TASKS)}")
+        if nc is not None and nc < 1:
+            raise DetectError(f"nc must be 1 or more, got {nc}")
+        if kpt_shape is not None and (len(kpt_shape) != 2 or kpt_shape[0] < 1 or kpt_shape[1] not in (2, 3)):
+            raise DetectError(f"kpt_shape must be (keypoints, 2 or 3), got {kpt_shape}")
+        mains = [i for i, s in enumerate(shapes) if len(s) in (2, 3) and (len(s) == 2 or s[0] == 1)]
+        protos = [i for i, s in enumerate(shapes) if len(s) == 4 and s[0] == 1]
+        if len(mains) != 1 or len(protos) > 1 or len(mains) + len(protos) != len(shapes):
+            raise DetectLayoutError(f"{_EXPECTED}; {got}")
+        out = mains[0]
+        a, b = shapes[out][-2:]
+        nm = 0
+        if protos:
+            nm = shapes[protos[0]][1]
+            if task not in (None, "segment"):
+                raise DetectLayoutError(f"a {task} model has no prototypes output; {got}")
+            task = "segment"
+        elif task == "segment":
+            raise DetectLayoutError(f"a segment model has a prototypes output [1, 32, H/4, W/4] too; {got}")
+        if task == "pose" and kpt_shape is None:
+            kpt_shape = (17, 3)
+
+        def extra_of(t: str | None) -> int:
+            return {"segment": nm, "pose": (kpt_shape or (17, 3))[0] * (kpt_shape or (17, 3))[1], "obb": 1}.get(t or "", 0)
+
+        common = dict(nm=nm, output=out, protos=protos[0] if protos else None, input_size=input_size)
+        row_major = a > b
+        if end2end or (end2end is None and row_major and b == 6 + extra_of(task)):
+            if not row_major and end2end:
+                raise DetectLayoutError(f"an end-to-end output is [1, K, 6+extra] with K rows of detections; {got}")
+            t = task or "detect"
+            if b != 6 + extra_of(t):
+                raise DetectLayoutError(f"an end-to-end {t} output is [1, K, {6 + extra_of(t)}]; {got}")
+            return cls("end2end", t, nc or 0, kpt_shape if t == "pose" else None, **common)  # type: ignore[arg-type]
+        if row_major:
+            t = task or "detect"
+            classes = b - 5 - extra_of(t)
+            if nc is not None and classes != nc:
+                raise DetectLayoutError(
+                    f"a classic YOLOv5 {t} output of {nc} classes is [1, N, {5 + nc + extra_of(t)}]; {got}")
+            if classes < 1:
+                raise DetectLayoutError(f"{_EXPECTED}; {got}")
+            if input_size is not None and a != _anchors(input_size, 3):
+                raise DetectLayoutError(
+                    f"a classic YOLOv5 output for a {input_size[0]}x{input_size[1]} input has "
+                    f"{_anchors(input_size, 3)} rows; {got}")
+            return cls("yolov5", t, classes, kpt_shape if t == "pose" else None, **common)  # type: ignore[arg-type]
+        # Anchor-free, channel-major [1, 4+nc+extra, N].
+        if task is None and nc is not None:
+            rest = a - 4 - nc
+            if rest == 0:
+                task = "detect"
+            elif rest == 1:
+                task = "obb"
+            elif rest > 0 and kpt_shape is not None and rest == kpt_shape[0] * kpt_shape[1]:
+                task = "pose"
+            elif rest > 0 and rest % 3 == 0:
+                task, kpt_shape = "pose", (rest // 3, 3)
+            else:
+                raise DetectLayoutError(
+                    f"an anchor-free output of {nc} classes is [1, {4 + nc}, N] (detect), [1, {5 + nc}, N] (obb) "
+                    f"or [1, {4 + nc}+K*3, N] (pose); {got}")
+        t = task or "detect"
+        classes = a - 4 - extra_of(t)
+        if nc is not None and classes != nc:
+            raise DetectLayoutError(
+                f"an anchor-free {t} output of {nc} classes is [1, {4 + nc + extra_of(t)}, N]; {got}")
+        if classes < 1:
+            raise DetectLayoutError(f"{_EXPECTED}; {got}")
+        if input_size is not None and b != _anchors(input_size):
+            raise DetectLayoutError(
+                f"an anchor-free output for a {input_size[0]}x{input_size[1]} input has N = {_anchors(input_size)} "
+                f"anchors (strides 8, 16, 32); {got}")
+        return cls("anchor-free", t, classes, kpt_shape if t == "pose" else None, **common)  # type: ignore[arg-type]
+
+
+def _element(a: np.ndarray, quant: tuple[float, int] | None, what: str) -> tuple[np.ndarray, str]:
+    """The array as the binding takes it (16-bit floats as their bits) and its element name."""
+    dt = a.dtype
+    if dt == np.float32:
+        return a, "f32"
+    if dt == np.float16:
+        return a.view(np.uint16), "f16"
+    if dt.name == "bfloat16" or dt == np.uint16:  # ml_dtypes.bfloat16, or its bits
+        return a.view(np.uint16), "bf16"
+    if dt in (np.int8, np.uint8):
+        if quant is None:
+            raise DetectError(f"the {what} is {dt}: pass quant=(scale, zero_point), the model's dequantization")
+        return a, "i8" if dt == np.int8 else "u8"
+    raise DetectError(
+        f"the {what} is {dt}: outputs are read as the model writes them, in float32, float16, "
+        "bfloat16 (ml_dtypes or uint16 bits), int8 or uint8")
+
+
+def decode_yolo(
+    outputs: Sequence[Any] | np.ndarray,
+    layout: YoloLayout,
+    *,
+    conf: float = 0.25,
+    iou: float = 0.7,
+    classes: Sequence[int] | None = None,
+    agnostic: bool = False,
+    max_det: int = 300,
+    max_nms: int = 30000,
+    transform: Any = None,
+    frame_size: tuple[int, int] | None = None,
+    names: Mapping[int, str] | None = None,
+    quant: tuple[float, int] | None = None,
+) -> Detections:
+    """Decodes a YOLO model's outputs by Ultralytics' rules (see docs/detect.md):
+    scores strictly above ``conf``, best class per candidate, class-aware NMS
+    at IoU ``iou`` (``agnostic``: across classes), ``classes`` kept, the top
+    ``max_nms`` candidates into NMS, at most ``max_det`` out. End-to-end
+    outputs are only thresholded.
+
+    ``outputs``: the model's output arrays, read in place (any strides), in
+    float32, float16, bfloat16 or int8/uint8 with ``quant=(scale, zero_point)``.
+    ``transform``: the letterbox :class:`npu_zc.Transform` of the input; boxes,
+    keypoints and masks come back in frame pixels, clipped to ``frame_size``
+    (width, height; by default the transform's source region). Without a
+    transform they stay in model-input pixels."""
+    if isinstance(outputs, np.ndarray):
+        outputs = [outputs]
+    arrays = [np.asarray(o) for o in outputs]
+    if len(arrays) <= max(layout.output, layout.protos or 0):
+        raise DetectLayoutError(f"the layout reads output {max(layout.output, layout.protos or 0)}, got {len(arrays)} outputs")
+    if names and layout.nc and len(names) != layout.nc:
+        raise DetectError(f"the model's output has {layout.nc} classes but {len(names)} names were given")
+    if not (0.0 <= conf <= 1.0 and 0.0 <= iou <= 1.0):
+        raise DetectError(f"conf and iou must lie in 0..1, got conf={conf}, iou={iou}")
+    if max_det < 0 or max_nms < 0:
+        raise DetectError(f"max_det and max_nms must be 0 or more, got {max_det} and {max_nms}")
+    wanted = None if classes is None else [int(c) for c in classes]
+    if wanted is not None and any(c < 0 for c in wanted):
+        raise DetectError(f"class ids are 0 or more, got {wanted}")
+    output, element = _element(arrays[layout.output], quant, "output")
+    protos, protos_element = (None, None)
+    if layout.protos is not None:
+        protos, protos_element = _element(arrays[layout.protos], quant, "prototypes output")
+
+    scale, offset, frame, input_wh, image = (1.0, 1.0), (0.0, 0.0), None, None, None
+    if transform is not None:
+        scale, offset = tuple(transform.scale), tuple(transform.offset)
+        dx, dy, dw, dh = transform.dst_rect
+        input_wh = (dx + dw, dy + dh)
+        x, y, w, h = transform.rect
+        image = (x, y, x + w, y + h)
+        rx, ry, rw, rh = transform.roi
+        frame = (float(rx + rw), float(ry + rh))
+    elif layout.input_size is not None:
+        input_wh = layout.input_size
+    if frame_size is not None:
+        frame = (float(frame_size[0]), float(frame_size[1]))
+    kpt = layout.kpt_shape or (17, 3)
+    xyxy, scores, class_ids, _anchor, xywhr, kpts, masks = _core.decode_yolo(
+        output, element, layout.family, layout.task, layout.nc, float(conf), float(iou), wanted, bool(agnostic),
+        int(max_det), int(max_nms), scale, offset, frame, protos, protos_element, layout.nm or 32, kpt,
+        input_wh, image, quant,
+    )
+    return Detections(
+        xyxy, scores, class_ids, dict(names or {}), layout.task,
+        masks=None if masks is None else masks.view(np.bool_),
+        keypoints=None if kpts is None else kpts.reshape(len(scores), kpt[0], kpt[1]),
+        xywhr=xywhr,
+    )

@@ -1,0 +1,221 @@
+//! Decode: threshold, best class, sort, NMS, read in place from the output.
+//!
+//! Ultralytics' rules (`ultralytics/utils/nms.py::non_max_suppression`):
+//! a candidate's score is its best class score (the first class on ties, as
+//! torch's `max`), kept when strictly above `conf`; `classes` filters after the
+//! best class is chosen; candidates are sorted by score, highest first, in a
+//! stable sort (ties keep the model's anchor order, as torch's CPU sort does),
+//! the first `max_nms` go into NMS and the first `max_det` kept come out.
+//! End-to-end outputs are only thresholded, in the model's order.
+//!
+//! NaN scores are ignored: a NaN class score never wins a candidate's best
+//! class, and a NaN objectness or end-to-end score is never above `conf`.
+
+use super::error::{bail, Result};
+use super::layout::{Family, Layout, Task};
+use super::nms::{nms, nms_rotated};
+use super::tensor::{Matrix, CHUNK};
+
+/// The postprocess settings (Ultralytics' predict defaults in `Default`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    pub conf: f32,
+    pub iou: f32,
+    /// Keep only these class ids (None: all).
+    pub classes: Option<Vec<u32>>,
+    pub agnostic: bool,
+    pub max_det: usize,
+    pub max_nms: usize,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params { conf: 0.25, iou: 0.7, classes: None, agnostic: false, max_det: 300, max_nms: 30000 }
+    }
+}
+
+impl Params {
+    pub fn check(&self) -> Result<()> {
+        if !(0.0..=1.0).contains(&self.conf) {
+            bail!("conf must lie in 0..1, got {}", self.conf);
+        }
+        if !(0.0..=1.0).contains(&self.iou) {
+            bail!("iou must lie in 0..1, got {}", self.iou);
+        }
+        Ok(())
+    }
+
+    fn wants(&self, class: u32) -> bool {
+        self.classes.as_ref().is_none_or(|c| c.contains(&class))
+    }
+}
+
+/// The detections kept, in order, in model-input pixels.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Decoded {
+    /// x1, y1, x2, y2 (obb: centre x, centre y, width, height).
+    pub boxes: Vec<[f32; 4]>,
+    pub scores: Vec<f32>,
+    pub classes: Vec<u32>,
+    /// The candidate (anchor or row) each detection came from.
+    pub anchors: Vec<usize>,
+    /// Obb only: the angle of each box, radians.
+    pub angles: Vec<f32>,
+    /// `extra` values per detection after the scores (mask coefficients,
+    /// keypoints), row after row; empty for detect and obb.
+    pub extra: Vec<f32>,
+}
+
+impl Decoded {
+    pub fn len(&self) -> usize {
+        self.scores.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.scores.is_empty()
+    }
+}
+
+struct Candidate {
+    anchor: usize,
+    score: f32,
+    class: u32,
+}
+
+/// Decodes one YOLO output (`output`: as the model wrote it, batch axis dropped).
+pub fn decode(output: Matrix<'_>, layout: &Layout, params: &Params) -> Result<Decoded> {
+    params.check()?;
+    let m = layout.candidates(output)?;
+    let mut found = match layout.family {
+        Family::AnchorFree => anchor_free_candidates(output, layout.nc, params),
+        Family::Yolov5 => yolov5_candidates(m, layout.nc, params),
+        Family::End2End => return Ok(end_to_end(m, layout, params)),
+    };
+    // Stable: equal scores keep their anchor order.
+    found.sort_by(|a, b| b.score.total_cmp(&a.score));
+    found.truncate(params.max_nms);
+    let classes: Vec<u32> = found.iter().map(|c| c.class).collect();
+    let keep = if layout.task == Task::Obb {
+        let boxes: Vec<[f32; 5]> = found.iter().map(|c| rotated_box(m, c.anchor, layout)).collect();
+        nms_rotated(&boxes, &classes, params.iou, params.agnostic, params.max_det)
+    } else {
+        let boxes: Vec<[f32; 4]> = found.iter().map(|c| xyxy(m, c.anchor)).collect();
+        nms(&boxes, &classes, params.iou, params.agnostic, params.max_det)
+    };
+    let mut out = Decoded::default();
+    for k in keep {
+        let c = &found[k];
+        if layout.task == Task::Obb {
+            let r = rotated_box(m, c.anchor, layout);
+            out.boxes.push([r[0], r[1], r[2], r[3]]);
+            out.angles.push(r[4]);
+        } else {
+            out.boxes.push(xyxy(m, c.anchor));
+        }
+        push_common(&mut out, m, layout, c.anchor, c.score, c.class);
+    }
+    Ok(out)
+}
+
+fn push_common(out: &mut Decoded, m: Matrix<'_>, layout: &Layout, anchor: usize, score: f32, class: u32) {
+    out.scores.push(score);
+    out.classes.push(class);
+    out.anchors.push(anchor);
+    if matches!(layout.task, Task::Segment { .. } | Task::Pose { .. }) {
+        let start = layout.channels() - layout.task.extra();
+        out.extra.extend((start..layout.channels()).map(|k| m.get(anchor, k)));
+    }
+}
+
+/// Ultralytics' `xywh2xyxy` in f32.
+fn xyxy(m: Matrix<'_>, anchor: usize) -> [f32; 4] {
+    let (x, y) = (m.get(anchor, 0), m.get(anchor, 1));
+    let (w, h) = (m.get(anchor, 2) / 2.0, m.get(anchor, 3) / 2.0);
+    [x - w, y - h, x + w, y + h]
+}
+
+fn rotated_box(m: Matrix<'_>, anchor: usize, layout: &Layout) -> [f32; 5] {
+    let angle = m.get(anchor, layout.channels() - 1);
+    [m.get(anchor, 0), m.get(anchor, 1), m.get(anchor, 2), m.get(anchor, 3), angle]
+}
+
+/// The hot loop: every class row of `[4+nc+extra, N]` scanned once, keeping
+/// each anchor's best score and its class (vectorised max and blend).
+fn anchor_free_candidates(output: Matrix<'_>, nc: usize, params: &Params) -> Vec<Candidate> {
+    let n = output.cols;
+    let mut best = vec![f32::NEG_INFINITY; n];
+    let mut best_class = vec![0u32; n];
+    let mut scratch = [0f32; CHUNK];
+    for c in 0..nc {
+        let class = c as u32;
+        output.row_chunks(4 + c, &mut scratch, |start, values| {
+            let end = start + values.len();
+            for ((b, k), &v) in best[start..end].iter_mut().zip(&mut best_class[start..end]).zip(values) {
+                // Strictly greater: the first class wins ties; NaN never wins.
+                let gt = v > *b;
+                *b = if gt { v } else { *b };
+                *k = if gt { class } else { *k };
+            }
+        });
+    }
+    let conf = params.conf;
+    best.iter()
+        .zip(&best_class)
+        .enumerate()
+        .filter(|&(_, (&s, &k))| s > conf && params.wants(k))
+        .map(|(anchor, (&score, &class))| Candidate { anchor, score, class })
+        .collect()
+}
+
+/// YOLOv5 (its repository's `non_max_suppression`): objectness above `conf`,
+/// then class scores times objectness (f32), best class above `conf`.
+fn yolov5_candidates(m: Matrix<'_>, nc: usize, params: &Params) -> Vec<Candidate> {
+    let mut found = Vec::new();
+    for anchor in 0..m.rows {
+        let obj = m.get(anchor, 4);
+        if !(obj > params.conf) {
+            continue;
+        }
+        let (mut score, mut class) = (f32::NEG_INFINITY, 0u32);
+        for c in 0..nc {
+            let v = m.get(anchor, 5 + c) * obj;
+            if v > score {
+                (score, class) = (v, c as u32);
+            }
+        }
+        if score > params.conf && params.wants(class) {
+            found.push(Candidate { anchor, score, class });
+        }
+    }
+    found
+}
+
+/// End-to-end: rows with score above `conf` (and a wanted class), in the
+/// model's order, at most `max_det`.
+fn end_to_end(m: Matrix<'_>, layout: &Layout, params: &Params) -> Decoded {
+    let mut out = Decoded::default();
+    for row in 0..m.rows {
+        if out.len() >= params.max_det {
+            break;
+        }
+        let score = m.get(row, 4);
+        let class_value = m.get(row, 5);
+        // A class id that is not a whole number in range is no detection.
+        if !(score > params.conf) || !(class_value >= 0.0 && class_value < u32::MAX as f32) {
+            continue;
+        }
+        let class = class_value.round() as u32;
+        if !params.wants(class) {
+            continue;
+        }
+        if layout.task == Task::Obb {
+            let r = rotated_box(m, row, layout);
+            out.boxes.push([r[0], r[1], r[2], r[3]]);
+            out.angles.push(r[4]);
+        } else {
+            out.boxes.push([m.get(row, 0), m.get(row, 1), m.get(row, 2), m.get(row, 3)]);
+        }
+        push_common(&mut out, m, layout, row, score, class);
+    }
+    out
+}

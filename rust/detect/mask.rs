@@ -1,0 +1,177 @@
+//! Segmentation masks of the boxes kept, as Ultralytics makes them, in frame pixels.
+//!
+//! Ultralytics (`ultralytics/utils/ops.py`): `process_mask` multiplies each
+//! box's coefficients with the prototypes `[nm, mh, mw]`, zeroes what lies
+//! outside the box (`crop_mask`, box scaled to prototype pixels), upsamples
+//! bilinearly to the model input and keeps values > 0; `scale_masks` then cuts
+//! the letterbox padding off and resizes bilinearly to the frame (here: > 0.5).
+//! Both resizes are torch's `F.interpolate(mode="bilinear", align_corners=False)`.
+//!
+//! Only the pixels a box can reach are computed: its prototype pixels, their
+//! bilinear reach in the model input, and that region's reach in the frame.
+
+use super::error::{bail, Result};
+use super::tensor::Tensor;
+
+/// Where the model input's image lies and the frame it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaskGeometry {
+    /// Model input width and height.
+    pub input: [usize; 2],
+    /// The image's rectangle in the model input: left, top, right, bottom
+    /// (Ultralytics' `scale_masks` crop).
+    pub image: [usize; 4],
+    /// Frame width and height.
+    pub frame: [usize; 2],
+}
+
+/// One output index's two bilinear taps, torch's `align_corners=False` rule.
+#[derive(Debug, Clone, Copy)]
+struct Tap {
+    i0: usize,
+    i1: usize,
+    w0: f32,
+    w1: f32,
+}
+
+fn taps(in_size: usize, out_size: usize, range: std::ops::Range<usize>) -> Vec<Tap> {
+    let scale = in_size as f32 / out_size as f32;
+    range
+        .map(|d| {
+            let src = (scale * (d as f32 + 0.5) - 0.5).max(0.0);
+            let i0 = (src as usize).min(in_size - 1);
+            let l1 = (src - i0 as f32).clamp(0.0, 1.0);
+            let i1 = if i0 < in_size - 1 { i0 + 1 } else { i0 };
+            Tap { i0, i1, w0: 1.0 - l1, w1: l1 }
+        })
+        .collect()
+}
+
+/// Output indices whose taps can read input indices `lo..hi` of `in_size`
+/// (a margin of one input pixel each side).
+fn reach(lo: usize, hi: usize, in_size: usize, out_size: usize) -> std::ops::Range<usize> {
+    let scale = out_size as f64 / in_size as f64;
+    let start = ((lo as f64 - 1.0) * scale).floor().max(0.0) as usize;
+    let end = (((hi as f64 + 1.0) * scale).ceil() as usize).min(out_size);
+    start..end.max(start)
+}
+
+/// A region of a plane: rows `y`, columns `x`, values row after row.
+struct Patch {
+    x: std::ops::Range<usize>,
+    y: std::ops::Range<usize>,
+    values: Vec<f32>,
+}
+
+impl Patch {
+    #[inline]
+    fn at(&self, x: usize, y: usize) -> f32 {
+        if self.x.contains(&x) && self.y.contains(&y) {
+            self.values[(y - self.y.start) * self.x.len() + (x - self.x.start)]
+        } else {
+            0.0
+        }
+    }
+
+    /// Bilinear resize of the plane this patch lies in (`in_size` -> `out_size`,
+    /// (w, h)), over the output pixels the patch reaches, each kept as
+    /// `keep(value)` 1.0 or 0.0.
+    fn resize(&self, in_size: [usize; 2], out_size: [usize; 2], keep: impl Fn(f32) -> bool) -> Patch {
+        let x = reach(self.x.start, self.x.end, in_size[0], out_size[0]);
+        let y = reach(self.y.start, self.y.end, in_size[1], out_size[1]);
+        let (tx, ty) = (taps(in_size[0], out_size[0], x.clone()), taps(in_size[1], out_size[1], y.clone()));
+        let mut values = Vec::with_capacity(x.len() * y.len());
+        for t in &ty {
+            for s in &tx {
+                let top = s.w0 * self.at(s.i0, t.i0) + s.w1 * self.at(s.i1, t.i0);
+                let bottom = s.w0 * self.at(s.i0, t.i1) + s.w1 * self.at(s.i1, t.i1);
+                let v = t.w0 * top + t.w1 * bottom;
+                values.push(if keep(v) { 1.0 } else { 0.0 });
+            }
+        }
+        Patch { x, y, values }
+    }
+}
+
+/// Masks of `boxes` (x1, y1, x2, y2 in model-input pixels) from their
+/// coefficients (`nm` per box) and `protos` `[nm, mh, mw]` (batch dropped),
+/// written as 0/1 bytes into `out`: one frame-sized plane per box.
+pub fn masks(
+    protos: &Tensor<'_>,
+    coeffs: &[f32],
+    boxes: &[[f32; 4]],
+    geometry: &MaskGeometry,
+    out: &mut [u8],
+) -> Result<()> {
+    let p = protos.squeeze_to(3)?;
+    let (nm, mh, mw) = (p.shape()[0], p.shape()[1], p.shape()[2]);
+    let [iw, ih] = geometry.input;
+    let [fw, fh] = geometry.frame;
+    let [left, top, right, bottom] = geometry.image;
+    if coeffs.len() != boxes.len() * nm {
+        bail!("{} boxes need {} mask coefficients each, got {} in all", boxes.len(), nm, coeffs.len());
+    }
+    if mh == 0 || mw == 0 || iw == 0 || ih == 0 || fw == 0 || fh == 0 {
+        bail!("masks need non-empty prototypes, input and frame, got prototypes {mw}x{mh}, input {iw}x{ih}, frame {fw}x{fh}");
+    }
+    if left >= right || top >= bottom || right > iw || bottom > ih {
+        bail!(
+            "the image rectangle {:?} (left, top, right, bottom) does not lie in the {iw}x{ih} input",
+            geometry.image
+        );
+    }
+    if out.len() != boxes.len() * fw * fh {
+        bail!(
+            "masks of {} boxes in a {fw}x{fh} frame need {} bytes, got {}",
+            boxes.len(),
+            boxes.len() * fw * fh,
+            out.len()
+        );
+    }
+    out.fill(0);
+    // Ultralytics: bboxes * [mw / w, mh / h, mw / w, mh / h], in f32.
+    let (rx, ry) = ((mw as f64 / iw as f64) as f32, (mh as f64 / ih as f64) as f32);
+    let crop_w = right - left;
+    let crop_h = bottom - top;
+    for ((b, c), plane) in boxes.iter().zip(coeffs.chunks_exact(nm)).zip(out.chunks_exact_mut(fw * fh)) {
+        let (x1, y1, x2, y2) = (b[0] * rx, b[1] * ry, b[2] * rx, b[3] * ry);
+        // crop_mask keeps pixel columns c with x1 <= c < x2 (and rows alike).
+        let first = |v: f32, n: usize| (v.max(0.0).ceil() as usize).min(n);
+        let (cx, cy) = (first(x1, mw)..first(x2, mw), first(y1, mh)..first(y2, mh));
+        if cx.is_empty() || cy.is_empty() {
+            continue;
+        }
+        let mut proto = Patch { x: cx.clone(), y: cy.clone(), values: Vec::with_capacity(cx.len() * cy.len()) };
+        for y in cy.clone() {
+            for x in cx.clone() {
+                let v: f32 = c.iter().enumerate().map(|(k, &w)| w * p.get(&[k, y, x])).sum();
+                proto.values.push(v);
+            }
+        }
+        // process_mask: upsample to the input, > 0.
+        let input = proto.resize([mw, mh], [iw, ih], |v| v > 0.0);
+        // scale_masks: the image's rectangle of the input, resized to the frame.
+        let inside = Patch {
+            x: input.x.start.max(left) - left..input.x.end.min(right).max(left) - left,
+            y: input.y.start.max(top) - top..input.y.end.min(bottom).max(top) - top,
+            values: Vec::new(),
+        };
+        let mut cropped = Patch { values: Vec::with_capacity(inside.x.len() * inside.y.len()), ..inside };
+        for y in cropped.y.clone() {
+            for x in cropped.x.clone() {
+                cropped.values.push(input.at(x + left, y + top));
+            }
+        }
+        if cropped.values.is_empty() {
+            continue;
+        }
+        let frame = cropped.resize([crop_w, crop_h], [fw, fh], |v| v > 0.5);
+        for (row, y) in frame.y.clone().enumerate() {
+            let src = &frame.values[row * frame.x.len()..(row + 1) * frame.x.len()];
+            for (d, &v) in plane[y * fw + frame.x.start..y * fw + frame.x.end].iter_mut().zip(src) {
+                *d = v as u8;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,289 @@
+//! Python binding of the YOLO decoder: each output array is read where it
+//! lies (any strides, no copy), the whole decode runs with the GIL released,
+//! and small numpy arrays come back.
+
+use numpy::{PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+
+use super::errors::invalid;
+use crate::detect::{
+    self, mask::MaskGeometry, DetectError, Element, ErrorKind, Family, Geometry, Layout, Params, Task, Tensor,
+};
+
+fn detect_error(e: DetectError) -> PyErr {
+    let class = match e.kind {
+        ErrorKind::Layout => "DetectLayoutError",
+        ErrorKind::Value => "DetectError",
+    };
+    Python::attach(|py| {
+        match py.import("npu_zc.errors").and_then(|m| m.getattr(class)).and_then(|c| c.call1((e.message,))) {
+            Ok(instance) => PyErr::from_value(instance),
+            Err(import_error) => import_error,
+        }
+    })
+}
+
+/// An output array as numpy holds it: f32, or the bits of 16-bit floats, or bytes.
+#[derive(FromPyObject)]
+enum OutputArray<'py> {
+    F32(Bound<'py, PyArrayDyn<f32>>),
+    U16(Bound<'py, PyArrayDyn<u16>>),
+    U8(Bound<'py, PyArrayDyn<u8>>),
+    I8(Bound<'py, PyArrayDyn<i8>>),
+}
+
+/// A read-only borrow of an output (numpy's borrow flags held while decoding).
+enum Borrowed<'py> {
+    F32(PyReadonlyArrayDyn<'py, f32>),
+    U16(PyReadonlyArrayDyn<'py, u16>),
+    U8(PyReadonlyArrayDyn<'py, u8>),
+    I8(PyReadonlyArrayDyn<'py, i8>),
+}
+
+impl<'py> OutputArray<'py> {
+    fn borrow(&self) -> PyResult<Borrowed<'py>> {
+        let busy = |_| invalid("an output array is being written by another call");
+        Ok(match self {
+            OutputArray::F32(a) => Borrowed::F32(a.try_readonly().map_err(busy)?),
+            OutputArray::U16(a) => Borrowed::U16(a.try_readonly().map_err(busy)?),
+            OutputArray::U8(a) => Borrowed::U8(a.try_readonly().map_err(busy)?),
+            OutputArray::I8(a) => Borrowed::I8(a.try_readonly().map_err(busy)?),
+        })
+    }
+}
+
+/// The bytes an array's elements span, and where element [0, ...] is in them.
+struct Span {
+    ptr: *const u8,
+    len: usize,
+    origin: usize,
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+}
+
+// SAFETY: the span points into an array that the caller keeps borrowed
+// (read-only) while the span is used on another thread with the GIL released.
+unsafe impl Send for Span {}
+// SAFETY: as for Send: the span is only read.
+unsafe impl Sync for Span {}
+
+fn span(b: &Borrowed<'_>) -> Span {
+    fn of<T: numpy::Element>(a: &PyReadonlyArrayDyn<'_, T>) -> (*const u8, Vec<usize>, Vec<isize>, usize) {
+        (a.data() as *const u8, a.shape().to_vec(), a.strides().to_vec(), std::mem::size_of::<T>())
+    }
+    let (data, shape, strides, size) = match b {
+        Borrowed::F32(a) => of(a),
+        Borrowed::U16(a) => of(a),
+        Borrowed::U8(a) => of(a),
+        Borrowed::I8(a) => of(a),
+    };
+    let (mut lo, mut hi) = (0isize, 0isize);
+    if !shape.contains(&0) {
+        for (&n, &s) in shape.iter().zip(&strides) {
+            let reach = (n as isize - 1) * s;
+            if reach < 0 {
+                lo += reach;
+            } else {
+                hi += reach;
+            }
+        }
+    }
+    let len = if shape.contains(&0) { 0 } else { (hi - lo) as usize + size };
+    Span { ptr: data.wrapping_offset(lo), len, origin: (-lo) as usize, shape, strides }
+}
+
+impl Span {
+    /// # Safety
+    /// The array the span came from must stay borrowed and alive for `'a`.
+    unsafe fn tensor<'a>(&self, element: Element) -> detect::Result<Tensor<'a>> {
+        // SAFETY: numpy guarantees every element of the array lies in its
+        // memory, which is what [ptr, ptr + len) spans; the caller keeps it alive.
+        let bytes = if self.len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(self.ptr, self.len) } };
+        Tensor::new(bytes, element, self.origin, &self.shape, &self.strides)
+    }
+}
+
+fn element_of(a: &OutputArray<'_>, name: &str, quant: Option<(f32, i32)>) -> PyResult<Element> {
+    let ok = match a {
+        OutputArray::F32(_) => name == "f32",
+        OutputArray::U16(_) => name == "f16" || name == "bf16",
+        OutputArray::U8(_) => name == "u8",
+        OutputArray::I8(_) => name == "i8",
+    };
+    if !ok {
+        return Err(invalid(format!("element {name} does not match the array's dtype")));
+    }
+    Element::parse(name, quant).map_err(detect_error)
+}
+
+fn layout_of(family: &str, task: &str, nc: usize, nm: usize, kpt: (usize, usize)) -> PyResult<Layout> {
+    let family = match family {
+        "anchor-free" => Family::AnchorFree,
+        "end2end" => Family::End2End,
+        "yolov5" => Family::Yolov5,
+        _ => return Err(invalid(format!("unknown family {family:?}: anchor-free, end2end or yolov5"))),
+    };
+    let task = match task {
+        "detect" => Task::Detect,
+        "segment" => Task::Segment { nm },
+        "pose" => Task::Pose { k: kpt.0, dim: kpt.1 },
+        "obb" => Task::Obb,
+        _ => return Err(invalid(format!("unknown task {task:?}: detect, segment, pose or obb"))),
+    };
+    Ok(Layout { family, task, nc })
+}
+
+/// What `decode` returns: xyxy (n, 4), scores, class ids, anchors,
+/// xywhr (n, 5) for obb, extra (n, e) keypoints, masks (n, h, w) as 0/1 bytes.
+type Decoded<'py> = (
+    Bound<'py, PyArray2<f32>>,
+    Bound<'py, PyArray1<f32>>,
+    Bound<'py, PyArray1<i32>>,
+    Bound<'py, PyArray1<i64>>,
+    Option<Bound<'py, PyArray2<f32>>>,
+    Option<Bound<'py, PyArray2<f32>>>,
+    Option<Bound<'py, PyArrayDyn<u8>>>,
+);
+
+struct Request {
+    layout: Layout,
+    params: Params,
+    geometry: Geometry,
+    /// Model input (w, h) and the image's rectangle in it, for masks.
+    input: Option<([usize; 2], [usize; 4])>,
+    element: Element,
+    protos_element: Option<Element>,
+}
+
+struct Result_ {
+    decoded: detect::Decoded,
+    xywhr: Option<Vec<[f32; 5]>>,
+    keypoints: Option<(Vec<f32>, usize)>,
+    masks: Option<(Vec<u8>, [usize; 2])>,
+}
+
+fn run(output: &Span, protos: Option<&Span>, r: &Request) -> detect::Result<Result_> {
+    // SAFETY: `decode_yolo` keeps both arrays borrowed until this returns.
+    let output = unsafe { output.tensor(r.element)? };
+    let mut d = detect::decode(output.matrix()?, &r.layout, &r.params)?;
+    let mut masks = None;
+    if let Task::Segment { nm } = r.layout.task {
+        let (Some(protos), Some(pe)) = (protos, r.protos_element) else {
+            detect::bail_value("a segmentation model needs its prototypes output [1, 32, H/4, W/4]")?
+        };
+        // SAFETY: as above.
+        let protos = unsafe { protos.tensor(pe)? };
+        let p = protos.squeeze_to(3).map_err(|e| DetectError::new(ErrorKind::Layout, e.message))?;
+        if p.shape()[0] != nm {
+            detect::bail_value(&format!(
+                "{nm} mask coefficients per box need {nm} prototypes, got shape {:?}",
+                protos.shape()
+            ))?;
+        }
+        let (input, image) =
+            r.input.unwrap_or(([p.shape()[2] * 4, p.shape()[1] * 4], [0, 0, p.shape()[2] * 4, p.shape()[1] * 4]));
+        let frame = match r.geometry.frame {
+            Some([w, h]) => [w.round() as usize, h.round() as usize],
+            None => input,
+        };
+        let g = MaskGeometry { input, image, frame };
+        let mut out = vec![0u8; d.len() * frame[0] * frame[1]];
+        detect::mask::masks(&p, &d.extra, &d.boxes, &g, &mut out)?;
+        masks = Some((out, frame));
+    }
+    let mut xywhr = None;
+    if r.layout.task == Task::Obb {
+        let bounds = r.geometry.rotated(&mut d.boxes, &mut d.angles);
+        xywhr = Some(d.boxes.iter().zip(&d.angles).map(|(b, &t)| [b[0], b[1], b[2], b[3], t]).collect());
+        d.boxes = bounds;
+    } else {
+        r.geometry.boxes(&mut d.boxes);
+    }
+    let mut keypoints = None;
+    if let Task::Pose { k, dim } = r.layout.task {
+        let mut values = std::mem::take(&mut d.extra);
+        r.geometry.points(&mut values, dim);
+        keypoints = Some((values, k * dim));
+    }
+    Ok(Result_ { decoded: d, xywhr, keypoints, masks })
+}
+
+/// Decodes one YOLO output (and the prototypes of a segmentation model).
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (output, element, family, task, nc, conf, iou, classes, agnostic, max_det, max_nms,
+    scale, offset, frame=None, protos=None, protos_element=None, nm=32, kpt=(17, 3), input=None, image=None, quant=None))]
+fn decode_yolo<'py>(
+    py: Python<'py>,
+    output: OutputArray<'py>,
+    element: &str,
+    family: &str,
+    task: &str,
+    nc: usize,
+    conf: f32,
+    iou: f32,
+    classes: Option<Vec<u32>>,
+    agnostic: bool,
+    max_det: usize,
+    max_nms: usize,
+    scale: (f64, f64),
+    offset: (f64, f64),
+    frame: Option<(f64, f64)>,
+    protos: Option<OutputArray<'py>>,
+    protos_element: Option<&str>,
+    nm: usize,
+    kpt: (usize, usize),
+    input: Option<(usize, usize)>,
+    image: Option<(usize, usize, usize, usize)>,
+    quant: Option<(f32, i32)>,
+) -> PyResult<Decoded<'py>> {
+    let request = Request {
+        layout: layout_of(family, task, nc, nm, kpt)?,
+        params: Params { conf, iou, classes, agnostic, max_det, max_nms },
+        geometry: Geometry {
+            scale: [scale.0, scale.1],
+            offset: [offset.0, offset.1],
+            frame: frame.map(|f| [f.0, f.1]),
+        },
+        input: input.map(|i| {
+            let image = image.unwrap_or((0, 0, i.0, i.1));
+            ([i.0, i.1], [image.0, image.1, image.2, image.3])
+        }),
+        element: element_of(&output, element, quant)?,
+        protos_element: match (&protos, protos_element) {
+            (Some(p), Some(e)) => Some(element_of(p, e, quant)?),
+            _ => None,
+        },
+    };
+    if !(scale.0 > 0.0 && scale.1 > 0.0 && scale.0.is_finite() && scale.1.is_finite()) {
+        return Err(invalid(format!("the transform's scale must be positive, got {scale:?}")));
+    }
+    let out_guard = output.borrow()?;
+    let protos_guard = protos.as_ref().map(|p| p.borrow()).transpose()?;
+    let (out_span, protos_span) = (span(&out_guard), protos_guard.as_ref().map(span));
+    let r = py.detach(|| run(&out_span, protos_span.as_ref(), &request)).map_err(detect_error)?;
+    drop((out_guard, protos_guard));
+
+    let d = r.decoded;
+    let n = d.len();
+    let xyxy = PyArray1::from_vec(py, d.boxes.concat()).reshape([n, 4])?;
+    let classes: Vec<i32> = d.classes.iter().map(|&c| c as i32).collect();
+    let anchors: Vec<i64> = d.anchors.iter().map(|&a| a as i64).collect();
+    let xywhr = r.xywhr.map(|v| PyArray1::from_vec(py, v.concat()).reshape([n, 5])).transpose()?;
+    let keypoints = r.keypoints.map(|(v, e)| PyArray1::from_vec(py, v).reshape([n, e])).transpose()?;
+    let masks = r.masks.map(|(v, [w, h])| PyArray1::from_vec(py, v).reshape(vec![n, h, w])).transpose()?;
+    Ok((
+        xyxy,
+        PyArray1::from_vec(py, d.scores),
+        PyArray1::from_vec(py, classes),
+        PyArray1::from_vec(py, anchors),
+        xywhr,
+        keypoints,
+        masks,
+    ))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(decode_yolo, m)?)?;
+    Ok(())
+}
