@@ -284,7 +284,11 @@ struct Assignment {
 fn assign(costs: &Costs, limit: f64) -> Assignment {
     let (rows, cols) = (costs.rows, costs.cols);
     if rows == 0 || cols == 0 {
-        return Assignment { matches: vec![], unmatched_rows: (0..rows).collect(), unmatched_cols: (0..cols).collect() };
+        return Assignment {
+            matches: vec![],
+            unmatched_rows: (0..rows).collect(),
+            unmatched_cols: (0..cols).collect(),
+        };
     }
     let n = rows + cols;
     let extended = |i: usize, j: usize| -> f64 {
@@ -494,7 +498,8 @@ impl ByteTracker {
 
     /// Forget every track; ids start at 1 again.
     pub fn reset(&mut self) {
-        *self = Self { config: self.config, max_time_lost: self.max_time_lost, ..Self::new(self.config).expect("checked") };
+        *self =
+            Self { config: self.config, max_time_lost: self.max_time_lost, ..Self::new(self.config).expect("checked") };
     }
 
     fn new_id(&mut self) -> u64 {
@@ -522,7 +527,10 @@ impl ByteTracker {
 
         // Ultralytics drops boxes without area (their aspect ratio would be infinite).
         let usable = |d: &Detection| {
-            d.score.is_finite() && d.xyxy.iter().all(|v| v.is_finite()) && d.xyxy[2] > d.xyxy[0] && d.xyxy[3] > d.xyxy[1]
+            d.score.is_finite()
+                && d.xyxy.iter().all(|v| v.is_finite())
+                && d.xyxy[2] > d.xyxy[0]
+                && d.xyxy[3] > d.xyxy[1]
         };
         let mut high = vec![];
         let mut low = vec![];
