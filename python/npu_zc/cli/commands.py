@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ..pipeline import ImageError, Pipeline, RunReport, load_image, sample_photo
+from ..detect.metadata import read_names
+from ..detect.track import Tracker
+from ..pipeline.yolo import DetectOptions
 from ..runtime import CompileOptions
 from ..runtime.model import Mode
 from . import report
@@ -46,6 +49,21 @@ def _pipeline(args: argparse.Namespace, mode: Mode) -> Pipeline:
         heap=args.heap,
         hint=args.hint,
         options=_options(args),
+        detect=_detect_options(args),
+    )
+
+
+def _detect_options(args: argparse.Namespace) -> DetectOptions:
+    """--conf --iou --classes --agnostic --max-det --task --names: what a YOLO postprocess is told."""
+    names = read_names(args.names) if getattr(args, "names", None) else None
+    return DetectOptions(
+        conf=getattr(args, "conf", 0.25),
+        iou=getattr(args, "iou", 0.7),
+        classes=getattr(args, "classes", None),
+        agnostic=getattr(args, "agnostic", False),
+        max_det=getattr(args, "max_det", 300),
+        task=getattr(args, "task", None),
+        names=names,
     )
 
 
@@ -70,8 +88,27 @@ def run(args: argparse.Namespace) -> int:
         return copies.run(args)
     image = load_image(args.image)  # decoded once, outside the timed loop
     result = _measure(args, "copy" if args.non_zero_copy else "zero-copy", image, args.image)
+    if args.save:
+        _save_drawn(image, result, args.save)
     print(json.dumps(result.to_dict()) if args.json else report.run_text(result))
     return INTERRUPTED if result.interrupted else 0
+
+
+def _save_drawn(image: Any, result: RunReport, path: str) -> None:
+    """--save: the detections drawn onto a copy of the image, written where asked (the format from the suffix)."""
+    import cv2
+
+    from ..detect.draw import draw
+
+    if isinstance(result.prediction, list):
+        raise ValueError("--save draws a detector's boxes; this model is a classifier (drop --save)")
+    canvas = draw(image.copy(), result.prediction)
+    try:
+        ok = cv2.imwrite(path, canvas)
+    except cv2.error as exc:
+        raise ValueError(f"cannot save {path}: {exc}") from None
+    if not ok:
+        raise ValueError(f"cannot save {path}: give a writable path ending in an image suffix (.jpg, .png...)")
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -135,7 +172,8 @@ def stream(args: argparse.Namespace) -> int:
         if args.two_process:
             result = run_two_process(pipeline, args.input, depth=args.depth or 4, limit=args.limit, progress=progress)
         else:
-            result = run_stream(pipeline, source, depth=args.depth, drop=args.drop, progress=progress)
+            tracker = Tracker() if pipeline.kind == "yolo" and not args.no_track else None
+            result = run_stream(pipeline, source, depth=args.depth, drop=args.drop, progress=progress, tracker=tracker)
     if result.frames == 0:
         raise ImageError(
             f"{args.input} yielded no frame: not a video OpenCV's FFmpeg can decode, nor a folder of images"

@@ -74,6 +74,26 @@ def _property(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text}")
+    return value
+
+
+def _ids(text: str) -> tuple[int, ...]:
+    try:
+        ids = tuple(int(v) for v in text.replace(" ", ",").split(",") if v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected class ids such as '0,2', got {text!r}") from None
+    if not ids or min(ids) < 0:
+        raise argparse.ArgumentTypeError(f"expected class ids of 0 or more, such as '0,2', got {text!r}")
+    return ids
+
+
 def _size(text: str) -> tuple[int, int]:
     try:
         height, width = (int(v) for v in text.lower().split("x"))
@@ -135,6 +155,16 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--option", action="append", type=_property, metavar="KEY=VALUE", default=[],
                        help="any other OpenVINO property, e.g. ENABLE_CPU_PINNING=NO (repeatable)")
 
+    detector = model.add_argument_group("detectors (YOLO: Ultralytics' predict defaults)")
+    detector.add_argument("--conf", type=_fraction, default=0.25, help="keep detections scoring above this (default 0.25)")
+    detector.add_argument("--iou", type=_fraction, default=0.7, help="NMS IoU threshold (default 0.7)")
+    detector.add_argument("--classes", type=_ids, metavar="IDS", help="only these class ids, e.g. '0,2'")
+    detector.add_argument("--agnostic", action="store_true", help="NMS across classes")
+    detector.add_argument("--max-det", type=_positive, default=300, metavar="N", help="at most N detections (default 300)")
+    detector.add_argument("--task", choices=("detect", "segment", "pose", "obb"),
+                          help="what the model does, when its metadata does not say (default: from metadata.yaml or the output shapes)")
+    detector.add_argument("--names", metavar="FILE", help="class names: a YAML (names:), JSON or text file, one per line")
+
     images = _Parser(add_help=False)
     images.add_argument("--max-pixels", type=_positive, metavar="N",
                         help="refuse images of more than N pixels before decoding them (default 100000000)")
@@ -158,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--count-copies", action="store_true",
                      help="run under the memcpy counter (built on demand with the C compiler) and print the bytes "
                      "copied per frame between the preprocess output and the postprocess input")
+    run.add_argument("--save", metavar="OUT.jpg", help="draw the detections onto the image and save it (detectors)")
 
     compare = sub.add_parser(
         "compare", parents=[model, images, debug], help="zero-copy and copy mode back to back on one image, the ratio per stage",
@@ -204,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--no-progress", action="store_true", help="no progress bar")
     stream.add_argument("--json", action="store_true", help="print one JSON object, with every frame's result "
                         "(several streams: a JSON line per result, then the report)")
+    stream.add_argument("--no-track", action="store_true", help="detectors: no ByteTrack ids (tracked by default)")
     return parser
 
 

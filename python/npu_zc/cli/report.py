@@ -52,6 +52,8 @@ def stage_lines(report: RunReport) -> list[str]:
 
 
 def prediction_lines(prediction: Prediction, image_size: tuple[int, int], top: int | None = None) -> list[str]:
+    if not isinstance(prediction, list):
+        return detections_lines(prediction)
     if not prediction:
         return ["nothing found"]
     if isinstance(prediction[0], ClassScore):
@@ -100,6 +102,8 @@ def _ratio(value: float, reference: float) -> str:
 
 
 def _top(prediction: Prediction) -> str:
+    if not isinstance(prediction, list):
+        return f"{len(prediction)} detections" if len(prediction) else "nothing found"
     return str(prediction[0]) if prediction else "nothing found"
 
 
@@ -220,3 +224,26 @@ def streams_text(report: Any, saved: dict[int, Any] | None = None) -> str:
     for stage, s in report.stages.items():
         lines.append(f"{stage:<14}{s.mean:9.3f}{s.min:9.3f}{s.median:9.3f}{s.p99:9.3f}  ms / frame")
     return "\n".join(lines)
+
+
+SHOWN_DETECTIONS = 50
+
+
+def detections_lines(dets: Any) -> list[str]:
+    """A detector's :class:`npu_zc.Detections`: score, name, class id, box in frame pixels (and track id)."""
+    n = len(dets)
+    if n == 0:
+        return ["nothing found"]
+    lines = [f"{n} detection{'s' if n != 1 else ''} ({dets.task}):"]
+    tracks = getattr(dets, "track_ids", None)
+    names = dets.labels()
+    for i in range(min(n, SHOWN_DETECTIONS)):
+        x0, y0, x1, y1 = (float(v) for v in dets.xyxy[i])
+        track = f"  id {int(tracks[i])}" if tracks is not None else ""
+        lines.append(
+            f"  {float(dets.scores[i]):6.3f}  {names[i]} ({int(dets.class_ids[i])}) at ({x0:.1f}, {y0:.1f})-({x1:.1f}, {y1:.1f}) px{track}"
+        )
+    if n > SHOWN_DETECTIONS:
+        lines.append(f"  ... and {n - SHOWN_DETECTIONS} more (--json lists every one)")
+    return lines
+

@@ -141,10 +141,14 @@ class _Consumer:
             with contextlib.ExitStack() as access:
                 for out in self.outputs[slot]:
                     access.enter_context(out.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                prediction = pipeline.postprocess([request.output_array(i) for i in range(len(self.outputs[slot]))])
+                outputs = [request.output_array(i) for i in range(len(self.outputs[slot]))]
                 if message.get("transform") is not None:
                     transform = Transform(**{k: tuple(v) for k, v in message["transform"].items()})
-                    prediction = pipeline.to_frame(prediction, transform, tuple(message["frame_size"]))
+                    input_size = (pipeline.spec.width, pipeline.spec.height)
+                    frame_size = tuple(message["frame_size"])
+                    prediction = pipeline.postprocess.for_frame(outputs, transform, input_size, frame_size)  # type: ignore[arg-type]
+                else:
+                    prediction = pipeline.postprocess(outputs)
             timings.add("postprocess", time.perf_counter_ns() - started)
             self._send({"kind": "done", "slot": slot})
             timings.add("decode", int(message["decode_ns"]))

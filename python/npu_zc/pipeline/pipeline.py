@@ -26,11 +26,14 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 import numpy as np
 
 from .._numbers import channel_values
+from ..detect import metadata
+from ..detect.metadata import YoloMetadata
 from ..errors import BufferClosedError, BufferInUseError, InvalidArgumentError
 from ..runtime.model import Mode
 from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for, to_frame
 from .preprocess import Fit, PreprocessSpec, Preprocessor
 from .throughput import ThroughputReport, ThroughputRunner, reserved_cores
+from .yolo import YOLO_FILL, DetectOptions
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings, progress_bar
 
 DEFAULT_MODEL = "efficientnet-lite0"
@@ -39,7 +42,7 @@ Hint = Literal["latency", "throughput"]
 HINTS = ("latency", "throughput")
 
 # How the frame is fitted to the input, by model kind (see Pipeline).
-_FITS: dict[Kind, Fit] = {"classification": "crop", "blazeface": "letterbox", "ssd": "stretch"}
+_FITS: dict[Kind, Fit] = {"classification": "crop", "blazeface": "letterbox", "ssd": "stretch", "yolo": "letterbox"}
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,8 @@ class RunReport:
             "warmup": self.warmup,
             "stages_ms": {name: s.to_dict() for name, s in self.stages.items()},
             "fps": {"infer": self.infer_fps, "pipeline": self.pipeline_fps},
-            "labels": [p.to_dict() for p in self.prediction],
+            "labels": [p.to_dict() for p in self.prediction] if isinstance(self.prediction, list) else [],
+            **({"detections": self.prediction.to_dict()} if not isinstance(self.prediction, list) else {}),
             "startup_ms": self.startup_ms,
             "hint": self.hint,
             "requests": self.requests,
@@ -136,6 +140,7 @@ class Pipeline:
         options: Any = None,
         heap: str = "auto",
         hint: Hint | None = None,
+        detect: DetectOptions | None = None,
     ) -> None:
         from ..buffers import alloc
         from ..runtime import compile_model, find_image_input, model_normalisation, read_labels, read_model
@@ -154,9 +159,14 @@ class Pipeline:
             if hint == "throughput" and options.reserved_cores == 0:
                 options = dataclasses.replace(options, reserved_cores=reserved_cores())
         self.model_name = os.fspath(model) if isinstance(model, (str, os.PathLike)) else str(getattr(model, "friendly_name", "model"))
+        self.metadata: YoloMetadata | None = None
+        if isinstance(model, (str, os.PathLike)) and Path(model).is_dir():
+            model = metadata.model_file(model)  # an Ultralytics export folder (*_openvino_model/)
         source = read_model(model)
         find_image_input(source)  # the input first: "one image input" is the first thing a model must have
-        self.kind: Kind = model_kind(source)
+        if isinstance(model, (str, os.PathLike)) and Path(model).is_file():
+            self.metadata = metadata.read(model, source)
+        self.kind: Kind = model_kind(source, self.metadata, detect.task if detect else None)
         if self.kind == "blazeface" and mean is None and scale is None and model_normalisation(source).mean is None:
             from ..runtime.zoo import face_detection
 
@@ -167,11 +177,14 @@ class Pipeline:
             source, device, mode=mode, hw_format=hw_format, mean=mean, scale=scale, input_size=input_size, options=options
         )
         self.postprocess: Postprocessor = postprocessor_for(
-            self.session.prepared.model, self.kind, labels=labels, top=top, min_score=min_score
+            self.session.prepared.model, self.kind, labels=labels, top=top, min_score=min_score,
+            meta=self.metadata, detect=detect,
         )
         self.spec = PreprocessSpec.for_session(
             self.session, fit=fit or _FITS[self.kind], interpolation=interpolation
         )
+        if self.kind == "yolo" and fit is None:
+            self.spec = dataclasses.replace(self.spec, fill=YOLO_FILL)  # Ultralytics' LetterBox grey
         self.heap = heap
         self._closing = False
         self.preprocess = Preprocessor(self.spec, heap=heap)
@@ -257,14 +270,14 @@ class Pipeline:
         preprocessed = clock()
         self.infer()
         inferred = clock()
+        input_size = (self.spec.width, self.spec.height)
         if not self._sync_outputs:
-            prediction = self.postprocess(self.outputs)
+            prediction = self.postprocess.for_frame(self.outputs, transform, input_size, frame_size)
         else:
             with contextlib.ExitStack() as stack:
                 for buf in self._sync_outputs:
                     stack.enter_context(buf.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                prediction = self.postprocess(self.outputs)
-        prediction = self.to_frame(prediction, transform, frame_size)
+                prediction = self.postprocess.for_frame(self.outputs, transform, input_size, frame_size)
         done = clock()
         return prediction, preprocessed - started, inferred - preprocessed, done - inferred
 

@@ -6,7 +6,9 @@ The kind of model is read from its outputs:
   ``[1, C, 1, 1]``...): the top ``k`` classes, with probabilities (a softmax of
   the logits, unless the model ends in a Softmax already);
 * detection: an SSD ``DetectionOutput`` (``[1, 1, N, 7]``), or MediaPipe's
-  BlazeFace face detector (``regressors`` and ``classificators``).
+  BlazeFace face detector (``regressors`` and ``classificators``);
+* YOLO (Ultralytics exports: detect, segment, pose, OBB; see :mod:`.yolo`), from the
+  model's metadata or, for a bare model, its output shapes.
 
 Anything else is refused up front with :class:`npu_zc.ModelError`.
 """
@@ -16,14 +18,18 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal, Sequence, Union
+from typing import TYPE_CHECKING, Any, Literal, Sequence, Union
 
 import numpy as np
 
 from .. import layout
 from ..errors import ModelError
 
-Kind = Literal["classification", "ssd", "blazeface"]
+if TYPE_CHECKING:
+    from ..detect.metadata import YoloMetadata
+    from ..detect.results import Detections
+
+Kind = Literal["classification", "ssd", "blazeface", "yolo"]
 
 # Ops a score vector may pass through after the layer that makes it.
 _PASS_THROUGH = {"Convert", "Reshape", "Squeeze", "Unsqueeze", "Identity", "Result"}
@@ -67,11 +73,16 @@ class Detection:
         return f"{self.label} {self.score:.3f} at ({x0:.3f}, {y0:.3f})-({x1:.3f}, {y1:.3f})"
 
 
-Prediction = Union[list[ClassScore], list[Detection]]
+Prediction = Union[list[ClassScore], list[Detection], "Detections"]
 
 
-def model_kind(model: Any) -> Kind:
-    """What ``model`` (an ``openvino.Model``) predicts, from its outputs; :class:`ModelError` if neither."""
+def model_kind(model: Any, meta: YoloMetadata | None = None, task: str | None = None) -> Kind:
+    """What ``model`` (an ``openvino.Model``) predicts, from its outputs (and the Ultralytics
+    metadata ``meta`` or a ``task`` the user gave, if any); :class:`ModelError` if none."""
+    from .yolo import is_yolo
+
+    if is_yolo(model, meta, task):
+        return "yolo"
     outputs = list(model.outputs)
     shapes = [_dims(port) for port in outputs]
     names = [" ".join(sorted(port.get_names())) for port in outputs]
@@ -87,7 +98,8 @@ def model_kind(model: Any) -> Kind:
     described = ", ".join(f"{n or '#' + str(i)} {_shape_text(d)}" for i, (n, d) in enumerate(zip(names, shapes)))
     raise ModelError(
         f"unsupported model: its outputs ({described}) are neither one score vector (classification) "
-        "nor a known detection layout (SSD DetectionOutput [1,1,N,7], BlazeFace short-range 128x128)"
+        "nor a known detection layout (SSD DetectionOutput [1,1,N,7], BlazeFace short-range 128x128, "
+        "YOLO: [1,4+nc,N] with N = sum (H/s)(W/s) over strides 8/16/32, [1,K,6+] end-to-end, [1,N,5+nc] YOLOv5)"
     )
 
 
@@ -131,6 +143,13 @@ class Postprocessor(ABC):
 
     @abstractmethod
     def __call__(self, outputs: Sequence[np.ndarray]) -> Prediction: ...
+
+    def for_frame(
+        self, outputs: Sequence[np.ndarray], transform: Any, input_size: tuple[int, int], frame_size: tuple[int, int]
+    ) -> Prediction:
+        """The prediction with its boxes in the frame that ``transform`` made the ``input_size`` (width,
+        height) input from; ``frame_size``: (width, height)."""
+        return to_frame(self(outputs), transform, input_size, frame_size)
 
 
 class TopClasses(Postprocessor):
@@ -217,7 +236,7 @@ def to_frame(prediction: Prediction, transform: Any, input_size: tuple[int, int]
     """Detections' boxes from fractions of the model input to fractions of the
     frame, through the preprocess's :class:`npu_zc.layout.Transform` (the crop,
     letterbox or stretch that made the input); class scores as they are."""
-    if transform is None or not prediction or not isinstance(prediction[0], Detection):
+    if transform is None or not isinstance(prediction, list) or not prediction or not isinstance(prediction[0], Detection):
         return prediction
     (iw, ih), (fw, fh) = input_size, frame_size
     boxes = np.array([d.box for d in prediction], np.float64) * (iw, ih, iw, ih)
@@ -235,9 +254,24 @@ def _box(x0: float, y0: float, x1: float, y1: float) -> tuple[float, float, floa
 
 
 def postprocessor_for(
-    model: Any, kind: Kind, *, labels: Sequence[str] | None = None, top: int = 5, min_score: float = 0.5
+    model: Any,
+    kind: Kind,
+    *,
+    labels: Sequence[str] | None = None,
+    top: int = 5,
+    min_score: float = 0.5,
+    meta: YoloMetadata | None = None,
+    detect: Any = None,
 ) -> Postprocessor:
-    """The postprocess of a compiled model's outputs (``model`` is the prepared ``openvino.Model``)."""
+    """The postprocess of a compiled model's outputs (``model`` is the prepared ``openvino.Model``);
+    for YOLO, ``meta`` is its metadata and ``detect`` the :class:`.yolo.DetectOptions`."""
+    if kind == "yolo":
+        from .yolo import DetectOptions, YoloDetections
+
+        options = detect or DetectOptions()
+        if labels is not None and options.names is None:
+            options = replace(options, names=dict(enumerate(labels)))
+        return YoloDetections(model, meta, options)
     if kind == "classification":
         from ..runtime.labels import labels_for
 

@@ -9,6 +9,8 @@ skipped and counted). Copy mode processes the frames one after the other.
 
 from __future__ import annotations
 
+import dataclasses
+
 import contextlib
 import threading
 import time
@@ -36,6 +38,8 @@ class FrameResult:
     prediction: Prediction
 
     def to_dict(self) -> dict[str, Any]:
+        if not isinstance(self.prediction, list):  # a detector's Detections
+            return {"sequence": self.sequence, "name": self.name, "detections": self.prediction.to_dict()}
         return {"sequence": self.sequence, "name": self.name, "labels": [p.to_dict() for p in self.prediction]}
 
 
@@ -102,18 +106,23 @@ def run_stream(
     progress: bool | None = None,
     on_result: Callable[[FrameResult], None] | None = None,
     keep_results: bool = True,
+    tracker: Any = None,
 ) -> StreamReport:
     """Run every frame of ``source`` through ``pipeline``; results in source order.
 
 
     ``depth``: requests in flight (zero-copy; default: the device's optimal
     number, at least 2 so that preprocessing overlaps inference).
-    ``on_result`` is called for each result, in order.
+    ``on_result`` is called for each result, in order. ``tracker``: a
+    :class:`npu_zc.Tracker` that gives a detector's results track ids, frame
+    after frame (this stream's own: one tracker per stream).
     """
     timings = Timings(STREAM_STAGES)
     results: list[FrameResult] = []
 
     def deliver(result: FrameResult) -> None:
+        if tracker is not None and not isinstance(result.prediction, list):
+            result = dataclasses.replace(result, prediction=tracker.update(result.prediction))
         if keep_results:
             results.append(result)
         if on_result is not None:
@@ -169,7 +178,8 @@ def _zero_copy(
             with result, contextlib.ExitStack() as access:  # the output buffers go back to the pool once read
                 for buf in result.output_buffers:
                     access.enter_context(buf.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                prediction = pipeline.to_frame(pipeline.postprocess(result.outputs), transform, frame_size)
+                input_size = (pipeline.spec.width, pipeline.spec.height)
+                prediction = pipeline.postprocess.for_frame(result.outputs, transform, input_size, frame_size)
             timings.add("postprocess", time.perf_counter_ns() - started)
             timings.add("infer", int(result.latency_ms * 1e6))
             deliver(FrameResult(sequence, name, prediction))

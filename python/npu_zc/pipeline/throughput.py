@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..runtime.session import usable_cores
-from .postprocess import Detection, Postprocessor, Prediction, to_frame
+from .postprocess import Postprocessor, Prediction
 from .preprocess import PreprocessSpec, Preprocessor
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 
@@ -270,24 +270,17 @@ class ThroughputRunner:
         total_ns: list[int] = timings.samples["total"]
         input_size = (self.spec.width, self.spec.height)
         clock = time.perf_counter_ns
-        maps_boxes = True  # until a prediction shows there are no boxes to map back
 
         def deliver(result: Any) -> None:  # the queue's delivery thread, in submission (= frame) order
-            nonlocal maps_boxes
             started = clock()
             index, prepared_ns, transform, frame_size = result.userdata
             if dmabuf_outputs:  # a DMA-BUF output is read between sync brackets; memfd needs none
                 with contextlib.ExitStack() as access:
                     for buffer in result.output_buffers:
                         access.enter_context(buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                    prediction = postprocess(result.outputs)
+                    prediction = postprocess.for_frame(result.outputs, transform, input_size, frame_size)
             else:
-                prediction = postprocess(result.outputs)
-            if maps_boxes:
-                if prediction and not isinstance(prediction[0], Detection):
-                    maps_boxes = False  # class scores: nothing to map, now or later
-                else:
-                    prediction = to_frame(prediction, transform, input_size, frame_size)
+                prediction = postprocess.for_frame(result.outputs, transform, input_size, frame_size)
             infer = int(result.latency_ms * 1e6)
             post = clock() - started
             preprocess_ns.append(prepared_ns)

@@ -1,0 +1,84 @@
+"""ByteTrack over a stream's detections: :class:`Tracker` (the work is in Rust, ``rust/detect/track.rs``).
+
+Ultralytics' ``BYTETracker`` with its ``bytetrack.yaml`` defaults, step for step, so that the ids are
+Ultralytics' frame by frame (tests/detect/test_track_ultralytics.py checks fixtures made by Ultralytics).
+As in Ultralytics' ``model.track``, :meth:`Tracker.update` returns the detections that belong to a
+confirmed track, each with the track's box (the Kalman filter's estimate, close to the detection's)
+and its id; a new object shows from its second frame (except on the first frame of a stream).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._core import _ByteTracker
+
+if TYPE_CHECKING:
+    from .results import Detections
+
+
+class Tracker:
+    """One stream's tracks: call :meth:`update` with each frame's detections, in order."""
+
+    def __init__(
+        self,
+        track_high_thresh: float = 0.25,
+        track_low_thresh: float = 0.1,
+        new_track_thresh: float = 0.25,
+        track_buffer: int = 30,
+        match_thresh: float = 0.8,
+        fuse_score: bool = True,
+        frame_rate: int = 30,
+    ) -> None:
+        self.config = {
+            "track_high_thresh": float(track_high_thresh),
+            "track_low_thresh": float(track_low_thresh),
+            "new_track_thresh": float(new_track_thresh),
+            "track_buffer": int(track_buffer),
+            "match_thresh": float(match_thresh),
+            "fuse_score": bool(fuse_score),
+            "frame_rate": int(frame_rate),
+        }
+        self._inner = _ByteTracker(**self.config)
+
+    @property
+    def frame_id(self) -> int:
+        """Frames seen since creation or the last :meth:`reset`."""
+        return int(self._inner.frame_id)
+
+    def reset(self) -> None:
+        """Forget every track (a new stream); ids start at 1 again."""
+        self._inner.reset()
+
+    def update_arrays(
+        self, xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """One frame as arrays: boxes ``(n, 4)`` corners, scores, class ids. Returns the confirmed
+        tracks' boxes ``(m, 4)`` f32, track ids ``(m,)`` i64, scores, class ids and ``index``, the
+        position of each one's detection in the input."""
+        boxes = np.ascontiguousarray(np.asarray(xyxy, np.float32).reshape(-1, 4))
+        return self._inner.update(
+            boxes, np.ascontiguousarray(scores, np.float32).reshape(-1), np.ascontiguousarray(class_ids, np.int32).reshape(-1)
+        )
+
+    def update(self, detections: Detections) -> Detections:
+        """This frame's detections in; those of confirmed tracks out, with ``track_ids`` set."""
+        boxes, ids, scores, classes, index = self.update_arrays(
+            detections.xyxy, detections.scores, detections.class_ids
+        )
+        return _select(detections, index, boxes, ids, scores)
+
+    def __repr__(self) -> str:
+        settings = ", ".join(f"{k}={v!r}" for k, v in self.config.items())
+        return f"Tracker({settings})"
+
+
+def _select(detections: Any, index: np.ndarray, boxes: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> Any:
+    """The detections at ``index`` with the tracker's boxes, scores and ids."""
+    picked = detections[index]
+    out = picked.with_tracks(ids)
+    out.xyxy[...] = boxes
+    out.scores[...] = scores
+    return out

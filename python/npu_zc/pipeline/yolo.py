@@ -1,0 +1,171 @@
+"""The YOLO postprocess of the pipeline: Ultralytics exports recognised, decoded in place, mapped to the frame.
+
+A model is served as a YOLO detector when its metadata says so (``metadata.yaml`` beside the IR, ONNX
+metadata, the IR's ``model_info``: see :mod:`npu_zc.detect.metadata`) or, for a bare model, when its output
+shapes fit a YOLO family (:class:`npu_zc.detect.yolo.YoloLayout`). The preprocess is Ultralytics' static
+``LetterBox`` (centred, 114 grey, bilinear, RGB, /255 inside the compiled model): ``npu_zc.convert(...,
+fit="letterbox", fill=114)`` writes the same bytes (tests/detect/test_yolo_letterbox.py). Boxes go back to the
+frame with Ultralytics' ``scale_boxes`` arithmetic (gain and rounded padding), so they are Ultralytics' own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InvalidArgumentError, ModelError
+from .postprocess import Postprocessor
+
+if TYPE_CHECKING:
+    from ..detect.metadata import YoloMetadata
+    from ..detect.results import Detections
+
+YOLO_TASKS = ("detect", "segment", "pose", "obb")
+YOLO_FILL = 114
+
+
+@dataclass(frozen=True)
+class DetectOptions:
+    """Ultralytics' predict settings (its defaults) and what the user says about the model."""
+
+    conf: float = 0.25
+    """Keep candidates scoring strictly above this."""
+    iou: float = 0.7
+    classes: tuple[int, ...] | None = None
+    """Only these class ids."""
+    agnostic: bool = False
+    """NMS across classes."""
+    max_det: int = 300
+    task: str | None = None
+    """Override the task: detect, segment, pose, obb."""
+    names: Mapping[int, str] | None = field(default=None, hash=False)
+    """Override the class names."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.conf <= 1.0 or not 0.0 <= self.iou <= 1.0:
+            raise InvalidArgumentError(f"conf and iou are between 0 and 1, got conf {self.conf}, iou {self.iou}")
+        if self.max_det < 1:
+            raise InvalidArgumentError(f"max_det must be at least 1, got {self.max_det}")
+        if self.task is not None and self.task not in YOLO_TASKS:
+            raise InvalidArgumentError(f"unknown task {self.task!r}: use one of {', '.join(YOLO_TASKS)}")
+
+
+def ultralytics_transform(transform: Any, frame_size: tuple[int, int], input_size: tuple[int, int]) -> Any:
+    """The letterbox ``transform`` with Ultralytics' ``scale_boxes`` arithmetic: ``(x - pad) / gain``, with
+    ``gain = min(input / frame)`` and ``pad = round((input - frame * gain) / 2 - 0.1)``. The preprocess's own
+    scale is the rounded content size over the frame size, which differs from ``gain`` by up to half an input
+    pixel over the frame; Ultralytics' boxes use ``gain``, so the decode does too."""
+    (fw, fh), (iw, ih) = frame_size, input_size
+    gain = min(ih / fh, iw / fw)
+    pad = (float(round((iw - fw * gain) / 2 - 0.1)), float(round((ih - fh * gain) / 2 - 0.1)))
+    return replace(transform, scale=(gain, gain), offset=pad)
+
+
+def output_shapes(model: Any) -> list[tuple[int, ...]]:
+    from .postprocess import _dims
+
+    return [_dims(port) for port in model.outputs]
+
+
+def input_size_of(model: Any) -> tuple[int, int] | None:
+    """(height, width) of a model's one image input, when static."""
+    from .postprocess import _dims
+
+    dims = _dims(model.inputs[0]) if len(model.inputs) == 1 else ()
+    if len(dims) == 4 and dims[1] in (1, 3) and dims[2] > 0 and dims[3] > 0:
+        return dims[2], dims[3]
+    return None
+
+
+def is_yolo(model: Any, meta: YoloMetadata | None, task: str | None = None) -> bool:
+    """True when ``model`` is served as a YOLO detector: the metadata or ``task`` names a YOLO task, or
+    (a bare model) its output shapes fit a YOLO family."""
+    wanted = task or (meta.task if meta is not None else None)
+    if wanted is not None:
+        return wanted in YOLO_TASKS
+    try:
+        layout_for(model, meta, None)
+    except (ModelError, ValueError, ImportError):
+        return False
+    return True
+
+
+def layout_for(model: Any, meta: YoloMetadata | None, options: DetectOptions | None) -> Any:
+    """The :class:`YoloLayout` of a model's outputs, told what the metadata and the user know."""
+    from ..detect.yolo import YoloLayout
+
+    task = (options.task if options else None) or (meta.task if meta else None)
+    names = (options.names if options else None) or (meta.names if meta else None) or None
+    return YoloLayout.from_outputs(
+        output_shapes(model),
+        task=task,
+        nc=len(names) if names and options is not None and options.names else None,
+        kpt_shape=meta.kpt_shape if meta else None,
+        end2end=meta.end2end if meta else None,
+        input_size=input_size_of(model),
+    )
+
+
+class YoloDetections(Postprocessor):
+    """Decodes a YOLO model's outputs where they lie (Rust, the GIL released) into :class:`Detections`."""
+
+    kind = "yolo"  # type: ignore[assignment]
+
+    def __init__(self, model: Any, meta: YoloMetadata | None = None, options: DetectOptions | None = None) -> None:
+        self.options = options or DetectOptions()
+        self.layout = layout_for(model, meta, self.options)
+        names = dict(self.options.names or (meta.names if meta else {}) or {})
+        nc = int(self.layout.nc)
+        if names and len(names) != nc:
+            said = "--names" if self.options.names else "the model's metadata"
+            raise ModelError(f"{said} lists {len(names)} class names; the model's output scores {nc} classes")
+        self.names = names or {i: str(i) for i in range(nc)}
+        self.input_size = input_size_of(model)
+        self.quant = _quantisation(model)
+
+    def __call__(self, outputs: Sequence[np.ndarray]) -> Detections:  # type: ignore[override]
+        """Detections in model-input pixels (no frame to map them to)."""
+        return self._decode(outputs, None, None)
+
+    def for_frame(
+        self, outputs: Sequence[np.ndarray], transform: Any, input_size: tuple[int, int], frame_size: tuple[int, int]
+    ) -> Detections:
+        """Detections in frame pixels, clipped to the frame: decoded straight into the frame's coordinates."""
+        geometry = ultralytics_transform(transform, frame_size, input_size) if transform is not None else None
+        return self._decode(outputs, geometry, frame_size)
+
+    def _decode(self, outputs: Sequence[np.ndarray], geometry: Any, frame_size: tuple[int, int] | None) -> Detections:
+        from ..detect.yolo import decode_yolo
+
+        o = self.options
+        return decode_yolo(
+            outputs,
+            self.layout,
+            conf=o.conf,
+            iou=o.iou,
+            classes=o.classes,
+            agnostic=o.agnostic,
+            max_det=o.max_det,
+            transform=geometry,
+            frame_size=frame_size,
+            names=self.names,
+            quant=self.quant,
+        )
+
+
+def _quantisation(model: Any) -> tuple[float, int] | None:
+    """(scale, zero point) of an int8/u8 output, when the model records them in its rt_info."""
+    port = model.outputs[0]
+    if port.get_element_type().get_type_name() not in ("i8", "u8"):
+        return None
+    from ..runtime.model import model_info
+
+    info = model_info(model)
+    try:
+        return float(info["output_scale"]), int(float(info.get("output_zero_point", 0)))
+    except (KeyError, ValueError):
+        raise ModelError(
+            "the model's output is 8-bit, but it records no output_scale / output_zero_point in its model_info"
+        ) from None

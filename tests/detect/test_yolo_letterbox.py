@@ -1,0 +1,42 @@
+"""The YOLO preprocess equals Ultralytics' LetterBox to the bit: npu_zc.convert(fit="letterbox", fill=114)
+against Ultralytics' formula (data/augment.py LetterBox, static export: centred, no stride padding)
+reproduced with cv2 here."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+import npu_zc
+
+
+def ultralytics_letterbox(img: np.ndarray, new_shape: tuple[int, int]) -> tuple[np.ndarray, float, tuple[int, int]]:
+    shape = img.shape[:2]
+    r = min(new_shape[0] / shape[0], new_shape[1] / shape[1])
+    new_unpad = int(round(shape[1] * r)), int(round(shape[0] * r))
+    dw, dh = (new_shape[1] - new_unpad[0]) / 2, (new_shape[0] - new_unpad[1]) / 2
+    if shape[::-1] != new_unpad:
+        img = cv2.resize(img, new_unpad, interpolation=cv2.INTER_LINEAR)
+    top, bottom = int(round(dh - 0.1)), int(round(dh + 0.1))
+    left, right = int(round(dw - 0.1)), int(round(dw + 0.1))
+    out = cv2.copyMakeBorder(img, top, bottom, left, right, cv2.BORDER_CONSTANT, value=(114, 114, 114))
+    return out, r, (left, top)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    height=st.integers(8, 1500),
+    width=st.integers(8, 1500),
+    model=st.sampled_from([(640, 640), (512, 512), (384, 640), (640, 480), (1024, 1024)]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_letterbox_equals_ultralytics_to_the_bit(height: int, width: int, model: tuple[int, int], seed: int) -> None:
+    img = np.random.default_rng(seed).integers(0, 256, (height, width, 3), np.uint8)
+    expected, gain, (left, top) = ultralytics_letterbox(img, model)
+    dst = np.zeros((*model, 4), np.uint8)
+    transform = npu_zc.convert(img, dst, "BGR", "RGBx", fit="letterbox", fill=114, interpolation="bilinear")
+    np.testing.assert_array_equal(dst[..., :3], expected[..., ::-1])  # RGB, as the model reads it
+    # Boxes go back as Ultralytics' scale_boxes does: (x - pad) / gain.
+    back = transform.to_source(np.array([[left, top, left + 10 * gain, top + 10 * gain]]))
+    np.testing.assert_allclose(back, [[0, 0, 10, 10]], atol=0.5 / gain + 1e-6)
