@@ -20,7 +20,7 @@ cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed (a dependency o
 pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [demo] extra)")
 
 from npu_zc.pipeline import sample_photo
-from test_pipeline_models import COLOURS, colour_classifier
+from tiny_onnx import COLOURS, colour_classifier
 
 SCRIPT = Path(sys.executable).parent / "npu-zc"
 COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "npu_zc.cli.main"]
