@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import npu_zc
+from conftest import open_fds
 
 PAGE = npu_zc._core.PAGE_SIZE
 
@@ -388,8 +389,6 @@ NESTED = b"[" * 200_000 + b"]" * 200_000
     ids=lambda p: p[:40].decode(errors="replace") if isinstance(p, bytes) else str(p),
 )
 def test_metadata_of_the_wrong_shape_is_a_peer_error(payload: bytes, fds: int) -> None:
-    from conftest import open_fds
-
     a, z = socket.socketpair()
     with a, z, npu_zc.alloc(PAGE, "memfd") as b:
         before = open_fds()
