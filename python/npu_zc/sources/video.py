@@ -210,7 +210,8 @@ class VideoSource:
             )
             return DecodedFrame(index, "I420", planes, width, height, decoded_ns, seconds, matrix, rng, False, owner)
         if name != "nv12":  # FFmpeg converts (a copy): yuv420p on an engine without I420 planes, 4:2:2, 10 bits...
-            owner, copied = frame.reformat(format="nv12"), True
+            keep = {"src_color_range": 2, "dst_color_range": 2} if rng == "full" else {}  # no range squeeze
+            owner, copied = frame.reformat(format="nv12", **keep), True
             self.copied += 1
         width, height = owner.width & ~1, owner.height & ~1  # 4:2:0 covers whole pairs: an odd last row/column is left out
         planes = (plane_view(owner.planes[0], height, width), plane_view(owner.planes[1], height // 2, width))
