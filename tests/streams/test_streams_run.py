@@ -225,3 +225,14 @@ def test_colour_standard_taken_from_the_stream(tmp_path: Path, picture_pipeline:
         want, other = picture_pipeline.process(in_709)[0], picture_pipeline.process(in_601)[0]
         assert np.abs(r.prediction[0] - want).mean() < 1.0
         assert np.abs(r.prediction[0] - other).mean() > 3 * np.abs(r.prediction[0] - want).mean() + 1
+
+
+def test_decoders_share_the_cores(clips: dict[str, Path], picture_pipeline: Any) -> None:
+    from npu_zc.runtime.session import usable_cores
+
+    mine = VideoSource(clips["nv12"], thread_count=3)
+    streams = npu_zc.Streams([clips["nv12"], clips["h264"], mine], picture_pipeline)
+    counts = [lane.source.thread_count for lane in streams.lanes]
+    assert counts == [max(1, usable_cores() // 3), max(1, usable_cores() // 3), 3]
+    assert streams.run().frames == 12 + 45 + 12
+    streams.close()

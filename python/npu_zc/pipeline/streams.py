@@ -40,6 +40,7 @@ from .camera import _even
 from .pipeline import DEFAULT_MODEL, Pipeline
 from .postprocess import to_frame
 from .preprocess import _LAYOUT_INTERPOLATION, _three
+from ..runtime.session import usable_cores
 from .throughput import default_requests
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 
@@ -235,6 +236,12 @@ class Streams:
                 error = exc
             self.lanes.append(_Lane(stream, source if source is not None else _Named(spec), error,
                                     tracker() if tracker is not None else None, self._lock))  # fmt: skip
+        # N decoders side by side: each gets its share of the cores (frame threads beyond that only add threads,
+        # and each frame thread delays a live stream's output by a frame).
+        videos = [lane.source for lane in self.lanes if hasattr(lane.source, "thread_count")]
+        for video in videos:
+            if video.thread_count is None:
+                video.thread_count = max(1, usable_cores() // len(videos))
         self._stop = threading.Event()
         self.timings = Timings(STREAMS_STAGES)
 
