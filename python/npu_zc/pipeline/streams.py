@@ -301,17 +301,28 @@ class Streams:
                 reader.start()
             feeder.start()
             deadline = None if duration is None else time.monotonic() + duration
-            while not finished.wait(tick_seconds):
-                if tick is not None:
-                    tick(self.stats)
+            next_tick = time.monotonic() + tick_seconds
+            while True:
+                now = time.monotonic()
+                wait = min(next_tick, deadline if deadline is not None else next_tick) - now
+                if finished.wait(max(0.0, wait)):
+                    break
                 if deadline is not None and time.monotonic() >= deadline:
                     self.stop()
+                    deadline = None  # stopping: now only waiting for the frames in flight
+                if tick is not None and time.monotonic() >= next_tick:
+                    tick(self.stats)
+                    next_tick += tick_seconds
         except KeyboardInterrupt as exc:
             interrupted = exc
         finally:
             self.stop()
-            while not finished.wait(0.25):
-                pass
+            while True:  # frames in flight finish (milliseconds); a second Ctrl-C does not cut that short
+                try:
+                    if finished.wait(0.25):
+                        break
+                except KeyboardInterrupt as exc:
+                    interrupted = interrupted or exc
             for reader in readers:
                 reader.join(timeout=10)  # a network read ends within its timeout
         seconds = time.perf_counter() - wall0
