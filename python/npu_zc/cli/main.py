@@ -137,9 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--interpolation", choices=("linear", "area", "nearest"), default="linear",
                        help="resize method, as OpenCV's, fused into the conversion (default linear, as cv2.resize)")
     group.add_argument("--heap", default="auto", help="where buffers come from: auto, system, cma, udmabuf, memfd... (see npu-zc info)")
-    group.add_argument("--hint", choices=("latency", "throughput"), default="latency",
-                       help="latency (default): one frame at a time; throughput: twice the device's optimal number of frames "
-                       "in flight, preprocessing ahead, split among a few threads (zero-copy)")
+    group.add_argument("--hint", choices=("latency", "throughput"), default=None,
+                       help="latency (default; throughput for several streams): one frame at a time; throughput: twice "
+                       "the device's optimal number of frames in flight, preprocessing ahead (zero-copy)")
     group.add_argument("--threads", type=_positive, metavar="N", help="INFERENCE_NUM_THREADS: threads the CPU plugin infers with")
     group.add_argument("--option", action="append", type=_property, metavar="KEY=VALUE", default=[],
                        help="any other OpenVINO property, e.g. ENABLE_CPU_PINNING=NO (repeatable)")
@@ -216,6 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "hint", "") is None and args.command != "stream":  # stream picks by its sources
+        args.hint = "latency"
     try:
         if args.command == "info":
             from . import info
