@@ -159,8 +159,11 @@ impl Plan {
             description: "scalar/lut".into(),
         };
         if src.is_yuv() {
-            let direct = !resampled && element == Element::U8 && identity && dst.has_pad();
-            let (decode, name) = yuv_decoder(src, level);
+            // u8 destinations without normalisation are decoded into directly,
+            // 4-byte (RGBx, BGRx) or 3-byte (RGB, BGR) pixels.
+            let direct = !resampled && element == Element::U8 && identity && !dst.is_planar();
+            let bytes = if direct { dst.channels() } else { 4 };
+            let (decode, name) = yuv_decoder(src, level, bytes);
             plan.rearrange = match src {
                 Format::Yuyv | Format::Uyvy => Some(Rearrange::Split(kernels::yuv::splitter(level).0)),
                 Format::I420 => Some(Rearrange::Interleave(kernels::yuv::interleaver(level).0)),
@@ -173,6 +176,7 @@ impl Plan {
                 out: YuvOut {
                     pos: if direct { [0, 1, 2].map(|k| position(dst_order, [Channel::R, Channel::G, Channel::B][k])) } else { [0, 1, 2] },
                     pad: if direct { pad as u8 } else { 0 },
+                    bytes,
                     k: options.colour.coefficients(),
                 },
             });
@@ -194,7 +198,7 @@ impl Plan {
             if plan.reproduces(scalar_encoder, candidate.encoder, element) {
                 plan.encoder = candidate.encoder;
                 plan.description = match &plan.nv12 {
-                    Some(_) => format!("{} + {}", yuv_decoder(src, level).1, candidate.name),
+                    Some(_) => format!("{} + {}", yuv_decoder(src, level, 4).1, candidate.name),
                     None => candidate.name.to_string(),
                 };
                 break;
@@ -276,8 +280,8 @@ fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
 
 /// The NV12 decoder of this level and, for the camera formats, the
 /// rearrangement before it: e.g. "avx2/yuv422-split + avx2/nv12".
-fn yuv_decoder(src: Format, level: SimdLevel) -> (super::plan::Nv12Row, String) {
-    let (decode, name) = kernels::nv12_decoder(level);
+fn yuv_decoder(src: Format, level: SimdLevel, bytes: usize) -> (super::plan::Nv12Row, String) {
+    let (decode, name) = kernels::nv12_decoder(level, bytes);
     let before = match src {
         Format::Yuyv | Format::Uyvy => Some(kernels::yuv::splitter(level).1),
         Format::I420 => Some(kernels::yuv::interleaver(level).1),

@@ -14,7 +14,7 @@ use super::frame::{RowsMut, SourcePixels};
 pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);
 /// A source row of pixels to one row of each of three planes.
 pub(crate) type PlanarRow = unsafe fn(&Plan, &[u8], &mut [u8], &mut [u8], &mut [u8]);
-/// A Y row and its UV row to 4-byte pixels (see [`YuvOut`]).
+/// A Y row and its UV row to 3- or 4-byte pixels (see [`YuvOut`]).
 pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], &YuvOut);
 /// A packed 4:2:2 row split into its even and its odd bytes (Y and U,V).
 pub(crate) type SplitRow = unsafe fn(&[u8], &mut [u8], &mut [u8]);
@@ -82,12 +82,14 @@ pub(crate) struct Nv12Plan {
     pub out: YuvOut,
 }
 
-/// What a YUV decoder writes: R, G, B at byte positions `pos` of a 4-byte
-/// pixel, `pad` in the fourth, computed in the colour standard's arithmetic.
+/// What a YUV decoder writes: R, G, B at byte positions `pos` of a pixel
+/// of `bytes` bytes (3, or 4 with `pad` in the fourth), computed in the
+/// colour standard's arithmetic.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct YuvOut {
     pub pos: [usize; 3],
     pub pad: u8,
+    pub bytes: usize,
     pub k: Coefficients,
 }
 
