@@ -178,7 +178,8 @@ impl Plan {
                     pad: if direct { pad as u8 } else { 0 },
                     bytes,
                     k: options.colour.coefficients(),
-                },
+                }
+                .chroma_order(src),
             });
             if direct {
                 return Ok(plan);
@@ -319,7 +320,7 @@ fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -
         planes = rest;
         let band_src = match src.pixels {
             SourcePixels::Packed { format, rows } => SourcePixels::Packed { format, rows: rows.sub(start, n) },
-            SourcePixels::Nv12 { y, uv } => SourcePixels::Nv12 { y: y.sub(start, n), uv: uv.sub(start / 2, n / 2) },
+            SourcePixels::Nv12 { y, uv, vu } => SourcePixels::Nv12 { y: y.sub(start, n), uv: uv.sub(start / 2, n / 2), vu },
             SourcePixels::Yuv422 { rows, y_even } => SourcePixels::Yuv422 { rows: rows.sub(start, n), y_even },
             SourcePixels::I420 { y, u, v } => {
                 SourcePixels::I420 { y: y.sub(start, n), u: u.sub(start / 2, n / 2), v: v.sub(start / 2, n / 2) }

@@ -163,9 +163,10 @@ pub struct Source<'a> {
 pub enum SourcePixels<'a> {
     /// BGR, RGB, BGRA, RGBA, BGRx, RGBx or GRAY: one row per image row.
     Packed { format: Format, rows: Rows<'a> },
-    /// NV12 planes: `y` has `height` rows of `width` bytes, `uv` has
-    /// `height / 2` rows of `width` bytes (U, V interleaved).
-    Nv12 { y: Rows<'a>, uv: Rows<'a> },
+    /// NV12 (NV21 with `vu`) planes: `y` has `height` rows of `width`
+    /// bytes, `uv` has `height / 2` rows of `width` bytes (U, V interleaved;
+    /// V, U for NV21).
+    Nv12 { y: Rows<'a>, uv: Rows<'a>, vu: bool },
     /// Packed 4:2:2 rows of `2 * width` bytes: Y in the even bytes and U, V
     /// in the odd ones (YUYV, `y_even`), or the other way round (UYVY).
     Yuv422 { rows: Rows<'a>, y_even: bool },
@@ -185,7 +186,7 @@ impl<'a> Source<'a> {
         Self::from_rows(format, width, height, rows, None)
     }
 
-    /// NV12 from two separate planes, each with its own pitch.
+    /// NV12 from two separate planes, each with its own pitch (NV21: `Source::from_rows`).
     pub fn nv12(y: &'a [u8], y_pitch: Option<usize>, uv: &'a [u8], uv_pitch: Option<usize>, width: usize, height: usize) -> Result<Self> {
         frame_geometry(Format::Nv12, width, height, None)?;
         // Each plane is a grey-like block of `width` bytes per row.
@@ -201,16 +202,16 @@ impl<'a> Source<'a> {
     pub fn from_rows(format: Format, width: usize, height: usize, rows: Rows<'a>, chroma: Option<Rows<'a>>) -> Result<Self> {
         let g = frame_geometry(format, width, height, None)?;
         let pixels = match (format, chroma) {
-            (Format::Nv12, None) => {
-                expect_rows(&rows, g.rows, g.row_bytes, "NV12 source")?;
-                SourcePixels::Nv12 { y: rows.sub(0, height), uv: rows.sub(height, height / 2) }
+            (Format::Nv12 | Format::Nv21, None) => {
+                expect_rows(&rows, g.rows, g.row_bytes, &format!("{format} source"))?;
+                SourcePixels::Nv12 { y: rows.sub(0, height), uv: rows.sub(height, height / 2), vu: format == Format::Nv21 }
             }
-            (Format::Nv12, Some(uv)) => {
-                expect_rows(&rows, height, width, "NV12 Y plane")?;
-                expect_rows(&uv, height / 2, width, "NV12 UV plane")?;
-                SourcePixels::Nv12 { y: rows, uv }
+            (Format::Nv12 | Format::Nv21, Some(uv)) => {
+                expect_rows(&rows, height, width, &format!("{format} Y plane"))?;
+                expect_rows(&uv, height / 2, width, &format!("{format} chroma plane"))?;
+                SourcePixels::Nv12 { y: rows, uv, vu: format == Format::Nv21 }
             }
-            (_, Some(_)) => bail!("only NV12 comes in two planes; {format} is one buffer"),
+            (_, Some(_)) => bail!("only NV12 and NV21 come in two planes; {format} is one buffer"),
             (Format::Yuyv | Format::Uyvy, None) => {
                 expect_rows(&rows, g.rows, g.row_bytes, "source")?;
                 SourcePixels::Yuv422 { rows, y_even: format == Format::Yuyv }
@@ -250,7 +251,8 @@ impl<'a> Source<'a> {
     pub fn format(&self) -> Format {
         match self.pixels {
             SourcePixels::Packed { format, .. } => format,
-            SourcePixels::Nv12 { .. } => Format::Nv12,
+            SourcePixels::Nv12 { vu: false, .. } => Format::Nv12,
+            SourcePixels::Nv12 { vu: true, .. } => Format::Nv21,
             SourcePixels::Yuv422 { y_even: true, .. } => Format::Yuyv,
             SourcePixels::Yuv422 { y_even: false, .. } => Format::Uyvy,
             SourcePixels::I420 { .. } => Format::I420,

@@ -237,16 +237,16 @@ fn convert(
     let destination = layout::Destination::from_planes(dst_format, dst_width, dst_height, planes).or_value_error()?;
 
     let source = match (src_format, &uv) {
-        (Format::Nv12, Some(uv)) => {
+        (Format::Nv12 | Format::Nv21, Some(uv)) => {
             let yg = layout::frame_geometry(Format::Gray, width, height, src_pitch).or_value_error()?;
             let uvg = layout::frame_geometry(Format::Gray, width, height / 2, uv_pitch).or_value_error()?;
             let y_place = place(&src, &yg, src_pitch, false, "Y plane")?;
             let uv_place = place(uv, &uvg, uv_pitch, false, "UV plane")?;
             // SAFETY: rows checked by `place`; both arrays stay borrowed (readonly) until we return.
             let (y, uv) = unsafe { (source_rows(&y_place, 0, height, width), source_rows(&uv_place, 0, height / 2, width)) };
-            layout::Source::from_rows(Format::Nv12, width, height, y, Some(uv))
+            layout::Source::from_rows(src_format, width, height, y, Some(uv))
         }
-        (_, Some(_)) => return Err(invalid(format!("a separate UV plane only goes with NV12, not {src_format}"))),
+        (_, Some(_)) => return Err(invalid(format!("a separate UV plane only goes with NV12 and NV21, not {src_format}"))),
         (_, None) => {
             let sg = layout::frame_geometry(src_format, width, height, src_pitch).or_value_error()?;
             let sp = place(&src, &sg, src_pitch, false, "source")?;

@@ -290,7 +290,7 @@ class Converter:
 
     def _checked(self, src: Any, array: np.ndarray, mapped: bool) -> np.ndarray:
         """Every check of :func:`convert`, then the conversion; remembers the arrays that passed."""
-        pair = self._src_format == "NV12" and isinstance(src, (tuple, list))
+        pair = self._src_format in ("NV12", "NV21") and isinstance(src, (tuple, list))
         source = src if pair else np.asarray(src)
         size = self._src_size if not pair and source.ndim == 1 else None
         flat = f"or pass a flat (1-D) buffer of {self._src_nbytes} bytes"

@@ -56,7 +56,7 @@ def convert(
     differ. Returns the array written, or a :class:`Transform` when resizing.
 
     ``src``: uint8, shaped ``(H, W, C)`` (``(H, W)`` for GRAY, ``(H, W, 2)``
-    for YUYV and UYVY); NV12 is ``(H * 3 / 2, W)`` or a ``(Y, UV)`` pair, I420
+    for YUYV and UYVY); NV12 is ``(H * 3 / 2, W)`` or a ``(Y, UV)`` pair (NV21 too: V before U), I420
     ``(H * 3 / 2, W)`` (Y, then U, then V; tightly packed). A strided view (a crop of a
     larger image) works as it is. ``dst``: a numpy array shaped like the
     destination frame (``(h, w, 4)`` packed, ``(h, w, 3)`` for RGB, BGR,
@@ -90,7 +90,7 @@ def convert(
     then ``cvtColor`` within 1; float results are that u8 image normalised
     exactly as without resizing.
 
-    Colour standard of a YUV source (NV12, I420, YUYV, UYVY; ignored for the
+    Colour standard of a YUV source (NV12, NV21, I420, YUYV, UYVY; ignored for the
     others): ``matrix`` ``"bt601"`` (default: SD video, JPEG, most webcams),
     ``"bt709"`` (HD video) or ``"bt2020"`` (UHD); ``range`` ``"limited"``
     (default: Y 16-235, most video) or ``"full"`` (0-255: JPEG, many cameras).

@@ -171,6 +171,8 @@ mod tests {
                 uyvy.extend_from_slice(&[c, yy]);
             }
         }
+        let mut nv21 = y.clone();
+        nv21.extend(uv.chunks_exact(2).flat_map(|p| [p[1], p[0]]));
         let mut i420 = y.clone();
         i420.extend(uv.iter().step_by(2));
         i420.extend(uv.iter().skip(1).step_by(2));
@@ -191,7 +193,7 @@ mod tests {
                     out
                 };
                 let reference = run(Format::Nv12, &nv12);
-                for (src, data) in [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy), (Format::I420, &i420)] {
+                for (src, data) in [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy), (Format::I420, &i420), (Format::Nv21, &nv21)] {
                     assert!(run(src, data) == reference, "{src} -> {dst} at {level:?} in {colour}");
                 }
             }
