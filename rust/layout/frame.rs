@@ -182,8 +182,33 @@ impl<'a> Source<'a> {
             bail!("{format} is not a source format: convert reads {}", names(Format::sources()));
         }
         let g = frame_geometry(format, width, height, pitch)?;
+        if format == Format::I420 && g.pitch != g.row_bytes {
+            return Self::i420_pitched(data, width, height, g.pitch);
+        }
         let rows = Rows::new(data, g.rows, g.row_bytes, g.pitch)?;
         Self::from_rows(format, width, height, rows, None)
+    }
+
+    /// One-buffer I420 with padded rows, as V4L2 lays out YU12: Y rows
+    /// `pitch` bytes apart, then U and V rows `pitch / 2` apart.
+    fn i420_pitched(data: &'a [u8], width: usize, height: usize, pitch: usize) -> Result<Self> {
+        if !pitch.is_multiple_of(2) {
+            bail!("an I420 stride of {pitch} bytes is odd: its U and V rows are half a stride apart, so it must be even");
+        }
+        let (h, c) = (height, pitch / 2);
+        let y = Rows::new(data, h, width, pitch)?;
+        let u = Rows::new(data.get(h * pitch..).unwrap_or(&[]), h / 2, width / 2, c)?;
+        let v = Rows::new(data.get(h * pitch + h / 2 * c..).unwrap_or(&[]), h / 2, width / 2, c)?;
+        Self::i420(width, height, y, u, v)
+    }
+
+    /// I420 from three planes, each with its own pitch (what decoders hand out).
+    pub fn i420(width: usize, height: usize, y: Rows<'a>, u: Rows<'a>, v: Rows<'a>) -> Result<Self> {
+        frame_geometry(Format::I420, width, height, None)?;
+        expect_rows(&y, height, width, "I420 Y plane")?;
+        expect_rows(&u, height / 2, width / 2, "I420 U plane")?;
+        expect_rows(&v, height / 2, width / 2, "I420 V plane")?;
+        Ok(Source { width, height, pixels: SourcePixels::I420 { y, u, v } })
     }
 
     /// NV12 from two separate planes, each with its own pitch (NV21: `Source::from_rows`).
@@ -220,10 +245,9 @@ impl<'a> Source<'a> {
                 expect_rows(&rows, g.rows, g.row_bytes, "I420 source")?;
                 if rows.pitch != rows.row_bytes {
                     bail!(
-                        "an I420 source with rows {} bytes apart is not supported: its U and V rows would be \
-                         half a stride apart; pass tightly packed planes (a stride of {} bytes)",
-                        rows.pitch,
-                        rows.row_bytes
+                        "a one-buffer I420 source with rows {} bytes apart is not supported here: pass its \
+                         (Y, U, V) planes, each with its own stride",
+                        rows.pitch
                     );
                 }
                 let (w, h) = (width, height);

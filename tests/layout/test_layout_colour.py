@@ -287,3 +287,29 @@ def test_ffmpegs_swscale_is_further_from_the_standard(matrix: str, range_: str) 
     ours_off, theirs_off = np.abs(ours - exact), np.abs(theirs - exact)
     assert ours_off.max() <= (2 if (matrix, range_) == ("bt601", "limited") else 1)
     assert ours_off.mean() < theirs_off.mean(), f"{matrix} {range_}: {ours_off.mean():.3f} vs swscale's {theirs_off.mean():.3f}"
+
+
+def test_i420_planes_with_their_own_strides() -> None:
+    """A decoder's I420: three planes, each row-padded to its own stride
+    (views into larger arrays), decode as the packed frame; Converter too."""
+    width, height = 66, 10
+    y, u, v = planes_420(np.random.default_rng(23), width, height)
+    want = layout.convert(as_source("I420", y, u, v), empty("RGB", width, height), "I420", "RGB", matrix="bt709")
+    padded = [np.full((p.shape[0], p.shape[1] + pad), 0xEE, np.uint8) for p, pad in ((y, 30), (u, 14), (v, 6))]
+    for big, p in zip(padded, (y, u, v)):
+        big[:, : p.shape[1]] = p
+    planes = tuple(big[:, : p.shape[1]] for big, p in zip(padded, (y, u, v)))
+    for level in LEVELS:
+        got = layout.convert(planes, empty("RGB", width, height), "I420", "RGB", simd=level, matrix="bt709")
+        assert np.array_equal(got, want), level
+    conv = layout.Converter("I420", "RGB", width, height, matrix="bt709")
+    for _ in range(2):
+        assert np.array_equal(conv(planes, empty("RGB", width, height)), want)
+    small = layout.Converter("I420", "RGBx", 32, 4, src_size=(width, height), matrix="bt709")
+    want_small = empty("RGBx", 32, 4)
+    layout.convert(as_source("I420", y, u, v), want_small, "I420", "RGBx", matrix="bt709")
+    assert np.array_equal(small(planes, empty("RGBx", 32, 4)), want_small)
+    with pytest.raises(InvalidArgumentError, match=r"U plane of a 66x10 I420 frame has shape \(5, 33\)"):
+        layout.convert((y, u[:, :-1], v), empty("RGB", width, height), "I420", "RGB")
+    with pytest.raises(InvalidArgumentError, match="one buffer or \\(Y, U, V\\) planes"):
+        layout.convert((y, u), empty("RGB", width, height), "I420", "RGB")

@@ -167,13 +167,27 @@ def _count(value: Any, name: str) -> int:
 
 def _source_arrays(
     src: Any, src_format: str, size: tuple[int, int] | None, *, flat: str = "pass size=(width, height) for a flat buffer"
-) -> tuple[np.ndarray, np.ndarray | None, int, int]:
-    """(source bytes, UV plane bytes or None, width, height); ``flat`` ends the
-    message for a source of the wrong shape (how to pass a flat buffer)."""
+) -> tuple[np.ndarray, Any, int, int]:
+    """(source bytes, the UV plane (NV12, NV21), the (U, V) planes (I420) or
+    None, width, height); ``flat`` ends the message for a source of the wrong
+    shape (how to pass a flat buffer)."""
+    if src_format == "I420" and isinstance(src, (tuple, list)):
+        if len(src) != 3:
+            raise _fail(f"an I420 source is one buffer or (Y, U, V) planes, not {len(src)} arrays")
+        y, u, v = (np.asarray(p) for p in src)
+        for plane, what in ((y, "Y plane"), (u, "U plane"), (v, "V plane")):
+            if plane.dtype != np.uint8 or plane.ndim != 2:
+                raise _fail(f"the {what} of an I420 source is a 2-D uint8 array (rows, columns), not {plane.dtype} {plane.shape}")
+        height, width = y.shape
+        for plane, what in ((u, "U plane"), (v, "V plane")):
+            if plane.shape != (height // 2, width // 2):
+                raise _fail(f"the {what} of a {width}x{height} I420 frame has shape ({height // 2}, {width // 2}), not {plane.shape}")
+        return y, (u, v), width, height
     if src_format in ("NV12", "NV21") and isinstance(src, (tuple, list)):
         if len(src) != 2:
             raise _fail(f"an {src_format} source is one buffer or a (Y, UV) pair, not {len(src)} arrays")
-        y, uv = (np.asarray(p) for p in src)
+        y, uv_plane = (np.asarray(p) for p in src)
+        uv: np.ndarray | None = uv_plane
     else:
         y, uv = np.asarray(src), None
     for plane, what in ((y, "source"), (uv, "UV plane")):
@@ -305,3 +319,11 @@ def _element(a: np.ndarray, what: str, allowed: Sequence[str]) -> str:
         raise _fail(f"the {what} has dtype {name}; it must be one of {', '.join(allowed)}")
     return _ELEMENT_OF_DTYPE[name]
 
+
+
+def _chroma_planes(uv: Any, stride: int | None) -> dict[str, Any]:
+    """The core's keyword arguments for the chroma planes from :func:`_source_arrays`:
+    a UV plane at the source's stride, or I420's U and V planes (2-D arrays: their strides are their pitches)."""
+    if isinstance(uv, tuple):
+        return {"uv": uv[0], "v": uv[1]}
+    return {"uv": uv, "uv_pitch": None if uv is None else stride}
