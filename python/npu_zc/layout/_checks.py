@@ -175,19 +175,18 @@ def _source_arrays(
         if len(src) != 3:
             raise _fail(f"an I420 source is one buffer or (Y, U, V) planes, not {len(src)} arrays")
         y, u, v = (np.asarray(p) for p in src)
-        for plane, what in ((y, "Y plane"), (u, "U plane"), (v, "V plane")):
-            if plane.dtype != np.uint8 or plane.ndim != 2:
-                raise _fail(f"the {what} of an I420 source is a 2-D uint8 array (rows, columns), not {plane.dtype} {plane.shape}")
+        for array, what in ((y, "Y plane"), (u, "U plane"), (v, "V plane")):
+            if array.dtype != np.uint8 or array.ndim != 2:
+                raise _fail(f"the {what} of an I420 source is a 2-D uint8 array (rows, columns), not {array.dtype} {array.shape}")
         height, width = y.shape
-        for plane, what in ((u, "U plane"), (v, "V plane")):
-            if plane.shape != (height // 2, width // 2):
-                raise _fail(f"the {what} of a {width}x{height} I420 frame has shape ({height // 2}, {width // 2}), not {plane.shape}")
+        for array, what in ((u, "U plane"), (v, "V plane")):
+            if array.shape != (height // 2, width // 2):
+                raise _fail(f"the {what} of a {width}x{height} I420 frame has shape ({height // 2}, {width // 2}), not {array.shape}")
         return y, (u, v), width, height
     if src_format in ("NV12", "NV21") and isinstance(src, (tuple, list)):
         if len(src) != 2:
             raise _fail(f"an {src_format} source is one buffer or a (Y, UV) pair, not {len(src)} arrays")
-        y, uv_plane = (np.asarray(p) for p in src)
-        uv: np.ndarray | None = uv_plane
+        y, uv = (np.asarray(p) for p in src)
     else:
         y, uv = np.asarray(src), None
     for plane, what in ((y, "source"), (uv, "UV plane")):
