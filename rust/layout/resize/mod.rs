@@ -234,7 +234,7 @@ impl<'a> RowReader<'a> {
                     let row = y + r;
                     let [split_y, split_uv] = &mut self.split;
                     let (mut luma, mut chroma): (&[u8], &[u8]) = match (pixels, self.rearrange) {
-                        (SourcePixels::Nv12 { y: luma, uv }, _) => (&luma.row(row)[x..x + width], &uv.row(row / 2)[x..x + width]),
+                        (SourcePixels::Nv12 { y: luma, uv, .. }, _) => (&luma.row(row)[x..x + width], &uv.row(row / 2)[x..x + width]),
                         (SourcePixels::Yuv422 { rows, y_even }, Some(Rearrange::Split(split))) => {
                             let (even, odd) = if y_even { (&mut *split_y, &mut *split_uv) } else { (&mut *split_uv, &mut *split_y) };
                             // SAFETY: the splitter was picked for a level this CPU supports.
