@@ -6,6 +6,11 @@ OpenCV + numpy + ml_dtypes, all timed in the same run.
     python benches/bench_layout.py --size 3840x2160 --threads 2
     python benches/bench_layout.py --threads-sweep 1,2,4,8,16   # scaling, 1080p and 4K
 
+EdgeFirst (``edgefirst-image`` on PyPI, its CPU path: the GL backend is
+disabled) is timed beside OpenCV for the YUV cases it has, where installed;
+its kernels round differently (up to 2-3 levels from OpenCV), ours are
+bit-exact. Tables are recorded with benches/results.py.
+
 "memcpy of the same bytes": a conversion reads R bytes and writes W bytes;
 copying (R + W) / 2 bytes with memcpy (numpy.copyto of contiguous arrays) also
 moves R + W bytes, the least any conversion can move. Every timing is the
@@ -20,6 +25,7 @@ depend on which of the two a burst of other work happened to hit. OpenCV runs si
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -45,6 +51,32 @@ class Row:
     composition: float | None
     composition_name: str
     kernel: str
+    edgefirst: float | None = None
+
+
+def edgefirst_converter(src: np.ndarray, src_fmt: str, dst_fmt: str, width: int, height: int) -> Callable[[], object] | None:
+    """EdgeFirst's CPU conversion of the same frame (images made once), or
+    None where it is not installed or has no such pair."""
+    try:
+        os.environ.setdefault("EDGEFIRST_DISABLE_GL", "1")  # its CPU path (no GPU here; llvmpipe is refused anyway)
+        os.environ.setdefault("RUST_LOG", "error")
+        from edgefirst.image import ImageProcessor, PixelFormat
+    except ImportError:
+        return None
+    formats = {"NV12": "Nv12", "YUYV": "Yuyv", "RGBx": "Rgba", "RGB": "Rgb", "BGR": None, "BGRx": "Bgra"}
+    if formats.get(src_fmt) is None or formats.get(dst_fmt) is None:
+        return None
+    global _EDGEFIRST
+    if _EDGEFIRST is None:
+        _EDGEFIRST = ImageProcessor()
+    proc = _EDGEFIRST
+    source = proc.create_image(width, height, getattr(PixelFormat, formats[src_fmt]))
+    source.from_numpy(src.reshape(source.shape))
+    dst = proc.create_image(width, height, getattr(PixelFormat, formats[dst_fmt]))
+    return lambda: proc.convert(source, dst)
+
+
+_EDGEFIRST: object | None = None
 
 
 def best(candidates: dict[str, Callable[[], object]], runs: int) -> tuple[float, str]:
@@ -80,14 +112,17 @@ def main() -> None:
     rows: list[Row] = []
 
     def measure(case: str, src: np.ndarray, src_fmt: str, dst_fmt: str, norm: dict, compositions: dict) -> None:
-        dst = np.empty((3, height, width) if dst_fmt.startswith("RGBP") else (height, width, 4),
-                       {"RGBx": np.uint8, "BGRx": np.uint8, "RGBx_BF16": ml_dtypes.bfloat16,
-                        "RGBx_FP16": np.float16, "RGBP_FLOAT": np.float32, "RGBP_FP16": np.float16}[dst_fmt])
+        shape = (3, height, width) if dst_fmt.startswith("RGBP") else (height, width, 3 if dst_fmt in ("RGB", "BGR") else 4)
+        dst = np.empty(shape, {"RGBx": np.uint8, "BGRx": np.uint8, "RGB": np.uint8, "BGR": np.uint8,
+                               "RGBx_BF16": ml_dtypes.bfloat16, "RGBx_FP16": np.float16, "RGBP_FLOAT": np.float32,
+                               "RGBP_FP16": np.float16}[dst_fmt])
         moved = src.nbytes + dst.nbytes
         ours, copy = paired_ms(lambda: layout.convert(src, dst, src_fmt, dst_fmt, threads=threads, **norm),
                                memcpy_of(moved // 2), runs, args.rounds)  # moved = read + written
         comp, name = best(compositions, runs) if compositions else (None, "")
-        rows.append(Row(case, ours, copy, comp, name, layout.describe_conversion(src_fmt, dst_fmt, **norm)))
+        peer = edgefirst_converter(src, src_fmt, dst_fmt, width, height) if not norm and threads == 1 else None
+        theirs = time_ms(peer, runs) if peer else None
+        rows.append(Row(case, ours, copy, comp, name, layout.describe_conversion(src_fmt, dst_fmt, **norm), theirs))
 
     # --- the compositions a user would write --------------------------------
     rgba_u8 = np.empty((height, width, 4), np.uint8)
@@ -140,6 +175,9 @@ def main() -> None:
             {"numpy": planar_numpy, "numpy in place": planar_numpy_inplace, **compositions_planar_cv})
     measure("NV12 -> RGBx (u8)", nv12, "NV12", "RGBx", {},
             {"cv2.cvtColor(YUV2RGBA_NV12, dst=)": lambda: cv2.cvtColor(nv12, cv2.COLOR_YUV2RGBA_NV12, dst=rgba_u8)})
+    rgb_u8 = np.empty((height, width, 3), np.uint8)
+    measure("NV12 -> RGB (u8)", nv12, "NV12", "RGB", {},
+            {"cv2.cvtColor(YUV2RGB_NV12, dst=)": lambda: cv2.cvtColor(nv12, cv2.COLOR_YUV2RGB_NV12, dst=rgb_u8)})
     measure("NV12 -> RGBx_BF16 (normalised)", nv12, "NV12", "RGBx_BF16", NORM,
             {"cv2.cvtColor + numpy in place + ml_dtypes": packed_float(bf16_packed, nv12, cv2.COLOR_YUV2RGBA_NV12)})
 
@@ -157,6 +195,9 @@ def main() -> None:
         if camera_formats:
             measure(f"{case_fmt} -> RGBx (u8)", src, case_fmt, "RGBx", {},
                     {f"cv2.cvtColor(YUV2RGBA_{case_fmt}, dst=)": lambda src=src, code=code: cv2.cvtColor(src, code, dst=rgba_u8)})
+            code3 = getattr(cv2, f"COLOR_YUV2RGB_{case_fmt}")
+            measure(f"{case_fmt} -> RGB (u8)", src, case_fmt, "RGB", {},
+                    {f"cv2.cvtColor(YUV2RGB_{case_fmt}, dst=)": lambda src=src, code=code3: cv2.cvtColor(src, code, dst=rgb_u8)})
     if camera_formats:
         measure("YUYV -> RGBx_BF16 (normalised)", yuyv, "YUYV", "RGBx_BF16", NORM,
                 {"cv2.cvtColor + numpy in place + ml_dtypes": packed_float(bf16_packed, yuyv, cv2.COLOR_YUV2RGBA_YUYV)})
@@ -168,13 +209,31 @@ def main() -> None:
     print(f"npu_zc layout benchmark: {width}x{height}, threads={threads}, {'best' if args.stat == 'min' else 'median'} of {runs} runs, "
           f"SIMD {layout.simd_levels()[1]}, OpenCV {cv2.__version__}, numpy {np.__version__}")
     print()
-    header = f"| {'conversion':32} | {'npu_zc ms':>9} | {'memcpy ms':>9} | {'vs memcpy':>9} | {'best composition ms':>19} | {'speed-up':>8} | best composition | npu_zc kernel |"
+    header = (f"| {'conversion':32} | {'npu_zc ms':>9} | {'memcpy ms':>9} | {'vs memcpy':>9} | {'best composition ms':>19} "
+              f"| {'speed-up':>8} | {'EdgeFirst ms':>12} | {'vs EdgeFirst':>12} | best composition | npu_zc kernel |")
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     for r in rows:
         comp = f"{r.composition:19.3f}" if r.composition is not None else " " * 19
         speed = f"{r.composition / r.ours:7.1f}x" if r.composition is not None else " " * 8
-        print(f"| {r.case:32} | {r.ours:9.3f} | {r.memcpy:9.3f} | {r.ours / r.memcpy:8.2f}x | {comp} | {speed} | {r.composition_name} | {r.kernel} |")
+        ef = f"{r.edgefirst:12.3f} | {r.edgefirst / r.ours:11.2f}x" if r.edgefirst is not None else f"{'':12} | {'':12}"
+        print(f"| {r.case:32} | {r.ours:9.3f} | {r.memcpy:9.3f} | {r.ours / r.memcpy:8.2f}x | {comp} | {speed} | {ef} | "
+              f"{r.composition_name} | {r.kernel} |")
+    print()
+    columns = ["conversion", "npu_zc ms", "memcpy ms", "npu_zc / memcpy", "best composition ms", "composition / npu_zc",
+               "EdgeFirst ms", "EdgeFirst / npu_zc", "best composition", "npu_zc kernel"]
+    table_rows = [[r.case, round(r.ours, 4), round(r.memcpy, 4), round(r.ours / r.memcpy, 3),
+                   None if r.composition is None else round(r.composition, 4),
+                   None if r.composition is None else round(r.composition / r.ours, 3),
+                   None if r.edgefirst is None else round(r.edgefirst, 4),
+                   None if r.edgefirst is None else round(r.edgefirst / r.ours, 3), r.composition_name, r.kernel] for r in rows]
+    saved = results.save("bench_layout", [{
+        "title": f"{width}x{height}, threads={threads}, {'best' if args.stat == 'min' else 'median'} of {runs} runs, "
+                 f"SIMD {layout.simd_levels()[1]}",
+        "note": f"OpenCV {cv2.__version__}, numpy {np.__version__}; ratios above 1 in the composition and EdgeFirst "
+                "columns mean npu_zc is faster",
+        "columns": columns, "rows": table_rows}], title="Layout conversions against memcpy, OpenCV and EdgeFirst")
+    print(f"recorded in {saved}")
     print()
 
     stat = "best" if args.stat == "min" else "median"

@@ -1,6 +1,6 @@
 """Stream density: how many 1080p30 H.264 streams one process holds in real time, against what users write and the bound.
 
-    python3 benches/bench_streams.py [--seconds 10] [--max-streams 64] [--model efficientnet-lite0] [--device CPU]
+    python3 benches/bench_streams.py [--seconds 10] [--max-streams 128] [--model efficientnet-lite0] [--device CPU]
     python3 benches/bench_streams.py --quick        # a smoke run: short trials, at most 4 streams
 
 The clip: a pan across a scikit-image photo cut to 16:9 and upscaled to 1920x1080, encoded at 30 FPS with PyAV's
@@ -226,7 +226,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="each trial's length (default 10)")
     parser.add_argument("--clip-seconds", type=float, default=12.0, help="the clip's length (default 12)")
-    parser.add_argument("--max-streams", type=int, default=64)
+    parser.add_argument("--max-streams", type=int, default=128)
     parser.add_argument("--model", default="efficientnet-lite0")
     parser.add_argument("--device", default="CPU")
     parser.add_argument("--preset", default="veryfast", help="libx264 preset of the clip (default veryfast)")

@@ -142,6 +142,8 @@ def convert(
     fill: tuple[float, float, float] | None = None,
     matrix: str | None = None,
     range: str | None = None,
+    v: np.ndarray | None = None,
+    v_pitch: int | None = None,
 ) -> _TransformTuple: ...
 
 _Rect = tuple[int, int, int, int]

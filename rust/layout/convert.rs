@@ -169,8 +169,11 @@ impl Plan {
             description: "scalar/lut".into(),
         };
         if src.is_yuv() {
-            let direct = !resampled && element == Element::U8 && identity && dst.has_pad();
-            let (decode, name) = yuv_decoder(src, level);
+            // u8 destinations without normalisation are decoded into directly,
+            // 4-byte (RGBx, BGRx) or 3-byte (RGB, BGR) pixels.
+            let direct = !resampled && element == Element::U8 && identity && !dst.is_planar();
+            let bytes = if direct { dst.channels() } else { 4 };
+            let (decode, name) = yuv_decoder(src, level, bytes);
             plan.rearrange = match src {
                 Format::Yuyv | Format::Uyvy => Some(Rearrange::Split(kernels::yuv::splitter(level).0)),
                 Format::I420 => Some(Rearrange::Interleave(kernels::yuv::interleaver(level).0)),
@@ -187,8 +190,10 @@ impl Plan {
                         [0, 1, 2]
                     },
                     pad: if direct { pad as u8 } else { 0 },
+                    bytes,
                     k: options.colour.coefficients(),
-                },
+                }
+                .chroma_order(src),
             });
             if direct {
                 return Ok(plan);
@@ -208,7 +213,7 @@ impl Plan {
             if plan.reproduces(scalar_encoder, candidate.encoder, element) {
                 plan.encoder = candidate.encoder;
                 plan.description = match &plan.nv12 {
-                    Some(_) => format!("{} + {}", yuv_decoder(src, level).1, candidate.name),
+                    Some(_) => format!("{} + {}", yuv_decoder(src, level, 4).1, candidate.name),
                     None => candidate.name.to_string(),
                 };
                 break;
@@ -290,8 +295,8 @@ fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
 
 /// The NV12 decoder of this level and, for the camera formats, the
 /// rearrangement before it: e.g. "avx2/yuv422-split + avx2/nv12".
-fn yuv_decoder(src: Format, level: SimdLevel) -> (super::plan::Nv12Row, String) {
-    let (decode, name) = kernels::nv12_decoder(level);
+fn yuv_decoder(src: Format, level: SimdLevel, bytes: usize) -> (super::plan::Nv12Row, String) {
+    let (decode, name) = kernels::nv12_decoder(level, bytes);
     let before = match src {
         Format::Yuyv | Format::Uyvy => Some(kernels::yuv::splitter(level).1),
         Format::I420 => Some(kernels::yuv::interleaver(level).1),
@@ -329,7 +334,9 @@ fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -
         planes = rest;
         let band_src = match src.pixels {
             SourcePixels::Packed { format, rows } => SourcePixels::Packed { format, rows: rows.sub(start, n) },
-            SourcePixels::Nv12 { y, uv } => SourcePixels::Nv12 { y: y.sub(start, n), uv: uv.sub(start / 2, n / 2) },
+            SourcePixels::Nv12 { y, uv, vu } => {
+                SourcePixels::Nv12 { y: y.sub(start, n), uv: uv.sub(start / 2, n / 2), vu }
+            }
             SourcePixels::Yuv422 { rows, y_even } => SourcePixels::Yuv422 { rows: rows.sub(start, n), y_even },
             SourcePixels::I420 { y, u, v } => {
                 SourcePixels::I420 { y: y.sub(start, n), u: u.sub(start / 2, n / 2), v: v.sub(start / 2, n / 2) }

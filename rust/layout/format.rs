@@ -20,6 +20,8 @@ pub enum Format {
     Gray,
     /// 4:2:0 YUV: a full-size Y plane, then interleaved U, V at half size.
     Nv12,
+    /// NV12 with V, U interleaved (Android cameras, some decoders).
+    Nv21,
     /// Packed 4:2:2 YUV (cameras): Y0 U Y1 V per two pixels.
     Yuyv,
     /// Packed 4:2:2 YUV: U Y0 V Y1 per two pixels.
@@ -73,13 +75,14 @@ pub enum Channel {
 }
 
 impl Format {
-    pub const ALL: [Format; 19] = [
+    pub const ALL: [Format; 20] = [
         Format::Bgr,
         Format::Rgb,
         Format::Bgra,
         Format::Rgba,
         Format::Gray,
         Format::Nv12,
+        Format::Nv21,
         Format::Yuyv,
         Format::Uyvy,
         Format::I420,
@@ -103,6 +106,7 @@ impl Format {
             Format::Rgba => "RGBA",
             Format::Gray => "GRAY",
             Format::Nv12 => "NV12",
+            Format::Nv21 => "NV21",
             Format::Yuyv => "YUYV",
             Format::Uyvy => "UYVY",
             Format::I420 => "I420",
@@ -129,6 +133,7 @@ impl Format {
                 | Format::Rgba
                 | Format::Gray
                 | Format::Nv12
+                | Format::Nv21
                 | Format::Yuyv
                 | Format::Uyvy
                 | Format::I420
@@ -144,7 +149,7 @@ impl Format {
 
     /// The YUV sources, decoded with OpenCV's BT.601 arithmetic.
     pub fn is_yuv(self) -> bool {
-        matches!(self, Format::Nv12 | Format::Yuyv | Format::Uyvy | Format::I420)
+        matches!(self, Format::Nv12 | Format::Nv21 | Format::Yuyv | Format::Uyvy | Format::I420)
     }
 
     pub fn sources() -> impl Iterator<Item = Format> {
@@ -172,7 +177,7 @@ impl Format {
     /// I420 rows; 2 for packed 4:2:2 (a Y and half a U,V pair).
     pub fn channels(self) -> usize {
         match self {
-            Format::Gray | Format::Nv12 | Format::I420 => 1,
+            Format::Gray | Format::Nv12 | Format::Nv21 | Format::I420 => 1,
             Format::Yuyv | Format::Uyvy => 2,
             f if f.is_planar() => 1,
             Format::Bgr | Format::Rgb | Format::RgbFloat | Format::BgrFloat => 3,
@@ -193,7 +198,7 @@ impl Format {
             Format::Bgr | Format::Bgra | Format::Bgrx | Format::BgrFloat | Format::BgrpFloat | Format::BgrpFp16 => {
                 &[B, G, R]
             }
-            Format::Gray | Format::Nv12 | Format::Yuyv | Format::Uyvy | Format::I420 => &[],
+            Format::Gray | Format::Nv12 | Format::Nv21 | Format::Yuyv | Format::Uyvy | Format::I420 => &[],
             _ => &[R, G, B],
         }
     }
@@ -248,7 +253,9 @@ pub fn frame_geometry(format: Format, width: usize, height: usize, pitch: Option
     if width == 0 || height == 0 {
         bail!("a {format} frame of {width}x{height} pixels is empty: width and height must be at least 1");
     }
-    if matches!(format, Format::Nv12 | Format::I420) && (!width.is_multiple_of(2) || !height.is_multiple_of(2)) {
+    if matches!(format, Format::Nv12 | Format::Nv21 | Format::I420)
+        && (!width.is_multiple_of(2) || !height.is_multiple_of(2))
+    {
         bail!(
             "an {format} frame of {width}x{height} pixels is impossible: {format} shares one U,V pair \
              between 2x2 pixels, so width and height must be even"
@@ -263,7 +270,7 @@ pub fn frame_geometry(format: Format, width: usize, height: usize, pitch: Option
     let too_big = || LayoutError::new(format!("a {format} frame of {width}x{height} pixels is too large to address"));
     let row_bytes = width.checked_mul(format.channels() * format.element().size()).ok_or_else(too_big)?;
     let (planes, rows) = match format {
-        Format::Nv12 | Format::I420 => (1, height / 2 * 3),
+        Format::Nv12 | Format::Nv21 | Format::I420 => (1, height / 2 * 3),
         f if f.is_planar() => (3, height),
         _ => (1, height),
     };

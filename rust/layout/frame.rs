@@ -163,9 +163,10 @@ pub struct Source<'a> {
 pub enum SourcePixels<'a> {
     /// BGR, RGB, BGRA, RGBA, BGRx, RGBx or GRAY: one row per image row.
     Packed { format: Format, rows: Rows<'a> },
-    /// NV12 planes: `y` has `height` rows of `width` bytes, `uv` has
-    /// `height / 2` rows of `width` bytes (U, V interleaved).
-    Nv12 { y: Rows<'a>, uv: Rows<'a> },
+    /// NV12 (NV21 with `vu`) planes: `y` has `height` rows of `width`
+    /// bytes, `uv` has `height / 2` rows of `width` bytes (U, V interleaved;
+    /// V, U for NV21).
+    Nv12 { y: Rows<'a>, uv: Rows<'a>, vu: bool },
     /// Packed 4:2:2 rows of `2 * width` bytes: Y in the even bytes and U, V
     /// in the odd ones (YUYV, `y_even`), or the other way round (UYVY).
     Yuv422 { rows: Rows<'a>, y_even: bool },
@@ -181,11 +182,38 @@ impl<'a> Source<'a> {
             bail!("{format} is not a source format: convert reads {}", names(Format::sources()));
         }
         let g = frame_geometry(format, width, height, pitch)?;
+        if format == Format::I420 && g.pitch != g.row_bytes {
+            return Self::i420_pitched(data, width, height, g.pitch);
+        }
         let rows = Rows::new(data, g.rows, g.row_bytes, g.pitch)?;
         Self::from_rows(format, width, height, rows, None)
     }
 
-    /// NV12 from two separate planes, each with its own pitch.
+    /// One-buffer I420 with padded rows, as V4L2 lays out YU12: Y rows
+    /// `pitch` bytes apart, then U and V rows `pitch / 2` apart.
+    fn i420_pitched(data: &'a [u8], width: usize, height: usize, pitch: usize) -> Result<Self> {
+        if !pitch.is_multiple_of(2) {
+            bail!(
+                "an I420 stride of {pitch} bytes is odd: its U and V rows are half a stride apart, so it must be even"
+            );
+        }
+        let (h, c) = (height, pitch / 2);
+        let y = Rows::new(data, h, width, pitch)?;
+        let u = Rows::new(data.get(h * pitch..).unwrap_or(&[]), h / 2, width / 2, c)?;
+        let v = Rows::new(data.get(h * pitch + h / 2 * c..).unwrap_or(&[]), h / 2, width / 2, c)?;
+        Self::i420(width, height, y, u, v)
+    }
+
+    /// I420 from three planes, each with its own pitch (what decoders hand out).
+    pub fn i420(width: usize, height: usize, y: Rows<'a>, u: Rows<'a>, v: Rows<'a>) -> Result<Self> {
+        frame_geometry(Format::I420, width, height, None)?;
+        expect_rows(&y, height, width, "I420 Y plane")?;
+        expect_rows(&u, height / 2, width / 2, "I420 U plane")?;
+        expect_rows(&v, height / 2, width / 2, "I420 V plane")?;
+        Ok(Source { width, height, pixels: SourcePixels::I420 { y, u, v } })
+    }
+
+    /// NV12 from two separate planes, each with its own pitch (NV21: `Source::from_rows`).
     pub fn nv12(
         y: &'a [u8],
         y_pitch: Option<usize>,
@@ -214,16 +242,20 @@ impl<'a> Source<'a> {
     ) -> Result<Self> {
         let g = frame_geometry(format, width, height, None)?;
         let pixels = match (format, chroma) {
-            (Format::Nv12, None) => {
-                expect_rows(&rows, g.rows, g.row_bytes, "NV12 source")?;
-                SourcePixels::Nv12 { y: rows.sub(0, height), uv: rows.sub(height, height / 2) }
+            (Format::Nv12 | Format::Nv21, None) => {
+                expect_rows(&rows, g.rows, g.row_bytes, &format!("{format} source"))?;
+                SourcePixels::Nv12 {
+                    y: rows.sub(0, height),
+                    uv: rows.sub(height, height / 2),
+                    vu: format == Format::Nv21,
+                }
             }
-            (Format::Nv12, Some(uv)) => {
-                expect_rows(&rows, height, width, "NV12 Y plane")?;
-                expect_rows(&uv, height / 2, width, "NV12 UV plane")?;
-                SourcePixels::Nv12 { y: rows, uv }
+            (Format::Nv12 | Format::Nv21, Some(uv)) => {
+                expect_rows(&rows, height, width, &format!("{format} Y plane"))?;
+                expect_rows(&uv, height / 2, width, &format!("{format} chroma plane"))?;
+                SourcePixels::Nv12 { y: rows, uv, vu: format == Format::Nv21 }
             }
-            (_, Some(_)) => bail!("only NV12 comes in two planes; {format} is one buffer"),
+            (_, Some(_)) => bail!("only NV12 and NV21 come in two planes; {format} is one buffer"),
             (Format::Yuyv | Format::Uyvy, None) => {
                 expect_rows(&rows, g.rows, g.row_bytes, "source")?;
                 SourcePixels::Yuv422 { rows, y_even: format == Format::Yuyv }
@@ -232,10 +264,9 @@ impl<'a> Source<'a> {
                 expect_rows(&rows, g.rows, g.row_bytes, "I420 source")?;
                 if rows.pitch != rows.row_bytes {
                     bail!(
-                        "an I420 source with rows {} bytes apart is not supported: its U and V rows would be \
-                         half a stride apart; pass tightly packed planes (a stride of {} bytes)",
-                        rows.pitch,
-                        rows.row_bytes
+                        "a one-buffer I420 source with rows {} bytes apart is not supported here: pass its \
+                         (Y, U, V) planes, each with its own stride",
+                        rows.pitch
                     );
                 }
                 let (w, h) = (width, height);
@@ -263,7 +294,8 @@ impl<'a> Source<'a> {
     pub fn format(&self) -> Format {
         match self.pixels {
             SourcePixels::Packed { format, .. } => format,
-            SourcePixels::Nv12 { .. } => Format::Nv12,
+            SourcePixels::Nv12 { vu: false, .. } => Format::Nv12,
+            SourcePixels::Nv12 { vu: true, .. } => Format::Nv21,
             SourcePixels::Yuv422 { y_even: true, .. } => Format::Yuyv,
             SourcePixels::Yuv422 { y_even: false, .. } => Format::Uyvy,
             SourcePixels::I420 { .. } => Format::I420,

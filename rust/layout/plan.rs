@@ -7,14 +7,14 @@
 
 use super::colour::Coefficients;
 use super::float::{f32_to_bf16, f32_to_f16};
-use super::format::Element;
+use super::format::{Element, Format};
 use super::frame::{RowsMut, SourcePixels};
 
 /// A source row of pixels to one packed destination row.
 pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);
 /// A source row of pixels to one row of each of three planes.
 pub(crate) type PlanarRow = unsafe fn(&Plan, &[u8], &mut [u8], &mut [u8], &mut [u8]);
-/// A Y row and its UV row to 4-byte pixels (see [`YuvOut`]).
+/// A Y row and its UV row to 3- or 4-byte pixels (see [`YuvOut`]).
 pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], &YuvOut);
 /// A packed 4:2:2 row split into its even and its odd bytes (Y and U,V).
 pub(crate) type SplitRow = unsafe fn(&[u8], &mut [u8], &mut [u8]);
@@ -82,13 +82,34 @@ pub(crate) struct Nv12Plan {
     pub out: YuvOut,
 }
 
-/// What a YUV decoder writes: R, G, B at byte positions `pos` of a 4-byte
-/// pixel, `pad` in the fourth, computed in the colour standard's arithmetic.
+/// What a YUV decoder writes: R, G, B at byte positions `pos` of a pixel
+/// of `bytes` bytes (3, or 4 with `pad` in the fourth), computed in the
+/// colour standard's arithmetic.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct YuvOut {
     pub pos: [usize; 3],
     pub pad: u8,
+    pub bytes: usize,
     pub k: Coefficients,
+}
+
+impl YuvOut {
+    /// For NV21 (V before U in each chroma pair), the NV12 arithmetic with the
+    /// roles of the two chroma bytes exchanged: the decoders compute "R" from
+    /// the second byte (now U) and "B" from the first (now V), so R and B
+    /// trade their coefficients and their places, and G's two terms trade
+    /// coefficients. Exact: the same products, summed in the same order.
+    pub(crate) fn chroma_order(self, src: Format) -> YuvOut {
+        if src != Format::Nv21 {
+            return self;
+        }
+        let k = self.k;
+        YuvOut {
+            pos: [self.pos[2], self.pos[1], self.pos[0]],
+            k: Coefficients { cvr: k.cub, cub: k.cvr, cvg: k.cug, cug: k.cvg, ..k },
+            ..self
+        }
+    }
 }
 
 /// How camera YUV rows become the NV12 decoder's input (see kernels/yuv.rs).
@@ -223,7 +244,7 @@ impl Plan {
                     self.encode_row(rows.row(r), dst, r);
                 }
             }
-            SourcePixels::Nv12 { y, uv } => {
+            SourcePixels::Nv12 { y, uv, .. } => {
                 let mut decoder = Decoder::new(self, y.row_bytes());
                 for r in 0..y.count() {
                     decoder.row(self, y.row(r), uv.row(r / 2), dst, r);

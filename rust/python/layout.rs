@@ -198,7 +198,7 @@ fn resize_options(
 #[pyo3(signature = (src, src_format, dst, dst_format, width, height, *, src_pitch=None, dst_pitch=None,
                     uv=None, uv_pitch=None, mean=None, scale=None, pad=0.0, threads=None, simd=None,
                     dst_size=None, roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None,
-                    matrix=None, range=None))]
+                    matrix=None, range=None, v=None, v_pitch=None))]
 fn convert(
     py: Python<'_>,
     src: Bound<'_, PyArrayDyn<u8>>,
@@ -224,6 +224,8 @@ fn convert(
     fill: Option<[f32; 3]>,
     matrix: Option<&str>,
     range: Option<&str>,
+    v: Option<Bound<'_, PyArrayDyn<u8>>>,
+    v_pitch: Option<Count>,
 ) -> PyResult<TransformTuple> {
     let (width, height, threads) = (width.0, height.0, threads.map(|t| t.0));
     let (src_pitch, dst_pitch, uv_pitch) = (src_pitch.map(|p| p.0), dst_pitch.map(|p| p.0), uv_pitch.map(|p| p.0));
@@ -242,6 +244,7 @@ fn convert(
     // Borrow first: a read-only or overlapping destination fails here.
     let _src_guard = read(&src, "source")?;
     let _uv_guard = uv.as_ref().map(|a| read(a, "UV plane")).transpose()?;
+    let _v_guard = v.as_ref().map(|a| read(a, "V plane")).transpose()?;
     let _dst_guard = write(&dst, "destination")?;
 
     let dg = layout::frame_geometry(dst_format, dst_width, dst_height, dst_pitch).or_value_error()?;
@@ -256,8 +259,37 @@ fn convert(
         .collect();
     let destination = layout::Destination::from_planes(dst_format, dst_width, dst_height, planes).or_value_error()?;
 
+    if v.is_some() && !(src_format == Format::I420 && uv.is_some()) {
+        return Err(invalid(format!(
+            "a separate V plane only goes with an I420 source given as (Y, U, V) planes, not {src_format}"
+        )));
+    }
     let source = match (src_format, &uv) {
-        (Format::Nv12, Some(uv)) => {
+        (Format::I420, Some(u)) => {
+            let Some(v) = &v else {
+                return Err(invalid("an I420 source in planes needs its V plane as well as its U plane"));
+            };
+            let (cw, ch) = (width / 2, height / 2);
+            let yg = layout::frame_geometry(Format::Gray, width, height, src_pitch).or_value_error()?;
+            let ug = layout::frame_geometry(Format::Gray, cw.max(1), ch.max(1), uv_pitch).or_value_error()?;
+            let vg =
+                layout::frame_geometry(Format::Gray, cw.max(1), ch.max(1), v_pitch.map(|p| p.0)).or_value_error()?;
+            let (yp, up, vp) = (
+                place(&src, &yg, src_pitch, false, "Y plane")?,
+                place(u, &ug, uv_pitch, false, "U plane")?,
+                place(v, &vg, v_pitch.map(|p| p.0), false, "V plane")?,
+            );
+            // SAFETY: rows checked by `place`; the three arrays stay borrowed (readonly) until we return.
+            let (y, u, v) = unsafe {
+                (
+                    source_rows(&yp, 0, height, width),
+                    source_rows(&up, 0, ug.rows, ug.row_bytes),
+                    source_rows(&vp, 0, vg.rows, vg.row_bytes),
+                )
+            };
+            layout::Source::i420(width, height, y, u, v)
+        }
+        (Format::Nv12 | Format::Nv21, Some(uv)) => {
             let yg = layout::frame_geometry(Format::Gray, width, height, src_pitch).or_value_error()?;
             let uvg = layout::frame_geometry(Format::Gray, width, height / 2, uv_pitch).or_value_error()?;
             let y_place = place(&src, &yg, src_pitch, false, "Y plane")?;
@@ -265,9 +297,11 @@ fn convert(
             // SAFETY: rows checked by `place`; both arrays stay borrowed (readonly) until we return.
             let (y, uv) =
                 unsafe { (source_rows(&y_place, 0, height, width), source_rows(&uv_place, 0, height / 2, width)) };
-            layout::Source::from_rows(Format::Nv12, width, height, y, Some(uv))
+            layout::Source::from_rows(src_format, width, height, y, Some(uv))
         }
-        (_, Some(_)) => return Err(invalid(format!("a separate UV plane only goes with NV12, not {src_format}"))),
+        (_, Some(_)) => {
+            return Err(invalid(format!("a separate UV plane only goes with NV12 and NV21, not {src_format}")))
+        }
         (_, None) => {
             let sg = layout::frame_geometry(src_format, width, height, src_pitch).or_value_error()?;
             let sp = place(&src, &sg, src_pitch, false, "source")?;

@@ -23,8 +23,8 @@ from npu_zc import layout
 from npu_zc.errors import InvalidArgumentError
 
 LEVELS, DEFAULT_LEVEL = layout.simd_levels()
-# The camera formats (YUYV, UYVY, I420) have their own tests: test_layout_yuv.py.
-SOURCES = tuple(f for f in layout.SOURCE_FORMATS if f not in ("YUYV", "UYVY", "I420"))
+# The camera formats (YUYV, UYVY, I420) have their own tests: test_layout_yuv.py; NV21: layout/test_layout_colour.py.
+SOURCES = tuple(f for f in layout.SOURCE_FORMATS if f not in ("YUYV", "UYVY", "I420", "NV21"))
 DESTINATIONS = layout.DESTINATION_FORMATS
 DTYPE = {
     "RGBx": np.uint8,

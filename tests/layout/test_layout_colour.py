@@ -91,6 +91,10 @@ def as_source(fmt: str, y: np.ndarray, u: np.ndarray, v: np.ndarray) -> Any:
     if fmt == "NV12":
         uv = np.stack([u, v], axis=2).reshape(h // 2, w)
         return np.concatenate([y, uv])
+    if fmt == "NV21":
+        return np.concatenate([y, np.stack([v, u], axis=2).reshape(h // 2, w)])
+    if fmt == "NV21-pair":
+        return (y, np.stack([v, u], axis=2).reshape(h // 2, w))
     if fmt == "NV12-pair":
         return (y, np.stack([u, v], axis=2).reshape(h // 2, w))
     if fmt == "I420":
@@ -116,14 +120,14 @@ def test_reference_is_the_standard_within_one_level(matrix: str, range_: str) ->
 
 
 @pytest.mark.parametrize("matrix,range_", STANDARDS)
-@pytest.mark.parametrize("src_fmt", ["NV12", "NV12-pair", "I420", "YUYV", "UYVY"])
+@pytest.mark.parametrize("src_fmt", ["NV12", "NV12-pair", "NV21", "NV21-pair", "I420", "YUYV", "UYVY"])
 def test_every_source_and_path_equals_the_reference(src_fmt: str, matrix: str, range_: str) -> None:
-    width, height = (66, 10) if src_fmt in ("NV12", "NV12-pair", "I420") else (66, 9)
+    width, height = (66, 10) if src_fmt.startswith(("NV", "I420")) else (66, 9)
     y, u, v = planes_420(np.random.default_rng(7), width, height + height % 2)
     y = y[:height]
     src = as_source(src_fmt, y, u, v)
     want = decode(y, full_size(u, height), full_size(v, height), matrix, range_)
-    fmt = "NV12" if src_fmt == "NV12-pair" else src_fmt
+    fmt = src_fmt.removesuffix("-pair")
     for dst_fmt in ("RGB", "BGR", "RGBx", "BGRx"):
         order = want[..., ::-1] if dst_fmt.startswith("BGR") else want
         for level in LEVELS:
@@ -157,7 +161,7 @@ def _dtype(fmt: str) -> Any:
 
 
 @pytest.mark.parametrize("matrix,range_", [("bt709", "limited"), ("bt2020", "full"), ("bt601", "full")])
-@pytest.mark.parametrize("src_fmt", ["NV12", "I420", "YUYV"])
+@pytest.mark.parametrize("src_fmt", ["NV12", "NV21", "I420", "YUYV"])
 def test_resizing_decodes_in_the_standard(src_fmt: str, matrix: str, range_: str) -> None:
     """A resizing conversion of a YUV frame is the decoded RGB frame resized."""
     width, height = 96, 64
@@ -219,6 +223,20 @@ def test_default_is_opencvs_bt601_limited() -> None:
             assert np.array_equal(layout.convert(src, empty("RGB", 128, 32), "NV12", "RGB", simd=level, **kwargs), want)
 
 
+@pytest.mark.parametrize("dst_fmt,code", [("RGB", "COLOR_YUV2RGB_NV21"), ("BGR", "COLOR_YUV2BGR_NV21"), ("RGBx", "COLOR_YUV2RGBA_NV21")])
+def test_nv21_is_opencvs(dst_fmt: str, code: str) -> None:
+    cv2 = pytest.importorskip("cv2")
+    width, height = 1922, 18  # every vector loop, with tails
+    y, u, v = planes_420(np.random.default_rng(19), width, height)
+    src = as_source("NV21", y, u, v)
+    want = cv2.cvtColor(src, getattr(cv2, code))
+    for level in LEVELS:
+        for threads in (1, 2):
+            got = layout.convert(src, empty(dst_fmt, width, height), "NV21", dst_fmt, simd=level, threads=threads,
+                                 pad=255 if dst_fmt == "RGBx" else 0)
+            assert np.array_equal(got, want), (level, threads)
+
+
 def test_bt601_full_is_within_one_of_opencvs_ycrcb() -> None:
     """OpenCV's ``COLOR_YCrCb2RGB`` is BT.601 full range (JPEG's), 4:4:4, with
     its own constants (1.403, -0.714, -0.344, 1.773) and 14-bit arithmetic."""
@@ -269,3 +287,29 @@ def test_ffmpegs_swscale_is_further_from_the_standard(matrix: str, range_: str) 
     ours_off, theirs_off = np.abs(ours - exact), np.abs(theirs - exact)
     assert ours_off.max() <= (2 if (matrix, range_) == ("bt601", "limited") else 1)
     assert ours_off.mean() < theirs_off.mean(), f"{matrix} {range_}: {ours_off.mean():.3f} vs swscale's {theirs_off.mean():.3f}"
+
+
+def test_i420_planes_with_their_own_strides() -> None:
+    """A decoder's I420: three planes, each row-padded to its own stride
+    (views into larger arrays), decode as the packed frame; Converter too."""
+    width, height = 66, 10
+    y, u, v = planes_420(np.random.default_rng(23), width, height)
+    want = layout.convert(as_source("I420", y, u, v), empty("RGB", width, height), "I420", "RGB", matrix="bt709")
+    padded = [np.full((p.shape[0], p.shape[1] + pad), 0xEE, np.uint8) for p, pad in ((y, 30), (u, 14), (v, 6))]
+    for big, p in zip(padded, (y, u, v)):
+        big[:, : p.shape[1]] = p
+    planes = tuple(big[:, : p.shape[1]] for big, p in zip(padded, (y, u, v)))
+    for level in LEVELS:
+        got = layout.convert(planes, empty("RGB", width, height), "I420", "RGB", simd=level, matrix="bt709")
+        assert np.array_equal(got, want), level
+    conv = layout.Converter("I420", "RGB", width, height, matrix="bt709")
+    for _ in range(2):
+        assert np.array_equal(conv(planes, empty("RGB", width, height)), want)
+    small = layout.Converter("I420", "RGBx", 32, 4, src_size=(width, height), matrix="bt709")
+    want_small = empty("RGBx", 32, 4)
+    layout.convert(as_source("I420", y, u, v), want_small, "I420", "RGBx", matrix="bt709")
+    assert np.array_equal(small(planes, empty("RGBx", 32, 4)), want_small)
+    with pytest.raises(InvalidArgumentError, match=r"U plane of a 66x10 I420 frame has shape \(5, 33\)"):
+        layout.convert((y, u[:, :-1], v), empty("RGB", width, height), "I420", "RGB")
+    with pytest.raises(InvalidArgumentError, match="one buffer or \\(Y, U, V\\) planes"):
+        layout.convert((y, u), empty("RGB", width, height), "I420", "RGB")

@@ -55,3 +55,21 @@ def test_stream_hardware_decoding_refused(clips: dict[str, Path], model_xml: Pat
     captured = capsys.readouterr()
     assert code == 1
     assert "hardware decoding through vaapi is not in this FFmpeg build" in captured.out
+
+
+def test_live_table_redraws_in_place() -> None:
+    import io
+
+    from npu_zc.cli.report import LiveTable
+    from npu_zc.pipeline.streams import StreamStats
+
+    out = io.StringIO()
+    table = LiveTable(out)
+    stats = [StreamStats(0, "a.mp4", False, frames=3), StreamStats(1, "rtsp://127.0.0.1:8554/cam1", True, dropped=2)]
+    table(stats)
+    first = out.getvalue()
+    assert first.count("\n") == 3 and "a.mp4" in first and "\x1b[" in first and "\x1b[3F" not in first
+    table(stats)
+    assert out.getvalue()[len(first) :].startswith("\x1b[3F")  # back up over the three lines drawn
+    table.close()
+    assert out.getvalue().endswith("\x1b[3F\x1b[J")  # the table leaves the terminal as it found it

@@ -190,3 +190,49 @@ def test_duration_and_stop_end_a_live_run(picture_pipeline: Any) -> None:
     report, _ = run_streams([source], picture_pipeline, duration=0.5)
     assert time.monotonic() - started < 5
     assert 0 < report.streams[0].frames < 10_000
+
+
+def test_colour_standard_taken_from_the_stream(tmp_path: Path, picture_pipeline: Any) -> None:
+    """A clip tagged BT.709 full range (yuvj420p): the engine converts it in that standard, as the layout engine's
+    own conversion of the same planes does; BT.601 limited (the default) would give another picture."""
+    import av
+
+    from npu_zc import layout
+    from npu_zc.sources.video import engine_takes_colour
+    from streams_helpers import pan_frames
+
+    if not engine_takes_colour():
+        pytest.skip("this layout engine has no colour standards (matrix=, range=)")
+    clip = tmp_path / "bt709-full.mp4"
+    with av.open(str(clip), "w") as out:
+        stream = out.add_stream("libx264", rate=30)
+        stream.width, stream.height, stream.pix_fmt = 320, 240, "yuvj420p"
+        stream.codec_context.colorspace, stream.codec_context.color_range = 1, 2  # AVCOL_SPC_BT709, AVCOL_RANGE_JPEG
+        for rgb in pan_frames(320, 240, 6):
+            for packet in stream.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    report, results = run_streams([clip], picture_pipeline)
+    assert report.streams[0].frames == 6
+    with av.open(str(clip)) as container:
+        decoded = list(container.decode(video=0))
+    for r, frame in zip(results, decoded, strict=True):
+        y, u, v = (np.frombuffer(p, np.uint8).reshape(-1, p.line_size) for p in frame.planes)
+        y, uv = np.ascontiguousarray(y[:240, :320]), np.stack([u[:120, :160], v[:120, :160]], axis=-1).reshape(120, 320)
+        in_709 = layout.convert((y, uv), np.zeros((240, 320, 3), np.uint8), "NV12", "BGR", matrix="bt709", range="full")
+        in_601 = layout.convert((y, uv), np.zeros((240, 320, 3), np.uint8), "NV12", "BGR")
+        want, other = picture_pipeline.process(in_709)[0], picture_pipeline.process(in_601)[0]
+        assert np.abs(r.prediction[0] - want).mean() < 1.0
+        assert np.abs(r.prediction[0] - other).mean() > 3 * np.abs(r.prediction[0] - want).mean() + 1
+
+
+def test_decoders_share_the_cores(clips: dict[str, Path], picture_pipeline: Any) -> None:
+    from npu_zc.runtime.session import usable_cores
+
+    mine = VideoSource(clips["nv12"], thread_count=3)
+    streams = npu_zc.Streams([clips["nv12"], clips["h264"], mine], picture_pipeline)
+    counts = [lane.source.thread_count for lane in streams.lanes]
+    assert counts == [max(1, usable_cores() // 3), max(1, usable_cores() // 3), 3]
+    assert streams.run().frames == 12 + 45 + 12
+    streams.close()

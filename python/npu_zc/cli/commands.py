@@ -150,7 +150,9 @@ def stream(args: argparse.Namespace) -> int:
     from ..pipeline.stream import run_stream
 
     if _many(args):
+        args.hint = args.hint or "throughput"  # many streams: many frames in flight
         return _streams(args)
+    args.hint = args.hint or "latency"
     if not args.input and not args.camera:
         raise ValueError("give a source: -i VIDEO_OR_FOLDER, -i rtsp://..., or --camera /dev/videoN")
     args.input = args.input[0] if args.input else None
@@ -229,8 +231,6 @@ def _streams(args: argparse.Namespace) -> int:
     if args.non_zero_copy or args.two_process or args.drop:
         raise ValueError("several streams run zero-copy in one process, live sources dropping on their own "
                          "(drop -c, --two-process and --drop)")
-    if args.hint == "latency" and "--hint" not in sys.argv:
-        args.hint = "throughput"  # many streams: many frames in flight
     sources: list[object] = list(args.input)
     camera_args = {"width": args.size[0], "height": args.size[1], "format": args.format, "buffers": args.buffers,
                    "memory": args.memory, "heap": args.heap}  # fmt: skip

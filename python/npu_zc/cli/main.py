@@ -143,9 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--interpolation", choices=("linear", "area", "nearest"), default="linear",
                        help="resize method, as OpenCV's, fused into the conversion (default linear, as cv2.resize)")
     group.add_argument("--heap", default="auto", help="where buffers come from: auto, system, cma, udmabuf, memfd... (see npu-zc info)")
-    group.add_argument("--hint", choices=("latency", "throughput"), default="latency",
-                       help="latency (default): one frame at a time; throughput: twice the device's optimal number of frames "
-                       "in flight, preprocessing ahead, split among a few threads (zero-copy)")
+    group.add_argument("--hint", choices=("latency", "throughput"), default=None,
+                       help="latency (default; throughput for several streams): one frame at a time; throughput: twice "
+                       "the device's optimal number of frames in flight, preprocessing ahead (zero-copy)")
     group.add_argument("--threads", type=_positive, metavar="N", help="INFERENCE_NUM_THREADS: threads the CPU plugin infers with")
     group.add_argument("--npu-turbo", action="store_true", help="NPU_TURBO: the NPU at its highest clocks (NPU only)")
     group.add_argument("--npu-strides-for", metavar="NAMES",
@@ -243,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # to run again under the memcpy counter
+    if getattr(args, "hint", "") is None and args.command != "stream":  # stream picks by its sources
+        args.hint = "latency"
     try:
         if args.command == "info":
             from . import info

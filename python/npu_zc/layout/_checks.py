@@ -181,15 +181,28 @@ def _count(value: Any, name: str) -> int:
 
 def _source_arrays(
     src: Any, src_format: str, size: tuple[int, int] | None, *, flat: str = "pass size=(width, height) for a flat buffer"
-) -> tuple[np.ndarray, np.ndarray | None, int, int]:
-    """(source bytes, UV plane bytes or None, width, height); ``flat`` ends the
-    message for a source of the wrong shape (how to pass a flat buffer)."""
-    if src_format == "NV12" and isinstance(src, (tuple, list)):
+) -> tuple[np.ndarray, Any, int, int]:
+    """(source bytes, the UV plane (NV12, NV21), the (U, V) planes (I420) or
+    None, width, height); ``flat`` ends the message for a source of the wrong
+    shape (how to pass a flat buffer)."""
+    if src_format == "I420" and isinstance(src, (tuple, list)):
+        if len(src) != 3:
+            raise _fail(f"an I420 source is one buffer or (Y, U, V) planes, not {len(src)} arrays")
+        y, u, v = (_asarray(p, "source plane") for p in src)
+        for array, what in ((y, "Y plane"), (u, "U plane"), (v, "V plane")):
+            if array.dtype != np.uint8 or array.ndim != 2:
+                raise _fail(f"the {what} of an I420 source is a 2-D uint8 array (rows, columns), not {array.dtype} {array.shape}")
+        height, width = y.shape
+        for array, what in ((u, "U plane"), (v, "V plane")):
+            if array.shape != (height // 2, width // 2):
+                raise _fail(f"the {what} of a {width}x{height} I420 frame has shape ({height // 2}, {width // 2}), not {array.shape}")
+        return y, (u, v), width, height
+    if src_format in ("NV12", "NV21") and isinstance(src, (tuple, list)):
         if len(src) != 2:
-            raise _fail(f"an NV12 source is one buffer or a (Y, UV) pair, not {len(src)} arrays")
+            raise _fail(f"an {src_format} source is one buffer or a (Y, UV) pair, not {len(src)} arrays")
         y, uv = (_asarray(p, "source plane") for p in src)
     elif isinstance(src, (tuple, list)) and any(hasattr(p, "__array_interface__") for p in src):
-        raise _fail(f"a {src_format} source is one array; only NV12 takes planes as a (Y, UV) pair")
+        raise _fail(f"a {src_format} source is one array; only NV12 and NV21 take a (Y, UV) pair, and I420 (Y, U, V) planes")
     else:
         y, uv = _asarray(src, "source"), None
     for plane, what in ((y, "source"), (uv, "UV plane")):
@@ -199,14 +212,14 @@ def _source_arrays(
         width, height = (_count(v, "size") for v in size)
         return _bytes_of(y, "source"), None if uv is None else _bytes_of(uv, "UV plane"), width, height
 
-    if src_format in ("NV12", "I420"):
+    if src_format in ("NV12", "NV21", "I420"):
         if y.ndim != 2:
-            pair = " or is a (Y, UV) pair" if src_format == "NV12" else ""
+            pair = " or is a (Y, UV) pair" if src_format != "I420" else ""
             raise _fail(f"an {src_format} source has shape (H * 3 / 2, W){pair}, not shape {y.shape}")
         if uv is None:
             rows, width = y.shape
             if rows % 3 != 0:
-                planes = "Y then UV" if src_format == "NV12" else "Y, U, then V"
+                planes = "Y then UV" if src_format != "I420" else "Y, U, then V"
                 raise _fail(
                     f"an {src_format} buffer of {rows} rows is not {planes} (H * 3 / 2 rows): "
                     "its height must be a multiple of 3"
@@ -217,7 +230,7 @@ def _source_arrays(
             if uv.ndim == 3 and uv.shape[2] == 2:
                 uv = uv.reshape(uv.shape[0], -1) if uv.flags.c_contiguous else uv
             if uv.shape[:1] != (height // 2,) or math.prod(uv.shape[1:]) != width:
-                raise _fail(f"a UV plane for a {width}x{height} NV12 frame has shape ({height // 2}, {width // 2}, 2), not {uv.shape}")
+                raise _fail(f"a UV plane for a {width}x{height} {src_format} frame has shape ({height // 2}, {width // 2}, 2), not {uv.shape}")
         return y, uv, width, height
 
     channels = _SOURCE_CHANNELS[src_format]
@@ -322,3 +335,11 @@ def _element(a: np.ndarray, what: str, allowed: Sequence[str]) -> str:
         raise _fail(f"the {what} has dtype {name}; it must be one of {', '.join(allowed)}")
     return _ELEMENT_OF_DTYPE[name]
 
+
+
+def _chroma_planes(uv: Any, stride: int | None) -> dict[str, Any]:
+    """The core's keyword arguments for the chroma planes from :func:`_source_arrays`:
+    a UV plane at the source's stride, or I420's U and V planes (2-D arrays: their strides are their pitches)."""
+    if isinstance(uv, tuple):
+        return {"uv": uv[0], "v": uv[1]}
+    return {"uv": uv, "uv_pitch": None if uv is None else stride}

@@ -15,6 +15,7 @@ from ._checks import (
     Mappable,
     _Signature,
     _channel_values,
+    _chroma_planes,
     _destination_array,
     _destination_bytes,
     _fail,
@@ -289,7 +290,7 @@ class Converter:
 
     def _checked(self, src: Any, array: np.ndarray, mapped: bool) -> np.ndarray:
         """Every check of :func:`convert`, then the conversion; remembers the arrays that passed."""
-        pair = self._src_format == "NV12" and isinstance(src, (tuple, list))
+        pair = self._src_format in ("NV12", "NV21", "I420") and isinstance(src, (tuple, list))
         source = src if pair else np.asarray(src)
         size = self._src_size if not pair and source.ndim == 1 else None
         flat = f"or pass a flat (1-D) buffer of {self._src_nbytes} bytes"
@@ -310,7 +311,7 @@ class Converter:
         _remember(self._destinations, _signature(array), (array.ndim - dst_bytes.ndim, dst_bytes.dtype != array.dtype))
         return array
 
-    def _run(self, y: np.ndarray, uv: np.ndarray | None, dst: np.ndarray) -> None:
+    def _run(self, y: np.ndarray, uv: Any, dst: np.ndarray) -> None:
         _core.convert(
             y,
             self._src_format,
@@ -320,8 +321,7 @@ class Converter:
             self._src_size[1],
             src_pitch=self._src_stride,
             dst_pitch=self._dst_stride,
-            uv=uv,
-            uv_pitch=None if uv is None else self._src_stride,
+            **_chroma_planes(uv, self._src_stride),
             mean=self._mean,
             scale=self._scale,
             pad=self._pad,

@@ -15,6 +15,7 @@ from ._checks import (
     ChannelValues,
     Mappable,
     _channel_values,
+    _chroma_planes,
     _destination_array,
     _destination_bytes,
     _drop_leading_ones,
@@ -58,8 +59,9 @@ def convert(
     differ. Returns the array written, or a :class:`Transform` when resizing.
 
     ``src``: uint8, shaped ``(H, W, C)`` (``(H, W)`` for GRAY, ``(H, W, 2)``
-    for YUYV and UYVY); NV12 is ``(H * 3 / 2, W)`` or a ``(Y, UV)`` pair, I420
-    ``(H * 3 / 2, W)`` (Y, then U, then V; tightly packed). A strided view (a crop of a
+    for YUYV and UYVY); NV12 is ``(H * 3 / 2, W)`` or a ``(Y, UV)`` pair (NV21 too: V before U), I420
+    ``(H * 3 / 2, W)`` (Y, then U, then V; tightly packed) or ``(Y, U, V)``
+    planes, 2-D arrays whose row strides may differ (a decoder's padded planes). A strided view (a crop of a
     larger image) works as it is. ``dst``: a numpy array shaped like the
     destination frame (``(h, w, 4)`` packed, ``(h, w, 3)`` for RGB, BGR,
     RGB_FLOAT and BGR_FLOAT, ``(3, h, w)`` planar, a leading batch axis of 1
@@ -92,7 +94,7 @@ def convert(
     then ``cvtColor`` within 1; float results are that u8 image normalised
     exactly as without resizing.
 
-    Colour standard of a YUV source (NV12, I420, YUYV, UYVY; ignored for the
+    Colour standard of a YUV source (NV12, NV21, I420, YUYV, UYVY; ignored for the
     others): ``matrix`` ``"bt601"`` (default: SD video, JPEG, most webcams),
     ``"bt709"`` (HD video) or ``"bt2020"`` (UHD); ``range`` ``"limited"``
     (default: Y 16-235, most video) or ``"full"`` (0-255: JPEG, many cameras).
@@ -136,8 +138,7 @@ def convert(
         height,
         src_pitch=None if src_stride is None else _count(src_stride, "src_stride"),
         dst_pitch=stride,
-        uv=uv,
-        uv_pitch=None if (uv is None or src_stride is None) else _count(src_stride, "src_stride"),
+        **_chroma_planes(uv, None if src_stride is None else _count(src_stride, "src_stride")),
         mean=_channel_values(mean, "mean"),
         scale=_channel_values(scale, "scale"),
         pad=pad_value,

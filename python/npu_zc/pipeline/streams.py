@@ -40,6 +40,7 @@ from .camera import _even
 from .pipeline import DEFAULT_MODEL, Pipeline
 from .postprocess import to_frame
 from .preprocess import _LAYOUT_INTERPOLATION, _three
+from ..runtime.session import usable_cores
 from .throughput import default_requests
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 
@@ -235,6 +236,12 @@ class Streams:
                 error = exc
             self.lanes.append(_Lane(stream, source if source is not None else _Named(spec), error,
                                     tracker() if tracker is not None else None, self._lock))  # fmt: skip
+        # N decoders side by side: each gets its share of the cores (frame threads beyond that only add threads,
+        # and each frame thread delays a live stream's output by a frame).
+        videos = [lane.source for lane in self.lanes if hasattr(lane.source, "thread_count")]
+        for video in videos:
+            if video.thread_count is None:
+                video.thread_count = max(1, usable_cores() // len(videos))
         self._stop = threading.Event()
         self.timings = Timings(STREAMS_STAGES)
 
@@ -294,17 +301,28 @@ class Streams:
                 reader.start()
             feeder.start()
             deadline = None if duration is None else time.monotonic() + duration
-            while not finished.wait(tick_seconds):
-                if tick is not None:
-                    tick(self.stats)
+            next_tick = time.monotonic() + tick_seconds
+            while True:
+                now = time.monotonic()
+                wait = min(next_tick, deadline if deadline is not None else next_tick) - now
+                if finished.wait(max(0.0, wait)):
+                    break
                 if deadline is not None and time.monotonic() >= deadline:
                     self.stop()
+                    deadline = None  # stopping: now only waiting for the frames in flight
+                if tick is not None and time.monotonic() >= next_tick:
+                    tick(self.stats)
+                    next_tick += tick_seconds
         except KeyboardInterrupt as exc:
             interrupted = exc
         finally:
             self.stop()
-            while not finished.wait(0.25):
-                pass
+            while True:  # frames in flight finish (milliseconds); a second Ctrl-C does not cut that short
+                try:
+                    if finished.wait(0.25):
+                        break
+                except KeyboardInterrupt as exc:
+                    interrupted = interrupted or exc
             for reader in readers:
                 reader.join(timeout=10)  # a network read ends within its timeout
         seconds = time.perf_counter() - wall0

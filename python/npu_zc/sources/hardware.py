@@ -145,6 +145,8 @@ def hardware_frame(frame: Any, index: int, decoded_ns: int, seconds: float | Non
             f"the decoder kept its frames as {frame.format.name} surfaces; map them to DRM PRIME "
             "(FFmpeg's hwmap) to read them in place"
         )
+    if not frame.planes:  # PyAV gives a plane per component of the pixel format; DRM PRIME's data[0] is the descriptor
+        raise HardwareDecodeError("this PyAV build does not expose a DRM PRIME frame's descriptor (data[0]): cannot read it in place")
     address = frame.planes[0].buffer_ptr
     descriptor = AVDRMFrameDescriptor.from_address(address)
     width, height = frame.width & ~1, frame.height & ~1

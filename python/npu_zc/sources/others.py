@@ -47,6 +47,7 @@ class CameraSource:
         camera = self._camera or Camera(self._device, **self._args)
         try:
             fmt = _V4L2_TO_LAYOUT.get(camera.format, camera.format)
+            matrix, range_ = getattr(camera, "colour", None) or (None, None)  # what the driver says of its YUV frames
             count = 0
             while not stop.is_set() and (self.limit is None or count < self.limit):
                 try:
@@ -56,7 +57,7 @@ class CameraSource:
                 decoded = time.perf_counter_ns()
                 yield DecodedFrame(
                     frame.sequence, fmt, frame.array(), camera.width, camera.height, decoded,
-                    frame.timestamp if hasattr(frame, "timestamp") else None,
+                    frame.timestamp if hasattr(frame, "timestamp") else None, matrix, range_,
                     owner=frame, buffer=frame.buffer, _release=frame.release,
                 )  # fmt: skip
                 count += 1

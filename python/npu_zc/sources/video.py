@@ -54,6 +54,7 @@ class VideoSource:
     DRM PRIME frames as DmaBufs (:mod:`.hardware`); refused with
     :class:`npu_zc.HardwareDecodeError` where there is none. ``options``:
     FFmpeg options for the container (RTSP is read over TCP by default).
+    ``threads``: FFmpeg's ``thread_type`` ("AUTO": frame threads where the codec has them) and ``thread_count``.
     """
 
     def __init__(
@@ -69,6 +70,7 @@ class VideoSource:
         hardware: str | None = None,
         options: dict[str, str] | None = None,
         threads: str = "AUTO",
+        thread_count: int | None = None,
     ) -> None:
         import av  # noqa: F401  (a clear ModuleNotFoundError here, before any thread starts)
 
@@ -89,6 +91,8 @@ class VideoSource:
         self.reconnect = (5 if self.network else 0) if reconnect is None else max(0, int(reconnect))
         self.limit = limit
         self.threads = threads
+        self.thread_count = thread_count
+        """Decoding threads (None: FFmpeg's choice, one per core; :class:`npu_zc.Streams` gives each of N sources a share)."""
         self.options = dict(options or {})
         if self.url.startswith("rtsp") and "rtsp_transport" not in self.options:
             self.options["rtsp_transport"] = "tcp"  # no UDP ports to open; loss-free on a LAN
@@ -162,6 +166,8 @@ class VideoSource:
             if stream.codec_context is None:
                 raise SourceError(f"{self.name}: its video is coded in a format this FFmpeg build cannot decode")
             stream.thread_type = self.threads
+            if self.thread_count:
+                stream.codec_context.thread_count = self.thread_count
         except BaseException:
             container.close()
             raise
@@ -210,7 +216,8 @@ class VideoSource:
             )
             return DecodedFrame(index, "I420", planes, width, height, decoded_ns, seconds, matrix, rng, False, owner)
         if name != "nv12":  # FFmpeg converts (a copy): yuv420p on an engine without I420 planes, 4:2:2, 10 bits...
-            owner, copied = frame.reformat(format="nv12"), True
+            keep = {"src_color_range": 2, "dst_color_range": 2} if rng == "full" else {}  # no range squeeze
+            owner, copied = frame.reformat(format="nv12", **keep), True
             self.copied += 1
         width, height = owner.width & ~1, owner.height & ~1  # 4:2:0 covers whole pairs: an odd last row/column is left out
         planes = (plane_view(owner.planes[0], height, width), plane_view(owner.planes[1], height // 2, width))

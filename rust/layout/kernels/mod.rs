@@ -129,12 +129,13 @@ pub(crate) fn byte_reorder(level: SimdLevel, map: [usize; 3]) -> Option<Kernel> 
     Some(Kernel { name, encoder: Encoder::Packed(encoder) })
 }
 
-pub(crate) fn nv12_decoder(level: SimdLevel) -> (Nv12Row, &'static str) {
+/// The NV12 row decoder of this level into pixels of `bytes` bytes (3 or 4).
+pub(crate) fn nv12_decoder(level: SimdLevel, bytes: usize) -> (Nv12Row, &'static str) {
     match level {
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => x86::nv12_decoder(level),
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => x86::nv12_decoder(level, bytes),
         #[cfg(target_arch = "aarch64")]
-        SimdLevel::Neon => neon::nv12_decoder(),
-        _ => (scalar::nv12_row, "scalar/nv12"),
+        SimdLevel::Neon => neon::nv12_decoder(bytes),
+        _ => (scalar::nv12_row, if bytes == 3 { "scalar/nv12-rgb" } else { "scalar/nv12" }),
     }
 }

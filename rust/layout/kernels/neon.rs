@@ -66,8 +66,11 @@ pub(super) fn encoders(element: Element, planar: bool, channels: usize, identity
     kernels
 }
 
-pub(super) fn nv12_decoder() -> (Nv12Row, &'static str) {
-    (stamped::nv12_row, "neon/nv12")
+pub(super) fn nv12_decoder(bytes: usize) -> (Nv12Row, &'static str) {
+    match bytes {
+        3 => (stamped::nv12_row::<3>, "neon/nv12-rgb"),
+        _ => (stamped::nv12_row::<4>, "neon/nv12"),
+    }
 }
 
 /// Four NEON registers: the 16 lanes of a vector of the abstraction.
@@ -291,6 +294,23 @@ impl Simd for Neon {
         let (first, last) = if t.swap { (b, r) } else { (r, b) };
         for h in [0, 1] {
             vst4q_u8(out.add(64 * h), uint8x16x4_t(first[h], g[h], last[h], t.pad_u8));
+        }
+    }
+    /// As `store_rgbx_pairs`, with `vst3q` (no pad).
+    #[inline(always)]
+    unsafe fn store_rgb_pairs(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+        let bytes = |x: Self::I| -> uint8x16_t {
+            let s = each(x, |x| vqmovn_s32(x));
+            vcombine_u8(vqmovun_s16(vcombine_s16(s[0], s[1])), vqmovun_s16(vcombine_s16(s[2], s[3])))
+        };
+        let pixels = |k: usize| {
+            let (e, o) = (bytes(even[k]), bytes(odd[k]));
+            [vzip1q_u8(e, o), vzip2q_u8(e, o)]
+        };
+        let [r, g, b] = [pixels(0), pixels(1), pixels(2)];
+        let (first, last) = if t.swap { (b, r) } else { (r, b) };
+        for h in [0, 1] {
+            vst3q_u8(out.add(48 * h), uint8x16x3_t(first[h], g[h], last[h]));
         }
     }
     /// R, G, B or B, G, R, then the pad (RGBx, BGRx).

@@ -100,18 +100,20 @@ pub(crate) fn planar<T: Out, const C: usize>(plan: &Plan, src: &[u8], p0: &mut [
 }
 
 /// One NV12 row (Y row, and the UV row it shares with its neighbour) to
-/// 4-byte pixels with R, G, B at byte positions `out.pos` and `out.pad` in
-/// the fourth, in the arithmetic of `out.k` (see colour.rs).
+/// pixels of `out.bytes` bytes with R, G, B at byte positions `out.pos` (and
+/// `out.pad` in the fourth), in the arithmetic of `out.k` (see colour.rs).
 pub(crate) fn nv12_row(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
-    let pos = out.pos;
+    let (pos, b) = (out.pos, out.bytes);
     let pad_pos = 6 - pos[0] - pos[1] - pos[2];
-    for ((ys, uv), px2) in y.chunks_exact(2).zip(uv.chunks_exact(2)).zip(dst.chunks_exact_mut(8)) {
-        for (&yy, px) in ys.iter().zip(px2.chunks_exact_mut(4)) {
+    for ((ys, uv), px2) in y.chunks_exact(2).zip(uv.chunks_exact(2)).zip(dst.chunks_exact_mut(2 * b)) {
+        for (&yy, px) in ys.iter().zip(px2.chunks_exact_mut(b)) {
             let rgb = yuv_to_rgb(&out.k, yy, uv[0], uv[1]);
             px[pos[0]] = rgb[0];
             px[pos[1]] = rgb[1];
             px[pos[2]] = rgb[2];
-            px[pad_pos] = out.pad;
+            if b == 4 {
+                px[pad_pos] = out.pad;
+            }
         }
     }
 }

@@ -104,6 +104,8 @@ pub(super) trait Simd: Copy {
     /// R, G, B values (saturated to bytes here) of the even and the odd
     /// pixels, and the pad, as `2 * LANES` 4-byte pixels at `out` (`Job::Nv12`).
     unsafe fn store_rgbx_pairs(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
+    /// As `store_rgbx_pairs`, as `2 * LANES` 3-byte pixels (no pad).
+    unsafe fn store_rgb_pairs(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
     /// Whether `store_rgbx_bytes` can put R, G, B at `pos` (else NV12 rows
     /// go to the scalar kernel).
     fn nv12_positions(_pos: [usize; 3]) -> bool {
@@ -269,17 +271,18 @@ fn tail_16<const C: usize>(plan: &Plan, src: &[u8], i: usize, dst: &mut [u8]) {
     scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
 }
 
-/// `2 * LANES` pixels of NV12 a step to 4-byte pixels: OpenCV's fixed-point
+/// `2 * LANES` pixels of NV12 a step to `BYTES`-byte pixels (3: R, G, B in
+/// some order; 4: and a pad): OpenCV's fixed-point
 /// arithmetic (colour.rs) in i32 lanes, the chroma terms once per pair of
 /// pixels (the even and the odd pixels computed apart, against the same
 /// terms, and interleaved by the store); saturating packs clamp to 0..=255
 /// as `saturate_cast` does.
 #[inline(always)]
-pub(super) unsafe fn nv12_row<S: Simd>(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
-    if !S::nv12_positions(out.pos) {
+pub(super) unsafe fn nv12_row<S: Simd, const BYTES: usize>(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
+    if !S::nv12_positions(out.pos) || out.bytes != BYTES {
         return scalar::nv12_row(y, uv, dst, out);
     }
-    let n = y.len().min(uv.len()).min(dst.len() / 4);
+    let n = y.len().min(uv.len()).min(dst.len() / BYTES);
     let t = S::tables::<4>(Job::Nv12 { pos: out.pos, pad: out.pad });
     let k = out.k;
     let (cy, half) = (S::splat_i(k.cy), S::splat_i(HALF));
@@ -294,10 +297,15 @@ pub(super) unsafe fn nv12_row<S: Simd>(y: &[u8], uv: &[u8], dst: &mut [u8], out:
             [S::shr_yuv(S::add_i(yh, terms[0])), S::shr_yuv(S::add_i(yh, terms[1])), S::shr_yuv(S::add_i(yh, terms[2]))]
         };
         let [even, odd] = S::luma_pairs(y.as_ptr().add(i), k.y_offset);
-        S::store_rgbx_pairs(&t, dst.as_mut_ptr().add(4 * i), rgb(even), rgb(odd));
+        let at = dst.as_mut_ptr().add(BYTES * i);
+        if BYTES == 3 {
+            S::store_rgb_pairs(&t, at, rgb(even), rgb(odd));
+        } else {
+            S::store_rgbx_pairs(&t, at, rgb(even), rgb(odd));
+        }
         i += step;
     }
-    scalar::nv12_row(&y[i..], &uv[i.min(uv.len())..], &mut dst[4 * i..], out);
+    scalar::nv12_row(&y[i..], &uv[i.min(uv.len())..], &mut dst[BYTES * i..], out);
 }
 
 /// Instantiates the kernels of this module for one instruction set, as
@@ -336,8 +344,8 @@ macro_rules! stamp {
 
         #[allow(dead_code)]
         #[target_feature(enable = $features)]
-        pub(super) unsafe fn nv12_row(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
-            vector::nv12_row::<$isa>(y, uv, dst, out)
+        pub(super) unsafe fn nv12_row<const BYTES: usize>(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
+            vector::nv12_row::<$isa, BYTES>(y, uv, dst, out)
         }
     };
     (quads: $isa:ty, $features:literal) => {

@@ -109,11 +109,14 @@ pub(super) fn encoders(
     kernels
 }
 
-pub(super) fn nv12_decoder(level: SimdLevel) -> (Nv12Row, &'static str) {
-    match level {
-        SimdLevel::Avx512 => (avx512::nv12_row, "avx512/nv12"),
-        SimdLevel::Avx512Vbmi => (avx512::nv12_row, "avx512vbmi/nv12"),
-        _ => (avx2::nv12_row, "avx2/nv12"),
+pub(super) fn nv12_decoder(level: SimdLevel, bytes: usize) -> (Nv12Row, &'static str) {
+    match (level, bytes) {
+        (SimdLevel::Avx512, 3) => (avx512::nv12_row::<3>, "avx512/nv12-rgb"),
+        (SimdLevel::Avx512, _) => (avx512::nv12_row::<4>, "avx512/nv12"),
+        (SimdLevel::Avx512Vbmi, 3) => (avx512::nv12_row::<3>, "avx512vbmi/nv12-rgb"),
+        (SimdLevel::Avx512Vbmi, _) => (avx512::nv12_row::<4>, "avx512vbmi/nv12"),
+        (_, 3) => (avx2::nv12_row::<3>, "avx2/nv12-rgb"),
+        _ => (avx2::nv12_row::<4>, "avx2/nv12"),
     }
 }
 
@@ -375,6 +378,34 @@ impl Simd for Avx2 {
         let (lo, hi) = (_mm256_unpacklo_epi32(e, o), _mm256_unpackhi_epi32(e, o));
         _mm256_storeu_si256(out.cast(), _mm256_permute2x128_si256::<0x20>(lo, hi));
         _mm256_storeu_si256(out.add(32).cast(), _mm256_permute2x128_si256::<0x31>(lo, hi));
+    }
+    /// As `store_rgbx_pairs`, then each lane's 4 pixels lose their pad bytes
+    /// (12 bytes at its start) and the lanes' 12 bytes are put together: 8
+    /// pixels in 24 bytes, stored as 16 + 8, twice.
+    #[inline(always)]
+    unsafe fn store_rgb_pairs(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
+        let pixels = |[r, g, b]: [__m256i; 3]| {
+            let bytes = _mm256_packus_epi16(_mm256_packs_epi32(r, g), _mm256_packs_epi32(b, t.pad));
+            _mm256_shuffle_epi8(bytes, t.masks[0])
+        };
+        let (e, o) = (pixels(even), pixels(odd));
+        // Pixels 0-1, 4-5 | 8-9, 12-13 (lo) and 2-3, 6-7 | 10-11, 14-15 (hi):
+        // dropping the pads first, then putting the lanes in order.
+        let (lo, hi) = (_mm256_unpacklo_epi32(e, o), _mm256_unpackhi_epi32(e, o));
+        let drop_pad = _mm256_setr_epi8(
+            0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128, //
+            0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128,
+        );
+        let gather = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7);
+        for (k, eight) in [_mm256_permute2x128_si256::<0x20>(lo, hi), _mm256_permute2x128_si256::<0x31>(lo, hi)]
+            .into_iter()
+            .enumerate()
+        {
+            let packed = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(eight, drop_pad), gather);
+            let at = out.add(24 * k);
+            _mm_storeu_si128(at.cast(), _mm256_castsi256_si128(packed));
+            _mm_storel_epi64(at.add(16).cast(), _mm256_extracti128_si256::<1>(packed));
+        }
     }
 }
 
@@ -656,6 +687,31 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         let second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
         _mm512_storeu_si512(out.cast(), _mm512_permutex2var_epi64(lo, first, hi));
         _mm512_storeu_si512(out.add(64).cast(), _mm512_permutex2var_epi64(lo, second, hi));
+    }
+    /// As `store_rgbx_pairs`, then each lane's pads dropped and the lanes'
+    /// 12 bytes put together: 16 pixels in 48 bytes, stored as 32 + 16, twice.
+    #[inline(always)]
+    unsafe fn store_rgb_pairs(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
+        let pixels = |[r, g, b]: [__m512i; 3]| {
+            let bytes = _mm512_packus_epi16(_mm512_packs_epi32(r, g), _mm512_packs_epi32(b, t.pad));
+            _mm512_shuffle_epi8(bytes, t.shuffle)
+        };
+        let (e, o) = (pixels(even), pixels(odd));
+        let (lo, hi) = (_mm512_unpacklo_epi32(e, o), _mm512_unpackhi_epi32(e, o));
+        let drop_pad =
+            _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128));
+        let first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+        let second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+        let gather = _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 15, 15, 15, 15);
+        for (k, sixteen) in [_mm512_permutex2var_epi64(lo, first, hi), _mm512_permutex2var_epi64(lo, second, hi)]
+            .into_iter()
+            .enumerate()
+        {
+            let packed = _mm512_permutexvar_epi32(gather, _mm512_shuffle_epi8(sixteen, drop_pad));
+            let at = out.add(48 * k);
+            _mm256_storeu_si256(at.cast(), _mm512_castsi512_si256(packed));
+            _mm_storeu_si128(at.add(32).cast(), _mm512_extracti32x4_epi32::<2>(packed));
+        }
     }
 }
 

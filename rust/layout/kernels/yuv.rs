@@ -172,6 +172,8 @@ mod tests {
                 uyvy.extend_from_slice(&[c, yy]);
             }
         }
+        let mut nv21 = y.clone();
+        nv21.extend(uv.chunks_exact(2).flat_map(|p| [p[1], p[0]]));
         let mut i420 = y.clone();
         i420.extend(uv.iter().step_by(2));
         i420.extend(uv.iter().skip(1).step_by(2));
@@ -193,7 +195,9 @@ mod tests {
                     out
                 };
                 let reference = run(Format::Nv12, &nv12);
-                for (src, data) in [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy), (Format::I420, &i420)] {
+                for (src, data) in
+                    [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy), (Format::I420, &i420), (Format::Nv21, &nv21)]
+                {
                     assert!(run(src, data) == reference, "{src} -> {dst} at {level:?} in {colour}");
                 }
             }
@@ -255,14 +259,62 @@ mod tests {
     }
 
     #[test]
-    fn odd_widths_and_padded_i420_are_refused_clearly() {
+    fn odd_widths_and_odd_i420_strides_are_refused_clearly() {
         use crate::layout::{Format, Source};
         let data = vec![0u8; 64];
         let e = Source::new(Format::Yuyv, &data, 3, 2, None).unwrap_err();
         assert!(e.to_string().contains("the width must be even"), "{e}");
         let e = Source::new(Format::I420, &data, 4, 3, None).unwrap_err();
         assert!(e.to_string().contains("must be even"), "{e}");
-        let e = Source::new(Format::I420, &data, 4, 4, Some(6)).unwrap_err();
-        assert!(e.to_string().contains("tightly packed"), "{e}");
+        let e = Source::new(Format::I420, &data, 4, 4, Some(7)).unwrap_err();
+        assert!(e.to_string().contains("must be even"), "{e}");
+        let e = Source::new(Format::I420, &data[..30], 4, 4, Some(8)).unwrap_err();
+        assert!(e.to_string().contains("too few"), "{e}");
+    }
+
+    /// Padded I420 (one buffer, V4L2's layout: chroma rows half the stride
+    /// apart; or three planes with strides of their own) decodes as packed I420.
+    #[test]
+    fn padded_i420_decodes_as_packed_i420() {
+        use crate::layout::{convert, Destination, Format, Options, Rows, Source};
+        let (w, h, pitch) = (34usize, 6usize, 48usize);
+        let packed: Vec<u8> = (0..w * h * 3 / 2).map(|i| (i * 97 + 13) as u8).collect();
+        let (y, u, v) = (&packed[..w * h], &packed[w * h..w * h * 5 / 4], &packed[w * h * 5 / 4..]);
+        let mut padded = vec![0xEEu8; pitch * h * 3 / 2];
+        for r in 0..h {
+            padded[r * pitch..][..w].copy_from_slice(&y[r * w..][..w]);
+        }
+        for r in 0..h / 2 {
+            padded[h * pitch + r * pitch / 2..][..w / 2].copy_from_slice(&u[r * w / 2..][..w / 2]);
+            padded[h * pitch + h / 2 * pitch / 2 + r * pitch / 2..][..w / 2].copy_from_slice(&v[r * w / 2..][..w / 2]);
+        }
+        let (yp, up, vp) = (vec![1u8; 40 * h], vec![2u8; 20 * h / 2], vec![3u8; 24 * h / 2]);
+        let (mut yp, mut up, mut vp) = (yp, up, vp);
+        for r in 0..h {
+            yp[r * 40..][..w].copy_from_slice(&y[r * w..][..w]);
+        }
+        for r in 0..h / 2 {
+            up[r * 20..][..w / 2].copy_from_slice(&u[r * w / 2..][..w / 2]);
+            vp[r * 24..][..w / 2].copy_from_slice(&v[r * w / 2..][..w / 2]);
+        }
+        for level in SimdLevel::available() {
+            let options = Options { simd: Some(level), threads: Some(1), ..Options::default() };
+            let run = |source: Source<'_>| {
+                let mut out = vec![0u8; w * h * 3];
+                convert(&source, Destination::new(Format::Rgb, &mut out, w, h, None).unwrap(), &options).unwrap();
+                out
+            };
+            let want = run(Source::new(Format::I420, &packed, w, h, None).unwrap());
+            assert!(run(Source::new(Format::I420, &padded, w, h, Some(pitch)).unwrap()) == want, "{level:?}");
+            let planes = Source::i420(
+                w,
+                h,
+                Rows::new(&yp, h, w, 40).unwrap(),
+                Rows::new(&up, h / 2, w / 2, 20).unwrap(),
+                Rows::new(&vp, h / 2, w / 2, 24).unwrap(),
+            )
+            .unwrap();
+            assert!(run(planes) == want, "{level:?}");
+        }
     }
 }

@@ -214,7 +214,7 @@ impl<'a> RowReader<'a> {
                     let row = y + r;
                     let [split_y, split_uv] = &mut self.split;
                     let (mut luma, mut chroma): (&[u8], &[u8]) = match (pixels, self.rearrange) {
-                        (SourcePixels::Nv12 { y: luma, uv }, _) => {
+                        (SourcePixels::Nv12 { y: luma, uv, .. }, _) => {
                             (&luma.row(row)[x..x + width], &uv.row(row / 2)[x..x + width])
                         }
                         (SourcePixels::Yuv422 { rows, y_even }, Some(Rearrange::Split(split))) => {
