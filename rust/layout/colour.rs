@@ -97,7 +97,9 @@ impl FromStr for Matrix {
             "bt601" | "601" | "smpte170m" | "bt470bg" => Matrix::Bt601,
             "bt709" | "709" => Matrix::Bt709,
             "bt2020" | "2020" | "bt2020nc" => Matrix::Bt2020,
-            _ => bail!("unknown colour matrix {name:?}: use \"bt601\" (SD, JPEG, webcams), \"bt709\" (HD) or \"bt2020\" (UHD)"),
+            _ => bail!(
+                "unknown colour matrix {name:?}: use \"bt601\" (SD, JPEG, webcams), \"bt709\" (HD) or \"bt2020\" (UHD)"
+            ),
         })
     }
 }
@@ -109,7 +111,9 @@ impl FromStr for Range {
         Ok(match name.to_ascii_lowercase().as_str() {
             "limited" | "tv" | "mpeg" => Range::Limited,
             "full" | "pc" | "jpeg" => Range::Full,
-            _ => bail!("unknown colour range {name:?}: use \"limited\" (Y 16-235, most video) or \"full\" (0-255, JPEG)"),
+            _ => {
+                bail!("unknown colour range {name:?}: use \"limited\" (Y 16-235, most video) or \"full\" (0-255, JPEG)")
+            }
         })
     }
 }
@@ -188,7 +192,10 @@ mod tests {
 
     #[test]
     fn names_parse_and_unknown_ones_are_refused() {
-        assert_eq!(Colour::parse(Some("BT.709"), Some("full")).unwrap(), Colour { matrix: Matrix::Bt709, range: Range::Full });
+        assert_eq!(
+            Colour::parse(Some("BT.709"), Some("full")).unwrap(),
+            Colour { matrix: Matrix::Bt709, range: Range::Full }
+        );
         assert_eq!(Colour::parse(None, None).unwrap(), Colour::default());
         let e = Colour::parse(Some("bt999"), None).unwrap_err();
         assert!(e.message.contains("unknown colour matrix \"bt999\""), "{e}");

@@ -253,7 +253,9 @@ pub fn frame_geometry(format: Format, width: usize, height: usize, pitch: Option
     if width == 0 || height == 0 {
         bail!("a {format} frame of {width}x{height} pixels is empty: width and height must be at least 1");
     }
-    if matches!(format, Format::Nv12 | Format::Nv21 | Format::I420) && (!width.is_multiple_of(2) || !height.is_multiple_of(2)) {
+    if matches!(format, Format::Nv12 | Format::Nv21 | Format::I420)
+        && (!width.is_multiple_of(2) || !height.is_multiple_of(2))
+    {
         bail!(
             "an {format} frame of {width}x{height} pixels is impossible: {format} shares one U,V pair \
              between 2x2 pixels, so width and height must be even"
@@ -266,9 +268,7 @@ pub fn frame_geometry(format: Format, width: usize, height: usize, pitch: Option
         );
     }
     let too_big = || LayoutError::new(format!("a {format} frame of {width}x{height} pixels is too large to address"));
-    let row_bytes = width
-        .checked_mul(format.channels() * format.element().size())
-        .ok_or_else(too_big)?;
+    let row_bytes = width.checked_mul(format.channels() * format.element().size()).ok_or_else(too_big)?;
     let (planes, rows) = match format {
         Format::Nv12 | Format::Nv21 | Format::I420 => (1, height / 2 * 3),
         f if f.is_planar() => (3, height),
@@ -356,7 +356,9 @@ pub fn select_format(element: ElementType, layout: TensorLayout, channels: usize
         match (bgr, bgr_format) {
             (false, _) => Ok(rgb),
             (true, Some(f)) => Ok(f),
-            (true, None) => bail!("{rgb} exists in RGB order only; BGR order is offered by BGRx, BGR, BGR_FLOAT and the BGRP layouts"),
+            (true, None) => bail!(
+                "{rgb} exists in RGB order only; BGR order is offered by BGRx, BGR, BGR_FLOAT and the BGRP layouts"
+            ),
         }
     };
     match (layout, channels, element) {

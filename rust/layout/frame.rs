@@ -193,7 +193,9 @@ impl<'a> Source<'a> {
     /// `pitch` bytes apart, then U and V rows `pitch / 2` apart.
     fn i420_pitched(data: &'a [u8], width: usize, height: usize, pitch: usize) -> Result<Self> {
         if !pitch.is_multiple_of(2) {
-            bail!("an I420 stride of {pitch} bytes is odd: its U and V rows are half a stride apart, so it must be even");
+            bail!(
+                "an I420 stride of {pitch} bytes is odd: its U and V rows are half a stride apart, so it must be even"
+            );
         }
         let (h, c) = (height, pitch / 2);
         let y = Rows::new(data, h, width, pitch)?;
@@ -212,7 +214,14 @@ impl<'a> Source<'a> {
     }
 
     /// NV12 from two separate planes, each with its own pitch (NV21: `Source::from_rows`).
-    pub fn nv12(y: &'a [u8], y_pitch: Option<usize>, uv: &'a [u8], uv_pitch: Option<usize>, width: usize, height: usize) -> Result<Self> {
+    pub fn nv12(
+        y: &'a [u8],
+        y_pitch: Option<usize>,
+        uv: &'a [u8],
+        uv_pitch: Option<usize>,
+        width: usize,
+        height: usize,
+    ) -> Result<Self> {
         frame_geometry(Format::Nv12, width, height, None)?;
         // Each plane is a grey-like block of `width` bytes per row.
         let gy = frame_geometry(Format::Gray, width, height, y_pitch)?;
@@ -224,12 +233,22 @@ impl<'a> Source<'a> {
 
     /// From rows already checked by the caller: for NV12 either `rows` holds
     /// Y then UV (`chroma` None) or `rows` is Y and `chroma` UV.
-    pub fn from_rows(format: Format, width: usize, height: usize, rows: Rows<'a>, chroma: Option<Rows<'a>>) -> Result<Self> {
+    pub fn from_rows(
+        format: Format,
+        width: usize,
+        height: usize,
+        rows: Rows<'a>,
+        chroma: Option<Rows<'a>>,
+    ) -> Result<Self> {
         let g = frame_geometry(format, width, height, None)?;
         let pixels = match (format, chroma) {
             (Format::Nv12 | Format::Nv21, None) => {
                 expect_rows(&rows, g.rows, g.row_bytes, &format!("{format} source"))?;
-                SourcePixels::Nv12 { y: rows.sub(0, height), uv: rows.sub(height, height / 2), vu: format == Format::Nv21 }
+                SourcePixels::Nv12 {
+                    y: rows.sub(0, height),
+                    uv: rows.sub(height, height / 2),
+                    vu: format == Format::Nv21,
+                }
             }
             (Format::Nv12 | Format::Nv21, Some(uv)) => {
                 expect_rows(&rows, height, width, &format!("{format} Y plane"))?;
@@ -340,7 +359,13 @@ fn check_destination_format(format: Format) -> Result<()> {
 }
 
 /// The VART-style byte-size check of a destination buffer, before writing.
-pub fn check_destination_size(format: Format, width: usize, height: usize, g: &FrameGeometry, nbytes: usize) -> Result<()> {
+pub fn check_destination_size(
+    format: Format,
+    width: usize,
+    height: usize,
+    g: &FrameGeometry,
+    nbytes: usize,
+) -> Result<()> {
     if nbytes != g.nbytes() {
         let stride = if g.pitch != g.row_bytes { format!(" with rows {} bytes apart", g.pitch) } else { String::new() };
         bail!(

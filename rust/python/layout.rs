@@ -35,9 +35,9 @@ fn parse<T: std::str::FromStr<Err = LayoutError>>(name: &str) -> PyResult<T> {
 
 fn borrow_error(what: &str, e: BorrowError) -> PyErr {
     match e {
-        BorrowError::NotWriteable => invalid(format!(
-            "the {what} is read-only: pass a writable array (a DmaBuf mapped for writing, or a copy)"
-        )),
+        BorrowError::NotWriteable => {
+            invalid(format!("the {what} is read-only: pass a writable array (a DmaBuf mapped for writing, or a copy)"))
+        }
         _ => invalid(format!(
             "the {what} is in use by another call or overlaps the source: \
              the destination must be memory of its own"
@@ -65,7 +65,13 @@ struct Placement {
 /// frame's exactly for destinations (`exact`) and at least the last row's
 /// end for sources. A strided array must be shaped (rows, ...) or
 /// (planes, rows, ...) with each row contiguous.
-fn place(array: &Bound<'_, PyArrayDyn<u8>>, g: &FrameGeometry, pitch: Option<usize>, exact: bool, what: &str) -> PyResult<Placement> {
+fn place(
+    array: &Bound<'_, PyArrayDyn<u8>>,
+    g: &FrameGeometry,
+    pitch: Option<usize>,
+    exact: bool,
+    what: &str,
+) -> PyResult<Placement> {
     let base = array.data();
     if array.is_c_contiguous() {
         let pitch = pitch.unwrap_or(g.row_bytes);
@@ -160,17 +166,31 @@ fn transform_tuple(t: &layout::Transform) -> TransformTuple {
 }
 
 /// The geometry arguments of a resizing conversion.
-fn resize_options(roi: Option<RectArg>, dst_rect: Option<RectArg>, interpolation: &str, fit: &str, fill: Option<[f32; 3]>) -> PyResult<layout::Resize> {
+fn resize_options(
+    roi: Option<RectArg>,
+    dst_rect: Option<RectArg>,
+    interpolation: &str,
+    fit: &str,
+    fill: Option<[f32; 3]>,
+) -> PyResult<layout::Resize> {
     let fill = match fill {
         None => [0; 3],
         Some(values) => {
             if let Some(v) = values.iter().find(|v| !(0.0..=255.0).contains(*v) || v.fract() != 0.0) {
-                return Err(invalid(format!("fill value {v} is not a pixel value: give integers from 0 to 255 (e.g. 114 for YOLO)")));
+                return Err(invalid(format!(
+                    "fill value {v} is not a pixel value: give integers from 0 to 255 (e.g. 114 for YOLO)"
+                )));
             }
             values.map(|v| v as u8)
         }
     };
-    Ok(layout::Resize { roi: rect(roi), dst_rect: rect(dst_rect), interpolation: parse(interpolation)?, fit: parse(fit)?, fill })
+    Ok(layout::Resize {
+        roi: rect(roi),
+        dst_rect: rect(dst_rect),
+        interpolation: parse(interpolation)?,
+        fit: parse(fit)?,
+        fill,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -240,18 +260,33 @@ fn convert(
     let destination = layout::Destination::from_planes(dst_format, dst_width, dst_height, planes).or_value_error()?;
 
     if v.is_some() && !(src_format == Format::I420 && uv.is_some()) {
-        return Err(invalid(format!("a separate V plane only goes with an I420 source given as (Y, U, V) planes, not {src_format}")));
+        return Err(invalid(format!(
+            "a separate V plane only goes with an I420 source given as (Y, U, V) planes, not {src_format}"
+        )));
     }
     let source = match (src_format, &uv) {
         (Format::I420, Some(u)) => {
-            let Some(v) = &v else { return Err(invalid("an I420 source in planes needs its V plane as well as its U plane")) };
+            let Some(v) = &v else {
+                return Err(invalid("an I420 source in planes needs its V plane as well as its U plane"));
+            };
             let (cw, ch) = (width / 2, height / 2);
             let yg = layout::frame_geometry(Format::Gray, width, height, src_pitch).or_value_error()?;
             let ug = layout::frame_geometry(Format::Gray, cw.max(1), ch.max(1), uv_pitch).or_value_error()?;
-            let vg = layout::frame_geometry(Format::Gray, cw.max(1), ch.max(1), v_pitch.map(|p| p.0)).or_value_error()?;
-            let (yp, up, vp) = (place(&src, &yg, src_pitch, false, "Y plane")?, place(u, &ug, uv_pitch, false, "U plane")?, place(v, &vg, v_pitch.map(|p| p.0), false, "V plane")?);
+            let vg =
+                layout::frame_geometry(Format::Gray, cw.max(1), ch.max(1), v_pitch.map(|p| p.0)).or_value_error()?;
+            let (yp, up, vp) = (
+                place(&src, &yg, src_pitch, false, "Y plane")?,
+                place(u, &ug, uv_pitch, false, "U plane")?,
+                place(v, &vg, v_pitch.map(|p| p.0), false, "V plane")?,
+            );
             // SAFETY: rows checked by `place`; the three arrays stay borrowed (readonly) until we return.
-            let (y, u, v) = unsafe { (source_rows(&yp, 0, height, width), source_rows(&up, 0, ug.rows, ug.row_bytes), source_rows(&vp, 0, vg.rows, vg.row_bytes)) };
+            let (y, u, v) = unsafe {
+                (
+                    source_rows(&yp, 0, height, width),
+                    source_rows(&up, 0, ug.rows, ug.row_bytes),
+                    source_rows(&vp, 0, vg.rows, vg.row_bytes),
+                )
+            };
             layout::Source::i420(width, height, y, u, v)
         }
         (Format::Nv12 | Format::Nv21, Some(uv)) => {
@@ -260,10 +295,13 @@ fn convert(
             let y_place = place(&src, &yg, src_pitch, false, "Y plane")?;
             let uv_place = place(uv, &uvg, uv_pitch, false, "UV plane")?;
             // SAFETY: rows checked by `place`; both arrays stay borrowed (readonly) until we return.
-            let (y, uv) = unsafe { (source_rows(&y_place, 0, height, width), source_rows(&uv_place, 0, height / 2, width)) };
+            let (y, uv) =
+                unsafe { (source_rows(&y_place, 0, height, width), source_rows(&uv_place, 0, height / 2, width)) };
             layout::Source::from_rows(src_format, width, height, y, Some(uv))
         }
-        (_, Some(_)) => return Err(invalid(format!("a separate UV plane only goes with NV12 and NV21, not {src_format}"))),
+        (_, Some(_)) => {
+            return Err(invalid(format!("a separate UV plane only goes with NV12 and NV21, not {src_format}")))
+        }
         (_, None) => {
             let sg = layout::frame_geometry(src_format, width, height, src_pitch).or_value_error()?;
             let sp = place(&src, &sg, src_pitch, false, "source")?;
@@ -305,9 +343,14 @@ fn describe_resize(
     let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
     let colour = layout::Colour::parse(matrix, range).or_value_error()?;
     let options = Options { mean, scale, pad, threads: None, simd, resize, colour };
-    let (name, transform) =
-        layout::describe_resize(parse(src_format)?, parse(dst_format)?, (src_size.0 .0, src_size.1 .0), (dst_size.0 .0, dst_size.1 .0), &options)
-            .or_value_error()?;
+    let (name, transform) = layout::describe_resize(
+        parse(src_format)?,
+        parse(dst_format)?,
+        (src_size.0 .0, src_size.1 .0),
+        (dst_size.0 .0, dst_size.1 .0),
+        &options,
+    )
+    .or_value_error()?;
     Ok((name, transform_tuple(&transform)))
 }
 
@@ -436,7 +479,13 @@ fn dequantize(
 /// `src`: a uint8 view of the source elements; `element`: their type.
 #[pyfunction]
 #[pyo3(signature = (src, element, dst, simd=None))]
-fn to_float32(py: Python<'_>, src: Bound<'_, PyArrayDyn<u8>>, element: &str, dst: Bound<'_, PyArrayDyn<f32>>, simd: Option<&str>) -> PyResult<()> {
+fn to_float32(
+    py: Python<'_>,
+    src: Bound<'_, PyArrayDyn<u8>>,
+    element: &str,
+    dst: Bound<'_, PyArrayDyn<f32>>,
+    simd: Option<&str>,
+) -> PyResult<()> {
     let (element, simd) = (parse::<ElementType>(element)?, simd.map(parse::<SimdLevel>).transpose()?);
     let src = read(&src, "source")?;
     let src = contiguous(src.as_slice(), "source")?;
@@ -448,7 +497,13 @@ fn to_float32(py: Python<'_>, src: Bound<'_, PyArrayDyn<u8>>, element: &str, dst
 /// `dst`: a uint8 view of the destination elements; `element`: their type.
 #[pyfunction]
 #[pyo3(signature = (src, dst, element, simd=None))]
-fn from_float32(py: Python<'_>, src: Bound<'_, PyArrayDyn<f32>>, dst: Bound<'_, PyArrayDyn<u8>>, element: &str, simd: Option<&str>) -> PyResult<()> {
+fn from_float32(
+    py: Python<'_>,
+    src: Bound<'_, PyArrayDyn<f32>>,
+    dst: Bound<'_, PyArrayDyn<u8>>,
+    element: &str,
+    simd: Option<&str>,
+) -> PyResult<()> {
     let (element, simd) = (parse::<ElementType>(element)?, simd.map(parse::<SimdLevel>).transpose()?);
     let src = read(&src, "source")?;
     let src = contiguous(src.as_slice(), "source")?;

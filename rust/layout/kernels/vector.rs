@@ -18,8 +18,8 @@
 //! and every store by the destination slice, whatever lengths the caller
 //! passes; the tail of a row goes to the scalar kernels.
 
-use super::super::plan::Plan;
 use super::super::colour::HALF;
+use super::super::plan::Plan;
 use super::super::plan::YuvOut;
 use super::scalar;
 use super::{affine, BF16_FAST, FMA, REFINED};

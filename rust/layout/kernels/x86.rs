@@ -44,7 +44,13 @@ mod vbmi_bf16 {
     stamp!(super::Avx512<true>, "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512bf16,avx2,fma,f16c");
 }
 
-pub(super) fn encoders(level: SimdLevel, element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
+pub(super) fn encoders(
+    level: SimdLevel,
+    element: Element,
+    planar: bool,
+    channels: usize,
+    identity: bool,
+) -> Vec<Kernel> {
     use SimdLevel::{Avx2, Avx512, Avx512Vbmi};
     let mut kernels = Vec::new();
     // `by_channels!(path, [generics after C], Packed|Planar, name)`
@@ -261,13 +267,30 @@ impl Simd for Avx2 {
     #[inline(always)]
     fn src_bytes<const C: usize>() -> usize {
         // A 3-channel step loads 32 bytes for its 24.
-        if C == 3 { 32 } else { 8 * C }
+        if C == 3 {
+            32
+        } else {
+            8 * C
+        }
     }
 
     arithmetic!(
-        __m256, __m256i, _mm256_set1_ps, _mm256_set1_epi32, _mm256_cvtepi32_ps, _mm256_sub_ps, _mm256_mul_ps, _mm256_div_ps,
-        _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_castps_si256, _mm256_add_epi32, _mm256_and_si256, _mm256_mullo_epi32,
-        _mm256_srli_epi32, _mm256_srai_epi32
+        __m256,
+        __m256i,
+        _mm256_set1_ps,
+        _mm256_set1_epi32,
+        _mm256_cvtepi32_ps,
+        _mm256_sub_ps,
+        _mm256_mul_ps,
+        _mm256_div_ps,
+        _mm256_fmadd_ps,
+        _mm256_fnmadd_ps,
+        _mm256_castps_si256,
+        _mm256_add_epi32,
+        _mm256_and_si256,
+        _mm256_mullo_epi32,
+        _mm256_srli_epi32,
+        _mm256_srai_epi32
     );
 
     #[inline(always)]
@@ -374,7 +397,10 @@ impl Simd for Avx2 {
             0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128,
         );
         let gather = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7);
-        for (k, eight) in [_mm256_permute2x128_si256::<0x20>(lo, hi), _mm256_permute2x128_si256::<0x31>(lo, hi)].into_iter().enumerate() {
+        for (k, eight) in [_mm256_permute2x128_si256::<0x20>(lo, hi), _mm256_permute2x128_si256::<0x31>(lo, hi)]
+            .into_iter()
+            .enumerate()
+        {
             let packed = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(eight, drop_pad), gather);
             let at = out.add(24 * k);
             _mm_storeu_si128(at.cast(), _mm256_castsi256_si128(packed));
@@ -545,9 +571,22 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     }
 
     arithmetic!(
-        __m512, __m512i, _mm512_set1_ps, _mm512_set1_epi32, _mm512_cvtepi32_ps, _mm512_sub_ps, _mm512_mul_ps, _mm512_div_ps,
-        _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_castps_si512, _mm512_add_epi32, _mm512_and_si512, _mm512_mullo_epi32,
-        _mm512_srli_epi32, _mm512_srai_epi32
+        __m512,
+        __m512i,
+        _mm512_set1_ps,
+        _mm512_set1_epi32,
+        _mm512_cvtepi32_ps,
+        _mm512_sub_ps,
+        _mm512_mul_ps,
+        _mm512_div_ps,
+        _mm512_fmadd_ps,
+        _mm512_fnmadd_ps,
+        _mm512_castps_si512,
+        _mm512_add_epi32,
+        _mm512_and_si512,
+        _mm512_mullo_epi32,
+        _mm512_srli_epi32,
+        _mm512_srai_epi32
     );
 
     #[inline(always)]
@@ -564,7 +603,11 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     unsafe fn channels<const C: usize, const PACKED: bool>(t: &Avx512Tables, src: *const u8) -> [__m512i; 3] {
         if VBMI {
             let w = Self::window::<C>(src);
-            return [Self::gather::<C>(w, t.index[0]), Self::gather::<C>(w, t.index[1]), Self::gather::<C>(w, t.index[2])];
+            return [
+                Self::gather::<C>(w, t.index[0]),
+                Self::gather::<C>(w, t.index[1]),
+                Self::gather::<C>(w, t.index[2]),
+            ];
         }
         // Lane k of the result: channel k of all 16 pixels.
         let gather = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
@@ -610,7 +653,10 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         let even_odd = _mm256_setr_epi8(
             0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
         );
-        let l = _mm256_shuffle_epi8(_mm256_subs_epu8(_mm256_loadu_si256(y.cast()), _mm256_set1_epi8(offset as i8)), even_odd);
+        let l = _mm256_shuffle_epi8(
+            _mm256_subs_epu8(_mm256_loadu_si256(y.cast()), _mm256_set1_epi8(offset as i8)),
+            even_odd,
+        );
         // Per lane even then odd; then even 0-15, odd 0-15.
         let l = _mm256_permute4x64_epi64::<0b11_01_10_00>(l);
         [_mm512_cvtepu8_epi32(_mm256_castsi256_si128(l)), _mm512_cvtepu8_epi32(_mm256_extracti128_si256::<1>(l))]
@@ -652,11 +698,15 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         };
         let (e, o) = (pixels(even), pixels(odd));
         let (lo, hi) = (_mm512_unpacklo_epi32(e, o), _mm512_unpackhi_epi32(e, o));
-        let drop_pad = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128));
+        let drop_pad =
+            _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128));
         let first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
         let second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
         let gather = _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 15, 15, 15, 15);
-        for (k, sixteen) in [_mm512_permutex2var_epi64(lo, first, hi), _mm512_permutex2var_epi64(lo, second, hi)].into_iter().enumerate() {
+        for (k, sixteen) in [_mm512_permutex2var_epi64(lo, first, hi), _mm512_permutex2var_epi64(lo, second, hi)]
+            .into_iter()
+            .enumerate()
+        {
             let packed = _mm512_permutexvar_epi32(gather, _mm512_shuffle_epi8(sixteen, drop_pad));
             let at = out.add(48 * k);
             _mm256_storeu_si256(at.cast(), _mm512_castsi512_si256(packed));

@@ -157,7 +157,8 @@ mod tests {
     fn camera_formats_decode_like_nv12() {
         use crate::layout::{convert, Colour, Destination, Format, Matrix, Options, Range, Source};
         let (w, h) = (38usize, 6usize);
-        let bytes = |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| ((i * 131 + seed * 17) ^ (i >> 3)) as u8).collect() };
+        let bytes =
+            |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| ((i * 131 + seed * 17) ^ (i >> 3)) as u8).collect() };
         let y = bytes(w * h, 1);
         let uv = bytes(w * h / 2, 2); // NV12's U,V rows: one per two image rows
         let mut nv12 = y.clone();
@@ -176,7 +177,8 @@ mod tests {
         let mut i420 = y.clone();
         i420.extend(uv.iter().step_by(2));
         i420.extend(uv.iter().skip(1).step_by(2));
-        let normalised = Options { mean: Some([10.0, 20.0, 30.0]), scale: Some([50.0, 60.0, 70.0]), ..Default::default() };
+        let normalised =
+            Options { mean: Some([10.0, 20.0, 30.0]), scale: Some([50.0, 60.0, 70.0]), ..Default::default() };
         let colours = [Colour::default(), Colour { matrix: Matrix::Bt709, range: Range::Full }];
         for (level, colour) in SimdLevel::available().into_iter().flat_map(|l| colours.map(|c| (l, c))) {
             for (dst, options, size) in [
@@ -193,7 +195,9 @@ mod tests {
                     out
                 };
                 let reference = run(Format::Nv12, &nv12);
-                for (src, data) in [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy), (Format::I420, &i420), (Format::Nv21, &nv21)] {
+                for (src, data) in
+                    [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy), (Format::I420, &i420), (Format::Nv21, &nv21)]
+                {
                     assert!(run(src, data) == reference, "{src} -> {dst} at {level:?} in {colour}");
                 }
             }
@@ -232,7 +236,8 @@ mod tests {
                             let c = dst.channels();
                             let mut out = vec![0u8; w * h * c];
                             let resize = Resize { roi, ..Resize::default() };
-                            let options = Options { simd: Some(level), threads: Some(1), colour, resize, ..Options::default() };
+                            let options =
+                                Options { simd: Some(level), threads: Some(1), colour, resize, ..Options::default() };
                             let source = Source::new(Format::Nv12, &data, w, h, None).unwrap();
                             convert(&source, Destination::new(dst, &mut out, w, h, None).unwrap(), &options).unwrap();
                             for (i, px) in out.chunks_exact(c).enumerate() {
@@ -240,7 +245,11 @@ mod tests {
                                 if dst.name().starts_with("BGR") {
                                     rgb.reverse();
                                 }
-                                assert_eq!(px[..3], rgb, "{colour} {level:?} -> {dst} {w}x{h} at pixel {i}, roi {roi:?}");
+                                assert_eq!(
+                                    px[..3],
+                                    rgb,
+                                    "{colour} {level:?} -> {dst} {w}x{h} at pixel {i}, roi {roi:?}"
+                                );
                             }
                         }
                     }
