@@ -201,11 +201,11 @@ impl Plan {
         }
         let scalar_encoder = plan.encoder;
         // The SIMD kernels write planes or 4-channel pixels; 3-channel pixels
-        // use the tables, but for a plain byte reorder.
+        // use the tables, but for a plain byte reorder (or a dropped pad) of u8.
         let candidates = if dst.is_planar() || dst.has_pad() {
             kernels::simd_encoders(level, element, dst.is_planar(), src_channels, identity)
-        } else if element == Element::U8 && identity && src_channels == 3 && level != SimdLevel::Scalar {
-            kernels::byte_reorder(level, map).into_iter().collect()
+        } else if element == Element::U8 && identity && src_channels >= 3 && level != SimdLevel::Scalar {
+            kernels::byte_reorder(level, src_channels, map).into_iter().collect()
         } else {
             Vec::new()
         };

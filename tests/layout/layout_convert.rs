@@ -9,10 +9,12 @@ use proptest::prelude::*;
 fn rgb_at(format: Format, src: &[u8], pitch: usize, uv: &[u8], w: usize, x: usize, y: usize) -> [u8; 3] {
     match format {
         Format::Gray => [src[y * pitch + x]; 3],
-        Format::Nv12 => {
+        Format::Nv12 | Format::Nv21 => {
             let yy = src[y * pitch + x] as i64;
-            let u = uv[(y / 2) * pitch + (x / 2) * 2] as i64 - 128;
-            let v = uv[(y / 2) * pitch + (x / 2) * 2 + 1] as i64 - 128;
+            let first = uv[(y / 2) * pitch + (x / 2) * 2] as i64 - 128;
+            let second = uv[(y / 2) * pitch + (x / 2) * 2 + 1] as i64 - 128;
+            // NV21: V before U.
+            let (u, v) = if format == Format::Nv21 { (second, first) } else { (first, second) };
             let luma = (yy - 16).max(0) * 1_220_542;
             let half = 1 << 19;
             let f = |t: i64| ((luma + half + t) >> 20).clamp(0, 255) as u8;
@@ -80,7 +82,7 @@ fn case() -> impl Strategy<Value = Case> {
     ];
     (formats, 1usize..70, 1usize..9, 0usize..9, 0usize..40, norm, 0u32..4, any::<u64>(), 1usize..4).prop_map(
         |((src, dst), w, h, src_extra, dst_extra, (mean, scale), pad, seed, threads)| {
-            let even = |n: usize| if src == Format::Nv12 { (n + 1) & !1 } else { n };
+            let even = |n: usize| if matches!(src, Format::Nv12 | Format::Nv21) { (n + 1) & !1 } else { n };
             let pad = match (dst.has_pad(), dst.element()) {
                 (false, _) => 0.0,
                 (true, Element::U8) => [0.0, 255.0, 7.0, 128.0][pad as usize],
@@ -318,7 +320,10 @@ fn half_destinations_use_simd_kernels_and_match() {
                     }
                     for width in [2, 14, 16, 18, 30, 34, 46, 50] {
                         // Odd widths too, but for NV12 (whose width is even).
-                        for width in [width, width + 1].into_iter().filter(|w| src != Format::Nv12 || w % 2 == 0) {
+                        for width in [width, width + 1]
+                            .into_iter()
+                            .filter(|w| !matches!(src, Format::Nv12 | Format::Nv21) || w % 2 == 0)
+                        {
                             let case = Case {
                                 src,
                                 dst,

@@ -60,6 +60,11 @@ class Converter:
     ``src_stride`` bytes apart; ``dst`` is an array or a DmaBuf (mapped on
     each call). A Converter may be called from several threads at once.
 
+    ``matrix`` and ``range``: the colour standard of a YUV source, as for
+    :func:`convert` (e.g. ``matrix="bt709"`` for HD video; the default is
+    OpenCV's BT.601 limited range). An I420 source may also be ``(Y, U, V)``
+    planes with strides of their own (a decoder's frame).
+
     Resizing: ``width`` x ``height`` is the destination; ``src_size=(W, H)``
     is the source frame when it differs, and ``roi``, ``interpolation``,
     ``fit``, ``dst_rect`` and ``fill`` are as for :func:`convert`, checked
