@@ -13,6 +13,7 @@ use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
+use super::timeout::Timeout;
 use super::buffer::{PyBufferPool, PyDmaBuf};
 use super::errors::{capture_to_py, invalid};
 use crate::buffer::{self, HeapSpec, Wait};
@@ -28,13 +29,14 @@ impl<T> CaptureResult<T> for capture::Result<T> {
     }
 }
 
-fn seconds(what: &str, t: f64) -> PyResult<Duration> {
-    if t.is_finite() && t >= 0.0 {
-        Ok(Duration::from_secs_f64(t))
-    } else {
-        Err(invalid(format!("{what} must be a number of seconds >= 0, got {t}")))
-    }
+fn seconds(t: Timeout) -> Duration {
+    // For ever (None, inf, 1e20: timeout.rs) is a wait no camera outlives.
+    t.0.unwrap_or(FOREVER)
 }
+
+/// What a camera's wait "for ever" is: about a century (a deadline that far
+/// is still an Instant).
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Which heap `memory="auto"` imports from: the first usable dma-heap or
 /// udmabuf; None when only memfd is left (then the driver allocates).
@@ -62,7 +64,7 @@ pub struct PyCamera {
 impl PyCamera {
     #[new]
     #[pyo3(signature = (device, width = 640, height = 480, format = "YUYV", *, buffers = 4, memory = "auto", heap = "auto",
-                        timeout = 5.0, when_full = "wait", pool = None))]
+                        timeout = Timeout(Some(Duration::from_secs(5))), when_full = "wait", pool = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -73,7 +75,7 @@ impl PyCamera {
         buffers: usize,
         memory: &str,
         heap: &str,
-        timeout: f64,
+        timeout: Timeout,
         when_full: &str,
         pool: Option<Py<PyBufferPool>>,
     ) -> PyResult<Self> {
@@ -81,7 +83,7 @@ impl PyCamera {
             Ok(n) => format!("/dev/video{n}"),
             Err(_) => device.str()?.extract()?,
         };
-        let timeout = seconds("timeout", timeout)?;
+        let timeout = seconds(timeout);
         let when_full = match when_full {
             "wait" => WhenFull::Wait,
             "drop" => WhenFull::Drop,
@@ -204,10 +206,10 @@ impl PyCamera {
 
     /// The next frame (waits at most `timeout` seconds, the camera's by default).
     #[pyo3(signature = (timeout = None))]
-    fn read(slf: &Bound<'_, Self>, timeout: Option<f64>) -> PyResult<PyFrame> {
+    fn read(slf: &Bound<'_, Self>, timeout: Option<Timeout>) -> PyResult<PyFrame> {
         let this = slf.get();
         let timeout = match timeout {
-            Some(t) => seconds("timeout", t)?,
+            Some(t) => seconds(t),
             None => this.timeout,
         };
         let stream = this.stream.clone();
@@ -342,6 +344,9 @@ impl PyCamera {
 
     #[getter]
     fn timeout(&self) -> f64 {
+        if self.timeout == FOREVER {
+            return f64::INFINITY;
+        }
         self.timeout.as_secs_f64()
     }
 

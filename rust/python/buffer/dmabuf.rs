@@ -12,18 +12,20 @@ use pyo3::types::{IntoPyDict, PyTuple};
 use rustix::fd::{AsRawFd, BorrowedFd, IntoRawFd};
 
 use super::access::PyCpuAccess;
-use super::view::{PyMapping, ViewToken};
-use crate::buffer::{Access, DmaBuf, ErrorKind, Mapping, SyncMode};
+use super::view::{KnownMapping, PyMapping, ViewToken};
+use crate::buffer::{Access, DmaBuf, ErrorKind, SyncMode};
+use crate::python::alias;
 use crate::python::errors::{error, invalid, non_negative, Count, IntoPyResult};
 use crate::python::fence;
+use crate::python::timeout::Timeout;
 
 #[derive(Default)]
 pub(super) struct Open {
     buf: Option<Arc<DmaBuf>>,
     /// One mapping of the whole buffer per access mode, made on first use and
     /// shared by every view: per-frame `map()` calls cost no syscall.
-    rw: Option<Arc<Mapping>>,
-    ro: Option<Arc<Mapping>>,
+    rw: Option<Arc<KnownMapping>>,
+    ro: Option<Arc<KnownMapping>>,
     /// The mode of the open cpu_access bracket, if one is open.
     syncing: Option<SyncMode>,
 }
@@ -53,6 +55,27 @@ impl PyDmaBuf {
         }
     }
 
+    /// The same buffer, for one holder of a pool slot: it shares the
+    /// buffer's mappings but counts its own views, so that the slot can
+    /// refuse its release while views made through it are alive, and it is
+    /// closed (no new views) once the slot is released.
+    pub(crate) fn lease(&self) -> Self {
+        let open = self.lock();
+        PyDmaBuf {
+            size: self.size,
+            kind: self.kind.clone(),
+            is_dmabuf: self.is_dmabuf,
+            pooled: true,
+            views: Arc::new(AtomicUsize::new(0)),
+            state: Mutex::new(Open { buf: open.buf.clone(), rw: open.rw.clone(), ro: open.ro.clone(), syncing: None }),
+        }
+    }
+
+    /// Ends a lease: no new views (map() says it is closed).
+    pub(crate) fn end_lease(&self) {
+        *self.lock() = Open::default();
+    }
+
     pub(super) fn lock(&self) -> MutexGuard<'_, Open> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -68,7 +91,7 @@ impl PyDmaBuf {
             .ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))
     }
 
-    fn mapping(&self, access: Access) -> PyResult<Arc<Mapping>> {
+    fn mapping(&self, access: Access) -> PyResult<Arc<KnownMapping>> {
         let mut open = self.lock();
         let buf = open
             .buf
@@ -81,7 +104,16 @@ impl PyDmaBuf {
         if let Some(m) = slot {
             return Ok(m.clone());
         }
-        let m = Arc::new(buf.map_all(access).py_err()?);
+        let mapping = buf.map_all(access).py_err()?;
+        // The buffer's identity for the aliasing rule: two fds (an import, a
+        // dup) of one DMA-BUF or memfd share its inode.
+        let st = rustix::fs::fstat(buf.fd())
+            .map_err(|e| crate::buffer::Error::from_errno(e, "fstat of a mapped buffer failed"))
+            .py_err()?;
+        #[allow(clippy::unnecessary_cast)] // their types differ between architectures
+        let (dev, ino) = (st.st_dev as u64, st.st_ino as u64);
+        let entry = alias::register_mapping(mapping.as_ptr(), mapping.len(), dev, ino, 0);
+        let m = Arc::new(KnownMapping { _entry: entry, mapping });
         *slot = Some(m.clone());
         Ok(m)
     }
@@ -239,9 +271,9 @@ impl PyDmaBuf {
     /// With a timeout, entering first waits for the buffer's fences (see wait)
     /// and raises FenceTimeoutError instead of blocking in the kernel.
     #[pyo3(signature = (mode = "rw", *, timeout = None))]
-    fn cpu_access(slf: &Bound<'_, Self>, mode: &str, timeout: Option<f64>) -> PyResult<PyCpuAccess> {
+    fn cpu_access(slf: &Bound<'_, Self>, mode: &str, timeout: Option<Timeout>) -> PyResult<PyCpuAccess> {
         let mode = SyncMode::parse(mode).py_err()?;
-        let timeout = fence::timeout_arg(timeout)?;
+        let timeout = fence::timeout_arg(timeout);
         slf.get().buf()?;
         Ok(PyCpuAccess { buffer: slf.clone().unbind(), mode, timeout, active: AtomicBool::new(false) })
     }
@@ -251,9 +283,9 @@ impl PyDmaBuf {
     /// waits as long as they take; FenceTimeoutError when they are late.
     /// Returns at once for memory that is not a DMA-BUF (no fences exist).
     #[pyo3(signature = (mode = "read", timeout = None))]
-    fn wait(&self, py: Python<'_>, mode: &str, timeout: Option<f64>) -> PyResult<()> {
+    fn wait(&self, py: Python<'_>, mode: &str, timeout: Option<Timeout>) -> PyResult<()> {
         let mode = fence::mode_arg(mode)?;
-        let timeout = fence::timeout_arg(timeout)?;
+        let timeout = fence::timeout_arg(timeout);
         let buf = self.buf()?;
         fence::wait(py, &buf, mode, timeout)
     }
@@ -322,7 +354,7 @@ impl PyDmaBuf {
         // SAFETY: offset + nbytes <= size == mapping.len(), so the pointer and
         // length stay inside the live mapping; the mapping is kept alive by the
         // `_Mapping` base object for as long as the array exists.
-        let view = unsafe { ArrayView1::from_shape_ptr(nbytes, mapping.as_ptr().add(offset)) };
+        let view = unsafe { ArrayView1::from_shape_ptr(nbytes, mapping.mapping.as_ptr().add(offset)) };
         let owner = Bound::new(py, PyMapping { _mapping: mapping, _token: ViewToken::new(&self.views), _keep: keep })?;
         // SAFETY: `borrow_from_array` makes numpy point at the view's memory
         // with `owner` as the array's base, which keeps the mapping alive.
