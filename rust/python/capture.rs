@@ -446,10 +446,11 @@ impl Drop for PyFrame {
 
 #[pymethods]
 impl PyFrame {
-    /// The DMA-BUF the driver wrote this frame into.
+    /// The DMA-BUF the driver wrote this frame into, lent by the frame: its
+    /// map() is read-only and keeps the frame held, like array().
     #[getter]
-    fn buffer(&self, py: Python<'_>) -> Py<PyDmaBuf> {
-        self.buffer.clone_ref(py)
+    fn buffer(slf: &Bound<'_, Self>) -> PyResult<Py<PyDmaBuf>> {
+        Py::new(slf.py(), slf.get().buffer.get().lent_by(slf.clone().into_any().unbind()))
     }
 
     #[getter]

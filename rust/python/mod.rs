@@ -17,5 +17,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     capture::register(m)?;
     layout::register(m)?;
     m.add_function(wrap_pyfunction!(alias::_shares_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(alias::_claim_seconds, m)?)?;
     Ok(())
 }

@@ -307,3 +307,31 @@ def test_a_dmabuf_destination_is_checked_against_maps_of_itself(n: int, dst_at: 
     del src
     elsewhere.close()
     buf.close()
+
+
+# --- no abort: a resize whose working memory cannot be had -------------------
+
+
+def test_an_area_downscale_of_a_huge_row_is_out_of_memory_not_an_abort() -> None:
+    """1 x 2^27 BGR into 1 x 1 needs gigabytes of scratch: under a memory limit, OutOfMemoryError."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = """
+        import resource
+        import numpy as np
+        import npu_zc
+        src = np.zeros((1, 2**27, 3), np.uint8)
+        dst = np.zeros((1, 1, 4), np.uint8)
+        npu_zc.convert(src[:, :16], dst, "BGR", "RGBx", interpolation="area")  # everything loaded
+        used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (used + (512 << 20), resource.RLIM_INFINITY))
+        try:
+            npu_zc.convert(src, dst, "BGR", "RGBx", interpolation="area")
+        except npu_zc.OutOfMemoryError as e:
+            print("out of memory:", e)
+    """
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "out of memory" in proc.stdout and "working memory" in proc.stdout

@@ -41,6 +41,11 @@ pub struct PyDmaBuf {
     pub(super) is_dmabuf: bool,
     /// Buffers of a pool are closed with the pool, never one by one.
     pooled: bool,
+    /// Only read-only views (a camera frame's buffer: the driver writes it).
+    read_only: bool,
+    /// What views must keep alive, and may be asked whether the memory is
+    /// still ours (`held`): the camera frame this buffer is lent as.
+    holder: Option<Py<PyAny>>,
 }
 
 impl PyDmaBuf {
@@ -50,9 +55,18 @@ impl PyDmaBuf {
             kind: buf.kind().to_string(),
             is_dmabuf: buf.is_dmabuf(),
             pooled,
+            read_only: false,
+            holder: None,
             views: Arc::new(AtomicUsize::new(0)),
             state: Mutex::new(Open { buf: Some(buf), ..Default::default() }),
         }
+    }
+
+    /// This buffer as a camera frame lends it: views are read-only, keep the
+    /// frame (`holder`) held, and count as this buffer's views; none is made
+    /// once the frame is released.
+    pub(crate) fn lent_by(&self, holder: Py<PyAny>) -> Self {
+        PyDmaBuf { read_only: true, holder: Some(holder), views: self.views.clone(), ..self.lease() }
     }
 
     /// The same buffer, for one holder of a pool slot: it shares the
@@ -66,6 +80,8 @@ impl PyDmaBuf {
             kind: self.kind.clone(),
             is_dmabuf: self.is_dmabuf,
             pooled: true,
+            read_only: false,
+            holder: None,
             views: Arc::new(AtomicUsize::new(0)),
             state: Mutex::new(Open { buf: open.buf.clone(), rw: open.rw.clone(), ro: open.ro.clone(), syncing: None }),
         }
@@ -196,17 +212,36 @@ impl PyDmaBuf {
     }
 
     /// A numpy array that shares the buffer's memory (no copy).
-    #[pyo3(signature = (dtype = None, shape = None, offset = Count(0), *, writable = true),
-           text_signature = "($self, dtype=None, shape=None, offset=0, *, writable=True)")]
+    /// writable=None: writable, unless the buffer is read-only (a camera frame's).
+    #[pyo3(signature = (dtype = None, shape = None, offset = Count(0), *, writable = None),
+           text_signature = "($self, dtype=None, shape=None, offset=0, *, writable=None)")]
     fn map<'py>(
         slf: &Bound<'py, Self>,
         dtype: Option<&Bound<'py, PyAny>>,
         shape: Option<&Bound<'py, PyAny>>,
         offset: Count,
-        writable: bool,
+        writable: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let this = slf.get();
+        let writable = match (writable, this.read_only) {
+            (Some(true), true) => {
+                return Err(invalid(format!(
+                    "{} is a camera frame's buffer, which the driver writes: map it read-only (writable=False)",
+                    this.describe()
+                )))
+            }
+            (w, read_only) => w.unwrap_or(!read_only),
+        };
+        let keep = match &this.holder {
+            Some(frame) if !frame.bind(py).getattr("held")?.is_truthy()? => {
+                return Err(error(
+                    ErrorKind::Closed,
+                    format!("cannot map {}: its frame was released (the driver may be writing it)", this.describe()),
+                ))
+            }
+            holder => holder.as_ref().map(|h| h.clone_ref(py)),
+        };
         let np = py.import("numpy")?;
         let dtype = match dtype {
             Some(d) => np.getattr("dtype")?.call1((d,))?,
@@ -261,7 +296,7 @@ impl PyDmaBuf {
                  but the buffer has {size} bytes"
             )));
         }
-        let bytes = this.byte_view(py, offset, nbytes, writable, None)?;
+        let bytes = this.byte_view(py, offset, nbytes, writable, keep)?;
         let typed = bytes.call_method1("view", (dtype,))?;
         let shape = PyTuple::new(py, &dims)?;
         typed.call_method1("reshape", (shape,))
