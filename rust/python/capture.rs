@@ -64,7 +64,9 @@ pub struct PyCamera {
 impl PyCamera {
     #[new]
     #[pyo3(signature = (device, width = 640, height = 480, format = "YUYV", *, buffers = 4, memory = "auto", heap = "auto",
-                        timeout = Timeout(Some(Duration::from_secs(5))), when_full = "wait", pool = None))]
+                        timeout = Timeout(Some(Duration::from_secs(5))), when_full = "wait", pool = None),
+           text_signature = "(device, width=640, height=480, format='YUYV', *, buffers=4, memory='auto', heap='auto', \
+                             timeout=5.0, when_full='wait', pool=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
