@@ -187,8 +187,10 @@ pub(crate) fn _claim_seconds(repeat: usize) -> PyResult<f64> {
     Ok(best)
 }
 
-/// The regions of the calls running now: (call id, region, written).
-static RUNNING: Mutex<Vec<(u64, Region, bool)>> = Mutex::new(Vec::new());
+/// The regions of the calls running now: (call id, region, written), and the
+/// process they run in (a child forked during a call inherits the parent's
+/// claims but not the threads that would release them: it starts afresh).
+static RUNNING: Mutex<(u32, Vec<(u64, Region, bool)>)> = Mutex::new((0, Vec::new()));
 static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 
 /// A call's claim on its regions; released when dropped.
@@ -196,7 +198,7 @@ pub(crate) struct Claim(u64);
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        RUNNING.lock().unwrap_or_else(|p| p.into_inner()).retain(|(id, ..)| *id != self.0);
+        RUNNING.lock().unwrap_or_else(|p| p.into_inner()).1.retain(|(id, ..)| *id != self.0);
     }
 }
 
@@ -213,7 +215,11 @@ pub(crate) fn claim(reads: &[(Region, &str)], writes: &[(Region, &str)]) -> PyRe
             )));
         }
     }
-    let mut running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+    let (pid, running) = &mut *guard;
+    if *pid != std::process::id() {
+        (*pid, *running) = (std::process::id(), Vec::new());
+    }
     let conflict = |mine: &Region, written: bool| {
         running.iter().any(|(_, theirs, their_write)| (written || *their_write) && mine.overlaps(theirs))
     };

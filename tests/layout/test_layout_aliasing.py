@@ -339,3 +339,41 @@ def test_an_area_downscale_of_a_huge_row_is_out_of_memory_not_an_abort() -> None
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "out of memory" in proc.stdout and "working memory" in proc.stdout
+
+
+def test_a_child_forked_during_a_call_does_not_inherit_its_claim() -> None:
+    """fork copies the registry of running calls but not the threads that would release their claims."""
+    import os
+    import select
+
+    buf = memfd(64 * 64 * 4)
+    slow = slow_conversion(buf)
+    started, done = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        started.set()
+        slow()
+        done.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    started.wait()
+    time.sleep(0.005)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            convert(np.full((64, 64, 3), 5, np.uint8), buf, "BGR", "RGBx", threads=1)
+            os.write(write, b"1")
+        except BaseException:  # noqa: BLE001 - reported through the pipe
+            os.write(write, b"0")
+        os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], 30)
+    if not ready:
+        os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    result = os.read(read, 1) if ready else b""
+    os.close(read)
+    thread.join()
+    assert result == b"1", "the child was refused a buffer only its parent's thread was writing"

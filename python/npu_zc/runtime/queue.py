@@ -168,6 +168,8 @@ class AsyncQueue:
         self._in_tensors = [[b.tensor for b in bound] for bound in self._bound_in]
         self._out_tensors = [[b.tensor for b in bound] for bound in self._bound_out]
         self._pools = self._in_pools + self._out_pools
+        self._in_buffers = [pool.buffers for pool in self._in_pools]
+        self._out_buffers = [pool.buffers for pool in self._out_pools]
         self._failure: BaseException | None = None
         self._closed = False
         self._deliverer: threading.Thread | None = None
@@ -359,8 +361,8 @@ class AsyncQueue:
             inputs=tuple([self._in_arrays[p][s.index] for p, s in enumerate(in_slots)]),
             # The pools' buffers, as the queue's own views are (not the slots' leases, whose views would
             # hold up the release at completion): the frame owns them until its result is released.
-            input_buffers=tuple([self._in_pools[p].buffers[s.index] for p, s in enumerate(in_slots)]),
-            output_buffers=tuple([self._out_pools[p].buffers[s.index] for p, s in enumerate(out_slots)]),
+            input_buffers=tuple([self._in_buffers[p][s.index] for p, s in enumerate(in_slots)]),
+            output_buffers=tuple([self._out_buffers[p][s.index] for p, s in enumerate(out_slots)]),
             _in_slots=in_slots,
             _out_slots=out_slots,
             _queue=self,
