@@ -51,13 +51,7 @@ pub(crate) struct Region {
 impl Region {
     /// `count` rows of `len` bytes, `pitch` apart, from the address `ptr`.
     pub(crate) fn rows(ptr: *const u8, count: usize, len: usize, pitch: usize) -> Region {
-        resolve(Region {
-            space: Space::Address,
-            start: ptr as usize,
-            count,
-            len,
-            pitch,
-        })
+        resolve(Region { space: Space::Address, start: ptr as usize, count, len, pitch })
     }
 
     /// `len` contiguous bytes at `ptr`.
@@ -83,11 +77,7 @@ impl Region {
             return false;
         }
         // The bounds meet: check the rows of the region with fewer against the other.
-        let (few, many) = if self.count <= other.count {
-            (self, other)
-        } else {
-            (other, self)
-        };
+        let (few, many) = if self.count <= other.count { (self, other) } else { (other, self) };
         (0..few.count).any(|i| {
             let start = few.start as i128 + i as i128 * few.pitch as i128;
             many.meets(start, start + few.len as i128)
@@ -121,23 +111,10 @@ static MAPPINGS: RwLock<BTreeMap<usize, Known>> = RwLock::new(BTreeMap::new());
 
 /// Names `len` bytes mapped at `ptr` as the buffer (dev, ino) from `offset`
 /// until the returned guard drops (which must happen before the unmap).
-pub(crate) fn register_mapping(
-    ptr: *const u8,
-    len: usize,
-    dev: u64,
-    ino: u64,
-    offset: usize,
-) -> MappingEntry {
+pub(crate) fn register_mapping(ptr: *const u8, len: usize, dev: u64, ino: u64, offset: usize) -> MappingEntry {
     let start = ptr as usize;
-    let known = Known {
-        end: start + len,
-        space: Space::Buffer { dev, ino },
-        offset,
-    };
-    MAPPINGS
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(start, known);
+    let known = Known { end: start + len, space: Space::Buffer { dev, ino }, offset };
+    MAPPINGS.write().unwrap_or_else(|p| p.into_inner()).insert(start, known);
     MappingEntry(start)
 }
 
@@ -146,10 +123,7 @@ pub(crate) struct MappingEntry(usize);
 
 impl Drop for MappingEntry {
     fn drop(&mut self) {
-        MAPPINGS
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.0);
+        MAPPINGS.write().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
     }
 }
 
@@ -158,11 +132,9 @@ impl Drop for MappingEntry {
 fn resolve(region: Region) -> Region {
     let mappings = MAPPINGS.read().unwrap_or_else(|p| p.into_inner());
     match mappings.range(..=region.start).next_back() {
-        Some((&start, known)) if region.start < known.end => Region {
-            space: known.space,
-            start: region.start - start + known.offset,
-            ..region
-        },
+        Some((&start, known)) if region.start < known.end => {
+            Region { space: known.space, start: region.start - start + known.offset, ..region }
+        }
         _ => region,
     }
 }
@@ -207,10 +179,7 @@ pub(crate) fn _claim_seconds(repeat: usize) -> PyResult<f64> {
         let started = std::time::Instant::now();
         for _ in 0..1000 {
             let reads = [(Region::rows(src.as_ptr(), 64, 64 * 3, 64 * 3), "source")];
-            let writes = [(
-                Region::rows(dst.as_ptr(), 64, 64 * 4, 64 * 4),
-                "destination",
-            )];
+            let writes = [(Region::rows(dst.as_ptr(), 64, 64 * 4, 64 * 4), "destination")];
             drop(std::hint::black_box(claim(&reads, &writes)?));
         }
         best = best.min(started.elapsed().as_secs_f64() / 1000.0);
@@ -232,11 +201,7 @@ pub(crate) struct Claim(u64);
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        RUNNING
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .1
-            .retain(|(id, ..)| *id != self.0);
+        RUNNING.lock().unwrap_or_else(|p| p.into_inner()).1.retain(|(id, ..)| *id != self.0);
     }
 }
 
@@ -244,10 +209,7 @@ impl Drop for Claim {
 /// with a name for the message), and claims them until the result drops.
 pub(crate) fn claim(reads: &[(Region, &str)], writes: &[(Region, &str)]) -> PyResult<Claim> {
     for (i, (w, what)) in writes.iter().enumerate() {
-        let other = reads
-            .iter()
-            .chain(&writes[..i])
-            .find(|(r, _)| w.overlaps(r));
+        let other = reads.iter().chain(&writes[..i]).find(|(r, _)| w.overlaps(r));
         if let Some((_, other)) = other {
             return Err(aliasing(format!(
                 "the {what} overlaps the {other}: a call may not write memory it reads \
@@ -262,14 +224,9 @@ pub(crate) fn claim(reads: &[(Region, &str)], writes: &[(Region, &str)]) -> PyRe
         (*pid, *running) = (std::process::id(), Vec::new());
     }
     let conflict = |mine: &Region, written: bool| {
-        running
-            .iter()
-            .any(|(_, theirs, their_write)| (written || *their_write) && mine.overlaps(theirs))
+        running.iter().any(|(_, theirs, their_write)| (written || *their_write) && mine.overlaps(theirs))
     };
-    let busy = writes
-        .iter()
-        .map(|(r, what)| (r, *what, true))
-        .chain(reads.iter().map(|(r, what)| (r, *what, false)));
+    let busy = writes.iter().map(|(r, what)| (r, *what, true)).chain(reads.iter().map(|(r, what)| (r, *what, false)));
     for (region, what, written) in busy {
         if conflict(region, written) {
             let doing = if written { "write" } else { "read" };
@@ -294,33 +251,17 @@ mod tests {
     use super::*;
 
     fn rows(start: usize, count: usize, len: usize, pitch: usize) -> Region {
-        Region {
-            space: Space::Address,
-            start,
-            count,
-            len,
-            pitch,
-        }
+        Region { space: Space::Address, start, count, len, pitch }
     }
 
     /// The bytes of a region, one by one: the reference for `overlaps`.
     fn bytes(r: &Region) -> std::collections::HashSet<usize> {
-        (0..r.count)
-            .flat_map(|i| (0..r.len).map(move |b| r.start + i * r.pitch + b))
-            .collect()
+        (0..r.count).flat_map(|i| (0..r.len).map(move |b| r.start + i * r.pitch + b)).collect()
     }
 
     #[test]
     fn overlaps_agrees_with_the_bytes() {
-        let shapes = [
-            (1, 4, 4),
-            (3, 2, 5),
-            (4, 3, 3),
-            (5, 1, 7),
-            (2, 6, 6),
-            (0, 3, 3),
-            (3, 0, 4),
-        ];
+        let shapes = [(1, 4, 4), (3, 2, 5), (4, 3, 3), (5, 1, 7), (2, 6, 6), (0, 3, 3), (3, 0, 4)];
         for start_a in 0..12 {
             for start_b in 0..12 {
                 for &(ca, la, pa) in &shapes {

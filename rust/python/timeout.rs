@@ -49,16 +49,10 @@ impl Timeout {
 
     pub(crate) fn from_seconds(seconds: f64, what: &str) -> PyResult<Timeout> {
         if seconds.is_nan() || seconds < 0.0 {
-            return Err(invalid(format!(
-                "{what} must be a number of seconds >= 0 (or None: no limit), got {seconds}"
-            )));
+            return Err(invalid(format!("{what} must be a number of seconds >= 0 (or None: no limit), got {seconds}")));
         }
         // Past what a Duration (or a deadline from now) holds is for ever.
-        Ok(Timeout(
-            Duration::try_from_secs_f64(seconds)
-                .ok()
-                .filter(|d| Instant::now().checked_add(*d).is_some()),
-        ))
+        Ok(Timeout(Duration::try_from_secs_f64(seconds).ok().filter(|d| Instant::now().checked_add(*d).is_some())))
     }
 
     /// The deadline of a wait that starts now (None: no deadline).
