@@ -41,7 +41,7 @@ class DmaBuf:
         shape: int | tuple[int, ...] | None = None,
         offset: int = 0,
         *,
-        writable: bool = True,
+        writable: bool | None = None,
     ) -> npt.NDArray[Any]: ...
     def cpu_access(
         self, mode: Literal["read", "write", "rw"] = "rw", *, timeout: float | None = None
@@ -221,6 +221,11 @@ def decode_yolo(
 ) -> tuple[
     np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None
 ]: ...
+
+def _claim_seconds(repeat: int) -> float:
+    """For the benchmarks: seconds per check of the aliasing rule on a 64 x 64 frame (docs/safety.md)."""
+def _shares_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays share a byte (two maps of one buffer do): the aliasing rule of docs/safety.md."""
 
 # --- cameras ---
 

@@ -56,6 +56,9 @@ classes! {
     CameraDisconnected => "CameraDisconnectedError", PyOSError;
     CameraClosed => "CameraClosedError", PyValueError;
     CameraOS => "CameraOSError", PyOSError;
+    Aliasing => "AliasingError", PyValueError;
+    Detect => "DetectError", PyValueError;
+    DetectLayout => "DetectLayoutError", PyValueError;
 }
 
 fn class_of(kind: ErrorKind) -> Class {
@@ -164,6 +167,11 @@ impl<T> IntoPyResult<T> for Result<T, Error> {
 
 pub fn invalid(message: impl Into<String>) -> PyErr {
     to_py(Error::invalid(message))
+}
+
+/// `npu_zc.AliasingError` (an InvalidArgumentError): a call's arguments share memory it writes.
+pub fn aliasing(message: impl Into<String>) -> PyErr {
+    make(Class::Aliasing, message.into(), None)
 }
 
 pub fn error(kind: ErrorKind, message: impl Into<String>) -> PyErr {

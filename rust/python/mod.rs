@@ -2,6 +2,7 @@
 
 use pyo3::prelude::*;
 
+mod alias;
 mod buffer;
 mod capture;
 mod detect;
@@ -9,6 +10,7 @@ mod errors;
 mod fence;
 mod layout;
 mod track;
+mod timeout;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -19,5 +21,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     detect::register(m)?;
     layout::register(m)?;
     track::register(m)?;
+    m.add_function(wrap_pyfunction!(alias::_shares_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(alias::_claim_seconds, m)?)?;
     Ok(())
 }
