@@ -226,6 +226,11 @@ impl<'a> Matrix<'a> {
                 return;
             }
         }
+        let aligned16 = |bytes: &'a [u8]| {
+            // SAFETY: every bit pattern is a valid u16; only a whole aligned middle is used.
+            let (head, words, tail) = unsafe { bytes.align_to::<u16>() };
+            (head.is_empty() && tail.is_empty()).then_some(words)
+        };
         let mut bits = [0u16; CHUNK];
         let level = SimdLevel::default_level();
         for start in (0..self.cols).step_by(CHUNK) {
@@ -241,13 +246,19 @@ impl<'a> Matrix<'a> {
                         }
                     }
                     Element::F16 | Element::Bf16 => {
-                        for (w, b) in bits.iter_mut().zip(bytes.chunks_exact(2)) {
-                            *w = u16::from_ne_bytes([b[0], b[1]]);
-                        }
+                        let words = match aligned16(bytes) {
+                            Some(words) => words,
+                            None => {
+                                for (w, b) in bits.iter_mut().zip(bytes.chunks_exact(2)) {
+                                    *w = u16::from_ne_bytes([b[0], b[1]]);
+                                }
+                                &bits[..n]
+                            }
+                        };
                         if self.element == Element::F16 {
-                            f16_slice_to_f32(&bits[..n], out, level);
+                            f16_slice_to_f32(words, out, level);
                         } else {
-                            bf16_slice_to_f32(&bits[..n], out, level);
+                            bf16_slice_to_f32(words, out, level);
                         }
                     }
                     Element::I8 { scale, zero_point } => {
