@@ -32,8 +32,8 @@ def synthetic(nc: int, extra: int, n: int = 8400, hot: int = 373, seed: int = 0)
     """[1, 4+nc+extra, n]: low scores everywhere, `hot` anchors with a high class score, boxes in clusters."""
     rng = np.random.default_rng(seed)
     out = np.zeros((1, 4 + nc + extra, n), np.float32)
-    centres = rng.uniform(0, 640, (60, 2))
-    out[0, 0:2] = (centres[rng.integers(0, 60, n)] + rng.normal(0, 10, (n, 2))).T
+    centres = rng.uniform(0, 640, (15, 2))
+    out[0, 0:2] = (centres[rng.integers(0, 15, n)] + rng.normal(0, 10, (n, 2))).T
     out[0, 2:4] = rng.uniform(8, 160, (2, n))
     out[0, 4:4 + nc] = rng.uniform(0, 0.05, (nc, n))
     idx = rng.choice(n, hot, replace=False)
