@@ -76,6 +76,12 @@ impl Decoded {
     }
 }
 
+/// Strictly above the threshold (NaN is not).
+#[inline]
+fn above(v: f32, conf: f32) -> bool {
+    v > conf
+}
+
 struct Candidate {
     anchor: usize,
     score: f32,
@@ -252,7 +258,7 @@ fn yolov5_candidates(m: Matrix<'_>, nc: usize, params: &Params) -> Vec<Candidate
     let mut found = Vec::new();
     for anchor in 0..m.rows {
         let obj = m.get(anchor, 4);
-        if !(obj > params.conf) {
+        if !above(obj, params.conf) {
             continue;
         }
         let (mut score, mut class) = (f32::NEG_INFINITY, 0u32);
@@ -280,7 +286,7 @@ fn end_to_end(m: Matrix<'_>, layout: &Layout, params: &Params) -> Decoded {
         let score = m.get(row, 4);
         let class_value = m.get(row, 5);
         // A class id that is not a whole number in range is no detection.
-        if !(score > params.conf) || !(class_value >= 0.0 && class_value < u32::MAX as f32) {
+        if !above(score, params.conf) || !(0.0..u32::MAX as f32).contains(&class_value) {
             continue;
         }
         let class = class_value.round() as u32;

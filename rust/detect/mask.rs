@@ -119,10 +119,18 @@ pub fn masks(
         bail!("masks need non-empty prototypes, input and frame, got prototypes {mw}x{mh}, input {iw}x{ih}, frame {fw}x{fh}");
     }
     if left >= right || top >= bottom || right > iw || bottom > ih {
-        bail!("the image rectangle {:?} (left, top, right, bottom) does not lie in the {iw}x{ih} input", geometry.image);
+        bail!(
+            "the image rectangle {:?} (left, top, right, bottom) does not lie in the {iw}x{ih} input",
+            geometry.image
+        );
     }
     if out.len() != boxes.len() * fw * fh {
-        bail!("masks of {} boxes in a {fw}x{fh} frame need {} bytes, got {}", boxes.len(), boxes.len() * fw * fh, out.len());
+        bail!(
+            "masks of {} boxes in a {fw}x{fh} frame need {} bytes, got {}",
+            boxes.len(),
+            boxes.len() * fw * fh,
+            out.len()
+        );
     }
     out.fill(0);
     // The prototypes as f32 planes, read once (they may be f16, strided...).
@@ -174,7 +182,8 @@ pub fn masks(
         }
         found.push(any);
         // scale_masks: the image's rectangle of the input, resized to the frame.
-        let (cx, cy) = (input.x.start.max(left)..input.x.end.min(right), input.y.start.max(top)..input.y.end.min(bottom));
+        let (cx, cy) =
+            (input.x.start.max(left)..input.x.end.min(right), input.y.start.max(top)..input.y.end.min(bottom));
         if !any || cx.is_empty() || cy.is_empty() {
             continue;
         }

@@ -32,10 +32,8 @@ pub fn nms(boxes: &[[f32; 4]], classes: &[u32], iou: f32, agnostic: bool, max_de
             _ => by_class.push((classes[i], vec![i])),
         }
     }
-    let mut keep: Vec<usize> = by_class
-        .iter()
-        .flat_map(|(c, members)| greedy(boxes, members, *c as f32 * MAX_WH, iou, max_det))
-        .collect();
+    let mut keep: Vec<usize> =
+        by_class.iter().flat_map(|(c, members)| greedy(boxes, members, *c as f32 * MAX_WH, iou, max_det)).collect();
     keep.sort_unstable();
     keep.truncate(max_det);
     keep
