@@ -153,10 +153,17 @@ fn anchor_free_candidates(output: Matrix<'_>, nc: usize, params: &Params) -> Vec
     let mut best = vec![f32::NEG_INFINITY; n];
     let mut best_class = vec![0u32; n];
     let scan = scan_kernel();
+    #[cfg(target_arch = "x86_64")]
+    let scan_f16 = scan_f16_kernel();
     let mut block = Vec::new();
     let mut scratch = [0f32; CHUNK];
     for start in (0..n).step_by(CHUNK) {
         let width = CHUNK.min(n - start);
+        #[cfg(target_arch = "x86_64")]
+        if let (Some(scan16), Some((rows, stride))) = (scan_f16, output.packed_f16(4, start, nc, width)) {
+            scan16(rows, stride, nc, &mut best[start..start + width], &mut best_class[start..start + width]);
+            continue;
+        }
         let (rows, stride) = match output.packed_f32(4, start, nc, width) {
             Some(rows) => rows,
             None => {
@@ -214,6 +221,59 @@ fn scan_kernel() -> Scan {
         }
     }
     scan
+}
+
+/// The f16 scan where the CPU has AVX2 and F16C (x86_64).
+#[cfg(target_arch = "x86_64")]
+fn scan_f16_kernel() -> Option<ScanF16> {
+    use crate::layout::SimdLevel;
+    if matches!(SimdLevel::default_level(), SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi) {
+        // SAFETY: the AVX2 levels include F16C (SimdLevel checked it at run time).
+        return Some(|r, s, nc, b, k| unsafe { scan_f16_avx2(r, s, nc, b, k) });
+    }
+    None
+}
+
+#[cfg(target_arch = "x86_64")]
+type ScanF16 = fn(&[u16], usize, usize, &mut [f32], &mut [u32]);
+
+/// [`scan_avx2`] over f16 rows, converted in registers (F16C).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c")]
+fn scan_f16_avx2(rows: &[u16], stride: usize, nc: usize, best: &mut [f32], best_class: &mut [u32]) {
+    use std::arch::x86_64::*;
+    let width = best.len().min(best_class.len());
+    assert!(nc == 0 || (nc - 1) * stride + width <= rows.len(), "scan block out of bounds");
+    let lanes = width / 16 * 16;
+    for x in (0..lanes).step_by(16) {
+        // SAFETY: row c, columns x..x + 16 lie in `rows` (asserted above); unaligned loads and stores.
+        unsafe {
+            let (mut b0, mut b1) = (_mm256_set1_ps(f32::NEG_INFINITY), _mm256_set1_ps(f32::NEG_INFINITY));
+            let (mut k0, mut k1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+            for c in 0..nc {
+                let p = rows.as_ptr().add(c * stride + x) as *const __m128i;
+                let (v0, v1) = (_mm256_cvtph_ps(_mm_loadu_si128(p)), _mm256_cvtph_ps(_mm_loadu_si128(p.add(1))));
+                let class = _mm256_castsi256_ps(_mm256_set1_epi32(c as i32));
+                let (g0, g1) = (_mm256_cmp_ps::<_CMP_GT_OQ>(v0, b0), _mm256_cmp_ps::<_CMP_GT_OQ>(v1, b1));
+                (b0, b1) = (_mm256_max_ps(v0, b0), _mm256_max_ps(v1, b1));
+                (k0, k1) = (_mm256_blendv_ps(k0, class, g0), _mm256_blendv_ps(k1, class, g1));
+            }
+            _mm256_storeu_ps(best.as_mut_ptr().add(x), b0);
+            _mm256_storeu_ps(best.as_mut_ptr().add(x + 8), b1);
+            _mm256_storeu_ps(best_class.as_mut_ptr().add(x) as *mut f32, k0);
+            _mm256_storeu_ps(best_class.as_mut_ptr().add(x + 8) as *mut f32, k1);
+        }
+    }
+    for x in lanes..width {
+        let (mut top, mut class) = (f32::NEG_INFINITY, 0u32);
+        for c in 0..nc {
+            let v = crate::layout::f16_to_f32(rows[c * stride + x]);
+            if v > top {
+                (top, class) = (v, c as u32);
+            }
+        }
+        (best[x], best_class[x]) = (top, class);
+    }
 }
 
 /// 16 columns at a time: best and class in four registers across all rows

@@ -236,6 +236,22 @@ impl<'a> Matrix<'a> {
         (head.is_empty() && values.len() * 4 == len).then_some((values, stride as usize))
     }
 
+    /// As [`Matrix::packed_f32`] for packed f16 (their bits).
+    pub fn packed_f16(&self, first: usize, start: usize, count: usize, width: usize) -> Option<(&'a [u16], usize)> {
+        let stride = self.row_stride / 2;
+        if self.element != Element::F16 || self.col_stride != 2 || self.row_stride % 2 != 0 || stride < 0 {
+            return None;
+        }
+        if count == 0 || width == 0 || first + count > self.rows || start + width > self.cols {
+            return None;
+        }
+        let at = (self.origin + first as isize * self.row_stride + start as isize * 2) as usize;
+        let len = ((count - 1) * stride as usize + width) * 2;
+        // SAFETY: every bit pattern is a valid u16; only a whole aligned span is used.
+        let (head, values, _) = unsafe { self.data.get(at..at + len)?.align_to::<u16>() };
+        (head.is_empty() && values.len() * 2 == len).then_some((values, stride as usize))
+    }
+
     /// [`Matrix::row_chunks`] over columns `cols` only.
     #[inline]
     pub fn row_chunks_in(
