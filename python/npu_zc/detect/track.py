@@ -9,7 +9,8 @@ and its id; a new object shows from its second frame (except on the first frame 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -75,10 +76,6 @@ class Tracker:
         return f"Tracker({settings})"
 
 
-def _select(detections: Any, index: np.ndarray, boxes: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> Any:
-    """The detections at ``index`` with the tracker's boxes, scores and ids."""
-    picked = detections[index]
-    out = picked.with_tracks(ids)
-    out.xyxy[...] = boxes
-    out.scores[...] = scores
-    return out
+def _select(detections: Detections, index: np.ndarray, boxes: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> Detections:
+    """The detections at ``index`` (masks, keypoints with them) with the tracker's boxes, scores and ids."""
+    return replace(detections[index], xyxy=boxes, scores=scores, track_ids=ids)

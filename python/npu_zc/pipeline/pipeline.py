@@ -166,6 +166,8 @@ class Pipeline:
             from ..runtime.zoo import face_detection
 
             mean, scale = face_detection.MEAN, face_detection.SCALE  # what MediaPipe feeds it; the file does not say
+        if self.kind == "yolo" and mean is None and scale is None and model_normalisation(source).scale is None:
+            scale = (255.0, 255.0, 255.0)  # Ultralytics' /255 (an ONNX export records no model_info)
         if isinstance(labels, (str, os.PathLike)):
             labels = read_labels(Path(labels))
         self.session = compile_model(

@@ -98,10 +98,12 @@ def layout_for(model: Any, meta: YoloMetadata | None, options: DetectOptions | N
 
     task = (options.task if options else None) or (meta.task if meta else None)
     names = (options.names if options else None) or (meta.names if meta else None) or None
+    # The number of names tells a pose output from a detect one only when the task is unknown; with the
+    # task known, a count that disagrees is reported by YoloDetections, naming where the names came from.
     return YoloLayout.from_outputs(
         output_shapes(model),
         task=task,
-        nc=len(names) if names and options is not None and options.names else None,
+        nc=len(names) if names and task is None else None,
         kpt_shape=meta.kpt_shape if meta else None,
         end2end=meta.end2end if meta else None,
         input_size=input_size_of(model),

@@ -293,7 +293,8 @@ def model_normalisation(model: Any) -> Normalisation:
         if not model.has_rt_info(["model_info", key]):
             return None
         text = _rt_text(model.get_rt_info(["model_info", key])).replace(",", " ").strip("[] ")
-        return tuple(float(v) for v in text.split()) or None
+        found = tuple(float(v) for v in text.split())
+        return found * 3 if len(found) == 1 else found or None  # one value for every channel (Ultralytics: [255])
 
     color: Literal["RGB", "BGR"] = "RGB"
     if model.has_rt_info(["model_info", "reverse_input_channels"]):
