@@ -121,5 +121,7 @@ def test_stream_tracks_the_squares(red_square_yolo: Path, tmp_path: Path) -> Non
     for frame in frames:
         ids = sorted(d["track_id"] for d in frame["detections"]["detections"])
         assert ids == [1, 2]
+    text = ok("stream", "-i", folder, "-m", red_square_yolo, "-d", "CPU", "-c", "--no-progress")
+    assert "found    12 detections in 6 frames, 2 tracks" in text
     untracked = json.loads(ok("stream", "-i", folder, "-m", red_square_yolo, "-d", "CPU", "--json", "-c", "--no-track"))
     assert all("track_id" not in d for f in untracked["results"] for d in f["detections"]["detections"])

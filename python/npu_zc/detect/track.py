@@ -33,7 +33,7 @@ class Tracker:
         fuse_score: bool = True,
         frame_rate: int = 30,
     ) -> None:
-        self.config = {
+        self.config: dict[str, float | int | bool] = {
             "track_high_thresh": float(track_high_thresh),
             "track_low_thresh": float(track_low_thresh),
             "new_track_thresh": float(new_track_thresh),
@@ -42,7 +42,10 @@ class Tracker:
             "fuse_score": bool(fuse_score),
             "frame_rate": int(frame_rate),
         }
-        self._inner = _ByteTracker(**self.config)
+        self._inner = _ByteTracker(
+            float(track_high_thresh), float(track_low_thresh), float(new_track_thresh), int(track_buffer),
+            float(match_thresh), bool(fuse_score), int(frame_rate),
+        )
 
     @property
     def frame_id(self) -> int:

@@ -113,7 +113,7 @@ def layout_for(model: Any, meta: YoloMetadata | None, options: DetectOptions | N
 class YoloDetections(Postprocessor):
     """Decodes a YOLO model's outputs where they lie (Rust, the GIL released) into :class:`Detections`."""
 
-    kind = "yolo"  # type: ignore[assignment]
+    kind = "yolo"
 
     def __init__(self, model: Any, meta: YoloMetadata | None = None, options: DetectOptions | None = None) -> None:
         self.options = options or DetectOptions()
@@ -121,13 +121,13 @@ class YoloDetections(Postprocessor):
         names = dict(self.options.names or (meta.names if meta else {}) or {})
         nc = int(self.layout.nc)
         if names and len(names) != nc:
-            said = "--names" if self.options.names else "the model's metadata"
+            said = "the names given" if self.options.names else "the model's metadata"
             raise ModelError(f"{said} lists {len(names)} class names; the model's output scores {nc} classes")
         self.names = names or {i: str(i) for i in range(nc)}
         self.input_size = input_size_of(model)
         self.quant = _quantisation(model)
 
-    def __call__(self, outputs: Sequence[np.ndarray]) -> Detections:  # type: ignore[override]
+    def __call__(self, outputs: Sequence[np.ndarray]) -> Detections:
         """Detections in model-input pixels (no frame to map them to)."""
         return self._decode(outputs, None, None)
 
