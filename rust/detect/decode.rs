@@ -146,16 +146,11 @@ fn anchor_free_candidates(output: Matrix<'_>, nc: usize, params: &Params) -> Vec
     let mut best = vec![f32::NEG_INFINITY; n];
     let mut best_class = vec![0u32; n];
     let mut scratch = [0f32; CHUNK];
+    let merge = merge_kernel();
     for c in 0..nc {
-        let class = c as u32;
         output.row_chunks(4 + c, &mut scratch, |start, values| {
             let end = start + values.len();
-            for ((b, k), &v) in best[start..end].iter_mut().zip(&mut best_class[start..end]).zip(values) {
-                // Strictly greater: the first class wins ties; NaN never wins.
-                let gt = v > *b;
-                *b = if gt { v } else { *b };
-                *k = if gt { class } else { *k };
-            }
+            merge(&mut best[start..end], &mut best_class[start..end], values, c as u32);
         });
     }
     let conf = params.conf;
@@ -165,6 +160,58 @@ fn anchor_free_candidates(output: Matrix<'_>, nc: usize, params: &Params) -> Vec
         .filter(|&(_, (&s, &k))| s > conf && params.wants(k))
         .map(|(anchor, (&score, &class))| Candidate { anchor, score, class })
         .collect()
+}
+
+type Merge = fn(&mut [f32], &mut [u32], &[f32], u32);
+
+/// `best = max(best, values)` and `best_class = class` where `values` won.
+/// Strictly greater: the first class wins ties (torch's `max`); NaN never wins.
+#[inline(always)]
+fn merge(best: &mut [f32], best_class: &mut [u32], values: &[f32], class: u32) {
+    let n = values.len().min(best.len()).min(best_class.len());
+    let (best, best_class, values) = (&mut best[..n], &mut best_class[..n], &values[..n]);
+    for i in 0..n {
+        let gt = values[i] > best[i];
+        best[i] = if gt { values[i] } else { best[i] };
+        best_class[i] = if gt { class } else { best_class[i] };
+    }
+}
+
+/// The merge compiled for the best instruction set this CPU has (AVX2 on
+/// x86_64 where present: 8 lanes of compare and blend).
+fn merge_kernel() -> Merge {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // Intrinsics: LLVM turns the plain loop into masked stores, which
+        // AMD cores run in microcode (3x slower than the scalar loop).
+        #[target_feature(enable = "avx2")]
+        fn merge_avx2(best: &mut [f32], best_class: &mut [u32], values: &[f32], class: u32) {
+            use std::arch::x86_64::*;
+            let n = values.len().min(best.len()).min(best_class.len());
+            let lanes = n / 8 * 8;
+            let cls = _mm256_castsi256_ps(_mm256_set1_epi32(class as i32));
+            for i in (0..lanes).step_by(8) {
+                // SAFETY: i + 8 <= n, within all three slices; unaligned loads/stores.
+                unsafe {
+                    let v = _mm256_loadu_ps(values.as_ptr().add(i));
+                    let b = _mm256_loadu_ps(best.as_ptr().add(i));
+                    let k = _mm256_loadu_ps(best_class.as_ptr().add(i) as *const f32);
+                    let gt = _mm256_cmp_ps::<_CMP_GT_OQ>(v, b);
+                    _mm256_storeu_ps(best.as_mut_ptr().add(i), _mm256_blendv_ps(b, v, gt));
+                    _mm256_storeu_ps(best_class.as_mut_ptr().add(i) as *mut f32, _mm256_blendv_ps(k, cls, gt));
+                }
+            }
+            merge(&mut best[lanes..n], &mut best_class[lanes..n], &values[lanes..n], class)
+        }
+        use crate::layout::SimdLevel;
+        if matches!(SimdLevel::default_level(), SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi) {
+            return |b, k, v, c| {
+                // SAFETY: the CPU has AVX2 (SimdLevel checked it at run time).
+                unsafe { merge_avx2(b, k, v, c) }
+            };
+        }
+    }
+    merge
 }
 
 /// YOLOv5 (its repository's `non_max_suppression`): objectness above `conf`,

@@ -46,35 +46,28 @@ impl Geometry {
         }
     }
 
-    /// Rotated boxes (cx, cy, w, h) and their angles: Ultralytics'
-    /// `regularize_rboxes` (angle in [0, pi/2), w and h swapped where the angle
-    /// was in [pi/2, pi) modulo pi), centres mapped without clipping, sizes
-    /// divided by the mean scale. Returns each box's axis-aligned bounds
-    /// (x1, y1, x2, y2 of its corners), clipped to the frame.
-    pub fn rotated(&self, boxes: &mut [[f32; 4]], angles: &mut [f32]) -> Vec<[f32; 4]> {
-        use std::f32::consts::{FRAC_PI_2, PI};
-        let size_scale = (self.scale[0] + self.scale[1]) / 2.0;
+    /// Rotated boxes (cx, cy, w, h) in place, as Ultralytics'
+    /// `scale_boxes(..., xywh=True)` maps them: centres mapped, sizes divided by
+    /// the scale of their axis, not clipped (the angle stays as the model
+    /// wrote it). Returns each box's axis-aligned bounds (x1, y1, x2, y2 of its
+    /// corners), clipped to the frame.
+    pub fn rotated(&self, boxes: &mut [[f32; 4]], angles: &[f32]) -> Vec<[f32; 4]> {
         let unclipped = Geometry { frame: None, ..*self };
+        let clip = |v: f32, axis: usize| match self.frame {
+            Some(size) => v.clamp(0.0, size[axis] as f32),
+            None => v,
+        };
         let mut bounds = Vec::with_capacity(boxes.len());
-        for (b, t) in boxes.iter_mut().zip(angles.iter_mut()) {
-            let swap = t.rem_euclid(PI) >= FRAC_PI_2;
-            let (w, h) = if swap { (b[3], b[2]) } else { (b[2], b[3]) };
-            *t = t.rem_euclid(FRAC_PI_2);
+        for (b, t) in boxes.iter_mut().zip(angles) {
             *b = [
                 unclipped.map(b[0], 0),
                 unclipped.map(b[1], 1),
-                (w as f64 / size_scale) as f32,
-                (h as f64 / size_scale) as f32,
+                (b[2] as f64 / self.scale[0]) as f32,
+                (b[3] as f64 / self.scale[1]) as f32,
             ];
             let (sin, cos) = t.sin_cos();
-            let (dx, dy) = (
-                (b[2] / 2.0 * cos).abs() + (b[3] / 2.0 * sin).abs(),
-                (b[2] / 2.0 * sin).abs() + (b[3] / 2.0 * cos).abs(),
-            );
-            let clip = |v: f32, axis: usize| match self.frame {
-                Some(size) => v.clamp(0.0, size[axis] as f32),
-                None => v,
-            };
+            let (w, h) = (b[2] / 2.0, b[3] / 2.0);
+            let (dx, dy) = ((w * cos).abs() + (h * sin).abs(), (w * sin).abs() + (h * cos).abs());
             bounds.push([clip(b[0] - dx, 0), clip(b[1] - dy, 1), clip(b[0] + dx, 0), clip(b[1] + dy, 1)]);
         }
         bounds

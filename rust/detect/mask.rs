@@ -1,14 +1,16 @@
 //! Segmentation masks of the boxes kept, as Ultralytics makes them, in frame pixels.
 //!
-//! Ultralytics (`ultralytics/utils/ops.py`): `process_mask` multiplies each
-//! box's coefficients with the prototypes `[nm, mh, mw]`, zeroes what lies
-//! outside the box (`crop_mask`, box scaled to prototype pixels), upsamples
-//! bilinearly to the model input and keeps values > 0; `scale_masks` then cuts
-//! the letterbox padding off and resizes bilinearly to the frame (here: > 0.5).
-//! Both resizes are torch's `F.interpolate(mode="bilinear", align_corners=False)`.
+//! Ultralytics 8.4 (`ultralytics/utils/ops.py`): `process_mask(upsample=True)`
+//! multiplies each box's coefficients with the prototypes `[nm, mh, mw]`,
+//! upsamples bilinearly to the model input, keeps values > 0 and zeroes the
+//! input pixels outside the box (`crop_mask`: columns x1 <= c < x2, rows
+//! alike); the predictor then drops boxes whose mask is empty. `scale_masks`
+//! cuts the letterbox padding off and resizes bilinearly to the frame (here:
+//! kept > 0.5). Both resizes are torch's `F.interpolate(mode="bilinear",
+//! align_corners=False)`.
 //!
-//! Only the pixels a box can reach are computed: its prototype pixels, their
-//! bilinear reach in the model input, and that region's reach in the frame.
+//! Only the pixels a box can reach are computed: the input pixels in the box,
+//! the prototype pixels their bilinear taps read, and their reach in the frame.
 
 use super::error::{bail, Result};
 use super::tensor::Tensor;
@@ -95,14 +97,16 @@ impl Patch {
 
 /// Masks of `boxes` (x1, y1, x2, y2 in model-input pixels) from their
 /// coefficients (`nm` per box) and `protos` `[nm, mh, mw]` (batch dropped),
-/// written as 0/1 bytes into `out`: one frame-sized plane per box.
+/// written as 0/1 bytes into `out`: one frame-sized plane per box. Returns,
+/// per box, whether its mask at the model input has any pixel (Ultralytics
+/// drops the boxes whose mask is empty).
 pub fn masks(
     protos: &Tensor<'_>,
     coeffs: &[f32],
     boxes: &[[f32; 4]],
     geometry: &MaskGeometry,
     out: &mut [u8],
-) -> Result<()> {
+) -> Result<Vec<bool>> {
     let p = protos.squeeze_to(3)?;
     let (nm, mh, mw) = (p.shape()[0], p.shape()[1], p.shape()[2]);
     let [iw, ih] = geometry.input;
@@ -115,57 +119,57 @@ pub fn masks(
         bail!("masks need non-empty prototypes, input and frame, got prototypes {mw}x{mh}, input {iw}x{ih}, frame {fw}x{fh}");
     }
     if left >= right || top >= bottom || right > iw || bottom > ih {
-        bail!(
-            "the image rectangle {:?} (left, top, right, bottom) does not lie in the {iw}x{ih} input",
-            geometry.image
-        );
+        bail!("the image rectangle {:?} (left, top, right, bottom) does not lie in the {iw}x{ih} input", geometry.image);
     }
     if out.len() != boxes.len() * fw * fh {
-        bail!(
-            "masks of {} boxes in a {fw}x{fh} frame need {} bytes, got {}",
-            boxes.len(),
-            boxes.len() * fw * fh,
-            out.len()
-        );
+        bail!("masks of {} boxes in a {fw}x{fh} frame need {} bytes, got {}", boxes.len(), boxes.len() * fw * fh, out.len());
     }
     out.fill(0);
-    // Ultralytics: bboxes * [mw / w, mh / h, mw / w, mh / h], in f32.
-    let (rx, ry) = ((mw as f64 / iw as f64) as f32, (mh as f64 / ih as f64) as f32);
-    let crop_w = right - left;
-    let crop_h = bottom - top;
+    let mut found = Vec::with_capacity(boxes.len());
     for ((b, c), plane) in boxes.iter().zip(coeffs.chunks_exact(nm)).zip(out.chunks_exact_mut(fw * fh)) {
-        let (x1, y1, x2, y2) = (b[0] * rx, b[1] * ry, b[2] * rx, b[3] * ry);
-        // crop_mask keeps pixel columns c with x1 <= c < x2 (and rows alike).
+        // crop_mask keeps columns c with x1 <= c < x2 (rows alike).
         let first = |v: f32, n: usize| (v.max(0.0).ceil() as usize).min(n);
-        let (cx, cy) = (first(x1, mw)..first(x2, mw), first(y1, mh)..first(y2, mh));
-        if cx.is_empty() || cy.is_empty() {
+        let (bx, by) = (first(b[0], iw)..first(b[2], iw), first(b[1], ih)..first(b[3], ih));
+        if bx.is_empty() || by.is_empty() || !b.iter().all(|v| v.is_finite()) {
+            found.push(false);
             continue;
         }
-        let mut proto = Patch { x: cx.clone(), y: cy.clone(), values: Vec::with_capacity(cx.len() * cy.len()) };
-        for y in cy.clone() {
-            for x in cx.clone() {
+        let (tx, ty) = (taps(mw, iw, bx.clone()), taps(mh, ih, by.clone()));
+        let span = |t: &[Tap]| t[0].i0..t[t.len() - 1].i1 + 1;
+        let (px, py) = (span(&tx), span(&ty));
+        let mut proto = Patch { x: px.clone(), y: py.clone(), values: Vec::with_capacity(px.len() * py.len()) };
+        for y in py.clone() {
+            for x in px.clone() {
                 let v: f32 = c.iter().enumerate().map(|(k, &w)| w * p.get(&[k, y, x])).sum();
                 proto.values.push(v);
             }
         }
-        // process_mask: upsample to the input, > 0.
-        let input = proto.resize([mw, mh], [iw, ih], |v| v > 0.0);
-        // scale_masks: the image's rectangle of the input, resized to the frame.
-        let inside = Patch {
-            x: input.x.start.max(left) - left..input.x.end.min(right).max(left) - left,
-            y: input.y.start.max(top) - top..input.y.end.min(bottom).max(top) - top,
-            values: Vec::new(),
-        };
-        let mut cropped = Patch { values: Vec::with_capacity(inside.x.len() * inside.y.len()), ..inside };
-        for y in cropped.y.clone() {
-            for x in cropped.x.clone() {
-                cropped.values.push(input.at(x + left, y + top));
+        // process_mask: upsample to the input, > 0, inside the box.
+        let mut input = Patch { x: bx.clone(), y: by.clone(), values: Vec::with_capacity(bx.len() * by.len()) };
+        let mut any = false;
+        for t in &ty {
+            for s in &tx {
+                let upper = s.w0 * proto.at(s.i0, t.i0) + s.w1 * proto.at(s.i1, t.i0);
+                let lower = s.w0 * proto.at(s.i0, t.i1) + s.w1 * proto.at(s.i1, t.i1);
+                let on = t.w0 * upper + t.w1 * lower > 0.0;
+                any |= on;
+                input.values.push(if on { 1.0 } else { 0.0 });
             }
         }
-        if cropped.values.is_empty() {
+        found.push(any);
+        // scale_masks: the image's rectangle of the input, resized to the frame.
+        let (cx, cy) = (input.x.start.max(left)..input.x.end.min(right), input.y.start.max(top)..input.y.end.min(bottom));
+        if !any || cx.is_empty() || cy.is_empty() {
             continue;
         }
-        let frame = cropped.resize([crop_w, crop_h], [fw, fh], |v| v > 0.5);
+        let mut cropped =
+            Patch { x: cx.start - left..cx.end - left, y: cy.start - top..cy.end - top, values: Vec::new() };
+        for y in cy.clone() {
+            for x in cx.clone() {
+                cropped.values.push(input.at(x, y));
+            }
+        }
+        let frame = cropped.resize([right - left, bottom - top], [fw, fh], |v| v > 0.5);
         for (row, y) in frame.y.clone().enumerate() {
             let src = &frame.values[row * frame.x.len()..(row + 1) * frame.x.len()];
             for (d, &v) in plane[y * fw + frame.x.start..y * fw + frame.x.end].iter_mut().zip(src) {
@@ -173,5 +177,5 @@ pub fn masks(
             }
         }
     }
-    Ok(())
+    Ok(found)
 }

@@ -216,6 +216,16 @@ impl<'a> Matrix<'a> {
     pub fn row_chunks(&self, r: usize, scratch: &mut [f32; CHUNK], mut f: impl FnMut(usize, &[f32])) {
         let size = self.element.size();
         let packed = self.col_stride == size as isize;
+        if packed && self.element == Element::F32 && self.cols > 0 {
+            let at = (self.origin + r as isize * self.row_stride) as usize;
+            // SAFETY: every bit pattern is a valid f32; align_to returns only the
+            // aligned middle, accepted when it is the whole row (numpy aligns).
+            let (head, row, _) = unsafe { self.data[at..at + self.cols * 4].align_to::<f32>() };
+            if head.is_empty() && row.len() == self.cols {
+                f(0, row);
+                return;
+            }
+        }
         let mut bits = [0u16; CHUNK];
         let level = SimdLevel::default_level();
         for start in (0..self.cols).step_by(CHUNK) {

@@ -37,3 +37,18 @@ fn anchor_free_threshold_best_class_and_nms() {
     assert_eq!(d.scores, vec![0.9, 0.6]);
     assert_eq!(d.boxes[0], [40.0, 40.0, 60.0, 60.0]);
 }
+
+#[test]
+#[ignore]
+fn timing() {
+    let n = 8400;
+    let values: Vec<f32> = (0..84 * n).map(|i| ((i * 7919) % 1000) as f32 / 5000.0).collect();
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let t = Tensor::contiguous(&data, Element::F32, &[1, 84, n]).unwrap();
+    let m = t.matrix().unwrap();
+    let start = std::time::Instant::now();
+    for _ in 0..100 {
+        decode(m, &layout(80), &Params::default()).unwrap();
+    }
+    eprintln!("decode: {:?}", start.elapsed() / 100);
+}

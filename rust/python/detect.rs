@@ -187,13 +187,19 @@ fn run(output: &Span, protos: Option<&Span>, r: &Request) -> detect::Result<Resu
             None => input,
         };
         let g = MaskGeometry { input, image, frame };
-        let mut out = vec![0u8; d.len() * frame[0] * frame[1]];
-        detect::mask::masks(&p, &d.extra, &d.boxes, &g, &mut out)?;
+        let plane = frame[0] * frame[1];
+        let mut out = vec![0u8; d.len() * plane];
+        let found = detect::mask::masks(&p, &d.extra, &d.boxes, &g, &mut out)?;
+        if found.contains(&false) {
+            // Ultralytics keeps only the boxes whose mask has a pixel.
+            d = keep_where(d, &found, nm);
+            out = out.chunks_exact(plane.max(1)).zip(&found).filter(|(_, &f)| f).flat_map(|(m, _)| m).copied().collect();
+        }
         masks = Some((out, frame));
     }
     let mut xywhr = None;
     if r.layout.task == Task::Obb {
-        let bounds = r.geometry.rotated(&mut d.boxes, &mut d.angles);
+        let bounds = r.geometry.rotated(&mut d.boxes, &d.angles);
         xywhr = Some(d.boxes.iter().zip(&d.angles).map(|(b, &t)| [b[0], b[1], b[2], b[3], t]).collect());
         d.boxes = bounds;
     } else {
@@ -206,6 +212,22 @@ fn run(output: &Span, protos: Option<&Span>, r: &Request) -> detect::Result<Resu
         keypoints = Some((values, k * dim));
     }
     Ok(Result_ { decoded: d, xywhr, keypoints, masks })
+}
+
+/// The detections where `keep` is true (`extra` values per detection).
+fn keep_where(d: detect::Decoded, keep: &[bool], extra: usize) -> detect::Decoded {
+    let mut out = detect::Decoded::default();
+    for (i, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
+        out.boxes.push(d.boxes[i]);
+        out.scores.push(d.scores[i]);
+        out.classes.push(d.classes[i]);
+        out.anchors.push(d.anchors[i]);
+        if let Some(&a) = d.angles.get(i) {
+            out.angles.push(a);
+        }
+        out.extra.extend_from_slice(&d.extra[i * extra..(i + 1) * extra]);
+    }
+    out
 }
 
 /// Decodes one YOLO output (and the prototypes of a segmentation model).

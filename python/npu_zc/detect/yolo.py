@@ -105,6 +105,8 @@ class YoloLayout:
 
         common = dict(nm=nm, output=out, protos=protos[0] if protos else None, input_size=input_size)
         row_major = a > b
+        if nc is not None and not end2end and a == 4 + nc + extra_of(task):
+            row_major = False  # few anchors (a small N) but the channels fit
         if end2end or (end2end is None and row_major and b == 6 + extra_of(task)):
             if not row_major and end2end:
                 raise DetectLayoutError(f"an end-to-end output is [1, K, 6+extra] with K rows of detections; {got}")
@@ -134,8 +136,8 @@ class YoloLayout:
                 task = "obb"
             elif rest > 0 and kpt_shape is not None and rest == kpt_shape[0] * kpt_shape[1]:
                 task = "pose"
-            elif rest > 0 and rest % 3 == 0:
-                task, kpt_shape = "pose", (rest // 3, 3)
+            elif rest == 51:  # Ultralytics' default kpt_shape (17, 3)
+                task, kpt_shape = "pose", (17, 3)
             else:
                 raise DetectLayoutError(
                     f"an anchor-free output of {nc} classes is [1, {4 + nc}, N] (detect), [1, {5 + nc}, N] (obb) "
@@ -203,7 +205,9 @@ def decode_yolo(
         outputs = [outputs]
     arrays = [np.asarray(o) for o in outputs]
     if len(arrays) <= max(layout.output, layout.protos or 0):
-        raise DetectLayoutError(f"the layout reads output {max(layout.output, layout.protos or 0)}, got {len(arrays)} outputs")
+        raise DetectLayoutError(
+            f"the layout reads its detections from output {layout.output} and its prototypes from output "
+            f"{layout.protos}, got {len(arrays)} outputs")
     if names and layout.nc and len(names) != layout.nc:
         raise DetectError(f"the model's output has {layout.nc} classes but {len(names)} names were given")
     if not (0.0 <= conf <= 1.0 and 0.0 <= iou <= 1.0):
