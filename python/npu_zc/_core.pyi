@@ -207,7 +207,7 @@ def decode_yolo(
     protos: np.ndarray | None = None,
     protos_element: str | None = None,
     nm: int = 32,
-    kpt: tuple[int, int] = (17, 3),
+    kpt: tuple[int, int] = ...,
     input: tuple[int, int] | None = None,
     image: tuple[int, int, int, int] | None = None,
     quant: tuple[float, int] | None = None,

@@ -76,6 +76,12 @@ impl Decoded {
     }
 }
 
+/// Strictly above the threshold (NaN is not).
+#[inline]
+fn above(v: f32, conf: f32) -> bool {
+    v > conf
+}
+
 struct Candidate {
     anchor: usize,
     score: f32,
@@ -139,19 +145,33 @@ fn rotated_box(m: Matrix<'_>, anchor: usize, layout: &Layout) -> [f32; 5] {
     [m.get(anchor, 0), m.get(anchor, 1), m.get(anchor, 2), m.get(anchor, 3), angle]
 }
 
-/// The hot loop: every class row of `[4+nc+extra, N]` scanned once, keeping
-/// each anchor's best score and its class (vectorised max and blend).
+/// The hot loop: every class row of `[4+nc+extra, N]` read once, in column
+/// blocks; each anchor's best score and class are kept in registers while
+/// the block's class rows stream past, and stored once per block.
 fn anchor_free_candidates(output: Matrix<'_>, nc: usize, params: &Params) -> Vec<Candidate> {
     let n = output.cols;
     let mut best = vec![f32::NEG_INFINITY; n];
     let mut best_class = vec![0u32; n];
+    let scan = scan_kernel();
+    let mut block = Vec::new();
     let mut scratch = [0f32; CHUNK];
-    let merge = merge_kernel();
-    for c in 0..nc {
-        output.row_chunks(4 + c, &mut scratch, |start, values| {
-            let end = start + values.len();
-            merge(&mut best[start..end], &mut best_class[start..end], values, c as u32);
-        });
+    for start in (0..n).step_by(CHUNK) {
+        let width = CHUNK.min(n - start);
+        let (rows, stride) = match output.packed_f32(4, start, nc, width) {
+            Some(rows) => rows,
+            None => {
+                // Other element types and strides: the block converted to f32 first.
+                block.resize(nc * CHUNK, 0.0);
+                for c in 0..nc {
+                    output.row_chunks_in(4 + c, start..start + width, &mut scratch, |at, values| {
+                        let o = c * CHUNK + (at - start);
+                        block[o..o + values.len()].copy_from_slice(values);
+                    });
+                }
+                (&block[..], CHUNK)
+            }
+        };
+        scan(rows, stride, nc, &mut best[start..start + width], &mut best_class[start..start + width]);
     }
     let conf = params.conf;
     best.iter()
@@ -162,56 +182,74 @@ fn anchor_free_candidates(output: Matrix<'_>, nc: usize, params: &Params) -> Vec
         .collect()
 }
 
-type Merge = fn(&mut [f32], &mut [u32], &[f32], u32);
+/// `(rows, stride, nc, best, best_class)`: row c of the block starts at
+/// `rows[c * stride]`; writes each column's best score and its class.
+type Scan = fn(&[f32], usize, usize, &mut [f32], &mut [u32]);
 
-/// `best = max(best, values)` and `best_class = class` where `values` won.
 /// Strictly greater: the first class wins ties (torch's `max`); NaN never wins.
 #[inline(always)]
-fn merge(best: &mut [f32], best_class: &mut [u32], values: &[f32], class: u32) {
-    let n = values.len().min(best.len()).min(best_class.len());
-    let (best, best_class, values) = (&mut best[..n], &mut best_class[..n], &values[..n]);
-    for i in 0..n {
-        let gt = values[i] > best[i];
-        best[i] = if gt { values[i] } else { best[i] };
-        best_class[i] = if gt { class } else { best_class[i] };
+fn scan(rows: &[f32], stride: usize, nc: usize, best: &mut [f32], best_class: &mut [u32]) {
+    for (x, (b, k)) in best.iter_mut().zip(best_class.iter_mut()).enumerate() {
+        let (mut top, mut class) = (f32::NEG_INFINITY, 0u32);
+        for c in 0..nc {
+            let v = rows[c * stride + x];
+            if v > top {
+                (top, class) = (v, c as u32);
+            }
+        }
+        (*b, *k) = (top, class);
     }
 }
 
-/// The merge compiled for the best instruction set this CPU has (AVX2 on
-/// x86_64 where present: 8 lanes of compare and blend).
-fn merge_kernel() -> Merge {
+/// The scan compiled for the best instruction set this CPU has.
+fn scan_kernel() -> Scan {
     #[cfg(target_arch = "x86_64")]
     {
-        // Intrinsics: LLVM turns the plain loop into masked stores, which
-        // AMD cores run in microcode (3x slower than the scalar loop).
-        #[target_feature(enable = "avx2")]
-        fn merge_avx2(best: &mut [f32], best_class: &mut [u32], values: &[f32], class: u32) {
-            use std::arch::x86_64::*;
-            let n = values.len().min(best.len()).min(best_class.len());
-            let lanes = n / 8 * 8;
-            let cls = _mm256_castsi256_ps(_mm256_set1_epi32(class as i32));
-            for i in (0..lanes).step_by(8) {
-                // SAFETY: i + 8 <= n, within all three slices; unaligned loads/stores.
-                unsafe {
-                    let v = _mm256_loadu_ps(values.as_ptr().add(i));
-                    let b = _mm256_loadu_ps(best.as_ptr().add(i));
-                    let k = _mm256_loadu_ps(best_class.as_ptr().add(i) as *const f32);
-                    let gt = _mm256_cmp_ps::<_CMP_GT_OQ>(v, b);
-                    _mm256_storeu_ps(best.as_mut_ptr().add(i), _mm256_blendv_ps(b, v, gt));
-                    _mm256_storeu_ps(best_class.as_mut_ptr().add(i) as *mut f32, _mm256_blendv_ps(k, cls, gt));
-                }
-            }
-            merge(&mut best[lanes..n], &mut best_class[lanes..n], &values[lanes..n], class)
-        }
         use crate::layout::SimdLevel;
         if matches!(SimdLevel::default_level(), SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi) {
-            return |b, k, v, c| {
+            return |r, s, nc, b, k| {
                 // SAFETY: the CPU has AVX2 (SimdLevel checked it at run time).
-                unsafe { merge_avx2(b, k, v, c) }
+                unsafe { scan_avx2(r, s, nc, b, k) }
             };
         }
     }
-    merge
+    scan
+}
+
+/// 16 columns at a time: best and class in four registers across all rows
+/// (intrinsics: LLVM turns a plain select loop into masked stores, which AMD
+/// cores run in microcode).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn scan_avx2(rows: &[f32], stride: usize, nc: usize, best: &mut [f32], best_class: &mut [u32]) {
+    use std::arch::x86_64::*;
+    let width = best.len().min(best_class.len());
+    assert!(nc == 0 || (nc - 1) * stride + width <= rows.len(), "scan block out of bounds");
+    let lanes = width / 16 * 16;
+    for x in (0..lanes).step_by(16) {
+        // SAFETY: row c, columns x..x + 16 lie in `rows` (asserted above);
+        // unaligned loads and stores; x + 16 <= width.
+        unsafe {
+            let (mut b0, mut b1) = (_mm256_set1_ps(f32::NEG_INFINITY), _mm256_set1_ps(f32::NEG_INFINITY));
+            let (mut k0, mut k1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+            for c in 0..nc {
+                let p = rows.as_ptr().add(c * stride + x);
+                let (v0, v1) = (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)));
+                let class = _mm256_castsi256_ps(_mm256_set1_epi32(c as i32));
+                let (g0, g1) = (_mm256_cmp_ps::<_CMP_GT_OQ>(v0, b0), _mm256_cmp_ps::<_CMP_GT_OQ>(v1, b1));
+                // max_ps(v, b) is v where v > b, else b (b itself when v is NaN).
+                (b0, b1) = (_mm256_max_ps(v0, b0), _mm256_max_ps(v1, b1));
+                (k0, k1) = (_mm256_blendv_ps(k0, class, g0), _mm256_blendv_ps(k1, class, g1));
+            }
+            _mm256_storeu_ps(best.as_mut_ptr().add(x), b0);
+            _mm256_storeu_ps(best.as_mut_ptr().add(x + 8), b1);
+            _mm256_storeu_ps(best_class.as_mut_ptr().add(x) as *mut f32, k0);
+            _mm256_storeu_ps(best_class.as_mut_ptr().add(x + 8) as *mut f32, k1);
+        }
+    }
+    if lanes < width {
+        scan(&rows[lanes..], stride, nc, &mut best[lanes..width], &mut best_class[lanes..width]);
+    }
 }
 
 /// YOLOv5 (its repository's `non_max_suppression`): objectness above `conf`,
@@ -220,7 +258,7 @@ fn yolov5_candidates(m: Matrix<'_>, nc: usize, params: &Params) -> Vec<Candidate
     let mut found = Vec::new();
     for anchor in 0..m.rows {
         let obj = m.get(anchor, 4);
-        if !(obj > params.conf) {
+        if !above(obj, params.conf) {
             continue;
         }
         let (mut score, mut class) = (f32::NEG_INFINITY, 0u32);
@@ -248,7 +286,7 @@ fn end_to_end(m: Matrix<'_>, layout: &Layout, params: &Params) -> Decoded {
         let score = m.get(row, 4);
         let class_value = m.get(row, 5);
         // A class id that is not a whole number in range is no detection.
-        if !(score > params.conf) || !(class_value >= 0.0 && class_value < u32::MAX as f32) {
+        if !above(score, params.conf) || !(0.0..u32::MAX as f32).contains(&class_value) {
             continue;
         }
         let class = class_value.round() as u32;

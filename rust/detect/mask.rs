@@ -119,12 +119,30 @@ pub fn masks(
         bail!("masks need non-empty prototypes, input and frame, got prototypes {mw}x{mh}, input {iw}x{ih}, frame {fw}x{fh}");
     }
     if left >= right || top >= bottom || right > iw || bottom > ih {
-        bail!("the image rectangle {:?} (left, top, right, bottom) does not lie in the {iw}x{ih} input", geometry.image);
+        bail!(
+            "the image rectangle {:?} (left, top, right, bottom) does not lie in the {iw}x{ih} input",
+            geometry.image
+        );
     }
     if out.len() != boxes.len() * fw * fh {
-        bail!("masks of {} boxes in a {fw}x{fh} frame need {} bytes, got {}", boxes.len(), boxes.len() * fw * fh, out.len());
+        bail!(
+            "masks of {} boxes in a {fw}x{fh} frame need {} bytes, got {}",
+            boxes.len(),
+            boxes.len() * fw * fh,
+            out.len()
+        );
     }
     out.fill(0);
+    // The prototypes as f32 planes, read once (they may be f16, strided...).
+    let mut planes = vec![0f32; if boxes.is_empty() { 0 } else { nm * mh * mw }];
+    for (k, plane) in planes.chunks_exact_mut((mh * mw).max(1)).enumerate() {
+        for (y, row) in plane.chunks_exact_mut(mw).enumerate() {
+            for (x, v) in row.iter_mut().enumerate() {
+                *v = p.get(&[k, y, x]);
+            }
+        }
+    }
+    let identity = geometry.image == [0, 0, iw, ih] && geometry.frame == geometry.input;
     let mut found = Vec::with_capacity(boxes.len());
     for ((b, c), plane) in boxes.iter().zip(coeffs.chunks_exact(nm)).zip(out.chunks_exact_mut(fw * fh)) {
         // crop_mask keeps columns c with x1 <= c < x2 (rows alike).
@@ -137,29 +155,46 @@ pub fn masks(
         let (tx, ty) = (taps(mw, iw, bx.clone()), taps(mh, ih, by.clone()));
         let span = |t: &[Tap]| t[0].i0..t[t.len() - 1].i1 + 1;
         let (px, py) = (span(&tx), span(&ty));
-        let mut proto = Patch { x: px.clone(), y: py.clone(), values: Vec::with_capacity(px.len() * py.len()) };
-        for y in py.clone() {
-            for x in px.clone() {
-                let v: f32 = c.iter().enumerate().map(|(k, &w)| w * p.get(&[k, y, x])).sum();
-                proto.values.push(v);
+        // Coefficients times prototypes, plane by plane (rows of contiguous values).
+        let mut proto = Patch { x: px.clone(), y: py.clone(), values: vec![0f32; px.len() * py.len()] };
+        for (&w, plane) in c.iter().zip(planes.chunks_exact(mh * mw)) {
+            for (y, acc) in py.clone().zip(proto.values.chunks_exact_mut(px.len())) {
+                for (a, &v) in acc.iter_mut().zip(&plane[y * mw + px.start..y * mw + px.end]) {
+                    *a += w * v;
+                }
             }
         }
         // process_mask: upsample to the input, > 0, inside the box.
         let mut input = Patch { x: bx.clone(), y: by.clone(), values: Vec::with_capacity(bx.len() * by.len()) };
         let mut any = false;
+        // Separable: each prototype row of the patch interpolated along x once.
+        let rows: Vec<Vec<f32>> = py
+            .clone()
+            .map(|y| tx.iter().map(|s| s.w0 * proto.at(s.i0, y) + s.w1 * proto.at(s.i1, y)).collect())
+            .collect();
         for t in &ty {
-            for s in &tx {
-                let upper = s.w0 * proto.at(s.i0, t.i0) + s.w1 * proto.at(s.i1, t.i0);
-                let lower = s.w0 * proto.at(s.i0, t.i1) + s.w1 * proto.at(s.i1, t.i1);
-                let on = t.w0 * upper + t.w1 * lower > 0.0;
+            let (upper, lower) = (&rows[t.i0 - py.start], &rows[t.i1 - py.start]);
+            for (u, l) in upper.iter().zip(lower) {
+                let on = t.w0 * u + t.w1 * l > 0.0;
                 any |= on;
                 input.values.push(if on { 1.0 } else { 0.0 });
             }
         }
         found.push(any);
         // scale_masks: the image's rectangle of the input, resized to the frame.
-        let (cx, cy) = (input.x.start.max(left)..input.x.end.min(right), input.y.start.max(top)..input.y.end.min(bottom));
+        let (cx, cy) =
+            (input.x.start.max(left)..input.x.end.min(right), input.y.start.max(top)..input.y.end.min(bottom));
         if !any || cx.is_empty() || cy.is_empty() {
+            continue;
+        }
+        if identity {
+            // Masks at the model input: no second resize.
+            for (row, y) in by.clone().enumerate() {
+                let src = &input.values[row * bx.len()..(row + 1) * bx.len()];
+                for (d, &v) in plane[y * fw + bx.start..y * fw + bx.end].iter_mut().zip(src) {
+                    *d = v as u8;
+                }
+            }
             continue;
         }
         let mut cropped =

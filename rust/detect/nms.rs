@@ -17,29 +17,52 @@ pub const MAX_WH: f32 = 7680.0;
 /// Indices (into the sorted candidates) of the boxes kept, in order.
 /// `boxes`: x1, y1, x2, y2.
 pub fn nms(boxes: &[[f32; 4]], classes: &[u32], iou: f32, agnostic: bool, max_det: usize) -> Vec<usize> {
-    let n = boxes.len();
-    let shifted: Vec<[f32; 4]> = boxes
+    if agnostic {
+        let all: Vec<usize> = (0..boxes.len()).collect();
+        return greedy(boxes, &all, 0.0, iou, max_det);
+    }
+    // Boxes of different classes never meet: NMS per class, then the kept
+    // boxes of all classes in score order (their index order).
+    let mut by_class: Vec<(u32, Vec<usize>)> = Vec::new();
+    let mut sorted: Vec<usize> = (0..boxes.len()).collect();
+    sorted.sort_by_key(|&i| classes[i]); // stable: score order within a class
+    for i in sorted {
+        match by_class.last_mut() {
+            Some((c, members)) if *c == classes[i] => members.push(i),
+            _ => by_class.push((classes[i], vec![i])),
+        }
+    }
+    let mut keep: Vec<usize> =
+        by_class.iter().flat_map(|(c, members)| greedy(boxes, members, *c as f32 * MAX_WH, iou, max_det)).collect();
+    keep.sort_unstable();
+    keep.truncate(max_det);
+    keep
+}
+
+/// Greedy NMS over `members` (indices in score order), coordinates shifted by
+/// `offset` as Ultralytics shifts them; at most `max_det` kept.
+fn greedy(boxes: &[[f32; 4]], members: &[usize], offset: f32, iou: f32, max_det: usize) -> Vec<usize> {
+    let shifted: Vec<[f32; 4]> = members
         .iter()
-        .zip(classes)
-        .map(|(b, &c)| {
-            let o = if agnostic { 0.0 } else { c as f32 * MAX_WH };
-            [b[0] + o, b[1] + o, b[2] + o, b[3] + o]
+        .map(|&i| {
+            let b = boxes[i];
+            [b[0] + offset, b[1] + offset, b[2] + offset, b[3] + offset]
         })
         .collect();
     let areas: Vec<f32> = shifted.iter().map(|b| (b[2] - b[0]) * (b[3] - b[1])).collect();
-    let mut suppressed = vec![false; n];
+    let mut suppressed = vec![false; members.len()];
     let mut keep = Vec::new();
-    for i in 0..n {
+    for i in 0..members.len() {
         if suppressed[i] {
             continue;
         }
-        keep.push(i);
+        keep.push(members[i]);
         if keep.len() >= max_det {
             break;
         }
         let a = shifted[i];
-        for j in i + 1..n {
-            if suppressed[j] || (!agnostic && classes[j] != classes[i]) {
+        for j in i + 1..members.len() {
+            if suppressed[j] {
                 continue;
             }
             let b = shifted[j];

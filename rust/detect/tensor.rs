@@ -213,23 +213,60 @@ impl<'a> Matrix<'a> {
     /// up to [`CHUNK`] values converted to f32 (SIMD conversion where the row
     /// is packed: the hot path of the threshold scan).
     #[inline]
-    pub fn row_chunks(&self, r: usize, scratch: &mut [f32; CHUNK], mut f: impl FnMut(usize, &[f32])) {
+    pub fn row_chunks(&self, r: usize, scratch: &mut [f32; CHUNK], f: impl FnMut(usize, &[f32])) {
+        self.row_chunks_in(r, 0..self.cols, scratch, f)
+    }
+
+    /// Rows `first..first + count`, columns `start..start + width` as one f32
+    /// slice and its row stride (in elements), when the matrix is packed f32
+    /// with aligned rows: read in place, no conversion.
+    pub fn packed_f32(&self, first: usize, start: usize, count: usize, width: usize) -> Option<(&'a [f32], usize)> {
+        let stride = self.row_stride / 4;
+        if self.element != Element::F32 || self.col_stride != 4 || self.row_stride % 4 != 0 || stride < 0 {
+            return None;
+        }
+        if count == 0 || width == 0 || first + count > self.rows || start + width > self.cols {
+            return None;
+        }
+        let at = (self.origin + first as isize * self.row_stride + start as isize * 4) as usize;
+        let len = ((count - 1) * stride as usize + width) * 4;
+        // SAFETY: every bit pattern is a valid f32; align_to returns only the
+        // aligned middle, accepted when it is the whole span.
+        let (head, values, _) = unsafe { self.data.get(at..at + len)?.align_to::<f32>() };
+        (head.is_empty() && values.len() * 4 == len).then_some((values, stride as usize))
+    }
+
+    /// [`Matrix::row_chunks`] over columns `cols` only.
+    #[inline]
+    pub fn row_chunks_in(
+        &self,
+        r: usize,
+        cols: std::ops::Range<usize>,
+        scratch: &mut [f32; CHUNK],
+        mut f: impl FnMut(usize, &[f32]),
+    ) {
         let size = self.element.size();
         let packed = self.col_stride == size as isize;
-        if packed && self.element == Element::F32 && self.cols > 0 {
-            let at = (self.origin + r as isize * self.row_stride) as usize;
+        let (first, count) = (cols.start, cols.end.min(self.cols).saturating_sub(cols.start));
+        if packed && self.element == Element::F32 && count > 0 {
+            let at = (self.origin + r as isize * self.row_stride + first as isize * 4) as usize;
             // SAFETY: every bit pattern is a valid f32; align_to returns only the
-            // aligned middle, accepted when it is the whole row (numpy aligns).
-            let (head, row, _) = unsafe { self.data[at..at + self.cols * 4].align_to::<f32>() };
-            if head.is_empty() && row.len() == self.cols {
-                f(0, row);
+            // aligned middle, accepted when it is the whole range (numpy aligns).
+            let (head, row, _) = unsafe { self.data[at..at + count * 4].align_to::<f32>() };
+            if head.is_empty() && row.len() == count {
+                f(first, row);
                 return;
             }
         }
+        let aligned16 = |bytes: &'a [u8]| {
+            // SAFETY: every bit pattern is a valid u16; only a whole aligned middle is used.
+            let (head, words, tail) = unsafe { bytes.align_to::<u16>() };
+            (head.is_empty() && tail.is_empty()).then_some(words)
+        };
         let mut bits = [0u16; CHUNK];
         let level = SimdLevel::default_level();
-        for start in (0..self.cols).step_by(CHUNK) {
-            let n = CHUNK.min(self.cols - start);
+        for start in (first..first + count).step_by(CHUNK) {
+            let n = CHUNK.min(first + count - start);
             let out = &mut scratch[..n];
             if packed {
                 let at = (self.origin + r as isize * self.row_stride + start as isize * self.col_stride) as usize;
@@ -241,13 +278,19 @@ impl<'a> Matrix<'a> {
                         }
                     }
                     Element::F16 | Element::Bf16 => {
-                        for (w, b) in bits.iter_mut().zip(bytes.chunks_exact(2)) {
-                            *w = u16::from_ne_bytes([b[0], b[1]]);
-                        }
+                        let words = match aligned16(bytes) {
+                            Some(words) => words,
+                            None => {
+                                for (w, b) in bits.iter_mut().zip(bytes.chunks_exact(2)) {
+                                    *w = u16::from_ne_bytes([b[0], b[1]]);
+                                }
+                                &bits[..n]
+                            }
+                        };
                         if self.element == Element::F16 {
-                            f16_slice_to_f32(&bits[..n], out, level);
+                            f16_slice_to_f32(words, out, level);
                         } else {
-                            bf16_slice_to_f32(&bits[..n], out, level);
+                            bf16_slice_to_f32(words, out, level);
                         }
                     }
                     Element::I8 { scale, zero_point } => {

@@ -193,7 +193,8 @@ fn run(output: &Span, protos: Option<&Span>, r: &Request) -> detect::Result<Resu
         if found.contains(&false) {
             // Ultralytics keeps only the boxes whose mask has a pixel.
             d = keep_where(d, &found, nm);
-            out = out.chunks_exact(plane.max(1)).zip(&found).filter(|(_, &f)| f).flat_map(|(m, _)| m).copied().collect();
+            out =
+                out.chunks_exact(plane.max(1)).zip(&found).filter(|(_, &f)| f).flat_map(|(m, _)| m).copied().collect();
         }
         masks = Some((out, frame));
     }
