@@ -256,15 +256,8 @@ struct Costs {
 
 impl Costs {
     fn iou_distance(tracks: &[[f32; 4]], dets: &[[f32; 4]]) -> Self {
-        let values = tracks
-            .iter()
-            .flat_map(|t| dets.iter().map(move |d| f64::from(1.0 - iou(t, d))))
-            .collect();
-        Self {
-            rows: tracks.len(),
-            cols: dets.len(),
-            values,
-        }
+        let values = tracks.iter().flat_map(|t| dets.iter().map(move |d| f64::from(1.0 - iou(t, d)))).collect();
+        Self { rows: tracks.len(), cols: dets.len(), values }
     }
 
     /// Ultralytics' `fuse_score`: 1 - (1 - cost) * score, in f32 as its arrays are.
@@ -328,11 +321,7 @@ fn assign(costs: &Costs, limit: f64) -> Assignment {
             matches.push((i, j));
         }
     }
-    Assignment {
-        matches,
-        unmatched_rows,
-        unmatched_cols,
-    }
+    Assignment { matches, unmatched_rows, unmatched_cols }
 }
 
 /// An exact minimum-cost perfect assignment of an `n x n` matrix by shortest
@@ -453,19 +442,8 @@ impl Candidate {
         let corner = |c: f32, size: f32| (f64::from(c) - f64::from(size) / 2.0) as f32;
         let tlwh = [corner(cx, w), corner(cy, h), w, h];
         let xyxy = [tlwh[0], tlwh[1], tlwh[0] + tlwh[2], tlwh[1] + tlwh[3]];
-        let xyah = [
-            tlwh[0] + tlwh[2] / 2.0,
-            tlwh[1] + tlwh[3] / 2.0,
-            tlwh[2] / tlwh[3],
-            tlwh[3],
-        ];
-        Self {
-            xyxy,
-            xyah,
-            score: det.score,
-            class: det.class,
-            index,
-        }
+        let xyah = [tlwh[0] + tlwh[2] / 2.0, tlwh[1] + tlwh[3] / 2.0, tlwh[2] / tlwh[3], tlwh[3]];
+        Self { xyxy, xyah, score: det.score, class: det.class, index }
     }
 }
 
@@ -524,11 +502,8 @@ impl ByteTracker {
 
     /// Forget every track; ids start at 1 again.
     pub fn reset(&mut self) {
-        *self = Self {
-            config: self.config,
-            max_time_lost: self.max_time_lost,
-            ..Self::new(self.config).expect("checked")
-        };
+        *self =
+            Self { config: self.config, max_time_lost: self.max_time_lost, ..Self::new(self.config).expect("checked") };
     }
 
     fn new_id(&mut self) -> u64 {
@@ -707,13 +682,7 @@ impl ByteTracker {
         self.tracked
             .iter()
             .filter(|t| t.activated)
-            .map(|t| Tracked {
-                xyxy: t.xyxy(),
-                track_id: t.id,
-                score: t.score,
-                class: t.class,
-                index: t.index,
-            })
+            .map(|t| Tracked { xyxy: t.xyxy(), track_id: t.id, score: t.score, class: t.class, index: t.index })
             .collect()
     }
 }
@@ -755,31 +724,19 @@ mod tests {
     use proptest::prelude::*;
 
     fn det(x: f32, y: f32, w: f32, h: f32, score: f32) -> Detection {
-        Detection {
-            xyxy: [x, y, x + w, y + h],
-            score,
-            class: 0,
-        }
+        Detection { xyxy: [x, y, x + w, y + h], score, class: 0 }
     }
 
     #[test]
     fn assignment_is_optimal_on_a_small_matrix() {
-        let costs = Costs {
-            rows: 3,
-            cols: 3,
-            values: vec![4.0, 1.0, 3.0, 2.0, 0.0, 5.0, 3.0, 2.0, 2.0],
-        };
+        let costs = Costs { rows: 3, cols: 3, values: vec![4.0, 1.0, 3.0, 2.0, 0.0, 5.0, 3.0, 2.0, 2.0] };
         let a = assign(&costs, 100.0);
         assert_eq!(a.matches, vec![(0, 1), (1, 0), (2, 2)]);
     }
 
     #[test]
     fn assignment_leaves_pairs_above_the_limit_alone() {
-        let costs = Costs {
-            rows: 2,
-            cols: 2,
-            values: vec![0.1, 0.9, 0.9, 0.95],
-        };
+        let costs = Costs { rows: 2, cols: 2, values: vec![0.1, 0.9, 0.9, 0.95] };
         let a = assign(&costs, 0.8);
         assert_eq!(a.matches, vec![(0, 0)]);
         assert_eq!(a.unmatched_rows, vec![1]);
@@ -809,11 +766,7 @@ mod tests {
 
     #[test]
     fn a_lost_track_is_found_again_then_forgotten_after_the_buffer() {
-        let mut tracker = ByteTracker::new(TrackerConfig {
-            track_buffer: 5,
-            ..Default::default()
-        })
-        .unwrap();
+        let mut tracker = ByteTracker::new(TrackerConfig { track_buffer: 5, ..Default::default() }).unwrap();
         let d = [det(100.0, 100.0, 50.0, 50.0, 0.9)];
         tracker.update(&d);
         for _ in 0..3 {
@@ -830,16 +783,9 @@ mod tests {
     #[test]
     fn non_finite_detections_are_ignored() {
         let mut tracker = ByteTracker::new(TrackerConfig::default()).unwrap();
-        let out = tracker.update(&[
-            det(f32::NAN, 0.0, 5.0, 5.0, 0.9),
-            det(0.0, 0.0, 5.0, 5.0, f32::INFINITY),
-        ]);
+        let out = tracker.update(&[det(f32::NAN, 0.0, 5.0, 5.0, 0.9), det(0.0, 0.0, 5.0, 5.0, f32::INFINITY)]);
         assert!(out.is_empty());
-        assert!(ByteTracker::new(TrackerConfig {
-            match_thresh: f32::NAN,
-            ..Default::default()
-        })
-        .is_err());
+        assert!(ByteTracker::new(TrackerConfig { match_thresh: f32::NAN, ..Default::default() }).is_err());
     }
 
     #[test]
