@@ -365,8 +365,8 @@ def cameras() -> list[CameraInfo]: ...
 
 @final
 class _ByteTracker:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         track_high_thresh: float,
         track_low_thresh: float,
         new_track_thresh: float,
@@ -374,7 +374,7 @@ class _ByteTracker:
         match_thresh: float,
         fuse_score: bool,
         frame_rate: int,
-    ) -> None: ...
+    ) -> _ByteTracker: ...
     def update(
         self, xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...

@@ -93,6 +93,8 @@ struct Kalman {
     cov: Mat8,
 }
 
+// Small fixed-size matrix algebra reads best with indices.
+#[allow(clippy::needless_range_loop)]
 impl Kalman {
     fn initiate(xyah: [f32; 4]) -> Self {
         let h = f64::from(xyah[3]);
@@ -203,6 +205,7 @@ impl Kalman {
 /// The lower Cholesky factor of a symmetric positive definite 4x4 matrix (a
 /// covariance plus a positive diagonal: always definite; a non-positive pivot,
 /// only possible with non-finite input, is clamped rather than panicking).
+#[allow(clippy::needless_range_loop)]
 fn cholesky4(a: &[[f64; 4]; 4]) -> [[f64; 4]; 4] {
     let mut l = [[0.0f64; 4]; 4];
     for i in 0..4 {
@@ -218,6 +221,7 @@ fn cholesky4(a: &[[f64; 4]; 4]) -> [[f64; 4]; 4] {
     l
 }
 
+#[allow(clippy::needless_range_loop)]
 fn cholesky_solve4(l: &[[f64; 4]; 4], b: [f64; 4]) -> [f64; 4] {
     let mut y = [0.0f64; 4];
     for i in 0..4 {

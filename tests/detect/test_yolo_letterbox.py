@@ -9,6 +9,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import npu_zc
+from npu_zc.pipeline.yolo import ultralytics_transform
 
 
 def ultralytics_letterbox(img: np.ndarray, new_shape: tuple[int, int]) -> tuple[np.ndarray, float, tuple[int, int]]:
@@ -37,6 +38,12 @@ def test_letterbox_equals_ultralytics_to_the_bit(height: int, width: int, model:
     dst = np.zeros((*model, 4), np.uint8)
     transform = npu_zc.convert(img, dst, "BGR", "RGBx", fit="letterbox", fill=114, interpolation="bilinear")
     np.testing.assert_array_equal(dst[..., :3], expected[..., ::-1])  # RGB, as the model reads it
-    # Boxes go back as Ultralytics' scale_boxes does: (x - pad) / gain.
-    back = transform.to_source(np.array([[left, top, left + 10 * gain, top + 10 * gain]]))
-    np.testing.assert_allclose(back, [[0, 0, 10, 10]], atol=0.5 / gain + 1e-6)
+    assert tuple(transform.rect)[:2] == (left, top)  # the image where Ultralytics puts it
+    # Boxes go back as Ultralytics' scale_boxes (ultralytics/utils/ops.py) does, written out here verbatim.
+    img1_shape, img0_shape = model, (height, width)
+    ul_gain = min(img1_shape[0] / img0_shape[0], img1_shape[1] / img0_shape[1])
+    ul_pad = (round((img1_shape[1] - img0_shape[1] * ul_gain) / 2 - 0.1), round((img1_shape[0] - img0_shape[0] * ul_gain) / 2 - 0.1))
+    boxes = np.random.default_rng(seed).uniform(0, max(model), (20, 4))
+    expected_boxes = (boxes - [ul_pad[0], ul_pad[1], ul_pad[0], ul_pad[1]]) / ul_gain
+    geometry = ultralytics_transform(transform, (width, height), (model[1], model[0]))
+    np.testing.assert_allclose(geometry.to_source(boxes), expected_boxes, rtol=1e-12, atol=1e-9)

@@ -137,6 +137,7 @@ def demo(args: argparse.Namespace) -> int:
     name = f"scikit-image's '{DEMO_PHOTO}' photo"
     with Pipeline("efficientnet-lite0", args.device, mode="zero-copy") as pipeline:
         result = pipeline.run(image, args.runs, warmup=1, name=name, progress=None)
+    assert isinstance(result.prediction, list)  # a classifier's top classes
     best = result.prediction[0]
     print(f"npu-zc demo: EfficientNet-Lite0 (ImageNet) on {name}, zero-copy")
     print(f"label    {best.label} ({best.score:.0%})\n")

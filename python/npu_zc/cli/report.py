@@ -170,6 +170,12 @@ def stream_text(report: StreamReport) -> str:
     ]
     for stage, s in report.stages.items():
         lines.append(f"{stage:<14}{s.mean:9.3f}{s.min:9.3f}{s.median:9.3f}{s.p99:9.3f}  ms / frame")
+    found = [r.prediction for r in report.results if not isinstance(r.prediction, list)]
+    if found:  # a detector: what it found over the stream, and the tracks
+        total = sum(len(d) for d in found)
+        ids = {int(i) for d in found if d.track_ids is not None for i in d.track_ids}
+        tracks = f", {len(ids)} track{'s' if len(ids) != 1 else ''}" if any(d.track_ids is not None for d in found) else ""
+        lines += ["", f"found    {total} detections in {len(found)} frames{tracks} (--json lists them)"]
     return "\n".join(lines)
 
 

@@ -71,12 +71,13 @@ def draw(
     xywhr = getattr(result, "xywhr", None)
     boxes = np.asarray(result.xyxy, np.float64).reshape(-1, 4)
     for i in range(n):
-        c = color(classes[i])
+        c = color(int(classes[i]))
         if xywhr is not None:
             cx, cy, w, h, r = (float(v) for v in xywhr[i])
             corners = cv2.boxPoints(((cx, cy), (w, h), np.degrees(r)))
             cv2.polylines(frame, [np.round(corners).astype(np.int32)], True, c, lw, cv2.LINE_AA)
-            anchor = tuple(int(v) for v in corners[np.argmin(corners[:, 1] * 1e4 + corners[:, 0])])
+            top = corners[np.argmin(corners[:, 1] * 1e4 + corners[:, 0])]
+            anchor = (int(top[0]), int(top[1]))
         else:
             x1, y1, x2, y2 = (int(round(v)) for v in boxes[i])
             cv2.rectangle(frame, (x1, y1), (x2, y2), c, lw, cv2.LINE_AA)
@@ -148,5 +149,5 @@ def _keypoints(frame: np.ndarray, kpts: np.ndarray, lw: int) -> None:
                     pb = (int(person[b - 1, 0]), int(person[b - 1, 1]))
                     cv2.line(frame, pa, pb, c, max(lw // 2, 1), cv2.LINE_AA)
         for k in np.flatnonzero(shown):
-            c = _KPT_BGR[k] if coco else color(k)
+            c = _KPT_BGR[k] if coco else color(int(k))
             cv2.circle(frame, (int(person[k, 0]), int(person[k, 1])), radius, c, -1, cv2.LINE_AA)

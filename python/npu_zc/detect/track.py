@@ -9,7 +9,8 @@ and its id; a new object shows from its second frame (except on the first frame 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,7 +33,7 @@ class Tracker:
         fuse_score: bool = True,
         frame_rate: int = 30,
     ) -> None:
-        self.config = {
+        self.config: dict[str, float | int | bool] = {
             "track_high_thresh": float(track_high_thresh),
             "track_low_thresh": float(track_low_thresh),
             "new_track_thresh": float(new_track_thresh),
@@ -41,7 +42,10 @@ class Tracker:
             "fuse_score": bool(fuse_score),
             "frame_rate": int(frame_rate),
         }
-        self._inner = _ByteTracker(**self.config)
+        self._inner = _ByteTracker(
+            float(track_high_thresh), float(track_low_thresh), float(new_track_thresh), int(track_buffer),
+            float(match_thresh), bool(fuse_score), int(frame_rate),
+        )
 
     @property
     def frame_id(self) -> int:
@@ -75,10 +79,6 @@ class Tracker:
         return f"Tracker({settings})"
 
 
-def _select(detections: Any, index: np.ndarray, boxes: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> Any:
-    """The detections at ``index`` with the tracker's boxes, scores and ids."""
-    picked = detections[index]
-    out = picked.with_tracks(ids)
-    out.xyxy[...] = boxes
-    out.scores[...] = scores
-    return out
+def _select(detections: Detections, index: np.ndarray, boxes: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> Detections:
+    """The detections at ``index`` (masks, keypoints with them) with the tracker's boxes, scores and ids."""
+    return replace(detections[index], xyxy=boxes, scores=scores, track_ids=ids)

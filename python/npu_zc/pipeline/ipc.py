@@ -141,14 +141,18 @@ class _Consumer:
             with contextlib.ExitStack() as access:
                 for out in self.outputs[slot]:
                     access.enter_context(out.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                outputs = [request.output_array(i) for i in range(len(self.outputs[slot]))]
+                # The views of the output buffers live only in these calls: a view kept in a local would
+                # outlive the frame and keep its buffer from closing.
+                count = len(self.outputs[slot])
                 if message.get("transform") is not None:
                     transform = Transform(**{k: tuple(v) for k, v in message["transform"].items()})
                     input_size = (pipeline.spec.width, pipeline.spec.height)
-                    frame_size = tuple(message["frame_size"])
-                    prediction = pipeline.postprocess.for_frame(outputs, transform, input_size, frame_size)  # type: ignore[arg-type]
+                    frame_size = (int(message["frame_size"][0]), int(message["frame_size"][1]))
+                    prediction = pipeline.postprocess.for_frame(
+                        [request.output_array(i) for i in range(count)], transform, input_size, frame_size
+                    )
                 else:
-                    prediction = pipeline.postprocess(outputs)
+                    prediction = pipeline.postprocess([request.output_array(i) for i in range(count)])
             timings.add("postprocess", time.perf_counter_ns() - started)
             self._send({"kind": "done", "slot": slot})
             timings.add("decode", int(message["decode_ns"]))

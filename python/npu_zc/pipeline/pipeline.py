@@ -33,7 +33,7 @@ from ..runtime.model import Mode
 from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for, to_frame
 from .preprocess import Fit, PreprocessSpec, Preprocessor
 from .throughput import ThroughputReport, ThroughputRunner, reserved_cores
-from .yolo import YOLO_FILL, DetectOptions
+from .yolo import YOLO_FILL, DetectOptions, YoloDetections, is_yolo
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings, progress_bar
 
 DEFAULT_MODEL = "efficientnet-lite0"
@@ -161,25 +161,33 @@ class Pipeline:
         self.model_name = os.fspath(model) if isinstance(model, (str, os.PathLike)) else str(getattr(model, "friendly_name", "model"))
         self.metadata: YoloMetadata | None = None
         if isinstance(model, (str, os.PathLike)) and Path(model).is_dir():
-            model = metadata.model_file(model)  # an Ultralytics export folder (*_openvino_model/)
+            model = metadata.model_file(os.fspath(model))  # an Ultralytics export folder (*_openvino_model/)
         source = read_model(model)
         find_image_input(source)  # the input first: "one image input" is the first thing a model must have
         if isinstance(model, (str, os.PathLike)) and Path(model).is_file():
-            self.metadata = metadata.read(model, source)
-        self.kind: Kind = model_kind(source, self.metadata, detect.task if detect else None)
+            self.metadata = metadata.read(os.fspath(model), source)
+        self.kind: Kind = "yolo" if is_yolo(source, self.metadata, detect.task if detect else None) else model_kind(source)
         if self.kind == "blazeface" and mean is None and scale is None and model_normalisation(source).mean is None:
             from ..runtime.zoo import face_detection
 
             mean, scale = face_detection.MEAN, face_detection.SCALE  # what MediaPipe feeds it; the file does not say
+        if self.kind == "yolo" and mean is None and scale is None and model_normalisation(source).scale is None:
+            scale = (255.0, 255.0, 255.0)  # Ultralytics' /255 (an ONNX export records no model_info)
         if isinstance(labels, (str, os.PathLike)):
             labels = read_labels(Path(labels))
         self.session = compile_model(
             source, device, mode=mode, hw_format=hw_format, mean=mean, scale=scale, input_size=input_size, options=options
         )
-        self.postprocess: Postprocessor = postprocessor_for(
-            self.session.prepared.model, self.kind, labels=labels, top=top, min_score=min_score,
-            meta=self.metadata, detect=detect,
-        )
+        self.postprocess: Postprocessor
+        if self.kind == "yolo":
+            options = detect or DetectOptions()
+            if labels is not None and options.names is None:
+                options = dataclasses.replace(options, names=dict(enumerate(labels)))
+            self.postprocess = YoloDetections(self.session.prepared.model, self.metadata, options)
+        else:
+            self.postprocess = postprocessor_for(
+                self.session.prepared.model, self.kind, labels=labels, top=top, min_score=min_score
+            )
         self.spec = PreprocessSpec.for_session(
             self.session, fit=fit or _FITS[self.kind], interpolation=interpolation
         )

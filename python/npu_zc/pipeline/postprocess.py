@@ -26,7 +26,6 @@ from .. import layout
 from ..errors import ModelError
 
 if TYPE_CHECKING:
-    from ..detect.metadata import YoloMetadata
     from ..detect.results import Detections
 
 Kind = Literal["classification", "ssd", "blazeface", "yolo"]
@@ -76,13 +75,9 @@ class Detection:
 Prediction = Union[list[ClassScore], list[Detection], "Detections"]
 
 
-def model_kind(model: Any, meta: YoloMetadata | None = None, task: str | None = None) -> Kind:
-    """What ``model`` (an ``openvino.Model``) predicts, from its outputs (and the Ultralytics
-    metadata ``meta`` or a ``task`` the user gave, if any); :class:`ModelError` if none."""
-    from .yolo import is_yolo
-
-    if is_yolo(model, meta, task):
-        return "yolo"
+def model_kind(model: Any) -> Kind:
+    """What ``model`` (an ``openvino.Model``) predicts, from its outputs; :class:`ModelError` if none
+    (YOLO models are told apart before, by :func:`.yolo.is_yolo`)."""
     outputs = list(model.outputs)
     shapes = [_dims(port) for port in outputs]
     names = [" ".join(sorted(port.get_names())) for port in outputs]
@@ -260,18 +255,9 @@ def postprocessor_for(
     labels: Sequence[str] | None = None,
     top: int = 5,
     min_score: float = 0.5,
-    meta: YoloMetadata | None = None,
-    detect: Any = None,
 ) -> Postprocessor:
     """The postprocess of a compiled model's outputs (``model`` is the prepared ``openvino.Model``);
-    for YOLO, ``meta`` is its metadata and ``detect`` the :class:`.yolo.DetectOptions`."""
-    if kind == "yolo":
-        from .yolo import DetectOptions, YoloDetections
-
-        options = detect or DetectOptions()
-        if labels is not None and options.names is None:
-            options = replace(options, names=dict(enumerate(labels)))
-        return YoloDetections(model, meta, options)
+    a YOLO model's is :class:`.yolo.YoloDetections`."""
     if kind == "classification":
         from ..runtime.labels import labels_for
 

@@ -98,10 +98,12 @@ def layout_for(model: Any, meta: YoloMetadata | None, options: DetectOptions | N
 
     task = (options.task if options else None) or (meta.task if meta else None)
     names = (options.names if options else None) or (meta.names if meta else None) or None
+    # The number of names tells a pose output from a detect one only when the task is unknown; with the
+    # task known, a count that disagrees is reported by YoloDetections, naming where the names came from.
     return YoloLayout.from_outputs(
         output_shapes(model),
         task=task,
-        nc=len(names) if names and options is not None and options.names else None,
+        nc=len(names) if names and task is None else None,
         kpt_shape=meta.kpt_shape if meta else None,
         end2end=meta.end2end if meta else None,
         input_size=input_size_of(model),
@@ -111,7 +113,7 @@ def layout_for(model: Any, meta: YoloMetadata | None, options: DetectOptions | N
 class YoloDetections(Postprocessor):
     """Decodes a YOLO model's outputs where they lie (Rust, the GIL released) into :class:`Detections`."""
 
-    kind = "yolo"  # type: ignore[assignment]
+    kind = "yolo"
 
     def __init__(self, model: Any, meta: YoloMetadata | None = None, options: DetectOptions | None = None) -> None:
         self.options = options or DetectOptions()
@@ -119,13 +121,13 @@ class YoloDetections(Postprocessor):
         names = dict(self.options.names or (meta.names if meta else {}) or {})
         nc = int(self.layout.nc)
         if names and len(names) != nc:
-            said = "--names" if self.options.names else "the model's metadata"
+            said = "the names given" if self.options.names else "the model's metadata"
             raise ModelError(f"{said} lists {len(names)} class names; the model's output scores {nc} classes")
         self.names = names or {i: str(i) for i in range(nc)}
         self.input_size = input_size_of(model)
         self.quant = _quantisation(model)
 
-    def __call__(self, outputs: Sequence[np.ndarray]) -> Detections:  # type: ignore[override]
+    def __call__(self, outputs: Sequence[np.ndarray]) -> Detections:
         """Detections in model-input pixels (no frame to map them to)."""
         return self._decode(outputs, None, None)
 
