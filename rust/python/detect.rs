@@ -11,16 +11,7 @@ use crate::detect::{
 };
 
 fn detect_error(e: DetectError) -> PyErr {
-    let class = match e.kind {
-        ErrorKind::Layout => "DetectLayoutError",
-        ErrorKind::Value => "DetectError",
-    };
-    Python::attach(|py| {
-        match py.import("npu_zc.errors").and_then(|m| m.getattr(class)).and_then(|c| c.call1((e.message,))) {
-            Ok(instance) => PyErr::from_value(instance),
-            Err(import_error) => import_error,
-        }
-    })
+    super::errors::detect(e.kind == ErrorKind::Layout, e.message)
 }
 
 /// An output array as numpy holds it: f32, or the bits of 16-bit floats, or bytes.

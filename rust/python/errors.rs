@@ -169,6 +169,12 @@ pub fn invalid(message: impl Into<String>) -> PyErr {
     to_py(Error::invalid(message))
 }
 
+/// `npu_zc.DetectLayoutError` (outputs of no known family) or `npu_zc.DetectError` (anything else a detector's
+/// outputs or parameters get wrong).
+pub fn detect(layout: bool, message: String) -> PyErr {
+    make(if layout { Class::DetectLayout } else { Class::Detect }, message, None)
+}
+
 /// `npu_zc.AliasingError` (an InvalidArgumentError): a call's arguments share memory it writes.
 pub fn aliasing(message: impl Into<String>) -> PyErr {
     make(Class::Aliasing, message.into(), None)

@@ -9,8 +9,8 @@ mod detect;
 mod errors;
 mod fence;
 mod layout;
-mod track;
 mod timeout;
+mod track;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
