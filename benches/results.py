@@ -72,7 +72,9 @@ def save(bench: str, tables: Sequence[dict[str, Any]], *, title: str = "", path:
         "title": title or bench,
         "command": "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0]) if sys.argv[0] else bench, *sys.argv[1:]]),
         "commit": commit,
-        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        # Uncommitted changes to the code (not to docs or recorded results, which the benches do not run).
+        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--", ":/",
+                           ":(top,exclude)docs", ":(top,exclude,glob)**/*.md", ":(top,exclude)benches/results")),
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": m,
         "tables": [dict(t) for t in tables],
