@@ -92,10 +92,7 @@ impl PyDmaBuf {
     }
 
     pub(crate) fn buf(&self) -> PyResult<Arc<DmaBuf>> {
-        self.lock()
-            .buf
-            .clone()
-            .ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))
+        self.lock().buf.clone().ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))
     }
 
     fn mapping(&self, access: Access) -> PyResult<Arc<Mapping>> {
@@ -345,7 +342,10 @@ impl PyDmaBuf {
         keep: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyArray1<u8>>> {
         if offset.checked_add(nbytes).is_none_or(|end| end > self.size) {
-            return Err(invalid(format!("{nbytes} bytes at offset {offset} are outside the {}-byte buffer", self.size)));
+            return Err(invalid(format!(
+                "{nbytes} bytes at offset {offset} are outside the {}-byte buffer",
+                self.size
+            )));
         }
         let access = if writable { Access::ReadWrite } else { Access::ReadOnly };
         let mapping = self.mapping(access)?;
@@ -376,10 +376,8 @@ impl PyDmaBuf {
     fn sync(&self, mode: SyncMode, start: bool, py: Python<'_>) -> PyResult<()> {
         let buf = {
             let mut open = self.lock();
-            let buf = open
-                .buf
-                .clone()
-                .ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))?;
+            let buf =
+                open.buf.clone().ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))?;
             match (start, open.syncing) {
                 (true, Some(_)) => {
                     return Err(error(
@@ -672,7 +670,12 @@ impl PyBufferPool {
         };
         let pool = slf.get().pool.clone();
         let index = slf.py().detach(|| pool.acquire(wait)).py_err()?;
-        Ok(PySlot { pool: slf.clone().unbind(), index, done: AtomicBool::new(false), submitted: AtomicBool::new(false) })
+        Ok(PySlot {
+            pool: slf.clone().unbind(),
+            index,
+            done: AtomicBool::new(false),
+            submitted: AtomicBool::new(false),
+        })
     }
 
     /// Gone: an index can name a buffer that another caller holds now. Release
@@ -688,7 +691,10 @@ impl PyBufferPool {
     fn close(&self) -> PyResult<()> {
         let busy = (0..self.pool.len()).filter(|&i| self.pool.state(i).ok() != Some(buffer::SlotState::Free)).count();
         if busy > 0 {
-            return Err(error(ErrorKind::Busy, format!("cannot close the pool: {busy} buffer(s) are held or in flight")));
+            return Err(error(
+                ErrorKind::Busy,
+                format!("cannot close the pool: {busy} buffer(s) are held or in flight"),
+            ));
         }
         for b in &self.buffers {
             let b = b.get();
@@ -701,7 +707,12 @@ impl PyBufferPool {
     }
 
     fn __repr__(&self) -> String {
-        format!("<BufferPool {} x {} bytes, {} free>", self.pool.len(), self.pool.buffers()[0].size(), self.pool.free_count())
+        format!(
+            "<BufferPool {} x {} bytes, {} free>",
+            self.pool.len(),
+            self.pool.buffers()[0].size(),
+            self.pool.free_count()
+        )
     }
 }
 
@@ -763,7 +774,6 @@ impl PySlot {
         format!("<PoolSlot {} {state}>", self.index)
     }
 }
-
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDmaBuf>()?;
