@@ -20,7 +20,7 @@ test:  ## everything CI runs
 host:  ## Rust tests and pytest on this machine
 	scripts/test.sh host
 
-lint:  ## rustfmt, clippy, stubtest, mypy --strict
+lint:  ## rustfmt, clippy, stubtest, mypy --strict, docs/benchmarks.md current
 	scripts/test.sh lint
 
 vm:  ## the real-kernel tests inside a VM

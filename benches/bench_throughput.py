@@ -340,7 +340,7 @@ def main() -> int:
     for name, r in measured.items():
         rows.append([name, round(r["fps"], 1), f"{r['fps'] / limit:.1%}" if limit else None,
                      f"{r['fps'] / baseline:.2f}x" if baseline else None, round(r["cpu_ms_per_frame"], 2),
-                     r.get("requests"), r.get("workers")])
+                     r.get("requests") or None, r.get("workers") or None])
     saved = results.save("bench_throughput", [{
         "title": f"{MODEL} on {args.device}, throughput mode" + (" (--quick: a smoke run)" if args.quick else ""),
         "note": f"OpenVINO {openvino_version()}, precision {precision}; {len(PHOTOS)} photos at 1920x1080, decoded once; "

@@ -14,6 +14,7 @@ Schema (version 1)::
      "commit": "abc1234", "dirty": false, "date": "2026-11-24T15:00:00Z",
      "machine": {"cpu": "...", "cores": 16, "simd": ["avx2", "avx512f", ...],
                  "slug": "xeon-16c-avx512"},
+     "load_average": 0.4,  (optional: the 1-minute load when saved)
      "tables": [{"title": "...", "note": "...", "columns": ["case", "ratio"],
                  "rows": [["BGR->RGBx 1080p", 0.96]]}]}
 """
@@ -72,9 +73,13 @@ def save(bench: str, tables: Sequence[dict[str, Any]], *, title: str = "", path:
         "title": title or bench,
         "command": "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0]) if sys.argv[0] else bench, *sys.argv[1:]]),
         "commit": commit,
-        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        # Uncommitted changes to the code (not to docs or recorded results, which the benches do not run).
+        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--", ":/",
+                           ":(top,exclude)docs", ":(top,exclude,glob)**/*.md", ":(top,exclude)benches/results")),
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": m,
+        # A shared machine's other work shows in every figure: the 1-minute load when the tables were saved.
+        "load_average": round(os.getloadavg()[0], 2),
         "tables": [dict(t) for t in tables],
     }
     out = Path(path) if path else RESULTS / f"{bench}--{m['slug']}.json"

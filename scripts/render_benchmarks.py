@@ -100,7 +100,8 @@ def render(records: list[dict[str, Any]]) -> str:
             lines.append("")
             dirty = " (with uncommitted changes)" if r.get("dirty") else ""
             lines.append(f"- machine: {machine_line(m)}")
-            lines.append(f"- commit `{r.get('commit', '?')}`{dirty}, {r.get('date', '?')}")
+            load = f"; load average {r['load_average']} when saved" if "load_average" in r else ""
+            lines.append(f"- commit `{r.get('commit', '?')}`{dirty}, {r.get('date', '?')}{load}")
             lines.append(f"- command: `{r.get('command', '?')}`")
             lines.append("")
             for t in r["tables"]:

@@ -4,7 +4,7 @@
 #
 #   scripts/test.sh              set-up, then host, lint, vm, aarch64
 #   scripts/test.sh host         Rust tests and pytest on this machine (no VM)
-#   scripts/test.sh lint         cargo fmt --check, clippy, stubtest, mypy --strict
+#   scripts/test.sh lint         cargo fmt --check, clippy, stubtest, mypy --strict, docs/benchmarks.md current
 #   scripts/test.sh vm           the real-kernel tests inside a VM (dma-buf heaps, udmabuf, vgem, vivid)
 #   scripts/test.sh aarch64      the aarch64 wheel and Rust core under qemu
 #   scripts/test.sh host lint    several at once
@@ -22,7 +22,7 @@ passed=0
 failed=0
 failures=()
 
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 step() {
     local name=$1
@@ -49,6 +49,7 @@ lint() {
     step "lint: clippy" cargo clippy --quiet --all-targets --features python -- -D warnings
     step "lint: stubs (stubtest)" "$PY" -m mypy.stubtest npu_zc._core --allowlist .ci/stubtest-allowlist.txt
     step "lint: types (mypy --strict, pyproject.toml)" "$PY" -m mypy python/npu_zc
+    step "lint: docs/benchmarks.md renders benches/results" "$PY" scripts/render_benchmarks.py --check
 }
 
 vm_tests() {
