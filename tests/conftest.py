@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
@@ -255,3 +255,47 @@ def red_square_input_box(col: int, row: int) -> tuple[int, int, int, int]:
 def red_square_yolo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An Ultralytics-style export folder of the red-square YOLOv8 (640x640, 80 classes)."""
     return save_red_square_yolo(tmp_path_factory.mktemp("models") / "red_square_openvino_model")
+
+
+# --- the streams room's fixtures (helpers in streams_helpers.py) ---
+
+
+@pytest.fixture(scope="session")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from streams_helpers import make_clips
+
+    return make_clips(tmp_path_factory.mktemp("clips"))
+
+
+@pytest.fixture(scope="session")
+def nv12_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Only the NV12 clip (cheap to make: the camera test runs in an emulated VM)."""
+    from streams_helpers import make_clip
+
+    return make_clip(tmp_path_factory.mktemp("nv12") / "nv12.mkv", "rawvideo", 320, 240, 12, pix_fmt="nv12")
+
+
+@pytest.fixture(scope="session")
+def picture_pipeline() -> Iterator[Any]:
+    """One compiled pipeline for the session (throughput hint), its postprocess returning the pooled picture."""
+    pytest.importorskip("openvino")
+    import npu_zc
+    from npu_zc.runtime import CompileOptions
+    from streams_helpers import picture_model
+
+    p = npu_zc.Pipeline(picture_model(), "CPU", hint="throughput", fit="stretch", options=CompileOptions(inference_precision="f32"))
+    p.postprocess = lambda outputs: [np.array(outputs[0], np.float32).reshape(3, 14, 14)]
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def rtsp(clips: dict[str, Path]) -> Iterator[Any]:
+    from streams_helpers import RtspServer, rtsp_available
+
+    if not rtsp_available():
+        pytest.skip("GStreamer's RTSP server is not installed (scripts/setup.sh installs it: gir1.2-gst-rtsp-server-1.0)")
+    server = RtspServer({"cam1": clips["h264"], "cam2": clips["hevc"]})
+    server.start()
+    yield server
+    server.stop()

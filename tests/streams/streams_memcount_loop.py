@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import numpy as np
 
 HERE = Path(__file__).parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "memcount")]
+sys.path[:0] = [str(HERE.parent), str(HERE.parent / "memcount")]
 
 from streams_helpers import picture_model  # noqa: E402
 from frame_loop import load_counter  # noqa: E402

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import av
 import numpy as np
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent / "streams"  # the RTSP server script lives beside the streams tests
 FPS = 30
 
 
