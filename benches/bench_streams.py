@@ -88,14 +88,17 @@ def decode_rate(clip: Path, cores: int) -> float:
 
 
 def held(stats: list[dict[str, float]]) -> bool:
-    return all(s["dropped"] == 0 and s["fps"] >= 0.95 * FPS and s["p99"] < HELD_P99_MS for s in stats)
+    """Every stream kept up: at most one frame dropped (the start: the decoder's frame threads fill before the first
+    frame comes out, and a live source keeps only the newest frame), >= 90% of 30 FPS over the trial (its start
+    included), and p99 decode-to-result latency under 100 ms."""
+    return all(s["dropped"] <= 1 and s["fps"] >= 0.9 * FPS and s["p99"] < HELD_P99_MS for s in stats)
 
 
-def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: bool) -> dict[str, Any]:
+def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: bool, threads: int | None = None) -> dict[str, Any]:
     import npu_zc
     from npu_zc.sources import VideoSource
 
-    sources = [VideoSource(clip, name=f"s{i}", realtime=paced, live=paced) for i in range(streams)]
+    sources = [VideoSource(clip, name=f"s{i}", realtime=paced, live=paced, thread_count=threads) for i in range(streams)]
     run = npu_zc.Streams(sources, pipeline)
     report = run.run(duration=seconds)
     run.close()
@@ -233,6 +236,8 @@ def main() -> int:
     parser.add_argument("--unpaced", type=int, default=4, help="files in the unpaced run (default 4)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 s trials, at most 4 streams")
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
+    parser.add_argument("--decoder-threads", type=int, help="FFmpeg threads per stream (default: Streams' share of the cores)")
+    parser.add_argument("--ours-only", action="store_true", help="leave out the baseline (an experiment's quick run)")
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.clip_seconds, args.max_streams, args.unpaced = 2.0, 3.0, 4, 2
@@ -257,9 +262,15 @@ def main() -> int:
     bound = min(app["fps"], decode) / FPS
     print(f"bound    benchmark_app {app['fps']:.0f} FPS, decode on {cores} cores {decode:.0f} FPS: {bound:.1f} streams", flush=True)
 
-    print("paced    npu_zc Streams", flush=True)
-    ours_n, ours_runs = most_held(lambda n: run_ours(pipeline, clip, n, args.seconds, True), args.max_streams)
+    # One untimed trial each first, so that first inferences and lazy compilation fall outside the trials.
+    run_ours(pipeline, clip, 1, 2.0, True, args.decoder_threads)
+    print(f"paced    npu_zc Streams (decoder threads: {args.decoder_threads or 'a share of the cores'})", flush=True)
+    ours_n, ours_runs = most_held(lambda n: run_ours(pipeline, clip, n, args.seconds, True, args.decoder_threads), args.max_streams)
+    if args.ours_only:
+        print(f"npu_zc Streams held {ours_n} streams")
+        return 0
     baseline = Baseline(args.model, args.device)
+    baseline.run(clip, 1, 2.0, True)
     print("paced    baseline (thread per stream, cv2.VideoCapture, AsyncInferQueue)", flush=True)
     base_n, base_runs = most_held(lambda n: baseline.run(clip, n, args.seconds, True), args.max_streams)
     print(f"unpaced  {args.unpaced} files", flush=True)
@@ -279,7 +290,7 @@ def main() -> int:
               for who, runs in (("npu_zc", ours_runs), ("baseline", base_runs)) for n, r in sorted(runs.items())]  # fmt: skip
     tables = [
         {"title": f"Streams held in real time, 1080p30 H.264, {args.model} on {args.device}",
-         "note": f"held: no drop, every stream >= 28.5 FPS, p99 decode-to-result < 100 ms over {args.seconds:g} s trials; "
+         "note": f"held: at most one frame dropped per stream (the start), every stream >= 27 FPS, p99 decode-to-result < 100 ms over {args.seconds:g} s trials; "
                  f"unpaced: {args.unpaced} files as fast as they go. Targets: >= 2x the baseline, >= 85% of the bound.",
          "columns": ["", "streams held", "share of bound", "x baseline", f"unpaced FPS ({args.unpaced} files)", "CPU ms / frame (unpaced)"],
          "rows": rows},
