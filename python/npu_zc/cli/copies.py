@@ -43,8 +43,7 @@ def _count(args: argparse.Namespace) -> int:
     if counter is None:
         raise CounterUnavailableError("the memcpy counter is not loaded in this process (LD_PRELOAD did not take)")
     image = load_image(args.image)
-    mode = "copy" if args.non_zero_copy else "zero-copy"
-    with _pipeline(args, mode) as pipeline:
+    with _pipeline(args, "copy" if args.non_zero_copy else "zero-copy") as pipeline:
         for address, nbytes in [(a.ctypes.data, a.nbytes) for a in (pipeline.input, *pipeline.outputs)]:
             counter.watch(address, nbytes)
         for i in range(WARMUP + args.runs):

@@ -95,7 +95,7 @@ def read(model_path: str | Path, model: Any = None) -> YoloMetadata:
     if beside.is_file():
         found = found.merged(read_yaml(beside))
     if model is None and path.suffix in (".xml", ".onnx") and path.is_file():
-        from ..runtime.model import core
+        from ..runtime.device import core
 
         try:
             model = core().read_model(str(path))

@@ -33,7 +33,8 @@ def open_source(spec: Any, **options: Any) -> Source:
     from ..pipeline.image import IMAGE_SUFFIXES
 
     if hasattr(spec, "frames") and hasattr(spec, "live"):
-        return spec
+        source: Source = spec
+        return source
     if hasattr(spec, "read") and hasattr(spec, "device"):
         return CameraSource(spec, **options)
     text = os.fspath(spec)
