@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 import npu_zc
+from npu_zc._timeouts import timeout_seconds
 
 INTS = {"-1": -1, "-2**63": -(2**63), "2**63": 2**63, "2**64": 2**64, "10**30": 10**30}
 FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan, "1e20": 1e20, "-1.5": -1.5}
@@ -108,7 +109,48 @@ FUNCTIONS: dict[str, Callable[[World, Any], object]] = {
     "planar_to_packed(pad)": lambda w, v: npu_zc.planar_to_packed(np.zeros((3, 4, 4), np.float32), w.rgbx, pad=v),
 }
 
-CASES = [f"{function} = {value}" for function in FUNCTIONS for value in VALUES]
+# Every timeout argument (issue 22): huge, infinite, NaN and negative values give a typed
+# error or wait for ever by the documented rule (docs/safety.md). None of these cases may
+# wait: each either fails at once or finds what it waits for ready.
+TIMEOUTS: dict[str, Any] = {
+    **{k: VALUES[k] for k in ("-1", "2**64", "inf", "-inf", "nan", "1e20", "-1.5", "None", "str")},
+    "10**400": 10**400,
+    "-10**400": -(10**400),
+    "1e-9": 1e-9,
+}
+
+
+TIMEOUT_FUNCTIONS: dict[str, Callable[[World, Any], object]] = {
+    "DmaBuf.wait(timeout)": lambda w, v: w.buf.wait("read", v),
+    "DmaBuf.wait(write, timeout)": lambda w, v: w.buf.wait("rw", timeout=v),
+    "DmaBuf.cpu_access(timeout)": lambda w, v: w.buf.cpu_access("rw", timeout=v).__enter__().__exit__(None, None, None),
+    "BufferPool.acquire(free, timeout)": _acquire,
+    "BufferPool.acquire(exhausted, timeout=0)": lambda w, v: _exhausted(w, v),
+    "recv_buffers(ready, timeout)": lambda w, v: npu_zc.recv_buffers(w.pending(), timeout=v),
+    "send_buffers(room, timeout)": lambda w, v: npu_zc.send_buffers(w.a, [], {}, timeout=v),
+    "Camera(timeout)": lambda w, v: npu_zc.Camera("/nonexistent/video99", timeout=v),
+    "the Python side's timeout rule": lambda w, v: timeout_seconds(v),
+}
+
+
+def _exhausted(w: World, v: Any) -> None:
+    """An exhausted pool with a timeout that is finite and small, or refused: never a wait for ever."""
+    held = [w.pool.acquire(), w.pool.acquire()]
+    try:
+        number = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if v is not None and (not number or v != v or v < 1):  # refused, or at most a second
+            w.pool.acquire(v)
+    finally:
+        for slot in held:
+            slot.release()
+
+
+VALUES_OF: dict[str, dict[str, Any]] = {
+    **{name: VALUES for name in FUNCTIONS},
+    **{name: TIMEOUTS for name in TIMEOUT_FUNCTIONS},
+}
+CALLS = {**FUNCTIONS, **TIMEOUT_FUNCTIONS}
+CASES = [f"{function} = {value}" for function, values in VALUES_OF.items() for value in values]
 
 
 def main() -> None:
@@ -117,7 +159,7 @@ def main() -> None:
         print(f"{case}\tstart", flush=True)
         world = World()
         try:
-            FUNCTIONS[function](world, VALUES[value])
+            CALLS[function](world, VALUES_OF[function][value])
             outcome = "ok"
         except BaseException as e:  # noqa: BLE001 - what escapes is the point
             outcome = f"{type(e).__module__}.{type(e).__qualname__}: {str(e)[:200]}"

@@ -41,7 +41,7 @@ class DmaBuf:
         shape: int | tuple[int, ...] | None = None,
         offset: int = 0,
         *,
-        writable: bool = True,
+        writable: bool | None = None,
     ) -> npt.NDArray[Any]: ...
     def cpu_access(
         self, mode: Literal["read", "write", "rw"] | str = "rw", *, timeout: float | None = None
@@ -187,6 +187,10 @@ def packed_to_planar(src: np.ndarray, element: str, channels: int, dst: np.ndarr
 def planar_to_packed(src: np.ndarray, planes: int, dst: np.ndarray, element: str, channels: int, pad: float) -> None: ...
 def topk(src: np.ndarray, element: str, row_len: int, k: int) -> tuple[np.ndarray, np.ndarray]: ...
 def _memcpy_seconds(nbytes: int, threads: int, repeat: int) -> float: ...
+def _claim_seconds(repeat: int) -> float:
+    """For the benchmarks: seconds per check of the aliasing rule on a 64 x 64 frame (docs/safety.md)."""
+def _shares_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays share a byte (two maps of one buffer do): the aliasing rule of docs/safety.md."""
 
 # --- cameras ---
 

@@ -61,8 +61,15 @@ class InvalidArgumentError(Error, ValueError):
     """A bad size, fd, range, dtype, shape or format."""
 
 
+class AliasingError(InvalidArgumentError):
+    """A call would write memory it also reads (or writes through another
+    argument): its destination overlaps a source, whatever the arrays' bases
+    are (two maps of one buffer, a memoryview, a DmaBuf). See docs/safety.md."""
+
+
 class BufferInUseError(Error, BufferError):
-    """The buffer still has live views or an open CPU-access bracket."""
+    """The buffer still has live views or an open CPU-access bracket, or another
+    call is writing (or reading) the memory a call would write (docs/safety.md)."""
 
 
 class BufferClosedError(Error, ValueError):

@@ -157,7 +157,8 @@ impl BufferPool {
         Error::invalid(format!("pool buffer index {index} is out of range (the pool has {})", self.buffers.len()))
     }
 
-    fn exhausted(&self, waited: Option<Duration>) -> Error {
+    /// The error of an acquire that found no free buffer (within `waited`).
+    pub fn exhausted(&self, waited: Option<Duration>) -> Error {
         let waited = waited.map(|d| format!(" within {:.3} s", d.as_secs_f64())).unwrap_or_default();
         Error::new(
             ErrorKind::Timeout,

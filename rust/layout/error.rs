@@ -7,11 +7,18 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LayoutError {
     pub message: String,
+    /// The memory a conversion needs could not be had (MemoryError), rather
+    /// than a bad argument.
+    pub out_of_memory: bool,
 }
 
 impl LayoutError {
     pub fn new(message: impl Into<String>) -> Self {
-        LayoutError { message: message.into() }
+        LayoutError { message: message.into(), out_of_memory: false }
+    }
+
+    pub fn out_of_memory(message: impl Into<String>) -> Self {
+        LayoutError { message: message.into(), out_of_memory: true }
     }
 }
 

@@ -79,7 +79,7 @@ impl Quantization {
         if let Some(z) = self.zero_point.iter().find(|z| !(Q::MIN..=Q::MAX).contains(*z)) {
             bail!("zero point {z} is outside the {} range {}..={}", Q::NAME, Q::MIN, Q::MAX);
         }
-        if channels > 1 && (self.inner == 0 || !len.is_multiple_of(channels * self.inner)) {
+        if channels > 1 && !channels.checked_mul(self.inner).is_some_and(|tile| tile > 0 && len.is_multiple_of(tile)) {
             bail!(
                 "{channels} per-channel scales with {} elements per channel run do not tile a tensor of {len} elements; \
                  check the channel axis",
@@ -300,7 +300,10 @@ pub fn packed_to_planar(src: &[u8], element: ElementType, channels: usize, dst: 
     if planes == 0 || planes > channels {
         bail!("cannot make {planes} planes from pixels of {channels} channels: use 1 to {channels} planes");
     }
-    if !src.len().is_multiple_of(channels * size) || !dst.len().is_multiple_of(planes) || src.len() / (channels * size) != dst.len() / planes {
+    let Some(pixel) = channels.checked_mul(size) else {
+        bail!("pixels of {channels} {element:?} values do not fit in memory");
+    };
+    if !src.len().is_multiple_of(pixel) || !dst.len().is_multiple_of(planes) || src.len() / pixel != dst.len() / planes {
         bail!(
             "{} bytes of {channels}-channel pixels do not match {} values in {planes} planes: \
              the source must be (pixels, {channels}) and the destination ({planes}, pixels)",
@@ -309,9 +312,12 @@ pub fn packed_to_planar(src: &[u8], element: ElementType, channels: usize, dst: 
         );
     }
     let pixels = dst.len() / planes;
+    if pixels == 0 {
+        return Ok(()); // no pixel: nothing to write (and no plane to split)
+    }
     with_elem!(element, T => {
         for (k, plane) in dst.chunks_exact_mut(pixels).enumerate() {
-            for (d, px) in plane.iter_mut().zip(src.chunks_exact(channels * T::SIZE)) {
+            for (d, px) in plane.iter_mut().zip(src.chunks_exact(pixel)) {
                 *d = T::load(&px[k * T::SIZE..]);
             }
         }
@@ -326,7 +332,10 @@ pub fn planar_to_packed(src: &[f32], planes: usize, dst: &mut [u8], element: Ele
     if planes == 0 || planes > channels {
         bail!("cannot pack {planes} planes into pixels of {channels} channels: a pixel needs a channel per plane");
     }
-    if !src.len().is_multiple_of(planes) || !dst.len().is_multiple_of(channels * size) || src.len() / planes != dst.len() / (channels * size) {
+    let Some(pixel) = channels.checked_mul(size) else {
+        bail!("pixels of {channels} {element:?} values do not fit in memory");
+    };
+    if !src.len().is_multiple_of(planes) || !dst.len().is_multiple_of(pixel) || src.len() / planes != dst.len() / pixel {
         bail!(
             "{} values in {planes} planes do not match {} bytes of {channels}-channel pixels: \
              the source must be ({planes}, pixels) and the destination (pixels, {channels})",
@@ -336,7 +345,7 @@ pub fn planar_to_packed(src: &[f32], planes: usize, dst: &mut [u8], element: Ele
     }
     let pixels = src.len() / planes;
     with_elem!(element, T => {
-        for (i, px) in dst.chunks_exact_mut(channels * T::SIZE).enumerate() {
+        for (i, px) in dst.chunks_exact_mut(pixel).enumerate() {
             for k in 0..channels {
                 let v = if k < planes { src[k * pixels + i] } else { pad };
                 T::store(v, &mut px[k * T::SIZE..]);
@@ -387,17 +396,18 @@ impl Ord for Ranked {
 /// keeps only k candidates per row.
 pub fn topk(src: &[u8], element: ElementType, row_len: usize, k: usize) -> Result<(Vec<usize>, Vec<f32>)> {
     let size = element_size(element);
-    if row_len == 0 || !src.len().is_multiple_of(row_len * size) {
+    let row_bytes = row_len.checked_mul(size).filter(|&b| b > 0);
+    let Some(row_bytes) = row_bytes.filter(|&b| src.len().is_multiple_of(b)) else {
         bail!("{} bytes do not hold whole rows of {row_len} {element:?} values", src.len());
-    }
+    };
     if k == 0 || k > row_len {
         bail!("k = {k} but each row has {row_len} values: k must be from 1 to {row_len}");
     }
-    let rows = src.len() / (row_len * size);
+    let rows = src.len() / row_bytes;
     let (mut indices, mut values) = (Vec::with_capacity(rows * k), Vec::with_capacity(rows * k));
     with_elem!(element, T => {
         let mut heap = BinaryHeap::with_capacity(k + 1);
-        for row in src.chunks_exact(row_len * T::SIZE) {
+        for row in src.chunks_exact(row_bytes) {
             heap.clear();
             for (i, b) in row.chunks_exact(T::SIZE).enumerate() {
                 let candidate = Ranked(T::load(b), i);
@@ -421,6 +431,19 @@ pub fn topk(src: &[u8], element: ElementType, row_len: usize, k: usize) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_that_wrap_or_divide_by_zero_are_errors_not_panics() {
+        let huge = 1usize << 62;
+        assert!(packed_to_planar(&[], ElementType::F32, huge, &mut [], 1).is_err());
+        assert!(packed_to_planar(&[], ElementType::F32, 3, &mut [], 3).is_ok()); // no pixel: nothing to do
+        assert!(planar_to_packed(&[], 1, &mut [], ElementType::F32, huge, 0.0).is_err());
+        assert!(topk(&[], ElementType::F32, huge, 1).is_err());
+        assert!(topk(&[], ElementType::F32, usize::MAX, usize::MAX).is_err());
+        let q = Quantization { scale: vec![1.0, 2.0], zero_point: vec![0], inner: huge };
+        assert!(quantize(&[0.0f32; 4], &mut [0i8; 4], &q, None).is_err());
+        assert!(dequantize(&[0i8; 4], &mut [0.0f32; 4], &q, None).is_err());
+    }
 
     #[test]
     fn quantize_rounds_half_to_even_and_saturates() {

@@ -13,6 +13,7 @@ use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
+use super::timeout::Timeout;
 use super::buffer::{PyBufferPool, PyDmaBuf};
 use super::errors::{capture_to_py, invalid, Count};
 use crate::buffer::{self, HeapSpec, Wait};
@@ -28,13 +29,14 @@ impl<T> CaptureResult<T> for capture::Result<T> {
     }
 }
 
-fn seconds(what: &str, t: f64) -> PyResult<Duration> {
-    if t.is_finite() && t >= 0.0 {
-        Ok(Duration::from_secs_f64(t))
-    } else {
-        Err(invalid(format!("{what} must be a number of seconds >= 0, got {t}")))
-    }
+fn seconds(t: Timeout) -> Duration {
+    // For ever (None, inf, 1e20: timeout.rs) is a wait no camera outlives.
+    t.0.unwrap_or(FOREVER)
 }
+
+/// What a camera's wait "for ever" is: about a century (a deadline that far
+/// is still an Instant).
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Which heap `memory="auto"` imports from: the first usable dma-heap or
 /// udmabuf; None when only memfd is left (then the driver allocates).
@@ -62,7 +64,7 @@ pub struct PyCamera {
 impl PyCamera {
     #[new]
     #[pyo3(signature = (device, width = Count(640), height = Count(480), format = "YUYV", *, buffers = Count(4), memory = "auto",
-                        heap = "auto", timeout = 5.0, when_full = "wait", pool = None),
+                        heap = "auto", timeout = Timeout(Some(Duration::from_secs(5))), when_full = "wait", pool = None),
            text_signature = "(device, width=640, height=480, format='YUYV', *, buffers=4, memory='auto', heap='auto', \
                              timeout=5.0, when_full='wait', pool=None)")]
     #[allow(clippy::too_many_arguments)]
@@ -75,7 +77,7 @@ impl PyCamera {
         buffers: Count,
         memory: &str,
         heap: &str,
-        timeout: f64,
+        timeout: Timeout,
         when_full: &str,
         pool: Option<Py<PyBufferPool>>,
     ) -> PyResult<Self> {
@@ -87,7 +89,7 @@ impl PyCamera {
             u32::try_from(n.0).map_err(|_| invalid(format!("{what} {} is too large for a camera (at most {})", n.0, u32::MAX)))
         };
         let (width, height, buffers) = (side(width, "width")?, side(height, "height")?, buffers.0);
-        let timeout = seconds("timeout", timeout)?;
+        let timeout = seconds(timeout);
         let when_full = match when_full {
             "wait" => WhenFull::Wait,
             "drop" => WhenFull::Drop,
@@ -210,10 +212,10 @@ impl PyCamera {
 
     /// The next frame (waits at most `timeout` seconds, the camera's by default).
     #[pyo3(signature = (timeout = None))]
-    fn read(slf: &Bound<'_, Self>, timeout: Option<f64>) -> PyResult<PyFrame> {
+    fn read(slf: &Bound<'_, Self>, timeout: Option<Timeout>) -> PyResult<PyFrame> {
         let this = slf.get();
         let timeout = match timeout {
-            Some(t) => seconds("timeout", t)?,
+            Some(t) => seconds(t),
             None => this.timeout,
         };
         let stream = this.stream.clone();
@@ -348,6 +350,9 @@ impl PyCamera {
 
     #[getter]
     fn timeout(&self) -> f64 {
+        if self.timeout == FOREVER {
+            return f64::INFINITY;
+        }
         self.timeout.as_secs_f64()
     }
 
@@ -447,10 +452,11 @@ impl Drop for PyFrame {
 
 #[pymethods]
 impl PyFrame {
-    /// The DMA-BUF the driver wrote this frame into.
+    /// The DMA-BUF the driver wrote this frame into, lent by the frame: its
+    /// map() is read-only and keeps the frame held, like array().
     #[getter]
-    fn buffer(&self, py: Python<'_>) -> Py<PyDmaBuf> {
-        self.buffer.clone_ref(py)
+    fn buffer(slf: &Bound<'_, Self>) -> PyResult<Py<PyDmaBuf>> {
+        Py::new(slf.py(), slf.get().buffer.get().lent_by(slf.clone().into_any().unbind()))
     }
 
     #[getter]

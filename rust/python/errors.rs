@@ -80,6 +80,11 @@ pub fn invalid(message: impl Into<String>) -> PyErr {
     to_py(Error::invalid(message))
 }
 
+/// `npu_zc.AliasingError` (an InvalidArgumentError): a call's arguments share memory it writes.
+pub fn aliasing(message: impl Into<String>) -> PyErr {
+    make("AliasingError", message.into(), None)
+}
+
 pub fn error(kind: ErrorKind, message: impl Into<String>) -> PyErr {
     to_py(Error::new(kind, message))
 }

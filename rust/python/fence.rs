@@ -7,15 +7,13 @@ use std::time::Duration;
 use pyo3::prelude::*;
 
 use super::errors::{invalid, to_py};
+use super::timeout::Timeout;
 use crate::buffer::{DmaBuf, Error, SyncMode};
 
-/// A timeout argument in seconds: None waits as long as the fences take.
-pub(crate) fn timeout_arg(timeout: Option<f64>) -> PyResult<Option<Duration>> {
-    match timeout {
-        None => Ok(None),
-        Some(t) if t.is_finite() && t >= 0.0 => Ok(Some(Duration::from_secs_f64(t))),
-        Some(t) => Err(invalid(format!("timeout must be >= 0 seconds or None, got {t}"))),
-    }
+/// A timeout argument (timeout.rs): None, inf or too long for a Duration
+/// waits as long as the fences take.
+pub(crate) fn timeout_arg(timeout: Option<Timeout>) -> Option<Duration> {
+    timeout.and_then(|t| t.0)
 }
 
 /// "read", "write" or "rw", as for cpu_access.

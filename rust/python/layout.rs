@@ -12,10 +12,15 @@ use numpy::{
 };
 use pyo3::prelude::*;
 
-use super::errors::{invalid, Count};
+use super::alias::{self, Region};
+use super::errors::{error, invalid, Count};
+use crate::buffer::ErrorKind;
 use crate::layout::{self, ElementType, Format, FrameGeometry, LayoutError, Options, Rows, RowsMut, SimdLevel};
 
 fn value_error(e: LayoutError) -> PyErr {
+    if e.out_of_memory {
+        return error(ErrorKind::OutOfMemory, e.message);
+    }
     invalid(e.message)
 }
 
@@ -38,10 +43,15 @@ fn borrow_error(what: &str, e: BorrowError) -> PyErr {
         BorrowError::NotWriteable => invalid(format!(
             "the {what} is read-only: pass a writable array (a DmaBuf mapped for writing, or a copy)"
         )),
-        _ => invalid(format!(
-            "the {what} is in use by another call or overlaps the source: \
-             the destination must be memory of its own"
-        )),
+        // The aliasing rule passed (alias.rs): another call, or another
+        // extension, holds numpy's borrow of this array's memory.
+        _ => error(
+            ErrorKind::Busy,
+            format!(
+                "the {what} is in use by another call (or numpy cannot tell its bytes from another \
+                 argument's): give each call memory of its own"
+            ),
+        ),
     }
 }
 
@@ -51,6 +61,16 @@ fn read<'py, T: numpy::Element>(a: &Bound<'py, PyArrayDyn<T>>, what: &str) -> Py
 
 fn write<'py, T: numpy::Element>(a: &Bound<'py, PyArrayDyn<T>>, what: &str) -> PyResult<PyReadwriteArrayDyn<'py, T>> {
     a.try_readwrite().map_err(|e| borrow_error(what, e))
+}
+
+/// The bytes an array spans (alias::extent).
+fn extent<T: numpy::Element>(a: &Bound<'_, PyArrayDyn<T>>) -> Region {
+    alias::extent(a.as_untyped())
+}
+
+/// Claims one source and one destination under the aliasing rule (alias.rs).
+fn claim_pair(src: Region, dst: Region) -> PyResult<alias::Claim> {
+    alias::claim(&[(src, "source")], &[(dst, "destination")])
 }
 
 /// Where a frame's planes start in an array, and their row pitch.
@@ -215,16 +235,45 @@ fn convert(
         layout::describe(src_format, dst_format, &options).or_value_error()?;
     }
 
-    // Borrow first: a read-only or overlapping destination fails here.
+    // Where each argument's rows are, from its shape and strides (nothing read yet).
+    let dg = layout::frame_geometry(dst_format, dst_width, dst_height, dst_pitch).or_value_error()?;
+    let dst_place = place(&dst, &dg, dst_pitch, true, "destination")?;
+    let (src_place, src_rows, uv_place) = match (src_format, &uv) {
+        (Format::Nv12, Some(uv)) => {
+            let yg = layout::frame_geometry(Format::Gray, width, height, src_pitch).or_value_error()?;
+            let uvg = layout::frame_geometry(Format::Gray, width, height / 2, uv_pitch).or_value_error()?;
+            let uv_place = place(uv, &uvg, uv_pitch, false, "UV plane")?;
+            (place(&src, &yg, src_pitch, false, "Y plane")?, (height, width), Some(uv_place))
+        }
+        (_, Some(_)) => return Err(invalid(format!("a separate UV plane only goes with NV12, not {src_format}"))),
+        (_, None) => {
+            let sg = layout::frame_geometry(src_format, width, height, src_pitch).or_value_error()?;
+            (place(&src, &sg, src_pitch, false, "source")?, (sg.rows, sg.row_bytes), None)
+        }
+    };
+
+    // The aliasing rule (alias.rs): the destination's rows share no byte with
+    // the source's, and no other call is writing either right now.
+    let mut reads = vec![(Region::rows(src_place.starts[0], src_rows.0, src_rows.1, src_place.pitch), "source")];
+    if let Some(p) = &uv_place {
+        reads.push((Region::rows(p.starts[0], height / 2, width, p.pitch), "UV plane"));
+    }
+    let writes: Vec<_> = dst_place
+        .starts
+        .iter()
+        .map(|&start| (Region::rows(start, dg.rows, dg.row_bytes, dst_place.pitch), "destination"))
+        .collect();
+    let _claim = alias::claim(&reads, &writes)?;
+
+    // numpy's borrow flags as well (read-only arrays; other extensions' borrows).
     let _src_guard = read(&src, "source")?;
     let _uv_guard = uv.as_ref().map(|a| read(a, "UV plane")).transpose()?;
     let _dst_guard = write(&dst, "destination")?;
 
-    let dg = layout::frame_geometry(dst_format, dst_width, dst_height, dst_pitch).or_value_error()?;
-    let dst_place = place(&dst, &dg, dst_pitch, true, "destination")?;
     // SAFETY: `place` checked that each plane's rows lie inside the array, do
-    // not overlap, and are the array's own bytes; the readwrite borrow held in
-    // `_dst_guard` makes them exclusively ours until this function returns.
+    // not overlap, and are the array's own bytes; the claim and the readwrite
+    // borrow held in `_dst_guard` make them exclusively ours until this
+    // function returns (the claim: no source shares a byte with them).
     let planes = dst_place
         .starts
         .iter()
@@ -232,22 +281,15 @@ fn convert(
         .collect();
     let destination = layout::Destination::from_planes(dst_format, dst_width, dst_height, planes).or_value_error()?;
 
-    let source = match (src_format, &uv) {
-        (Format::Nv12, Some(uv)) => {
-            let yg = layout::frame_geometry(Format::Gray, width, height, src_pitch).or_value_error()?;
-            let uvg = layout::frame_geometry(Format::Gray, width, height / 2, uv_pitch).or_value_error()?;
-            let y_place = place(&src, &yg, src_pitch, false, "Y plane")?;
-            let uv_place = place(uv, &uvg, uv_pitch, false, "UV plane")?;
-            // SAFETY: rows checked by `place`; both arrays stay borrowed (readonly) until we return.
-            let (y, uv) = unsafe { (source_rows(&y_place, 0, height, width), source_rows(&uv_place, 0, height / 2, width)) };
+    // SAFETY: rows checked by `place`; the arrays stay borrowed (readonly) and
+    // claimed until we return.
+    let source = match &uv_place {
+        Some(uv_place) => {
+            let (y, uv) = unsafe { (source_rows(&src_place, 0, height, width), source_rows(uv_place, 0, height / 2, width)) };
             layout::Source::from_rows(Format::Nv12, width, height, y, Some(uv))
         }
-        (_, Some(_)) => return Err(invalid(format!("a separate UV plane only goes with NV12, not {src_format}"))),
-        (_, None) => {
-            let sg = layout::frame_geometry(src_format, width, height, src_pitch).or_value_error()?;
-            let sp = place(&src, &sg, src_pitch, false, "source")?;
-            // SAFETY: rows checked by `place`; the array stays borrowed (readonly) until we return.
-            let rows = unsafe { source_rows(&sp, 0, sg.rows, sg.row_bytes) };
+        None => {
+            let rows = unsafe { source_rows(&src_place, 0, src_rows.0, src_rows.1) };
             layout::Source::from_rows(src_format, width, height, rows, None)
         }
     }
@@ -334,6 +376,15 @@ enum Int8Array<'py> {
     I8(Bound<'py, PyArrayDyn<i8>>),
 }
 
+impl Int8Array<'_> {
+    fn extent(&self) -> Region {
+        match self {
+            Int8Array::U8(a) => extent(a),
+            Int8Array::I8(a) => extent(a),
+        }
+    }
+}
+
 fn contiguous<T>(r: Result<T, numpy::AsSliceError>, what: &str) -> PyResult<T> {
     r.map_err(|_| invalid(format!("the {what} is not contiguous: pass a C-contiguous array (numpy.ascontiguousarray)")))
 }
@@ -351,6 +402,7 @@ fn quantize(
 ) -> PyResult<()> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let q = layout::Quantization { scale, zero_point, inner: inner.0 };
+    let _claim = claim_pair(extent(&src), dst.extent())?;
     let src = read(&src, "source")?;
     let src = contiguous(src.as_slice(), "source")?;
     match dst {
@@ -381,6 +433,7 @@ fn dequantize(
 ) -> PyResult<()> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let q = layout::Quantization { scale, zero_point, inner: inner.0 };
+    let _claim = claim_pair(src.extent(), extent(&dst))?;
     let mut dst = write(&dst, "destination")?;
     let dst = contiguous(dst.as_slice_mut(), "destination")?;
     match src {
@@ -403,6 +456,7 @@ fn dequantize(
 #[pyo3(signature = (src, element, dst, simd=None))]
 fn to_float32(py: Python<'_>, src: Bound<'_, PyArrayDyn<u8>>, element: &str, dst: Bound<'_, PyArrayDyn<f32>>, simd: Option<&str>) -> PyResult<()> {
     let (element, simd) = (parse::<ElementType>(element)?, simd.map(parse::<SimdLevel>).transpose()?);
+    let _claim = claim_pair(extent(&src), extent(&dst))?;
     let src = read(&src, "source")?;
     let src = contiguous(src.as_slice(), "source")?;
     let mut dst = write(&dst, "destination")?;
@@ -415,6 +469,7 @@ fn to_float32(py: Python<'_>, src: Bound<'_, PyArrayDyn<u8>>, element: &str, dst
 #[pyo3(signature = (src, dst, element, simd=None))]
 fn from_float32(py: Python<'_>, src: Bound<'_, PyArrayDyn<f32>>, dst: Bound<'_, PyArrayDyn<u8>>, element: &str, simd: Option<&str>) -> PyResult<()> {
     let (element, simd) = (parse::<ElementType>(element)?, simd.map(parse::<SimdLevel>).transpose()?);
+    let _claim = claim_pair(extent(&src), extent(&dst))?;
     let src = read(&src, "source")?;
     let src = contiguous(src.as_slice(), "source")?;
     let mut dst = write(&dst, "destination")?;
@@ -433,6 +488,7 @@ fn packed_to_planar(
 ) -> PyResult<()> {
     let (channels, planes) = (channels.0, planes.0);
     let element = parse::<ElementType>(element)?;
+    let _claim = claim_pair(extent(&src), extent(&dst))?;
     let src = read(&src, "source")?;
     let src = contiguous(src.as_slice(), "source")?;
     let mut dst = write(&dst, "destination")?;
@@ -453,6 +509,7 @@ fn planar_to_packed(
 ) -> PyResult<()> {
     let (channels, planes) = (channels.0, planes.0);
     let element = parse::<ElementType>(element)?;
+    let _claim = claim_pair(extent(&src), extent(&dst))?;
     let src = read(&src, "source")?;
     let src = contiguous(src.as_slice(), "source")?;
     let mut dst = write(&dst, "destination")?;
@@ -487,6 +544,7 @@ fn topk<'py>(
 ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f32>>)> {
     let (row_len, k) = (row_len.0, k.0);
     let element = parse::<ElementType>(element)?;
+    let _claim = alias::claim(&[(extent(&src), "source")], &[])?;
     let guard = read(&src, "source")?;
     let bytes = contiguous(guard.as_slice(), "source")?;
     let (indices, values) = py.detach(|| layout::topk(bytes, element, row_len, k)).or_value_error()?;

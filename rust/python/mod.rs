@@ -2,11 +2,13 @@
 
 use pyo3::prelude::*;
 
+mod alias;
 mod buffer;
 mod capture;
 mod errors;
 mod fence;
 mod layout;
+mod timeout;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -14,5 +16,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     buffer::register(m)?;
     capture::register(m)?;
     layout::register(m)?;
+    m.add_function(wrap_pyfunction!(alias::_shares_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(alias::_claim_seconds, m)?)?;
     Ok(())
 }

@@ -47,6 +47,10 @@ from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 THROUGHPUT_STAGES = ("preprocess", "infer", "postprocess", "total")
 """Per frame; ``total`` is their sum (a frame's own time: with frames in flight, the FPS is not 1000 / total)."""
 
+STOP_GRACE_S = 5.0
+"""After Ctrl-C, how long a run waits for the frames in flight and their on_result before it stops waiting
+(a second Ctrl-C stops it at once): a blocked on_result cannot keep the program from stopping."""
+
 
 def default_workers() -> int:
     """Preprocessing threads a frame is split among: 1, the feeding thread alone.
@@ -166,6 +170,7 @@ class ThroughputRunner:
         self._preprocess: Preprocessor | None = None
         self._queue: Any = None  # the queue of the run in progress (tests look at its pools)
         self._feeder_done: threading.Event | None = None  # set when the last run's feeding thread is done
+        self._abandoned = False  # a run stopped by Ctrl-C left its feeding thread blocked (in on_result)
 
     def run(
         self,
@@ -208,17 +213,25 @@ class ThroughputRunner:
         self._feeder_done = done
         feeder = threading.Thread(target=feed, name="npu_zc-feed", daemon=True)
         interrupted: BaseException | None = None
+        interrupted_at = 0.0
         while True:
             try:  # everything here may be interrupted: the loop goes on until the feeding thread is done
                 if feeder.ident is None:
                     feeder.start()
                 if done.wait(0.25):
                     break
+                if interrupted is not None and time.monotonic() - interrupted_at > STOP_GRACE_S:
+                    break  # an on_result (or a request) that does not return: Ctrl-C is not kept waiting for it
             except KeyboardInterrupt as exc:  # stop feeding; what was submitted still finishes
-                interrupted = interrupted or exc
+                if interrupted is not None:
+                    break  # a second Ctrl-C: stop waiting at once
+                interrupted, interrupted_at = exc, time.monotonic()
                 stop.set()
                 if feeder.ident is None and not feeder.is_alive():
                     break  # interrupted before the thread started: nothing to wait for
+        if interrupted is not None and not done.is_set():
+            self._abandoned = True  # the feeding thread (a daemon) finishes on its own; close() does not wait for it
+            raise interrupted
         if feeder.ident is not None:
             try:
                 feeder.join()  # done: it only has to return
@@ -236,13 +249,20 @@ class ThroughputRunner:
         report: ThroughputReport = outcome["report"]
         return report
 
-    def _wait_for_feeder(self) -> None:
-        """Until the last run's feeding thread has finished (it owns the buffers and the preprocessor)."""
+    def _wait_for_feeder(self, *, abandon: bool = False) -> bool:
+        """Until the last run's feeding thread has finished (it owns the buffers and the preprocessor);
+        with ``abandon``, not past STOP_GRACE_S nor a Ctrl-C. True once it has finished."""
+        deadline = time.monotonic() + STOP_GRACE_S
         while self._feeder_done is not None and not self._feeder_done.is_set():
             try:
-                self._feeder_done.wait()
+                self._feeder_done.wait(0.25)
             except KeyboardInterrupt:  # already stopping: the wait is for requests in flight, milliseconds
+                if abandon:
+                    return False
                 continue
+            if abandon and time.monotonic() > deadline:
+                return False
+        return True
 
     def _feed(
         self,
@@ -351,8 +371,12 @@ class ThroughputRunner:
         return preprocess.transform
 
     def close(self) -> None:
-        """Free the preprocessor (once a run still stopping has finished)."""
-        self._wait_for_feeder()
+        """Free the preprocessor (once a run still stopping has finished; a run whose on_result does not
+        return is left to finish on its own after STOP_GRACE_S, and keeps the preprocessor)."""
+        if self._abandoned and not (self._feeder_done is not None and self._feeder_done.is_set()):
+            return
+        if not self._wait_for_feeder(abandon=True):
+            return
         if self._preprocess is not None:
             self._preprocess.close()
             self._preprocess = None

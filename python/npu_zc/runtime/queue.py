@@ -20,9 +20,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._timeouts import SLICE_S, timeout_seconds
 from ..errors import BufferInUseError, InvalidArgumentError, ModelError, PoolExhaustedError
 from .binding import BindingReport, BoundBuffer, bind, report
 from .target import Target
+
+_SLICE_MS = int(SLICE_S * 1000)
 
 
 def _start_async() -> Callable[[Any, dict[Any, Any], Any], None]:
@@ -50,6 +53,7 @@ class Frame:
     _in_slots: list[Any]
     _out_slots: list[Any]
     _submitted: bool = False
+    _queue: Any = None  # the queue whose pools the buffers come from
 
     @property
     def index(self) -> int:
@@ -200,6 +204,8 @@ class AsyncQueue:
         """
         if self._closed or self._failure is not None:  # checked inline: this runs per frame
             self._check_open()
+        if timeout is not None:
+            timeout = timeout_seconds(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             frame = self._take(None, block=False)
@@ -220,6 +226,8 @@ class AsyncQueue:
         """Start inference on ``frame``'s buffers; returns its sequence number."""
         if self._closed or self._failure is not None:  # checked inline: this runs per frame
             self._check_open()
+        if frame._queue is not self:
+            raise InvalidArgumentError("this frame was acquired from another queue: submit it to the queue that gave it")
         if frame._submitted:
             raise InvalidArgumentError("this frame was submitted already: acquire a new one")
         while True:
@@ -255,6 +263,8 @@ class AsyncQueue:
 
     def discard(self, frame: Frame) -> None:
         """Give back a frame that was acquired and will not be submitted (e.g. when the caller stops on an error)."""
+        if frame._queue is not self:
+            raise InvalidArgumentError("this frame was acquired from another queue: discard it there")
         if frame._submitted:
             raise InvalidArgumentError("this frame was submitted: its buffers come back when its result is released")
         frame._submitted = True  # nothing can submit it afterwards
@@ -268,6 +278,7 @@ class AsyncQueue:
         """
         if self._callback is None:
             raise InvalidArgumentError("join() waits for a callback's deliveries; without one, get() every result")
+        timeout = timeout_seconds(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._mutex:
             while self._delivered < self._sequence and self._failure is None:
@@ -284,6 +295,7 @@ class AsyncQueue:
         """The next result in submission order, waiting for it; None if ``timeout`` s pass first."""
         if self._callback is not None:
             raise InvalidArgumentError("this queue hands results to its callback; get() is for queues without one")
+        timeout = timeout_seconds(timeout)
         self._raise_failure()
         with self._mutex:
             entry = self._pending[0] if self._pending else None
@@ -356,10 +368,13 @@ class AsyncQueue:
         in_slots, out_slots = slots[: len(self._in_pools)], slots[len(self._in_pools) :]
         return Frame(
             inputs=tuple([self._in_arrays[p][s.index] for p, s in enumerate(in_slots)]),
-            input_buffers=tuple([s.buffer for s in in_slots]),
-            output_buffers=tuple([s.buffer for s in out_slots]),
+            # The pools' buffers, as the queue's own views are (not the slots' leases, whose views would
+            # hold up the release at completion): the frame owns them until its result is released.
+            input_buffers=tuple([self._in_pools[p].buffers[s.index] for p, s in enumerate(in_slots)]),
+            output_buffers=tuple([self._out_pools[p].buffers[s.index] for p, s in enumerate(out_slots)]),
             _in_slots=in_slots,
             _out_slots=out_slots,
+            _queue=self,
         )
 
     # --- completion ---
@@ -387,11 +402,12 @@ class AsyncQueue:
         request = self._requests[entry.request]
         error: BaseException | None = None
         try:
-            if timeout is None:
-                request.wait()
-                finished = True
-            else:
-                finished = bool(request.wait_for(max(0, int(timeout * 1000))))
+            # In slices: between them Python runs its signal handlers, so Ctrl-C stops a wait on a request.
+            while True:
+                left_ms = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+                finished = bool(request.wait_for(_SLICE_MS if left_ms is None else min(_SLICE_MS, left_ms)))
+                if finished or (left_ms is not None and left_ms <= _SLICE_MS):
+                    break
         except RuntimeError as e:  # OpenVINO reports a failed inference here
             error, finished = e, True
         except BaseException:  # e.g. Ctrl-C while waiting: another thread must be able to wait for it instead

@@ -7,7 +7,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, ModelError
+from .. import _core
+from ..errors import AliasingError, InvalidArgumentError, ModelError
 from .binding import BindingReport, BoundBuffer, bind, copy_report, report
 from .device import plugin_message
 from .model import TensorSpec, ov_type
@@ -52,10 +53,13 @@ class Request:
         return bound.array
 
     def _set_input(self, index: int, bound: BoundBuffer) -> None:
+        _refuse_overlap(bound, "input", [("output", b) for b in self._outputs])
         self._set(self.request.set_input_tensor, index, bound)
         self._inputs[index] = bound
 
     def _set_output(self, index: int, bound: BoundBuffer) -> None:
+        others = [("input", b) for b in self._inputs] + [("output", b) for i, b in enumerate(self._outputs) if i != index]
+        _refuse_overlap(bound, "output", others)
         self._set(self.request.set_output_tensor, index, bound)
         self._outputs[index] = bound
 
@@ -236,6 +240,17 @@ class Request:
         if not self._ran:
             self._ran = True
             self.target.on_first_inference(ms)
+
+
+def _refuse_overlap(bound: BoundBuffer, what: str, others: list[tuple[str, BoundBuffer | None]]) -> None:
+    """The aliasing rule (docs/safety.md): the device writes an output while it reads the inputs, so an
+    output may share no byte with an input or another output (two maps of one buffer included)."""
+    for kind, other in others:
+        if other is not None and _core._shares_memory(bound.array, other.array):
+            raise AliasingError(
+                f"this {what} buffer shares memory with a bound {kind} ({other.spec}): the device would write "
+                "memory it reads; bind memory of its own (another buffer, or a range that does not overlap)"
+            )
 
 
 def _port(specs: Sequence[TensorSpec], port: int | str, what: str) -> int:

@@ -121,6 +121,7 @@ pub(crate) fn run(
     let source = transform.source;
     let content = transform.content;
     let channels = plan.src_channels;
+    reserve_working_memory(transform, channels, threads)?;
     let decode = match src.pixels {
         SourcePixels::Packed { .. } => None,
         _ => Some(plan.nv12.expect("a YUV plan").decode),
@@ -189,6 +190,41 @@ pub(crate) fn run(
         start += n;
     }
     parallel::for_each(bands, wanted, |(start, mut planes)| job.band(src, start, &mut planes));
+    Ok(())
+}
+
+/// Above this much working memory, a resize first checks that it can have it.
+const LARGE_WORKING_MEMORY: usize = 64 << 20;
+
+/// Fails with an out-of-memory error, instead of aborting the process half
+/// way, when the tables and the bands' scratch rows of a resize (which grow
+/// with the source's width: a 1 x 2^27 source needs about 2 GB) cannot be
+/// allocated. An upper bound of what `run` allocates, reserved and freed at
+/// once; only for large sizes, so that the common case makes no syscall.
+fn reserve_working_memory(transform: &Transform, channels: usize, threads: usize) -> Result<()> {
+    let (source, content) = (transform.source, transform.content);
+    let tables = 16usize.saturating_mul(source.width + source.height + content.width + content.height);
+    let per_band = source
+        .width
+        .saturating_mul(4 * channels + 16)
+        .saturating_add(content.width.saturating_mul(channels * 8))
+        .saturating_add(transform.dst_rect.width.saturating_mul(channels));
+    let bands = threads.min(transform.dst_rect.height).max(1);
+    let total = per_band.saturating_mul(bands).saturating_add(tables);
+    if total > LARGE_WORKING_MEMORY {
+        let mut probe: Vec<u8> = Vec::new();
+        if probe.try_reserve_exact(total).is_err() {
+            return Err(crate::layout::LayoutError::out_of_memory(format!(
+                "resizing a {}x{} region to {}x{} needs about {} MiB of working memory, which could not be allocated; \
+                 convert a smaller region (roi=) or with fewer threads",
+                source.width,
+                source.height,
+                content.width,
+                content.height,
+                total >> 20
+            )));
+        }
+    }
     Ok(())
 }
 

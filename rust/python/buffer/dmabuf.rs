@@ -12,18 +12,20 @@ use pyo3::types::{IntoPyDict, PyTuple};
 use rustix::fd::{AsRawFd, BorrowedFd, IntoRawFd};
 
 use super::access::PyCpuAccess;
-use super::view::{PyMapping, ViewToken};
-use crate::buffer::{Access, DmaBuf, ErrorKind, Mapping, SyncMode};
+use super::view::{KnownMapping, PyMapping, ViewToken};
+use crate::buffer::{Access, DmaBuf, ErrorKind, SyncMode};
+use crate::python::alias;
 use crate::python::errors::{error, invalid, non_negative, Count, IntoPyResult};
 use crate::python::fence;
+use crate::python::timeout::Timeout;
 
 #[derive(Default)]
 pub(super) struct Open {
     buf: Option<Arc<DmaBuf>>,
     /// One mapping of the whole buffer per access mode, made on first use and
     /// shared by every view: per-frame `map()` calls cost no syscall.
-    rw: Option<Arc<Mapping>>,
-    ro: Option<Arc<Mapping>>,
+    rw: Option<Arc<KnownMapping>>,
+    ro: Option<Arc<KnownMapping>>,
     /// The mode of the open cpu_access bracket, if one is open.
     syncing: Option<SyncMode>,
 }
@@ -39,6 +41,11 @@ pub struct PyDmaBuf {
     pub(super) is_dmabuf: bool,
     /// Buffers of a pool are closed with the pool, never one by one.
     pooled: bool,
+    /// Only read-only views (a camera frame's buffer: the driver writes it).
+    read_only: bool,
+    /// What views must keep alive, and may be asked whether the memory is
+    /// still ours (`held`): the camera frame this buffer is lent as.
+    holder: Option<Py<PyAny>>,
 }
 
 impl PyDmaBuf {
@@ -48,9 +55,41 @@ impl PyDmaBuf {
             kind: buf.kind().to_string(),
             is_dmabuf: buf.is_dmabuf(),
             pooled,
+            read_only: false,
+            holder: None,
             views: Arc::new(AtomicUsize::new(0)),
             state: Mutex::new(Open { buf: Some(buf), ..Default::default() }),
         }
+    }
+
+    /// This buffer as a camera frame lends it: views are read-only, keep the
+    /// frame (`holder`) held, and count as this buffer's views; none is made
+    /// once the frame is released.
+    pub(crate) fn lent_by(&self, holder: Py<PyAny>) -> Self {
+        PyDmaBuf { read_only: true, holder: Some(holder), views: self.views.clone(), ..self.lease() }
+    }
+
+    /// The same buffer, for one holder of a pool slot: it shares the
+    /// buffer's mappings but counts its own views, so that the slot can
+    /// refuse its release while views made through it are alive, and it is
+    /// closed (no new views) once the slot is released.
+    pub(crate) fn lease(&self) -> Self {
+        let open = self.lock();
+        PyDmaBuf {
+            size: self.size,
+            kind: self.kind.clone(),
+            is_dmabuf: self.is_dmabuf,
+            pooled: true,
+            read_only: false,
+            holder: None,
+            views: Arc::new(AtomicUsize::new(0)),
+            state: Mutex::new(Open { buf: open.buf.clone(), rw: open.rw.clone(), ro: open.ro.clone(), syncing: None }),
+        }
+    }
+
+    /// Ends a lease: no new views (map() says it is closed).
+    pub(crate) fn end_lease(&self) {
+        *self.lock() = Open::default();
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Open> {
@@ -68,7 +107,7 @@ impl PyDmaBuf {
             .ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))
     }
 
-    fn mapping(&self, access: Access) -> PyResult<Arc<Mapping>> {
+    fn mapping(&self, access: Access) -> PyResult<Arc<KnownMapping>> {
         let mut open = self.lock();
         let buf = open
             .buf
@@ -81,7 +120,16 @@ impl PyDmaBuf {
         if let Some(m) = slot {
             return Ok(m.clone());
         }
-        let m = Arc::new(buf.map_all(access).py_err()?);
+        let mapping = buf.map_all(access).py_err()?;
+        // The buffer's identity for the aliasing rule: two fds (an import, a
+        // dup) of one DMA-BUF or memfd share its inode.
+        let st = rustix::fs::fstat(buf.fd())
+            .map_err(|e| crate::buffer::Error::from_errno(e, "fstat of a mapped buffer failed"))
+            .py_err()?;
+        #[allow(clippy::unnecessary_cast)] // their types differ between architectures
+        let (dev, ino) = (st.st_dev as u64, st.st_ino as u64);
+        let entry = alias::register_mapping(mapping.as_ptr(), mapping.len(), dev, ino, 0);
+        let m = Arc::new(KnownMapping { _entry: entry, mapping });
         *slot = Some(m.clone());
         Ok(m)
     }
@@ -164,17 +212,36 @@ impl PyDmaBuf {
     }
 
     /// A numpy array that shares the buffer's memory (no copy).
-    #[pyo3(signature = (dtype = None, shape = None, offset = Count(0), *, writable = true),
-           text_signature = "($self, dtype=None, shape=None, offset=0, *, writable=True)")]
+    /// writable=None: writable, unless the buffer is read-only (a camera frame's).
+    #[pyo3(signature = (dtype = None, shape = None, offset = Count(0), *, writable = None),
+           text_signature = "($self, dtype=None, shape=None, offset=0, *, writable=None)")]
     fn map<'py>(
         slf: &Bound<'py, Self>,
         dtype: Option<&Bound<'py, PyAny>>,
         shape: Option<&Bound<'py, PyAny>>,
         offset: Count,
-        writable: bool,
+        writable: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let this = slf.get();
+        let writable = match (writable, this.read_only) {
+            (Some(true), true) => {
+                return Err(invalid(format!(
+                    "{} is a camera frame's buffer, which the driver writes: map it read-only (writable=False)",
+                    this.describe()
+                )))
+            }
+            (w, read_only) => w.unwrap_or(!read_only),
+        };
+        let keep = match &this.holder {
+            Some(frame) if !frame.bind(py).getattr("held")?.is_truthy()? => {
+                return Err(error(
+                    ErrorKind::Closed,
+                    format!("cannot map {}: its frame was released (the driver may be writing it)", this.describe()),
+                ))
+            }
+            holder => holder.as_ref().map(|h| h.clone_ref(py)),
+        };
         let np = py.import("numpy")?;
         let dtype = match dtype {
             Some(d) => np
@@ -235,7 +302,7 @@ impl PyDmaBuf {
                  but the buffer has {size} bytes"
             )));
         }
-        let bytes = this.byte_view(py, offset, nbytes, writable, None)?;
+        let bytes = this.byte_view(py, offset, nbytes, writable, keep)?;
         let typed = bytes.call_method1("view", (dtype,))?;
         let shape = PyTuple::new(py, &dims)?;
         typed.call_method1("reshape", (shape,))
@@ -245,9 +312,9 @@ impl PyDmaBuf {
     /// With a timeout, entering first waits for the buffer's fences (see wait)
     /// and raises FenceTimeoutError instead of blocking in the kernel.
     #[pyo3(signature = (mode = "rw", *, timeout = None))]
-    fn cpu_access(slf: &Bound<'_, Self>, mode: &str, timeout: Option<f64>) -> PyResult<PyCpuAccess> {
+    fn cpu_access(slf: &Bound<'_, Self>, mode: &str, timeout: Option<Timeout>) -> PyResult<PyCpuAccess> {
         let mode = SyncMode::parse(mode).py_err()?;
-        let timeout = fence::timeout_arg(timeout)?;
+        let timeout = fence::timeout_arg(timeout);
         slf.get().buf()?;
         Ok(PyCpuAccess { buffer: slf.clone().unbind(), mode, timeout, active: AtomicBool::new(false) })
     }
@@ -257,9 +324,9 @@ impl PyDmaBuf {
     /// waits as long as they take; FenceTimeoutError when they are late.
     /// Returns at once for memory that is not a DMA-BUF (no fences exist).
     #[pyo3(signature = (mode = "read", timeout = None))]
-    fn wait(&self, py: Python<'_>, mode: &str, timeout: Option<f64>) -> PyResult<()> {
+    fn wait(&self, py: Python<'_>, mode: &str, timeout: Option<Timeout>) -> PyResult<()> {
         let mode = fence::mode_arg(mode)?;
-        let timeout = fence::timeout_arg(timeout)?;
+        let timeout = fence::timeout_arg(timeout);
         let buf = self.buf()?;
         fence::wait(py, &buf, mode, timeout)
     }
@@ -335,7 +402,7 @@ impl PyDmaBuf {
         // SAFETY: offset + nbytes <= size == mapping.len(), so the pointer and
         // length stay inside the live mapping; the mapping is kept alive by the
         // `_Mapping` base object for as long as the array exists.
-        let view = unsafe { ArrayView1::from_shape_ptr(nbytes, mapping.as_ptr().add(offset)) };
+        let view = unsafe { ArrayView1::from_shape_ptr(nbytes, mapping.mapping.as_ptr().add(offset)) };
         let owner = Bound::new(py, PyMapping { _mapping: mapping, _token: ViewToken::new(&self.views), _keep: keep })?;
         // SAFETY: `borrow_from_array` makes numpy point at the view's memory
         // with `owner` as the array's base, which keeps the mapping alive.

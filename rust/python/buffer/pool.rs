@@ -10,6 +10,7 @@ use pyo3::types::PyTuple;
 use super::dmabuf::PyDmaBuf;
 use crate::buffer::{self, ErrorKind, HeapSpec, Wait};
 use crate::python::errors::{error, invalid, non_negative, IntoPyResult};
+use crate::python::timeout::{next_slice, Timeout};
 
 /// A fixed ring of equal buffers, allocated once.
 #[pyclass(frozen, name = "BufferPool", module = "npu_zc._core")]
@@ -65,17 +66,29 @@ impl PyBufferPool {
     /// Takes a free buffer. timeout=None waits as long as it takes; block=False
     /// (or timeout=0) fails at once with PoolExhaustedError when none is free.
     #[pyo3(signature = (timeout = None, *, block = true))]
-    fn acquire(slf: &Bound<'_, Self>, timeout: Option<f64>, block: bool) -> PyResult<PySlot> {
-        let wait = match (block, timeout) {
-            (false, _) => Wait::No,
-            (true, None) => Wait::Forever,
-            // Beyond what a Duration holds (1e20 s, inf) is forever.
-            (true, Some(t)) if t >= 0.0 => Duration::try_from_secs_f64(t).map_or(Wait::Forever, Wait::For),
-            (true, Some(t)) => return Err(invalid(format!("timeout must be >= 0 seconds or None, got {t}"))),
-        };
+    fn acquire(slf: &Bound<'_, Self>, timeout: Option<Timeout>, block: bool) -> PyResult<PySlot> {
+        let py = slf.py();
         let pool = slf.get().pool.clone();
-        let index = slf.py().detach(|| pool.acquire(wait)).py_err()?;
-        Ok(PySlot { pool: slf.clone().unbind(), index, done: AtomicBool::new(false), submitted: AtomicBool::new(false) })
+        // None, inf or beyond what a Duration holds (1e20 s, 10**400) is for ever (timeout.rs).
+        let timeout = timeout.unwrap_or(Timeout(None));
+        if !block || timeout.0 == Some(Duration::ZERO) {
+            let index = py.detach(|| pool.acquire(Wait::No)).py_err()?;
+            return PySlot::new(slf, index);
+        }
+        // Wait in slices, letting Python run its signal handlers between them:
+        // Ctrl-C stops a wait for a buffer that may never come.
+        let deadline = timeout.deadline();
+        let index = loop {
+            let Some(slice) = next_slice(deadline) else {
+                return Err(pool.exhausted(timeout.0)).py_err();
+            };
+            match py.detach(|| pool.acquire(Wait::For(slice))) {
+                Ok(index) => break index,
+                Err(e) if e.kind == ErrorKind::Timeout => py.check_signals()?,
+                Err(e) => return Err(e).py_err(),
+            }
+        };
+        PySlot::new(slf, index)
     }
 
     /// Gone: an index can name a buffer that another caller holds now. Release
@@ -114,8 +127,18 @@ impl PyBufferPool {
 pub struct PySlot {
     pool: Py<PyBufferPool>,
     index: usize,
+    /// The buffer as this holder sees it: its views are counted apart.
+    lease: Py<PyDmaBuf>,
     done: AtomicBool,
     submitted: AtomicBool,
+}
+
+impl PySlot {
+    fn new(pool: &Bound<'_, PyBufferPool>, index: usize) -> PyResult<Self> {
+        let lease = Py::new(pool.py(), pool.get().buffers[index].get().lease())?;
+        let (done, submitted) = (AtomicBool::new(false), AtomicBool::new(false));
+        Ok(PySlot { pool: pool.clone().unbind(), index, lease, done, submitted })
+    }
 }
 
 #[pymethods]
@@ -127,7 +150,7 @@ impl PySlot {
 
     #[getter]
     fn buffer(&self, py: Python<'_>) -> Py<PyDmaBuf> {
-        self.pool.get().buffers[self.index].clone_ref(py)
+        self.lease.clone_ref(py)
     }
 
     /// Marks the buffer in flight (bound to a device request).
@@ -142,10 +165,24 @@ impl PySlot {
     }
 
     /// Returns the buffer to the pool; a second release is an error.
+    /// Refused while numpy views made through `slot.buffer` are alive: once
+    /// released, another caller may acquire the buffer and write it.
     fn release(&self) -> PyResult<()> {
+        let views = self.lease.get().views();
+        if views > 0 && !self.done.load(Ordering::SeqCst) {
+            return Err(error(
+                ErrorKind::Busy,
+                format!(
+                    "cannot release pool buffer {}: {views} numpy view(s) made through slot.buffer are alive; \
+                     delete them first (e.g. `del array`): once released, another caller may write the buffer",
+                    self.index
+                ),
+            ));
+        }
         if self.done.swap(true, Ordering::SeqCst) {
             return Err(invalid(format!("pool buffer {} was released already", self.index)));
         }
+        self.lease.get().end_lease();
         self.pool.get().pool.release(self.index).py_err()
     }
 

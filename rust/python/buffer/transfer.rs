@@ -1,7 +1,6 @@
 //! fd passing: buffers and a payload between processes over a Unix socket.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -10,7 +9,8 @@ use rustix::fd::{AsFd, BorrowedFd};
 
 use super::dmabuf::PyDmaBuf;
 use crate::buffer::{self, DmaBuf};
-use crate::python::errors::{invalid, IntoPyResult};
+use crate::python::errors::IntoPyResult;
+use crate::python::timeout::Timeout;
 
 /// The fd of a socket object or an int; a closed socket (whose fileno() is -1)
 /// or a negative fd is EBADF, as the socket module says it.
@@ -31,14 +31,6 @@ fn socket_fd(sock: &Bound<'_, PyAny>) -> PyResult<i32> {
     }
 }
 
-/// A timeout in seconds: None, inf or more than a Duration holds waits for ever.
-fn timeout_arg(timeout: Option<f64>) -> PyResult<Option<Duration>> {
-    match timeout {
-        None => Ok(None),
-        Some(t) if t >= 0.0 => Ok(Duration::try_from_secs_f64(t).ok()),
-        Some(t) => Err(invalid(format!("timeout must be >= 0 seconds or None, got {t}"))),
-    }
-}
 
 /// Runs a socket call with the GIL released. A signal that interrupts its
 /// wait runs Python's handlers; if one raises (Ctrl-C: KeyboardInterrupt),
@@ -74,10 +66,10 @@ pub(super) fn send_fds(
     sock: &Bound<'_, PyAny>,
     buffers: Vec<Py<PyDmaBuf>>,
     payload: &[u8],
-    timeout: Option<f64>,
+    timeout: Option<Timeout>,
 ) -> PyResult<()> {
     let sock = socket_fd(sock)?;
-    let timeout = timeout_arg(timeout)?;
+    let timeout = timeout.and_then(|t| t.0);
     let bufs = buffers.iter().map(|b| b.get().buf()).collect::<PyResult<Vec<_>>>()?;
     let payload = payload.to_vec();
     socket_call(py, |interrupted| {
@@ -95,11 +87,11 @@ pub(super) fn send_fds(
 pub(super) fn recv_fds<'py>(
     py: Python<'py>,
     sock: &Bound<'py, PyAny>,
-    timeout: Option<f64>,
+    timeout: Option<Timeout>,
     trust_size: bool,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
     let sock = socket_fd(sock)?;
-    let timeout = timeout_arg(timeout)?;
+    let timeout = timeout.and_then(|t| t.0);
     let (fds, payload) = socket_call(py, |interrupted| {
         // SAFETY: as in send_fds.
         let sock = unsafe { BorrowedFd::borrow_raw(sock) };

@@ -12,6 +12,15 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use crate::buffer::Mapping;
+use crate::python::alias::MappingEntry;
+
+/// A mapping of a buffer, known to the aliasing rule (`alias`) as that
+/// buffer's bytes for as long as it is mapped.
+pub(super) struct KnownMapping {
+    // Declared first, so dropped first: out of the registry before the unmap.
+    pub(super) _entry: MappingEntry,
+    pub(super) mapping: Mapping,
+}
 
 /// Decrements the owning buffer's view count when the last array is gone.
 pub(super) struct ViewToken(Arc<AtomicUsize>);
@@ -32,7 +41,7 @@ impl Drop for ViewToken {
 /// The base object of every numpy view: keeps the mapping alive.
 #[pyclass(frozen, name = "_Mapping", module = "npu_zc._core")]
 pub struct PyMapping {
-    pub(super) _mapping: Arc<Mapping>,
+    pub(super) _mapping: Arc<KnownMapping>,
     pub(super) _token: ViewToken,
     /// Anything else the view keeps alive (a camera frame: while a view of
     /// it lives, the driver does not get the buffer back).
