@@ -47,19 +47,23 @@ fn conversions(c: &mut Criterion) {
             };
             group.throughput(Throughput::Bytes((src.len() + dst.len()) as u64));
             let name = format!("{src_format}->{dst_format}{}", if normalised { " norm" } else { "" });
-            group.bench_function(BenchmarkId::new(name, layout::describe(src_format, dst_format, &options).unwrap()), |b| {
-                b.iter(|| {
-                    let source = Source::new(src_format, &src, width, height, None).unwrap();
-                    let destination = Destination::new(dst_format, &mut dst, width, height, None).unwrap();
-                    layout::convert(black_box(&source), destination, &options).unwrap();
-                })
-            });
+            group.bench_function(
+                BenchmarkId::new(name, layout::describe(src_format, dst_format, &options).unwrap()),
+                |b| {
+                    b.iter(|| {
+                        let source = Source::new(src_format, &src, width, height, None).unwrap();
+                        let destination = Destination::new(dst_format, &mut dst, width, height, None).unwrap();
+                        layout::convert(black_box(&source), destination, &options).unwrap();
+                    })
+                },
+            );
             // The physical limit for the same bytes moved.
             let half = (src.len() + dst.len()) / 2;
             let (from, mut to) = (noise(half), vec![0u8; half]);
-            group.bench_function(BenchmarkId::new("memcpy", format!("same bytes as {src_format}->{dst_format}")), |b| {
-                b.iter(|| to.copy_from_slice(black_box(&from)))
-            });
+            group
+                .bench_function(BenchmarkId::new("memcpy", format!("same bytes as {src_format}->{dst_format}")), |b| {
+                    b.iter(|| to.copy_from_slice(black_box(&from)))
+                });
         }
         group.finish();
     }

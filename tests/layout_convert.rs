@@ -117,7 +117,14 @@ fn check(case: &Case, level: SimdLevel) -> std::result::Result<(), TestCaseError
 
     let source = Source::new(case.src, &src, w, h, Some(src_pitch)).unwrap();
     let destination = Destination::new(case.dst, &mut dst, w, h, Some(dst_pitch)).unwrap();
-    let options = Options { mean: case.mean, scale: case.scale, pad: case.pad, threads: Some(case.threads), simd: Some(level), ..Options::default() };
+    let options = Options {
+        mean: case.mean,
+        scale: case.scale,
+        pad: case.pad,
+        threads: Some(case.threads),
+        simd: Some(level),
+        ..Options::default()
+    };
     convert(&source, destination, &options).unwrap();
 
     let mean = case.mean.unwrap_or([0.0; 3]);
@@ -127,7 +134,8 @@ fn check(case: &Case, level: SimdLevel) -> std::result::Result<(), TestCaseError
     let dst_channels = case.dst.channels();
     let uv = &src[h * src_pitch..];
     // The expected bytes of each channel for each u8 input, from the definition.
-    let table: Vec<Vec<Vec<u8>>> = (0..3).map(|k| (0..=255u8).map(|x| value(element, x, mean[k], scale[k])).collect()).collect();
+    let table: Vec<Vec<Vec<u8>>> =
+        (0..3).map(|k| (0..=255u8).map(|x| value(element, x, mean[k], scale[k])).collect()).collect();
     for y in 0..h {
         for x in 0..w {
             let [r, gg, b] = rgb_at(case.src, &src, src_pitch, uv, w, x, y);
@@ -139,7 +147,16 @@ fn check(case: &Case, level: SimdLevel) -> std::result::Result<(), TestCaseError
                 } else {
                     y * dst_pitch + (dst_channels * x + k) * size
                 };
-                prop_assert_eq!(&dst[at..at + size], &want[..], "{:?} {} pixel ({}, {}) channel {}", case, level, x, y, k);
+                prop_assert_eq!(
+                    &dst[at..at + size],
+                    &want[..],
+                    "{:?} {} pixel ({}, {}) channel {}",
+                    case,
+                    level,
+                    x,
+                    y,
+                    k
+                );
             }
             if case.dst.has_pad() {
                 let at = y * dst_pitch + (4 * x + 3) * size;
@@ -151,7 +168,11 @@ fn check(case: &Case, level: SimdLevel) -> std::result::Result<(), TestCaseError
     for plane in 0..g.planes {
         for y in 0..h {
             let start = plane * g.plane_pitch() + y * dst_pitch + g.row_bytes;
-            prop_assert!(dst[start..start + dst_pitch - g.row_bytes].iter().all(|&b| b == UNTOUCHED), "padding written {:?}", case);
+            prop_assert!(
+                dst[start..start + dst_pitch - g.row_bytes].iter().all(|&b| b == UNTOUCHED),
+                "padding written {:?}",
+                case
+            );
         }
     }
     Ok(())
@@ -203,13 +224,22 @@ fn wide_rows_match_on_every_level() {
 #[test]
 fn bands_on_several_threads_match_one_thread() {
     let (w, h) = (1922, 202);
-    for (src_format, dst_format) in [(Format::Bgr, Format::RgbpFloat), (Format::Nv12, Format::RgbxBf16), (Format::Rgba, Format::Rgbx)] {
+    for (src_format, dst_format) in
+        [(Format::Bgr, Format::RgbpFloat), (Format::Nv12, Format::RgbxBf16), (Format::Rgba, Format::Rgbx)]
+    {
         let src = noise(frame_nbytes(src_format, w, h, None).unwrap(), 3);
         for level in SimdLevel::available() {
             let run = |threads: usize| {
                 let mut dst = vec![0u8; frame_nbytes(dst_format, w, h, None).unwrap()];
-                let options = Options { mean: Some([1.0, 2.0, 3.0]), scale: Some([4.0, 5.0, 6.0]), threads: Some(threads), simd: Some(level), ..Options::default() };
-                let options = if dst_format == Format::Rgbx { Options { mean: None, scale: None, ..options } } else { options };
+                let options = Options {
+                    mean: Some([1.0, 2.0, 3.0]),
+                    scale: Some([4.0, 5.0, 6.0]),
+                    threads: Some(threads),
+                    simd: Some(level),
+                    ..Options::default()
+                };
+                let options =
+                    if dst_format == Format::Rgbx { Options { mean: None, scale: None, ..options } } else { options };
                 let source = Source::new(src_format, &src, w, h, None).unwrap();
                 convert(&source, Destination::new(dst_format, &mut dst, w, h, None).unwrap(), &options).unwrap();
                 dst
@@ -228,11 +258,8 @@ fn bands_on_several_threads_match_one_thread() {
 /// above test something), and fall back to the tables only where they must.
 #[test]
 fn simd_levels_pick_simd_kernels() {
-    let imagenet = Options {
-        mean: Some([123.675, 116.28, 103.53]),
-        scale: Some([58.395, 57.12, 57.375]),
-        ..Options::default()
-    };
+    let imagenet =
+        Options { mean: Some([123.675, 116.28, 103.53]), scale: Some([58.395, 57.12, 57.375]), ..Options::default() };
     for level in SimdLevel::available() {
         let options = Options { simd: Some(level), ..imagenet.clone() };
         let pairs = [
@@ -253,7 +280,8 @@ fn simd_levels_pick_simd_kernels() {
         let plain = Options { simd: Some(level), ..Options::default() };
         let name = describe(Format::Bgr, Format::Rgbx, &plain).unwrap();
         assert!(level == SimdLevel::Scalar || name.contains(level.name()), "{name}");
-        let normalised_u8 = describe(Format::Bgr, Format::Rgbx, &Options { simd: Some(level), ..imagenet.clone() }).unwrap();
+        let normalised_u8 =
+            describe(Format::Bgr, Format::Rgbx, &Options { simd: Some(level), ..imagenet.clone() }).unwrap();
         assert!(normalised_u8.contains("lut"), "{normalised_u8}");
     }
 }
@@ -333,15 +361,20 @@ fn bad_arguments_are_refused_before_writing() {
     assert!(Destination::new(Format::Gray, &mut dst, 4, 4, None).unwrap_err().message.contains("not a destination"));
     let mut three = vec![0u8; 4 * 3 * 3];
     let bgr = Destination::new(Format::Bgr, &mut three, 4, 3, None).unwrap();
-    assert!(convert(&source, bgr, &Options { pad: 1.0, ..Default::default() }).unwrap_err().message.contains("no pad channel"));
+    assert!(convert(&source, bgr, &Options { pad: 1.0, ..Default::default() })
+        .unwrap_err()
+        .message
+        .contains("no pad channel"));
     assert!(Source::new(Format::Bgr, &src[1..], 4, 3, None).unwrap_err().message.contains("too few"));
     assert!(Source::new(Format::Nv12, &src, 3, 2, None).unwrap_err().message.contains("even"));
     // Another destination size resizes; a bad geometry is refused before anything is written.
     let mut other = vec![0u8; 5 * 3 * 4];
-    let t = convert(&source, Destination::new(Format::Rgbx, &mut other, 5, 3, None).unwrap(), &Options::default()).unwrap();
+    let t =
+        convert(&source, Destination::new(Format::Rgbx, &mut other, 5, 3, None).unwrap(), &Options::default()).unwrap();
     assert_eq!((t.scale, t.content), ([5.0 / 4.0, 1.0], Rect::new(0, 0, 5, 3)));
     other.fill(7);
-    let outside = Options { resize: Resize { roi: Some(Rect::new(2, 0, 3, 3)), ..Resize::default() }, ..Options::default() };
+    let outside =
+        Options { resize: Resize { roi: Some(Rect::new(2, 0, 3, 3)), ..Resize::default() }, ..Options::default() };
     let e = convert(&source, Destination::new(Format::Rgbx, &mut other, 5, 3, None).unwrap(), &outside).unwrap_err();
     assert!(e.message.contains("inside the frame") && other.iter().all(|&b| b == 7), "{e}");
 }

@@ -59,9 +59,9 @@ impl SyncMode {
             "read" | "r" => Ok(SyncMode::Read),
             "write" | "w" => Ok(SyncMode::Write),
             "rw" | "readwrite" | "read-write" => Ok(SyncMode::ReadWrite),
-            other => Err(Error::invalid(format!(
-                "unknown cpu_access mode {other:?}: use \"read\", \"write\" or \"rw\""
-            ))),
+            other => {
+                Err(Error::invalid(format!("unknown cpu_access mode {other:?}: use \"read\", \"write\" or \"rw\"")))
+            }
         }
     }
 
@@ -288,9 +288,7 @@ pub fn classify(fd: BorrowedFd<'_>) -> Result<FdClass> {
                 FileType::Symlink => "a symbolic link",
                 _ => "not a memory buffer",
             };
-            Err(Error::invalid(format!(
-                "fd {n} is {what}: only DMA-BUFs, memfds and regular files can be imported"
-            )))
+            Err(Error::invalid(format!("fd {n} is {what}: only DMA-BUFs, memfds and regular files can be imported")))
         }
     }
 }

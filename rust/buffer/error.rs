@@ -64,9 +64,7 @@ impl Error {
             // EBADF stays an OSError: a closed fd where one was expected is the
             // kernel's answer, not a bad value (callers that validate an fd
             // argument say so themselves).
-            Errno::INVAL | Errno::NOTTY | Errno::FBIG | Errno::OVERFLOW => {
-                ErrorKind::InvalidInput
-            }
+            Errno::INVAL | Errno::NOTTY | Errno::FBIG | Errno::OVERFLOW => ErrorKind::InvalidInput,
             Errno::BUSY => ErrorKind::Busy,
             Errno::TIMEDOUT => ErrorKind::Timeout,
             _ => ErrorKind::Os,
@@ -74,11 +72,7 @@ impl Error {
         // std's text ends in " (os error N)": the errno is carried separately.
         let text = std::io::Error::from_raw_os_error(errno.raw_os_error()).to_string();
         let text = text.split(" (os error").next().unwrap_or_default().to_string();
-        Error {
-            kind,
-            errno: Some(errno.raw_os_error()),
-            message: format!("{context}: {text}"),
-        }
+        Error { kind, errno: Some(errno.raw_os_error()), message: format!("{context}: {text}") }
     }
 
     /// The same error with a hint appended (what to do about it).

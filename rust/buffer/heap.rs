@@ -43,9 +43,7 @@ impl HeapSpec {
             p if p.starts_with('/') => {
                 let path = PathBuf::from(p);
                 if path.parent() != Some(Path::new(DMA_HEAP_DIR)) {
-                    return Err(Error::invalid(format!(
-                        "heap path {p:?} is not under {DMA_HEAP_DIR}/"
-                    )));
+                    return Err(Error::invalid(format!("heap path {p:?} is not under {DMA_HEAP_DIR}/")));
                 }
                 HeapSpec::Path(path)
             }
@@ -151,7 +149,9 @@ fn can_open(path: &Path) -> std::result::Result<(), String> {
 fn available_heaps_hint() -> String {
     let heaps = list_dma_heaps();
     if heaps.is_empty() {
-        format!("this kernel has no dma-buf heaps ({DMA_HEAP_DIR} is missing); heap=\"memfd\" or \"auto\" works anywhere")
+        format!(
+            "this kernel has no dma-buf heaps ({DMA_HEAP_DIR} is missing); heap=\"memfd\" or \"auto\" works anywhere"
+        )
     } else {
         format!("heaps here: {}", heaps.join(", "))
     }
@@ -167,20 +167,16 @@ pub fn list_dma_heaps() -> Vec<String> {
 }
 
 fn cma_heap() -> Result<PathBuf> {
-    CMA_HEAP_NAMES
-        .iter()
-        .map(|n| Path::new(DMA_HEAP_DIR).join(n))
-        .find(|p| p.exists())
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "no CMA heap: none of {} exists under {DMA_HEAP_DIR} ({})",
-                    CMA_HEAP_NAMES.join(", "),
-                    available_heaps_hint()
-                ),
-            )
-        })
+    CMA_HEAP_NAMES.iter().map(|n| Path::new(DMA_HEAP_DIR).join(n)).find(|p| p.exists()).ok_or_else(|| {
+        Error::new(
+            ErrorKind::NotFound,
+            format!(
+                "no CMA heap: none of {} exists under {DMA_HEAP_DIR} ({})",
+                CMA_HEAP_NAMES.join(", "),
+                available_heaps_hint()
+            ),
+        )
+    })
 }
 
 fn alloc_dma_heap(path: &Path, size: usize) -> Result<DmaBuf> {
@@ -213,8 +209,7 @@ pub fn udmabuf_limit() -> Option<u64> {
 fn new_memfd(size: usize) -> Result<OwnedFd> {
     use rustix::fs::{memfd_create, MemfdFlags, SealFlags};
     let fd = memfd_create("npu_zc", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).context("memfd_create failed")?;
-    rustix::fs::ftruncate(&fd, size as u64)
-        .context(format_args!("cannot size a memfd to {size} bytes"))?;
+    rustix::fs::ftruncate(&fd, size as u64).context(format_args!("cannot size a memfd to {size} bytes"))?;
     rustix::fs::fcntl_add_seals(&fd, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)
         .context("cannot seal a memfd against resizing")?;
     Ok(fd)
@@ -308,7 +303,11 @@ pub fn heaps() -> Vec<HeapInfo> {
         .collect();
     let udmabuf = Path::new(UDMABUF_DEV);
     let reason = can_open(udmabuf).err().map(|r| {
-        if udmabuf.exists() { r } else { format!("{r}: this kernel has no udmabuf (CONFIG_UDMABUF)") }
+        if udmabuf.exists() {
+            r
+        } else {
+            format!("{r}: this kernel has no udmabuf (CONFIG_UDMABUF)")
+        }
     });
     out.push(HeapInfo {
         name: "udmabuf".into(),

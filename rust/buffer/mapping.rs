@@ -44,26 +44,23 @@ impl Mapping {
         // SAFETY: a new MAP_SHARED mapping at an address the kernel chooses
         // cannot alias any Rust object; the range was checked against the
         // buffer's size by the caller.
-        let base = unsafe {
-            mmap(std::ptr::null_mut(), base_len, prot, MapFlags::SHARED, fd, aligned as u64)
-        }
-        .map_err(|e| {
-            let err = Error::from_errno(e, format_args!("mmap of {len} bytes at offset {offset} failed"));
-            match (e, access) {
-                (rustix::io::Errno::ACCESS | rustix::io::Errno::PERM, Access::ReadWrite) => err.hint(
-                    "the fd was opened read-only or the memfd is sealed against writes: map it with writable=False",
-                ),
-                // ENODEV is mmap's "this file cannot be mapped", not a missing heap.
-                (rustix::io::Errno::NODEV, _) => Error {
-                    kind: ErrorKind::InvalidInput,
-                    message: format!("{}: this fd's file system does not support mmap", err.message),
-                    ..err
-                },
-                _ => err,
-            }
-        })?;
-        let base = NonNull::new(base.cast::<u8>())
-            .ok_or_else(|| Error::invalid("mmap returned a null mapping"))?;
+        let base = unsafe { mmap(std::ptr::null_mut(), base_len, prot, MapFlags::SHARED, fd, aligned as u64) }
+            .map_err(|e| {
+                let err = Error::from_errno(e, format_args!("mmap of {len} bytes at offset {offset} failed"));
+                match (e, access) {
+                    (rustix::io::Errno::ACCESS | rustix::io::Errno::PERM, Access::ReadWrite) => err.hint(
+                        "the fd was opened read-only or the memfd is sealed against writes: map it with writable=False",
+                    ),
+                    // ENODEV is mmap's "this file cannot be mapped", not a missing heap.
+                    (rustix::io::Errno::NODEV, _) => Error {
+                        kind: ErrorKind::InvalidInput,
+                        message: format!("{}: this fd's file system does not support mmap", err.message),
+                        ..err
+                    },
+                    _ => err,
+                }
+            })?;
+        let base = NonNull::new(base.cast::<u8>()).ok_or_else(|| Error::invalid("mmap returned a null mapping"))?;
         Ok(Mapping { base, base_len, skip, len, access })
     }
 

@@ -44,9 +44,7 @@ impl BufferPool {
         if count == 0 {
             return Err(Error::invalid("a pool needs at least 1 buffer, got 0"));
         }
-        let buffers = (0..count)
-            .map(|_| alloc(size, heap).map(Arc::new))
-            .collect::<Result<Vec<_>>>()?;
+        let buffers = (0..count).map(|_| alloc(size, heap).map(Arc::new)).collect::<Result<Vec<_>>>()?;
         Ok(BufferPool {
             buffers,
             state: Mutex::new(Ring { slots: vec![SlotState::Free; count], next: 0 }),

@@ -4,7 +4,7 @@
 
 use rustix::fd::{BorrowedFd, FromRawFd, OwnedFd};
 use rustix::io::{Errno, Result};
-use rustix::ioctl::{ioctl, opcode, Ioctl, IoctlOutput, IntegerSetter, Opcode, Setter, Updater};
+use rustix::ioctl::{ioctl, opcode, IntegerSetter, Ioctl, IoctlOutput, Opcode, Setter, Updater};
 
 /// `struct dma_heap_allocation_data`
 #[repr(C)]
@@ -31,8 +31,7 @@ struct UdmabufCreate {
     size: u64,
 }
 
-const DMA_HEAP_IOCTL_ALLOC: Opcode =
-    opcode::read_write::<DmaHeapAllocationData>(b'H', 0x0);
+const DMA_HEAP_IOCTL_ALLOC: Opcode = opcode::read_write::<DmaHeapAllocationData>(b'H', 0x0);
 const DMA_BUF_IOCTL_SYNC: Opcode = opcode::write::<DmaBufSync>(b'b', 0);
 // DMA_BUF_SET_NAME is declared with a `const char *` argument: the size field
 // is that of a pointer, and the argument is the pointer itself.
@@ -83,12 +82,7 @@ pub fn dma_buf_set_name(fd: BorrowedFd<'_>, name: &str) -> Result<()> {
 /// UDMABUF_CREATE: a DMA-BUF over `size` bytes of a sealed memfd.
 pub fn udmabuf_create(dev: BorrowedFd<'_>, memfd: BorrowedFd<'_>, size: u64) -> Result<OwnedFd> {
     use rustix::fd::AsRawFd;
-    let mut arg = UdmabufCreate {
-        memfd: memfd.as_raw_fd() as u32,
-        flags: UDMABUF_FLAGS_CLOEXEC,
-        offset: 0,
-        size,
-    };
+    let mut arg = UdmabufCreate { memfd: memfd.as_raw_fd() as u32, flags: UDMABUF_FLAGS_CLOEXEC, offset: 0, size };
     // SAFETY: UDMABUF_CREATE reads one `struct udmabuf_create` (the layout
     // above) and returns a new fd as the ioctl's result.
     let raw = unsafe { ioctl(dev, ReturnsFd::<UDMABUF_CREATE, _>(&mut arg))? };

@@ -17,10 +17,9 @@ fn in_vm() -> bool {
 /// (inside the VM their absence is a failure, not a skip).
 fn backends() -> Vec<HeapSpec> {
     let mut out = vec![HeapSpec::Memfd];
-    for (path, spec) in [
-        ("/dev/dma_heap/system", HeapSpec::DmaHeap("system".into())),
-        ("/dev/udmabuf", HeapSpec::Udmabuf),
-    ] {
+    for (path, spec) in
+        [("/dev/dma_heap/system", HeapSpec::DmaHeap("system".into())), ("/dev/udmabuf", HeapSpec::Udmabuf)]
+    {
         if Path::new(path).exists() {
             out.push(spec);
         } else if in_vm() {

@@ -67,7 +67,12 @@ enum Stop {
 
 /// Waits until `sock` is ready for `events` (or has an error or hang-up, which
 /// the next syscall reports), the deadline passes, or a signal stops the call.
-fn wait(sock: BorrowedFd<'_>, events: PollFlags, deadline: Deadline, interrupted: Interrupted<'_>) -> Result<Option<Stop>> {
+fn wait(
+    sock: BorrowedFd<'_>,
+    events: PollFlags,
+    deadline: Deadline,
+    interrupted: Interrupted<'_>,
+) -> Result<Option<Stop>> {
     loop {
         let left = deadline.at.map(|at| {
             let left = at.saturating_duration_since(Instant::now());
@@ -138,7 +143,10 @@ pub fn send_fds_within(
         return Err(Error::invalid(format!("cannot send {} fds in one message (at most {MAX_FDS})", fds.len())));
     }
     if payload.len() > MAX_PAYLOAD {
-        return Err(Error::invalid(format!("metadata of {} bytes is too large (at most {MAX_PAYLOAD})", payload.len())));
+        return Err(Error::invalid(format!(
+            "metadata of {} bytes is too large (at most {MAX_PAYLOAD})",
+            payload.len()
+        )));
     }
     let deadline = Deadline::after(timeout);
     let mut header = [0u8; HEADER];
@@ -287,7 +295,12 @@ fn peer_hung_up(sock: BorrowedFd<'_>) -> bool {
 }
 
 /// The rest of a message whose header was read: any stop here is mid-message.
-fn read_exact(sock: BorrowedFd<'_>, mut buf: &mut [u8], deadline: Deadline, interrupted: Interrupted<'_>) -> Result<()> {
+fn read_exact(
+    sock: BorrowedFd<'_>,
+    mut buf: &mut [u8],
+    deadline: Deadline,
+    interrupted: Interrupted<'_>,
+) -> Result<()> {
     while !buf.is_empty() {
         match recv(sock, &mut *buf, RecvFlags::DONTWAIT) {
             Ok((0, _)) | Err(Errno::CONNRESET) => return Err(protocol(MID_MESSAGE_CLOSE)),

@@ -173,23 +173,22 @@ impl Device {
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let shown = path.display();
-        let fd = rustix::fs::open(path, OFlags::RDWR | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty()).map_err(
-            |e| match e {
-                Errno::NOENT => Error::os(e, Some(ErrorKind::NotFound), format_args!("cannot open camera {shown}"))
-                    .hint("no such device node: npu_zc.cameras() or `npu-zc info` lists the cameras here"),
-                Errno::ACCESS | Errno::PERM => {
-                    Error::os(e, None, format_args!("cannot open camera {shown}"))
-                        .hint("add this user to the `video` group, or run with access to the node")
+        let fd =
+            rustix::fs::open(path, OFlags::RDWR | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty()).map_err(|e| {
+                match e {
+                    Errno::NOENT => Error::os(e, Some(ErrorKind::NotFound), format_args!("cannot open camera {shown}"))
+                        .hint("no such device node: npu_zc.cameras() or `npu-zc info` lists the cameras here"),
+                    Errno::ACCESS | Errno::PERM => Error::os(e, None, format_args!("cannot open camera {shown}"))
+                        .hint("add this user to the `video` group, or run with access to the node"),
+                    Errno::NODEV | Errno::NXIO => {
+                        Error::os(e, Some(ErrorKind::NotFound), format_args!("cannot open camera {shown}"))
+                            .hint("the node exists but no driver is behind it: was the camera unplugged?")
+                    }
+                    Errno::BUSY => Error::os(e, None, format_args!("cannot open camera {shown}"))
+                        .hint("another process has it open exclusively"),
+                    e => Error::os(e, None, format_args!("cannot open camera {shown}")),
                 }
-                Errno::NODEV | Errno::NXIO => {
-                    Error::os(e, Some(ErrorKind::NotFound), format_args!("cannot open camera {shown}"))
-                        .hint("the node exists but no driver is behind it: was the camera unplugged?")
-                }
-                Errno::BUSY => Error::os(e, None, format_args!("cannot open camera {shown}"))
-                    .hint("another process has it open exclusively"),
-                e => Error::os(e, None, format_args!("cannot open camera {shown}")),
-            },
-        )?;
+            })?;
         let cap = sys::querycap(fd.as_fd()).map_err(|e| match e {
             // ENOSYS: what qemu-user answers for an ioctl it does not know.
             Errno::NOTTY | Errno::INVAL | Errno::NOSYS => Error::os(
@@ -289,13 +288,15 @@ impl Device {
     pub fn set_format(&self, width: u32, height: u32, fourcc: Fourcc) -> Result<Format> {
         let formats = self.formats()?;
         let shown = self.info.path.display();
-        let supported = || {
-            formats.iter().map(|f| f.fourcc.name()).collect::<Vec<_>>().join(", ")
-        };
+        let supported = || formats.iter().map(|f| f.fourcc.name()).collect::<Vec<_>>().join(", ");
         let Some(info) = formats.iter().find(|f| f.fourcc == fourcc) else {
             return Err(Error::new(
                 ErrorKind::Unsupported,
-                format!("{shown} ({}) does not offer pixel format {fourcc}; it offers: {}", self.info.card, supported()),
+                format!(
+                    "{shown} ({}) does not offer pixel format {fourcc}; it offers: {}",
+                    self.info.card,
+                    supported()
+                ),
             ));
         };
         if info.compressed {

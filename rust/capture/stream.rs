@@ -186,7 +186,8 @@ impl Stream {
             Memory::DmaBuf => sys::MEMORY_DMABUF,
             Memory::Mmap => sys::MEMORY_MMAP,
         };
-        let mut req = sys::RequestBuffers { count: wanted as u32, type_: buf_type, memory: v4l2_memory, ..Default::default() };
+        let mut req =
+            sys::RequestBuffers { count: wanted as u32, type_: buf_type, memory: v4l2_memory, ..Default::default() };
         sys::reqbufs(dev.fd(), &mut req).map_err(|e| match e {
             Errno::INVAL => Error::os(
                 e,
@@ -220,7 +221,10 @@ impl Stream {
                         Errno::NOTTY | Errno::INVAL => Error::os(
                             e,
                             Some(ErrorKind::Unsupported),
-                            format_args!("{shown} ({}) cannot export its buffers as DMA-BUFs (VIDIOC_EXPBUF)", stream.info.card),
+                            format_args!(
+                                "{shown} ({}) cannot export its buffers as DMA-BUFs (VIDIOC_EXPBUF)",
+                                stream.info.card
+                            ),
                         )
                         .hint("use memory=\"dmabuf\" with a dma-heap or udmabuf"),
                         e => dev.fail(e, "VIDIOC_EXPBUF"),
@@ -310,9 +314,9 @@ impl Stream {
         if let Some(e) = &st.failed {
             return Err(e.clone());
         }
-        st.device.clone().ok_or_else(|| {
-            Error::new(ErrorKind::Closed, format!("the camera {} is closed", self.info.path.display()))
-        })
+        st.device
+            .clone()
+            .ok_or_else(|| Error::new(ErrorKind::Closed, format!("the camera {} is closed", self.info.path.display())))
     }
 
     /// The next frame, waiting at most `timeout`. The frame's buffer is held
@@ -365,7 +369,12 @@ impl Stream {
     }
 
     /// Makes sure the driver has a buffer to fill, as `when_full` says.
-    fn device_with_a_queued_buffer(&self, deadline: Instant, timeout: Duration, when_full: WhenFull) -> Result<Arc<Device>> {
+    fn device_with_a_queued_buffer(
+        &self,
+        deadline: Instant,
+        timeout: Duration,
+        when_full: WhenFull,
+    ) -> Result<Arc<Device>> {
         let mut st = self.lock();
         loop {
             let dev = self.usable(&st)?;
@@ -422,7 +431,8 @@ impl Stream {
         } else {
             (b.bytesused as usize, 0)
         };
-        let timestamp_ns = (b.timestamp.tv_sec as u64).saturating_mul(1_000_000_000) + (b.timestamp.tv_usec as u64) * 1000;
+        let timestamp_ns =
+            (b.timestamp.tv_sec as u64).saturating_mul(1_000_000_000) + (b.timestamp.tv_usec as u64) * 1000;
         Frame {
             index,
             ticket,

@@ -10,8 +10,8 @@ use super::format::{frame_geometry, Channel, Element, Format};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
 use super::kernels;
 use super::parallel;
-use super::recent::Recent;
 use super::plan::{build_luts, Encoder, Nv12Plan, Permutes, Plan, Rearrange};
+use super::recent::Recent;
 use super::resize::{self, Resize, Transform};
 use super::simd::SimdLevel;
 
@@ -75,7 +75,8 @@ pub fn convert(src: &Source<'_>, dst: Destination<'_>, options: &Options) -> Res
 fn run_in_bands(plan: &Plan, src: &Source<'_>, dst: Destination<'_>, threads: usize) {
     let out_bytes = dst.planes.iter().map(|p| p.count() * p.row_bytes()).sum::<usize>();
     let threads = threads.min(out_bytes / MIN_BYTES_PER_THREAD).max(1);
-    let wanted = if threads == 1 { 1 } else { (threads * BANDS_PER_THREAD).min(out_bytes / MIN_BYTES_PER_BAND).max(threads) };
+    let wanted =
+        if threads == 1 { 1 } else { (threads * BANDS_PER_THREAD).min(out_bytes / MIN_BYTES_PER_BAND).max(threads) };
     parallel::for_each(split_into_bands(src, dst, wanted), threads, |mut band| plan.run(band.src, &mut band.dst));
 }
 
@@ -101,7 +102,15 @@ impl Plan {
         static RECENT: Recent<PlanKey, Plan, 8> = Recent::new();
         let level = SimdLevel::resolve(options.simd)?;
         let bits = |v: Option<[f32; 3]>| v.map(|v| v.map(f32::to_bits));
-        let key = PlanKey { src, dst, mean: bits(options.mean), scale: bits(options.scale), pad: options.pad.to_bits(), level, resampled };
+        let key = PlanKey {
+            src,
+            dst,
+            mean: bits(options.mean),
+            scale: bits(options.scale),
+            pad: options.pad.to_bits(),
+            level,
+            resampled,
+        };
         RECENT.get_or_build(key, || Plan::build(src, dst, options, level, resampled))
     }
 
@@ -165,7 +174,11 @@ impl Plan {
             plan.nv12 = Some(Nv12Plan {
                 decode,
                 direct,
-                pos: if direct { [0, 1, 2].map(|k| position(dst_order, [Channel::R, Channel::G, Channel::B][k])) } else { [0, 1, 2] },
+                pos: if direct {
+                    [0, 1, 2].map(|k| position(dst_order, [Channel::R, Channel::G, Channel::B][k]))
+                } else {
+                    [0, 1, 2]
+                },
                 pad: if direct { pad as u8 } else { 0 },
             });
             if direct {
@@ -328,7 +341,13 @@ pub fn describe(src: Format, dst: Format, options: &Options) -> Result<String> {
 /// Which kernels `convert` would run to resize a `src_size` frame into a
 /// `dst_size` one with these options, e.g. "avx2/area + avx2/bf16/fma", and
 /// the transform it would return: checks the geometry without converting.
-pub fn describe_resize(src: Format, dst: Format, src_size: (usize, usize), dst_size: (usize, usize), options: &Options) -> Result<(String, Transform)> {
+pub fn describe_resize(
+    src: Format,
+    dst: Format,
+    src_size: (usize, usize),
+    dst_size: (usize, usize),
+    options: &Options,
+) -> Result<(String, Transform)> {
     frame_geometry(src, src_size.0, src_size.1, None)?;
     frame_geometry(dst, dst_size.0, dst_size.1, None)?;
     let transform = resize::place(src, src_size, dst_size, &options.resize)?;
@@ -410,7 +429,11 @@ mod tests {
     /// The fast arithmetics are really used for ordinary parameters (ImageNet's).
     #[test]
     fn imagenet_parameters_take_a_fast_arithmetic() {
-        let options = Options { mean: Some([123.675, 116.28, 103.53]), scale: Some([58.395, 57.12, 57.375]), ..Options::default() };
+        let options = Options {
+            mean: Some([123.675, 116.28, 103.53]),
+            scale: Some([58.395, 57.12, 57.375]),
+            ..Options::default()
+        };
         for level in SimdLevel::available().into_iter().filter(|&l| l != SimdLevel::Scalar) {
             for dst in [Format::RgbxBf16, Format::RgbxFp16, Format::RgbpFloat, Format::RgbpFp16] {
                 let plan = Plan::new(Format::Bgr, dst, &options, level).unwrap();

@@ -68,22 +68,28 @@ pub(crate) use multiversion;
 /// `dst[i] = bf16(src[i])` for equal-length slices.
 pub fn f32_slice_to_bf16(src: &[f32], dst: &mut [u16], level: SimdLevel) {
     assert_eq!(src.len(), dst.len());
-    let run = multiversion!(level, fn body(src: &[f32], dst: &mut [u16]) {
-        for (d, &s) in dst.iter_mut().zip(src) {
-            *d = f32_to_bf16(s);
+    let run = multiversion!(
+        level,
+        fn body(src: &[f32], dst: &mut [u16]) {
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = f32_to_bf16(s);
+            }
         }
-    });
+    );
     run(src, dst)
 }
 
 /// `dst[i] = f32(src[i])` for bfloat16 bits.
 pub fn bf16_slice_to_f32(src: &[u16], dst: &mut [f32], level: SimdLevel) {
     assert_eq!(src.len(), dst.len());
-    let run = multiversion!(level, fn body(src: &[u16], dst: &mut [f32]) {
-        for (d, &s) in dst.iter_mut().zip(src) {
-            *d = bf16_to_f32(s);
+    let run = multiversion!(
+        level,
+        fn body(src: &[u16], dst: &mut [f32]) {
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = bf16_to_f32(s);
+            }
         }
-    });
+    );
     run(src, dst)
 }
 
@@ -181,10 +187,11 @@ mod tests {
     #[test]
     fn f16_slices_are_exact_for_every_half_and_nan_payload() {
         let all: Vec<u16> = (0..=u16::MAX).collect();
-        let nans: Vec<f32> = [0x7F80_0001u32, 0x7F80_2000, 0x7FA0_0000, 0x7FC0_0000, 0x7FC0_1FFF, 0x7FD5_5555, 0x7FFF_FFFF]
-            .into_iter()
-            .flat_map(|b| [f32::from_bits(b), f32::from_bits(b | 0x8000_0000)])
-            .collect();
+        let nans: Vec<f32> =
+            [0x7F80_0001u32, 0x7F80_2000, 0x7FA0_0000, 0x7FC0_0000, 0x7FC0_1FFF, 0x7FD5_5555, 0x7FFF_FFFF]
+                .into_iter()
+                .flat_map(|b| [f32::from_bits(b), f32::from_bits(b | 0x8000_0000)])
+                .collect();
         for level in SimdLevel::available() {
             let mut wide = vec![0f32; all.len()];
             f16_slice_to_f32(&all, &mut wide, level);

@@ -261,9 +261,7 @@ pub fn frame_geometry(format: Format, width: usize, height: usize, pitch: Option
         );
     }
     let too_big = || LayoutError::new(format!("a {format} frame of {width}x{height} pixels is too large to address"));
-    let row_bytes = width
-        .checked_mul(format.channels() * format.element().size())
-        .ok_or_else(too_big)?;
+    let row_bytes = width.checked_mul(format.channels() * format.element().size()).ok_or_else(too_big)?;
     let (planes, rows) = match format {
         Format::Nv12 | Format::I420 => (1, height / 2 * 3),
         f if f.is_planar() => (3, height),
@@ -351,7 +349,9 @@ pub fn select_format(element: ElementType, layout: TensorLayout, channels: usize
         match (bgr, bgr_format) {
             (false, _) => Ok(rgb),
             (true, Some(f)) => Ok(f),
-            (true, None) => bail!("{rgb} exists in RGB order only; BGR order is offered by BGRx, BGR, BGR_FLOAT and the BGRP layouts"),
+            (true, None) => bail!(
+                "{rgb} exists in RGB order only; BGR order is offered by BGRx, BGR, BGR_FLOAT and the BGRP layouts"
+            ),
         }
     };
     match (layout, channels, element) {

@@ -186,7 +186,14 @@ impl<'a> Source<'a> {
     }
 
     /// NV12 from two separate planes, each with its own pitch.
-    pub fn nv12(y: &'a [u8], y_pitch: Option<usize>, uv: &'a [u8], uv_pitch: Option<usize>, width: usize, height: usize) -> Result<Self> {
+    pub fn nv12(
+        y: &'a [u8],
+        y_pitch: Option<usize>,
+        uv: &'a [u8],
+        uv_pitch: Option<usize>,
+        width: usize,
+        height: usize,
+    ) -> Result<Self> {
         frame_geometry(Format::Nv12, width, height, None)?;
         // Each plane is a grey-like block of `width` bytes per row.
         let gy = frame_geometry(Format::Gray, width, height, y_pitch)?;
@@ -198,7 +205,13 @@ impl<'a> Source<'a> {
 
     /// From rows already checked by the caller: for NV12 either `rows` holds
     /// Y then UV (`chroma` None) or `rows` is Y and `chroma` UV.
-    pub fn from_rows(format: Format, width: usize, height: usize, rows: Rows<'a>, chroma: Option<Rows<'a>>) -> Result<Self> {
+    pub fn from_rows(
+        format: Format,
+        width: usize,
+        height: usize,
+        rows: Rows<'a>,
+        chroma: Option<Rows<'a>>,
+    ) -> Result<Self> {
         let g = frame_geometry(format, width, height, None)?;
         let pixels = match (format, chroma) {
             (Format::Nv12, None) => {
@@ -314,7 +327,13 @@ fn check_destination_format(format: Format) -> Result<()> {
 }
 
 /// The VART-style byte-size check of a destination buffer, before writing.
-pub fn check_destination_size(format: Format, width: usize, height: usize, g: &FrameGeometry, nbytes: usize) -> Result<()> {
+pub fn check_destination_size(
+    format: Format,
+    width: usize,
+    height: usize,
+    g: &FrameGeometry,
+    nbytes: usize,
+) -> Result<()> {
     if nbytes != g.nbytes() {
         let stride = if g.pitch != g.row_bytes { format!(" with rows {} bytes apart", g.pitch) } else { String::new() };
         bail!(

@@ -109,25 +109,28 @@ pub fn quantize<Q: QuantInt>(src: &[f32], dst: &mut [Q], q: &Quantization, simd:
     q.check::<Q>(src.len())?;
     let level = SimdLevel::resolve(simd)?;
     q.for_each_run(src.len(), |start, end, scale, zp| {
-        let run = multiversion!(level, fn body<Q: QuantInt>(src: &[f32], dst: &mut [Q], scale: f32, zp: i32) {
-            // Clamp first (rounding commutes with clamping to integers), so
-            // that the magic-number rounding below stays in its exact range.
-            let (lo, hi) = ((Q::MIN - zp) as f32, (Q::MAX - zp) as f32);
-            // Adding then subtracting 1.5 * 2^23 rounds |v| < 2^22 to an
-            // integer, ties to even, in the default rounding mode.
-            const ROUND: f32 = 12_582_912.0;
-            for (d, &x) in dst.iter_mut().zip(src) {
-                let v = x / scale;
-                // NaN is the real 0 (the zero point); max/min keep the rest in range.
-                let v = if v.is_nan() { 0.0 } else { v.max(lo).min(hi) };
-                let rounded = (v + ROUND) - ROUND;
-                // SAFETY: `rounded` is a finite whole number within lo..=hi,
-                // well inside i32 (a plain `as` would check that per element
-                // and keep LLVM from vectorising the loop).
-                let q = unsafe { rounded.to_int_unchecked::<i32>() };
-                *d = Q::from_i32(q + zp);
+        let run = multiversion!(
+            level,
+            fn body<Q: QuantInt>(src: &[f32], dst: &mut [Q], scale: f32, zp: i32) {
+                // Clamp first (rounding commutes with clamping to integers), so
+                // that the magic-number rounding below stays in its exact range.
+                let (lo, hi) = ((Q::MIN - zp) as f32, (Q::MAX - zp) as f32);
+                // Adding then subtracting 1.5 * 2^23 rounds |v| < 2^22 to an
+                // integer, ties to even, in the default rounding mode.
+                const ROUND: f32 = 12_582_912.0;
+                for (d, &x) in dst.iter_mut().zip(src) {
+                    let v = x / scale;
+                    // NaN is the real 0 (the zero point); max/min keep the rest in range.
+                    let v = if v.is_nan() { 0.0 } else { v.max(lo).min(hi) };
+                    let rounded = (v + ROUND) - ROUND;
+                    // SAFETY: `rounded` is a finite whole number within lo..=hi,
+                    // well inside i32 (a plain `as` would check that per element
+                    // and keep LLVM from vectorising the loop).
+                    let q = unsafe { rounded.to_int_unchecked::<i32>() };
+                    *d = Q::from_i32(q + zp);
+                }
             }
-        });
+        );
         run(&src[start..end], &mut dst[start..end], scale, zp)
     });
     Ok(())
@@ -139,11 +142,14 @@ pub fn dequantize<Q: QuantInt>(src: &[Q], dst: &mut [f32], q: &Quantization, sim
     q.check::<Q>(src.len())?;
     let level = SimdLevel::resolve(simd)?;
     q.for_each_run(src.len(), |start, end, scale, zp| {
-        let run = multiversion!(level, fn body<Q: QuantInt>(src: &[Q], dst: &mut [f32], scale: f32, zp: i32) {
-            for (d, &x) in dst.iter_mut().zip(src) {
-                *d = (x.to_i32() - zp) as f32 * scale;
+        let run = multiversion!(
+            level,
+            fn body<Q: QuantInt>(src: &[Q], dst: &mut [f32], scale: f32, zp: i32) {
+                for (d, &x) in dst.iter_mut().zip(src) {
+                    *d = (x.to_i32() - zp) as f32 * scale;
+                }
             }
-        });
+        );
         run(&src[start..end], &mut dst[start..end], scale, zp)
     });
     Ok(())
@@ -295,7 +301,13 @@ fn bytemuck_u16_mut(bytes: &mut [u8]) -> Option<&mut [u16]> {
 
 /// `pixels` packed pixels of `channels` values of `element` (native-endian
 /// bytes) to `planes` planes of f32: plane k holds channel k of each pixel.
-pub fn packed_to_planar(src: &[u8], element: ElementType, channels: usize, dst: &mut [f32], planes: usize) -> Result<()> {
+pub fn packed_to_planar(
+    src: &[u8],
+    element: ElementType,
+    channels: usize,
+    dst: &mut [f32],
+    planes: usize,
+) -> Result<()> {
     let size = element_size(element);
     if planes == 0 || planes > channels {
         bail!("cannot make {planes} planes from pixels of {channels} channels: use 1 to {channels} planes");
@@ -303,7 +315,8 @@ pub fn packed_to_planar(src: &[u8], element: ElementType, channels: usize, dst: 
     let Some(pixel) = channels.checked_mul(size) else {
         bail!("pixels of {channels} {element:?} values do not fit in memory");
     };
-    if !src.len().is_multiple_of(pixel) || !dst.len().is_multiple_of(planes) || src.len() / pixel != dst.len() / planes {
+    if !src.len().is_multiple_of(pixel) || !dst.len().is_multiple_of(planes) || src.len() / pixel != dst.len() / planes
+    {
         bail!(
             "{} bytes of {channels}-channel pixels do not match {} values in {planes} planes: \
              the source must be (pixels, {channels}) and the destination ({planes}, pixels)",
@@ -327,7 +340,14 @@ pub fn packed_to_planar(src: &[u8], element: ElementType, channels: usize, dst: 
 
 /// `planes` planes of f32 to packed pixels of `channels` values of `element`;
 /// channels beyond the planes get `pad`.
-pub fn planar_to_packed(src: &[f32], planes: usize, dst: &mut [u8], element: ElementType, channels: usize, pad: f32) -> Result<()> {
+pub fn planar_to_packed(
+    src: &[f32],
+    planes: usize,
+    dst: &mut [u8],
+    element: ElementType,
+    channels: usize,
+    pad: f32,
+) -> Result<()> {
     let size = element_size(element);
     if planes == 0 || planes > channels {
         bail!("cannot pack {planes} planes into pixels of {channels} channels: a pixel needs a channel per plane");
@@ -335,7 +355,8 @@ pub fn planar_to_packed(src: &[f32], planes: usize, dst: &mut [u8], element: Ele
     let Some(pixel) = channels.checked_mul(size) else {
         bail!("pixels of {channels} {element:?} values do not fit in memory");
     };
-    if !src.len().is_multiple_of(planes) || !dst.len().is_multiple_of(pixel) || src.len() / planes != dst.len() / pixel {
+    if !src.len().is_multiple_of(planes) || !dst.len().is_multiple_of(pixel) || src.len() / planes != dst.len() / pixel
+    {
         bail!(
             "{} values in {planes} planes do not match {} bytes of {channels}-channel pixels: \
              the source must be ({planes}, pixels) and the destination (pixels, {channels})",
@@ -447,7 +468,8 @@ mod tests {
 
     #[test]
     fn quantize_rounds_half_to_even_and_saturates() {
-        let src = [0.5f32, 1.5, 2.5, -0.5, -1.5, 1000.0, -1000.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.49999997];
+        let src =
+            [0.5f32, 1.5, 2.5, -0.5, -1.5, 1000.0, -1000.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.49999997];
         let mut q = [0i8; 11];
         quantize(&src, &mut q, &Quantization::per_tensor(1.0, 3), Some(SimdLevel::Scalar)).unwrap();
         assert_eq!(q, [3, 5, 5, 3, 1, 127, -128, 3, 127, -128, 3]);

@@ -122,7 +122,11 @@ impl Permutes {
     /// fewer than 64 source bytes (a masked load zeroes the rest), else the
     /// first byte of a second, zeroed register (two-source permutes).
     pub(crate) fn zero(channels: usize) -> u8 {
-        if 16 * channels < 64 { 63 } else { 64 }
+        if 16 * channels < 64 {
+            63
+        } else {
+            64
+        }
     }
 
     /// Where AVX2 moves the source dwords of 8 pixels for `split`: lane 0
@@ -256,7 +260,8 @@ impl Plan {
                 unsafe { f(self, src, out) }
             }
             (Encoder::Planar(f), [p0, p1, p2]) => {
-                let (o0, o1, o2) = (&mut p0.row_mut(r)[bytes.clone()], &mut p1.row_mut(r)[bytes.clone()], &mut p2.row_mut(r)[bytes]);
+                let (o0, o1, o2) =
+                    (&mut p0.row_mut(r)[bytes.clone()], &mut p1.row_mut(r)[bytes.clone()], &mut p2.row_mut(r)[bytes]);
                 // SAFETY: as in `encode_row`.
                 unsafe { f(self, src, o0, o1, o2) }
             }

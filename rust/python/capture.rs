@@ -13,9 +13,9 @@ use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use super::timeout::Timeout;
 use super::buffer::{PyBufferPool, PyDmaBuf};
 use super::errors::{capture_to_py, invalid, Count};
+use super::timeout::Timeout;
 use crate::buffer::{self, HeapSpec, Wait};
 use crate::capture::{self, Buffers, Device, ErrorKind, Fourcc, FrameSizes, Stream, WhenFull};
 
@@ -86,7 +86,8 @@ impl PyCamera {
             Err(_) => device.str()?.extract()?,
         };
         let side = |n: Count, what: &str| {
-            u32::try_from(n.0).map_err(|_| invalid(format!("{what} {} is too large for a camera (at most {})", n.0, u32::MAX)))
+            u32::try_from(n.0)
+                .map_err(|_| invalid(format!("{what} {} is too large for a camera (at most {})", n.0, u32::MAX)))
         };
         let (width, height, buffers) = (side(width, "width")?, side(height, "height")?, buffers.0);
         let timeout = seconds(timeout);
@@ -115,7 +116,9 @@ impl PyCamera {
                     ))
                 })?),
                 HeapSpec::Memfd => {
-                    return Err(invalid("a camera cannot import memfd memory (not a DMA-BUF): use a dma-heap or udmabuf"))
+                    return Err(invalid(
+                        "a camera cannot import memfd memory (not a DMA-BUF): use a dma-heap or udmabuf",
+                    ))
                 }
                 spec => Some(spec),
             },
@@ -194,11 +197,7 @@ impl PyCamera {
         let objs = if pool.is_some() {
             pool_objs
         } else {
-            stream
-                .buffers()
-                .into_iter()
-                .map(|b| Py::new(py, PyDmaBuf::wrap(b, true)))
-                .collect::<PyResult<Vec<_>>>()?
+            stream.buffers().into_iter().map(|b| Py::new(py, PyDmaBuf::wrap(b, true))).collect::<PyResult<Vec<_>>>()?
         };
         Ok(PyCamera {
             stream: Arc::new(stream),
@@ -221,12 +220,8 @@ impl PyCamera {
         let stream = this.stream.clone();
         let when_full = this.when_full;
         let frame = slf.py().detach(|| stream.next_frame(timeout, when_full)).cam_err()?;
-        let buffer = this
-            .buffers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(frame.index)
-            .map(|b| b.clone_ref(slf.py()));
+        let buffer =
+            this.buffers.lock().unwrap_or_else(|p| p.into_inner()).get(frame.index).map(|b| b.clone_ref(slf.py()));
         let Some(buffer) = buffer else {
             // Closed by another thread between the dequeue and now.
             let _ = this.stream.release(frame.index, frame.ticket);
@@ -612,10 +607,9 @@ impl PyCameraFormat {
     fn __repr__(&self) -> String {
         let sizes: Vec<String> = self.sizes.iter().map(|(w, h)| format!("{w}x{h}")).collect();
         match self.size_range {
-            Some((a, b, s)) => format!(
-                "<CameraFormat {} {}x{}..{}x{} step {}x{}>",
-                self.fourcc, a.0, a.1, b.0, b.1, s.0, s.1
-            ),
+            Some((a, b, s)) => {
+                format!("<CameraFormat {} {}x{}..{}x{} step {}x{}>", self.fourcc, a.0, a.1, b.0, b.1, s.0, s.1)
+            }
             None => format!("<CameraFormat {} {}>", self.fourcc, sizes.join(" ")),
         }
     }

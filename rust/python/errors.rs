@@ -53,10 +53,8 @@ pub fn capture_to_py(err: capture::Error) -> PyErr {
 
 fn make(class: &str, message: String, errno: Option<i32>) -> PyErr {
     Python::attach(|py| {
-        let made = py
-            .import("npu_zc.errors")
-            .and_then(|m| m.getattr(class))
-            .and_then(|cls| cls.call1((message, errno)));
+        let made =
+            py.import("npu_zc.errors").and_then(|m| m.getattr(class)).and_then(|cls| cls.call1((message, errno)));
         match made {
             Ok(instance) => PyErr::from_value(instance),
             // The errors module itself failed to import: still say what happened.

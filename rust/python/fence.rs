@@ -18,8 +18,7 @@ pub(crate) fn timeout_arg(timeout: Option<Timeout>) -> Option<Duration> {
 
 /// "read", "write" or "rw", as for cpu_access.
 pub(crate) fn mode_arg(mode: &str) -> PyResult<SyncMode> {
-    SyncMode::parse(mode)
-        .map_err(|_| invalid(format!("unknown wait mode {mode:?}: use \"read\", \"write\" or \"rw\"")))
+    SyncMode::parse(mode).map_err(|_| invalid(format!("unknown wait mode {mode:?}: use \"read\", \"write\" or \"rw\"")))
 }
 
 /// Why a wait ended early: the core's error, or Python's (a pending KeyboardInterrupt).

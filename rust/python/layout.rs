@@ -40,9 +40,9 @@ fn parse<T: std::str::FromStr<Err = LayoutError>>(name: &str) -> PyResult<T> {
 
 fn borrow_error(what: &str, e: BorrowError) -> PyErr {
     match e {
-        BorrowError::NotWriteable => invalid(format!(
-            "the {what} is read-only: pass a writable array (a DmaBuf mapped for writing, or a copy)"
-        )),
+        BorrowError::NotWriteable => {
+            invalid(format!("the {what} is read-only: pass a writable array (a DmaBuf mapped for writing, or a copy)"))
+        }
         // The aliasing rule passed (alias.rs): another call, or another
         // extension, holds numpy's borrow of this array's memory.
         _ => error(
@@ -85,7 +85,13 @@ struct Placement {
 /// frame's exactly for destinations (`exact`) and at least the last row's
 /// end for sources. A strided array must be shaped (rows, ...) or
 /// (planes, rows, ...) with each row contiguous.
-fn place(array: &Bound<'_, PyArrayDyn<u8>>, g: &FrameGeometry, pitch: Option<usize>, exact: bool, what: &str) -> PyResult<Placement> {
+fn place(
+    array: &Bound<'_, PyArrayDyn<u8>>,
+    g: &FrameGeometry,
+    pitch: Option<usize>,
+    exact: bool,
+    what: &str,
+) -> PyResult<Placement> {
     let base = array.data();
     if array.is_c_contiguous() {
         let pitch = pitch.unwrap_or(g.row_bytes);
@@ -180,17 +186,31 @@ fn transform_tuple(t: &layout::Transform) -> TransformTuple {
 }
 
 /// The geometry arguments of a resizing conversion.
-fn resize_options(roi: Option<RectArg>, dst_rect: Option<RectArg>, interpolation: &str, fit: &str, fill: Option<[f32; 3]>) -> PyResult<layout::Resize> {
+fn resize_options(
+    roi: Option<RectArg>,
+    dst_rect: Option<RectArg>,
+    interpolation: &str,
+    fit: &str,
+    fill: Option<[f32; 3]>,
+) -> PyResult<layout::Resize> {
     let fill = match fill {
         None => [0; 3],
         Some(values) => {
             if let Some(v) = values.iter().find(|v| !(0.0..=255.0).contains(*v) || v.fract() != 0.0) {
-                return Err(invalid(format!("fill value {v} is not a pixel value: give integers from 0 to 255 (e.g. 114 for YOLO)")));
+                return Err(invalid(format!(
+                    "fill value {v} is not a pixel value: give integers from 0 to 255 (e.g. 114 for YOLO)"
+                )));
             }
             values.map(|v| v as u8)
         }
     };
-    Ok(layout::Resize { roi: rect(roi), dst_rect: rect(dst_rect), interpolation: parse(interpolation)?, fit: parse(fit)?, fill })
+    Ok(layout::Resize {
+        roi: rect(roi),
+        dst_rect: rect(dst_rect),
+        interpolation: parse(interpolation)?,
+        fit: parse(fit)?,
+        fill,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -285,7 +305,8 @@ fn convert(
     // claimed until we return.
     let source = match &uv_place {
         Some(uv_place) => {
-            let (y, uv) = unsafe { (source_rows(&src_place, 0, height, width), source_rows(uv_place, 0, height / 2, width)) };
+            let (y, uv) =
+                unsafe { (source_rows(&src_place, 0, height, width), source_rows(uv_place, 0, height / 2, width)) };
             layout::Source::from_rows(Format::Nv12, width, height, y, Some(uv))
         }
         None => {
@@ -323,16 +344,28 @@ fn describe_resize(
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
     let options = Options { mean, scale, pad, threads: None, simd, resize };
-    let (name, transform) =
-        layout::describe_resize(parse(src_format)?, parse(dst_format)?, (src_size.0 .0, src_size.1 .0), (dst_size.0 .0, dst_size.1 .0), &options)
-            .or_value_error()?;
+    let (name, transform) = layout::describe_resize(
+        parse(src_format)?,
+        parse(dst_format)?,
+        (src_size.0 .0, src_size.1 .0),
+        (dst_size.0 .0, dst_size.1 .0),
+        &options,
+    )
+    .or_value_error()?;
     Ok((name, transform_tuple(&transform)))
 }
 
 /// The kernels `convert` would run, e.g. "avx512/bf16-native/fma".
 #[pyfunction]
 #[pyo3(signature = (src_format, dst_format, *, mean=None, scale=None, pad=0.0, simd=None))]
-fn describe_conversion(src_format: &str, dst_format: &str, mean: Option<[f32; 3]>, scale: Option<[f32; 3]>, pad: f32, simd: Option<&str>) -> PyResult<String> {
+fn describe_conversion(
+    src_format: &str,
+    dst_format: &str,
+    mean: Option<[f32; 3]>,
+    scale: Option<[f32; 3]>,
+    pad: f32,
+    simd: Option<&str>,
+) -> PyResult<String> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let options = Options { mean, scale, pad, threads: None, simd, ..Options::default() };
     layout::describe(parse(src_format)?, parse(dst_format)?, &options).or_value_error()
@@ -454,7 +487,13 @@ fn dequantize(
 /// `src`: a uint8 view of the source elements; `element`: their type.
 #[pyfunction]
 #[pyo3(signature = (src, element, dst, simd=None))]
-fn to_float32(py: Python<'_>, src: Bound<'_, PyArrayDyn<u8>>, element: &str, dst: Bound<'_, PyArrayDyn<f32>>, simd: Option<&str>) -> PyResult<()> {
+fn to_float32(
+    py: Python<'_>,
+    src: Bound<'_, PyArrayDyn<u8>>,
+    element: &str,
+    dst: Bound<'_, PyArrayDyn<f32>>,
+    simd: Option<&str>,
+) -> PyResult<()> {
     let (element, simd) = (parse::<ElementType>(element)?, simd.map(parse::<SimdLevel>).transpose()?);
     let _claim = claim_pair(extent(&src), extent(&dst))?;
     let src = read(&src, "source")?;
@@ -467,7 +506,13 @@ fn to_float32(py: Python<'_>, src: Bound<'_, PyArrayDyn<u8>>, element: &str, dst
 /// `dst`: a uint8 view of the destination elements; `element`: their type.
 #[pyfunction]
 #[pyo3(signature = (src, dst, element, simd=None))]
-fn from_float32(py: Python<'_>, src: Bound<'_, PyArrayDyn<f32>>, dst: Bound<'_, PyArrayDyn<u8>>, element: &str, simd: Option<&str>) -> PyResult<()> {
+fn from_float32(
+    py: Python<'_>,
+    src: Bound<'_, PyArrayDyn<f32>>,
+    dst: Bound<'_, PyArrayDyn<u8>>,
+    element: &str,
+    simd: Option<&str>,
+) -> PyResult<()> {
     let (element, simd) = (parse::<ElementType>(element)?, simd.map(parse::<SimdLevel>).transpose()?);
     let _claim = claim_pair(extent(&src), extent(&dst))?;
     let src = read(&src, "source")?;

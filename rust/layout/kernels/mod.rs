@@ -2,17 +2,17 @@
 //! plane) out. The scalar kernels are the reference; SIMD kernels do the
 //! bulk of a row and hand the tail to the scalar ones.
 
-pub(crate) use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Row, PackedRow, Plan, SplitRow};
 use super::format::Element;
+pub(crate) use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Row, PackedRow, Plan, SplitRow};
 use super::simd::SimdLevel;
 
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod neon;
 pub(crate) mod scalar;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod vector;
 #[cfg(target_arch = "x86_64")]
 mod x86;
-#[cfg(target_arch = "aarch64")]
-pub(crate) mod neon;
 pub(crate) mod yuv;
 
 /// 16-bit float kinds of the packed kernels. BF16 rounds to nearest even;
@@ -79,10 +79,18 @@ pub(crate) fn scalar_encoder(element: Element, planar: bool, channels: usize, ds
 /// SIMD encoders for this case, fastest first; empty when there is none.
 /// `identity` says the normalisation is `(x - 0) / 1`.
 #[allow(unused_variables)]
-pub(crate) fn simd_encoders(level: SimdLevel, element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
+pub(crate) fn simd_encoders(
+    level: SimdLevel,
+    element: Element,
+    planar: bool,
+    channels: usize,
+    identity: bool,
+) -> Vec<Kernel> {
     match level {
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => x86::encoders(level, element, planar, channels, identity),
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => {
+            x86::encoders(level, element, planar, channels, identity)
+        }
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => neon::encoders(element, planar, channels, identity),
         _ => Vec::new(),

@@ -146,7 +146,9 @@ impl Simd for Neon {
     #[inline(always)]
     unsafe fn tables<const C: usize>(job: Job<'_>) -> NeonTables {
         let (swap, pad) = match job {
-            Job::Bytes(plan) | Job::Planar(plan) | Job::Packed16(plan) | Job::Quads(plan) => (plan.map == [2, 1, 0], plan.pad),
+            Job::Bytes(plan) | Job::Planar(plan) | Job::Packed16(plan) | Job::Quads(plan) => {
+                (plan.map == [2, 1, 0], plan.pad)
+            }
             Job::Nv12 { pos, pad } => (pos == [2, 1, 0], pad as u32),
         };
         NeonTables { swap, pad_u8: vdupq_n_u8(pad as u8), pad_u16: vdupq_n_u16(pad as u16) }
@@ -178,11 +180,21 @@ impl Simd for Neon {
     }
     #[inline(always)]
     unsafe fn mul_add(a: Self::F, b: Self::F, c: Self::F) -> Self::F {
-        [vfmaq_f32(c[0], a[0], b[0]), vfmaq_f32(c[1], a[1], b[1]), vfmaq_f32(c[2], a[2], b[2]), vfmaq_f32(c[3], a[3], b[3])]
+        [
+            vfmaq_f32(c[0], a[0], b[0]),
+            vfmaq_f32(c[1], a[1], b[1]),
+            vfmaq_f32(c[2], a[2], b[2]),
+            vfmaq_f32(c[3], a[3], b[3]),
+        ]
     }
     #[inline(always)]
     unsafe fn neg_mul_add(a: Self::F, b: Self::F, c: Self::F) -> Self::F {
-        [vfmsq_f32(c[0], a[0], b[0]), vfmsq_f32(c[1], a[1], b[1]), vfmsq_f32(c[2], a[2], b[2]), vfmsq_f32(c[3], a[3], b[3])]
+        [
+            vfmsq_f32(c[0], a[0], b[0]),
+            vfmsq_f32(c[1], a[1], b[1]),
+            vfmsq_f32(c[2], a[2], b[2]),
+            vfmsq_f32(c[3], a[3], b[3]),
+        ]
     }
     #[inline(always)]
     unsafe fn bits(f: Self::F) -> Self::I {

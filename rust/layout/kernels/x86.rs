@@ -40,7 +40,13 @@ mod vbmi_bf16 {
     stamp!(super::Avx512<true>, "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512bf16,avx2,fma,f16c");
 }
 
-pub(super) fn encoders(level: SimdLevel, element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
+pub(super) fn encoders(
+    level: SimdLevel,
+    element: Element,
+    planar: bool,
+    channels: usize,
+    identity: bool,
+) -> Vec<Kernel> {
     use SimdLevel::{Avx2, Avx512, Avx512Vbmi};
     let mut kernels = Vec::new();
     // `by_channels!(path, [generics after C], Packed|Planar, name)`
@@ -254,13 +260,30 @@ impl Simd for Avx2 {
     #[inline(always)]
     fn src_bytes<const C: usize>() -> usize {
         // A 3-channel step loads 32 bytes for its 24.
-        if C == 3 { 32 } else { 8 * C }
+        if C == 3 {
+            32
+        } else {
+            8 * C
+        }
     }
 
     arithmetic!(
-        __m256, __m256i, _mm256_set1_ps, _mm256_set1_epi32, _mm256_cvtepi32_ps, _mm256_sub_ps, _mm256_mul_ps, _mm256_div_ps,
-        _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_castps_si256, _mm256_add_epi32, _mm256_and_si256, _mm256_mullo_epi32,
-        _mm256_srli_epi32, _mm256_srai_epi32
+        __m256,
+        __m256i,
+        _mm256_set1_ps,
+        _mm256_set1_epi32,
+        _mm256_cvtepi32_ps,
+        _mm256_sub_ps,
+        _mm256_mul_ps,
+        _mm256_div_ps,
+        _mm256_fmadd_ps,
+        _mm256_fnmadd_ps,
+        _mm256_castps_si256,
+        _mm256_add_epi32,
+        _mm256_and_si256,
+        _mm256_mullo_epi32,
+        _mm256_srli_epi32,
+        _mm256_srai_epi32
     );
 
     #[inline(always)]
@@ -513,9 +536,22 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     }
 
     arithmetic!(
-        __m512, __m512i, _mm512_set1_ps, _mm512_set1_epi32, _mm512_cvtepi32_ps, _mm512_sub_ps, _mm512_mul_ps, _mm512_div_ps,
-        _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_castps_si512, _mm512_add_epi32, _mm512_and_si512, _mm512_mullo_epi32,
-        _mm512_srli_epi32, _mm512_srai_epi32
+        __m512,
+        __m512i,
+        _mm512_set1_ps,
+        _mm512_set1_epi32,
+        _mm512_cvtepi32_ps,
+        _mm512_sub_ps,
+        _mm512_mul_ps,
+        _mm512_div_ps,
+        _mm512_fmadd_ps,
+        _mm512_fnmadd_ps,
+        _mm512_castps_si512,
+        _mm512_add_epi32,
+        _mm512_and_si512,
+        _mm512_mullo_epi32,
+        _mm512_srli_epi32,
+        _mm512_srai_epi32
     );
 
     #[inline(always)]
@@ -532,7 +568,11 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     unsafe fn channels<const C: usize, const PACKED: bool>(t: &Avx512Tables, src: *const u8) -> [__m512i; 3] {
         if VBMI {
             let w = Self::window::<C>(src);
-            return [Self::gather::<C>(w, t.index[0]), Self::gather::<C>(w, t.index[1]), Self::gather::<C>(w, t.index[2])];
+            return [
+                Self::gather::<C>(w, t.index[0]),
+                Self::gather::<C>(w, t.index[1]),
+                Self::gather::<C>(w, t.index[2]),
+            ];
         }
         // Lane k of the result: channel k of all 16 pixels.
         let gather = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);

@@ -157,7 +157,8 @@ mod tests {
     fn camera_formats_decode_like_nv12() {
         use crate::layout::{convert, Destination, Format, Options, Source};
         let (w, h) = (38usize, 6usize);
-        let bytes = |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| ((i * 131 + seed * 17) ^ (i >> 3)) as u8).collect() };
+        let bytes =
+            |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| ((i * 131 + seed * 17) ^ (i >> 3)) as u8).collect() };
         let y = bytes(w * h, 1);
         let uv = bytes(w * h / 2, 2); // NV12's U,V rows: one per two image rows
         let mut nv12 = y.clone();
@@ -174,7 +175,8 @@ mod tests {
         let mut i420 = y.clone();
         i420.extend(uv.iter().step_by(2));
         i420.extend(uv.iter().skip(1).step_by(2));
-        let normalised = Options { mean: Some([10.0, 20.0, 30.0]), scale: Some([50.0, 60.0, 70.0]), ..Default::default() };
+        let normalised =
+            Options { mean: Some([10.0, 20.0, 30.0]), scale: Some([50.0, 60.0, 70.0]), ..Default::default() };
         for level in SimdLevel::available() {
             for (dst, options, size) in [
                 (Format::Rgbx, Options::default(), 4),

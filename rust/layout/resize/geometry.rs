@@ -121,10 +121,7 @@ pub struct Transform {
 impl Transform {
     /// The source point of a destination point.
     pub fn to_source(&self, x: f64, y: f64) -> (f64, f64) {
-        (
-            (x - self.offset[0]) / self.scale[0],
-            (y - self.offset[1]) / self.scale[1],
-        )
+        ((x - self.offset[0]) / self.scale[0], (y - self.offset[1]) / self.scale[1])
     }
 }
 
@@ -193,21 +190,9 @@ pub fn place(format: Format, src: (usize, usize), dst: (usize, usize), resize: &
             source = Rect::new(x, y, w, h);
         }
     }
-    let scale = [
-        content.width as f64 / source.width as f64,
-        content.height as f64 / source.height as f64,
-    ];
-    let offset = [
-        content.x as f64 - source.x as f64 * scale[0],
-        content.y as f64 - source.y as f64 * scale[1],
-    ];
-    Ok(Transform {
-        scale,
-        offset,
-        content,
-        dst_rect: rect,
-        source,
-    })
+    let scale = [content.width as f64 / source.width as f64, content.height as f64 / source.height as f64];
+    let offset = [content.x as f64 - source.x as f64 * scale[0], content.y as f64 - source.y as f64 * scale[1]];
+    Ok(Transform { scale, offset, content, dst_rect: rect, source })
 }
 
 #[cfg(test)]
@@ -216,10 +201,7 @@ mod tests {
 
     #[test]
     fn letterbox_matches_yolo_rounding() {
-        let r = Resize {
-            fit: Fit::Letterbox,
-            ..Resize::default()
-        };
+        let r = Resize { fit: Fit::Letterbox, ..Resize::default() };
         let t = place(Format::Bgr, (1920, 1080), (640, 640), &r).unwrap();
         assert_eq!(t.content, Rect::new(0, 140, 640, 360));
         assert_eq!(t.to_source(0.0, 140.0), (0.0, 0.0));
@@ -231,57 +213,26 @@ mod tests {
 
     #[test]
     fn crop_takes_the_centre_on_chroma_boundaries() {
-        let r = Resize {
-            fit: Fit::Crop,
-            ..Resize::default()
-        };
+        let r = Resize { fit: Fit::Crop, ..Resize::default() };
         let t = place(Format::Bgr, (1920, 1080), (224, 224), &r).unwrap();
         assert_eq!(t.source, Rect::new(420, 0, 1080, 1080));
         let t = place(Format::Nv12, (1920, 1080), (300, 200), &r).unwrap();
         assert_eq!(t.source, Rect::new(150, 0, 1620, 1080));
         let t = place(Format::Nv12, (10, 8), (3, 1), &r).unwrap();
-        assert_eq!(
-            (t.source.x % 2, t.source.y % 2, t.source.width % 2, t.source.height % 2),
-            (0, 0, 0, 0)
-        );
+        assert_eq!((t.source.x % 2, t.source.y % 2, t.source.width % 2, t.source.height % 2), (0, 0, 0, 0));
     }
 
     #[test]
     fn bad_geometry_is_refused() {
-        let place_roi = |roi: Rect| {
-            place(
-                Format::Nv12,
-                (8, 8),
-                (4, 4),
-                &Resize {
-                    roi: Some(roi),
-                    ..Resize::default()
-                },
-            )
-        };
+        let place_roi =
+            |roi: Rect| place(Format::Nv12, (8, 8), (4, 4), &Resize { roi: Some(roi), ..Resize::default() });
         assert!(place_roi(Rect::new(0, 0, 0, 2)).unwrap_err().message.contains("empty"));
-        assert!(place_roi(Rect::new(6, 0, 4, 2))
-            .unwrap_err()
-            .message
-            .contains("inside the frame"));
-        assert!(place_roi(Rect::new(usize::MAX, 0, 4, 2))
-            .unwrap_err()
-            .message
-            .contains("inside the frame"));
+        assert!(place_roi(Rect::new(6, 0, 4, 2)).unwrap_err().message.contains("inside the frame"));
+        assert!(place_roi(Rect::new(usize::MAX, 0, 4, 2)).unwrap_err().message.contains("inside the frame"));
         assert!(place_roi(Rect::new(1, 0, 4, 2)).unwrap_err().message.contains("even"));
-        let rect = Resize {
-            dst_rect: Some(Rect::new(2, 2, 3, 1)),
-            ..Resize::default()
-        };
-        assert!(place(Format::Bgr, (8, 8), (4, 4), &rect)
-            .unwrap_err()
-            .message
-            .contains("inside it"));
-        assert!("cubic"
-            .parse::<Interpolation>()
-            .unwrap_err()
-            .message
-            .contains("bilinear"));
+        let rect = Resize { dst_rect: Some(Rect::new(2, 2, 3, 1)), ..Resize::default() };
+        assert!(place(Format::Bgr, (8, 8), (4, 4), &rect).unwrap_err().message.contains("inside it"));
+        assert!("cubic".parse::<Interpolation>().unwrap_err().message.contains("bilinear"));
         assert!("fill".parse::<Fit>().unwrap_err().message.contains("letterbox"));
     }
 }

@@ -236,7 +236,12 @@ mod x86 {
 
     /// Two rows in one loop: each step's taps serve both.
     #[inline(always)]
-    pub(super) fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
+    pub(super) fn horizontal_linear2<const C: usize>(
+        src: [&[u8]; 2],
+        taps: &Linear,
+        out: [&mut [i16]; 2],
+        ahead: [&[u8]; 2],
+    ) {
         rows::<C, 2>(src, taps, out, ahead)
     }
 

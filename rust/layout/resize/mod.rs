@@ -26,8 +26,8 @@ pub use geometry::{place, Fit, Interpolation, Rect, Resize, Transform};
 use super::error::{bail, Result};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
 use super::parallel;
-use super::recent::Recent;
 use super::plan::{Nv12Row, Plan, Rearrange};
+use super::recent::Recent;
 use super::simd::SimdLevel;
 use kernels::{row_kernels, RowKernels};
 use taps::Method;
@@ -142,37 +142,17 @@ pub(crate) fn run(
         }
         fill_pixel[at] = fill[k];
     }
-    let fill_row: Vec<u8> = (0..transform.dst_rect.width)
-        .flat_map(|_| fill_pixel[..channels].iter().copied())
-        .collect();
+    let fill_row: Vec<u8> =
+        (0..transform.dst_rect.width).flat_map(|_| fill_pixel[..channels].iter().copied()).collect();
     let element = dst.format.element().size();
-    let pixel_bytes = if dst.format.is_planar() {
-        element
-    } else {
-        dst.format.channels() * element
-    };
-    let job = Job {
-        plan,
-        method,
-        kernels,
-        channels,
-        transform,
-        fill_row,
-        pixel_bytes,
-        decode,
-        groups,
-    };
+    let pixel_bytes = if dst.format.is_planar() { element } else { dst.format.channels() * element };
+    let job = Job { plan, method, kernels, channels, transform, fill_row, pixel_bytes, decode, groups };
 
     // Only the rectangle's rows are written; split them into bands.
     let rect = transform.dst_rect;
-    let planes: Vec<RowsMut<'_>> = dst
-        .planes
-        .into_iter()
-        .map(|p| p.split_at(rect.y).1.split_at(rect.height).0)
-        .collect();
-    let read = method
-        .rows_per_output_row(source.height, content.height)
-        .min(source.height)
+    let planes: Vec<RowsMut<'_>> =
+        dst.planes.into_iter().map(|p| p.split_at(rect.y).1.split_at(rect.height).0).collect();
+    let read = method.rows_per_output_row(source.height, content.height).min(source.height)
         * content.height.min(source.height)
         * source.width
         * channels;
@@ -270,16 +250,20 @@ impl<'a> RowReader<'a> {
                     let row = y + r;
                     let [split_y, split_uv] = &mut self.split;
                     let (mut luma, mut chroma): (&[u8], &[u8]) = match (pixels, self.rearrange) {
-                        (SourcePixels::Nv12 { y: luma, uv }, _) => (&luma.row(row)[x..x + width], &uv.row(row / 2)[x..x + width]),
+                        (SourcePixels::Nv12 { y: luma, uv }, _) => {
+                            (&luma.row(row)[x..x + width], &uv.row(row / 2)[x..x + width])
+                        }
                         (SourcePixels::Yuv422 { rows, y_even }, Some(Rearrange::Split(split))) => {
-                            let (even, odd) = if y_even { (&mut *split_y, &mut *split_uv) } else { (&mut *split_uv, &mut *split_y) };
+                            let (even, odd) =
+                                if y_even { (&mut *split_y, &mut *split_uv) } else { (&mut *split_uv, &mut *split_y) };
                             // SAFETY: the splitter was picked for a level this CPU supports.
                             unsafe { split(&rows.row(row)[2 * x..2 * (x + width)], even, odd) };
                             (&split_y[..], &split_uv[..])
                         }
                         (SourcePixels::I420 { y: luma, u, v }, Some(Rearrange::Interleave(interleave))) => {
                             // The region starts and ends on even columns (see geometry::subsampling).
-                            let (u, v) = (&u.row(row / 2)[x / 2..(x + width) / 2], &v.row(row / 2)[x / 2..(x + width) / 2]);
+                            let (u, v) =
+                                (&u.row(row / 2)[x / 2..(x + width) / 2], &v.row(row / 2)[x / 2..(x + width) / 2]);
                             // SAFETY: the interleaver was picked for a level this CPU supports.
                             unsafe { interleave(u, v, split_uv) };
                             (&luma.row(row)[x..x + width], &split_uv[..])
@@ -334,14 +318,12 @@ impl Job<'_> {
         for r in 0..planes[0].count() {
             let y = rect.y + start + r;
             if y < content.y || y >= content.y + content.height {
-                self.plan
-                    .encode_span(&self.fill_row, planes, r, rect.x, self.pixel_bytes);
+                self.plan.encode_span(&self.fill_row, planes, r, rect.x, self.pixel_bytes);
                 continue;
             }
             self.resample_row(y - content.y, &mut reader, &mut scratch, &mut line);
             if left > 0 {
-                self.plan
-                    .encode_span(&self.fill_row[..left * c], planes, r, rect.x, self.pixel_bytes);
+                self.plan.encode_span(&self.fill_row[..left * c], planes, r, rect.x, self.pixel_bytes);
             }
             self.plan.encode_span(&line, planes, r, content.x, self.pixel_bytes);
             if right > 0 {
@@ -387,10 +369,8 @@ impl Job<'_> {
                     }
                 }
                 let values = line.len();
-                let (r0, r1) = (
-                    &scratch.ring[rows[0] as usize & 1][..values],
-                    &scratch.ring[rows[1] as usize & 1][..values],
-                );
+                let (r0, r1) =
+                    (&scratch.ring[rows[0] as usize & 1][..values], &scratch.ring[rows[1] as usize & 1][..values]);
                 unsafe { (k.vertical_linear)(r0, r1, y.weight[dy], line) };
             }
             Method::AreaBlocks { kx, ky } => {
@@ -431,12 +411,7 @@ impl Scratch {
             Method::Area { .. } => (0, 0, region_values + 4),
             Method::Nearest { .. } => (0, 0, 0),
         };
-        Scratch {
-            ring: [vec![0; ring], vec![0; ring]],
-            ring_rows: [None; 2],
-            sums: vec![0; sums],
-            acc: vec![0.0; acc],
-        }
+        Scratch { ring: [vec![0; ring], vec![0; ring]], ring_rows: [None; 2], sums: vec![0; sums], acc: vec![0.0; acc] }
     }
 }
 

@@ -64,35 +64,25 @@ impl Method {
     /// The method for a `src` → `dst` resize of this interpolation.
     pub(crate) fn new(interpolation: Interpolation, src: (usize, usize), dst: (usize, usize)) -> Method {
         if src == dst {
-            return Method::Nearest {
-                x: (0..dst.0 as u32).collect(),
-                y: (0..dst.1 as u32).collect(),
-            };
+            return Method::Nearest { x: (0..dst.0 as u32).collect(), y: (0..dst.1 as u32).collect() };
         }
         let inv_scale = [dst.0 as f64 / src.0 as f64, dst.1 as f64 / src.1 as f64];
         let scale = [1.0 / inv_scale[0], 1.0 / inv_scale[1]];
         let iscale = [round_i(scale[0]), round_i(scale[1])];
         let integral =
             (scale[0] - iscale[0] as f64).abs() < f64::EPSILON && (scale[1] - iscale[1] as f64).abs() < f64::EPSILON;
-        let blocks = Method::AreaBlocks {
-            kx: iscale[0] as usize,
-            ky: iscale[1] as usize,
-        };
+        let blocks = Method::AreaBlocks { kx: iscale[0] as usize, ky: iscale[1] as usize };
         match interpolation {
-            Interpolation::Nearest => Method::Nearest {
-                x: nearest(src.0, dst.0, scale[0]),
-                y: nearest(src.1, dst.1, scale[1]),
-            },
+            Interpolation::Nearest => {
+                Method::Nearest { x: nearest(src.0, dst.0, scale[0]), y: nearest(src.1, dst.1, scale[1]) }
+            }
             // OpenCV: a bilinear halving is the 2x2 mean.
             Interpolation::Bilinear if integral && iscale == [2, 2] => blocks,
             Interpolation::Area if scale[0] >= 1.0 && scale[1] >= 1.0 => {
                 if integral {
                     blocks
                 } else {
-                    Method::Area {
-                        x: area(src.0, dst.0, scale[0]),
-                        y: area(src.1, dst.1, scale[1]),
-                    }
+                    Method::Area { x: area(src.0, dst.0, scale[0]), y: area(src.1, dst.1, scale[1]) }
                 }
             }
             // OpenCV emulates area enlarging by bilinear with area-based weights.
@@ -125,9 +115,7 @@ impl Method {
 
 /// `INTER_NEAREST`: `min(floor(d * scale), n - 1)`.
 fn nearest(src: usize, dst: usize, scale: f64) -> Vec<u32> {
-    (0..dst)
-        .map(|d| ((d as f64 * scale).floor() as usize).min(src - 1) as u32)
-        .collect()
+    (0..dst).map(|d| ((d as f64 * scale).floor() as usize).min(src - 1) as u32).collect()
 }
 
 /// `INTER_LINEAR` positions (or `INTER_AREA`'s enlarging variant), as
@@ -177,11 +165,7 @@ fn linear(src: usize, dst: usize, scale: f64, inv_scale: f64, area_mode: bool, c
 
 /// `INTER_AREA` shrinking: OpenCV's `computeResizeAreaTab`.
 fn area(src: usize, dst: usize, scale: f64) -> Area {
-    let mut table = Area {
-        start: Vec::with_capacity(dst + 1),
-        index: Vec::new(),
-        weight: Vec::new(),
-    };
+    let mut table = Area { start: Vec::with_capacity(dst + 1), index: Vec::new(), weight: Vec::new() };
     for d in 0..dst {
         table.start.push(table.index.len() as u32);
         let fs1 = d as f64 * scale;
@@ -248,30 +232,17 @@ mod tests {
     #[test]
     fn methods_follow_opencv() {
         use Interpolation::*;
-        assert!(matches!(
-            Method::new(Bilinear, (8, 8), (4, 4)),
-            Method::AreaBlocks { kx: 2, ky: 2 }
-        ));
-        assert!(matches!(
-            Method::new(Area, (9, 6), (3, 2)),
-            Method::AreaBlocks { kx: 3, ky: 3 }
-        ));
+        assert!(matches!(Method::new(Bilinear, (8, 8), (4, 4)), Method::AreaBlocks { kx: 2, ky: 2 }));
+        assert!(matches!(Method::new(Area, (9, 6), (3, 2)), Method::AreaBlocks { kx: 3, ky: 3 }));
         assert!(matches!(Method::new(Area, (10, 6), (3, 2)), Method::Area { .. }));
         assert!(matches!(Method::new(Area, (10, 6), (20, 2)), Method::Linear { .. }));
-        assert!(matches!(
-            Method::new(Bilinear, (10, 6), (10, 6)),
-            Method::Nearest { .. }
-        ));
+        assert!(matches!(Method::new(Bilinear, (10, 6), (10, 6)), Method::Nearest { .. }));
         // Half-pixel centres: enlarging 2x reads 3/4 of one pixel and 1/4 of the next.
-        let Method::Linear { x, .. } = Method::new(Bilinear, (4, 4), (8, 8)) else {
-            panic!()
-        };
+        let Method::Linear { x, .. } = Method::new(Bilinear, (4, 4), (8, 8)) else { panic!() };
         assert_eq!((x.index[1], x.weight[1]), ([0, 1], [1536, 512]));
         assert_eq!((x.index[0], x.weight[0]), ([0, 0], [2048, 0])); // a weight of 0 reads nothing
-        // An odd integer shrink samples the centre pixel of each block: bilinear picks it.
-        let Method::Nearest { x, y } = Method::new(Bilinear, (1920, 1080), (640, 360)) else {
-            panic!()
-        };
+                                                                    // An odd integer shrink samples the centre pixel of each block: bilinear picks it.
+        let Method::Nearest { x, y } = Method::new(Bilinear, (1920, 1080), (640, 360)) else { panic!() };
         assert!(x.iter().enumerate().all(|(d, &i)| i == 3 * d as u32 + 1));
         assert!(y.iter().enumerate().all(|(d, &i)| i == 3 * d as u32 + 1));
         // Only when both axes do: 3x along x, 2.5x along y stays bilinear.

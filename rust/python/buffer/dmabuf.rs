@@ -101,10 +101,7 @@ impl PyDmaBuf {
     }
 
     pub(crate) fn buf(&self) -> PyResult<Arc<DmaBuf>> {
-        self.lock()
-            .buf
-            .clone()
-            .ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))
+        self.lock().buf.clone().ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))
     }
 
     fn mapping(&self, access: Access) -> PyResult<Arc<KnownMapping>> {
@@ -395,7 +392,10 @@ impl PyDmaBuf {
         keep: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyArray1<u8>>> {
         if offset.checked_add(nbytes).is_none_or(|end| end > self.size) {
-            return Err(invalid(format!("{nbytes} bytes at offset {offset} are outside the {}-byte buffer", self.size)));
+            return Err(invalid(format!(
+                "{nbytes} bytes at offset {offset} are outside the {}-byte buffer",
+                self.size
+            )));
         }
         let access = if writable { Access::ReadWrite } else { Access::ReadOnly };
         let mapping = self.mapping(access)?;
@@ -439,10 +439,8 @@ impl PyDmaBuf {
     pub(super) fn sync(&self, mode: SyncMode, start: bool, py: Python<'_>) -> PyResult<()> {
         let buf = {
             let mut open = self.lock();
-            let buf = open
-                .buf
-                .clone()
-                .ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))?;
+            let buf =
+                open.buf.clone().ok_or_else(|| error(ErrorKind::Closed, format!("{} is closed", self.describe())))?;
             match (start, open.syncing) {
                 (true, Some(_)) => {
                     return Err(error(

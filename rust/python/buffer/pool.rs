@@ -104,7 +104,10 @@ impl PyBufferPool {
     fn close(&self) -> PyResult<()> {
         let busy = (0..self.pool.len()).filter(|&i| self.pool.state(i).ok() != Some(buffer::SlotState::Free)).count();
         if busy > 0 {
-            return Err(error(ErrorKind::Busy, format!("cannot close the pool: {busy} buffer(s) are held or in flight")));
+            return Err(error(
+                ErrorKind::Busy,
+                format!("cannot close the pool: {busy} buffer(s) are held or in flight"),
+            ));
         }
         for b in &self.buffers {
             let b = b.get();
@@ -117,7 +120,12 @@ impl PyBufferPool {
     }
 
     fn __repr__(&self) -> String {
-        format!("<BufferPool {} x {} bytes, {} free>", self.pool.len(), self.pool.buffers()[0].size(), self.pool.free_count())
+        format!(
+            "<BufferPool {} x {} bytes, {} free>",
+            self.pool.len(),
+            self.pool.buffers()[0].size(),
+            self.pool.free_count()
+        )
     }
 }
 

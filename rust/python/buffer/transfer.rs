@@ -31,7 +31,6 @@ fn socket_fd(sock: &Bound<'_, PyAny>) -> PyResult<i32> {
     }
 }
 
-
 /// Runs a socket call with the GIL released. A signal that interrupts its
 /// wait runs Python's handlers; if one raises (Ctrl-C: KeyboardInterrupt),
 /// the call stops and that exception is what Python sees.
