@@ -69,7 +69,9 @@ for line in sys.stdin:
         echo '--- pytest on the real kernel: every backend of the buffer API'
         '$PY' -m pytest -q -p no:cacheprovider tests/buffers
         echo '--- pytest on the real kernel: everything marked kernel'
-        '$PY' -m pytest -q -p no:cacheprovider -m kernel tests"
+        '$PY' -m pytest -q -p no:cacheprovider -m kernel tests
+        echo '--- soak: a camera and a file stream under injected faults, resources sampled (docs/soak.md)'
+        '$PY' scripts/soak.py --seconds 60"
 }
 vm() { step "real-kernel tests (VM: dma-buf heaps, udmabuf)" vm_tests; }
 

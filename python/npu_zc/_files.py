@@ -43,11 +43,15 @@ def read_regular_file(
             raise error(f"{what} {os.fspath(path)!s} is {_kind(st.st_mode)}: give a regular file")
         if st.st_size > limit:
             raise error(f"{what} {os.fspath(path)!s} has {st.st_size:,} bytes, over the limit of {limit:,}")
+        # In chunks: read(n) allocates n bytes before reading, so one read of `limit` would take a GiB.
+        chunks: list[bytes] = []
+        total, chunk_size = 0, max(st.st_size + 1, 1 << 16)
         try:
-            data = f.read(limit + 1)
+            while chunk := f.read(min(chunk_size, limit + 1 - total)):
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > limit:  # it grew while we read
+                    raise error(f"{what} {os.fspath(path)!s} has more than {limit:,} bytes, over the limit")
         except OSError as exc:
             raise error(f"cannot read {what} {os.fspath(path)!s}: {exc.strerror or exc}") from None
-    if len(data) > limit:  # it grew while we read
-        raise error(f"{what} {os.fspath(path)!s} has more than {limit:,} bytes, over the limit")
-    assert isinstance(data, bytes)
-    return data
+    return b"".join(chunks)

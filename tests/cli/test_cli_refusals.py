@@ -115,3 +115,18 @@ def test_ctrl_c_in_throughput_mode_prints_the_partial_table(files: dict[str, Pat
         proc.kill()
     assert proc.returncode == 130, err
     assert "stopped by Ctrl-C" in out and "throughput (pipeline)" in out and "preprocess" in out, out + err
+
+
+def test_reading_a_small_file_does_not_allocate_the_limit() -> None:
+    """read(limit + 1) would allocate the whole limit (1 GiB) for every image: bounded by the file's size."""
+    import resource
+
+    from npu_zc._files import read_regular_file
+
+    path = Path(__file__)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _ in range(3):
+        assert read_regular_file(path, "this file", ValueError, limit=1 << 34) == path.read_bytes()
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 << 10  # KiB: under 64 MiB
+    with pytest.raises(ValueError, match="over the limit"):
+        read_regular_file(path, "this file", ValueError, limit=10)

@@ -37,13 +37,15 @@ def run(args: argparse.Namespace) -> int:
 def _count(args: argparse.Namespace) -> int:
     from ..memcount import CounterUnavailableError, preloaded
     from ..pipeline import load_image
+    from ..runtime.model import Mode
     from .commands import _pipeline
 
     counter = preloaded()
     if counter is None:
         raise CounterUnavailableError("the memcpy counter is not loaded in this process (LD_PRELOAD did not take)")
     image = load_image(args.image)
-    with _pipeline(args, "copy" if args.non_zero_copy else "zero-copy") as pipeline:
+    mode: Mode = "copy" if args.non_zero_copy else "zero-copy"
+    with _pipeline(args, mode) as pipeline:
         for address, nbytes in [(a.ctypes.data, a.nbytes) for a in (pipeline.input, *pipeline.outputs)]:
             counter.watch(address, nbytes)
         for i in range(WARMUP + args.runs):

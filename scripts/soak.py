@@ -1,0 +1,458 @@
+#!/usr/bin/env python3
+"""A soak: a camera stream and a file stream through the pipeline while faults
+are injected, with the process's resources sampled (issue 22).
+
+Runs where vivid and the DMA-BUF heaps exist, i.e. in the test VM:
+
+    scripts/vm-run.sh .venv/bin/python scripts/soak.py --seconds 60      # what CI runs
+    VM_TIMEOUT=2400 scripts/vm-run.sh .venv/bin/python scripts/soak.py --seconds 1800
+
+Two streams run for the whole soak, each on its own pipeline (a tiny model
+built here, so that even the emulated CPU of the VM infers many frames a
+second):
+
+* camera: vivid's single-planar capture node through ``run_camera``, reopened
+  whenever the camera goes away;
+* file: a folder of photos through ``run_stream``, pass after pass; every pass
+  must deliver every frame, in order, with the prediction the photo gives
+  (nothing lost in file mode).
+
+Every ``--fault-every`` seconds the next fault of this rotation is injected:
+
+* ``unbind``: vivid's platform device unbound through sysfs, then bound again
+  (the camera stream must see a CameraError, then stream again);
+* ``producer``: a producer process (forked) passing pooled buffers over a
+  socket, killed (SIGKILL) once it has sent one: the frames it queued arrive,
+  then a PeerError;
+* ``garbage``: a peer that sends random bytes with a pipe's fd, then a header
+  announcing more fds than it sends (PeerError);
+* ``aliasing``: a conversion whose destination is the source's own memory,
+  through two mappings of one buffer (AliasingError).
+
+Every second the process's RSS, open fds, memory mappings and threads are
+sampled. At the end: each fault must have raised an ``npu_zc.Error`` (never
+another exception), the file stream must have lost nothing, and the
+resources must be flat: the median of the last quarter of the samples may
+exceed that of the first quarter (after a warm-up) by at most RSS 24 MiB,
+4 fds, 16 mappings, 2 threads. The slopes (least squares, per minute) are
+printed and written with every sample to ``--out`` (default:
+``$NPU_ZC_VM_OUT/soak.json``). Exit status 0 when all holds, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+import npu_zc
+from npu_zc.pipeline import FrameSource, Pipeline, sample_photo
+from npu_zc.pipeline.camera import run_camera
+from npu_zc.pipeline.stream import run_stream
+from npu_zc.runtime import CompileOptions
+
+VIVID = Path("/sys/bus/platform/drivers/vivid")
+CAMERA_NAME = "vivid-000-vid-cap"
+LIMITS = {"rss_mib": 24.0, "fds": 4, "maps": 16, "threads": 2}
+"""How far the last quarter's median may sit above the first quarter's (noise, not growth)."""
+PHOTOS = ("chelsea", "coffee", "astronaut", "rocket", "cat")
+
+
+# --- what is sampled -----------------------------------------------------------
+
+
+def sample() -> dict[str, float]:
+    status = Path("/proc/self/status").read_text()
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    with open("/proc/self/maps") as maps:
+        mappings = sum(1 for _ in maps)
+    return {
+        "t": time.monotonic(),
+        "rss_mib": int(fields["VmRSS"].split()[0]) / 1024,
+        "fds": len(os.listdir("/proc/self/fd")),
+        "maps": mappings,
+        "threads": int(fields["Threads"]),
+    }
+
+
+def slope_per_minute(samples: list[dict[str, float]], key: str) -> float:
+    if len(samples) < 2:
+        return 0.0
+    t = np.array([s["t"] for s in samples]) / 60
+    y = np.array([s[key] for s in samples])
+    return float(np.polyfit(t - t[0], y, 1)[0])
+
+
+# --- the model and the photos --------------------------------------------------
+
+
+def tiny_model() -> Any:
+    """Mean colour -> 3 logits, on a 32 x 32 RGB input: cheap on an emulated CPU, real all the same."""
+    import openvino as ov
+    from openvino import opset13 as ops
+
+    image = ops.parameter([1, 3, 32, 32], ov.Type.f32, name="image")
+    mean = ops.reduce_mean(image, ops.constant(np.array([2, 3], np.int64)), keep_dims=False)
+    logits = ops.multiply(mean, ops.constant(np.array([[1.0, 2.0, 3.0]], np.float32)), name="logits")
+    model = ov.Model([logits], [image], "soak-colours")
+    model.output(0).get_tensor().set_names({"logits"})
+    return model
+
+
+def write_photos(folder: Path) -> list[str]:
+    import cv2
+
+    names = []
+    for i, name in enumerate(PHOTOS):
+        path = folder / f"{i:02d}-{name}.png"
+        cv2.imwrite(str(path), cv2.resize(sample_photo(name), (96, 72), interpolation=cv2.INTER_AREA))
+        names.append(path.name)
+    return names
+
+
+# --- the two streams -------------------------------------------------------------
+
+
+@dataclass
+class Stream:
+    name: str
+    frames: int = 0
+    passes: int = 0
+    typed_errors: dict[str, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+
+    def typed(self, exc: BaseException) -> None:
+        kind = type(exc).__name__
+        self.typed_errors[kind] = self.typed_errors.get(kind, 0) + 1
+
+    def failed(self, what: str) -> None:
+        self.failures.append(what)
+        print(f"soak: {self.name}: {what}", file=sys.stderr, flush=True)
+
+
+def camera_node() -> str | None:
+    for name_file in Path("/sys/class/video4linux").glob("*/name"):
+        try:
+            if name_file.read_text().strip() == CAMERA_NAME:
+                return f"/dev/{name_file.parent.name}"
+        except OSError:  # the node went away while we looked (an unbind)
+            continue
+    return None
+
+
+def camera_loop(pipeline: Pipeline, stream: Stream, stop: threading.Event) -> None:
+    try:
+        _camera_loop(pipeline, stream, stop)
+    except BaseException as exc:  # the thread must not die unseen
+        stream.failed(f"the camera thread died: {type(exc).__name__}: {exc}")
+
+
+def _camera_loop(pipeline: Pipeline, stream: Stream, stop: threading.Event) -> None:
+    while not stop.is_set():
+        node = camera_node()
+        if node is None:  # unbound just now: it comes back
+            time.sleep(0.1)
+            continue
+        try:
+            with npu_zc.Camera(node, 640, 480, "YUYV", buffers=3, timeout=2.0) as camera:
+                while not stop.is_set():
+                    report = run_camera(pipeline, camera, frames=10, progress=False, keep_results=False)
+                    stream.frames += report.frames
+        except npu_zc.Error as exc:  # the camera went away (or was not back yet): typed, as it must be
+            stream.typed(exc)
+            time.sleep(0.1)
+        except Exception as exc:  # noqa: BLE001 - any other exception is what the soak is looking for
+            stream.failed(f"untyped {type(exc).__name__}: {exc}")
+            time.sleep(0.5)
+
+
+def file_loop(pipeline: Pipeline, folder: Path, expected: list[tuple[str, Any]], stream: Stream, stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            report = run_stream(pipeline, FrameSource(folder), progress=False)
+        except Exception as exc:  # noqa: BLE001 - nothing may fail in file mode
+            stream.failed(f"{type(exc).__name__}: {exc}")
+            time.sleep(0.5)
+            continue
+        got = [(r.name, _top(r.prediction)) for r in report.results]
+        if got != expected:
+            stream.failed(f"pass {stream.passes}: expected {expected}, got {got}")
+        stream.frames += report.frames
+        stream.passes += 1
+
+
+def _top(prediction: Any) -> Any:
+    return prediction[0].index if prediction else None
+
+
+# --- the faults ------------------------------------------------------------------
+
+
+@dataclass
+class Fault:
+    name: str
+    injected: int = 0
+    typed: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    untyped: list[str] = field(default_factory=list)
+
+    def outcome(self, what: str) -> None:
+        self.outcomes[what] = self.outcomes.get(what, 0) + 1
+
+
+def expect_typed(fault: Fault, action: Callable[[], Any], *, expected: type[BaseException] = npu_zc.Error) -> None:
+    fault.injected += 1
+    try:
+        action()
+        fault.outcome("no error")
+    except expected as exc:
+        fault.typed += 1
+        fault.outcome(type(exc).__name__)
+    except Exception as exc:  # noqa: BLE001
+        fault.untyped.append(f"{type(exc).__name__}: {exc}")
+        fault.outcome(f"untyped {type(exc).__name__}")
+
+
+def unbind_vivid(fault: Fault, camera: Stream) -> None:
+    fault.injected += 1
+    before = sum(camera.typed_errors.values())
+    (VIVID / "unbind").write_text("vivid.0")
+    time.sleep(0.5)
+    (VIVID / "bind").write_text("vivid.0")
+    deadline = time.monotonic() + 10
+    while sum(camera.typed_errors.values()) == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if sum(camera.typed_errors.values()) > before:
+        fault.typed += 1
+        fault.outcome("CameraError in the camera stream")
+    else:
+        fault.outcome("the camera stream saw nothing")
+    frames, deadline = camera.frames, time.monotonic() + 30
+    while camera.frames == frames and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if camera.frames == frames:
+        camera.failed("no frame in the 30 s after vivid was bound again")
+
+
+def kill_producer(fault: Fault) -> None:
+    """A producer process (forked: a cold interpreter takes a minute to start in the emulated VM) that
+    passes pooled buffers over a socket, killed (SIGKILL) once it has sent one: the consumer gets the
+    frames already queued, then a PeerError, and closes what it received."""
+    import signal
+
+    def run() -> None:
+        mine, theirs = socket.socketpair()
+        pool = npu_zc.BufferPool(4, 4096)
+        pid = os.fork()
+        if pid == 0:  # the producer: only npu_zc's own calls, then killed
+            try:
+                mine.close()
+                for i in range(10**9):
+                    slot = pool.acquire()
+                    npu_zc.send_buffers(theirs, [slot.buffer], {"frame": i})
+                    slot.release()
+                    time.sleep(0.01)
+            finally:
+                os._exit(0)
+        theirs.close()
+        alive = True
+        try:
+            with mine:
+                received, _ = npu_zc.recv_buffers(mine, timeout=60)
+                for b in received:
+                    b.close()
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                alive = False
+                while True:  # what it sent before dying, then the typed error
+                    received, _ = npu_zc.recv_buffers(mine, timeout=10)
+                    for b in received:
+                        b.close()
+        finally:
+            if alive:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            pool.close()
+
+    expect_typed(fault, run, expected=npu_zc.PeerError)
+
+
+def garbage_peer(fault: Fault) -> None:
+    def random_bytes() -> None:
+        a, z = socket.socketpair()
+        r, w = os.pipe()
+        try:
+            with a, z:
+                a.sendmsg([os.urandom(random.randint(1, 64))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, np.array([r], np.int32).tobytes())])
+                npu_zc.recv_buffers(z, timeout=2)
+        finally:
+            os.close(r)
+            os.close(w)
+
+    def too_many_fds() -> None:
+        a, z = socket.socketpair()
+        with a, z:
+            a.sendall(b"NZC1" + (400).to_bytes(4, "little") + (2).to_bytes(4, "little") + b"{}")
+            npu_zc.recv_buffers(z, timeout=2)
+
+    expect_typed(fault, random_bytes, expected=npu_zc.PeerError)
+    expect_typed(fault, too_many_fds, expected=npu_zc.PeerError)
+
+
+def aliasing(fault: Fault) -> None:
+    def attempt() -> None:
+        with npu_zc.alloc(64 * 64 * 4) as buf:
+            src = buf.map(shape=(64, 64, 4))
+            dst = buf.map(shape=(64, 64, 4))
+            try:
+                npu_zc.convert(src, dst, "RGBA", "RGBx")
+            finally:
+                del src, dst
+
+    expect_typed(fault, attempt, expected=npu_zc.AliasingError)
+
+
+# --- the run -----------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=60, help="how long (default 60; 1800 by hand)")
+    parser.add_argument("--fault-every", type=float, default=4, help="seconds between faults (default 4)")
+    parser.add_argument("--warmup", type=float, default=None, help="seconds left out of the comparison (default: a sixth)")
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("NPU_ZC_VM_OUT", tempfile.gettempdir())) / "soak.json")
+    parser.add_argument("--no-camera", action="store_true", help="no camera stream and no unbinding (a host without vivid)")
+    args = parser.parse_args(argv)
+    warmup = args.seconds / 6 if args.warmup is None else args.warmup
+    if not args.no_camera and (not (VIVID / "vivid.0").exists() or camera_node() is None):
+        print("soak: vivid is not loaded: run it in the VM (scripts/vm-run.sh)", file=sys.stderr)
+        return 2
+
+    began = time.monotonic()
+    options = CompileOptions(num_threads=1, inference_precision="f32")
+    model = tiny_model()
+    pipelines = [Pipeline(model, "CPU", options=options, labels=["red", "green", "blue"]) for _ in range(2)]
+    camera_pipeline, file_pipeline = pipelines
+    folder = Path(tempfile.mkdtemp(prefix="npu_zc-soak-"))
+    names = write_photos(folder)
+    # What each photo gives, once, before the soak: every later pass must give the same.
+    first = run_stream(file_pipeline, FrameSource(folder), progress=False)
+    expected = [(r.name, _top(r.prediction)) for r in first.results]
+    assert [n for n, _ in expected] == names, expected
+
+    print(f"soak: models compiled and photos written in {time.monotonic() - began:.1f} s", flush=True)
+    camera, files = Stream("camera"), Stream("file")
+    stop = threading.Event()
+    workers = [
+        threading.Thread(target=camera_loop, args=(camera_pipeline, camera, stop), name="soak-camera", daemon=True),
+        threading.Thread(target=file_loop, args=(file_pipeline, folder, expected, files, stop), name="soak-file", daemon=True),
+    ]
+    if args.no_camera:
+        workers = workers[1:]
+    for w in workers:
+        w.start()
+
+    faults = {name: Fault(name) for name in ("unbind", "producer", "garbage", "aliasing")}
+    rotation = [
+        (lambda: None) if args.no_camera else (lambda: unbind_vivid(faults["unbind"], camera)),
+        lambda: kill_producer(faults["producer"]),
+        lambda: garbage_peer(faults["garbage"]),
+        lambda: aliasing(faults["aliasing"]),
+    ]
+    samples: list[dict[str, float]] = []
+    started = time.monotonic()
+    deadline = started + args.seconds
+
+    def inject() -> None:
+        """The faults, one after another on their own thread, so that sampling never waits for one."""
+        n = 0
+        while not stop.wait(args.fault_every) and time.monotonic() < deadline:
+            name = list(faults)[n % len(rotation)]
+            try:
+                rotation[n % len(rotation)]()
+            except Exception:  # noqa: BLE001 - a fault that could not even be injected
+                traceback.print_exc()
+                faults[name].untyped.append("the fault could not be injected")
+            n += 1
+
+    injector = threading.Thread(target=inject, name="soak-faults", daemon=True)
+    injector.start()
+    try:
+        while time.monotonic() < deadline:
+            samples.append(sample())
+            time.sleep(1.0)
+    finally:
+        stop.set()
+        for w in [injector, *workers]:
+            w.join(timeout=120)
+    for pipeline in pipelines:
+        pipeline.close()
+
+    # --- the verdict ---
+    steady = [s for s in samples if s["t"] - started >= warmup]
+    quarter = max(1, len(steady) // 4)
+    growth = {
+        key: statistics.median(s[key] for s in steady[-quarter:]) - statistics.median(s[key] for s in steady[:quarter])
+        for key in LIMITS
+    } if steady else {key: 0.0 for key in LIMITS}  # fmt: skip
+    slopes = {key: slope_per_minute(steady, key) for key in LIMITS}
+    problems = [f"{key} grew by {growth[key]:.1f} (limit {LIMITS[key]})" for key in LIMITS if growth[key] > LIMITS[key]]
+    for fault in faults.values():
+        problems += [f"{fault.name}: {u}" for u in fault.untyped]
+        if fault.injected and fault.typed < fault.injected:
+            problems.append(f"{fault.name}: {fault.injected - fault.typed} of {fault.injected} gave no typed error ({fault.outcomes})")
+    problems += [f"camera: {f}" for f in camera.failures] + [f"file: {f}" for f in files.failures]
+    if files.passes == 0:
+        problems.append("the file stream finished no pass")
+    if camera.frames == 0 and not args.no_camera:
+        problems.append("the camera stream delivered no frame")
+
+    result = {
+        "seconds": args.seconds,
+        "fault_every": args.fault_every,
+        "warmup": warmup,
+        "streams": {s.name: {"frames": s.frames, "passes": s.passes, "typed_errors": s.typed_errors, "failures": s.failures}
+                    for s in (camera, files)},  # fmt: skip
+        "faults": {f.name: {"injected": f.injected, "typed": f.typed, "outcomes": f.outcomes, "untyped": f.untyped}
+                   for f in faults.values()},  # fmt: skip
+        "growth": growth,
+        "limits": LIMITS,
+        "slopes_per_minute": slopes,
+        "samples": samples,
+        "problems": problems,
+    }
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1))
+    except OSError as exc:
+        print(f"soak: cannot write {args.out}: {exc}", file=sys.stderr)
+
+    print(f"soak: {args.seconds:.0f} s, a fault every {args.fault_every:.0f} s; {len(samples)} samples")
+    print(f"  camera: {camera.frames} frames, typed errors {camera.typed_errors}")
+    print(f"  file:   {files.frames} frames in {files.passes} passes, none lost" if not files.failures else
+          f"  file:   {files.frames} frames in {files.passes} passes, {len(files.failures)} bad passes")  # fmt: skip
+    for f in faults.values():
+        print(f"  fault {f.name:<9} injected {f.injected}, typed {f.typed}: {f.outcomes}")
+    print("  slopes / minute: " + ", ".join(f"{k} {v:+.2f}" for k, v in slopes.items()))
+    print("  growth (last quarter - first quarter, medians): " + ", ".join(f"{k} {v:+.1f}" for k, v in growth.items()))
+    for p in problems:
+        print(f"  PROBLEM: {p}")
+    print("soak: " + ("passed" if not problems else "FAILED"))
+    return 0 if not problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
