@@ -192,6 +192,24 @@ def test_duration_and_stop_end_a_live_run(picture_pipeline: Any) -> None:
     assert 0 < report.streams[0].frames < 10_000
 
 
+def test_run_waits_between_ticks_without_a_tick(picture_pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run() with a duration and no tick sleeps between wake-ups: it once spun on 0 s waits (its next tick never
+    moved on), holding the GIL against the decoding, feeding and delivering threads (tens of ms a frame)."""
+    main, zero_waits = threading.main_thread(), []
+    wait = threading.Event.wait
+
+    def counted(self: threading.Event, timeout: float | None = None) -> bool:
+        if threading.current_thread() is main and timeout is not None and timeout <= 0:
+            zero_waits.append(timeout)
+        return wait(self, timeout)
+
+    monkeypatch.setattr(threading.Event, "wait", counted)
+    source = Synthetic("slow", 10_000, live=True, every_s=0.01)
+    report, _ = run_streams([source], picture_pipeline, duration=1.2)
+    assert report.streams[0].frames > 0
+    assert len(zero_waits) < 5, f"the calling thread polled {len(zero_waits)} times instead of waiting"
+
+
 def test_colour_standard_taken_from_the_stream(tmp_path: Path, picture_pipeline: Any) -> None:
     """A clip tagged BT.709 full range (yuvj420p): the engine converts it in that standard, as the layout engine's
     own conversion of the same planes does; BT.601 limited (the default) would give another picture."""

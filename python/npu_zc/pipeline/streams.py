@@ -310,9 +310,13 @@ class Streams:
                 if deadline is not None and time.monotonic() >= deadline:
                     self.stop()
                     deadline = None  # stopping: now only waiting for the frames in flight
-                if tick is not None and time.monotonic() >= next_tick:
-                    tick(self.stats)
-                    next_tick += tick_seconds
+                if time.monotonic() >= next_tick:
+                    # The next wake-up moves on with or without a tick: left behind, the wait above would be
+                    # 0 s and this thread would spin holding the GIL, delaying every hand-over between the
+                    # decoding, feeding and delivering threads by up to a switch interval (tens of ms a frame).
+                    if tick is not None:
+                        tick(self.stats)
+                    next_tick = max(next_tick + tick_seconds, time.monotonic())
         except KeyboardInterrupt as exc:
             interrupted = exc
         finally:
