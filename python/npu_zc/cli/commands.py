@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "count_copies", False):
         from . import copies
 
-        return copies.run(args)
+        return copies.run(args, _pipeline)
     image = load_image(args.image)  # decoded once, outside the timed loop
     result = _measure(args, "copy" if args.non_zero_copy else "zero-copy", image, args.image)
     if args.save:

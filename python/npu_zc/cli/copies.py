@@ -16,16 +16,17 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any
+from typing import Any, Callable
 
 CHILD = "NPU_ZC_COUNT_COPIES_CHILD"
 WARMUP = 2
 """Frames before counting starts: first inferences allocate and copy what the steady state does not."""
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, make_pipeline: Callable[[argparse.Namespace, Any], Any]) -> int:
+    """``make_pipeline(args, mode)``: the pipeline `npu-zc run` would build (given by the caller: no import back)."""
     if os.environ.get(CHILD) == "1":
-        return _count(args)
+        return _count(args, make_pipeline)
     from ..memcount import build
 
     lib = build()
@@ -34,18 +35,17 @@ def run(args: argparse.Namespace) -> int:
     return subprocess.run([sys.executable, "-m", "npu_zc", *args.argv], env=env).returncode
 
 
-def _count(args: argparse.Namespace) -> int:
+def _count(args: argparse.Namespace, make_pipeline: Callable[[argparse.Namespace, Any], Any]) -> int:
     from ..memcount import CounterUnavailableError, preloaded
     from ..pipeline import load_image
     from ..runtime.model import Mode
-    from .commands import _pipeline
 
     counter = preloaded()
     if counter is None:
         raise CounterUnavailableError("the memcpy counter is not loaded in this process (LD_PRELOAD did not take)")
     image = load_image(args.image)
     mode: Mode = "copy" if args.non_zero_copy else "zero-copy"
-    with _pipeline(args, mode) as pipeline:
+    with make_pipeline(args, mode) as pipeline:
         for address, nbytes in [(a.ctypes.data, a.nbytes) for a in (pipeline.input, *pipeline.outputs)]:
             counter.watch(address, nbytes)
         for i in range(WARMUP + args.runs):

@@ -40,6 +40,7 @@ from typing import Any, Callable
 from ..errors import Error, InvalidArgumentError, PeerError
 from ..layout import Transform
 from .pipeline import Pipeline
+from .postprocess import for_frame
 from .preprocess import PreprocessSpec
 from .stream import STREAM_STAGES, FrameResult, StreamReport
 from .timing import FENCE_TIMEOUT_S, Timings, progress_bar
@@ -148,8 +149,9 @@ class _Consumer:
                     transform = Transform(**{k: tuple(v) for k, v in message["transform"].items()})
                     input_size = (pipeline.spec.width, pipeline.spec.height)
                     frame_size = (int(message["frame_size"][0]), int(message["frame_size"][1]))
-                    prediction = pipeline.postprocess.for_frame(
-                        [request.output_array(i) for i in range(count)], transform, input_size, frame_size
+                    prediction = for_frame(
+                        pipeline.postprocess, [request.output_array(i) for i in range(count)], transform, input_size,
+                        frame_size,
                     )
                 else:
                     prediction = pipeline.postprocess([request.output_array(i) for i in range(count)])

@@ -30,7 +30,7 @@ from ..detect import metadata
 from ..detect.metadata import YoloMetadata
 from ..errors import BufferClosedError, BufferInUseError, InvalidArgumentError
 from ..runtime.model import Mode
-from .postprocess import Kind, Postprocessor, Prediction, model_kind, postprocessor_for, to_frame
+from .postprocess import Kind, Postprocessor, Prediction, for_frame, model_kind, postprocessor_for, to_frame
 from .preprocess import Fit, PreprocessSpec, Preprocessor
 from .throughput import ThroughputReport, ThroughputRunner, reserved_cores
 from .yolo import YOLO_FILL, DetectOptions, YoloDetections, is_yolo
@@ -280,12 +280,12 @@ class Pipeline:
         inferred = clock()
         input_size = (self.spec.width, self.spec.height)
         if not self._sync_outputs:
-            prediction = self.postprocess.for_frame(self.outputs, transform, input_size, frame_size)
+            prediction = for_frame(self.postprocess, self.outputs, transform, input_size, frame_size)
         else:
             with contextlib.ExitStack() as stack:
                 for buf in self._sync_outputs:
                     stack.enter_context(buf.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                prediction = self.postprocess.for_frame(self.outputs, transform, input_size, frame_size)
+                prediction = for_frame(self.postprocess, self.outputs, transform, input_size, frame_size)
         done = clock()
         return prediction, preprocessed - started, inferred - preprocessed, done - inferred
 

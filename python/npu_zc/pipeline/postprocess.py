@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, Union
 
 import numpy as np
 
@@ -225,6 +225,21 @@ class FaceDetections(Postprocessor):
         return [
             Detection(0, "face", f.score, _box(f.xmin, f.ymin, f.xmax, f.ymax)) for f in faces[: self.k]
         ]
+
+
+def for_frame(
+    postprocess: Callable[[Sequence[np.ndarray]], Prediction],
+    outputs: Sequence[np.ndarray],
+    transform: Any,
+    input_size: tuple[int, int],
+    frame_size: tuple[int, int],
+) -> Prediction:
+    """``postprocess``'s prediction in frame pixels: a :class:`Postprocessor` maps its own boxes (a detector
+    decodes straight into the frame); any other callable (a user's function) gets :func:`to_frame`."""
+    own = getattr(postprocess, "for_frame", None)
+    if own is not None:
+        return own(outputs, transform, input_size, frame_size)  # type: ignore[no-any-return]
+    return to_frame(postprocess(outputs), transform, input_size, frame_size)
 
 
 def to_frame(prediction: Prediction, transform: Any, input_size: tuple[int, int], frame_size: tuple[int, int]) -> Prediction:

@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import PoolExhaustedError
 from .image import FrameSource
 from .pipeline import Pipeline
-from .postprocess import Prediction
+from .postprocess import Prediction, for_frame
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings, progress_bar
 
 STREAM_STAGES = ("decode", "preprocess", "infer", "postprocess")
@@ -179,7 +179,7 @@ def _zero_copy(
                 for buf in result.output_buffers:
                     access.enter_context(buf.cpu_access("read", timeout=FENCE_TIMEOUT_S))
                 input_size = (pipeline.spec.width, pipeline.spec.height)
-                prediction = pipeline.postprocess.for_frame(result.outputs, transform, input_size, frame_size)
+                prediction = for_frame(pipeline.postprocess, result.outputs, transform, input_size, frame_size)
             timings.add("postprocess", time.perf_counter_ns() - started)
             timings.add("infer", int(result.latency_ms * 1e6))
             deliver(FrameResult(sequence, name, prediction))

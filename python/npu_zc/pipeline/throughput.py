@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..runtime.session import usable_cores
-from .postprocess import Postprocessor, Prediction
+from .postprocess import Postprocessor, Prediction, for_frame
 from .preprocess import PreprocessSpec, Preprocessor
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 
@@ -298,9 +298,9 @@ class ThroughputRunner:
                 with contextlib.ExitStack() as access:
                     for buffer in result.output_buffers:
                         access.enter_context(buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                    prediction = postprocess.for_frame(result.outputs, transform, input_size, frame_size)
+                    prediction = for_frame(postprocess, result.outputs, transform, input_size, frame_size)
             else:
-                prediction = postprocess.for_frame(result.outputs, transform, input_size, frame_size)
+                prediction = for_frame(postprocess, result.outputs, transform, input_size, frame_size)
             infer = int(result.latency_ms * 1e6)
             post = clock() - started
             preprocess_ns.append(prepared_ns)
