@@ -297,7 +297,9 @@ def main() -> int:
         {"title": "Every trial", "columns": ["", "streams", "held", "FPS in all", "dropped", "worst p99 ms", "slowest stream FPS"],
          "rows": trials},
     ]  # fmt: skip
-    path = results.save("bench_streams", tables, title="Stream density", path=args.json)
+    # One file per model: the classifier's and the detector's tables side by side.
+    default = results.RESULTS / f"bench_streams--{results.machine()['slug']}--{Path(args.model).stem}.json"
+    path = results.save("bench_streams", tables, title="Stream density", path=args.json or default)
     print()
     for row in rows:
         print(f"{row[0]:<64} {row[1]!s:>6} streams")
