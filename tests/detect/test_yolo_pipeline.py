@@ -15,21 +15,9 @@ import npu_zc
 from npu_zc.pipeline import Pipeline
 from npu_zc.pipeline.yolo import DetectOptions
 
-from conftest import RED_SQUARE, red_square_input_box, save_red_square_yolo
+from conftest import RED_SQUARE, red_square_input_box, save_red_square_yolo, ultralytics_letterbox
 
 ov = pytest.importorskip("openvino")
-
-
-def ultralytics_letterbox(img: np.ndarray, new_shape: tuple[int, int]) -> np.ndarray:
-    shape = img.shape[:2]
-    r = min(new_shape[0] / shape[0], new_shape[1] / shape[1])
-    new_unpad = int(round(shape[1] * r)), int(round(shape[0] * r))
-    dw, dh = (new_shape[1] - new_unpad[0]) / 2, (new_shape[0] - new_unpad[1]) / 2
-    if shape[::-1] != new_unpad:
-        img = cv2.resize(img, new_unpad, interpolation=cv2.INTER_LINEAR)
-    top, bottom = int(round(dh - 0.1)), int(round(dh + 0.1))
-    left, right = int(round(dw - 0.1)), int(round(dw + 0.1))
-    return cv2.copyMakeBorder(img, top, bottom, left, right, cv2.BORDER_CONSTANT, value=(114, 114, 114))
 
 
 def reference_detect(model_path: Path, frame: np.ndarray, conf: float = 0.25, iou: float = 0.7, max_det: int = 300,
@@ -37,7 +25,7 @@ def reference_detect(model_path: Path, frame: np.ndarray, conf: float = 0.25, io
     """What Ultralytics' predict does for an anchor-free [1, 4+nc, N] export, with numpy and cv2."""
     compiled = ov.Core().compile_model(str(model_path), "CPU")
     h, w = (int(d) for d in compiled.inputs[0].shape[2:])
-    x = ultralytics_letterbox(frame, (h, w))[..., ::-1].transpose(2, 0, 1)[None].astype(np.float32) / 255
+    x = ultralytics_letterbox(frame, (h, w))[0][..., ::-1].transpose(2, 0, 1)[None].astype(np.float32) / 255
     out = compiled(x)[0][0]  # [4+nc, N]
     scores_all = out[4:]
     best, cls = scores_all.max(0), scores_all.argmax(0)
