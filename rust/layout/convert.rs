@@ -177,6 +177,7 @@ impl Plan {
             plan.rearrange = match src {
                 Format::Yuyv | Format::Uyvy => Some(Rearrange::Split(kernels::yuv::splitter(level).0)),
                 Format::I420 => Some(Rearrange::Interleave(kernels::yuv::interleaver(level).0)),
+                Format::I010 => Some(Rearrange::Interleave(kernels::yuv::interleaver16(level).0)),
                 _ => None,
             };
             plan.description = if direct { name.clone() } else { format!("{name} + scalar/lut") };
@@ -191,7 +192,7 @@ impl Plan {
                     },
                     pad: if direct { pad as u8 } else { 0 },
                     bytes,
-                    k: options.colour.coefficients(),
+                    k: if src.is_10bit() { options.colour.coefficients10() } else { options.colour.coefficients() },
                 }
                 .chroma_order(src),
             });
@@ -296,10 +297,15 @@ fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
 /// The NV12 decoder of this level and, for the camera formats, the
 /// rearrangement before it: e.g. "avx2/yuv422-split + avx2/nv12".
 fn yuv_decoder(src: Format, level: SimdLevel, bytes: usize) -> (super::plan::Nv12Row, String) {
-    let (decode, name) = kernels::nv12_decoder(level, bytes);
+    let (decode, name) = match src {
+        Format::P010 => kernels::yuv10_decoder(level, bytes, false),
+        Format::I010 => kernels::yuv10_decoder(level, bytes, true),
+        _ => kernels::nv12_decoder(level, bytes),
+    };
     let before = match src {
         Format::Yuyv | Format::Uyvy => Some(kernels::yuv::splitter(level).1),
         Format::I420 => Some(kernels::yuv::interleaver(level).1),
+        Format::I010 => Some(kernels::yuv::interleaver16(level).1),
         _ => None,
     };
     (decode, before.map_or(name.to_string(), |b| format!("{b} + {name}")))
@@ -316,6 +322,7 @@ fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -
     let height = src.height;
     let step = match src.pixels {
         SourcePixels::Nv12 { .. } | SourcePixels::I420 { .. } => 2,
+        SourcePixels::P010 { .. } | SourcePixels::I010 { .. } => 2,
         SourcePixels::Packed { .. } | SourcePixels::Yuv422 { .. } => 1,
     };
     let rows_per_band = height.div_ceil(wanted).next_multiple_of(step).max(step);
@@ -340,6 +347,10 @@ fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -
             SourcePixels::Yuv422 { rows, y_even } => SourcePixels::Yuv422 { rows: rows.sub(start, n), y_even },
             SourcePixels::I420 { y, u, v } => {
                 SourcePixels::I420 { y: y.sub(start, n), u: u.sub(start / 2, n / 2), v: v.sub(start / 2, n / 2) }
+            }
+            SourcePixels::P010 { y, uv } => SourcePixels::P010 { y: y.sub(start, n), uv: uv.sub(start / 2, n / 2) },
+            SourcePixels::I010 { y, u, v } => {
+                SourcePixels::I010 { y: y.sub(start, n), u: u.sub(start / 2, n / 2), v: v.sub(start / 2, n / 2) }
             }
         };
         bands.push(Band { src: band_src, dst: band_planes });

@@ -14,7 +14,8 @@ use super::frame::{RowsMut, SourcePixels};
 pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);
 /// A source row of pixels to one row of each of three planes.
 pub(crate) type PlanarRow = unsafe fn(&Plan, &[u8], &mut [u8], &mut [u8], &mut [u8]);
-/// A Y row and its UV row to 3- or 4-byte pixels (see [`YuvOut`]).
+/// A Y row and its UV row to 3- or 4-byte pixels (see [`YuvOut`]); for
+/// 10-bit sources, rows of little-endian u16 samples.
 pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], &YuvOut);
 /// A packed 4:2:2 row split into its even and its odd bytes (Y and U,V).
 pub(crate) type SplitRow = unsafe fn(&[u8], &mut [u8], &mut [u8]);
@@ -117,7 +118,7 @@ impl YuvOut {
 pub(crate) enum Rearrange {
     /// Packed 4:2:2: the even and odd bytes of a row.
     Split(SplitRow),
-    /// I420: the U and V rows interleaved.
+    /// I420: the U and V rows interleaved (I010: their u16 samples).
     Interleave(InterleaveRow),
 }
 
@@ -266,6 +267,25 @@ impl Plan {
                 let Some(Rearrange::Interleave(interleave)) = self.rearrange else { unreachable!("an I420 plan") };
                 let mut uv = vec![0u8; y.row_bytes()];
                 let mut decoder = Decoder::new(self, y.row_bytes());
+                for r in 0..y.count() {
+                    if r % 2 == 0 {
+                        // SAFETY: the interleaver was picked for this CPU's level.
+                        unsafe { interleave(u.row(r / 2), v.row(r / 2), &mut uv) };
+                    }
+                    decoder.row(self, y.row(r), &uv, dst, r);
+                }
+            }
+            // 10-bit: rows of u16 samples, two bytes a sample.
+            SourcePixels::P010 { y, uv } => {
+                let mut decoder = Decoder::new(self, y.row_bytes() / 2);
+                for r in 0..y.count() {
+                    decoder.row(self, y.row(r), uv.row(r / 2), dst, r);
+                }
+            }
+            SourcePixels::I010 { y, u, v } => {
+                let Some(Rearrange::Interleave(interleave)) = self.rearrange else { unreachable!("an I010 plan") };
+                let mut uv = vec![0u8; y.row_bytes()];
+                let mut decoder = Decoder::new(self, y.row_bytes() / 2);
                 for r in 0..y.count() {
                     if r % 2 == 0 {
                         // SAFETY: the interleaver was picked for this CPU's level.

@@ -231,3 +231,20 @@ pub(crate) fn nv12_decoder(level: SimdLevel, bytes: usize) -> (Nv12Row, &'static
         _ => (scalar::nv12_row, if bytes == 3 { "scalar/nv12-rgb" } else { "scalar/nv12" }),
     }
 }
+
+/// The 10-bit row decoder of this level into pixels of `bytes` bytes (3 or
+/// 4): P010's samples (value in the top bits), or with `low` I010's.
+pub(crate) fn yuv10_decoder(level: SimdLevel, bytes: usize, low: bool) -> (Nv12Row, &'static str) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => x86::yuv10_decoder(level, bytes, low),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::yuv10_decoder(bytes, low),
+        _ => match (bytes, low) {
+            (3, false) => (scalar::yuv10_row::<false>, "scalar/p010-rgb"),
+            (_, false) => (scalar::yuv10_row::<false>, "scalar/p010"),
+            (3, true) => (scalar::yuv10_row::<true>, "scalar/i010-rgb"),
+            (_, true) => (scalar::yuv10_row::<true>, "scalar/i010"),
+        },
+    }
+}

@@ -19,7 +19,7 @@ use super::super::colour::SHIFT;
 use super::super::float::{f16_to_f32, f32_to_f16};
 use super::super::format::Element;
 use super::super::plan::{Plan, YuvOut};
-use super::vector::{self, bf16_high, stamp, Job, Simd};
+use super::vector::{self, bf16_high, stamp, Job, Simd, Words};
 use super::{Encoder, Kernel, Nv12Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
 
 // `shr_yuv` shifts by a literal (the intrinsics' shift types differ).
@@ -28,6 +28,7 @@ const _: () = assert!(SHIFT == 20);
 mod stamped {
     use super::*;
     stamp!(super::Neon, "neon");
+    stamp!(words: super::Neon, "neon");
 }
 
 pub(super) fn encoders(element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
@@ -70,6 +71,16 @@ pub(super) fn nv12_decoder(bytes: usize) -> (Nv12Row, &'static str) {
     match bytes {
         3 => (stamped::nv12_row::<3>, "neon/nv12-rgb"),
         _ => (stamped::nv12_row::<4>, "neon/nv12"),
+    }
+}
+
+/// The 10-bit decoder: P010, or I010 with `low`.
+pub(super) fn yuv10_decoder(bytes: usize, low: bool) -> (Nv12Row, &'static str) {
+    match (bytes, low) {
+        (3, false) => (stamped::yuv10_row::<3, false>, "neon/p010-rgb"),
+        (_, false) => (stamped::yuv10_row::<4, false>, "neon/p010"),
+        (3, true) => (stamped::yuv10_row::<3, true>, "neon/i010-rgb"),
+        (_, true) => (stamped::yuv10_row::<4, true>, "neon/i010"),
     }
 }
 
@@ -486,5 +497,22 @@ mod tests {
                 assert_eq!(g.to_bits(), want.to_bits(), "f32 of f16 {h:#06x}");
             }
         }
+    }
+}
+
+/// `vld2q_u16` splits 8 word pairs into the even and the odd words.
+impl Words for Neon {
+    #[inline(always)]
+    unsafe fn words10<const LOW: bool>(p: *const u8) -> [X4<int32x4_t>; 2] {
+        let (a, b) = (vld2q_u16(p.cast()), vld2q_u16(p.add(32).cast()));
+        let ten = |w: uint16x8_t| if LOW { vandq_u16(w, vdupq_n_u16(0x3FF)) } else { vshrq_n_u16::<6>(w) };
+        let widen = |lo: uint16x8_t, hi: uint16x8_t| {
+            let (lo, hi) = (ten(lo), ten(hi));
+            each(
+                [vmovl_u16(vget_low_u16(lo)), vmovl_high_u16(lo), vmovl_u16(vget_low_u16(hi)), vmovl_high_u16(hi)],
+                |w| vreinterpretq_s32_u32(w),
+            )
+        };
+        [widen(a.0, b.0), widen(a.1, b.1)]
     }
 }

@@ -18,7 +18,7 @@ use super::super::colour::SHIFT;
 use super::super::format::Element;
 use super::super::plan::{Permutes, Plan, YuvOut};
 use super::super::simd::SimdLevel;
-use super::vector::{self, bf16_high, stamp, Job, Quads, Simd};
+use super::vector::{self, bf16_high, stamp, Job, Quads, Simd, Words};
 use super::{Encoder, Kernel, Nv12Row, BF16, BF16_FAST, BF16_NATIVE, DIV, F16, FMA, REFINED};
 
 // `shr_yuv` shifts by a literal (the intrinsics' shift types differ).
@@ -27,11 +27,13 @@ const _: () = assert!(SHIFT == 20);
 mod avx2 {
     use super::*;
     stamp!(super::Avx2, "avx2,fma,f16c");
+    stamp!(words: super::Avx2, "avx2,fma,f16c");
 }
 mod avx512 {
     use super::*;
     stamp!(super::Avx512<false>, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c");
     stamp!(quads: super::Avx512<false>, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c");
+    stamp!(words: super::Avx512<false>, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c");
 }
 mod vbmi {
     use super::*;
@@ -117,6 +119,22 @@ pub(super) fn nv12_decoder(level: SimdLevel, bytes: usize) -> (Nv12Row, &'static
         (SimdLevel::Avx512Vbmi, _) => (avx512::nv12_row::<4>, "avx512vbmi/nv12"),
         (_, 3) => (avx2::nv12_row::<3>, "avx2/nv12-rgb"),
         _ => (avx2::nv12_row::<4>, "avx2/nv12"),
+    }
+}
+
+/// The 10-bit decoder (P010, or I010 with `low`) of this level (AVX-512's
+/// serves both AVX-512 levels: it needs no VBMI).
+pub(super) fn yuv10_decoder(level: SimdLevel, bytes: usize, low: bool) -> (Nv12Row, &'static str) {
+    let avx512 = matches!(level, SimdLevel::Avx512 | SimdLevel::Avx512Vbmi);
+    match (avx512, bytes, low) {
+        (true, 3, false) => (avx512::yuv10_row::<3, false>, "avx512/p010-rgb"),
+        (true, _, false) => (avx512::yuv10_row::<4, false>, "avx512/p010"),
+        (true, 3, true) => (avx512::yuv10_row::<3, true>, "avx512/i010-rgb"),
+        (true, _, true) => (avx512::yuv10_row::<4, true>, "avx512/i010"),
+        (false, 3, false) => (avx2::yuv10_row::<3, false>, "avx2/p010-rgb"),
+        (false, _, false) => (avx2::yuv10_row::<4, false>, "avx2/p010"),
+        (false, 3, true) => (avx2::yuv10_row::<3, true>, "avx2/i010-rgb"),
+        (false, _, true) => (avx2::yuv10_row::<4, true>, "avx2/i010"),
     }
 }
 
@@ -747,6 +765,34 @@ impl<const VBMI: bool> Quads for Avx512<VBMI> {
         for h in 0..2 {
             let packed = _mm512_packus_epi32(r[2 * h], r[2 * h + 1]);
             _mm512_storeu_si512(out.add(64 * h).cast(), _mm512_permutexvar_epi64(order, packed));
+        }
+    }
+}
+
+/// A pair of u16 words is one 32-bit lane: the even word is its low half,
+/// the odd word its high half.
+impl Words for Avx2 {
+    #[inline(always)]
+    unsafe fn words10<const LOW: bool>(p: *const u8) -> [__m256i; 2] {
+        let x = _mm256_loadu_si256(p.cast());
+        if LOW {
+            let ten = _mm256_set1_epi32(0x3FF);
+            [_mm256_and_si256(x, ten), _mm256_and_si256(_mm256_srli_epi32::<16>(x), ten)]
+        } else {
+            [_mm256_srli_epi32::<22>(_mm256_slli_epi32::<16>(x)), _mm256_srli_epi32::<22>(x)]
+        }
+    }
+}
+
+impl<const VBMI: bool> Words for Avx512<VBMI> {
+    #[inline(always)]
+    unsafe fn words10<const LOW: bool>(p: *const u8) -> [__m512i; 2] {
+        let x = _mm512_loadu_si512(p.cast());
+        if LOW {
+            let ten = _mm512_set1_epi32(0x3FF);
+            [_mm512_and_si512(x, ten), _mm512_and_si512(_mm512_srli_epi32::<16>(x), ten)]
+        } else {
+            [_mm512_srli_epi32::<22>(_mm512_slli_epi32::<16>(x)), _mm512_srli_epi32::<22>(x)]
         }
     }
 }
