@@ -305,21 +305,24 @@ impl<'a> Source<'a> {
             (_, Some(_)) => bail!("only NV12, NV21 and P010 come in two planes; {format} is one buffer"),
             (Format::I010, None) => {
                 expect_rows(&rows, g.rows, g.row_bytes, "I010 source")?;
-                // A whole frame's rows (h * 3 / 2 of them): Y, then U and V rows half a pitch apart.
-                let (h, c) = (height, rows.pitch / 2);
-                // SAFETY: the h * 3 / 2 rows are inside the borrowed region;
-                // U and V rows of `width` bytes half a pitch apart cover the
-                // same bytes as the last h / 2 of them.
+                if rows.pitch != rows.row_bytes {
+                    bail!(
+                        "a one-buffer I010 source with rows {} bytes apart is not supported here: pass its \
+                         (Y, U, V) planes, each with its own stride",
+                        rows.pitch
+                    );
+                }
+                let (h, w) = (height, 2 * width);
+                // SAFETY: the one-buffer frame is h * 3 / 2 contiguous rows of
+                // w bytes (checked just above): Y is its first h * w bytes, U
+                // the next h / 2 * w / 2, V the last h / 2 * w / 2.
                 let (u, v) = unsafe {
-                    let base = rows.ptr.add(h * rows.pitch);
+                    let base = rows.ptr.add(h * w);
                     (
-                        Rows::from_raw_parts(base, h / 2, width, c),
-                        Rows::from_raw_parts(base.add(h / 2 * c), h / 2, width, c),
+                        Rows::from_raw_parts(base, h / 2, w / 2, w / 2),
+                        Rows::from_raw_parts(base.add(h / 2 * (w / 2)), h / 2, w / 2, w / 2),
                     )
                 };
-                if !rows.pitch.is_multiple_of(4) {
-                    bail!("an I010 stride of {} bytes is not a multiple of 4", rows.pitch);
-                }
                 return Self::i010(width, height, rows.sub(0, height), u, v);
             }
             (Format::Yuyv | Format::Uyvy, None) => {

@@ -11,6 +11,7 @@ from .. import _core
 from ._checks import (
     _PLANAR,
     _THREE_CHANNELS,
+    TEN_BIT,
     ChannelValues,
     Mappable,
     _Signature,
@@ -288,6 +289,8 @@ class Converter:
                 known = False
             if known:
                 drop, view = how
+                if self._src_format in TEN_BIT:  # uint16 samples, read as their bytes
+                    y, uv = y.view(np.uint8), None if uv is None else uv.view(np.uint8)
                 out = array[(0,) * drop] if drop else array
                 self._run(y, uv, out.view(np.uint8) if view else out)
                 return array
@@ -295,7 +298,7 @@ class Converter:
 
     def _checked(self, src: Any, array: np.ndarray, mapped: bool) -> np.ndarray:
         """Every check of :func:`convert`, then the conversion; remembers the arrays that passed."""
-        pair = self._src_format in ("NV12", "NV21", "I420") and isinstance(src, (tuple, list))
+        pair = self._src_format in ("NV12", "NV21", "I420", "P010", "I010") and isinstance(src, (tuple, list))
         source = src if pair else np.asarray(src)
         size = self._src_size if not pair and source.ndim == 1 else None
         flat = f"or pass a flat (1-D) buffer of {self._src_nbytes} bytes"
