@@ -243,3 +243,45 @@ def test_ffmpeg_names_and_the_kernels() -> None:
     for simd in LEVELS:
         assert "p010" in layout.describe_conversion("P010", "RGBx", simd=simd)
         assert "i010" in layout.describe_conversion("I010", "RGB", simd=simd)
+
+
+def test_a_ten_bit_video_is_read_in_place() -> None:
+    """A 10-bit video (FFV1 yuv420p10le, made here) comes out of a
+    VideoSource as I010 planes of the decoder's own buffers, not copied, in
+    the stream's colours; a p010le frame (what hardware decoders give) as a
+    P010 pair. Both decode as the reference."""
+    av = pytest.importorskip("av", reason="PyAV is not installed")
+    import tempfile
+
+    from npu_zc.sources.video import VideoSource
+
+    width, height = 64, 48
+    rng = np.random.default_rng(41)
+    y = rng.integers(64, 941, (height, width), dtype=np.uint16)
+    u, v = (rng.integers(64, 961, (height // 2, width // 2), dtype=np.uint16) for _ in range(2))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/ten_bit.mkv"
+        with av.open(path, "w") as container:
+            stream = container.add_stream("ffv1", rate=25)
+            stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p10le"
+            stream.codec_context.colorspace = 1  # BT.709
+            frame = av.VideoFrame(width, height, "yuv420p10le")
+            for plane, data in zip(frame.planes, (y, u, v)):
+                rows = np.frombuffer(plane, np.uint8).reshape(-1, plane.line_size)
+                rows[: data.shape[0], : data.nbytes // data.shape[0]] = data.view(np.uint8)
+            for packet in stream.encode(frame):
+                container.mux(packet)
+            for packet in stream.encode():
+                container.mux(packet)
+        source = VideoSource(path)
+        decoded = next(iter(source.frames()))
+        assert (decoded.format, decoded.copied, decoded.matrix, decoded.range) == ("I010", False, "bt709", "limited")
+        assert all(p.dtype == np.uint16 for p in decoded.planes)
+        out = layout.convert(decoded.planes, empty("RGB", width, height), "I010", "RGB", matrix=decoded.matrix)
+        np.testing.assert_array_equal(out, decode(y, full_size(u), full_size(v), "bt709", "limited"))
+        p010_frame = decoded.owner.reformat(format="p010le")
+        as_p010 = source._frame(p010_frame, 0, 0, None)
+        assert (as_p010.format, as_p010.copied) == ("P010", False)
+        out = layout.convert(as_p010.planes, empty("RGB", width, height), "P010", "RGB", matrix=decoded.matrix)
+        np.testing.assert_array_equal(out, decode(y, full_size(u), full_size(v), "bt709", "limited"))
+        decoded.release()
