@@ -34,6 +34,11 @@ pub struct Options {
     /// The colour standard of a YUV source (ignored for the others); the
     /// default, BT.601 limited range, is OpenCV's.
     pub colour: Colour,
+    /// The scale and zero point of an int8 destination (RGBx_I8, RGB_I8):
+    /// each normalised value `x` becomes `clamp(round(x / scale) + zero_point,
+    /// -128, 127)`, rounded half to even (ONNX QuantizeLinear, OpenVINO's
+    /// FakeQuantize to int8). Required for those, refused for the others.
+    pub quant: Option<(f32, i32)>,
 }
 
 /// Frames smaller than this many output bytes per thread stay on one thread:
@@ -95,6 +100,7 @@ struct PlanKey {
     level: SimdLevel,
     resampled: bool,
     colour: Colour,
+    quant: Option<(u32, i32)>,
 }
 
 impl Plan {
@@ -116,6 +122,7 @@ impl Plan {
             level,
             resampled,
             colour: options.colour,
+            quant: options.quant.map(|(s, z)| (s.to_bits(), z)),
         };
         RECENT.get_or_build(key, || Plan::build(src, dst, options, level, resampled))
     }
@@ -139,6 +146,7 @@ impl Plan {
             bail!("scale[{k}] is 0: normalisation divides by scale, so every scale must be non-zero");
         }
         let identity = mean == [0.0; 3] && scale == [1.0; 3];
+        let quant = checked_quant(dst, options.quant)?;
         let pad = pad_bits(dst, options.pad)?;
         // Float kernels compute the pad slot like the others (see `mean`).
         let pad_value = if element == Element::U8 { 0.0 } else { options.pad };
@@ -152,7 +160,7 @@ impl Plan {
             _ => (src.channels(), [0, 1, 2].map(|k| position(src.channel_order(), dst_order[k]))),
         };
 
-        let luts = build_luts(element, mean, scale);
+        let luts = build_luts(element, mean, scale, quant);
         let mut plan = Plan {
             src_channels,
             map,
@@ -274,6 +282,29 @@ fn checked_channels(name: &str, values: Option<[f32; 3]>, default: f32) -> Resul
     Ok(values)
 }
 
+/// The int8 destinations' scale and zero point, checked.
+fn checked_quant(dst: Format, quant: Option<(f32, i32)>) -> Result<Option<(f32, i32)>> {
+    match (dst.element(), quant) {
+        (Element::I8, None) => bail!(
+            "{dst} holds int8 values quantised with the model input's scale and zero point: \
+             pass them (quant_scale=, zero_point=)"
+        ),
+        (Element::I8, Some((s, z))) => {
+            if !(s.is_finite() && s > 0.0) {
+                bail!("the quantisation scale must be a positive finite number, not {s}");
+            }
+            if !(-128..=127).contains(&z) {
+                bail!("the zero point of an int8 destination must be in -128..=127, not {z}");
+            }
+            Ok(Some((s, z)))
+        }
+        (_, Some(_)) => {
+            bail!("a quantisation scale and zero point are for the int8 destinations (RGBx_I8, RGB_I8), not {dst}")
+        }
+        (_, None) => Ok(None),
+    }
+}
+
 fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
     if !dst.has_pad() {
         if pad != 0.0 {
@@ -287,6 +318,12 @@ fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
                 bail!("pad {pad} does not fit the pad byte of {dst}: use an integer from 0 to 255");
             }
             pad as u32
+        }
+        Element::I8 => {
+            if !(-128.0..=127.0).contains(&pad) || pad.fract() != 0.0 {
+                bail!("pad {pad} does not fit the pad byte of {dst}: use an integer from -128 to 127");
+            }
+            pad as i8 as u8 as u32
         }
         Element::Bf16 => f32_to_bf16(pad) as u32,
         Element::F16 => f32_to_f16(pad) as u32,

@@ -41,6 +41,11 @@ pub enum Format {
     RgbxBf16,
     /// Packed IEEE half, four channels (R, G, B, pad).
     RgbxFp16,
+    /// Packed signed int8, four channels (R, G, B, pad): a quantised
+    /// model's input, `clamp(round((x - mean) / scale / q) + zero_point)`.
+    RgbxI8,
+    /// Packed signed int8, three channels.
+    RgbI8,
     /// Planar f32, three planes R, G, B (NCHW).
     RgbpFloat,
     /// Planar IEEE half, three planes R, G, B.
@@ -57,6 +62,8 @@ pub enum Format {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Element {
     U8,
+    /// Signed int8, quantised with a scale and a zero point.
+    I8,
     Bf16,
     F16,
     F32,
@@ -65,7 +72,7 @@ pub enum Element {
 impl Element {
     pub fn size(self) -> usize {
         match self {
-            Element::U8 => 1,
+            Element::U8 | Element::I8 => 1,
             Element::Bf16 | Element::F16 => 2,
             Element::F32 => 4,
         }
@@ -81,7 +88,7 @@ pub enum Channel {
 }
 
 impl Format {
-    pub const ALL: [Format; 22] = [
+    pub const ALL: [Format; 24] = [
         Format::Bgr,
         Format::Rgb,
         Format::Bgra,
@@ -98,6 +105,8 @@ impl Format {
         Format::Bgrx,
         Format::RgbxBf16,
         Format::RgbxFp16,
+        Format::RgbxI8,
+        Format::RgbI8,
         Format::RgbpFloat,
         Format::RgbpFp16,
         Format::RgbFloat,
@@ -124,6 +133,8 @@ impl Format {
             Format::Bgrx => "BGRx",
             Format::RgbxBf16 => "RGBx_BF16",
             Format::RgbxFp16 => "RGBx_FP16",
+            Format::RgbxI8 => "RGBx_I8",
+            Format::RgbI8 => "RGB_I8",
             Format::RgbpFloat => "RGBP_FLOAT",
             Format::RgbpFp16 => "RGBP_FP16",
             Format::RgbFloat => "RGB_FLOAT",
@@ -189,6 +200,7 @@ impl Format {
     pub fn element(self) -> Element {
         match self {
             Format::RgbxBf16 => Element::Bf16,
+            Format::RgbxI8 | Format::RgbI8 => Element::I8,
             Format::RgbxFp16 | Format::RgbpFp16 | Format::BgrpFp16 => Element::F16,
             Format::RgbpFloat | Format::RgbFloat | Format::BgrFloat | Format::BgrpFloat => Element::F32,
             _ => Element::U8,
@@ -206,7 +218,7 @@ impl Format {
             Format::Gray | Format::Nv12 | Format::Nv21 | Format::I420 | Format::P010 | Format::I010 => 1,
             Format::Yuyv | Format::Uyvy => 2,
             f if f.is_planar() => 1,
-            Format::Bgr | Format::Rgb | Format::RgbFloat | Format::BgrFloat => 3,
+            Format::Bgr | Format::Rgb | Format::RgbFloat | Format::BgrFloat | Format::RgbI8 => 3,
             _ => 4,
         }
     }

@@ -216,8 +216,10 @@ impl Permutes {
 }
 
 /// The reference arithmetic, in f32 as numpy does it: `(x - mean) / scale`,
-/// then rounded to the destination type (u8: half to even, saturated).
-pub(crate) fn build_luts(element: Element, mean: [f32; 3], scale: [f32; 3]) -> Luts {
+/// then rounded to the destination type (u8: half to even, saturated; i8:
+/// divided by the quantisation scale, rounded half to even, the zero point
+/// added, saturated).
+pub(crate) fn build_luts(element: Element, mean: [f32; 3], scale: [f32; 3], quant: Option<(f32, i32)>) -> Luts {
     let value = |k: usize, x: usize| (x as f32 - mean[k]) / scale[k];
     fn table<T: Copy + Default>(f: impl Fn(usize, usize) -> T) -> Box<[[T; 256]; 3]> {
         let mut t = Box::new([[T::default(); 256]; 3]);
@@ -230,6 +232,13 @@ pub(crate) fn build_luts(element: Element, mean: [f32; 3], scale: [f32; 3]) -> L
     }
     match element {
         Element::U8 => Luts::U8(table(|k, x| value(k, x).round_ties_even().clamp(0.0, 255.0) as u8)),
+        Element::I8 => {
+            let (q, zero_point) = quant.expect("an int8 destination has a quantisation (checked by the plan)");
+            Luts::U8(table(|k, x| {
+                let level = (value(k, x) / q).round_ties_even() + zero_point as f32;
+                level.clamp(-128.0, 127.0) as i8 as u8
+            }))
+        }
         Element::Bf16 => Luts::U16(table(|k, x| f32_to_bf16(value(k, x)))),
         Element::F16 => Luts::U16(table(|k, x| f32_to_f16(value(k, x)))),
         Element::F32 => Luts::F32(table(value)),

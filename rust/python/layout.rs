@@ -218,7 +218,7 @@ fn resize_options(
 #[pyo3(signature = (src, src_format, dst, dst_format, width, height, *, src_pitch=None, dst_pitch=None,
                     uv=None, uv_pitch=None, mean=None, scale=None, pad=0.0, threads=None, simd=None,
                     dst_size=None, roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None,
-                    matrix=None, range=None, v=None, v_pitch=None))]
+                    matrix=None, range=None, v=None, v_pitch=None, quant=None))]
 fn convert(
     py: Python<'_>,
     src: Bound<'_, PyArrayDyn<u8>>,
@@ -246,6 +246,7 @@ fn convert(
     range: Option<&str>,
     v: Option<Bound<'_, PyArrayDyn<u8>>>,
     v_pitch: Option<Count>,
+    quant: Option<(f32, i32)>,
 ) -> PyResult<TransformTuple> {
     let (width, height, threads) = (width.0, height.0, threads.map(|t| t.0));
     let (src_pitch, dst_pitch, uv_pitch) = (src_pitch.map(|p| p.0), dst_pitch.map(|p| p.0), uv_pitch.map(|p| p.0));
@@ -254,7 +255,7 @@ fn convert(
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
     let colour = layout::Colour::parse(matrix, range).or_value_error()?;
-    let options = Options { mean, scale, pad, threads, simd, resize, colour };
+    let options = Options { mean, scale, pad, threads, simd, resize, colour, quant };
     let (dst_width, dst_height) = dst_size.unwrap_or((width, height));
     if !src_format.is_source() || !dst_format.is_destination() {
         // The core says which formats are which.
@@ -371,7 +372,8 @@ fn convert(
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
 #[pyo3(signature = (src_format, dst_format, src_size, dst_size, *, mean=None, scale=None, pad=0.0, simd=None,
-                    roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None, matrix=None, range=None))]
+                    roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None, matrix=None, range=None,
+                    quant=None))]
 fn describe_resize(
     src_format: &str,
     dst_format: &str,
@@ -388,11 +390,12 @@ fn describe_resize(
     fill: Option<[f32; 3]>,
     matrix: Option<&str>,
     range: Option<&str>,
+    quant: Option<(f32, i32)>,
 ) -> PyResult<(String, TransformTuple)> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
     let colour = layout::Colour::parse(matrix, range).or_value_error()?;
-    let options = Options { mean, scale, pad, threads: None, simd, resize, colour };
+    let options = Options { mean, scale, pad, threads: None, simd, resize, colour, quant };
     let (name, transform) = layout::describe_resize(
         parse(src_format)?,
         parse(dst_format)?,
@@ -407,7 +410,8 @@ fn describe_resize(
 /// The kernels `convert` would run, e.g. "avx512/bf16-native/fma".
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (src_format, dst_format, *, mean=None, scale=None, pad=0.0, simd=None, matrix=None, range=None))]
+#[pyo3(signature = (src_format, dst_format, *, mean=None, scale=None, pad=0.0, simd=None, matrix=None, range=None,
+                    quant=None))]
 fn describe_conversion(
     src_format: &str,
     dst_format: &str,
@@ -417,10 +421,11 @@ fn describe_conversion(
     simd: Option<&str>,
     matrix: Option<&str>,
     range: Option<&str>,
+    quant: Option<(f32, i32)>,
 ) -> PyResult<String> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let colour = layout::Colour::parse(matrix, range).or_value_error()?;
-    let options = Options { mean, scale, pad, threads: None, simd, colour, ..Options::default() };
+    let options = Options { mean, scale, pad, threads: None, simd, colour, quant, ..Options::default() };
     layout::describe(parse(src_format)?, parse(dst_format)?, &options).or_value_error()
 }
 

@@ -33,6 +33,8 @@ _ELEMENT = {
     "BGRx": "uint8",
     "RGBx_BF16": "bfloat16",
     "RGBx_FP16": "float16",
+    "RGBx_I8": "int8",
+    "RGB_I8": "int8",
     "RGBP_FLOAT": "float32",
     "RGBP_FP16": "float16",
     "BGRP_FLOAT": "float32",
@@ -45,7 +47,7 @@ _ELEMENT = {
 _SOURCE_CHANNELS = {"BGR": 3, "RGB": 3, "BGRA": 4, "RGBA": 4, "RGBx": 4, "BGRx": 4, "GRAY": 1, "YUYV": 2, "UYVY": 2}
 TEN_BIT = ("P010", "I010")
 _PLANAR = {"RGBP_FLOAT", "RGBP_FP16", "BGRP_FLOAT", "BGRP_FP16"}
-_THREE_CHANNELS = {"RGB", "BGR", "RGB_FLOAT", "BGR_FLOAT"}
+_THREE_CHANNELS = {"RGB", "BGR", "RGB_FLOAT", "BGR_FLOAT", "RGB_I8"}
 
 
 def _fail(message: str) -> InvalidArgumentError:
@@ -355,3 +357,16 @@ def _chroma_planes(uv: Any, stride: int | None) -> dict[str, Any]:
     if isinstance(uv, tuple):
         return {"uv": uv[0], "v": uv[1]}
     return {"uv": uv, "uv_pitch": None if uv is None else stride}
+
+
+def _quant(quant_scale: Any, zero_point: Any) -> tuple[float, int] | None:
+    """The core's ``quant``: (scale, zero point) of an int8 destination, or None."""
+    if quant_scale is None:
+        if zero_point not in (None, 0):
+            raise _fail("zero_point goes with quant_scale: pass both (the model input's quantisation)")
+        return None
+    try:
+        scale = float(quant_scale)
+    except (TypeError, ValueError):
+        raise _fail(f"quant_scale must be a number, not {quant_scale!r}") from None
+    return scale, _index(0 if zero_point is None else zero_point, "zero_point")

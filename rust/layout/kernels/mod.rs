@@ -70,7 +70,7 @@ pub(crate) fn scalar_encoder(element: Element, planar: bool, channels: usize, ds
         };
     }
     match element {
-        Element::U8 => pick!(u8),
+        Element::U8 | Element::I8 => pick!(u8),
         Element::Bf16 | Element::F16 => pick!(u16),
         Element::F32 => pick!(f32),
     }
