@@ -170,6 +170,7 @@ impl Plan {
             bias: [0, 1, 2, 3].map(|k| if k < 3 { -mean[k] / scale[k] } else { pad_value }),
             luts,
             pad,
+            quant,
             permutes: Permutes::new(src_channels, map),
             encoder: kernels::scalar_encoder(element, dst.is_planar(), src_channels, dst.channels()),
             nv12: None,
@@ -211,7 +212,9 @@ impl Plan {
         let scalar_encoder = plan.encoder;
         // The SIMD kernels write planes or 4-channel pixels; 3-channel pixels
         // use the tables, but for a plain byte reorder (or a dropped pad) of u8.
-        let candidates = if dst.is_planar() || dst.has_pad() {
+        let candidates = if element == Element::I8 {
+            kernels::int8_encoders(level, src_channels, dst.channels())
+        } else if dst.is_planar() || dst.has_pad() {
             kernels::simd_encoders(level, element, dst.is_planar(), src_channels, identity)
         } else if element == Element::U8 && identity && src_channels >= 3 && level != SimdLevel::Scalar {
             kernels::byte_reorder(level, src_channels, map).into_iter().collect()
@@ -486,6 +489,63 @@ mod tests {
                         prop_assert!(encode(&plan, kernel.encoder, element, &src) == want, "{src_format}->{dst}: {name}");
                     }
                 }
+            }
+        }
+    }
+
+    proptest! {
+        /// The int8 kernels' exact form (two true divisions) writes what the
+        /// tables write for any parameters and pixels, every source width
+        /// and both destinations (their gathers, packs and stores).
+        #[test]
+        fn exact_int8_kernels_match_the_tables(
+            src_format in prop::sample::select(vec![Format::Gray, Format::Bgr, Format::Rgba]),
+            dst in prop::sample::select(vec![Format::RgbxI8, Format::RgbI8]),
+            mean in prop::array::uniform3(-300.0f32..300.0),
+            scale in prop::array::uniform3(prop_oneof![0.01f32..500.0, -500.0f32..-0.01]),
+            quant in (prop_oneof![0.0005f32..0.05, 0.05f32..8.0], -128i32..128),
+            pad in -128i32..128,
+            pixels in 1usize..80,
+            seed in any::<u64>(),
+        ) {
+            let pad = if dst.has_pad() { pad as f32 } else { 0.0 };
+            let options = Options { mean: Some(mean), scale: Some(scale), pad, quant: Some(quant), ..Options::default() };
+            let mut state = seed | 1;
+            let src: Vec<u8> = (0..pixels * src_format.channels()).map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            }).collect();
+            for level in SimdLevel::available() {
+                let plan = Plan::new(src_format, dst, &options, level).unwrap();
+                let reference = kernels::scalar_encoder(Element::I8, false, plan.src_channels, dst.channels());
+                let want = encode(&plan, reference, Element::I8, &src);
+                for kernel in kernels::int8_encoders(level, plan.src_channels, dst.channels()) {
+                    if kernel.name.ends_with("/div") {
+                        prop_assert!(encode(&plan, kernel.encoder, Element::I8, &src) == want, "{src_format}->{dst}: {}", kernel.name);
+                    }
+                }
+            }
+        }
+    }
+
+    /// ImageNet-like parameters and a typical input quantisation take the
+    /// SIMD int8 kernels.
+    #[test]
+    fn int8_destinations_take_simd_kernels() {
+        let options = Options {
+            mean: Some([123.675, 116.28, 103.53]),
+            scale: Some([58.395, 57.12, 57.375]),
+            quant: Some((0.0187, -3)),
+            ..Options::default()
+        };
+        for level in SimdLevel::available().into_iter().filter(|&l| l != SimdLevel::Scalar) {
+            for (src, dst) in
+                [(Format::Bgr, Format::RgbxI8), (Format::Rgba, Format::RgbI8), (Format::Nv12, Format::RgbxI8)]
+            {
+                let plan = Plan::new(src, dst, &options, level).unwrap();
+                assert!(plan.description.contains("/i8"), "{src}->{dst} at {level}: {}", plan.description);
             }
         }
     }

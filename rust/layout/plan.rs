@@ -61,8 +61,10 @@ pub(crate) struct Plan {
     /// `-mean / scale`, for kernels that compute `x * inv_scale + bias`.
     pub bias: [f32; 4],
     pub luts: Luts,
-    /// Bits of the pad value in the destination element (u8, f16/bf16 or f32).
+    /// Bits of the pad value in the destination element (u8, i8, f16/bf16 or f32).
     pub pad: u32,
+    /// The scale and zero point of an int8 destination.
+    pub quant: Option<(f32, i32)>,
     /// Byte shuffles and permutations for the x86 kernels (see `Permutes`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub permutes: Permutes,

@@ -248,3 +248,18 @@ pub(crate) fn yuv10_decoder(level: SimdLevel, bytes: usize, low: bool) -> (Nv12R
         },
     }
 }
+
+/// SIMD int8 encoders (RGBx_I8 with `dst_channels` 4, RGB_I8 with 3) for
+/// `channels`-byte source pixels, in the order a plan tries them.
+#[allow(unused_variables)]
+pub(crate) fn int8_encoders(level: SimdLevel, channels: usize, dst_channels: usize) -> Vec<Kernel> {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => {
+            x86::int8_encoders(level, channels, dst_channels)
+        }
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::int8_encoders(channels, dst_channels),
+        _ => Vec::new(),
+    }
+}
