@@ -65,7 +65,11 @@ class Converter:
     ``matrix`` and ``range``: the colour standard of a YUV source, as for
     :func:`convert` (e.g. ``matrix="bt709"`` for HD video; the default is
     OpenCV's BT.601 limited range). An I420 source may also be ``(Y, U, V)``
-    planes with strides of their own (a decoder's frame).
+    planes with strides of their own (a decoder's frame); 10-bit P010 and
+    I010 sources are uint16, as for :func:`convert`.
+
+    ``quant_scale`` and ``zero_point``: the model input's quantisation, required
+    for the int8 destinations ``RGBx_I8`` and ``RGB_I8`` (as for :func:`convert`).
 
     Resizing: ``width`` x ``height`` is the destination; ``src_size=(W, H)``
     is the source frame when it differs, and ``roi``, ``interpolation``,
