@@ -464,7 +464,7 @@ fn expect_rows(rows: &Rows<'_>, count: usize, row_bytes: usize, what: &str) -> R
 /// buffer read from the wrong place).
 fn expect_samples(rows: &Rows<'_>, count: usize, row_bytes: usize, what: &str) -> Result<()> {
     expect_rows(rows, count, row_bytes, what)?;
-    if (rows.ptr as usize) % 2 != 0 || (count > 1 && rows.pitch % 2 != 0) {
+    if !(rows.ptr as usize).is_multiple_of(2) || (count > 1 && !rows.pitch.is_multiple_of(2)) {
         bail!(
             "the {what} starts at an odd byte address or has an odd stride ({} bytes): its samples are \
              little-endian u16, each on an even byte; pass the plane as a uint16 array or from an even offset",

@@ -511,7 +511,7 @@ mod tests {
     #[test]
     fn ten_bit_frames_with_bad_geometry_are_refused_clearly() {
         use crate::layout::{Format, Rows, Source};
-        let data = vec![0u16; 64];
+        let data = [0u16; 64];
         // SAFETY: reinterpreting the u16 buffer as its bytes.
         let bytes: &[u8] = unsafe { std::slice::from_raw_parts(data.as_ptr().cast(), 128) };
         let e = Source::new(Format::P010, bytes, 3, 2, None).unwrap_err();
