@@ -1,10 +1,12 @@
 """Streams' own cost per frame: small clips and a tiny model, unpaced, so that the scheduler is what limits FPS.
 
     python3 benches/bench_streams_overhead.py [--streams 8 16] [--seconds 6] [--size 320x240] [--feeders 1 2]
+    python3 benches/bench_streams_overhead.py --model efficientnet-lite0 --size 1920x1080 --frames 150 --seconds 0 --streams 4
 
 N H.264 clips (a pan across a photo, made once with PyAV's libx264) run as fast as they go through one
 ``npu_zc.Streams`` into a model that costs next to nothing (a 3x3 average pool of a 64x64 input: three logits),
-so that decoding and inference are cheap and the Python and hand-overs of each frame are what is left.
+so that decoding and inference are cheap and the Python and hand-overs of each frame are what is left
+(``--model`` and ``--size`` run a real case the same way: where its CPU goes, by thread).
 
 Per frame: wall microseconds (1e6 / FPS) and CPU microseconds of the whole process, and of each role of thread
 (``/proc/self/task/*/schedstat``, sampled every 50 ms): the sources' threads (PyAV demux + decode + the frame's
@@ -116,7 +118,7 @@ class Sampler:
         return out
 
 
-def run(pipeline: Any, clip: Path, streams: int, seconds: float, feeders: int | None) -> dict[str, Any]:
+def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders: int | None) -> dict[str, Any]:
     import npu_zc
     from npu_zc.sources import VideoSource
 
@@ -135,8 +137,10 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float, feeders: int | 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, nargs="+", default=[8, 16])
-    parser.add_argument("--seconds", type=float, default=6.0)
+    parser.add_argument("--seconds", type=float, default=6.0, help="each run's length (0: until the clips end)")
     parser.add_argument("--size", default="320x240")
+    parser.add_argument("--frames", type=int, default=3000, help="the clip's length in frames (default 3000)")
+    parser.add_argument("--model", default=None, help="a model file or efficientnet-lite0 (default: the tiny mean-pool model)")
     parser.add_argument("--feeders", type=int, nargs="+", default=None,
                         help="feeding threads to compare (default: Streams' own choice only)")
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
@@ -148,14 +152,18 @@ def main() -> int:
 
     folder = Path(tempfile.mkdtemp(prefix="bench_streams_overhead-"))
     # Long enough that no stream ends within a trial (every stream restarts nothing: an ended one would idle).
-    clip = make_clip(folder / f"pan{width}x{height}.mp4", width, height, 3000)
-    pipeline = npu_zc.Pipeline(tiny_model(), "CPU", hint="throughput", fit="stretch", top=3,
-                               options=CompileOptions(inference_precision="f32"))  # fmt: skip
+    clip = make_clip(folder / f"pan{width}x{height}.mp4", width, height, args.frames)
+    if args.model is None:
+        pipeline = npu_zc.Pipeline(tiny_model(), "CPU", hint="throughput", fit="stretch", top=3,
+                                   options=CompileOptions(inference_precision="f32"))  # fmt: skip
+    else:
+        pipeline = npu_zc.Pipeline(args.model, "CPU", hint="throughput")
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
+    seconds = args.seconds or None
     rows = []
     for feeders in args.feeders or [None]:
         for n in args.streams:
-            r = run(pipeline, clip, n, args.seconds, feeders)
+            r = run(pipeline, clip, n, seconds, feeders)
             label = "default" if feeders is None else str(feeders)
             rows.append([n, label, round(r["fps"]), round(r["wall_us"]), round(r["cpu_us"]),
                          round(r["sources"]), round(r["feeders"]), round(r["delivery"]), round(r["other"])])  # fmt: skip
@@ -163,7 +171,8 @@ def main() -> int:
                   f"(sources {r['sources']:.0f}, feeders {r['feeders']:.0f}, delivery {r['delivery']:.0f}, other {r['other']:.0f})", flush=True)  # fmt: skip
     pipeline.close()
     tables = [{
-        "title": f"Streams' cost per frame: {args.size} H.264 clips, unpaced, a 64x64 mean-pool model on CPU",
+        "title": f"Streams' cost per frame: {args.size} H.264 clips, unpaced, "
+                 f"{args.model or 'a 64x64 mean-pool model'} on CPU",
         "note": "us per frame; CPU by role of thread from /proc/self/task/*/schedstat; wall = 1e6 / FPS in all. "
                 "A single thread whose CPU per frame reaches the wall time per frame is the serial stage.",
         "columns": ["streams", "feeders", "FPS", "wall us", "CPU us", "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)"],
