@@ -198,3 +198,81 @@ def test_many_feeders_threads_and_fds_flat(clips: dict[str, Path], picture_pipel
     after = counts()
     assert after[0] <= before[0] + 2 and after[1] <= before[1] + 2, (before, after)
     assert not [t for t in threading.enumerate() if t.name.startswith(("npu_zc-feed", "npu_zc-src", "npu_zc-streams"))]
+
+
+CTRL_C = """
+import sys, threading, time
+import numpy as np
+sys.path[:0] = [{tests!r}]
+import npu_zc
+from npu_zc.runtime import CompileOptions
+from npu_zc.sources import DecodedFrame
+from streams_helpers import picture_model
+
+class Endless:
+    live = False
+    name = "endless"
+    def frames(self, stop=None):
+        image = np.zeros((480, 640, 3), np.uint8)
+        i = 0
+        while stop is None or not stop.is_set():
+            yield DecodedFrame(i, "BGR", image, 640, 480, time.perf_counter_ns(), owner=image)
+            i += 1
+
+pipeline = npu_zc.Pipeline(picture_model(), "CPU", hint="throughput", fit="stretch",
+                           options=CompileOptions(inference_precision="f32"))
+streams = npu_zc.Streams([Endless() for _ in range(6)], pipeline, feeders=4)
+first = threading.Event()
+def on_result(result):
+    if not first.is_set():
+        first.set()
+        print("running", flush=True)
+try:
+    streams.run(on_result)
+except KeyboardInterrupt:
+    print("interrupted", [s.frames > 0 for s in streams.stats].count(True), flush=True)
+streams.close()
+pipeline.close()
+"""
+
+
+def test_many_feeders_ctrl_c_stops_the_run() -> None:
+    import signal
+    import subprocess
+    import sys
+
+    code = CTRL_C.format(tests=str(Path(__file__).resolve().parent.parent))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    try:
+        assert proc.stdout.readline().strip() == "running"
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("Ctrl-C did not stop a run with several feeding threads within 30 s")
+    assert out.strip() == "interrupted 6" and proc.returncode == 0, (out, proc.returncode)
+
+
+def test_cli_feeders(clips: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`npu-zc stream --feeders 3`: the many-streams scheduler with three feeding threads, each stream in order."""
+    import json
+
+    import openvino as ov
+    from streams_helpers import picture_model
+
+    from npu_zc.cli.main import main
+
+    model = tmp_path / "picture.xml"
+    ov.save_model(picture_model(), str(model))
+    out = tmp_path / "results.jsonl"
+    code = main(["stream", "-i", str(clips["h264"]), "-i", str(clips["hevc"]), "-i", str(clips["nv12"]),
+                 "-m", str(model), "-d", "CPU", "--feeders", "3", "--jsonl", str(out), "--no-progress"])  # fmt: skip
+    assert code == 0, capsys.readouterr().out
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    for stream, count in enumerate((45, 30, 12)):
+        assert [r["index"] for r in records if r["stream"] == stream] == list(range(count))
+    with pytest.raises(SystemExit):  # argparse refuses 0
+        main(["stream", "-i", str(clips["nv12"]), "-m", str(model), "--feeders", "0"])
