@@ -13,6 +13,10 @@ Per frame: wall microseconds (1e6 / FPS) and CPU microseconds of the whole proce
 plane views), the feeding threads (lane hand-over, the conversion, submit), the queue's delivery thread
 (waiting for results, postprocess, outputs) and the rest (OpenVINO's and FFmpeg's own threads).
 A role whose threads' CPU per frame reaches the wall time per frame (a single thread's) is the serial stage.
+
+Timings on a shared machine move with its load; the Python each frame runs with the GIL held does not: one more
+run per count of streams with a profile hook on every thread counts the Python function calls and the C calls
+made from Python per frame, by role (deterministic, so it compares versions on a noisy machine).
 """
 
 from __future__ import annotations
@@ -113,9 +117,42 @@ class Sampler:
             if tid == sampler:
                 continue
             name = self.names.get(tid, "")
-            role = next((r for prefix, r in ROLES if name.startswith(prefix)), "other")
-            out[role] += ns - self.before.get(tid, 0)
+            out[role_of(name)] += ns - self.before.get(tid, 0)
         return out
+
+
+def role_of(name: str) -> str:
+    return next((r for prefix, r in ROLES if name.startswith(prefix)), "other")
+
+
+def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: int | None) -> dict[str, float]:
+    """Python calls (function and C calls made from Python) per frame, by role, over ``frames`` frames of each stream."""
+    import collections
+
+    import npu_zc
+    from npu_zc.sources import VideoSource
+
+    counts: collections.Counter[str] = collections.Counter()
+    lock = threading.Lock()
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if event in ("call", "c_call"):
+            role = role_of(threading.current_thread().name)
+            with lock:
+                counts[role] += 1
+
+    sources = [VideoSource(clip, name=f"s{i}", thread_count=1, limit=frames) for i in range(streams)]
+    run = npu_zc.Streams(sources, pipeline, **({} if feeders is None else {"feeders": feeders}))
+    threading.setprofile(hook)
+    sys.setprofile(hook)
+    try:
+        report = run.run()
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+        run.close()
+    n = max(1, report.frames)
+    return {role: counts[role] / n for role in ("sources", "feeders", "delivery")}
 
 
 def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders: int | None) -> dict[str, Any]:
@@ -160,7 +197,7 @@ def main() -> int:
         pipeline = npu_zc.Pipeline(args.model, "CPU", hint="throughput")
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
     seconds = args.seconds or None
-    rows = []
+    rows, calls = [], []
     for feeders in args.feeders or [None]:
         for n in args.streams:
             r = run(pipeline, clip, n, seconds, feeders)
@@ -169,6 +206,11 @@ def main() -> int:
                          round(r["sources"]), round(r["feeders"]), round(r["delivery"]), round(r["other"])])  # fmt: skip
             print(f"{n:>3} streams, feeders {label:>7}: {r['fps']:6.0f} FPS, wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame "
                   f"(sources {r['sources']:.0f}, feeders {r['feeders']:.0f}, delivery {r['delivery']:.0f}, other {r['other']:.0f})", flush=True)  # fmt: skip
+            c = count_calls(pipeline, clip, n, 50, feeders)
+            calls.append([n, label, round(c["sources"], 1), round(c["feeders"], 1), round(c["delivery"], 1),
+                          round(sum(c.values()), 1)])  # fmt: skip
+            print(f"    Python calls per frame: sources {c['sources']:.1f}, feeders {c['feeders']:.1f}, "
+                  f"delivery {c['delivery']:.1f}", flush=True)  # fmt: skip
     pipeline.close()
     tables = [{
         "title": f"Streams' cost per frame: {args.size} H.264 clips, unpaced, "
@@ -177,6 +219,12 @@ def main() -> int:
                 "A single thread whose CPU per frame reaches the wall time per frame is the serial stage.",
         "columns": ["streams", "feeders", "FPS", "wall us", "CPU us", "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)"],
         "rows": rows,
+    }, {
+        "title": "Python calls per frame (run with the GIL held), by role of thread",
+        "note": "function calls and C calls made from Python, counted by a profile hook on every thread over 50 frames "
+                "of each stream: independent of the machine's load.",
+        "columns": ["streams", "feeders", "sources' threads", "feeding", "delivery", "in all"],
+        "rows": calls,
     }]  # fmt: skip
     path = results.save("bench_streams_overhead", tables, title="Streams' cost per frame", path=args.json)
     print(f"results  {path}")
