@@ -276,3 +276,55 @@ def test_cli_feeders(clips: dict[str, Path], tmp_path: Path, capsys: pytest.Capt
         assert [r["index"] for r in records if r["stream"] == stream] == list(range(count))
     with pytest.raises(SystemExit):  # argparse refuses 0
         main(["stream", "-i", str(clips["nv12"]), "-m", str(model), "--feeders", "0"])
+
+
+class _Dummy:
+    def __init__(self, released: list[int]) -> None:
+        self.released = released
+
+    def release(self) -> None:
+        self.released.append(1)
+
+
+def test_scheduler_least_served_no_credit_for_idle_time(picture_pipeline: Any) -> None:
+    """The pick itself, driven by hand: a lane that was idle starts again level with the others (it does not take
+    every turn to catch up), and a lane held by one feeding thread while the others went round is served first."""
+    from test_streams_run import Synthetic
+
+    streams = npu_zc.Streams([Synthetic(f"s{i}", 1) for i in range(3)], picture_pipeline, feeders=2)
+    a, b, c = streams.lanes
+    released: list[int] = []
+
+    def pick() -> Any:
+        """One pick by a feeding thread, and the lane's decoder putting its next frame in."""
+        picked = streams._next()
+        assert picked is not None
+        streams._let_go(picked[0])
+        with streams._ready:
+            streams._arrive(picked[0], _Dummy(released))
+        return picked[0]
+
+    with streams._ready:
+        for _ in range(2):
+            streams._arrive(a, _Dummy(released))
+            streams._arrive(b, _Dummy(released))
+    order = []
+    for _ in range(40):  # a and b always have a frame; c has none
+        order.append(pick().stream)
+    assert order.count(0) == order.count(1) == 20
+    with streams._ready:
+        streams._arrive(c, _Dummy(released))  # c starts late: level with a and b, not 20 frames behind
+    order = []
+    for _ in range(30):
+        order.append(pick().stream)
+    assert [order.count(s) for s in (0, 1, 2)] == [10, 10, 10], order
+
+    held = streams._next()  # one feeding thread holds a lane...
+    assert held is not None
+    others = [pick().stream for _ in range(4)]  # ...while the other goes round the rest
+    assert held[0].stream not in others
+    with streams._ready:
+        streams._arrive(held[0], _Dummy(released))  # its decoder had put the next frame in meanwhile
+    streams._let_go(held[0])
+    assert pick() is held[0]  # the lane it held is behind: served first
+    streams.close()

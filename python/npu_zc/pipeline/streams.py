@@ -379,20 +379,13 @@ class Streams:
         try:
             for frame in lane.source.frames(stop):
                 with ready:
-                    if lane.live:
-                        while lane.frames:  # the newest frame wins
-                            lane.frames.popleft().release()
-                            lane.stats.dropped += 1
-                    else:
+                    if not lane.live:
                         while len(lane.frames) >= FILE_LANE_FRAMES and not stop.is_set():
                             lane.room.wait(0.1)  # back-pressure: the decoder waits for the model
                     if stop.is_set():
                         frame.release()
                         return
-                    if not lane.frames and not lane.owned:  # it had nothing: no credit for the time it waited
-                        lane.served = max(lane.served, self._clock)
-                    lane.frames.append(frame)
-                    ready.notify()
+                    self._arrive(lane, frame)
         except BaseException as exc:  # this stream's error; the others go on
             lane.stats.error = str(exc) or type(exc).__name__
         finally:
@@ -401,6 +394,17 @@ class Streams:
             with ready:
                 lane.ended = True
                 ready.notify_all()
+
+    def _arrive(self, lane: _Lane, frame: Any) -> None:
+        """A decoded frame into its lane (the lock held): a live lane keeps only the newest."""
+        if not lane.frames and not lane.owned:  # it had nothing: no credit for the time it waited
+            lane.served = max(lane.served, self._clock)
+        if lane.live:
+            while lane.frames:  # the newest frame wins
+                lane.frames.popleft().release()
+                lane.stats.dropped += 1
+        lane.frames.append(frame)
+        self._ready.notify()
 
     def _next(self) -> tuple[_Lane, Any] | None:
         """The next frame to feed: of the lanes with a frame that no other feeding thread holds, the one served
