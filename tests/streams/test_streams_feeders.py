@@ -317,7 +317,9 @@ def test_scheduler_least_served_no_credit_for_idle_time(picture_pipeline: Any) -
     order = []
     for _ in range(30):
         order.append(pick().stream)
-    assert [order.count(s) for s in (0, 1, 2)] == [10, 10, 10], order
+    # a third each, give or take the frame of catching up a lane may take (with full credit c would take 20 of 30)
+    assert all(abs(order.count(s) - 10) <= 1 for s in (0, 1, 2)), order
+    assert order[:4].count(2) <= 2, order
 
     held = streams._next()  # one feeding thread holds a lane...
     assert held is not None

@@ -53,6 +53,10 @@ STREAMS_STAGES = ("preprocess", "infer", "postprocess", "latency")
 FILE_LANE_FRAMES = 2
 """Decoded frames a file's lane holds before its decoder waits (one being read, one ready)."""
 
+IDLE_CREDIT = 1
+"""Frames a lane that had none may still be behind the others when its next one comes (it catches up that much):
+a decoder a moment late keeps its share, one idle for long gets no turns in a row for the time it was idle."""
+
 
 @dataclass
 class StreamResult:
@@ -397,8 +401,8 @@ class Streams:
 
     def _arrive(self, lane: _Lane, frame: Any) -> None:
         """A decoded frame into its lane (the lock held): a live lane keeps only the newest."""
-        if not lane.frames and not lane.owned:  # it had nothing: no credit for the time it waited
-            lane.served = max(lane.served, self._clock)
+        if not lane.frames and not lane.owned:  # it had nothing: no credit for the time it waited, beyond a frame
+            lane.served = max(lane.served, self._clock - IDLE_CREDIT)
         if lane.live:
             while lane.frames:  # the newest frame wins
                 lane.frames.popleft().release()
@@ -411,9 +415,10 @@ class Streams:
         least (ties: round robin from the last one served); the lane is then held (:meth:`_let_go`).
         Waits; None when every lane has ended.
 
-        "Served least" counts frames taken, with a lane that had no frame brought up to the others when its next
-        one comes (:meth:`_read`): a lane held by a feeding thread while the others go round is served first
-        when let go, and a lane that was idle or late earns no credit over the ones that kept up."""
+        "Served least" counts frames taken, with a lane that had no frame brought up to within
+        :data:`IDLE_CREDIT` of the others when its next one comes (:meth:`_arrive`): a lane held by a feeding
+        thread while the others go round is served first when let go, and a lane that was idle or late earns no
+        run of turns over the ones that kept up."""
         lanes, ready = self.lanes, self._ready
         count = len(lanes)
         with ready:
@@ -616,4 +621,4 @@ def _cpu_seconds() -> float:
     return times.user + times.system
 
 
-__all__ = ["STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport"]
+__all__ = ["IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_feeders"]
