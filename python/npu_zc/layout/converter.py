@@ -296,7 +296,7 @@ class Converter:
         how = self._destinations.get((array.shape, array.dtype, array.strides))
         if how is not None and array.flags.writeable:
             y: Any = src
-            uv: np.ndarray | None = None
+            uv: Any = None
             if isinstance(src, np.ndarray):
                 known = (src.shape, src.dtype, src.strides) in self._sources
             elif isinstance(src, (tuple, list)) and len(src) == 2:
@@ -305,6 +305,16 @@ class Converter:
                     isinstance(y, np.ndarray)
                     and isinstance(uv, np.ndarray)
                     and ((y.shape, y.dtype, y.strides), (uv.shape, uv.dtype, uv.strides)) in self._sources
+                )
+            elif isinstance(src, (tuple, list)) and len(src) == 3:  # I420's planes (a decoder's, per video frame)
+                y, u, v = src
+                uv = (u, v)
+                known = (
+                    isinstance(y, np.ndarray)
+                    and isinstance(u, np.ndarray)
+                    and isinstance(v, np.ndarray)
+                    and ((y.shape, y.dtype, y.strides), (u.shape, u.dtype, u.strides), (v.shape, v.dtype, v.strides))
+                    in self._sources
                 )
             else:
                 known = False
@@ -337,6 +347,8 @@ class Converter:
             _remember(self._sources, _signature(src), None)
         elif pair and len(src) == 2 and all(isinstance(p, np.ndarray) for p in src):
             _remember(self._sources, (_signature(src[0]), _signature(src[1])), None)
+        elif pair and len(src) == 3 and all(isinstance(p, np.ndarray) for p in src):
+            _remember(self._sources, (_signature(src[0]), _signature(src[1]), _signature(src[2])), None)
         _remember(self._destinations, _signature(array), (array.ndim - dst_bytes.ndim, dst_bytes.dtype != array.dtype))
         return array
 
