@@ -219,7 +219,8 @@ def decode_yolo(
     image: tuple[int, int, int, int] | None = None,
     quant: tuple[float, int] | None = None,
 ) -> tuple[
-    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None,
+    tuple[np.ndarray, np.ndarray] | None,
 ]: ...
 
 def _claim_seconds(repeat: int) -> float:

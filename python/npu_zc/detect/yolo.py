@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import DetectError, DetectLayoutError
-from .results import TASKS, Detections
+from .results import TASKS, Detections, InputMasks
 
 FAMILIES = ("anchor-free", "end2end", "yolov5")
 STRIDES = (8, 16, 32)
@@ -236,7 +236,7 @@ def decode_yolo(
     if frame_size is not None:
         frame = (float(frame_size[0]), float(frame_size[1]))
     kpt = layout.kpt_shape or (17, 3)
-    xyxy, scores, class_ids, _anchor, xywhr, kpts, masks = _core.decode_yolo(
+    xyxy, scores, class_ids, _anchor, xywhr, kpts, masks, inputs = _core.decode_yolo(
         output, element, layout.family, layout.task, layout.nc, float(conf), float(iou), wanted, bool(agnostic),
         int(max_det), int(max_nms), scale, offset, frame, protos, protos_element, layout.nm or 32, kpt,
         input_wh, image, quant,
@@ -246,4 +246,5 @@ def decode_yolo(
         masks=None if masks is None else masks.view(np.bool_),
         keypoints=None if kpts is None else kpts.reshape(len(scores), kpt[0], kpt[1]),
         xywhr=xywhr,
+        input_masks=None if inputs is None else InputMasks.of(*inputs, scale, offset, frame),
     )
