@@ -126,24 +126,31 @@ class YoloDetections(Postprocessor):
         self.names = names or {i: str(i) for i in range(nc)}
         self.input_size = input_size_of(model)
         self.quant = _quantisation(model)
+        self._last: tuple[Any, Any, Any, Any] | None = None
 
     def __call__(self, outputs: Sequence[np.ndarray]) -> Detections:
         """Detections in model-input pixels (no frame to map them to)."""
-        return self._decode(outputs, None, None)
+        return self._decoder(None, None)(outputs)
 
     def for_frame(
         self, outputs: Sequence[np.ndarray], transform: Any, input_size: tuple[int, int], frame_size: tuple[int, int]
     ) -> Detections:
         """Detections in frame pixels, clipped to the frame: decoded straight into the frame's coordinates."""
+        # The frames of a stream share one size and the preprocess one Transform object: the decoder with
+        # their geometry is made (and its settings checked) once, not per frame.
+        last = self._last
+        if last is not None and last[0] is transform and last[1] == frame_size and last[2] == input_size:
+            return last[3](outputs)  # type: ignore[no-any-return]
         geometry = ultralytics_transform(transform, frame_size, input_size) if transform is not None else None
-        return self._decode(outputs, geometry, frame_size)
+        decoder = self._decoder(geometry, frame_size)
+        self._last = (transform, frame_size, input_size, decoder)
+        return decoder(outputs)
 
-    def _decode(self, outputs: Sequence[np.ndarray], geometry: Any, frame_size: tuple[int, int] | None) -> Detections:
-        from ..detect.yolo import decode_yolo
+    def _decoder(self, geometry: Any, frame_size: tuple[int, int] | None) -> Any:
+        from ..detect.yolo import YoloDecoder
 
         o = self.options
-        return decode_yolo(
-            outputs,
+        return YoloDecoder(
             self.layout,
             conf=o.conf,
             iou=o.iou,
