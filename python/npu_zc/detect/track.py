@@ -78,11 +78,9 @@ class Tracker:
     def update(self, detections: Detections) -> Detections:
         """This frame's detections in; those of confirmed tracks out, with ``track_ids`` set. Rotated
         boxes (``xywhr``) are tracked as such; ``xyxy`` then holds the tracked boxes' axis-aligned bounds."""
-        rotated = detections.xywhr is not None
-        boxes, ids, scores, classes, index = self.update_arrays(
-            detections.xywhr if rotated else detections.xyxy, detections.scores, detections.class_ids
-        )
-        if rotated:
+        given = detections.xywhr if detections.xywhr is not None else detections.xyxy
+        boxes, ids, scores, classes, index = self.update_arrays(given, detections.scores, detections.class_ids)
+        if detections.xywhr is not None:
             return replace(detections[index], xyxy=_bounds(boxes), xywhr=boxes, scores=scores, track_ids=ids)
         return _select(detections, index, boxes, ids, scores)
 

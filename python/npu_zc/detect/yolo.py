@@ -261,7 +261,7 @@ class YoloDecoder:
         self._args = (layout.family, layout.task, layout.nc, float(conf), float(iou), wanted, bool(agnostic),
                       int(max_det), int(max_nms), scale, offset, frame)
         self._geometry = (layout.nm or 32, self._kpt, input_wh, image, quant)
-        self._polygons = (scale, offset, frame)
+        self._polygons: tuple[Sequence[float], Sequence[float], Sequence[float] | None] = (scale, offset, frame)
         self._elements: dict[tuple[Any, Any], tuple[str, str | None]] = {}
 
     def __call__(self, outputs: Sequence[Any] | np.ndarray) -> Detections:
@@ -299,5 +299,5 @@ class YoloDecoder:
             masks=None if masks is None else masks.view(np.bool_),
             keypoints=None if kpts is None else kpts.reshape(len(scores), kpt[0], kpt[1]),
             xywhr=xywhr,
-            input_masks=None if inputs is None else InputMasks.of(*inputs, *self._polygons),
+            input_masks=None if inputs is None else InputMasks.of(inputs[0], inputs[1], *self._polygons),
         )

@@ -21,6 +21,7 @@ from .postprocess import Postprocessor
 if TYPE_CHECKING:
     from ..detect.metadata import YoloMetadata
     from ..detect.results import Detections
+    from ..detect.yolo import YoloDecoder
 
 YOLO_TASKS = ("detect", "segment", "pose", "obb")
 YOLO_FILL = 114
@@ -126,7 +127,7 @@ class YoloDetections(Postprocessor):
         self.names = names or {i: str(i) for i in range(nc)}
         self.input_size = input_size_of(model)
         self.quant = _quantisation(model)
-        self._last: tuple[Any, Any, Any, Any] | None = None
+        self._last: tuple[Any, tuple[int, int], tuple[int, int], YoloDecoder] | None = None
 
     def __call__(self, outputs: Sequence[np.ndarray]) -> Detections:
         """Detections in model-input pixels (no frame to map them to)."""
@@ -140,13 +141,13 @@ class YoloDetections(Postprocessor):
         # their geometry is made (and its settings checked) once, not per frame.
         last = self._last
         if last is not None and last[0] is transform and last[1] == frame_size and last[2] == input_size:
-            return last[3](outputs)  # type: ignore[no-any-return]
+            return last[3](outputs)
         geometry = ultralytics_transform(transform, frame_size, input_size) if transform is not None else None
         decoder = self._decoder(geometry, frame_size)
         self._last = (transform, frame_size, input_size, decoder)
         return decoder(outputs)
 
-    def _decoder(self, geometry: Any, frame_size: tuple[int, int] | None) -> Any:
+    def _decoder(self, geometry: Any, frame_size: tuple[int, int] | None) -> YoloDecoder:
         from ..detect.yolo import YoloDecoder
 
         o = self.options
