@@ -18,6 +18,7 @@ process can preprocess without OpenVINO (see :mod:`.ipc`).
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -153,8 +154,8 @@ class Preprocessor:
         self._converters: dict[tuple[int, int], layout.Converter] = {}
         self._inspect: dict[tuple[int, int], layout.Converter] = {}
         self._content: dict[tuple[int, int], layout.Converter] = {}
-        # What the last call wrote: (converter, the destination's address, shape and strides).
-        self._written: tuple[Any, ...] | None = None
+        # What the last call wrote: (converter, a weak reference to the destination array, bars or not).
+        self._written: tuple[layout.Converter, weakref.ref[Any], bool] | None = None
         self._last: np.ndarray | None = None
         self._buffer: Any = None
         self._resized: np.ndarray | None = None
@@ -219,12 +220,14 @@ class Preprocessor:
         if shape[0] == 0 or shape[1] == 0:
             raise InvalidArgumentError(f"the image is empty ({image.shape[1]}x{image.shape[0]} pixels): nothing to preprocess")
         conv = self.converter(shape[0], shape[1])
-        written = (conv, dst.__array_interface__["data"][0], dst.shape, dst.strides) if isinstance(dst, np.ndarray) else None
-        if keep_fill and written is not None and written == self._written and conv.transform.rect != conv.transform.dst_rect:
+        last = self._written
+        if keep_fill and last is not None and last[0] is conv and last[1]() is dst and last[2]:
             self.content_converter(shape[0], shape[1])(image, dst)
         else:
             conv(image, dst)
-            self._written = written
+            # The array written (weakly: the pipeline's buffers must be free to close) and whether it has bars.
+            bars = conv.transform.rect != conv.transform.dst_rect
+            self._written = (conv, weakref.ref(dst), bars) if isinstance(dst, np.ndarray) else None
         self._last = image
         self.transform = conv.transform
 
