@@ -128,10 +128,14 @@ class YoloDetections(Postprocessor):
         self.input_size = input_size_of(model)
         self.quant = _quantisation(model)
         self._last: tuple[Any, tuple[int, int], tuple[int, int], YoloDecoder] | None = None
+        self._plain: YoloDecoder | None = None
+        self._decoders: dict[tuple[Any, tuple[int, int], tuple[int, int]], YoloDecoder] = {}
 
     def __call__(self, outputs: Sequence[np.ndarray]) -> Detections:
         """Detections in model-input pixels (no frame to map them to)."""
-        return self._decoder(None, None)(outputs)
+        if self._plain is None:
+            self._plain = self._decoder(None, None)
+        return self._plain(outputs)
 
     def for_frame(
         self, outputs: Sequence[np.ndarray], transform: Any, input_size: tuple[int, int], frame_size: tuple[int, int]
@@ -142,8 +146,15 @@ class YoloDetections(Postprocessor):
         last = self._last
         if last is not None and last[0] is transform and last[1] == frame_size and last[2] == input_size:
             return last[3](outputs)
-        geometry = ultralytics_transform(transform, frame_size, input_size) if transform is not None else None
-        decoder = self._decoder(geometry, frame_size)
+        # Several preprocessors (throughput mode) or frame sizes: decoders by the geometry's value.
+        key = (transform, frame_size, input_size)
+        decoder = self._decoders.get(key)
+        if decoder is None:
+            geometry = ultralytics_transform(transform, frame_size, input_size) if transform is not None else None
+            decoder = self._decoder(geometry, frame_size)
+            if len(self._decoders) >= 8:
+                self._decoders.clear()
+            self._decoders[key] = decoder
         self._last = (transform, frame_size, input_size, decoder)
         return decoder(outputs)
 

@@ -1,0 +1,60 @@
+"""YoloDecoder (decode_yolo with its settings checked once) and the pipeline's decoders per frame geometry:
+the same detections as a fresh decode, frame after frame, whatever the order of frame sizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from npu_zc import Transform, YoloLayout, decode_yolo
+from npu_zc.detect import YoloDecoder
+from npu_zc.pipeline import Pipeline
+
+from test_yolo_pipeline import red_squares_frame
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def same(a, b) -> None:  # type: ignore[no-untyped-def]
+    np.testing.assert_array_equal(a.xyxy, b.xyxy)
+    np.testing.assert_array_equal(a.scores, b.scores)
+    np.testing.assert_array_equal(a.class_ids, b.class_ids)
+    assert dict(a.names) == dict(b.names) and a.task == b.task
+
+
+def test_a_decoder_decodes_frame_after_frame_as_decode_yolo() -> None:
+    f = np.load(FIXTURES / "detect_synth.npz")
+    out = f["output"]
+    layout = YoloLayout.from_outputs([out.shape])
+    t = Transform((0.5, 0.5), (0.0, 40.0), (0, 40, 320, 240), (0, 0, 320, 320), (0, 0, 640, 480))
+    names = {i: f"c{i}" for i in range(80)}
+    decoder = YoloDecoder(layout, conf=0.3, transform=t, names=names)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        frame_out = out.copy()
+        frame_out[0, 4:] *= rng.uniform(0.8, 1.2, frame_out[0, 4:].shape).astype(np.float32)
+        a, b = decoder([frame_out]), decode_yolo([frame_out], layout, conf=0.3, transform=t, names=names)
+        assert len(a) > 10
+        same(a, b)
+        half = frame_out.astype(np.float16)  # another dtype: its element checked the first time
+        same(decoder(half), decode_yolo([half], layout, conf=0.3, transform=t, names=names))
+    with pytest.raises(TypeError):
+        a.names[0] = "x"  # type: ignore[index]  # shared by every frame: read-only
+    with pytest.raises(ValueError, match="conf"):
+        YoloDecoder(layout, conf=2.0)
+
+
+def test_frames_of_alternating_sizes_keep_their_own_geometry(red_square_yolo: Path) -> None:
+    sizes = [(1280, 720), (640, 640), (960, 1280), (1280, 720), (960, 1280)]
+    anchors = [(20, 20), (24, 18)]  # near the centre: inside the image for every frame size
+    with Pipeline(red_square_yolo, "CPU") as shared:
+        for size in sizes:
+            frame, _ = red_squares_frame(size, anchors)
+            got = shared.process(frame)
+            with Pipeline(red_square_yolo, "CPU") as fresh:
+                want = fresh.process(frame)
+            assert len(got) == len(anchors)
+            same(got, want)
+            assert (got.xyxy[:, 2] <= size[0]).all() and (got.xyxy[:, 3] <= size[1]).all()
