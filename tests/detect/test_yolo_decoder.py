@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from npu_zc import Transform, YoloLayout, decode_yolo
 from npu_zc.detect import YoloDecoder
@@ -58,3 +59,21 @@ def test_frames_of_alternating_sizes_keep_their_own_geometry(red_square_yolo: Pa
             assert len(got) == len(anchors)
             same(got, want)
             assert (got.xyxy[:, 2] <= size[0]).all() and (got.xyxy[:, 3] <= size[1]).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(fw=st.integers(8, 4000), fh=st.integers(8, 4000), model=st.sampled_from([(640, 640), (320, 320), (1024, 576)]))
+def test_boxes_map_back_with_ultralytics_scale_boxes(fw: int, fh: int, model: tuple[int, int]) -> None:
+    """Ultralytics 8.4.190's ``ops.scale_boxes(img1_shape, boxes, img0_shape)`` (``ratio_pad=None``), written
+    out: the decode's geometry and the preprocess's own letterbox Transform are its numbers exactly."""
+    from npu_zc.layout import Converter
+    from npu_zc.pipeline.yolo import ultralytics_transform
+
+    iw, ih = model
+    gain = min(ih / fh, iw / fw)
+    new_h, new_w = (max(round(x * gain), 1) for x in (fh, fw))
+    gain_y, gain_x = new_h / fh, new_w / fw
+    pad_x, pad_y = round((iw - new_w) / 2 - 0.1), round((ih - new_h) / 2 - 0.1)
+    letterbox = Converter("BGR", "RGBx", iw, ih, src_size=(fw, fh), fit="letterbox", fill=114).transform
+    for t in (ultralytics_transform(letterbox, (fw, fh), (iw, ih)), letterbox):
+        assert t.scale == (gain_x, gain_y) and t.offset == (pad_x, pad_y)

@@ -54,14 +54,17 @@ class DetectOptions:
 
 
 def ultralytics_transform(transform: Any, frame_size: tuple[int, int], input_size: tuple[int, int]) -> Any:
-    """The letterbox ``transform`` with Ultralytics' ``scale_boxes`` arithmetic: ``(x - pad) / gain``, with
-    ``gain = min(input / frame)`` and ``pad = round((input - frame * gain) / 2 - 0.1)``. The preprocess's own
-    scale is the rounded content size over the frame size, which differs from ``gain`` by up to half an input
-    pixel over the frame; Ultralytics' boxes use ``gain``, so the decode does too."""
+    """The letterbox ``transform`` with Ultralytics' ``scale_boxes`` arithmetic (8.4, ``ratio_pad=None``):
+    ``gain = min(input / frame)``, the image ``round(frame * gain)`` (as ``LetterBox`` rounds each side),
+    per-axis gains ``new / frame`` and ``pad = round((input - new) / 2 - 0.1)``; boxes map back as
+    ``(x - pad) / gain``. This is what the preprocess's own letterbox writes (its ``Transform`` is the
+    same numbers); written out here so that the decode follows Ultralytics whatever made the input.
+    (Ultralytics before 8.4 divided by the single ``gain``: up to half an input pixel apart.)"""
     (fw, fh), (iw, ih) = frame_size, input_size
     gain = min(ih / fh, iw / fw)
-    pad = (float(round((iw - fw * gain) / 2 - 0.1)), float(round((ih - fh * gain) / 2 - 0.1)))
-    return replace(transform, scale=(gain, gain), offset=pad)
+    new_w, new_h = max(round(fw * gain), 1), max(round(fh * gain), 1)
+    pad = (float(round((iw - new_w) / 2 - 0.1)), float(round((ih - new_h) / 2 - 0.1)))
+    return replace(transform, scale=(new_w / fw, new_h / fh), offset=pad)
 
 
 def output_shapes(model: Any) -> list[tuple[int, ...]]:
