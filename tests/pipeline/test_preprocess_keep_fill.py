@@ -67,3 +67,20 @@ def test_fits_without_bars_are_unchanged(fit: str) -> None:
         pre(frame, dst, keep_fill=True)
     fresh(frame, want)
     np.testing.assert_array_equal(dst, want)
+
+
+def test_several_buffers_in_turn_each_keep_their_bars() -> None:
+    """Throughput mode: the queue's input buffers in turn, frames of two sizes; each buffer always holds
+    exactly what a full conversion writes."""
+    sp = spec("RGBx", 64, 64)
+    pre, fresh = Preprocessor(sp), Preprocessor(sp)
+    buffers = [np.full(sp.shape, 3, np.uint8) for _ in range(3)]
+    want = np.empty(sp.shape, np.uint8)
+    rng = np.random.default_rng(2)
+    for k in range(14):
+        h, w = (32, 64) if k % 5 < 3 else (64, 40)
+        frame = rng.integers(0, 256, (h, w, 3), np.uint8)
+        dst = buffers[k % 3]
+        pre(frame, dst, keep_fill=True)
+        fresh(frame, want)
+        np.testing.assert_array_equal(dst, want, err_msg=f"frame {k}")

@@ -154,8 +154,9 @@ class Preprocessor:
         self._converters: dict[tuple[int, int], layout.Converter] = {}
         self._inspect: dict[tuple[int, int], layout.Converter] = {}
         self._content: dict[tuple[int, int], layout.Converter] = {}
-        # What the last call wrote: (converter, a weak reference to the destination array, bars or not).
-        self._written: tuple[layout.Converter, weakref.ref[Any], bool] | None = None
+        # Destination arrays holding a letterbox's bars, by id: the converter that wrote them and a weak
+        # reference to the array (the pipeline's buffers must stay free to close; a dead one never matches).
+        self._filled: dict[int, tuple[layout.Converter, weakref.ref[Any]]] = {}
         self._last: np.ndarray | None = None
         self._buffer: Any = None
         self._resized: np.ndarray | None = None
@@ -209,9 +210,10 @@ class Preprocessor:
     def __call__(self, image: np.ndarray, dst: np.ndarray, *, keep_fill: bool = False) -> None:
         """Write ``image`` (BGR u8, any size) into ``dst``, the model input (a mapped buffer's view or an array).
 
-        ``keep_fill``: ``dst`` still holds what the last call wrote into it (a pipeline's own bound input,
-        which only the preprocess writes): a letterbox's bars, written then, are not written again, only
-        the image (the same bytes; a 1080p frame into 640x640 leaves 44% of the input as it was)."""
+        ``keep_fill``: ``dst`` still holds what this preprocessor last wrote into it (a pipeline's own bound
+        input buffers, which only the preprocess writes): a letterbox's bars, written then for a frame of this
+        size, are not written again, only the image (the same bytes; a 1080p frame into 640x640 leaves 44% of
+        the input as it was)."""
         if not isinstance(image, np.ndarray):
             raise InvalidArgumentError(f"the preprocess takes BGR u8 images (numpy arrays H x W x 3), not {type(image).__name__}")
         shape = image.shape
@@ -220,14 +222,17 @@ class Preprocessor:
         if shape[0] == 0 or shape[1] == 0:
             raise InvalidArgumentError(f"the image is empty ({image.shape[1]}x{image.shape[0]} pixels): nothing to preprocess")
         conv = self.converter(shape[0], shape[1])
-        last = self._written
-        if keep_fill and last is not None and last[0] is conv and last[1]() is dst and last[2]:
+        filled = self._filled.get(id(dst)) if keep_fill else None
+        if filled is not None and filled[0] is conv and filled[1]() is dst:
             self.content_converter(shape[0], shape[1])(image, dst)
         else:
             conv(image, dst)
-            # The array written (weakly: the pipeline's buffers must be free to close) and whether it has bars.
-            bars = conv.transform.rect != conv.transform.dst_rect
-            self._written = (conv, weakref.ref(dst), bars) if isinstance(dst, np.ndarray) else None
+            if isinstance(dst, np.ndarray) and conv.transform.rect != conv.transform.dst_rect:
+                if len(self._filled) >= 64:
+                    self._filled.clear()
+                self._filled[id(dst)] = (conv, weakref.ref(dst))
+            else:
+                self._filled.pop(id(dst), None)
         self._last = image
         self.transform = conv.transform
 
@@ -250,7 +255,7 @@ class Preprocessor:
 
     def close(self) -> None:
         self._last = None
-        self._written = None
+        self._filled.clear()
         if self._buffer is not None:
             self._resized = None
             self._buffer.close()
