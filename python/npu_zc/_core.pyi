@@ -222,7 +222,8 @@ def decode_yolo(
     image: tuple[int, int, int, int] | None = None,
     quant: tuple[float, int] | None = None,
 ) -> tuple[
-    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None,
+    tuple[np.ndarray, np.ndarray] | None,
 ]: ...
 
 def _claim_seconds(repeat: int) -> float:
@@ -379,7 +380,7 @@ class _ByteTracker:
         frame_rate: int,
     ) -> _ByteTracker: ...
     def update(
-        self, xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray
+        self, boxes: np.ndarray, scores: np.ndarray, class_ids: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
     def reset(self) -> None: ...
     @property

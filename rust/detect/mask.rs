@@ -27,6 +27,16 @@ pub struct MaskGeometry {
     pub frame: [usize; 2],
 }
 
+/// A box's mask at the model input, as `process_mask` leaves it (before
+/// `scale_masks`): the input pixels `x`, `y` of the box, 0/1 bytes row after
+/// row. Ultralytics traces its polygons (`Masks.xy`) on this mask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputMask {
+    pub x: std::ops::Range<usize>,
+    pub y: std::ops::Range<usize>,
+    pub bits: Vec<u8>,
+}
+
 /// One output index's two bilinear taps, torch's `align_corners=False` rule.
 #[derive(Debug, Clone, Copy)]
 struct Tap {
@@ -99,13 +109,15 @@ impl Patch {
 /// coefficients (`nm` per box) and `protos` `[nm, mh, mw]` (batch dropped),
 /// written as 0/1 bytes into `out`: one frame-sized plane per box. Returns,
 /// per box, whether its mask at the model input has any pixel (Ultralytics
-/// drops the boxes whose mask is empty).
+/// drops the boxes whose mask is empty). With `inputs`, each box's mask at
+/// the model input is pushed there too (one per box, empty or not).
 pub fn masks(
     protos: &Tensor<'_>,
     coeffs: &[f32],
     boxes: &[[f32; 4]],
     geometry: &MaskGeometry,
     out: &mut [u8],
+    mut inputs: Option<&mut Vec<InputMask>>,
 ) -> Result<Vec<bool>> {
     let p = protos.squeeze_to(3)?;
     let (nm, mh, mw) = (p.shape()[0], p.shape()[1], p.shape()[2]);
@@ -150,6 +162,9 @@ pub fn masks(
         let (bx, by) = (first(b[0], iw)..first(b[2], iw), first(b[1], ih)..first(b[3], ih));
         if bx.is_empty() || by.is_empty() || !b.iter().all(|v| v.is_finite()) {
             found.push(false);
+            if let Some(inputs) = inputs.as_deref_mut() {
+                inputs.push(InputMask { x: 0..0, y: 0..0, bits: vec![] });
+            }
             continue;
         }
         let (tx, ty) = (taps(mw, iw, bx.clone()), taps(mh, ih, by.clone()));
@@ -181,6 +196,10 @@ pub fn masks(
             }
         }
         found.push(any);
+        if let Some(inputs) = inputs.as_deref_mut() {
+            let bits = input.values.iter().map(|&v| v as u8).collect();
+            inputs.push(InputMask { x: bx.clone(), y: by.clone(), bits });
+        }
         // scale_masks: the image's rectangle of the input, resized to the frame.
         let (cx, cy) =
             (input.x.start.max(left)..input.x.end.min(right), input.y.start.max(top)..input.y.end.min(bottom));

@@ -39,11 +39,12 @@ def reference_detect(model_path: Path, frame: np.ndarray, conf: float = 0.25, io
     )
     chosen = np.asarray(chosen, int).reshape(-1)[:max_det]
     boxes = xyxy[chosen].astype(np.float64)
-    # scale_boxes: (x - pad) / gain, clipped.
+    # scale_boxes (8.4.190): (x - pad) / the per-axis gain of the rounded letterbox size, clipped.
     fh, fw = frame.shape[:2]
     gain = min(h / fh, w / fw)
-    pad = (round((w - fw * gain) / 2 - 0.1), round((h - fh * gain) / 2 - 0.1))
-    boxes = (boxes - [pad[0], pad[1], pad[0], pad[1]]) / gain
+    new_h, new_w = max(round(fh * gain), 1), max(round(fw * gain), 1)
+    pad = (round((w - new_w) / 2 - 0.1), round((h - new_h) / 2 - 0.1))
+    boxes = (boxes - [pad[0], pad[1], pad[0], pad[1]]) / [new_w / fw, new_h / fh, new_w / fw, new_h / fh]
     boxes[:, [0, 2]] = boxes[:, [0, 2]].clip(0, fw)
     boxes[:, [1, 3]] = boxes[:, [1, 3]].clip(0, fh)
     return boxes, best[keep][chosen], cls[keep][chosen]
