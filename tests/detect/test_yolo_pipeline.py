@@ -149,3 +149,20 @@ def test_real_detector_finds_the_astronaut(fall_detector_onnx: Path) -> None:
     np.testing.assert_allclose(dets.xyxy, ref_boxes, atol=0.5)
     np.testing.assert_allclose(dets.scores, ref_scores, rtol=1e-4)
     np.testing.assert_array_equal(dets.class_ids, ref_classes)
+
+
+def test_streams_give_a_detectors_boxes_in_frame_pixels(red_square_yolo: Path, tmp_path: Path) -> None:
+    """Streams decode a YOLO's outputs as the pipeline does: boxes through the letterbox, in the frame's pixels."""
+    frame, expected = red_squares_frame((1280, 720), [(10, 20), (30, 12)])
+    cv2.imwrite(str(tmp_path / "squares.png"), frame)
+    with Pipeline(red_square_yolo, "CPU") as pipeline:
+        results: list[npu_zc.StreamResult] = []
+        npu_zc.Streams([tmp_path / "squares.png", tmp_path / "squares.png"], pipeline).run(results.append)
+        alone = pipeline.process(frame)
+    assert len(results) == 2
+    want = np.array(sorted(expected, key=lambda b: (b[1], b[0])))
+    for result in results:
+        dets = result.prediction
+        assert isinstance(dets, npu_zc.Detections) and len(dets) == 2
+        np.testing.assert_allclose(dets.xyxy[np.lexsort((dets.xyxy[:, 0], dets.xyxy[:, 1]))], want, atol=0.5)
+        np.testing.assert_array_equal(dets.xyxy, alone.xyxy)

@@ -41,7 +41,7 @@ from .. import layout
 from ..errors import Error, InvalidArgumentError
 from .camera import _even
 from .pipeline import DEFAULT_MODEL, Pipeline
-from .postprocess import to_frame
+from .postprocess import for_frame
 from .preprocess import _LAYOUT_INTERPOLATION, _three
 from ..runtime.session import usable_cores
 from .throughput import default_requests
@@ -465,10 +465,9 @@ class Streams:
                 with contextlib.ExitStack() as access:
                     for buffer in result.output_buffers:
                         access.enter_context(buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                    prediction = postprocess(result.outputs)
+                    prediction = for_frame(postprocess, result.outputs, transform, input_size, frame_size)
             else:
-                prediction = postprocess(result.outputs)
-            prediction = to_frame(prediction, transform, input_size, frame_size)
+                prediction = for_frame(postprocess, result.outputs, transform, input_size, frame_size)
             if lane.tracker is not None:
                 update = getattr(lane.tracker, "update", lane.tracker)
                 prediction = update(prediction)
