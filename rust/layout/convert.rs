@@ -182,6 +182,7 @@ impl Plan {
             plan.description = if direct { name.clone() } else { format!("{name} + scalar/lut") };
             plan.nv12 = Some(Nv12Plan {
                 decode,
+                pair: kernels::nv12_pair_decoder(level, bytes),
                 direct,
                 out: YuvOut {
                     pos: if direct {

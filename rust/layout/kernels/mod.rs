@@ -3,7 +3,7 @@
 //! bulk of a row and hand the tail to the scalar ones.
 
 use super::format::Element;
-pub(crate) use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Row, PackedRow, Plan, SplitRow};
+pub(crate) use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Pair, Nv12Row, PackedRow, Plan, SplitRow};
 use super::simd::SimdLevel;
 
 #[cfg(target_arch = "aarch64")]
@@ -229,5 +229,16 @@ pub(crate) fn nv12_decoder(level: SimdLevel, bytes: usize) -> (Nv12Row, &'static
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => neon::nv12_decoder(bytes),
         _ => (scalar::nv12_row, if bytes == 3 { "scalar/nv12-rgb" } else { "scalar/nv12" }),
+    }
+}
+
+/// The same decoder, two rows sharing one chroma row at a time.
+pub(crate) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => x86::nv12_pair_decoder(level, bytes),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::nv12_pair_decoder(bytes),
+        _ => scalar::nv12_pair,
     }
 }

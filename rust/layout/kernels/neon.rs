@@ -20,7 +20,7 @@ use super::super::float::{f16_to_f32, f32_to_f16};
 use super::super::format::Element;
 use super::super::plan::{Plan, YuvOut};
 use super::vector::{self, bf16_high, stamp, Job, Simd};
-use super::{Encoder, Kernel, Nv12Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
+use super::{Encoder, Kernel, Nv12Pair, Nv12Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
 
 // `shr_yuv` shifts by a literal (the intrinsics' shift types differ).
 const _: () = assert!(SHIFT == 20);
@@ -70,6 +70,13 @@ pub(super) fn nv12_decoder(bytes: usize) -> (Nv12Row, &'static str) {
     match bytes {
         3 => (stamped::nv12_row::<3>, "neon/nv12-rgb"),
         _ => (stamped::nv12_row::<4>, "neon/nv12"),
+    }
+}
+
+pub(super) fn nv12_pair_decoder(bytes: usize) -> Nv12Pair {
+    match bytes {
+        3 => stamped::nv12_pair::<3>,
+        _ => stamped::nv12_pair::<4>,
     }
 }
 

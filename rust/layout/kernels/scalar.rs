@@ -99,6 +99,13 @@ pub(crate) fn planar<T: Out, const C: usize>(plan: &Plan, src: &[u8], p0: &mut [
     }
 }
 
+/// Two rows sharing `uv`, one after the other.
+pub(crate) fn nv12_pair(y: [&[u8]; 2], uv: &[u8], dst: [&mut [u8]; 2], out: &YuvOut) {
+    for (y, dst) in y.into_iter().zip(dst) {
+        nv12_row(y, uv, dst, out);
+    }
+}
+
 /// One NV12 row (Y row, and the UV row it shares with its neighbour) to
 /// pixels of `out.bytes` bytes with R, G, B at byte positions `out.pos` (and
 /// `out.pad` in the fourth), in the arithmetic of `out.k` (see colour.rs).

@@ -272,17 +272,26 @@ fn tail_16<const C: usize>(plan: &Plan, src: &[u8], i: usize, dst: &mut [u8]) {
 }
 
 /// `2 * LANES` pixels of NV12 a step to `BYTES`-byte pixels (3: R, G, B in
-/// some order; 4: and a pad): OpenCV's fixed-point
-/// arithmetic (colour.rs) in i32 lanes, the chroma terms once per pair of
-/// pixels (the even and the odd pixels computed apart, against the same
-/// terms, and interleaved by the store); saturating packs clamp to 0..=255
-/// as `saturate_cast` does.
+/// some order; 4: and a pad): OpenCV's fixed-point arithmetic (colour.rs) in
+/// i32 lanes. The chroma terms, with the rounding half folded in, are
+/// computed once per pair of pixels and for `ROWS` (1 or 2) luma rows: NV12's
+/// and I420's two rows of a pair share their chroma row. The even and the odd
+/// pixels are computed apart, against the same terms, and interleaved by the
+/// store; saturating packs clamp to 0..=255 as `saturate_cast` does.
 #[inline(always)]
-pub(super) unsafe fn nv12_row<S: Simd, const BYTES: usize>(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
+pub(super) unsafe fn nv12_rows<S: Simd, const BYTES: usize, const ROWS: usize>(
+    y: [&[u8]; ROWS],
+    uv: &[u8],
+    dst: [&mut [u8]; ROWS],
+    out: &YuvOut,
+) {
     if !S::nv12_positions(out.pos) || out.bytes != BYTES {
-        return scalar::nv12_row(y, uv, dst, out);
+        for (y, dst) in y.into_iter().zip(dst) {
+            scalar::nv12_row(y, uv, dst, out);
+        }
+        return;
     }
-    let n = y.len().min(uv.len()).min(dst.len() / BYTES);
+    let n = (0..ROWS).fold(uv.len(), |n, r| n.min(y[r].len()).min(dst[r].len() / BYTES));
     let t = S::tables::<4>(Job::Nv12 { pos: out.pos, pad: out.pad });
     let k = out.k;
     let (cy, half) = (S::splat_i(k.cy), S::splat_i(HALF));
@@ -291,21 +300,29 @@ pub(super) unsafe fn nv12_row<S: Simd, const BYTES: usize>(y: &[u8], uv: &[u8], 
     let mut i = 0;
     while i + step <= n {
         let [u, v] = S::chroma(uv.as_ptr().add(i));
-        let terms = [S::mul_i(cvr, v), S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), S::mul_i(cub, u)];
+        let terms = [
+            S::add_i(S::mul_i(cvr, v), half),
+            S::add_i(S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), half),
+            S::add_i(S::mul_i(cub, u), half),
+        ];
         let rgb = |luma: S::I| {
-            let yh = S::add_i(S::mul_i(luma, cy), half);
-            [S::shr_yuv(S::add_i(yh, terms[0])), S::shr_yuv(S::add_i(yh, terms[1])), S::shr_yuv(S::add_i(yh, terms[2]))]
+            let l = S::mul_i(luma, cy);
+            [S::shr_yuv(S::add_i(l, terms[0])), S::shr_yuv(S::add_i(l, terms[1])), S::shr_yuv(S::add_i(l, terms[2]))]
         };
-        let [even, odd] = S::luma_pairs(y.as_ptr().add(i), k.y_offset);
-        let at = dst.as_mut_ptr().add(BYTES * i);
-        if BYTES == 3 {
-            S::store_rgb_pairs(&t, at, rgb(even), rgb(odd));
-        } else {
-            S::store_rgbx_pairs(&t, at, rgb(even), rgb(odd));
+        for r in 0..ROWS {
+            let [even, odd] = S::luma_pairs(y[r].as_ptr().add(i), k.y_offset);
+            let at = dst[r].as_mut_ptr().add(BYTES * i);
+            if BYTES == 3 {
+                S::store_rgb_pairs(&t, at, rgb(even), rgb(odd));
+            } else {
+                S::store_rgbx_pairs(&t, at, rgb(even), rgb(odd));
+            }
         }
         i += step;
     }
-    scalar::nv12_row(&y[i..], &uv[i.min(uv.len())..], &mut dst[BYTES * i..], out);
+    for r in 0..ROWS {
+        scalar::nv12_row(&y[r][i..], &uv[i.min(uv.len())..], &mut dst[r][BYTES * i..], out);
+    }
 }
 
 /// Instantiates the kernels of this module for one instruction set, as
@@ -345,7 +362,18 @@ macro_rules! stamp {
         #[allow(dead_code)]
         #[target_feature(enable = $features)]
         pub(super) unsafe fn nv12_row<const BYTES: usize>(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
-            vector::nv12_row::<$isa, BYTES>(y, uv, dst, out)
+            vector::nv12_rows::<$isa, BYTES, 1>([y], uv, [dst], out)
+        }
+
+        #[allow(dead_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn nv12_pair<const BYTES: usize>(
+            y: [&[u8]; 2],
+            uv: &[u8],
+            dst: [&mut [u8]; 2],
+            out: &YuvOut,
+        ) {
+            vector::nv12_rows::<$isa, BYTES, 2>(y, uv, dst, out)
         }
     };
     (quads: $isa:ty, $features:literal) => {

@@ -19,7 +19,7 @@ use super::super::format::Element;
 use super::super::plan::{Permutes, Plan, YuvOut};
 use super::super::simd::SimdLevel;
 use super::vector::{self, bf16_high, stamp, Job, Quads, Simd};
-use super::{Encoder, Kernel, Nv12Row, BF16, BF16_FAST, BF16_NATIVE, DIV, F16, FMA, REFINED};
+use super::{Encoder, Kernel, Nv12Pair, Nv12Row, BF16, BF16_FAST, BF16_NATIVE, DIV, F16, FMA, REFINED};
 
 // `shr_yuv` shifts by a literal (the intrinsics' shift types differ).
 const _: () = assert!(SHIFT == 20);
@@ -117,6 +117,15 @@ pub(super) fn nv12_decoder(level: SimdLevel, bytes: usize) -> (Nv12Row, &'static
         (SimdLevel::Avx512Vbmi, _) => (avx512::nv12_row::<4>, "avx512vbmi/nv12"),
         (_, 3) => (avx2::nv12_row::<3>, "avx2/nv12-rgb"),
         _ => (avx2::nv12_row::<4>, "avx2/nv12"),
+    }
+}
+
+pub(super) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
+    match (level, bytes) {
+        (SimdLevel::Avx512 | SimdLevel::Avx512Vbmi, 3) => avx512::nv12_pair::<3>,
+        (SimdLevel::Avx512 | SimdLevel::Avx512Vbmi, _) => avx512::nv12_pair::<4>,
+        (_, 3) => avx2::nv12_pair::<3>,
+        _ => avx2::nv12_pair::<4>,
     }
 }
 
