@@ -108,6 +108,13 @@ impl YuvOut {
         if src != Format::Nv21 {
             return self;
         }
+        self.swap_chroma()
+    }
+
+    /// The decoding of the chroma pairs read the other way round (V, U):
+    /// R's and B's coefficients and places exchanged, and G's two
+    /// coefficients (see `chroma_order`).
+    pub(crate) fn swap_chroma(self) -> YuvOut {
         let k = self.k;
         YuvOut {
             pos: [self.pos[2], self.pos[1], self.pos[0]],

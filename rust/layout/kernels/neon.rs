@@ -163,7 +163,7 @@ impl Simd for Neon {
             Job::Bytes(plan) | Job::Planar(plan) | Job::Packed16(plan) | Job::Quads(plan) => {
                 (plan.map == [2, 1, 0], plan.pad)
             }
-            Job::Nv12 { pos, pad } => (pos == [2, 1, 0], pad as u32),
+            Job::Nv12 { pos, pad, .. } => (pos == [2, 1, 0], pad as u32),
         };
         NeonTables { swap, pad_u8: vdupq_n_u8(pad as u8), pad_u16: vdupq_n_u16(pad as u16) }
     }
@@ -280,13 +280,14 @@ impl Simd for Neon {
         [widen(vqsubq_u8(l.0, vdupq_n_u8(offset))), widen(vqsubq_u8(l.1, vdupq_n_u8(offset)))]
     }
     #[inline(always)]
-    unsafe fn chroma(uv: *const u8) -> [Self::I; 2] {
+    unsafe fn chroma(_: &NeonTables, uv: *const u8) -> [Self::I; 2] {
         let c = vld2q_u8(uv);
         let minus_128 = |x: uint8x16_t| each(widen(x), |w| vsubq_s32(w, vdupq_n_s32(128)));
         [minus_128(c.0), minus_128(c.1)]
     }
     #[inline(always)]
-    unsafe fn store_rgbx_pairs(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+    unsafe fn store_rgbx_sums(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+        let [even, odd] = [even.map(|x| Self::shr_yuv(x)), odd.map(|x| Self::shr_yuv(x))];
         // Saturating narrows clamp as `saturate_cast` does.
         let bytes = |x: Self::I| -> uint8x16_t {
             let s = each(x, |x| vqmovn_s32(x));
@@ -303,9 +304,10 @@ impl Simd for Neon {
             vst4q_u8(out.add(64 * h), uint8x16x4_t(first[h], g[h], last[h], t.pad_u8));
         }
     }
-    /// As `store_rgbx_pairs`, with `vst3q` (no pad).
+    /// As `store_rgbx_sums`, with `vst3q` (no pad).
     #[inline(always)]
-    unsafe fn store_rgb_pairs(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+    unsafe fn store_rgb_sums(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+        let [even, odd] = [even.map(|x| Self::shr_yuv(x)), odd.map(|x| Self::shr_yuv(x))];
         let bytes = |x: Self::I| -> uint8x16_t {
             let s = each(x, |x| vqmovn_s32(x));
             vcombine_u8(vqmovun_s16(vcombine_s16(s[0], s[1])), vqmovun_s16(vcombine_s16(s[2], s[3])))

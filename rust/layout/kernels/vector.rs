@@ -38,8 +38,9 @@ pub(super) enum Job<'a> {
     /// `Quads::quads` and `Quads::store_quads16`.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     Quads(&'a Plan),
-    /// NV12: R, G, B at byte positions `pos`, `pad` in the fourth byte.
-    Nv12 { pos: [usize; 3], pad: u8 },
+    /// NV12: R, G, B at byte positions `pos`, `pad` in the fourth byte;
+    /// `swap_uv`: read each chroma pair as V, U (see `Simd::RGB_ORDER`).
+    Nv12 { pos: [usize; 3], pad: u8, swap_uv: bool },
 }
 
 /// One instruction set's vectors of `LANES` 32-bit lanes, and the operations
@@ -99,14 +100,35 @@ pub(super) trait Simd: Copy {
     /// (0, 2, 4, ...), then the odd ones, so that lane j of each goes with
     /// chroma pair j.
     unsafe fn luma_pairs(y: *const u8, offset: u8) -> [Self::I; 2];
-    /// `LANES` chroma pairs (`2 * LANES` bytes) as U - 128 and V - 128.
-    unsafe fn chroma(uv: *const u8) -> [Self::I; 2];
-    /// R, G, B values (saturated to bytes here) of the even and the odd
-    /// pixels, and the pad, as `2 * LANES` 4-byte pixels at `out` (`Job::Nv12`).
-    unsafe fn store_rgbx_pairs(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
-    /// As `store_rgbx_pairs`, as `2 * LANES` 3-byte pixels (no pad).
-    unsafe fn store_rgb_pairs(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
-    /// Whether `store_rgbx_bytes` can put R, G, B at `pos` (else NV12 rows
+    /// `luma_pairs` times `cy`, exactly, plus `luma_bias(cy)`: `factor` is
+    /// `luma_factor(cy)` splatted (an instruction set may split `cy` to
+    /// multiply in 16-bit halves, which costs a constant that the chroma
+    /// terms give back).
+    unsafe fn luma_products(y: *const u8, offset: u8, factor: Self::I) -> [Self::I; 2] {
+        let [even, odd] = Self::luma_pairs(y, offset);
+        [Self::mul_i(even, factor), Self::mul_i(odd, factor)]
+    }
+    fn luma_factor(cy: i32) -> i32 {
+        cy
+    }
+    fn luma_bias(_cy: i32) -> i32 {
+        0
+    }
+    /// `LANES` chroma pairs (`2 * LANES` bytes) as U - 128 and V - 128 (with
+    /// `RGB_ORDER`, as V - 128 and U - 128 where `Job::Nv12` says `swap_uv`).
+    unsafe fn chroma(t: &Self::Tables, uv: *const u8) -> [Self::I; 2];
+    /// The fixed-point sums of R, G, B (each channel's byte is the sum
+    /// `>> colour::SHIFT`, saturated to 0..=255 here) of the even and the
+    /// odd pixels, and the pad, as `2 * LANES` 4-byte pixels at `out`
+    /// (`Job::Nv12`).
+    unsafe fn store_rgbx_sums(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
+    /// As `store_rgbx_sums`, as `2 * LANES` 3-byte pixels (no pad).
+    unsafe fn store_rgb_sums(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
+    /// Whether the stores write R, G, B in that order only: B, G, R is then
+    /// had as NV21 is, with the chroma bytes' roles exchanged
+    /// (`YuvOut::swap_chroma`, `Job::Nv12`'s `swap_uv`).
+    const RGB_ORDER: bool = false;
+    /// Whether `store_rgbx_sums` can put R, G, B at `pos` (else NV12 rows
     /// go to the scalar kernel).
     fn nv12_positions(_pos: [usize; 3]) -> bool {
         true
@@ -292,30 +314,30 @@ pub(super) unsafe fn nv12_rows<S: Simd, const BYTES: usize, const ROWS: usize>(
         return;
     }
     let n = (0..ROWS).fold(uv.len(), |n, r| n.min(y[r].len()).min(dst[r].len() / BYTES));
-    let t = S::tables::<4>(Job::Nv12 { pos: out.pos, pad: out.pad });
-    let k = out.k;
-    let (cy, half) = (S::splat_i(k.cy), S::splat_i(HALF));
+    let swap_uv = S::RGB_ORDER && out.pos == [2, 1, 0];
+    let vector_out = if swap_uv { out.swap_chroma() } else { *out };
+    let t = S::tables::<4>(Job::Nv12 { pos: vector_out.pos, pad: out.pad, swap_uv });
+    let k = vector_out.k;
+    // The rounding half, and what `luma_products` takes off, added once per chroma pair.
+    let (factor, half) = (S::splat_i(S::luma_factor(k.cy)), S::splat_i(HALF - S::luma_bias(k.cy)));
     let [cvr, cvg, cug, cub] = [S::splat_i(k.cvr), S::splat_i(k.cvg), S::splat_i(k.cug), S::splat_i(k.cub)];
     let step = 2 * S::LANES;
     let mut i = 0;
     while i + step <= n {
-        let [u, v] = S::chroma(uv.as_ptr().add(i));
+        let [u, v] = S::chroma(&t, uv.as_ptr().add(i));
         let terms = [
             S::add_i(S::mul_i(cvr, v), half),
             S::add_i(S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), half),
             S::add_i(S::mul_i(cub, u), half),
         ];
-        let rgb = |luma: S::I| {
-            let l = S::mul_i(luma, cy);
-            [S::shr_yuv(S::add_i(l, terms[0])), S::shr_yuv(S::add_i(l, terms[1])), S::shr_yuv(S::add_i(l, terms[2]))]
-        };
+        let sums = |l: S::I| [S::add_i(l, terms[0]), S::add_i(l, terms[1]), S::add_i(l, terms[2])];
         for r in 0..ROWS {
-            let [even, odd] = S::luma_pairs(y[r].as_ptr().add(i), k.y_offset);
+            let [even, odd] = S::luma_products(y[r].as_ptr().add(i), k.y_offset, factor);
             let at = dst[r].as_mut_ptr().add(BYTES * i);
             if BYTES == 3 {
-                S::store_rgb_pairs(&t, at, rgb(even), rgb(odd));
+                S::store_rgb_sums(&t, at, sums(even), sums(odd));
             } else {
-                S::store_rgbx_pairs(&t, at, rgb(even), rgb(odd));
+                S::store_rgbx_sums(&t, at, sums(even), sums(odd));
             }
         }
         i += step;

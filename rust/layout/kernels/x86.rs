@@ -265,9 +265,13 @@ impl Simd for Avx2 {
                 t.masks = [load(m0), load(m1), load(m2)];
                 t.pad = _mm256_set1_epi32((plan.pad << 16) as i32);
             }
-            Job::Nv12 { pos, pad } => {
-                t.masks[0] = both_lanes(interleave_mask(pos));
-                t.pad = _mm256_set1_epi32(pad as i32);
+            Job::Nv12 { swap_uv, pad, .. } => {
+                t.masks[0] = both_lanes(if swap_uv {
+                    [1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14]
+                } else {
+                    [0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15]
+                });
+                t.pad = _mm256_set1_epi16(i16::from(pad));
             }
         }
         t
@@ -366,41 +370,57 @@ impl Simd for Avx2 {
         let l = _mm_shuffle_epi8(_mm_subs_epu8(_mm_loadu_si128(y.cast()), _mm_set1_epi8(offset as i8)), even_odd);
         [_mm256_cvtepu8_epi32(l), _mm256_cvtepu8_epi32(_mm_srli_si128::<8>(l))]
     }
+    /// `vpmaddwd`, one uop, multiplies exactly: each 32-bit lane holds the
+    /// words `256 (Y - 128)` and `Y`, the factor `cy >> 8` and `cy & 255`,
+    /// so the lane's sum is `Y * cy - 32768 * (cy >> 8)` (`luma_bias`). Both
+    /// lanes hold the 16 luma bytes, so one byte shuffle makes the words of
+    /// 8 pixels (the even ones or the odd ones), and an xor turns `Y` into
+    /// the signed `Y - 128` in the high byte.
     #[inline(always)]
-    unsafe fn chroma(uv: *const u8) -> [__m256i; 2] {
-        let split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-        let c = _mm_shuffle_epi8(_mm_loadu_si128(uv.cast()), split);
+    unsafe fn luma_products(y: *const u8, offset: u8, factor: __m256i) -> [__m256i; 2] {
+        let l =
+            _mm256_subs_epu8(_mm256_broadcastsi128_si256(_mm_loadu_si128(y.cast())), _mm256_set1_epi8(offset as i8));
+        // Pixel p's bytes [0, Y, Y, 0] in lane j's dword k, for p = 8j + 2k (even), 8j + 2k + 1 (odd).
+        let z = -128;
+        let even = _mm256_setr_epi8(
+            z, 0, 0, z, z, 2, 2, z, z, 4, 4, z, z, 6, 6, z, z, 8, 8, z, z, 10, 10, z, z, 12, 12, z, z, 14, 14, z,
+        );
+        let odd = _mm256_add_epi8(even, _mm256_set1_epi32(0x0001_0100));
+        let signed = _mm256_set1_epi32(0x8000);
+        let product = |mask: __m256i| _mm256_madd_epi16(_mm256_xor_si256(_mm256_shuffle_epi8(l, mask), signed), factor);
+        [product(even), product(odd)]
+    }
+    fn luma_factor(cy: i32) -> i32 {
+        ((cy & 0xFF) << 16) | (cy >> 8)
+    }
+    fn luma_bias(cy: i32) -> i32 {
+        -32768 * (cy >> 8)
+    }
+    #[inline(always)]
+    unsafe fn chroma(t: &Avx2Tables, uv: *const u8) -> [__m256i; 2] {
+        // U then V (or V then U, `swap_uv`): the split mask of `tables`.
+        let c = _mm_shuffle_epi8(_mm_loadu_si128(uv.cast()), _mm256_castsi256_si128(t.masks[0]));
         let minus_128 = |h: __m128i| _mm256_sub_epi32(_mm256_cvtepu8_epi32(h), _mm256_set1_epi32(128));
         [minus_128(c), minus_128(_mm_srli_si128::<8>(c))]
     }
-    /// Even and odd pixels each packed to bytes and interleaved into pixels
-    /// in their lanes (pixels 0, 2, 4, 6 | 8, 10, 12, 14, and the odd ones),
-    /// then merged pixel by pixel and the lanes put in order.
+    /// R, G, B (`RGB_ORDER`) and the pad of 16 pixels in pixel order, as
+    /// `[pixels 0-3 | 8-11]` and `[pixels 4-7 | 12-15]`.
+    const RGB_ORDER: bool = true;
+    fn nv12_positions(pos: [usize; 3]) -> bool {
+        pos == [0, 1, 2] || pos == [2, 1, 0]
+    }
     #[inline(always)]
-    unsafe fn store_rgbx_pairs(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
-        let pixels = |[r, g, b]: [__m256i; 3]| {
-            // Per lane: 4 R, 4 G, 4 B, 4 pad bytes, then interleaved into 4 pixels.
-            let bytes = _mm256_packus_epi16(_mm256_packs_epi32(r, g), _mm256_packs_epi32(b, t.pad));
-            _mm256_shuffle_epi8(bytes, t.masks[0])
-        };
-        let (e, o) = (pixels(even), pixels(odd));
-        let (lo, hi) = (_mm256_unpacklo_epi32(e, o), _mm256_unpackhi_epi32(e, o));
+    unsafe fn store_rgbx_sums(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
+        let [lo, hi] = Self::pixels_of_sums(t, even, odd);
         _mm256_storeu_si256(out.cast(), _mm256_permute2x128_si256::<0x20>(lo, hi));
         _mm256_storeu_si256(out.add(32).cast(), _mm256_permute2x128_si256::<0x31>(lo, hi));
     }
-    /// As `store_rgbx_pairs`, then each lane's 4 pixels lose their pad bytes
+    /// As `store_rgbx_sums`, then each lane's 4 pixels lose their pad bytes
     /// (12 bytes at its start) and the lanes' 12 bytes are put together: 8
     /// pixels in 24 bytes, stored as 16 + 8, twice.
     #[inline(always)]
-    unsafe fn store_rgb_pairs(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
-        let pixels = |[r, g, b]: [__m256i; 3]| {
-            let bytes = _mm256_packus_epi16(_mm256_packs_epi32(r, g), _mm256_packs_epi32(b, t.pad));
-            _mm256_shuffle_epi8(bytes, t.masks[0])
-        };
-        let (e, o) = (pixels(even), pixels(odd));
-        // Pixels 0-1, 4-5 | 8-9, 12-13 (lo) and 2-3, 6-7 | 10-11, 14-15 (hi):
-        // dropping the pads first, then putting the lanes in order.
-        let (lo, hi) = (_mm256_unpacklo_epi32(e, o), _mm256_unpackhi_epi32(e, o));
+    unsafe fn store_rgb_sums(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
+        let [lo, hi] = Self::pixels_of_sums(t, even, odd);
         let drop_pad = _mm256_setr_epi8(
             0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128, //
             0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128,
@@ -415,6 +435,24 @@ impl Simd for Avx2 {
             _mm_storeu_si128(at.cast(), _mm256_castsi256_si128(packed));
             _mm_storel_epi64(at.add(16).cast(), _mm256_extracti128_si256::<1>(packed));
         }
+    }
+}
+
+impl Avx2 {
+    /// 16 pixels' bytes from the sums of their even and odd pixels (pairs
+    /// 0-3 | 4-7 in the lanes): each even sum's high word beside its odd
+    /// neighbour's puts the pixels in order (0-7 | 8-15) as `sum >> 16`, an
+    /// exact shift by 4 more leaves `sum >> 20`, and saturating packs clamp
+    /// it to a byte; then R, G, B and pad bytes are interleaved.
+    #[inline(always)]
+    unsafe fn pixels_of_sums(t: &Avx2Tables, even: [__m256i; 3], odd: [__m256i; 3]) -> [__m256i; 2] {
+        let words =
+            |e: __m256i, o: __m256i| _mm256_srai_epi16::<4>(_mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(e), o));
+        let [r, g, b] = [words(even[0], odd[0]), words(even[1], odd[1]), words(even[2], odd[2])];
+        let rb = _mm256_packus_epi16(r, b); // R 0-7, B 0-7 | R 8-15, B 8-15
+        let gp = _mm256_packus_epi16(g, t.pad); // G, pad
+        let (rg, bp) = (_mm256_unpacklo_epi8(rb, gp), _mm256_unpackhi_epi8(rb, gp));
+        [_mm256_unpacklo_epi16(rg, bp), _mm256_unpackhi_epi16(rg, bp)]
     }
 }
 
@@ -571,7 +609,7 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
                     t.shuffle = all_lanes(plan.permutes.lane_pixels);
                 }
             }
-            Job::Nv12 { pos, pad } => {
+            Job::Nv12 { pos, pad, .. } => {
                 t.shuffle = all_lanes(interleave_mask(pos));
                 t.pad = _mm512_set1_epi32(pad as i32);
             }
@@ -671,7 +709,7 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         [_mm512_cvtepu8_epi32(_mm256_castsi256_si128(l)), _mm512_cvtepu8_epi32(_mm256_extracti128_si256::<1>(l))]
     }
     #[inline(always)]
-    unsafe fn chroma(uv: *const u8) -> [__m512i; 2] {
+    unsafe fn chroma(_: &Avx512Tables, uv: *const u8) -> [__m512i; 2] {
         let split = _mm256_setr_epi8(
             0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
         );
@@ -684,7 +722,8 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     /// As AVX2's: even and odd pixels interleaved within lanes, then the
     /// lanes (pixels 0-3, 8-11, ... and 4-7, 12-15, ...) put in order.
     #[inline(always)]
-    unsafe fn store_rgbx_pairs(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
+    unsafe fn store_rgbx_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
+        let [even, odd] = [even.map(|x| Self::shr_yuv(x)), odd.map(|x| Self::shr_yuv(x))];
         let pixels = |[r, g, b]: [__m512i; 3]| {
             // Per lane: 4 R, 4 G, 4 B, 4 pad bytes, then interleaved into 4 pixels.
             let bytes = _mm512_packus_epi16(_mm512_packs_epi32(r, g), _mm512_packs_epi32(b, t.pad));
@@ -700,7 +739,8 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     /// As `store_rgbx_pairs`, then each lane's pads dropped and the lanes'
     /// 12 bytes put together: 16 pixels in 48 bytes, stored as 32 + 16, twice.
     #[inline(always)]
-    unsafe fn store_rgb_pairs(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
+    unsafe fn store_rgb_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
+        let [even, odd] = [even.map(|x| Self::shr_yuv(x)), odd.map(|x| Self::shr_yuv(x))];
         let pixels = |[r, g, b]: [__m512i; 3]| {
             let bytes = _mm512_packus_epi16(_mm512_packs_epi32(r, g), _mm512_packs_epi32(b, t.pad));
             _mm512_shuffle_epi8(bytes, t.shuffle)
