@@ -116,6 +116,12 @@ pub(super) struct NeonTables {
 }
 
 impl Neon {
+    /// Arithmetic shift right by `colour::SHIFT`.
+    #[inline(always)]
+    unsafe fn shr_yuv(a: X4<int32x4_t>) -> X4<int32x4_t> {
+        each(a, |a| vshrq_n_s32::<20>(a))
+    }
+
     /// 16 source pixels as three byte vectors, in destination channel order.
     #[inline(always)]
     unsafe fn load16<const C: usize>(swap: bool, src: *const u8) -> [uint8x16_t; 3] {
@@ -163,7 +169,7 @@ impl Simd for Neon {
             Job::Bytes(plan) | Job::Planar(plan) | Job::Packed16(plan) | Job::Quads(plan) => {
                 (plan.map == [2, 1, 0], plan.pad)
             }
-            Job::Nv12 { pos, pad, .. } => (pos == [2, 1, 0], pad as u32),
+            Job::Nv12 { pad, swapped } => (swapped, pad as u32),
         };
         NeonTables { swap, pad_u8: vdupq_n_u8(pad as u8), pad_u16: vdupq_n_u16(pad as u16) }
     }
@@ -229,10 +235,6 @@ impl Simd for Neon {
     #[inline(always)]
     unsafe fn shr16(a: Self::I) -> Self::I {
         each(a, |a| vreinterpretq_s32_u32(vshrq_n_u32::<16>(vreinterpretq_u32_s32(a))))
-    }
-    #[inline(always)]
-    unsafe fn shr_yuv(a: Self::I) -> Self::I {
-        each(a, |a| vshrq_n_s32::<20>(a))
     }
 
     #[inline(always)]

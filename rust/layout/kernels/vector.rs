@@ -38,9 +38,9 @@ pub(super) enum Job<'a> {
     /// `Quads::quads` and `Quads::store_quads16`.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     Quads(&'a Plan),
-    /// NV12: R, G, B at byte positions `pos`, `pad` in the fourth byte;
-    /// `swap_uv`: read each chroma pair as V, U (see `Simd::RGB_ORDER`).
-    Nv12 { pos: [usize; 3], pad: u8, swap_uv: bool },
+    /// NV12: R, G, B (`swapped`: B, G, R) and the pad. With
+    /// `Simd::RGB_ORDER`, `swapped` has `chroma` read each pair as V, U instead.
+    Nv12 { pad: u8, swapped: bool },
 }
 
 /// One instruction set's vectors of `LANES` 32-bit lanes, and the operations
@@ -79,8 +79,6 @@ pub(super) trait Simd: Copy {
     unsafe fn mul_i(a: Self::I, b: Self::I) -> Self::I;
     /// Logical shift right by 16.
     unsafe fn shr16(a: Self::I) -> Self::I;
-    /// Arithmetic shift right by `colour::SHIFT`.
-    unsafe fn shr_yuv(a: Self::I) -> Self::I;
 
     /// `LANES` source pixels as 4-byte pixels in destination order, the pad
     /// byte the plan's: stores `4 * LANES` bytes (`Job::Bytes`).
@@ -115,7 +113,7 @@ pub(super) trait Simd: Copy {
         0
     }
     /// `LANES` chroma pairs (`2 * LANES` bytes) as U - 128 and V - 128 (with
-    /// `RGB_ORDER`, as V - 128 and U - 128 where `Job::Nv12` says `swap_uv`).
+    /// `RGB_ORDER`, as V - 128 and U - 128 where `Job::Nv12` says `swapped`).
     unsafe fn chroma(t: &Self::Tables, uv: *const u8) -> [Self::I; 2];
     /// The fixed-point sums of R, G, B (each channel's byte is the sum
     /// `>> colour::SHIFT`, saturated to 0..=255 here) of the even and the
@@ -126,7 +124,7 @@ pub(super) trait Simd: Copy {
     unsafe fn store_rgb_sums(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
     /// Whether the stores write R, G, B in that order only: B, G, R is then
     /// had as NV21 is, with the chroma bytes' roles exchanged
-    /// (`YuvOut::swap_chroma`, `Job::Nv12`'s `swap_uv`).
+    /// (`YuvOut::swap_chroma`, `Job::Nv12`'s `swapped`).
     const RGB_ORDER: bool = false;
     /// Whether `store_rgbx_sums` can put R, G, B at `pos` (else NV12 rows
     /// go to the scalar kernel).
@@ -314,9 +312,9 @@ pub(super) unsafe fn nv12_rows<S: Simd, const BYTES: usize, const ROWS: usize>(
         return;
     }
     let n = (0..ROWS).fold(uv.len(), |n, r| n.min(y[r].len()).min(dst[r].len() / BYTES));
-    let swap_uv = S::RGB_ORDER && out.pos == [2, 1, 0];
-    let vector_out = if swap_uv { out.swap_chroma() } else { *out };
-    let t = S::tables::<4>(Job::Nv12 { pos: vector_out.pos, pad: out.pad, swap_uv });
+    let swapped = out.pos == [2, 1, 0];
+    let vector_out = if S::RGB_ORDER && swapped { out.swap_chroma() } else { *out };
+    let t = S::tables::<4>(Job::Nv12 { pad: out.pad, swapped });
     let k = vector_out.k;
     // The rounding half, and what `luma_products` takes off, added once per chroma pair.
     let (factor, half) = (S::splat_i(S::luma_factor(k.cy)), S::splat_i(HALF - S::luma_bias(k.cy)));
