@@ -741,7 +741,7 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         _mm512_storeu_si512(out.cast(), _mm512_permutex2var_epi64(lo, first, hi));
         _mm512_storeu_si512(out.add(64).cast(), _mm512_permutex2var_epi64(lo, second, hi));
     }
-    /// As `store_rgbx_pairs`, then each lane's pads dropped and the lanes'
+    /// As `store_rgbx_sums`, then each lane's pads dropped and the lanes'
     /// 12 bytes put together: 16 pixels in 48 bytes, stored as 32 + 16, twice.
     #[inline(always)]
     unsafe fn store_rgb_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
