@@ -92,6 +92,10 @@ mod body {
         }
     }
 
+    /// Fixed-size copies (the loop it replaced called `memcpy` twice a
+    /// group). A strong shrink (4K -> 224x224) waits here on the loads of
+    /// rows far apart, not on instructions: an AVX2 `vpgatherdd` loop, and
+    /// prefetching the next row, measured the same (docs/layout.md).
     #[inline(always)]
     pub fn groups(src: &[u8], index: &[u32], out: &mut [u8]) {
         gather::<2>(src, index, out)
@@ -195,7 +199,7 @@ macro_rules! stamp {
             }
             $(#[target_feature(enable = $features)])?
             pub(super) unsafe fn groups(src: &[u8], index: &[u32], out: &mut [u8]) {
-                $horizontal::groups(src, index, out)
+                body::groups(src, index, out)
             }
             $(#[target_feature(enable = $features)])?
             pub(super) unsafe fn sum_rows(row: &[u8], acc: &mut [u32]) {
@@ -233,36 +237,6 @@ mod x86 {
     use std::arch::x86_64::*;
 
     use super::{body, Linear};
-
-    /// As `body::groups`, 8 groups a step: one `vpgatherdd` reads 4 bytes at
-    /// each group (its 2 and the next 2: hence the guard), a byte shuffle
-    /// keeps each dword's first 2 bytes and a permute puts the lanes' 8
-    /// side by side. (A strong shrink's gathers still touch every cache line
-    /// of the rows they read: 4K NV12 -> 224x224 waits on those loads,
-    /// here as in the scalar loop before; prefetching the next row did not help.)
-    #[inline(always)]
-    pub(super) fn groups(src: &[u8], index: &[u32], out: &mut [u8]) {
-        let n = index.len().min(out.len() / 2);
-        let readable = |i: &u32| 2 * *i as usize + 4 <= src.len();
-        let mut k = 0;
-        while k + 8 <= n && index[k..k + 8].iter().all(readable) {
-            // SAFETY: the wrappers enable AVX2; the 4 bytes read at 2i for each
-            // of the 8 indices lie in `src` (checked just above), and the 16
-            // bytes written at 2k in `out` (k + 8 <= n).
-            unsafe {
-                let idx = _mm256_loadu_si256(index.as_ptr().add(k).cast());
-                let dwords = _mm256_i32gather_epi32::<2>(src.as_ptr().cast(), idx);
-                let keep = _mm256_setr_epi8(
-                    0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, //
-                    0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
-                );
-                let packed = _mm256_permute4x64_epi64::<0b00_00_10_00>(_mm256_shuffle_epi8(dwords, keep));
-                _mm_storeu_si128(out.as_mut_ptr().add(2 * k).cast(), _mm256_castsi256_si128(packed));
-            }
-            k += 8;
-        }
-        body::groups(src, &index[k..], &mut out[2 * k..]);
-    }
 
     /// As `body::horizontal_linear`: for each destination pixel, the pair of
     /// source pixels from one 8-byte load, their values interleaved as 16-bit
@@ -402,9 +376,8 @@ pub(crate) fn row_kernels(level: SimdLevel, channels: usize) -> (RowKernels, &'s
 mod tests {
     use super::*;
 
-    /// Every level gathers the groups the table names, up to the row's last
-    /// group (where the AVX2 step, which reads 4 bytes a group, gives way to
-    /// the plain loop), as the portable loop does.
+    /// Every level gathers the groups the table names, up to the row's
+    /// last group.
     #[test]
     fn every_level_gathers_the_groups_named() {
         let row: Vec<u8> = (0..200u32).map(|i| (i * 37 + 11) as u8).collect();
