@@ -183,6 +183,12 @@ impl Plan {
             plan.nv12 = Some(Nv12Plan {
                 decode,
                 pair: kernels::nv12_pair_decoder(level, bytes),
+                packed: match src {
+                    Format::Yuyv | Format::Uyvy => {
+                        kernels::yuv422_decoder(level, bytes, src == Format::Yuyv).map(|k| k.0)
+                    }
+                    _ => None,
+                },
                 direct,
                 out: YuvOut {
                     pos: if direct {
@@ -298,6 +304,11 @@ fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
 /// rearrangement before it: e.g. "avx2/yuv422-split + avx2/nv12".
 fn yuv_decoder(src: Format, level: SimdLevel, bytes: usize) -> (super::plan::Nv12Row, String) {
     let (decode, name) = kernels::nv12_decoder(level, bytes);
+    if let Some((_, packed)) = kernels::yuv422_decoder(level, bytes, src == Format::Yuyv)
+        .filter(|_| matches!(src, Format::Yuyv | Format::Uyvy))
+    {
+        return (decode, packed.to_string());
+    }
     let before = match src {
         Format::Yuyv | Format::Uyvy => Some(kernels::yuv::splitter(level).1),
         Format::I420 => Some(kernels::yuv::interleaver(level).1),

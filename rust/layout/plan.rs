@@ -19,6 +19,8 @@ pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], &YuvOut);
 /// Two Y rows that share one U,V row (NV12's, I420's) to two rows of pixels:
 /// the chroma terms computed once for both.
 pub(crate) type Nv12Pair = unsafe fn([&[u8]; 2], &[u8], [&mut [u8]; 2], &YuvOut);
+/// A packed 4:2:2 row (YUYV or UYVY) decoded straight to pixels (see [`YuvOut`]).
+pub(crate) type Yuv422Row = unsafe fn(&[u8], &mut [u8], &YuvOut);
 /// A packed 4:2:2 row split into its even and its odd bytes (Y and U,V).
 pub(crate) type SplitRow = unsafe fn(&[u8], &mut [u8], &mut [u8]);
 /// A U row and a V row interleaved into one U,V row.
@@ -81,6 +83,9 @@ pub(crate) struct Nv12Plan {
     pub decode: Nv12Row,
     /// The same decoder, two rows at a time (for 4:2:0 sources).
     pub pair: Nv12Pair,
+    /// YUYV/UYVY decoded from the packed row itself, where the level has
+    /// such a decoder (else the row is split first: `Rearrange::Split`).
+    pub packed: Option<Yuv422Row>,
     /// Decode straight into u8 destination rows (no normalisation), else into
     /// an RGBx row of scratch that the encoder then reads.
     pub direct: bool,
@@ -263,6 +268,12 @@ impl Plan {
                     decoder.rows(self, y, r, uv.row(r / 2), dst);
                 }
             }
+            SourcePixels::Yuv422 { rows, .. } if self.nv12.is_some_and(|n| n.packed.is_some()) => {
+                let mut decoder = Decoder::new(self, rows.row_bytes() / 2);
+                for r in 0..rows.count() {
+                    decoder.packed_row(self, rows.row(r), dst, r);
+                }
+            }
             SourcePixels::Yuv422 { rows, y_even } => {
                 let Some(Rearrange::Split(split)) = self.rearrange else { unreachable!("a 4:2:2 plan") };
                 let width = rows.row_bytes() / 2;
@@ -350,6 +361,18 @@ impl Decoder {
         if !nv12.direct {
             plan.encode_row(&self.scratch, dst, r);
             plan.encode_row(&self.second, dst, r + 1);
+        }
+    }
+
+    /// A YUYV/UYVY row decoded as it is (`Nv12Plan::packed`).
+    fn packed_row(&mut self, plan: &Plan, row: &[u8], dst: &mut [RowsMut<'_>], r: usize) {
+        let nv12 = self.nv12;
+        let decode = nv12.packed.expect("a packed 4:2:2 decoder");
+        let out: &mut [u8] = if nv12.direct { dst[0].row_mut(r) } else { &mut self.scratch };
+        // SAFETY: the decoder was picked for this CPU's level.
+        unsafe { decode(row, out, &nv12.out) };
+        if !nv12.direct {
+            plan.encode_row(&self.scratch, dst, r);
         }
     }
 

@@ -20,7 +20,7 @@ use super::super::float::{f16_to_f32, f32_to_f16};
 use super::super::format::Element;
 use super::super::plan::{Plan, YuvOut};
 use super::vector::{self, bf16_high, stamp, Job, Simd};
-use super::{Encoder, Kernel, Nv12Pair, Nv12Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
+use super::{Encoder, Kernel, Nv12Pair, Nv12Row, Yuv422Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
 
 // `shr_yuv` shifts by a literal (the intrinsics' shift types differ).
 const _: () = assert!(SHIFT == 20);
@@ -73,6 +73,15 @@ pub(super) fn nv12_decoder(bytes: usize) -> (Nv12Row, &'static str) {
     }
 }
 
+pub(super) fn yuv422_decoder(bytes: usize, y_first: bool) -> (Yuv422Row, &'static str) {
+    match (bytes, y_first) {
+        (3, true) => (stamped::yuv422_row::<3, true>, "neon/yuyv-rgb"),
+        (3, false) => (stamped::yuv422_row::<3, false>, "neon/uyvy-rgb"),
+        (_, true) => (stamped::yuv422_row::<4, true>, "neon/yuyv"),
+        (_, false) => (stamped::yuv422_row::<4, false>, "neon/uyvy"),
+    }
+}
+
 pub(super) fn nv12_pair_decoder(bytes: usize) -> Nv12Pair {
     match bytes {
         3 => stamped::nv12_pair::<3>,
@@ -111,6 +120,8 @@ pub(super) struct NeonTables {
     /// R and B swapped (RGB <-> BGR); the plans' other order is the identity,
     /// and GRAY's map ([0, 0, 0]) reads the same either way.
     swap: bool,
+    /// Packed 4:2:2 rows: YUYV (else UYVY).
+    y_first: bool,
     pad_u8: uint8x16_t,
     pad_u16: uint16x8_t,
 }
@@ -165,13 +176,14 @@ impl Simd for Neon {
 
     #[inline(always)]
     unsafe fn tables<const C: usize>(job: Job<'_>) -> NeonTables {
-        let (swap, pad) = match job {
+        let (swap, pad, y_first) = match job {
             Job::Bytes(plan) | Job::Planar(plan) | Job::Packed16(plan) | Job::Quads(plan) => {
-                (plan.map == [2, 1, 0], plan.pad)
+                (plan.map == [2, 1, 0], plan.pad, false)
             }
-            Job::Nv12 { pad, swapped } => (swapped, pad as u32),
+            Job::Nv12 { pad, swapped } => (swapped, pad as u32, false),
+            Job::Yuv422 { pad, swapped, y_first } => (swapped, pad as u32, y_first),
         };
-        NeonTables { swap, pad_u8: vdupq_n_u8(pad as u8), pad_u16: vdupq_n_u16(pad as u16) }
+        NeonTables { swap, y_first, pad_u8: vdupq_n_u8(pad as u8), pad_u16: vdupq_n_u16(pad as u16) }
     }
 
     #[inline(always)]
@@ -280,6 +292,21 @@ impl Simd for Neon {
     unsafe fn luma_pairs(y: *const u8, offset: u8) -> [Self::I; 2] {
         let l = vld2q_u8(y);
         [widen(vqsubq_u8(l.0, vdupq_n_u8(offset))), widen(vqsubq_u8(l.1, vdupq_n_u8(offset)))]
+    }
+    /// `vld4q` splits 16 pairs into Y0, U, Y1, V (YUYV) or U, Y0, V, Y1 (UYVY).
+    #[inline(always)]
+    unsafe fn luma_products_422<const Y_FIRST: bool>(row: *const u8, offset: u8, factor: Self::I) -> [Self::I; 2] {
+        let q = vld4q_u8(row);
+        let (y0, y1) = if Y_FIRST { (q.0, q.2) } else { (q.1, q.3) };
+        let product = |y: uint8x16_t| Self::mul_i(widen(vqsubq_u8(y, vdupq_n_u8(offset))), factor);
+        [product(y0), product(y1)]
+    }
+    #[inline(always)]
+    unsafe fn chroma_422(t: &NeonTables, row: *const u8) -> [Self::I; 2] {
+        let q = vld4q_u8(row);
+        let (u, v) = if t.y_first { (q.1, q.3) } else { (q.0, q.2) };
+        let minus_128 = |x: uint8x16_t| each(widen(x), |w| vsubq_s32(w, vdupq_n_s32(128)));
+        [minus_128(u), minus_128(v)]
     }
     #[inline(always)]
     unsafe fn chroma(_: &NeonTables, uv: *const u8) -> [Self::I; 2] {

@@ -41,6 +41,8 @@ pub(super) enum Job<'a> {
     /// NV12: R, G, B (`swapped`: B, G, R) and the pad. With
     /// `Simd::RGB_ORDER`, `swapped` has `chroma` read each pair as V, U instead.
     Nv12 { pad: u8, swapped: bool },
+    /// The same for packed 4:2:2 rows (`chroma_422`): YUYV with `y_first`, else UYVY.
+    Yuv422 { pad: u8, swapped: bool, y_first: bool },
 }
 
 /// One instruction set's vectors of `LANES` 32-bit lanes, and the operations
@@ -122,6 +124,10 @@ pub(super) trait Simd: Copy {
     unsafe fn store_rgbx_sums(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
     /// As `store_rgbx_sums`, as `2 * LANES` 3-byte pixels (no pad).
     unsafe fn store_rgb_sums(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
+    /// `luma_products` and `chroma` of `2 * LANES` pixels of a packed 4:2:2
+    /// row (`4 * LANES` bytes): YUYV (`Y_FIRST`) or UYVY (`Job::Yuv422`).
+    unsafe fn luma_products_422<const Y_FIRST: bool>(row: *const u8, offset: u8, factor: Self::I) -> [Self::I; 2];
+    unsafe fn chroma_422(t: &Self::Tables, row: *const u8) -> [Self::I; 2];
     /// Whether the stores write R, G, B in that order only: B, G, R is then
     /// had as NV21 is, with the chroma bytes' roles exchanged
     /// (`YuvOut::swap_chroma`, `Job::Nv12`'s `swapped`).
@@ -345,6 +351,47 @@ pub(super) unsafe fn nv12_rows<S: Simd, const BYTES: usize, const ROWS: usize>(
     }
 }
 
+/// A packed 4:2:2 row, YUYV (`Y_FIRST`) or UYVY, decoded as `nv12_rows`
+/// decodes its split bytes, reading luma and chroma from the row itself (no
+/// split pass).
+#[inline(always)]
+pub(super) unsafe fn yuv422_row<S: Simd, const BYTES: usize, const Y_FIRST: bool>(
+    row: &[u8],
+    dst: &mut [u8],
+    out: &YuvOut,
+) {
+    let n = (row.len() / 2).min(dst.len() / BYTES);
+    let step = 2 * S::LANES;
+    let mut i = 0;
+    if S::nv12_positions(out.pos) && out.bytes == BYTES {
+        let swapped = out.pos == [2, 1, 0];
+        let vector_out = if S::RGB_ORDER && swapped { out.swap_chroma() } else { *out };
+        let t = S::tables::<4>(Job::Yuv422 { pad: out.pad, swapped, y_first: Y_FIRST });
+        let k = vector_out.k;
+        let (factor, half) = (S::splat_i(S::luma_factor(k.cy)), S::splat_i(HALF - S::luma_bias(k.cy)));
+        let [cvr, cvg, cug, cub] = [S::splat_i(k.cvr), S::splat_i(k.cvg), S::splat_i(k.cug), S::splat_i(k.cub)];
+        while i + step <= n {
+            let at = row.as_ptr().add(2 * i);
+            let [u, v] = S::chroma_422(&t, at);
+            let terms = [
+                S::add_i(S::mul_i(cvr, v), half),
+                S::add_i(S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), half),
+                S::add_i(S::mul_i(cub, u), half),
+            ];
+            let sums = |l: S::I| [S::add_i(l, terms[0]), S::add_i(l, terms[1]), S::add_i(l, terms[2])];
+            let [even, odd] = S::luma_products_422::<Y_FIRST>(at, k.y_offset, factor);
+            let to = dst.as_mut_ptr().add(BYTES * i);
+            if BYTES == 3 {
+                S::store_rgb_sums(&t, to, sums(even), sums(odd));
+            } else {
+                S::store_rgbx_sums(&t, to, sums(even), sums(odd));
+            }
+            i += step;
+        }
+    }
+    scalar::yuv422_row::<Y_FIRST>(&row[(2 * i).min(row.len())..], &mut dst[BYTES * i..], out);
+}
+
 /// Instantiates the kernels of this module for one instruction set, as
 /// functions compiled with its target features: `stamp!(Type, "features")`,
 /// and `stamp!(quads: Type, "features")` for `packed_16_quads` where `Type:
@@ -394,6 +441,16 @@ macro_rules! stamp {
             out: &YuvOut,
         ) {
             vector::nv12_rows::<$isa, BYTES, 2>(y, uv, dst, out)
+        }
+
+        #[allow(dead_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn yuv422_row<const BYTES: usize, const Y_FIRST: bool>(
+            row: &[u8],
+            dst: &mut [u8],
+            out: &YuvOut,
+        ) {
+            vector::yuv422_row::<$isa, BYTES, Y_FIRST>(row, dst, out)
         }
     };
     (quads: $isa:ty, $features:literal) => {

@@ -19,7 +19,7 @@ use super::super::format::Element;
 use super::super::plan::{Permutes, Plan, YuvOut};
 use super::super::simd::SimdLevel;
 use super::vector::{self, bf16_high, stamp, Job, Quads, Simd};
-use super::{Encoder, Kernel, Nv12Pair, Nv12Row, BF16, BF16_FAST, BF16_NATIVE, DIV, F16, FMA, REFINED};
+use super::{Encoder, Kernel, Nv12Pair, Nv12Row, Yuv422Row, BF16, BF16_FAST, BF16_NATIVE, DIV, F16, FMA, REFINED};
 
 // `pixels_of_sums` takes `sum >> SHIFT` as the high word shifted by 4.
 const _: () = assert!(SHIFT == 20);
@@ -118,6 +118,35 @@ pub(super) fn nv12_decoder(level: SimdLevel, bytes: usize) -> (Nv12Row, &'static
         (_, 3) => (avx2::nv12_row::<3>, "avx2/nv12-rgb"),
         _ => (avx2::nv12_row::<4>, "avx2/nv12"),
     }
+}
+
+pub(super) fn yuv422_decoder(level: SimdLevel, bytes: usize, y_first: bool) -> (Yuv422Row, &'static str) {
+    let avx512 = matches!(level, SimdLevel::Avx512 | SimdLevel::Avx512Vbmi);
+    match (avx512, bytes, y_first) {
+        (true, 3, true) => (avx512::yuv422_row::<3, true>, "avx512/yuyv-rgb"),
+        (true, 3, false) => (avx512::yuv422_row::<3, false>, "avx512/uyvy-rgb"),
+        (true, _, true) => (avx512::yuv422_row::<4, true>, "avx512/yuyv"),
+        (true, _, false) => (avx512::yuv422_row::<4, false>, "avx512/uyvy"),
+        (false, 3, true) => (avx2::yuv422_row::<3, true>, "avx2/yuyv-rgb"),
+        (false, 3, false) => (avx2::yuv422_row::<3, false>, "avx2/uyvy-rgb"),
+        (false, _, true) => (avx2::yuv422_row::<4, true>, "avx2/yuyv"),
+        (false, _, false) => (avx2::yuv422_row::<4, false>, "avx2/uyvy"),
+    }
+}
+
+/// In each 16-byte lane (4 pixel pairs of a packed 4:2:2 row), the mask
+/// that puts pair k's first (`second`: its second) chroma byte in dword k,
+/// zero-extended; with `swapped` the other way round.
+fn chroma_422_mask(y_first: bool, swapped: bool, second: bool) -> [u8; 16] {
+    let at = usize::from(y_first) + 2 * usize::from(second != swapped);
+    std::array::from_fn(|i| if i % 4 == 0 { (4 * (i / 4) + at) as u8 } else { 0x80 })
+}
+
+/// In each 16-byte lane, pair k's even (`odd`) pixel's luma as the bytes
+/// [0, Y, Y, 0] of dword k (see `luma_products`).
+fn luma_422_mask(y_first: bool, odd: bool) -> [u8; 16] {
+    let at = usize::from(!y_first) + 2 * usize::from(odd);
+    std::array::from_fn(|i| if i % 4 == 1 || i % 4 == 2 { (4 * (i / 4) + at) as u8 } else { 0x80 })
 }
 
 pub(super) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
@@ -255,6 +284,11 @@ impl Simd for Avx2 {
                 t.masks = [load(m0), load(m1), load(m2)];
                 t.pad = _mm256_set1_epi32((plan.pad << 16) as i32);
             }
+            Job::Yuv422 { pad, swapped, y_first } => {
+                t.masks[0] = both_lanes(chroma_422_mask(y_first, swapped, false));
+                t.masks[1] = both_lanes(chroma_422_mask(y_first, swapped, true));
+                t.pad = _mm256_set1_epi16(i16::from(pad));
+            }
             Job::Nv12 { swapped, pad } => {
                 t.masks[0] = both_lanes(chroma_split(swapped));
                 t.pad = _mm256_set1_epi16(i16::from(pad));
@@ -387,6 +421,25 @@ impl Simd for Avx2 {
         let c = _mm_shuffle_epi8(_mm_loadu_si128(uv.cast()), _mm256_castsi256_si128(t.masks[0]));
         let minus_128 = |h: __m128i| _mm256_sub_epi32(_mm256_cvtepu8_epi32(h), _mm256_set1_epi32(128));
         [minus_128(c), minus_128(_mm_srli_si128::<8>(c))]
+    }
+    /// 32 bytes are 8 pixel pairs, pairs 0-3 in lane 0 and 4-7 in lane 1,
+    /// as `chroma` has them: byte shuffles alone make `luma_products`' words.
+    #[inline(always)]
+    unsafe fn luma_products_422<const Y_FIRST: bool>(row: *const u8, offset: u8, factor: __m256i) -> [__m256i; 2] {
+        let q = _mm256_loadu_si256(row.cast());
+        let offset = _mm256_set1_epi32(i32::from(offset) * 0x0001_0100);
+        let signed = _mm256_set1_epi32(0x8000);
+        let product = |mask: [u8; 16]| {
+            let words = _mm256_subs_epu8(_mm256_shuffle_epi8(q, both_lanes(mask)), offset);
+            _mm256_madd_epi16(_mm256_xor_si256(words, signed), factor)
+        };
+        [product(luma_422_mask(Y_FIRST, false)), product(luma_422_mask(Y_FIRST, true))]
+    }
+    #[inline(always)]
+    unsafe fn chroma_422(t: &Avx2Tables, row: *const u8) -> [__m256i; 2] {
+        let q = _mm256_loadu_si256(row.cast());
+        let minus_128 = |mask: __m256i| _mm256_sub_epi32(_mm256_shuffle_epi8(q, mask), _mm256_set1_epi32(128));
+        [minus_128(t.masks[0]), minus_128(t.masks[1])]
     }
     /// R, G, B (`RGB_ORDER`) and the pad of 16 pixels in pixel order, as
     /// `[pixels 0-3 | 8-11]` and `[pixels 4-7 | 12-15]`.
@@ -594,6 +647,11 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
                     t.shuffle = all_lanes(plan.permutes.lane_pixels);
                 }
             }
+            Job::Yuv422 { pad, swapped, y_first } => {
+                t.index[0] = all_lanes(chroma_422_mask(y_first, swapped, false));
+                t.index[1] = all_lanes(chroma_422_mask(y_first, swapped, true));
+                t.pad = _mm512_set1_epi16(i16::from(pad));
+            }
             Job::Nv12 { swapped, pad } => {
                 t.shuffle = all_lanes(chroma_split(swapped));
                 t.pad = _mm512_set1_epi16(i16::from(pad));
@@ -726,6 +784,24 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         let c = _mm256_permute4x64_epi64::<0b11_01_10_00>(c);
         let minus_128 = |h: __m128i| _mm512_sub_epi32(_mm512_cvtepu8_epi32(h), _mm512_set1_epi32(128));
         [minus_128(_mm256_castsi256_si128(c)), minus_128(_mm256_extracti128_si256::<1>(c))]
+    }
+    /// As AVX2's: 64 bytes are 16 pixel pairs, 4 to a lane.
+    #[inline(always)]
+    unsafe fn luma_products_422<const Y_FIRST: bool>(row: *const u8, offset: u8, factor: __m512i) -> [__m512i; 2] {
+        let q = _mm512_loadu_si512(row.cast());
+        let offset = _mm512_set1_epi32(i32::from(offset) * 0x0001_0100);
+        let signed = _mm512_set1_epi32(0x8000);
+        let product = |mask: [u8; 16]| {
+            let words = _mm512_subs_epu8(_mm512_shuffle_epi8(q, all_lanes(mask)), offset);
+            _mm512_madd_epi16(_mm512_xor_si512(words, signed), factor)
+        };
+        [product(luma_422_mask(Y_FIRST, false)), product(luma_422_mask(Y_FIRST, true))]
+    }
+    #[inline(always)]
+    unsafe fn chroma_422(t: &Avx512Tables, row: *const u8) -> [__m512i; 2] {
+        let q = _mm512_loadu_si512(row.cast());
+        let minus_128 = |mask: __m512i| _mm512_sub_epi32(_mm512_shuffle_epi8(q, mask), _mm512_set1_epi32(128));
+        [minus_128(t.index[0]), minus_128(t.index[1])]
     }
     const RGB_ORDER: bool = true;
     fn nv12_positions(pos: [usize; 3]) -> bool {

@@ -204,6 +204,45 @@ mod tests {
         }
     }
 
+    /// Resized camera frames equal resized NV12 frames with the same samples
+    /// at every level: a mild shrink (whole rows decoded) and a strong one
+    /// (only the pixel groups the taps read: 4-byte groups of the packed rows).
+    #[test]
+    fn resized_camera_formats_decode_like_nv12() {
+        use crate::layout::{convert, Destination, Format, Options, Source};
+        let (w, h) = (96usize, 8usize);
+        let bytes =
+            |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| ((i * 97 + seed * 31) ^ (i >> 2)) as u8).collect() };
+        let (y, uv) = (bytes(w * h, 3), bytes(w * h / 2, 4));
+        let mut nv12 = y.clone();
+        nv12.extend_from_slice(&uv);
+        let (mut yuyv, mut uyvy) = (Vec::new(), Vec::new());
+        for r in 0..h {
+            for x in 0..w {
+                let (yy, c) = (y[r * w + x], uv[(r / 2) * w + x]);
+                yuyv.extend_from_slice(&[yy, c]);
+                uyvy.extend_from_slice(&[c, yy]);
+            }
+        }
+        for level in SimdLevel::available() {
+            for (dst, (dw, dh)) in
+                [(Format::Rgbx, (64, 6)), (Format::Bgr, (64, 6)), (Format::Rgbx, (12, 4)), (Format::Bgr, (10, 3))]
+            {
+                let options = Options { simd: Some(level), threads: Some(1), ..Options::default() };
+                let run = |src: Format, data: &[u8]| {
+                    let mut out = vec![0u8; dw * dh * dst.channels()];
+                    let source = Source::new(src, data, w, h, None).unwrap();
+                    convert(&source, Destination::new(dst, &mut out, dw, dh, None).unwrap(), &options).unwrap();
+                    out
+                };
+                let reference = run(Format::Nv12, &nv12);
+                for (src, data) in [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy)] {
+                    assert!(run(src, data) == reference, "{src} -> {dst} {dw}x{dh} at {level:?}");
+                }
+            }
+        }
+    }
+
     /// Every level's two-row decoder gives the per-pixel reference's bytes
     /// for every one of the 2^24 (Y, U, V) inputs, in every colour standard,
     /// into RGBx and BGR (the two store paths, and the B, G, R order): the

@@ -219,6 +219,9 @@ struct RowReader<'a> {
     /// Decode only these 2-pixel groups (see `compact_columns`), gathered first.
     groups: Option<&'a [u32]>,
     gather_groups: unsafe fn(&[u8], &[u32], &mut [u8]),
+    /// The 4-byte groups of packed 4:2:2 rows (the x pass's `gather` of 4-byte pixels).
+    gather_quads: unsafe fn(&[u8], &[u32], &mut [u8]),
+    /// Gathered groups: Y and U,V bytes (4 bytes a group of packed 4:2:2 in the first).
     gathered: [Vec<u8>; 2],
     /// YUYV/UYVY and I420: the region's Y and U,V bytes rearranged as NV12's.
     rearrange: Option<Rearrange>,
@@ -246,8 +249,23 @@ impl<'a> RowReader<'a> {
             // YUV sources: NV12's Y and U,V rows (the camera formats' rearranged
             // first), decoded into R, G, B, pad.
             pixels => {
+                let decode = self.decode.expect("a row decoder for a YUV source");
+                if let (SourcePixels::Yuv422 { rows, .. }, Some(packed)) = (pixels, decode.packed) {
+                    // Packed 4:2:2 rows decoded as they are (no split); a group is 4 bytes there.
+                    if self.cached != Some(r) {
+                        let mut row = &rows.row(y + r)[2 * x..2 * (x + width)];
+                        if let Some(groups) = self.groups {
+                            // SAFETY: the kernels were picked for a level this CPU supports.
+                            unsafe { (self.gather_quads)(row, groups, &mut self.gathered[0]) };
+                            row = &self.gathered[0];
+                        }
+                        // SAFETY: as above.
+                        unsafe { packed(row, &mut self.scratch, &decode.out) };
+                        self.cached = Some(r);
+                    }
+                    return &self.scratch;
+                }
                 if self.cached != Some(r) {
-                    let decode = self.decode.expect("a row decoder for a YUV source");
                     let row = y + r;
                     let [split_y, split_uv] = &mut self.split;
                     let (mut luma, mut chroma): (&[u8], &[u8]) = match (pixels, self.rearrange) {
@@ -305,7 +323,8 @@ impl Job<'_> {
             decode: self.decode,
             groups: self.groups,
             gather_groups: self.kernels.groups,
-            gathered: [vec![0; gathered], vec![0; gathered]],
+            gather_quads: self.kernels.gather,
+            gathered: [vec![0; 2 * gathered], vec![0; gathered]],
             rearrange: self.plan.rearrange,
             split: match self.plan.rearrange {
                 Some(_) => [vec![0; region.width], vec![0; region.width]],
