@@ -249,14 +249,16 @@ mod tests {
     /// proof that the SIMD arithmetic (a split `cy`, sums packed by their
     /// high words) is the reference's. One row per U holds every (V, Y) pair:
     /// pixel `256 V + Y`, chroma pair `128 V + Y / 2`; the second row of the
-    /// pair takes Y reversed (255 - Y), so each row sees every value.
+    /// pair takes Y reversed (255 - Y), so each row sees every value. The
+    /// first row is also decoded as YUYV and UYVY (the packed decoders'
+    /// loads), which must give the same bytes.
     /// Ignored by default (3 minutes unoptimised; seconds with
     /// `cargo test --release --lib every_input -- --ignored`).
     #[test]
     #[ignore = "exhaustive: run with --release -- --ignored"]
     fn every_level_decodes_every_input_exactly() {
         use crate::layout::colour::yuv_to_rgb;
-        use crate::layout::kernels::nv12_pair_decoder;
+        use crate::layout::kernels::{nv12_pair_decoder, yuv422_decoder};
         use crate::layout::plan::YuvOut;
         use crate::layout::{Colour, Matrix, Range};
         const N: usize = 1 << 16;
@@ -276,6 +278,19 @@ mod tests {
                         let uv: Vec<u8> = (0..N / 2).flat_map(|j| [u, (j / 128) as u8]).collect();
                         // SAFETY: the level is available on this CPU.
                         unsafe { pair([&y0, &y1], &uv, [&mut d0, &mut d1], &out) };
+                        // The first row as YUYV and UYVY, decoded from the packed row.
+                        for y_first in [true, false] {
+                            let Some((packed, _)) = yuv422_decoder(level, bytes, y_first) else { continue };
+                            let row: Vec<u8> =
+                                y0.iter().zip(&uv).flat_map(|(&y, &c)| if y_first { [y, c] } else { [c, y] }).collect();
+                            let mut d = vec![0u8; N * bytes];
+                            // SAFETY: as above.
+                            unsafe { packed(&row, &mut d, &out) };
+                            assert!(
+                                d == d0,
+                                "{colour} {level:?} {bytes}-byte pixels, packed 4:2:2 (Y first: {y_first}), U {u}"
+                            );
+                        }
                         for (y, d) in [(&y0, &d0), (&y1, &d1)] {
                             for (p, px) in d.chunks_exact(bytes).enumerate() {
                                 let rgb = yuv_to_rgb(&k, y[p], u, (p / 256) as u8);
