@@ -144,6 +144,7 @@ def convert(
     range: str | None = None,
     v: np.ndarray | None = None,
     v_pitch: int | None = None,
+    quant: tuple[float, int] | None = None,
 ) -> _TransformTuple: ...
 
 _Rect = tuple[int, int, int, int]
@@ -166,6 +167,7 @@ def describe_resize(
     fill: tuple[float, float, float] | None = None,
     matrix: str | None = None,
     range: str | None = None,
+    quant: tuple[float, int] | None = None,
 ) -> tuple[str, _TransformTuple]: ...
 def describe_conversion(
     src_format: str,
@@ -177,6 +179,7 @@ def describe_conversion(
     simd: str | None = None,
     matrix: str | None = None,
     range: str | None = None,
+    quant: tuple[float, int] | None = None,
 ) -> str: ...
 def simd_levels() -> tuple[list[str], str]: ...
 def format_names() -> tuple[list[str], list[str]]: ...

@@ -14,7 +14,8 @@ use super::frame::{Rows, RowsMut, SourcePixels};
 pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);
 /// A source row of pixels to one row of each of three planes.
 pub(crate) type PlanarRow = unsafe fn(&Plan, &[u8], &mut [u8], &mut [u8], &mut [u8]);
-/// A Y row and its UV row to 3- or 4-byte pixels (see [`YuvOut`]).
+/// A Y row and its UV row to 3- or 4-byte pixels (see [`YuvOut`]); for
+/// 10-bit sources, rows of little-endian u16 samples.
 pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], &YuvOut);
 /// Two Y rows that share one U,V row (NV12's, I420's) to two rows of pixels:
 /// the chroma terms computed once for both.
@@ -65,8 +66,10 @@ pub(crate) struct Plan {
     /// `-mean / scale`, for kernels that compute `x * inv_scale + bias`.
     pub bias: [f32; 4],
     pub luts: Luts,
-    /// Bits of the pad value in the destination element (u8, f16/bf16 or f32).
+    /// Bits of the pad value in the destination element (u8, i8, f16/bf16 or f32).
     pub pad: u32,
+    /// The scale and zero point of an int8 destination.
+    pub quant: Option<(f32, i32)>,
     /// Byte shuffles and permutations for the x86 kernels (see `Permutes`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub permutes: Permutes,
@@ -134,7 +137,7 @@ impl YuvOut {
 pub(crate) enum Rearrange {
     /// Packed 4:2:2: the even and odd bytes of a row.
     Split(SplitRow),
-    /// I420: the U and V rows interleaved.
+    /// I420: the U and V rows interleaved (I010: their u16 samples).
     Interleave(InterleaveRow),
 }
 
@@ -232,8 +235,10 @@ impl Permutes {
 }
 
 /// The reference arithmetic, in f32 as numpy does it: `(x - mean) / scale`,
-/// then rounded to the destination type (u8: half to even, saturated).
-pub(crate) fn build_luts(element: Element, mean: [f32; 3], scale: [f32; 3]) -> Luts {
+/// then rounded to the destination type (u8: half to even, saturated; i8:
+/// divided by the quantisation scale, rounded half to even, the zero point
+/// added, saturated).
+pub(crate) fn build_luts(element: Element, mean: [f32; 3], scale: [f32; 3], quant: Option<(f32, i32)>) -> Luts {
     let value = |k: usize, x: usize| (x as f32 - mean[k]) / scale[k];
     fn table<T: Copy + Default>(f: impl Fn(usize, usize) -> T) -> Box<[[T; 256]; 3]> {
         let mut t = Box::new([[T::default(); 256]; 3]);
@@ -246,6 +251,13 @@ pub(crate) fn build_luts(element: Element, mean: [f32; 3], scale: [f32; 3]) -> L
     }
     match element {
         Element::U8 => Luts::U8(table(|k, x| value(k, x).round_ties_even().clamp(0.0, 255.0) as u8)),
+        Element::I8 => {
+            let (q, zero_point) = quant.expect("an int8 destination has a quantisation (checked by the plan)");
+            Luts::U8(table(|k, x| {
+                let level = (value(k, x) / q).round_ties_even() + zero_point as f32;
+                level.clamp(-128.0, 127.0) as i8 as u8
+            }))
+        }
         Element::Bf16 => Luts::U16(table(|k, x| f32_to_bf16(value(k, x)))),
         Element::F16 => Luts::U16(table(|k, x| f32_to_f16(value(k, x)))),
         Element::F32 => Luts::F32(table(value)),
@@ -294,6 +306,25 @@ impl Plan {
                     // SAFETY: the interleaver was picked for this CPU's level.
                     unsafe { interleave(u.row(r / 2), v.row(r / 2), &mut uv) };
                     decoder.rows(self, y, r, &uv, dst);
+                }
+            }
+            // 10-bit: rows of u16 samples, two bytes a sample.
+            SourcePixels::P010 { y, uv } => {
+                let mut decoder = Decoder::new(self, y.row_bytes() / 2);
+                for r in 0..y.count() {
+                    decoder.row(self, y.row(r), uv.row(r / 2), dst, r);
+                }
+            }
+            SourcePixels::I010 { y, u, v } => {
+                let Some(Rearrange::Interleave(interleave)) = self.rearrange else { unreachable!("an I010 plan") };
+                let mut uv = vec![0u8; y.row_bytes()];
+                let mut decoder = Decoder::new(self, y.row_bytes() / 2);
+                for r in 0..y.count() {
+                    if r % 2 == 0 {
+                        // SAFETY: the interleaver was picked for this CPU's level.
+                        unsafe { interleave(u.row(r / 2), v.row(r / 2), &mut uv) };
+                    }
+                    decoder.row(self, y.row(r), &uv, dst, r);
                 }
             }
         }

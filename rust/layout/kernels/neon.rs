@@ -19,7 +19,7 @@ use super::super::colour::SHIFT;
 use super::super::float::{f16_to_f32, f32_to_f16};
 use super::super::format::Element;
 use super::super::plan::{Plan, YuvOut};
-use super::vector::{self, bf16_high, stamp, Job, Simd};
+use super::vector::{self, bf16_high, stamp, Job, Quantise, Simd, Words};
 use super::{Encoder, Kernel, Nv12Pair, Nv12Row, Yuv422Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
 
 // `shr_yuv` shifts by a literal (the intrinsics' shift types differ).
@@ -28,6 +28,8 @@ const _: () = assert!(SHIFT == 20);
 mod stamped {
     use super::*;
     stamp!(super::Neon, "neon");
+    stamp!(words: super::Neon, "neon");
+    stamp!(int8: super::Neon, "neon");
 }
 
 pub(super) fn encoders(element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
@@ -86,6 +88,45 @@ pub(super) fn nv12_pair_decoder(bytes: usize) -> Nv12Pair {
     match bytes {
         3 => stamped::nv12_pair::<3>,
         _ => stamped::nv12_pair::<4>,
+    }
+}
+
+/// The int8 encoders: the fused multiply-add first, then the two exact divisions.
+pub(super) fn int8_encoders(channels: usize, dst_channels: usize) -> Vec<Kernel> {
+    let mut kernels = Vec::new();
+    for (arith, suffix) in [(FMA, "/fma"), (DIV, "/div")] {
+        let encoder: super::PackedRow = match (channels, dst_channels == 3, arith) {
+            (1, false, FMA) => stamped::packed_i8::<1, 4, FMA>,
+            (1, false, _) => stamped::packed_i8::<1, 4, DIV>,
+            (1, true, FMA) => stamped::packed_i8::<1, 3, FMA>,
+            (1, true, _) => stamped::packed_i8::<1, 3, DIV>,
+            (3, false, FMA) => stamped::packed_i8::<3, 4, FMA>,
+            (3, false, _) => stamped::packed_i8::<3, 4, DIV>,
+            (3, true, FMA) => stamped::packed_i8::<3, 3, FMA>,
+            (3, true, _) => stamped::packed_i8::<3, 3, DIV>,
+            (_, false, FMA) => stamped::packed_i8::<4, 4, FMA>,
+            (_, false, _) => stamped::packed_i8::<4, 4, DIV>,
+            (_, true, FMA) => stamped::packed_i8::<4, 3, FMA>,
+            (_, true, _) => stamped::packed_i8::<4, 3, DIV>,
+        };
+        let name = match (dst_channels, suffix) {
+            (3, "/fma") => "neon/i8-rgb/fma",
+            (3, _) => "neon/i8-rgb/div",
+            (_, "/fma") => "neon/i8/fma",
+            _ => "neon/i8/div",
+        };
+        kernels.push(Kernel { name, encoder: Encoder::Packed(encoder) });
+    }
+    kernels
+}
+
+/// The 10-bit decoder: P010, or I010 with `low`.
+pub(super) fn yuv10_decoder(bytes: usize, low: bool) -> (Nv12Row, &'static str) {
+    match (bytes, low) {
+        (3, false) => (stamped::yuv10_row::<3, false>, "neon/p010-rgb"),
+        (_, false) => (stamped::yuv10_row::<4, false>, "neon/p010"),
+        (3, true) => (stamped::yuv10_row::<3, true>, "neon/i010-rgb"),
+        (_, true) => (stamped::yuv10_row::<4, true>, "neon/i010"),
     }
 }
 
@@ -523,6 +564,45 @@ mod tests {
                 let want = half::f16::from_bits(h).to_f32_const();
                 assert_eq!(g.to_bits(), want.to_bits(), "f32 of f16 {h:#06x}");
             }
+        }
+    }
+}
+
+/// `vld2q_u16` splits 8 word pairs into the even and the odd words.
+impl Words for Neon {
+    #[inline(always)]
+    unsafe fn words10<const LOW: bool>(p: *const u8) -> [X4<int32x4_t>; 2] {
+        let (a, b) = (vld2q_u16(p.cast()), vld2q_u16(p.add(32).cast()));
+        let ten = |w: uint16x8_t| if LOW { vandq_u16(w, vdupq_n_u16(0x3FF)) } else { vshrq_n_u16::<6>(w) };
+        let widen = |lo: uint16x8_t, hi: uint16x8_t| {
+            let (lo, hi) = (ten(lo), ten(hi));
+            each(
+                [vmovl_u16(vget_low_u16(lo)), vmovl_high_u16(lo), vmovl_u16(vget_low_u16(hi)), vmovl_high_u16(hi)],
+                |w| vreinterpretq_s32_u32(w),
+            )
+        };
+        [widen(a.0, b.0), widen(a.1, b.1)]
+    }
+}
+
+impl Quantise for Neon {
+    #[inline(always)]
+    unsafe fn round_even(f: X4<float32x4_t>) -> X4<int32x4_t> {
+        // FCVTNS: to nearest, ties to even; clamped first so that a zero point cannot wrap.
+        each(f, |x| vcvtnq_s32_f32(vminq_f32(vmaxq_f32(x, vdupq_n_f32(-32768.0)), vdupq_n_f32(32767.0))))
+    }
+    /// Saturating narrows to i8, then `vst4q` / `vst3q`.
+    #[inline(always)]
+    unsafe fn store_i8<const BYTES: usize>(out: *mut u8, rgb: [X4<int32x4_t>; 3], pad: X4<int32x4_t>) {
+        let bytes = |x: X4<int32x4_t>| -> int8x16_t {
+            let s = each(x, |x| vqmovn_s32(x));
+            vcombine_s8(vqmovn_s16(vcombine_s16(s[0], s[1])), vqmovn_s16(vcombine_s16(s[2], s[3])))
+        };
+        let [r, g, b] = [bytes(rgb[0]), bytes(rgb[1]), bytes(rgb[2])];
+        if BYTES == 4 {
+            vst4q_s8(out.cast(), int8x16x4_t(r, g, b, bytes(pad)));
+        } else {
+            vst3q_s8(out.cast(), int8x16x3_t(r, g, b));
         }
     }
 }

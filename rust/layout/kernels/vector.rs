@@ -392,10 +392,122 @@ pub(super) unsafe fn yuv422_row<S: Simd, const BYTES: usize, const Y_FIRST: bool
     scalar::yuv422_row::<Y_FIRST>(&row[(2 * i).min(row.len())..], &mut dst[BYTES * i..], out);
 }
 
+/// Instruction sets that also write int8 pixels (RGBx_I8, RGB_I8).
+pub(super) trait Quantise: Simd {
+    /// Each lane rounded to the nearest integer, ties to even, after
+    /// clamping to the i16 range (so that adding a zero point cannot wrap).
+    unsafe fn round_even(f: Self::F) -> Self::I;
+    /// `LANES` pixels of R, G, B (pixel order, destination channel order),
+    /// each saturated to i8, and with `BYTES` 4 the pad (also saturated) in
+    /// the fourth byte: `BYTES * LANES` bytes at `out`.
+    unsafe fn store_i8<const BYTES: usize>(out: *mut u8, rgb: [Self::I; 3], pad: Self::I);
+}
+
+/// Int8 pixels (`BYTES` 3 or 4): `round((x - mean) / scale / q) + zero_point`,
+/// saturated. `ARITH` `FMA`: one fused multiply-add with the plan's combined
+/// constants (`1 / (scale * q)`, `-mean / (scale * q)`); else two true
+/// divisions, as the reference computes. A plan takes the FMA form only where
+/// it reproduces the tables.
+#[inline(always)]
+pub(super) unsafe fn packed_i8<S: Quantise, const C: usize, const BYTES: usize, const ARITH: u8>(
+    plan: &Plan,
+    src: &[u8],
+    dst: &mut [u8],
+) {
+    let n = dst.len() / BYTES;
+    let t = S::tables::<C>(Job::Planar(plan));
+    let (q, zero_point) = plan.quant.expect("an int8 plan has a quantisation");
+    let mut a = [S::splat(0.0); 3];
+    let mut b = [S::splat(0.0); 3];
+    for k in 0..3 {
+        if ARITH == FMA {
+            let inv = 1.0 / (f64::from(plan.scale[k]) * f64::from(q));
+            (a[k], b[k]) = (S::splat(inv as f32), S::splat((-f64::from(plan.mean[k]) * inv) as f32));
+        } else {
+            (a[k], b[k]) = (S::splat(plan.mean[k]), S::splat(plan.scale[k]));
+        }
+    }
+    let (q, zero_point, pad) = (S::splat(q), S::splat_i(zero_point), S::splat_i(i32::from(plan.pad as u8 as i8)));
+    let level = |x: S::I, k: usize| {
+        let f = S::to_f32(x);
+        let f = if ARITH == FMA { S::mul_add(f, a[k], b[k]) } else { S::div(S::div(S::sub(f, a[k]), b[k]), q) };
+        S::add_i(S::round_even(f), zero_point)
+    };
+    let mut i = 0;
+    while i + S::LANES <= n && i * C + S::src_bytes::<C>() <= src.len() {
+        let x = S::channels::<C, false>(&t, src.as_ptr().add(i * C));
+        S::store_i8::<BYTES>(dst.as_mut_ptr().add(i * BYTES), [level(x[0], 0), level(x[1], 1), level(x[2], 2)], pad);
+        i += S::LANES;
+    }
+    let (s, d) = (&src[(i * C).min(src.len())..], &mut dst[i * BYTES..]);
+    if BYTES == 3 {
+        scalar::packed3::<u8, C>(plan, s, d)
+    } else {
+        scalar::packed::<u8, C>(plan, s, d)
+    }
+}
+
+/// Instruction sets that also read 10-bit samples (P010, I010).
+pub(super) trait Words: Simd {
+    /// The `2 * LANES` little-endian u16 at `p` as their 10-bit values (the
+    /// top 10 bits, or with `LOW` the low 10): the even-indexed words, then
+    /// the odd ones, lane j of each from word pair j.
+    unsafe fn words10<const LOW: bool>(p: *const u8) -> [Self::I; 2];
+}
+
+/// `2 * LANES` pixels of 10-bit samples a step (P010, or I010 with `LOW`;
+/// the U,V row holds U, V pairs of u16) to `BYTES`-byte pixels, as
+/// `nv12_row` in `colour::coefficients10`'s arithmetic (`yuv10_to_rgb`):
+/// a Y, U or V word pair is one 32-bit lane, so `words10` splits it into
+/// the even and the odd samples (or U and V) with two shifts or masks.
+#[inline(always)]
+pub(super) unsafe fn yuv10_row<S: Words, const BYTES: usize, const LOW: bool>(
+    y: &[u8],
+    uv: &[u8],
+    dst: &mut [u8],
+    out: &YuvOut,
+) {
+    if !S::nv12_positions(out.pos) || out.bytes != BYTES {
+        return scalar::yuv10_row::<LOW>(y, uv, dst, out);
+    }
+    let n = (y.len() / 2).min(uv.len() / 2).min(dst.len() / BYTES);
+    // B, G, R order: as in `nv12_rows` (`Simd::RGB_ORDER`), U and V exchanged below.
+    let swapped = out.pos == [2, 1, 0];
+    let swap_uv = S::RGB_ORDER && swapped;
+    let vector_out = if swap_uv { out.swap_chroma() } else { *out };
+    let t = S::tables::<4>(Job::Nv12 { pad: out.pad, swapped: swapped && !S::RGB_ORDER });
+    let k = vector_out.k;
+    // (Y - offset) * cy + HALF as Y * cy + (HALF - offset * cy): no sum leaves i32 (colour.rs).
+    let (cy, bias) = (S::splat_i(k.cy), S::splat_i(HALF - i32::from(k.y_offset) * k.cy));
+    let centre = S::splat_i(-512);
+    let [cvr, cvg, cug, cub] = [S::splat_i(k.cvr), S::splat_i(k.cvg), S::splat_i(k.cug), S::splat_i(k.cub)];
+    let step = 2 * S::LANES;
+    let mut i = 0;
+    while i + step <= n {
+        let [u, v] = S::words10::<LOW>(uv.as_ptr().add(2 * i));
+        let (u, v) = if swap_uv { (v, u) } else { (u, v) };
+        let (u, v) = (S::add_i(u, centre), S::add_i(v, centre));
+        let terms = [S::mul_i(cvr, v), S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), S::mul_i(cub, u)];
+        let sums = |luma: S::I| {
+            let yh = S::add_i(S::mul_i(luma, cy), bias);
+            [S::add_i(yh, terms[0]), S::add_i(yh, terms[1]), S::add_i(yh, terms[2])]
+        };
+        let [even, odd] = S::words10::<LOW>(y.as_ptr().add(2 * i));
+        let at = dst.as_mut_ptr().add(BYTES * i);
+        if BYTES == 3 {
+            S::store_rgb_sums(&t, at, sums(even), sums(odd));
+        } else {
+            S::store_rgbx_sums(&t, at, sums(even), sums(odd));
+        }
+        i += step;
+    }
+    scalar::yuv10_row::<LOW>(&y[2 * i..], &uv[(2 * i).min(uv.len())..], &mut dst[BYTES * i..], out);
+}
+
 /// Instantiates the kernels of this module for one instruction set, as
 /// functions compiled with its target features: `stamp!(Type, "features")`,
 /// and `stamp!(quads: Type, "features")` for `packed_16_quads` where `Type:
-/// Quads`. A level need not offer every kernel, hence `allow(dead_code)`.
+/// Quads`, `stamp!(words: Type, "features")` for `yuv10_row` where `Type: Words`. A level need not offer every kernel, hence `allow(dead_code)`.
 macro_rules! stamp {
     ($isa:ty, $features:literal) => {
         #[allow(dead_code)]
@@ -462,6 +574,29 @@ macro_rules! stamp {
             dst: &mut [u8],
         ) {
             vector::packed_16_quads::<$isa, C, KIND, ARITH>(plan, src, dst)
+        }
+    };
+    (int8: $isa:ty, $features:literal) => {
+        #[allow(dead_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn packed_i8<const C: usize, const BYTES: usize, const ARITH: u8>(
+            plan: &Plan,
+            src: &[u8],
+            dst: &mut [u8],
+        ) {
+            vector::packed_i8::<$isa, C, BYTES, ARITH>(plan, src, dst)
+        }
+    };
+    (words: $isa:ty, $features:literal) => {
+        #[allow(dead_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn yuv10_row<const BYTES: usize, const LOW: bool>(
+            y: &[u8],
+            uv: &[u8],
+            dst: &mut [u8],
+            out: &YuvOut,
+        ) {
+            vector::yuv10_row::<$isa, BYTES, LOW>(y, uv, dst, out)
         }
     };
 }

@@ -18,7 +18,7 @@ use super::super::colour::SHIFT;
 use super::super::format::Element;
 use super::super::plan::{Permutes, Plan, YuvOut};
 use super::super::simd::SimdLevel;
-use super::vector::{self, bf16_high, stamp, Job, Quads, Simd};
+use super::vector::{self, bf16_high, stamp, Job, Quads, Quantise, Simd, Words};
 use super::{Encoder, Kernel, Nv12Pair, Nv12Row, Yuv422Row, BF16, BF16_FAST, BF16_NATIVE, DIV, F16, FMA, REFINED};
 
 // `pixels_of_sums` takes `sum >> SHIFT` as the high word shifted by 4.
@@ -27,16 +27,21 @@ const _: () = assert!(SHIFT == 20);
 mod avx2 {
     use super::*;
     stamp!(super::Avx2, "avx2,fma,f16c");
+    stamp!(words: super::Avx2, "avx2,fma,f16c");
+    stamp!(int8: super::Avx2, "avx2,fma,f16c");
 }
 mod avx512 {
     use super::*;
     stamp!(super::Avx512<false>, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c");
     stamp!(quads: super::Avx512<false>, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c");
+    stamp!(words: super::Avx512<false>, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c");
+    stamp!(int8: super::Avx512<false>, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c");
 }
 mod vbmi {
     use super::*;
     stamp!(super::Avx512<true>, "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c");
     stamp!(quads: super::Avx512<true>, "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c");
+    stamp!(int8: super::Avx512<true>, "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c");
 }
 /// VBMI kernels with the AVX512-BF16 conversion instruction (`BF16_NATIVE`).
 mod vbmi_bf16 {
@@ -131,6 +136,61 @@ pub(super) fn yuv422_decoder(level: SimdLevel, bytes: usize, y_first: bool) -> (
         (false, 3, false) => (avx2::yuv422_row::<3, false>, "avx2/uyvy-rgb"),
         (false, _, true) => (avx2::yuv422_row::<4, true>, "avx2/yuyv"),
         (false, _, false) => (avx2::yuv422_row::<4, false>, "avx2/uyvy"),
+    }
+}
+
+/// The int8 encoders of this level: the fused multiply-add first, then the
+/// two exact divisions.
+pub(super) fn int8_encoders(level: SimdLevel, channels: usize, dst_channels: usize) -> Vec<Kernel> {
+    let mut kernels = Vec::new();
+    macro_rules! push {
+        ($m:ident, $name:literal) => {
+            for (arith, suffix) in [(FMA, "/fma"), (DIV, "/div")] {
+                let encoder: super::PackedRow = match (channels, dst_channels == 3, arith) {
+                    (1, false, FMA) => $m::packed_i8::<1, 4, FMA>,
+                    (1, false, _) => $m::packed_i8::<1, 4, DIV>,
+                    (1, true, FMA) => $m::packed_i8::<1, 3, FMA>,
+                    (1, true, _) => $m::packed_i8::<1, 3, DIV>,
+                    (3, false, FMA) => $m::packed_i8::<3, 4, FMA>,
+                    (3, false, _) => $m::packed_i8::<3, 4, DIV>,
+                    (3, true, FMA) => $m::packed_i8::<3, 3, FMA>,
+                    (3, true, _) => $m::packed_i8::<3, 3, DIV>,
+                    (_, false, FMA) => $m::packed_i8::<4, 4, FMA>,
+                    (_, false, _) => $m::packed_i8::<4, 4, DIV>,
+                    (_, true, FMA) => $m::packed_i8::<4, 3, FMA>,
+                    (_, true, _) => $m::packed_i8::<4, 3, DIV>,
+                };
+                let name = match (dst_channels, suffix) {
+                    (3, "/fma") => concat!($name, "-rgb/fma"),
+                    (3, _) => concat!($name, "-rgb/div"),
+                    (_, "/fma") => concat!($name, "/fma"),
+                    _ => concat!($name, "/div"),
+                };
+                kernels.push(Kernel { name, encoder: Encoder::Packed(encoder) });
+            }
+        };
+    }
+    match level {
+        SimdLevel::Avx512Vbmi => push!(vbmi, "avx512vbmi/i8"),
+        SimdLevel::Avx512 => push!(avx512, "avx512/i8"),
+        _ => push!(avx2, "avx2/i8"),
+    }
+    kernels
+}
+
+/// The 10-bit decoder (P010, or I010 with `low`) of this level (AVX-512's
+/// serves both AVX-512 levels: it needs no VBMI).
+pub(super) fn yuv10_decoder(level: SimdLevel, bytes: usize, low: bool) -> (Nv12Row, &'static str) {
+    let avx512 = matches!(level, SimdLevel::Avx512 | SimdLevel::Avx512Vbmi);
+    match (avx512, bytes, low) {
+        (true, 3, false) => (avx512::yuv10_row::<3, false>, "avx512/p010-rgb"),
+        (true, _, false) => (avx512::yuv10_row::<4, false>, "avx512/p010"),
+        (true, 3, true) => (avx512::yuv10_row::<3, true>, "avx512/i010-rgb"),
+        (true, _, true) => (avx512::yuv10_row::<4, true>, "avx512/i010"),
+        (false, 3, false) => (avx2::yuv10_row::<3, false>, "avx2/p010-rgb"),
+        (false, _, false) => (avx2::yuv10_row::<4, false>, "avx2/p010"),
+        (false, 3, true) => (avx2::yuv10_row::<3, true>, "avx2/i010-rgb"),
+        (false, _, true) => (avx2::yuv10_row::<4, true>, "avx2/i010"),
     }
 }
 
@@ -887,6 +947,87 @@ impl<const VBMI: bool> Quads for Avx512<VBMI> {
         for h in 0..2 {
             let packed = _mm512_packus_epi32(r[2 * h], r[2 * h + 1]);
             _mm512_storeu_si512(out.add(64 * h).cast(), _mm512_permutexvar_epi64(order, packed));
+        }
+    }
+}
+
+/// A pair of u16 words is one 32-bit lane: the even word is its low half,
+/// the odd word its high half.
+impl Words for Avx2 {
+    #[inline(always)]
+    unsafe fn words10<const LOW: bool>(p: *const u8) -> [__m256i; 2] {
+        let x = _mm256_loadu_si256(p.cast());
+        if LOW {
+            let ten = _mm256_set1_epi32(0x3FF);
+            [_mm256_and_si256(x, ten), _mm256_and_si256(_mm256_srli_epi32::<16>(x), ten)]
+        } else {
+            [_mm256_srli_epi32::<22>(_mm256_slli_epi32::<16>(x)), _mm256_srli_epi32::<22>(x)]
+        }
+    }
+}
+
+impl<const VBMI: bool> Words for Avx512<VBMI> {
+    #[inline(always)]
+    unsafe fn words10<const LOW: bool>(p: *const u8) -> [__m512i; 2] {
+        let x = _mm512_loadu_si512(p.cast());
+        if LOW {
+            let ten = _mm512_set1_epi32(0x3FF);
+            [_mm512_and_si512(x, ten), _mm512_and_si512(_mm512_srli_epi32::<16>(x), ten)]
+        } else {
+            [_mm512_srli_epi32::<22>(_mm512_slli_epi32::<16>(x)), _mm512_srli_epi32::<22>(x)]
+        }
+    }
+}
+
+impl Quantise for Avx2 {
+    #[inline(always)]
+    unsafe fn round_even(f: __m256) -> __m256i {
+        let f = _mm256_min_ps(_mm256_max_ps(f, _mm256_set1_ps(-32768.0)), _mm256_set1_ps(32767.0));
+        _mm256_cvtps_epi32(f) // MXCSR's rounding: to nearest, ties to even
+    }
+    /// Signed packs saturate to i8; each 16-byte lane then holds 4 pixels as
+    /// 4 R, 4 G, 4 B, 4 pad bytes, interleaved by one shuffle.
+    #[inline(always)]
+    unsafe fn store_i8<const BYTES: usize>(out: *mut u8, rgb: [__m256i; 3], pad: __m256i) {
+        let bytes = _mm256_packs_epi16(_mm256_packs_epi32(rgb[0], rgb[1]), _mm256_packs_epi32(rgb[2], pad));
+        if BYTES == 4 {
+            let m = _mm256_setr_epi8(
+                0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, //
+                0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+            );
+            _mm256_storeu_si256(out.cast(), _mm256_shuffle_epi8(bytes, m));
+        } else {
+            let m = _mm256_setr_epi8(
+                0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -128, -128, -128, -128, //
+                0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -128, -128, -128, -128,
+            );
+            let packed =
+                _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(bytes, m), _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7));
+            _mm_storeu_si128(out.cast(), _mm256_castsi256_si128(packed));
+            _mm_storel_epi64(out.add(16).cast(), _mm256_extracti128_si256::<1>(packed));
+        }
+    }
+}
+
+impl<const VBMI: bool> Quantise for Avx512<VBMI> {
+    #[inline(always)]
+    unsafe fn round_even(f: __m512) -> __m512i {
+        let f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(-32768.0)), _mm512_set1_ps(32767.0));
+        _mm512_cvtps_epi32(f)
+    }
+    /// As AVX2's, four lanes of 4 pixels.
+    #[inline(always)]
+    unsafe fn store_i8<const BYTES: usize>(out: *mut u8, rgb: [__m512i; 3], pad: __m512i) {
+        let bytes = _mm512_packs_epi16(_mm512_packs_epi32(rgb[0], rgb[1]), _mm512_packs_epi32(rgb[2], pad));
+        if BYTES == 4 {
+            let m = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+            _mm512_storeu_si512(out.cast(), _mm512_shuffle_epi8(bytes, m));
+        } else {
+            let m = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -128, -128, -128, -128));
+            let gather = _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 15, 15, 15, 15);
+            let packed = _mm512_permutexvar_epi32(gather, _mm512_shuffle_epi8(bytes, m));
+            _mm256_storeu_si256(out.cast(), _mm512_castsi512_si256(packed));
+            _mm_storeu_si128(out.add(32).cast(), _mm512_extracti32x4_epi32::<2>(packed));
         }
     }
 }

@@ -126,7 +126,9 @@ pub(crate) fn run(
         SourcePixels::Packed { .. } => None,
         _ => Some(plan.nv12.expect("a YUV plan")),
     };
-    let tables = Tables::cached(interpolation, source.size(), content.size(), decode.is_some());
+    // 10-bit sources decode whole rows (the chroma-group gather reads bytes).
+    let gather = decode.is_some() && !src.format().is_10bit();
+    let tables = Tables::cached(interpolation, source.size(), content.size(), gather);
     let (method, groups) = (&tables.method, tables.groups.as_deref());
     let (kernels, _) = row_kernels(level, channels);
 
@@ -287,6 +289,16 @@ impl<'a> RowReader<'a> {
                             unsafe { interleave(u, v, split_uv) };
                             (&luma.row(row)[x..x + width], &split_uv[..])
                         }
+                        // 10-bit: two bytes a sample.
+                        (SourcePixels::P010 { y: luma, uv }, _) => {
+                            (&luma.row(row)[2 * x..2 * (x + width)], &uv.row(row / 2)[2 * x..2 * (x + width)])
+                        }
+                        (SourcePixels::I010 { y: luma, u, v }, Some(Rearrange::Interleave(interleave))) => {
+                            let (u, v) = (&u.row(row / 2)[x..x + width], &v.row(row / 2)[x..x + width]);
+                            // SAFETY: the interleaver was picked for a level this CPU supports.
+                            unsafe { interleave(u, v, split_uv) };
+                            (&luma.row(row)[2 * x..2 * (x + width)], &split_uv[..2 * width])
+                        }
                         _ => unreachable!("a YUV source with its rearrangement"),
                     };
                     if let Some(groups) = self.groups {
@@ -327,6 +339,7 @@ impl Job<'_> {
             gathered: [vec![0; 2 * gathered], vec![0; gathered]],
             rearrange: self.plan.rearrange,
             split: match self.plan.rearrange {
+                Some(_) if src.format().is_10bit() => [Vec::new(), vec![0; 2 * region.width]],
                 Some(_) => [vec![0; region.width], vec![0; region.width]],
                 None => [Vec::new(), Vec::new()],
             },
