@@ -192,6 +192,13 @@ impl Plan {
             plan.description = if direct { name.clone() } else { format!("{name} + scalar/lut") };
             plan.nv12 = Some(Nv12Plan {
                 decode,
+                pair: kernels::nv12_pair_decoder(level, bytes),
+                packed: match src {
+                    Format::Yuyv | Format::Uyvy => {
+                        kernels::yuv422_decoder(level, bytes, src == Format::Yuyv).map(|k| k.0)
+                    }
+                    _ => None,
+                },
                 direct,
                 out: YuvOut {
                     pos: if direct {
@@ -342,6 +349,11 @@ fn yuv_decoder(src: Format, level: SimdLevel, bytes: usize) -> (super::plan::Nv1
         Format::I010 => kernels::yuv10_decoder(level, bytes, true),
         _ => kernels::nv12_decoder(level, bytes),
     };
+    if let Some((_, packed)) = kernels::yuv422_decoder(level, bytes, src == Format::Yuyv)
+        .filter(|_| matches!(src, Format::Yuyv | Format::Uyvy))
+    {
+        return (decode, packed.to_string());
+    }
     let before = match src {
         Format::Yuyv | Format::Uyvy => Some(kernels::yuv::splitter(level).1),
         Format::I420 => Some(kernels::yuv::interleaver(level).1),

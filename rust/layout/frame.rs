@@ -133,6 +133,20 @@ impl<'a> RowsMut<'a> {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(i * self.pitch), self.row_bytes) }
     }
 
+    /// Rows `i` and `i + 1`, both writable at once (rows never overlap).
+    pub fn row_pair_mut(&mut self, i: usize) -> [&mut [u8]; 2] {
+        assert!(i + 1 < self.count, "rows {i} and {} of {}", i + 1, self.count);
+        // SAFETY: both rows are inside the region and disjoint from each
+        // other (and from every other row); `&mut self` makes these the only
+        // live borrows of them.
+        unsafe {
+            [
+                std::slice::from_raw_parts_mut(self.ptr.add(i * self.pitch), self.row_bytes),
+                std::slice::from_raw_parts_mut(self.ptr.add((i + 1) * self.pitch), self.row_bytes),
+            ]
+        }
+    }
+
     /// Splits into rows `..mid` and `mid..`: disjoint, so both may be written at once.
     pub fn split_at(self, mid: usize) -> (RowsMut<'a>, RowsMut<'a>) {
         assert!(mid <= self.count, "split at {mid} of {}", self.count);

@@ -8,7 +8,7 @@
 use super::colour::Coefficients;
 use super::float::{f32_to_bf16, f32_to_f16};
 use super::format::{Element, Format};
-use super::frame::{RowsMut, SourcePixels};
+use super::frame::{Rows, RowsMut, SourcePixels};
 
 /// A source row of pixels to one packed destination row.
 pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);
@@ -17,6 +17,11 @@ pub(crate) type PlanarRow = unsafe fn(&Plan, &[u8], &mut [u8], &mut [u8], &mut [
 /// A Y row and its UV row to 3- or 4-byte pixels (see [`YuvOut`]); for
 /// 10-bit sources, rows of little-endian u16 samples.
 pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], &YuvOut);
+/// Two Y rows that share one U,V row (NV12's, I420's) to two rows of pixels:
+/// the chroma terms computed once for both.
+pub(crate) type Nv12Pair = unsafe fn([&[u8]; 2], &[u8], [&mut [u8]; 2], &YuvOut);
+/// A packed 4:2:2 row (YUYV or UYVY) decoded straight to pixels (see [`YuvOut`]).
+pub(crate) type Yuv422Row = unsafe fn(&[u8], &mut [u8], &YuvOut);
 /// A packed 4:2:2 row split into its even and its odd bytes (Y and U,V).
 pub(crate) type SplitRow = unsafe fn(&[u8], &mut [u8], &mut [u8]);
 /// A U row and a V row interleaved into one U,V row.
@@ -79,6 +84,11 @@ pub(crate) struct Plan {
 #[derive(Clone, Copy)]
 pub(crate) struct Nv12Plan {
     pub decode: Nv12Row,
+    /// The same decoder, two rows at a time (for 4:2:0 sources).
+    pub pair: Nv12Pair,
+    /// YUYV/UYVY decoded from the packed row itself, where the level has
+    /// such a decoder (else the row is split first: `Rearrange::Split`).
+    pub packed: Option<Yuv422Row>,
     /// Decode straight into u8 destination rows (no normalisation), else into
     /// an RGBx row of scratch that the encoder then reads.
     pub direct: bool,
@@ -106,6 +116,13 @@ impl YuvOut {
         if src != Format::Nv21 {
             return self;
         }
+        self.swap_chroma()
+    }
+
+    /// The decoding of the chroma pairs read the other way round (V, U):
+    /// R's and B's coefficients and places exchanged, and G's two
+    /// coefficients (see `chroma_order`).
+    pub(crate) fn swap_chroma(self) -> YuvOut {
         let k = self.k;
         YuvOut {
             pos: [self.pos[2], self.pos[1], self.pos[0]],
@@ -258,8 +275,15 @@ impl Plan {
             }
             SourcePixels::Nv12 { y, uv, .. } => {
                 let mut decoder = Decoder::new(self, y.row_bytes());
-                for r in 0..y.count() {
-                    decoder.row(self, y.row(r), uv.row(r / 2), dst, r);
+                // Bands start on even rows: rows 2j and 2j + 1 share U,V row j.
+                for r in (0..y.count()).step_by(2) {
+                    decoder.rows(self, y, r, uv.row(r / 2), dst);
+                }
+            }
+            SourcePixels::Yuv422 { rows, .. } if self.nv12.is_some_and(|n| n.packed.is_some()) => {
+                let mut decoder = Decoder::new(self, rows.row_bytes() / 2);
+                for r in 0..rows.count() {
+                    decoder.packed_row(self, rows.row(r), dst, r);
                 }
             }
             SourcePixels::Yuv422 { rows, y_even } => {
@@ -278,12 +302,10 @@ impl Plan {
                 let Some(Rearrange::Interleave(interleave)) = self.rearrange else { unreachable!("an I420 plan") };
                 let mut uv = vec![0u8; y.row_bytes()];
                 let mut decoder = Decoder::new(self, y.row_bytes());
-                for r in 0..y.count() {
-                    if r % 2 == 0 {
-                        // SAFETY: the interleaver was picked for this CPU's level.
-                        unsafe { interleave(u.row(r / 2), v.row(r / 2), &mut uv) };
-                    }
-                    decoder.row(self, y.row(r), &uv, dst, r);
+                for r in (0..y.count()).step_by(2) {
+                    // SAFETY: the interleaver was picked for this CPU's level.
+                    unsafe { interleave(u.row(r / 2), v.row(r / 2), &mut uv) };
+                    decoder.rows(self, y, r, &uv, dst);
                 }
             }
             // 10-bit: rows of u16 samples, two bytes a sample.
@@ -342,16 +364,47 @@ impl Plan {
 }
 
 /// Decodes Y and U,V rows (NV12's) into destination rows: straight into u8
-/// pixels, or into a row of RGBx scratch that the plan's encoder then reads.
+/// pixels, or into rows of RGBx scratch that the plan's encoder then reads.
 struct Decoder {
     nv12: Nv12Plan,
     scratch: Vec<u8>,
+    second: Vec<u8>,
 }
 
 impl Decoder {
     fn new(plan: &Plan, width: usize) -> Self {
         let nv12 = plan.nv12.expect("a YUV plan");
-        Decoder { nv12, scratch: if nv12.direct { Vec::new() } else { vec![0u8; width * 4] } }
+        let scratch = || if nv12.direct { Vec::new() } else { vec![0u8; width * 4] };
+        Decoder { nv12, scratch: scratch(), second: scratch() }
+    }
+
+    /// Rows `r` and `r + 1` of `y` (or `r` alone, the last of an odd
+    /// count), which share the U,V row `uv`.
+    fn rows(&mut self, plan: &Plan, y: Rows<'_>, r: usize, uv: &[u8], dst: &mut [RowsMut<'_>]) {
+        if r + 1 == y.count() {
+            return self.row(plan, y.row(r), uv, dst, r);
+        }
+        let nv12 = self.nv12;
+        let out: [&mut [u8]; 2] =
+            if nv12.direct { dst[0].row_pair_mut(r) } else { [&mut self.scratch, &mut self.second] };
+        // SAFETY: the decoder was picked for this CPU's level.
+        unsafe { (nv12.pair)([y.row(r), y.row(r + 1)], uv, out, &nv12.out) };
+        if !nv12.direct {
+            plan.encode_row(&self.scratch, dst, r);
+            plan.encode_row(&self.second, dst, r + 1);
+        }
+    }
+
+    /// A YUYV/UYVY row decoded as it is (`Nv12Plan::packed`).
+    fn packed_row(&mut self, plan: &Plan, row: &[u8], dst: &mut [RowsMut<'_>], r: usize) {
+        let nv12 = self.nv12;
+        let decode = nv12.packed.expect("a packed 4:2:2 decoder");
+        let out: &mut [u8] = if nv12.direct { dst[0].row_mut(r) } else { &mut self.scratch };
+        // SAFETY: the decoder was picked for this CPU's level.
+        unsafe { decode(row, out, &nv12.out) };
+        if !nv12.direct {
+            plan.encode_row(&self.scratch, dst, r);
+        }
     }
 
     fn row(&mut self, plan: &Plan, y: &[u8], uv: &[u8], dst: &mut [RowsMut<'_>], r: usize) {

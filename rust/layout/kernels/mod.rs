@@ -3,7 +3,7 @@
 //! bulk of a row and hand the tail to the scalar ones.
 
 use super::format::Element;
-pub(crate) use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Row, PackedRow, Plan, SplitRow};
+pub(crate) use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Pair, Nv12Row, PackedRow, Plan, SplitRow, Yuv422Row};
 use super::simd::SimdLevel;
 
 #[cfg(target_arch = "aarch64")]
@@ -229,6 +229,30 @@ pub(crate) fn nv12_decoder(level: SimdLevel, bytes: usize) -> (Nv12Row, &'static
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => neon::nv12_decoder(bytes),
         _ => (scalar::nv12_row, if bytes == 3 { "scalar/nv12-rgb" } else { "scalar/nv12" }),
+    }
+}
+
+/// The same decoder, two rows sharing one chroma row at a time.
+pub(crate) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => x86::nv12_pair_decoder(level, bytes),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::nv12_pair_decoder(bytes),
+        _ => scalar::nv12_pair,
+    }
+}
+
+/// The decoder of packed YUYV (`y_first`) or UYVY rows into pixels of
+/// `bytes` bytes at this level, where it has one (else the rows are split
+/// into NV12's first, `yuv::splitter`).
+pub(crate) fn yuv422_decoder(level: SimdLevel, bytes: usize, y_first: bool) -> Option<(Yuv422Row, &'static str)> {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => Some(x86::yuv422_decoder(level, bytes, y_first)),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => Some(neon::yuv422_decoder(bytes, y_first)),
+        _ => None,
     }
 }
 

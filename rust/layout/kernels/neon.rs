@@ -20,7 +20,7 @@ use super::super::float::{f16_to_f32, f32_to_f16};
 use super::super::format::Element;
 use super::super::plan::{Plan, YuvOut};
 use super::vector::{self, bf16_high, stamp, Job, Quantise, Simd, Words};
-use super::{Encoder, Kernel, Nv12Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
+use super::{Encoder, Kernel, Nv12Pair, Nv12Row, Yuv422Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
 
 // `shr_yuv` shifts by a literal (the intrinsics' shift types differ).
 const _: () = assert!(SHIFT == 20);
@@ -72,6 +72,22 @@ pub(super) fn nv12_decoder(bytes: usize) -> (Nv12Row, &'static str) {
     match bytes {
         3 => (stamped::nv12_row::<3>, "neon/nv12-rgb"),
         _ => (stamped::nv12_row::<4>, "neon/nv12"),
+    }
+}
+
+pub(super) fn yuv422_decoder(bytes: usize, y_first: bool) -> (Yuv422Row, &'static str) {
+    match (bytes, y_first) {
+        (3, true) => (stamped::yuv422_row::<3, true>, "neon/yuyv-rgb"),
+        (3, false) => (stamped::yuv422_row::<3, false>, "neon/uyvy-rgb"),
+        (_, true) => (stamped::yuv422_row::<4, true>, "neon/yuyv"),
+        (_, false) => (stamped::yuv422_row::<4, false>, "neon/uyvy"),
+    }
+}
+
+pub(super) fn nv12_pair_decoder(bytes: usize) -> Nv12Pair {
+    match bytes {
+        3 => stamped::nv12_pair::<3>,
+        _ => stamped::nv12_pair::<4>,
     }
 }
 
@@ -145,11 +161,19 @@ pub(super) struct NeonTables {
     /// R and B swapped (RGB <-> BGR); the plans' other order is the identity,
     /// and GRAY's map ([0, 0, 0]) reads the same either way.
     swap: bool,
+    /// Packed 4:2:2 rows: YUYV (else UYVY).
+    y_first: bool,
     pad_u8: uint8x16_t,
     pad_u16: uint16x8_t,
 }
 
 impl Neon {
+    /// Arithmetic shift right by `colour::SHIFT`.
+    #[inline(always)]
+    unsafe fn shr_yuv(a: X4<int32x4_t>) -> X4<int32x4_t> {
+        each(a, |a| vshrq_n_s32::<20>(a))
+    }
+
     /// 16 source pixels as three byte vectors, in destination channel order.
     #[inline(always)]
     unsafe fn load16<const C: usize>(swap: bool, src: *const u8) -> [uint8x16_t; 3] {
@@ -193,13 +217,14 @@ impl Simd for Neon {
 
     #[inline(always)]
     unsafe fn tables<const C: usize>(job: Job<'_>) -> NeonTables {
-        let (swap, pad) = match job {
+        let (swap, pad, y_first) = match job {
             Job::Bytes(plan) | Job::Planar(plan) | Job::Packed16(plan) | Job::Quads(plan) => {
-                (plan.map == [2, 1, 0], plan.pad)
+                (plan.map == [2, 1, 0], plan.pad, false)
             }
-            Job::Nv12 { pos, pad } => (pos == [2, 1, 0], pad as u32),
+            Job::Nv12 { pad, swapped } => (swapped, pad as u32, false),
+            Job::Yuv422 { pad, swapped, y_first } => (swapped, pad as u32, y_first),
         };
-        NeonTables { swap, pad_u8: vdupq_n_u8(pad as u8), pad_u16: vdupq_n_u16(pad as u16) }
+        NeonTables { swap, y_first, pad_u8: vdupq_n_u8(pad as u8), pad_u16: vdupq_n_u16(pad as u16) }
     }
 
     #[inline(always)]
@@ -264,10 +289,6 @@ impl Simd for Neon {
     unsafe fn shr16(a: Self::I) -> Self::I {
         each(a, |a| vreinterpretq_s32_u32(vshrq_n_u32::<16>(vreinterpretq_u32_s32(a))))
     }
-    #[inline(always)]
-    unsafe fn shr_yuv(a: Self::I) -> Self::I {
-        each(a, |a| vshrq_n_s32::<20>(a))
-    }
 
     #[inline(always)]
     unsafe fn rgbx_u8<const C: usize>(t: &NeonTables, src: *const u8, dst: *mut u8) {
@@ -313,14 +334,30 @@ impl Simd for Neon {
         let l = vld2q_u8(y);
         [widen(vqsubq_u8(l.0, vdupq_n_u8(offset))), widen(vqsubq_u8(l.1, vdupq_n_u8(offset)))]
     }
+    /// `vld4q` splits 16 pairs into Y0, U, Y1, V (YUYV) or U, Y0, V, Y1 (UYVY).
     #[inline(always)]
-    unsafe fn chroma(uv: *const u8) -> [Self::I; 2] {
+    unsafe fn luma_products_422<const Y_FIRST: bool>(row: *const u8, offset: u8, factor: Self::I) -> [Self::I; 2] {
+        let q = vld4q_u8(row);
+        let (y0, y1) = if Y_FIRST { (q.0, q.2) } else { (q.1, q.3) };
+        let product = |y: uint8x16_t| Self::mul_i(widen(vqsubq_u8(y, vdupq_n_u8(offset))), factor);
+        [product(y0), product(y1)]
+    }
+    #[inline(always)]
+    unsafe fn chroma_422(t: &NeonTables, row: *const u8) -> [Self::I; 2] {
+        let q = vld4q_u8(row);
+        let (u, v) = if t.y_first { (q.1, q.3) } else { (q.0, q.2) };
+        let minus_128 = |x: uint8x16_t| each(widen(x), |w| vsubq_s32(w, vdupq_n_s32(128)));
+        [minus_128(u), minus_128(v)]
+    }
+    #[inline(always)]
+    unsafe fn chroma(_: &NeonTables, uv: *const u8) -> [Self::I; 2] {
         let c = vld2q_u8(uv);
         let minus_128 = |x: uint8x16_t| each(widen(x), |w| vsubq_s32(w, vdupq_n_s32(128)));
         [minus_128(c.0), minus_128(c.1)]
     }
     #[inline(always)]
-    unsafe fn store_rgbx_pairs(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+    unsafe fn store_rgbx_sums(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+        let [even, odd] = [even.map(|x| Self::shr_yuv(x)), odd.map(|x| Self::shr_yuv(x))];
         // Saturating narrows clamp as `saturate_cast` does.
         let bytes = |x: Self::I| -> uint8x16_t {
             let s = each(x, |x| vqmovn_s32(x));
@@ -337,9 +374,10 @@ impl Simd for Neon {
             vst4q_u8(out.add(64 * h), uint8x16x4_t(first[h], g[h], last[h], t.pad_u8));
         }
     }
-    /// As `store_rgbx_pairs`, with `vst3q` (no pad).
+    /// As `store_rgbx_sums`, with `vst3q` (no pad).
     #[inline(always)]
-    unsafe fn store_rgb_pairs(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+    unsafe fn store_rgb_sums(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+        let [even, odd] = [even.map(|x| Self::shr_yuv(x)), odd.map(|x| Self::shr_yuv(x))];
         let bytes = |x: Self::I| -> uint8x16_t {
             let s = each(x, |x| vqmovn_s32(x));
             vcombine_u8(vqmovun_s16(vcombine_s16(s[0], s[1])), vqmovun_s16(vcombine_s16(s[2], s[3])))

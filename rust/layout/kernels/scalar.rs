@@ -99,6 +99,32 @@ pub(crate) fn planar<T: Out, const C: usize>(plan: &Plan, src: &[u8], p0: &mut [
     }
 }
 
+/// A packed 4:2:2 row, YUYV (`Y_FIRST`) or UYVY, as `nv12_row` decodes
+/// its split bytes.
+pub(crate) fn yuv422_row<const Y_FIRST: bool>(row: &[u8], dst: &mut [u8], out: &YuvOut) {
+    let (pos, b) = (out.pos, out.bytes);
+    let pad_pos = 6 - pos[0] - pos[1] - pos[2];
+    let (oy, oc) = if Y_FIRST { (0, 1) } else { (1, 0) };
+    for (q, px2) in row.chunks_exact(4).zip(dst.chunks_exact_mut(2 * b)) {
+        for (k, px) in px2.chunks_exact_mut(b).enumerate() {
+            let rgb = yuv_to_rgb(&out.k, q[2 * k + oy], q[oc], q[2 + oc]);
+            px[pos[0]] = rgb[0];
+            px[pos[1]] = rgb[1];
+            px[pos[2]] = rgb[2];
+            if b == 4 {
+                px[pad_pos] = out.pad;
+            }
+        }
+    }
+}
+
+/// Two rows sharing `uv`, one after the other.
+pub(crate) fn nv12_pair(y: [&[u8]; 2], uv: &[u8], dst: [&mut [u8]; 2], out: &YuvOut) {
+    for (y, dst) in y.into_iter().zip(dst) {
+        nv12_row(y, uv, dst, out);
+    }
+}
+
 /// One NV12 row (Y row, and the UV row it shares with its neighbour) to
 /// pixels of `out.bytes` bytes with R, G, B at byte positions `out.pos` (and
 /// `out.pad` in the fourth), in the arithmetic of `out.k` (see colour.rs).

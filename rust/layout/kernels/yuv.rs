@@ -257,6 +257,116 @@ mod tests {
         }
     }
 
+    /// Resized camera frames equal resized NV12 frames with the same samples
+    /// at every level: a mild shrink (whole rows decoded) and a strong one
+    /// (only the pixel groups the taps read: 4-byte groups of the packed rows).
+    #[test]
+    fn resized_camera_formats_decode_like_nv12() {
+        use crate::layout::{convert, Destination, Format, Options, Source};
+        let (w, h) = (96usize, 8usize);
+        let bytes =
+            |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| ((i * 97 + seed * 31) ^ (i >> 2)) as u8).collect() };
+        let (y, uv) = (bytes(w * h, 3), bytes(w * h / 2, 4));
+        let mut nv12 = y.clone();
+        nv12.extend_from_slice(&uv);
+        let (mut yuyv, mut uyvy) = (Vec::new(), Vec::new());
+        for r in 0..h {
+            for x in 0..w {
+                let (yy, c) = (y[r * w + x], uv[(r / 2) * w + x]);
+                yuyv.extend_from_slice(&[yy, c]);
+                uyvy.extend_from_slice(&[c, yy]);
+            }
+        }
+        for level in SimdLevel::available() {
+            for (dst, (dw, dh)) in
+                [(Format::Rgbx, (64, 6)), (Format::Bgr, (64, 6)), (Format::Rgbx, (12, 4)), (Format::Bgr, (10, 3))]
+            {
+                let options = Options { simd: Some(level), threads: Some(1), ..Options::default() };
+                let run = |src: Format, data: &[u8]| {
+                    let mut out = vec![0u8; dw * dh * dst.channels()];
+                    let source = Source::new(src, data, w, h, None).unwrap();
+                    convert(&source, Destination::new(dst, &mut out, dw, dh, None).unwrap(), &options).unwrap();
+                    out
+                };
+                let reference = run(Format::Nv12, &nv12);
+                for (src, data) in [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy)] {
+                    assert!(run(src, data) == reference, "{src} -> {dst} {dw}x{dh} at {level:?}");
+                }
+            }
+        }
+    }
+
+    /// Every level's two-row decoder gives the per-pixel reference's bytes
+    /// for every one of the 2^24 (Y, U, V) inputs, in every colour standard,
+    /// into RGBx and BGR (the two store paths, and the B, G, R order): the
+    /// proof that the SIMD arithmetic (a split `cy`, sums packed by their
+    /// high words) is the reference's. One row per U holds every (V, Y) pair:
+    /// pixel `256 V + Y`, chroma pair `128 V + Y / 2`; the second row of the
+    /// pair takes Y reversed (255 - Y), so each row sees every value. The
+    /// first row is also decoded as YUYV and UYVY (the packed decoders'
+    /// loads), which must give the same bytes.
+    /// Ignored by default (3 minutes unoptimised; seconds with
+    /// `cargo test --release --lib every_input -- --ignored`).
+    #[test]
+    #[ignore = "exhaustive: run with --release -- --ignored"]
+    fn every_level_decodes_every_input_exactly() {
+        use crate::layout::colour::yuv_to_rgb;
+        use crate::layout::kernels::{nv12_pair_decoder, yuv422_decoder};
+        use crate::layout::plan::YuvOut;
+        use crate::layout::{Colour, Matrix, Range};
+        const N: usize = 1 << 16;
+        let y0: Vec<u8> = (0..N).map(|p| p as u8).collect();
+        let y1: Vec<u8> = y0.iter().map(|&y| 255 - y).collect();
+        let colours = [Matrix::Bt601, Matrix::Bt709, Matrix::Bt2020]
+            .into_iter()
+            .flat_map(|matrix| [Range::Limited, Range::Full].map(|range| Colour { matrix, range }));
+        for colour in colours {
+            let k = colour.coefficients();
+            for (bytes, pos) in [(4usize, [0usize, 1, 2]), (3, [2, 1, 0])] {
+                let out = YuvOut { pos, pad: 0xA5, bytes, k };
+                for level in SimdLevel::available().into_iter().filter(|&l| l != SimdLevel::Scalar) {
+                    let pair = nv12_pair_decoder(level, bytes);
+                    let (mut d0, mut d1) = (vec![0u8; N * bytes], vec![0u8; N * bytes]);
+                    for u in 0..=255u8 {
+                        let uv: Vec<u8> = (0..N / 2).flat_map(|j| [u, (j / 128) as u8]).collect();
+                        // SAFETY: the level is available on this CPU.
+                        unsafe { pair([&y0, &y1], &uv, [&mut d0, &mut d1], &out) };
+                        // The first row as YUYV and UYVY, decoded from the packed row.
+                        for y_first in [true, false] {
+                            let Some((packed, _)) = yuv422_decoder(level, bytes, y_first) else { continue };
+                            let row: Vec<u8> =
+                                y0.iter().zip(&uv).flat_map(|(&y, &c)| if y_first { [y, c] } else { [c, y] }).collect();
+                            let mut d = vec![0u8; N * bytes];
+                            // SAFETY: as above.
+                            unsafe { packed(&row, &mut d, &out) };
+                            assert!(
+                                d == d0,
+                                "{colour} {level:?} {bytes}-byte pixels, packed 4:2:2 (Y first: {y_first}), U {u}"
+                            );
+                        }
+                        for (y, d) in [(&y0, &d0), (&y1, &d1)] {
+                            for (p, px) in d.chunks_exact(bytes).enumerate() {
+                                let rgb = yuv_to_rgb(&k, y[p], u, (p / 256) as u8);
+                                // `pos` says where R, G, B go.
+                                let mut bytes_want = [0u8; 3];
+                                for c in 0..3 {
+                                    bytes_want[pos[c]] = rgb[c];
+                                }
+                                assert!(
+                                    px[..3] == bytes_want && (bytes == 3 || px[3] == 0xA5),
+                                    "{colour} {level:?} {bytes}-byte pixels: Y {} U {u} V {} gave {:?}, want {bytes_want:?}",
+                                    y[p],
+                                    p / 256,
+                                    &px[..3]
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Every level decodes NV12 in every colour standard as the per-pixel
     /// reference (`colour::yuv_to_rgb`) does, into every u8 destination,
     /// rows of any even width (SIMD steps and scalar tails), straight and
