@@ -321,7 +321,11 @@ class Converter:
             if known:
                 drop, view = how
                 if self._src_format in TEN_BIT:  # uint16 samples, read as their bytes
-                    y, uv = y.view(np.uint8), None if uv is None else uv.view(np.uint8)
+                    y = y.view(np.uint8)
+                    if isinstance(uv, tuple):  # I010's (U, V) planes
+                        uv = tuple(plane.view(np.uint8) for plane in uv)
+                    elif uv is not None:
+                        uv = uv.view(np.uint8)
                 out = array[(0,) * drop] if drop else array
                 self._run(y, uv, out.view(np.uint8) if view else out)
                 return array
