@@ -97,8 +97,7 @@ pub fn decode(output: Matrix<'_>, layout: &Layout, params: &Params) -> Result<De
         Family::Yolov5 => yolov5_candidates(m, layout.nc, params),
         Family::End2End => return Ok(end_to_end(m, layout, params)),
     };
-    // Stable: equal scores keep their anchor order.
-    found.sort_by(|a, b| b.score.total_cmp(&a.score));
+    sort_by_score(&mut found);
     found.truncate(params.max_nms);
     let classes: Vec<u32> = found.iter().map(|c| c.class).collect();
     let keep = if layout.task == Task::Obb {
@@ -121,6 +120,16 @@ pub fn decode(output: Matrix<'_>, layout: &Layout, params: &Params) -> Result<De
         push_common(&mut out, m, layout, c.anchor, c.score, c.class);
     }
     Ok(out)
+}
+
+/// Highest score first, equal scores in anchor order (a stable sort, as
+/// torchvision's): unique keys, so the faster unstable sort gives that order.
+pub(super) fn sort_by_score(found: &mut Vec<Candidate>) {
+    // Scores above conf >= 0: positive, and their bits order them as floats do.
+    let mut keys: Vec<u64> =
+        found.iter().enumerate().map(|(i, c)| (!c.score.to_bits() as u64) << 32 | i as u64).collect();
+    keys.sort_unstable();
+    *found = keys.iter().map(|&k| found[(k & u32::MAX as u64) as usize]).collect();
 }
 
 fn push_common(out: &mut Decoded, m: Matrix<'_>, layout: &Layout, anchor: usize, score: f32, class: u32) {
