@@ -168,6 +168,25 @@ impl<'a> Tensor<'a> {
         })
     }
 
+    /// All elements as one f32 slice in C order, when the tensor is packed
+    /// f32 (C-contiguous, aligned): read in place.
+    pub fn packed_f32(&self) -> Option<&'a [f32]> {
+        let mut step = 4isize;
+        for (&n, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if n > 1 && s != step {
+                return None;
+            }
+            step *= n as isize;
+        }
+        let len: usize = self.shape.iter().product();
+        if self.element != Element::F32 || len == 0 {
+            return None;
+        }
+        // SAFETY: every bit pattern is a valid f32; only a whole aligned span is used.
+        let (head, values, _) = unsafe { self.data.get(self.origin..self.origin + len * 4)?.align_to::<f32>() };
+        (head.is_empty() && values.len() == len).then_some(values)
+    }
+
     pub(crate) fn byte_offset(&self, index: &[usize]) -> usize {
         let mut at = self.origin as isize;
         for (&i, &s) in index.iter().zip(&self.strides) {
