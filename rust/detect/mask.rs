@@ -187,32 +187,35 @@ pub fn masks(
             }
         }
         // process_mask: upsample to the input, > 0, inside the box.
-        let mut input = Patch { x: bx.clone(), y: by.clone(), values: Vec::with_capacity(bx.len() * by.len()) };
-        let mut any = false;
-        // Separable: each prototype row of the patch interpolated along x once.
-        let rows: Vec<Vec<f32>> = py
-            .clone()
-            .map(|y| tx.iter().map(|s| s.w0 * proto.at(s.i0, y) + s.w1 * proto.at(s.i1, y)).collect())
-            .collect();
-        for t in &ty {
-            let (upper, lower) = (&rows[t.i0 - py.start], &rows[t.i1 - py.start]);
-            for (u, l) in upper.iter().zip(lower) {
-                let on = t.w0 * u + t.w1 * l > 0.0;
-                any |= on;
-                input.values.push(if on { 1.0 } else { 0.0 });
+        // Separable: each prototype row of the patch interpolated along x once
+        // (the taps lie in the patch: it spans them).
+        let pw = px.len();
+        let mut rows = vec![0f32; py.len() * bx.len()];
+        for (row, src) in rows.chunks_exact_mut(bx.len()).zip(proto.values.chunks_exact(pw)) {
+            for (r, s) in row.iter_mut().zip(&tx) {
+                *r = s.w0 * src[s.i0 - px.start] + s.w1 * src[s.i1 - px.start];
             }
         }
+        let mut on = vec![0u8; bx.len() * by.len()];
+        for (out, t) in on.chunks_exact_mut(bx.len()).zip(&ty) {
+            let upper = &rows[(t.i0 - py.start) * bx.len()..][..bx.len()];
+            let lower = &rows[(t.i1 - py.start) * bx.len()..][..bx.len()];
+            for ((o, u), l) in out.iter_mut().zip(upper).zip(lower) {
+                *o = (t.w0 * u + t.w1 * l > 0.0) as u8;
+            }
+        }
+        let any = on.contains(&1);
         if !any {
             found.push(None);
             continue;
         }
         if identity {
             // Masks at the model input: no second resize.
-            let values = input.values.iter().map(|&v| v as u8).collect();
-            found.push(Some(MaskPatch { x: bx, y: by, values }));
+            found.push(Some(MaskPatch { x: bx, y: by, values: on }));
             continue;
         }
         // scale_masks: the image's rectangle of the input, resized to the frame.
+        let input = Patch { x: bx.clone(), y: by.clone(), values: on.iter().map(|&v| v as f32).collect() };
         let (cx, cy) =
             (input.x.start.max(left)..input.x.end.min(right), input.y.start.max(top)..input.y.end.min(bottom));
         if cx.is_empty() || cy.is_empty() {

@@ -313,6 +313,7 @@ fn paint_masks<'py>(
     // SAFETY: the array was just made here, C-contiguous, and no one else
     // holds it yet; nothing reads or resizes it while the patches are written.
     let planes = unsafe { masks.as_slice_mut() }.map_err(|_| invalid("the masks array is not contiguous"))?;
+    small_pages(planes);
     let planes = Unshared(planes);
     py.detach(|| {
         let Unshared(planes) = planes;
@@ -322,6 +323,27 @@ fn paint_masks<'py>(
     });
     Ok(masks)
 }
+
+/// Numpy asks for transparent huge pages on arrays of 4 MiB and more: the
+/// first write into a 2 MiB page then makes the kernel zero all of it, which
+/// for masks (small patches spread over large planes) is most of the time.
+/// Asking for small pages again before anything is written keeps the pages no
+/// patch reaches untouched. Only advice: where it fails nothing changes.
+#[cfg(target_os = "linux")]
+fn small_pages(planes: &mut [u8]) {
+    const PAGE: usize = 4096;
+    if planes.len() < 4 << 20 {
+        return;
+    }
+    let start = (planes.as_mut_ptr() as usize).next_multiple_of(PAGE);
+    let end = (planes.as_mut_ptr() as usize + planes.len()) / PAGE * PAGE;
+    // SAFETY: the range lies inside the array's own memory (page-aligned
+    // within it); MADV_NOHUGEPAGE changes how pages are backed, not their contents.
+    let _ = unsafe { rustix::mm::madvise(start as *mut _, end - start, rustix::mm::Advice::LinuxNoHugepage) };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn small_pages(_planes: &mut [u8]) {}
 
 /// A slice of a fresh numpy array only this call holds, written with the GIL released.
 struct Unshared<'a>(&'a mut [u8]);
