@@ -99,7 +99,8 @@ impl Sides {
                     let h = (d.min(y2) - b.max(y1)).max(0.0);
                     let inter = w * h;
                     // NaN (two empty boxes) compares false: kept, as torchvision keeps it.
-                    *alive &= !(inter / (e + area - inter) > iou);
+                    let over = inter / (e + area - inter) > iou;
+                    *alive &= !over;
                 }
             }
         }

@@ -91,30 +91,6 @@ fn timing() {
         });
         let mut kept = 0;
         let decode_time = best_of(&mut || kept = decode(m, &layout(nc), &Params::default()).unwrap().len());
-        let mt = m.transposed();
-        let mut found = hits.clone();
-        let sort_time = best_of(&mut || {
-            found = hits.clone();
-            super::decode::sort_by_score(&mut found);
-        });
-        let mut boxes = Vec::new();
-        let boxes_time = best_of(&mut || {
-            boxes = found
-                .iter()
-                .map(|c| {
-                    let (x, y, w, h) = (
-                        mt.get(c.anchor, 0),
-                        mt.get(c.anchor, 1),
-                        mt.get(c.anchor, 2) / 2.0,
-                        mt.get(c.anchor, 3) / 2.0,
-                    );
-                    [x - w, y - h, x + w, y + h]
-                })
-                .collect::<Vec<[f32; 4]>>();
-        });
-        let classes: Vec<u32> = found.iter().map(|c| c.class).collect();
-        let nms_time = best_of(&mut || kept = nms::nms(&boxes, &classes, 0.7, false, 300).len());
-        eprintln!("  sort {sort_time:?} boxes {boxes_time:?} nms {nms_time:?}");
         let mut copy = vec![0u8; data.len()];
         let copy_time = best_of(&mut || copy.copy_from_slice(data));
         eprintln!("  memcpy of the output {copy_time:?}");
