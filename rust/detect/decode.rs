@@ -139,6 +139,17 @@ fn gather_extra(m: Matrix<'_>, layout: &Layout, anchors: &[usize]) -> Vec<f32> {
     let mut order: Vec<(usize, usize)> = anchors.iter().copied().zip(0..).collect();
     order.sort_unstable();
     let mut values = vec![0f32; anchors.len() * extra];
+    if layout.family == Family::AnchorFree {
+        // Packed f32 rows read in place: plain loads, many in flight.
+        if let Some((rows, stride)) = m.transposed().packed::<f32>(channels - extra, 0, extra, m.rows) {
+            for (e, row) in (0..extra).map(|e| (e, &rows[e * stride..])) {
+                for &(anchor, i) in &order {
+                    values[i * extra + e] = row[anchor];
+                }
+            }
+            return values;
+        }
+    }
     for (e, k) in (channels - extra..channels).enumerate() {
         for &(anchor, i) in &order {
             values[i * extra + e] = m.get(anchor, k);
