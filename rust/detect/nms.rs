@@ -99,7 +99,9 @@ impl Sides {
                     let h = (d.min(y2) - b.max(y1)).max(0.0);
                     let inter = w * h;
                     // NaN (two empty boxes) compares false: kept, as torchvision keeps it.
-                    let over = inter / (e + area - inter) > iou;
+                    // No overlap is never above iou >= 0 (0 / union is 0, -0 or NaN):
+                    // the division only where boxes meet, the same answer.
+                    let over = inter > 0.0 && inter / (e + area - inter) > iou;
                     *alive &= !over;
                 }
             }
