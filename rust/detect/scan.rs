@@ -371,3 +371,71 @@ fn groups_avx2<S: Score>(
     }
     groups
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Every kernel of `S` on the same block: the hits of the plain `v > best` scan.
+    fn check<S: Score>(rows: &[S::Raw], nc: usize, width: usize, conf: f32) -> std::result::Result<(), TestCaseError> {
+        let mut want = Vec::new();
+        for x in 0..width {
+            let (mut top, mut class) = (f32::NEG_INFINITY, 0);
+            for c in 0..nc {
+                let v = S::value(rows[c * width + x]);
+                if v > top {
+                    (top, class) = (v, c as u32);
+                }
+            }
+            if top > conf {
+                want.push(Hit { anchor: x, score: top, class });
+            }
+        }
+        let mut kernels = vec![Kernel::Portable];
+        #[cfg(target_arch = "x86_64")]
+        if crate::layout::SimdLevel::Avx2.is_supported() {
+            kernels.push(Kernel::Avx2);
+        }
+        for kernel in kernels {
+            let mut got = Vec::new();
+            kernel.block::<S>(rows, width, nc, width, conf, 0, &mut got);
+            prop_assert_eq!(&got, &want);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// The portable and SIMD kernels against the plain scan, whatever the
+        /// CPU picks by default: ties, NaN, infinities, negatives, zeros of
+        /// both signs, widths across groups and their tails.
+        #[test]
+        fn kernels_match_the_plain_scan(
+            nc in 1usize..40,
+            width in 1usize..400,
+            seed in any::<u64>(),
+            conf in prop_oneof![Just(0.0f32), Just(0.25), Just(0.9)],
+        ) {
+            let mut state = seed | 1;
+            let mut next = || { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state };
+            let values: Vec<f32> = (0..nc * width)
+                .map(|_| match next() % 20 {
+                    0 => f32::NAN,
+                    1 => -f32::NAN,
+                    2 => f32::INFINITY,
+                    3 => f32::NEG_INFINITY,
+                    4 => -0.0,
+                    5 => 0.0,
+                    6 => -((next() % 8) as f32) / 8.0,
+                    _ => (next() % 8) as f32 / 8.0,
+                })
+                .collect();
+            check::<F32>(&values, nc, width, conf)?;
+            let f16s: Vec<u16> = values.iter().map(|&v| crate::layout::f32_to_f16(v)).collect();
+            check::<F16>(&f16s, nc, width, conf)?;
+            let bf16s: Vec<u16> = values.iter().map(|&v| (v.to_bits() >> 16) as u16).collect();
+            check::<Bf16>(&bf16s, nc, width, conf)?;
+        }
+    }
+}
