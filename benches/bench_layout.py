@@ -115,7 +115,7 @@ def main() -> None:
         shape = (3, height, width) if dst_fmt.startswith("RGBP") else (height, width, 3 if dst_fmt in ("RGB", "BGR") else 4)
         dst = np.empty(shape, {"RGBx": np.uint8, "BGRx": np.uint8, "RGB": np.uint8, "BGR": np.uint8,
                                "RGBx_BF16": ml_dtypes.bfloat16, "RGBx_FP16": np.float16, "RGBP_FLOAT": np.float32,
-                               "RGBP_FP16": np.float16}[dst_fmt])
+                               "RGBP_FP16": np.float16, "RGBx_I8": np.int8}[dst_fmt])
         moved = src.nbytes + dst.nbytes
         ours, copy = paired_ms(lambda: layout.convert(src, dst, src_fmt, dst_fmt, threads=threads, **norm),
                                memcpy_of(moved // 2), runs, args.rounds)  # moved = read + written
@@ -201,6 +201,40 @@ def main() -> None:
     if camera_formats:
         measure("YUYV -> RGBx_BF16 (normalised)", yuyv, "YUYV", "RGBx_BF16", NORM,
                 {"cv2.cvtColor + numpy in place + ml_dtypes": packed_float(bf16_packed, yuyv, cv2.COLOR_YUV2RGBA_YUYV)})
+
+    # 10-bit video (P010: HEVC Main10 decoders) and int8 model inputs. OpenCV has no 10-bit
+    # decoding: the composition a user would write drops the low bits, then decodes NV12.
+    # (Left out for an npu_zc without them.)
+    if {"P010", "RGBx_I8"} <= set(layout.SOURCE_FORMATS) | set(layout.DESTINATION_FORMATS):
+        p010 = rng.integers(0, 1 << 16, (height * 3 // 2, width), dtype=np.uint16)
+        shifted, nv12_8 = np.empty_like(p010), np.empty(p010.shape, np.uint8)
+
+        def p010_composition() -> None:
+            np.right_shift(p010, 8, out=shifted)
+            np.copyto(nv12_8, shifted, casting="unsafe")
+            cv2.cvtColor(nv12_8, cv2.COLOR_YUV2RGBA_NV12, dst=rgba_u8)
+
+        measure("P010 -> RGBx (u8)", p010, "P010", "RGBx", {}, {"p010 >> 8 (numpy) + cv2.cvtColor(YUV2RGBA_NV12)": p010_composition})
+        quant = dict(NORM, quant_scale=0.0187, zero_point=-3)
+        f32_work, i8_out = np.empty((height, width, 4), np.float32), np.empty((height, width, 4), np.int8)
+
+        def quantised(src: np.ndarray, code: int) -> Callable[[], object]:
+            def run() -> None:
+                cv2.cvtColor(src, code, dst=rgba_u8)
+                np.subtract(rgba_u8, mean4, out=f32_work)
+                np.multiply(f32_work, inv4 / np.float32(0.0187), out=f32_work)
+                np.rint(f32_work, out=f32_work)
+                np.add(f32_work, np.float32(-3), out=f32_work)
+                np.clip(f32_work, -128, 127, out=f32_work)
+                np.copyto(i8_out, f32_work, casting="unsafe")
+
+            return run
+
+        measure("BGR -> RGBx_I8 (quantised)", bgr, "BGR", "RGBx_I8", quant,
+                {"cv2.cvtColor + numpy in place": quantised(bgr, cv2.COLOR_BGR2RGBA)})
+        measure("NV12 -> RGBx_I8 (quantised)", nv12, "NV12", "RGBx_I8", quant,
+                {"cv2.cvtColor + numpy in place": quantised(nv12, cv2.COLOR_YUV2RGBA_NV12)})
+        measure("P010 -> RGBx_I8 (quantised)", p010, "P010", "RGBx_I8", quant, {})
 
     # numpy-only figures for the targets stated against numpy
     numpy_bf16 = time_ms(packed_float_numpy(bf16_packed), runs)

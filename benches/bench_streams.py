@@ -16,8 +16,12 @@ libx264 (``--preset``, default veryfast), made once in a temporary folder. Every
   normalisation into NCHW float, ``start_async`` on one shared ``ov.AsyncInferQueue`` of the original model compiled
   with the THROUGHPUT hint (under a lock), top-5 in its callback; a thread more than a frame behind its pace drops
   the frame (counted). Held on the same three conditions.
-* **bound**: min(``benchmark_app`` FPS on the model npu_zc compiles, the all-core decode rate) / 30. The decode rate:
-  one PyAV decoder per core (one thread each, processes side by side) reading the clip's planes, frames summed.
+* **bound**: min(``benchmark_app`` FPS on the model npu_zc compiles, the all-core decode rate) / 30 (the issue's
+  bound: the 85% target is measured against it). The decode rate: one PyAV decoder per core (one thread each,
+  processes side by side) reading the clip's planes, frames summed.
+* **shared-core bound**: decoding and inference share the same cores, so a frame costs a core 1/benchmark_app FPS
+  plus 1/decode FPS of its time: 1 / (1/benchmark_app + 1/decode) / 30 streams (what one process could hold if
+  nothing else cost anything). Reported beside the issue's bound.
 * **unpaced**: N files as fast as they go (``Streams`` and the baseline without pacing), FPS in all.
 
 The count of held streams is searched by doubling, then bisection. CPU: whatever this runs on (the table records it).
@@ -94,12 +98,13 @@ def held(stats: list[dict[str, float]]) -> bool:
     return all(s["dropped"] <= 1 and s["fps"] >= 0.9 * FPS and s["p99"] < HELD_P99_MS for s in stats)
 
 
-def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: bool, threads: int | None = None) -> dict[str, Any]:
+def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: bool, threads: int | None = None,
+             feeders: int | None = None) -> dict[str, Any]:
     import npu_zc
     from npu_zc.sources import VideoSource
 
     sources = [VideoSource(clip, name=f"s{i}", realtime=paced, live=paced, thread_count=threads) for i in range(streams)]
-    run = npu_zc.Streams(sources, pipeline)
+    run = npu_zc.Streams(sources, pipeline, **({} if feeders is None else {"feeders": feeders}))
     report = run.run(duration=seconds)
     run.close()
     per = [{"dropped": s.dropped, "fps": s.fps, "p99": s.latency().p99, "frames": s.frames} for s in report.streams]
@@ -238,6 +243,7 @@ def main() -> int:
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
     parser.add_argument("--decoder-threads", type=int, help="FFmpeg threads per stream (default: Streams' share of the cores)")
     parser.add_argument("--ours-only", action="store_true", help="leave out the baseline (an experiment's quick run)")
+    parser.add_argument("--feeders", type=int, help="Streams' feeding threads (default: its own, one per four cores)")
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.clip_seconds, args.max_streams, args.unpaced = 2.0, 3.0, 4, 2
@@ -260,30 +266,38 @@ def main() -> int:
     app = run_benchmark_app(ours_xml, args.device, max(3.0, args.seconds), precision, [])
     decode = decode_rate(clip, cores)
     bound = min(app["fps"], decode) / FPS
-    print(f"bound    benchmark_app {app['fps']:.0f} FPS, decode on {cores} cores {decode:.0f} FPS: {bound:.1f} streams", flush=True)
+    shared = 1 / (1 / app["fps"] + 1 / decode) / FPS if app["fps"] > 0 and decode > 0 else 0.0
+    print(f"bound    benchmark_app {app['fps']:.0f} FPS, decode on {cores} cores {decode:.0f} FPS: {bound:.1f} streams "
+          f"(shared cores: {shared:.1f})", flush=True)  # fmt: skip
 
     # One untimed trial each first, so that first inferences and lazy compilation fall outside the trials.
-    run_ours(pipeline, clip, 1, 2.0, True, args.decoder_threads)
-    print(f"paced    npu_zc Streams (decoder threads: {args.decoder_threads or 'a share of the cores'})", flush=True)
-    ours_n, ours_runs = most_held(lambda n: run_ours(pipeline, clip, n, args.seconds, True, args.decoder_threads), args.max_streams)
+    run_ours(pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders)
+    print(f"paced    npu_zc Streams (decoder threads: {args.decoder_threads or 'a share of the cores'}, "
+          f"feeding threads: {args.feeders or 'one per four cores'})", flush=True)  # fmt: skip
+    ours_n, ours_runs = most_held(
+        lambda n: run_ours(pipeline, clip, n, args.seconds, True, args.decoder_threads, args.feeders), args.max_streams
+    )
     if args.ours_only:
-        print(f"npu_zc Streams held {ours_n} streams")
+        print(f"npu_zc Streams held {ours_n} streams (bound {bound:.1f}, shared-core bound {shared:.1f})")
         return 0
     baseline = Baseline(args.model, args.device)
     baseline.run(clip, 1, 2.0, True)
     print("paced    baseline (thread per stream, cv2.VideoCapture, AsyncInferQueue)", flush=True)
     base_n, base_runs = most_held(lambda n: baseline.run(clip, n, args.seconds, True), args.max_streams)
     print(f"unpaced  {args.unpaced} files", flush=True)
-    ours_free = run_ours(pipeline, clip, args.unpaced, args.seconds, False)
+    ours_free = run_ours(pipeline, clip, args.unpaced, args.seconds, False, None, args.feeders)
     base_free = baseline.run(clip, args.unpaced, args.seconds, False)
     pipeline.close()
 
     rows = [
-        ["npu_zc Streams", ours_n, ours_n / bound if bound else 0.0, ours_n / base_n if base_n else None,
-         ours_free["fps"], ours_free["cpu_ms_per_frame"]],
-        ["baseline: thread per stream, cv2.VideoCapture, AsyncInferQueue", base_n, base_n / bound if bound else 0.0, 1.0,
-         base_free["fps"], base_free["cpu_ms_per_frame"]],
-        [f"bound: min(benchmark_app {app['fps']:.0f}, decode {decode:.0f}) / 30", round(bound, 1), 1.0, None, None, None],
+        ["npu_zc Streams", ours_n, ours_n / bound if bound else 0.0, ours_n / shared if shared else 0.0,
+         ours_n / base_n if base_n else None, ours_free["fps"], ours_free["cpu_ms_per_frame"]],
+        ["baseline: thread per stream, cv2.VideoCapture, AsyncInferQueue", base_n, base_n / bound if bound else 0.0,
+         base_n / shared if shared else 0.0, 1.0, base_free["fps"], base_free["cpu_ms_per_frame"]],
+        [f"bound: min(benchmark_app {app['fps']:.0f}, decode {decode:.0f}) / 30", round(bound, 1), 1.0,
+         bound / shared if shared else 0.0, None, None, None],
+        [f"shared-core bound: 1 / (1/{app['fps']:.0f} + 1/{decode:.0f}) / 30", round(shared, 1),
+         shared / bound if bound else 0.0, 1.0, None, None, None],
     ]  # fmt: skip
     trials = [[who, n, r["held"], r["fps"], sum(s["dropped"] for s in r["streams"]), max(s["p99"] for s in r["streams"]),
                min(s["fps"] for s in r["streams"])]
@@ -291,8 +305,11 @@ def main() -> int:
     tables = [
         {"title": f"Streams held in real time, 1080p30 H.264, {args.model} on {args.device}",
          "note": f"held: at most one frame dropped per stream (the start), every stream >= 27 FPS, p99 decode-to-result < 100 ms over {args.seconds:g} s trials; "
-                 f"unpaced: {args.unpaced} files as fast as they go. Targets: >= 2x the baseline, >= 85% of the bound.",
-         "columns": ["", "streams held", "share of bound", "x baseline", f"unpaced FPS ({args.unpaced} files)", "CPU ms / frame (unpaced)"],
+                 f"unpaced: {args.unpaced} files as fast as they go. Targets: >= 2x the baseline, >= 85% of the bound "
+                 "(the issue's: min(benchmark_app, decode) / 30); the shared-core bound (decode and inference on the same "
+                 "cores) is the one a process can reach.",
+         "columns": ["", "streams held", "share of bound", "share of shared-core bound", "x baseline",
+                     f"unpaced FPS ({args.unpaced} files)", "CPU ms / frame (unpaced)"],
          "rows": rows},
         {"title": "Every trial", "columns": ["", "streams", "held", "FPS in all", "dropped", "worst p99 ms", "slowest stream FPS"],
          "rows": trials},

@@ -10,7 +10,9 @@ Run with a Python that has ultralytics (+ torch, numpy, lap), never the project'
 
 Writes tests/detect/fixtures/bytetrack.npz: per sequence the detections of every frame (xyxy, score,
 class) and what Ultralytics' tracker returned for them (x1, y1, x2, y2, track_id, score, class, idx),
-with the ultralytics version. tests/detect/test_track_ultralytics.py compares npu_zc.Tracker with it.
+with the ultralytics version; and tests/detect/fixtures/bytetrack_obb.npz: the same for oriented boxes
+(detections xywhr, as an OBB model's results; rows x, y, w, h, angle, track_id, score, class, idx).
+tests/detect/test_track_ultralytics.py compares npu_zc.Tracker with them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "detect" / "fixtures" / "bytetrack.npz"
+OUT_OBB = OUT.with_name("bytetrack_obb.npz")
 
 
 class Boxes:
@@ -43,16 +46,31 @@ class Boxes:
         return Boxes(self.xyxy[index], self.conf[index], self.cls[index])
 
 
-Frame = tuple[np.ndarray, np.ndarray, np.ndarray]  # xyxy (n, 4), scores (n,), classes (n,)
+class Obbs:
+    """The parts of ultralytics' numpy `OBB` results that BYTETracker reads: conf, cls, xywhr, indexing."""
+
+    def __init__(self, xywhr: np.ndarray, conf: np.ndarray, cls: np.ndarray) -> None:
+        self.xywhr = np.asarray(xywhr, np.float32).reshape(-1, 5)
+        self.conf = np.asarray(conf, np.float32)
+        self.cls = np.asarray(cls, np.float32)
+
+    def __len__(self) -> int:
+        return len(self.conf)
+
+    def __getitem__(self, index: np.ndarray) -> "Obbs":
+        return Obbs(self.xywhr[index], self.conf[index], self.cls[index])
+
+
+Frame = tuple[np.ndarray, np.ndarray, np.ndarray]  # xyxy (n, 4) or xywhr (n, 5), scores (n,), classes (n,)
 
 
 def box(cx: float, cy: float, w: float, h: float) -> list[float]:
     return [cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2]
 
 
-def frames_of(objects: list[list[tuple[list[float], float, int]]]) -> list[Frame]:
+def frames_of(objects: list[list[tuple[list[float], float, int]]], width: int = 4) -> list[Frame]:
     return [
-        (np.array([o[0] for o in f], np.float32).reshape(-1, 4), np.array([o[1] for o in f], np.float32),
+        (np.array([o[0] for o in f], np.float32).reshape(-1, width), np.array([o[1] for o in f], np.float32),
          np.array([o[2] for o in f], np.int32))
         for f in objects
     ]
@@ -131,6 +149,75 @@ def random_walk(seed: int, frames: int = 120, objects: int = 12) -> list[Frame]:
     return frames_of(out)
 
 
+def obb_turning() -> list[Frame]:
+    """Rotated boxes turning through the angle range an OBB model gives ([-pi/4, 3pi/4)): a long box whose
+    width and height swap roles (the long-edge form), one reported now as (w, h, a), now as (h, w, a + pi/2)
+    or (w, h, a - pi) (the same box: the track's angle must not flip), a square-ish one."""
+    frames = []
+    for t in range(70):
+        a = -np.pi / 4 + (t * 0.05) % np.pi
+        f = [([200 + 2 * t, 200, 120, 40, a], 0.9, 0)]
+        b = 0.3 + 0.02 * t
+        form = t % 3
+        bx = [500, 300 + t, 90, 30, b] if form == 0 else [500, 300 + t, 30, 90, b + np.pi / 2] if form == 1 \
+            else [500, 300 + t, 90, 30, b - np.pi]
+        f.append((bx, 0.8, 1))
+        f.append(([350, 450 - t, 60, 58, 0.1 * t], 0.7 if t % 4 else 0.2, 2))
+        frames.append(f[::-1] if t % 2 else f)
+    return frames_of(frames, 5)
+
+
+def obb_crossing() -> list[Frame]:
+    """Two long thin boxes at different angles crossing each other (their axis-aligned boxes overlap far more
+    than the rotated ones), and a ship-like box hidden for a while."""
+    frames = []
+    for t in range(60):
+        f = [([100 + 8 * t, 300, 200, 24, 0.6], 0.9, 0), ([580 - 8 * t, 310, 200, 24, -0.6], 0.85, 0)]
+        if not 25 <= t < 35:
+            f.append(([300, 120 + t, 150, 50, 1.2 + 0.01 * t], 0.75, 3))
+        frames.append(f)
+    return frames_of(frames, 5)
+
+
+def obb_random(seed: int, frames: int = 120, objects: int = 12) -> list[Frame]:
+    """Rotated objects on random walks, turning, with noisy boxes, angles and scores, births, deaths,
+    misses and false positives."""
+    rng = np.random.default_rng(seed)
+    start = rng.integers(0, frames // 2, objects)
+    end = np.minimum(start + rng.integers(10, frames, objects), frames)
+    pos = rng.uniform([50, 50], [1200, 650], (objects, 2))
+    vel = rng.normal(0, 4, (objects, 2))
+    size = rng.uniform([20, 10], [160, 120], (objects, 2))
+    angle = rng.uniform(-np.pi / 4, 3 * np.pi / 4, objects)
+    turn = rng.normal(0, 0.04, objects)
+    cls = rng.integers(0, 4, objects)
+    out = []
+    for t in range(frames):
+        pos += vel + rng.normal(0, 1, (objects, 2))
+        angle += turn
+        f = []
+        for i in range(objects):
+            if not start[i] <= t < end[i] or rng.random() < 0.08:
+                continue
+            w, h = size[i] * (1 + rng.normal(0, 0.03, 2))
+            a = (angle[i] + rng.normal(0, 0.02) + np.pi / 4) % np.pi - np.pi / 4  # the model's range
+            score = float(np.clip(rng.normal(0.6, 0.25), 0.01, 0.99))
+            f.append(([*(pos[i] + rng.normal(0, 1.5, 2)), w, h, a], score, int(cls[i])))
+        for _ in range(rng.poisson(1.5)):  # false positives
+            f.append(([*rng.uniform([0, 0], [1280, 720]), *rng.uniform(10, 80, 2), rng.uniform(-0.7, 2.3)],
+                      float(rng.uniform(0.1, 0.4)), 0))
+        order = rng.permutation(len(f))
+        out.append([f[j] for j in order])
+    return frames_of(out, 5)
+
+
+OBB_SEQUENCES = {
+    "obb_turning": obb_turning,
+    "obb_crossing": obb_crossing,
+    "obb_random_1": lambda: obb_random(11),
+    "obb_random_2": lambda: obb_random(12, frames=200, objects=25),
+}
+
 SEQUENCES = {
     "crossing": crossing,
     "occlusion": occlusion,
@@ -150,14 +237,19 @@ def main() -> None:
 
     config = YAML.load(check_yaml("bytetrack.yaml"))
     args = IterableSimpleNamespace(**config)
-    arrays: dict[str, np.ndarray] = {"ultralytics_version": np.array(ultralytics.__version__)}
-    for name, make in SEQUENCES.items():
+    for out, sequences, results, width in ((OUT, SEQUENCES, Boxes, 4), (OUT_OBB, OBB_SEQUENCES, Obbs, 5)):
+        write(out, sequences, results, width, BYTETracker, args, config, ultralytics.__version__)
+
+
+def write(out, sequences, results, width, BYTETracker, args, config, version) -> None:  # noqa: ANN001
+    arrays: dict[str, np.ndarray] = {"ultralytics_version": np.array(version)}
+    for name, make in sequences.items():
         tracker = BYTETracker(args)
         frames = make()
         counts, boxes, scores, classes, expected, expected_counts = [], [], [], [], [], []
         for xyxy, conf, cls in frames:
-            tracks = tracker.update(Boxes(xyxy, conf, cls))
-            tracks = tracks.reshape(-1, 8)
+            tracks = tracker.update(results(xyxy, conf, cls))
+            tracks = tracks.reshape(-1, width + 4)
             counts.append(len(conf))
             boxes.append(xyxy)
             scores.append(conf)
@@ -165,17 +257,17 @@ def main() -> None:
             expected.append(tracks)
             expected_counts.append(len(tracks))
         arrays[f"{name}/counts"] = np.array(counts, np.int32)
-        arrays[f"{name}/xyxy"] = np.concatenate(boxes).astype(np.float32)
+        arrays[f"{name}/{'xyxy' if width == 4 else 'xywhr'}"] = np.concatenate(boxes).astype(np.float32)
         arrays[f"{name}/scores"] = np.concatenate(scores).astype(np.float32)
         arrays[f"{name}/classes"] = np.concatenate(classes).astype(np.int32)
         arrays[f"{name}/expected_counts"] = np.array(expected_counts, np.int32)
         arrays[f"{name}/expected"] = np.concatenate(expected).astype(np.float32)
-        ids = np.concatenate(expected)[:, 4]
+        ids = np.concatenate(expected)[:, width]
         print(f"{name}: {len(frames)} frames, {len(ids)} tracked detections, {len(np.unique(ids))} ids", file=sys.stderr)
     arrays["config"] = np.array(repr(dict(config)))
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(OUT, **arrays)
-    print(f"wrote {OUT} ({OUT.stat().st_size} bytes, ultralytics {ultralytics.__version__})", file=sys.stderr)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out, **arrays)
+    print(f"wrote {out} ({out.stat().st_size} bytes, ultralytics {version})", file=sys.stderr)
 
 
 if __name__ == "__main__":

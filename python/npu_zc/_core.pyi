@@ -144,6 +144,7 @@ def convert(
     range: str | None = None,
     v: np.ndarray | None = None,
     v_pitch: int | None = None,
+    quant: tuple[float, int] | None = None,
 ) -> _TransformTuple: ...
 
 _Rect = tuple[int, int, int, int]
@@ -166,6 +167,7 @@ def describe_resize(
     fill: tuple[float, float, float] | None = None,
     matrix: str | None = None,
     range: str | None = None,
+    quant: tuple[float, int] | None = None,
 ) -> tuple[str, _TransformTuple]: ...
 def describe_conversion(
     src_format: str,
@@ -177,6 +179,7 @@ def describe_conversion(
     simd: str | None = None,
     matrix: str | None = None,
     range: str | None = None,
+    quant: tuple[float, int] | None = None,
 ) -> str: ...
 def simd_levels() -> tuple[list[str], str]: ...
 def format_names() -> tuple[list[str], list[str]]: ...
@@ -219,7 +222,8 @@ def decode_yolo(
     image: tuple[int, int, int, int] | None = None,
     quant: tuple[float, int] | None = None,
 ) -> tuple[
-    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None,
+    tuple[np.ndarray, np.ndarray] | None,
 ]: ...
 
 def _claim_seconds(repeat: int) -> float:
@@ -376,7 +380,7 @@ class _ByteTracker:
         frame_rate: int,
     ) -> _ByteTracker: ...
     def update(
-        self, xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray
+        self, boxes: np.ndarray, scores: np.ndarray, class_ids: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
     def reset(self) -> None: ...
     @property

@@ -27,6 +27,16 @@ pub struct MaskGeometry {
     pub frame: [usize; 2],
 }
 
+/// A box's mask at the model input, as `process_mask` leaves it (before
+/// `scale_masks`): the input pixels `x`, `y` of the box, 0/1 bytes row after
+/// row. Ultralytics traces its polygons (`Masks.xy`) on this mask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputMask {
+    pub x: std::ops::Range<usize>,
+    pub y: std::ops::Range<usize>,
+    pub bits: Vec<u8>,
+}
+
 /// One output index's two bilinear taps, torch's `align_corners=False` rule.
 #[derive(Debug, Clone, Copy)]
 struct Tap {
@@ -120,15 +130,16 @@ impl MaskPatch {
 
 /// Masks of `boxes` (x1, y1, x2, y2 in model-input pixels) from their
 /// coefficients (`nm` per box) and `protos` `[nm, mh, mw]` (batch dropped):
-/// per box, its patch of the frame, or None where its mask at the model input
-/// has no pixel (Ultralytics drops those boxes). Only the pixels a box
-/// reaches are computed; the rest of each mask is zero.
+/// per box, its patch of the frame and its mask at the model input (what
+/// Ultralytics traces polygons on), or None where that mask has no pixel
+/// (Ultralytics drops those boxes). Only the pixels a box reaches are
+/// computed; the rest of each mask is zero.
 pub fn masks(
     protos: &Tensor<'_>,
     coeffs: &[f32],
     boxes: &[[f32; 4]],
     geometry: &MaskGeometry,
-) -> Result<Vec<Option<MaskPatch>>> {
+) -> Result<Vec<Option<(MaskPatch, InputMask)>>> {
     let p = protos.squeeze_to(3)?;
     let (nm, mh, mw) = (p.shape()[0], p.shape()[1], p.shape()[2]);
     let [iw, ih] = geometry.input;
@@ -209,17 +220,19 @@ pub fn masks(
             found.push(None);
             continue;
         }
+        let at_input = InputMask { x: bx.clone(), y: by.clone(), bits: on };
         if identity {
             // Masks at the model input: no second resize.
-            found.push(Some(MaskPatch { x: bx, y: by, values: on }));
+            let patch = MaskPatch { x: bx, y: by, values: at_input.bits.clone() };
+            found.push(Some((patch, at_input)));
             continue;
         }
         // scale_masks: the image's rectangle of the input, resized to the frame.
-        let input = Patch { x: bx.clone(), y: by.clone(), values: on.iter().map(|&v| v as f32).collect() };
+        let input = Patch { x: bx.clone(), y: by.clone(), values: at_input.bits.iter().map(|&v| v as f32).collect() };
         let (cx, cy) =
             (input.x.start.max(left)..input.x.end.min(right), input.y.start.max(top)..input.y.end.min(bottom));
         if cx.is_empty() || cy.is_empty() {
-            found.push(Some(MaskPatch { x: 0..0, y: 0..0, values: Vec::new() }));
+            found.push(Some((MaskPatch { x: 0..0, y: 0..0, values: Vec::new() }, at_input)));
             continue;
         }
         let mut cropped =
@@ -231,7 +244,7 @@ pub fn masks(
         }
         let frame = cropped.resize([right - left, bottom - top], [fw, fh], |v| v > 0.5);
         let values = frame.values.iter().map(|&v| v as u8).collect();
-        found.push(Some(MaskPatch { x: frame.x, y: frame.y, values }));
+        found.push(Some((MaskPatch { x: frame.x, y: frame.y, values }, at_input)));
     }
     Ok(found)
 }

@@ -7,9 +7,19 @@
 //! including its bookkeeping quirks, so that the ids are the same frame by frame
 //! (`tests/detect/test_track_ultralytics.py` checks this against fixtures made by
 //! Ultralytics itself). Ids start at 1 and are never reused by one tracker.
+//!
+//! Oriented boxes (OBB results) are tracked as Ultralytics tracks them: the box in
+//! its long-edge form (w >= h, the angle turned by pi/2 where it was not) goes into
+//! the same filter, the track keeps the angle of its last detection (in the half-turn
+//! form nearest its previous angle, so it never flips), and every overlap (the
+//! associations and the duplicate check) is the probabilistic IoU of the rotated
+//! boxes (`batch_probiou`, as `matching.iou_distance` uses for boxes with an angle).
 
 use std::collections::{HashSet, VecDeque};
+use std::f64::consts::PI;
 use std::fmt;
+
+use super::nms::probiou;
 
 /// What a [`ByteTracker`] is set up with; the defaults are Ultralytics' `bytetrack.yaml`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,20 +68,55 @@ impl fmt::Display for TrackError {
 
 impl std::error::Error for TrackError {}
 
-/// One detection of a frame: corners in pixels, score, class.
+/// A box in pixels: corners (x1, y1, x2, y2), or a rotated box (centre x, centre y,
+/// width, height, angle in radians).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bbox {
+    Xyxy([f32; 4]),
+    Xywhr([f32; 5]),
+}
+
+impl Bbox {
+    fn is_usable(&self) -> bool {
+        // Ultralytics drops boxes without area (their aspect ratio would be infinite).
+        match self {
+            Bbox::Xyxy(b) => b.iter().all(|v| v.is_finite()) && b[2] > b[0] && b[3] > b[1],
+            Bbox::Xywhr(b) => b.iter().all(|v| v.is_finite()) && b[2] > 0.0 && b[3] > 0.0,
+        }
+    }
+
+    /// The axis-aligned corners, the angle left out (for a tracker fed both kinds).
+    fn corners(&self) -> [f32; 4] {
+        match *self {
+            Bbox::Xyxy(b) => b,
+            Bbox::Xywhr([x, y, w, h, _]) => [x - w / 2.0, y - h / 2.0, x + w / 2.0, y + h / 2.0],
+        }
+    }
+
+    /// Ultralytics' overlap of two boxes: probiou when both are rotated, IoU otherwise.
+    fn overlap(&self, other: &Bbox) -> f32 {
+        match (self, other) {
+            (Bbox::Xywhr(p), Bbox::Xywhr(q)) => probiou(p, q),
+            _ => iou(&self.corners(), &other.corners()),
+        }
+    }
+}
+
+/// One detection of a frame: its box in pixels, score, class.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Detection {
-    pub xyxy: [f32; 4],
+    pub bbox: Bbox,
     pub score: f32,
     pub class: i32,
 }
 
 /// A detection that belongs to a confirmed track, as Ultralytics reports it: the
-/// track's box (the Kalman filter's estimate after this frame's measurement), its id,
-/// and `index`, the position of the detection in the frame's input.
+/// track's box (the Kalman filter's estimate after this frame's measurement; rotated
+/// boxes with the track's angle), its id, and `index`, the position of the detection
+/// in the frame's input.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tracked {
-    pub xyxy: [f32; 4],
+    pub bbox: Bbox,
     pub track_id: u64,
     pub score: f32,
     pub class: i32,
@@ -200,6 +245,14 @@ impl Kalman {
         let (left, top) = (x - w / 2.0, y - h / 2.0);
         [left as f32, top as f32, (left + w) as f32, (top + h) as f32]
     }
+
+    /// The estimate as centre and size, through the corner as Ultralytics' `xywh` goes.
+    fn xywh(&self) -> [f64; 4] {
+        let [x, y, a, h] = [self.mean[0], self.mean[1], self.mean[2], self.mean[3]];
+        let w = a * h;
+        let (left, top) = (x - w / 2.0, y - h / 2.0);
+        [left + w / 2.0, top + h / 2.0, w, h]
+    }
 }
 
 /// The lower Cholesky factor of a symmetric positive definite 4x4 matrix (a
@@ -255,8 +308,8 @@ struct Costs {
 }
 
 impl Costs {
-    fn iou_distance(tracks: &[[f32; 4]], dets: &[[f32; 4]]) -> Self {
-        let values = tracks.iter().flat_map(|t| dets.iter().map(move |d| f64::from(1.0 - iou(t, d)))).collect();
+    fn iou_distance(tracks: &[Bbox], dets: &[Bbox]) -> Self {
+        let values = tracks.iter().flat_map(|t| dets.iter().map(move |d| f64::from(1.0 - t.overlap(d)))).collect();
         Self { rows: tracks.len(), cols: dets.len(), values }
     }
 
@@ -406,11 +459,20 @@ struct Track {
     index: usize,
     frame_id: u64,
     start_frame: u64,
+    /// Rotated boxes: the angle of the last detection, in radians.
+    angle: Option<f64>,
 }
 
 impl Track {
-    fn xyxy(&self) -> [f32; 4] {
-        self.kalman.xyxy()
+    /// The box overlaps are measured on: the filter's estimate (and the angle).
+    fn bbox(&self) -> Bbox {
+        match self.angle {
+            None => Bbox::Xyxy(self.kalman.xyxy()),
+            Some(angle) => {
+                let [x, y, w, h] = self.kalman.xywh();
+                Bbox::Xywhr([x as f32, y as f32, w as f32, h as f32, angle as f32])
+            }
+        }
     }
 
     fn update(&mut self, det: &Candidate, frame_id: u64) {
@@ -421,14 +483,20 @@ impl Track {
         self.score = det.score;
         self.class = det.class;
         self.index = det.index;
+        // The half-turn form (angle or angle +- pi) nearest the track's angle: it never flips.
+        self.angle = match (self.angle, det.angle) {
+            (Some(old), Some(new)) => Some(new - PI * ((new - old) / PI).round_ties_even()),
+            (_, new) => new,
+        };
     }
 }
 
 /// A detection as a would-be track (Ultralytics' fresh `STrack`).
 #[derive(Debug, Clone, Copy)]
 struct Candidate {
-    xyxy: [f32; 4],
+    bbox: Bbox,
     xyah: [f32; 4],
+    angle: Option<f64>,
     score: f32,
     class: i32,
     index: usize,
@@ -436,14 +504,22 @@ struct Candidate {
 
 impl Candidate {
     fn new(det: &Detection, index: usize) -> Self {
-        let [x1, y1, x2, y2] = det.xyxy;
-        // Ultralytics goes xyxy -> xywh (float32) -> tlwh (float64, stored as float32) -> xyah (float32).
-        let (cx, cy, w, h) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0, x2 - x1, y2 - y1);
+        // Ultralytics goes xyxy -> xywh (float32) -> tlwh (float64, stored as float32) -> xyah (float32);
+        // a rotated box: xywhr (float64) in its long-edge form -> tlwh (float32) -> xyah.
+        let (xywh, angle) = match det.bbox {
+            Bbox::Xyxy([x1, y1, x2, y2]) => ([(x1 + x2) / 2.0, (y1 + y2) / 2.0, x2 - x1, y2 - y1], None),
+            Bbox::Xywhr([x, y, w, h, r]) if w < h => ([x, y, h, w], Some(f64::from(r) + PI / 2.0)),
+            Bbox::Xywhr([x, y, w, h, r]) => ([x, y, w, h], Some(f64::from(r))),
+        };
+        let [cx, cy, w, h] = xywh;
         let corner = |c: f32, size: f32| (f64::from(c) - f64::from(size) / 2.0) as f32;
         let tlwh = [corner(cx, w), corner(cy, h), w, h];
-        let xyxy = [tlwh[0], tlwh[1], tlwh[0] + tlwh[2], tlwh[1] + tlwh[3]];
         let xyah = [tlwh[0] + tlwh[2] / 2.0, tlwh[1] + tlwh[3] / 2.0, tlwh[2] / tlwh[3], tlwh[3]];
-        Self { xyxy, xyah, score: det.score, class: det.class, index }
+        let bbox = match angle {
+            None => Bbox::Xyxy([tlwh[0], tlwh[1], tlwh[0] + tlwh[2], tlwh[1] + tlwh[3]]),
+            Some(r) => Bbox::Xywhr([xyah[0], xyah[1], w, h, r as f32]),
+        };
+        Self { bbox, xyah, angle, score: det.score, class: det.class, index }
     }
 }
 
@@ -512,8 +588,8 @@ impl ByteTracker {
     }
 
     /// Costs between tracks and candidates: IoU distance, fused with the scores when set.
-    fn dists(&self, tracks: &[[f32; 4]], dets: &[&Candidate]) -> Costs {
-        let boxes: Vec<[f32; 4]> = dets.iter().map(|d| d.xyxy).collect();
+    fn dists(&self, tracks: &[Bbox], dets: &[&Candidate]) -> Costs {
+        let boxes: Vec<Bbox> = dets.iter().map(|d| d.bbox).collect();
         let costs = Costs::iou_distance(tracks, &boxes);
         if self.config.fuse_score {
             costs.fuse_score(&dets.iter().map(|d| d.score).collect::<Vec<_>>())
@@ -523,19 +599,14 @@ impl ByteTracker {
     }
 
     /// One frame's detections in; the detections of confirmed tracks out, in
-    /// Ultralytics' order. Detections whose score or box is not finite are ignored.
+    /// Ultralytics' order. Detections whose score or box is not finite, or whose box
+    /// has no area, are ignored.
     pub fn update(&mut self, detections: &[Detection]) -> Vec<Tracked> {
         self.frame_id += 1;
         let frame_id = self.frame_id;
         let cfg = self.config;
 
-        // Ultralytics drops boxes without area (their aspect ratio would be infinite).
-        let usable = |d: &Detection| {
-            d.score.is_finite()
-                && d.xyxy.iter().all(|v| v.is_finite())
-                && d.xyxy[2] > d.xyxy[0]
-                && d.xyxy[3] > d.xyxy[1]
-        };
+        let usable = |d: &Detection| d.score.is_finite() && d.bbox.is_usable();
         let mut high = vec![];
         let mut low = vec![];
         for (index, det) in detections.iter().enumerate().filter(|(_, d)| usable(d)) {
@@ -565,7 +636,7 @@ impl ByteTracker {
         let mut removed_now: Vec<u64> = vec![];
 
         // First association: high-score detections against the pool.
-        let pool_boxes: Vec<[f32; 4]> = pool.iter().map(Track::xyxy).collect();
+        let pool_boxes: Vec<Bbox> = pool.iter().map(Track::bbox).collect();
         let high_refs: Vec<&Candidate> = high.iter().collect();
         let first = assign(&self.dists(&pool_boxes, &high_refs), f64::from(cfg.match_thresh));
         let mut pool: Vec<Option<Track>> = pool.into_iter().map(Some).collect();
@@ -591,8 +662,8 @@ impl ByteTracker {
                 remaining.push(track); // lost tracks not found again stay lost
             }
         }
-        let rest_boxes: Vec<[f32; 4]> = rest.iter().map(Track::xyxy).collect();
-        let low_boxes: Vec<[f32; 4]> = low.iter().map(|c| c.xyxy).collect();
+        let rest_boxes: Vec<Bbox> = rest.iter().map(Track::bbox).collect();
+        let low_boxes: Vec<Bbox> = low.iter().map(|c| c.bbox).collect();
         let second = assign(&Costs::iou_distance(&rest_boxes, &low_boxes), 0.5);
         let mut rest: Vec<Option<Track>> = rest.into_iter().map(Some).collect();
         for &(t, d) in &second.matches {
@@ -608,7 +679,7 @@ impl ByteTracker {
 
         // Unconfirmed tracks against the high-score detections left over.
         let left: Vec<&Candidate> = first.unmatched_cols.iter().map(|&d| &high[d]).collect();
-        let unconfirmed_boxes: Vec<[f32; 4]> = unconfirmed.iter().map(Track::xyxy).collect();
+        let unconfirmed_boxes: Vec<Bbox> = unconfirmed.iter().map(Track::bbox).collect();
         let third = assign(&self.dists(&unconfirmed_boxes, &left), 0.7);
         for &(t, d) in &third.matches {
             unconfirmed[t].update(left[d], frame_id);
@@ -642,6 +713,7 @@ impl ByteTracker {
                 index: det.index,
                 frame_id,
                 start_frame: frame_id,
+                angle: det.angle,
             });
         }
 
@@ -682,7 +754,7 @@ impl ByteTracker {
         self.tracked
             .iter()
             .filter(|t| t.activated)
-            .map(|t| Tracked { xyxy: t.xyxy(), track_id: t.id, score: t.score, class: t.class, index: t.index })
+            .map(|t| Tracked { bbox: t.bbox(), track_id: t.id, score: t.score, class: t.class, index: t.index })
             .collect()
     }
 }
@@ -695,15 +767,15 @@ fn joint(mut a: Vec<Track>, b: Vec<Track>) -> Vec<Track> {
 }
 
 /// Ultralytics' `remove_duplicate_stracks`: a tracked and a lost track overlapping
-/// with IoU above 0.85: the younger one goes.
+/// with IoU (probiou for rotated boxes) above 0.85: the younger one goes.
 fn remove_duplicates(a: Vec<Track>, b: Vec<Track>) -> (Vec<Track>, Vec<Track>) {
     let mut drop_a = vec![false; a.len()];
     let mut drop_b = vec![false; b.len()];
-    let boxes_b: Vec<[f32; 4]> = b.iter().map(Track::xyxy).collect();
+    let boxes_b: Vec<Bbox> = b.iter().map(Track::bbox).collect();
     for (p, ta) in a.iter().enumerate() {
-        let box_a = ta.xyxy();
+        let box_a = ta.bbox();
         for (q, tb) in b.iter().enumerate() {
-            if 1.0 - iou(&box_a, &boxes_b[q]) < 0.15 {
+            if 1.0 - box_a.overlap(&boxes_b[q]) < 0.15 {
                 let time_p = ta.frame_id - ta.start_frame;
                 let time_q = tb.frame_id - tb.start_frame;
                 if time_p > time_q {
@@ -724,7 +796,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn det(x: f32, y: f32, w: f32, h: f32, score: f32) -> Detection {
-        Detection { xyxy: [x, y, x + w, y + h], score, class: 0 }
+        Detection { bbox: Bbox::Xyxy([x, y, x + w, y + h]), score, class: 0 }
     }
 
     #[test]
@@ -778,6 +850,31 @@ mod tests {
         }
         tracker.update(&d);
         assert_eq!(tracker.update(&d)[0].track_id, 2);
+    }
+
+    #[test]
+    fn a_rotated_box_in_any_equivalent_form_keeps_its_id_and_angle() {
+        let mut tracker = ByteTracker::new(TrackerConfig::default()).unwrap();
+        let half_pi = std::f32::consts::FRAC_PI_2;
+        for frame in 0..30 {
+            let x = 100.0 + 2.0 * frame as f32;
+            let form = match frame % 3 {
+                0 => [x, 50.0, 80.0, 20.0, 0.3],
+                1 => [x, 50.0, 20.0, 80.0, 0.3 - half_pi], // width and height swapped
+                _ => [x, 50.0, 80.0, 20.0, 0.3 - 2.0 * half_pi], // half a turn
+            };
+            let out = tracker.update(&[Detection { bbox: Bbox::Xywhr(form), score: 0.9, class: 0 }]);
+            assert_eq!(out.len(), 1);
+            assert_eq!(out[0].track_id, 1);
+            let Bbox::Xywhr([_, _, w, h, angle]) = out[0].bbox else { panic!("a rotated box comes back rotated") };
+            assert!(w > h && (angle - 0.3).abs() < 1e-5, "frame {frame}: {w} {h} {angle}");
+        }
+        // Two thin boxes crossing at right angles overlap little as rotated boxes: two tracks.
+        let cross = |r: f32| Detection { bbox: Bbox::Xywhr([300.0, 300.0, 200.0, 10.0, r]), score: 0.9, class: 0 };
+        let mut tracker = ByteTracker::new(TrackerConfig::default()).unwrap();
+        tracker.update(&[cross(0.0), cross(half_pi)]);
+        let ids: Vec<u64> = tracker.update(&[cross(0.0), cross(half_pi)]).iter().map(|t| t.track_id).collect();
+        assert_eq!(ids, vec![1, 2]);
     }
 
     #[test]

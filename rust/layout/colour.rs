@@ -144,13 +144,31 @@ impl Colour {
         if self == Colour::default() {
             return OPENCV_BT601;
         }
+        // Limited range: Y spans 219 codes, U and V 224; full range: 255.
+        match self.range {
+            Range::Limited => self.derived(255.0 / 219.0, 255.0 / 224.0, 16),
+            Range::Full => self.derived(1.0, 1.0, 0),
+        }
+    }
+
+    /// The arithmetic of 10-bit samples (P010, I010): the same form, on
+    /// 10-bit Y, U, V with chroma centred at 512, into 8-bit R, G, B, the
+    /// matrix always the standard's (there is no OpenCV reference to
+    /// follow). Limited range is the 8-bit codes times 4 (Y 64-940, U and V
+    /// 64-960, ITU-T H.273), full range spans 0-1023; luma below the footroom
+    /// is not floored (the 8-bit floor is OpenCV's).
+    pub(crate) fn coefficients10(self) -> Coefficients {
+        match self.range {
+            Range::Limited => self.derived(255.0 / 876.0, 255.0 / 896.0, 64),
+            Range::Full => self.derived(255.0 / 1023.0, 255.0 / 1023.0, 0),
+        }
+    }
+
+    /// The matrix of the standard's luma weights, Y scaled by `luma` and U,
+    /// V by `chroma`, each coefficient rounded to the nearest 2^-20.
+    fn derived(self, luma: f64, chroma: f64, y_offset: u8) -> Coefficients {
         let (kr, kb) = self.matrix.weights();
         let kg = 1.0 - kr - kb;
-        // Limited range: Y spans 219 codes, U and V 224; full range: 255.
-        let (luma, chroma, y_offset) = match self.range {
-            Range::Limited => (255.0 / 219.0, 255.0 / 224.0, 16),
-            Range::Full => (1.0, 1.0, 0),
-        };
         let fixed = |c: f64| (c * f64::from(1u32 << SHIFT)).round() as i32;
         Coefficients {
             y_offset,
@@ -186,6 +204,16 @@ pub(crate) fn yuv_to_rgb(k: &Coefficients, y: u8, u: u8, v: u8) -> [u8; 3] {
     [px(k.cvr * v), px(k.cvg * v + k.cug * u), px(k.cub * u)]
 }
 
+/// One pixel of 10-bit samples (values 0..=1023), the scalar reference of
+/// every 10-bit decoder: `coefficients10`'s arithmetic.
+#[inline(always)]
+pub(crate) fn yuv10_to_rgb(k: &Coefficients, y: u16, u: u16, v: u16) -> [u8; 3] {
+    let (u, v) = (i32::from(u) - 512, i32::from(v) - 512);
+    let y = (i32::from(y) - i32::from(k.y_offset)) * k.cy + HALF;
+    let px = |t: i32| ((y + t) >> SHIFT).clamp(0, 255) as u8;
+    [px(k.cvr * v), px(k.cvg * v + k.cug * u), px(k.cub * u)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +241,23 @@ mod tests {
         let k = OPENCV_BT601;
         for (c, e) in [k.cy, k.cvr, k.cvg].iter().zip(exact) {
             assert!((f64::from(*c) / f64::from(1u32 << SHIFT) - e).abs() < 5e-4, "{c} vs {e}");
+        }
+    }
+
+    /// 10-bit: black, white and grey stay themselves; no sum overflows i32.
+    #[test]
+    fn ten_bit_neutral_colours_stay_neutral() {
+        for matrix in [Matrix::Bt601, Matrix::Bt709, Matrix::Bt2020] {
+            for range in [Range::Limited, Range::Full] {
+                let k = Colour { matrix, range }.coefficients10();
+                // Grey 128: Y 64 + 128 * 876 / 255 = 503.7 limited, 128 * 1023 / 255 = 513.5 full.
+                let (black, white, grey) = if range == Range::Full { (0, 1023, 514) } else { (64, 940, 504) };
+                assert_eq!(yuv10_to_rgb(&k, black, 512, 512), [0; 3], "{matrix} {range}");
+                assert_eq!(yuv10_to_rgb(&k, white, 512, 512), [255; 3], "{matrix} {range}");
+                assert_eq!(yuv10_to_rgb(&k, grey, 512, 512), [128; 3], "{matrix} {range}");
+                let extreme = 1023 * i64::from(k.cy) + 512 * i64::from(k.cub.max(k.cvr)) + i64::from(HALF);
+                assert!(extreme < i64::from(i32::MAX));
+            }
         }
     }
 

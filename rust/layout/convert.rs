@@ -34,6 +34,11 @@ pub struct Options {
     /// The colour standard of a YUV source (ignored for the others); the
     /// default, BT.601 limited range, is OpenCV's.
     pub colour: Colour,
+    /// The scale and zero point of an int8 destination (RGBx_I8, RGB_I8):
+    /// each normalised value `x` becomes `clamp(round(x / scale) + zero_point,
+    /// -128, 127)`, rounded half to even (ONNX QuantizeLinear, OpenVINO's
+    /// FakeQuantize to int8). Required for those, refused for the others.
+    pub quant: Option<(f32, i32)>,
 }
 
 /// Frames smaller than this many output bytes per thread stay on one thread:
@@ -95,6 +100,7 @@ struct PlanKey {
     level: SimdLevel,
     resampled: bool,
     colour: Colour,
+    quant: Option<(u32, i32)>,
 }
 
 impl Plan {
@@ -116,6 +122,7 @@ impl Plan {
             level,
             resampled,
             colour: options.colour,
+            quant: options.quant.map(|(s, z)| (s.to_bits(), z)),
         };
         RECENT.get_or_build(key, || Plan::build(src, dst, options, level, resampled))
     }
@@ -139,6 +146,7 @@ impl Plan {
             bail!("scale[{k}] is 0: normalisation divides by scale, so every scale must be non-zero");
         }
         let identity = mean == [0.0; 3] && scale == [1.0; 3];
+        let quant = checked_quant(dst, options.quant)?;
         let pad = pad_bits(dst, options.pad)?;
         // Float kernels compute the pad slot like the others (see `mean`).
         let pad_value = if element == Element::U8 { 0.0 } else { options.pad };
@@ -152,7 +160,7 @@ impl Plan {
             _ => (src.channels(), [0, 1, 2].map(|k| position(src.channel_order(), dst_order[k]))),
         };
 
-        let luts = build_luts(element, mean, scale);
+        let luts = build_luts(element, mean, scale, quant);
         let mut plan = Plan {
             src_channels,
             map,
@@ -162,6 +170,7 @@ impl Plan {
             bias: [0, 1, 2, 3].map(|k| if k < 3 { -mean[k] / scale[k] } else { pad_value }),
             luts,
             pad,
+            quant,
             permutes: Permutes::new(src_channels, map),
             encoder: kernels::scalar_encoder(element, dst.is_planar(), src_channels, dst.channels()),
             nv12: None,
@@ -177,11 +186,19 @@ impl Plan {
             plan.rearrange = match src {
                 Format::Yuyv | Format::Uyvy => Some(Rearrange::Split(kernels::yuv::splitter(level).0)),
                 Format::I420 => Some(Rearrange::Interleave(kernels::yuv::interleaver(level).0)),
+                Format::I010 => Some(Rearrange::Interleave(kernels::yuv::interleaver16(level).0)),
                 _ => None,
             };
             plan.description = if direct { name.clone() } else { format!("{name} + scalar/lut") };
             plan.nv12 = Some(Nv12Plan {
                 decode,
+                pair: kernels::nv12_pair_decoder(level, bytes),
+                packed: match src {
+                    Format::Yuyv | Format::Uyvy => {
+                        kernels::yuv422_decoder(level, bytes, src == Format::Yuyv).map(|k| k.0)
+                    }
+                    _ => None,
+                },
                 direct,
                 out: YuvOut {
                     pos: if direct {
@@ -191,7 +208,7 @@ impl Plan {
                     },
                     pad: if direct { pad as u8 } else { 0 },
                     bytes,
-                    k: options.colour.coefficients(),
+                    k: if src.is_10bit() { options.colour.coefficients10() } else { options.colour.coefficients() },
                 }
                 .chroma_order(src),
             });
@@ -202,7 +219,9 @@ impl Plan {
         let scalar_encoder = plan.encoder;
         // The SIMD kernels write planes or 4-channel pixels; 3-channel pixels
         // use the tables, but for a plain byte reorder (or a dropped pad) of u8.
-        let candidates = if dst.is_planar() || dst.has_pad() {
+        let candidates = if element == Element::I8 {
+            kernels::int8_encoders(level, src_channels, dst.channels())
+        } else if dst.is_planar() || dst.has_pad() {
             kernels::simd_encoders(level, element, dst.is_planar(), src_channels, identity)
         } else if element == Element::U8 && identity && src_channels >= 3 && level != SimdLevel::Scalar {
             kernels::byte_reorder(level, src_channels, map).into_iter().collect()
@@ -273,6 +292,29 @@ fn checked_channels(name: &str, values: Option<[f32; 3]>, default: f32) -> Resul
     Ok(values)
 }
 
+/// The int8 destinations' scale and zero point, checked.
+fn checked_quant(dst: Format, quant: Option<(f32, i32)>) -> Result<Option<(f32, i32)>> {
+    match (dst.element(), quant) {
+        (Element::I8, None) => bail!(
+            "{dst} holds int8 values quantised with the model input's scale and zero point: \
+             pass them (quant_scale=, zero_point=)"
+        ),
+        (Element::I8, Some((s, z))) => {
+            if !(s.is_finite() && s > 0.0) {
+                bail!("the quantisation scale must be a positive finite number, not {s}");
+            }
+            if !(-128..=127).contains(&z) {
+                bail!("the zero point of an int8 destination must be in -128..=127, not {z}");
+            }
+            Ok(Some((s, z)))
+        }
+        (_, Some(_)) => {
+            bail!("a quantisation scale and zero point are for the int8 destinations (RGBx_I8, RGB_I8), not {dst}")
+        }
+        (_, None) => Ok(None),
+    }
+}
+
 fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
     if !dst.has_pad() {
         if pad != 0.0 {
@@ -287,6 +329,12 @@ fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
             }
             pad as u32
         }
+        Element::I8 => {
+            if !(-128.0..=127.0).contains(&pad) || pad.fract() != 0.0 {
+                bail!("pad {pad} does not fit the pad byte of {dst}: use an integer from -128 to 127");
+            }
+            pad as i8 as u8 as u32
+        }
         Element::Bf16 => f32_to_bf16(pad) as u32,
         Element::F16 => f32_to_f16(pad) as u32,
         Element::F32 => pad.to_bits(),
@@ -296,10 +344,20 @@ fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
 /// The NV12 decoder of this level and, for the camera formats, the
 /// rearrangement before it: e.g. "avx2/yuv422-split + avx2/nv12".
 fn yuv_decoder(src: Format, level: SimdLevel, bytes: usize) -> (super::plan::Nv12Row, String) {
-    let (decode, name) = kernels::nv12_decoder(level, bytes);
+    let (decode, name) = match src {
+        Format::P010 => kernels::yuv10_decoder(level, bytes, false),
+        Format::I010 => kernels::yuv10_decoder(level, bytes, true),
+        _ => kernels::nv12_decoder(level, bytes),
+    };
+    if let Some((_, packed)) = kernels::yuv422_decoder(level, bytes, src == Format::Yuyv)
+        .filter(|_| matches!(src, Format::Yuyv | Format::Uyvy))
+    {
+        return (decode, packed.to_string());
+    }
     let before = match src {
         Format::Yuyv | Format::Uyvy => Some(kernels::yuv::splitter(level).1),
         Format::I420 => Some(kernels::yuv::interleaver(level).1),
+        Format::I010 => Some(kernels::yuv::interleaver16(level).1),
         _ => None,
     };
     (decode, before.map_or(name.to_string(), |b| format!("{b} + {name}")))
@@ -316,6 +374,7 @@ fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -
     let height = src.height;
     let step = match src.pixels {
         SourcePixels::Nv12 { .. } | SourcePixels::I420 { .. } => 2,
+        SourcePixels::P010 { .. } | SourcePixels::I010 { .. } => 2,
         SourcePixels::Packed { .. } | SourcePixels::Yuv422 { .. } => 1,
     };
     let rows_per_band = height.div_ceil(wanted).next_multiple_of(step).max(step);
@@ -340,6 +399,10 @@ fn split_into_bands<'a>(src: &Source<'a>, dst: Destination<'a>, wanted: usize) -
             SourcePixels::Yuv422 { rows, y_even } => SourcePixels::Yuv422 { rows: rows.sub(start, n), y_even },
             SourcePixels::I420 { y, u, v } => {
                 SourcePixels::I420 { y: y.sub(start, n), u: u.sub(start / 2, n / 2), v: v.sub(start / 2, n / 2) }
+            }
+            SourcePixels::P010 { y, uv } => SourcePixels::P010 { y: y.sub(start, n), uv: uv.sub(start / 2, n / 2) },
+            SourcePixels::I010 { y, u, v } => {
+                SourcePixels::I010 { y: y.sub(start, n), u: u.sub(start / 2, n / 2), v: v.sub(start / 2, n / 2) }
             }
         };
         bands.push(Band { src: band_src, dst: band_planes });
@@ -438,6 +501,63 @@ mod tests {
                         prop_assert!(encode(&plan, kernel.encoder, element, &src) == want, "{src_format}->{dst}: {name}");
                     }
                 }
+            }
+        }
+    }
+
+    proptest! {
+        /// The int8 kernels' exact form (two true divisions) writes what the
+        /// tables write for any parameters and pixels, every source width
+        /// and both destinations (their gathers, packs and stores).
+        #[test]
+        fn exact_int8_kernels_match_the_tables(
+            src_format in prop::sample::select(vec![Format::Gray, Format::Bgr, Format::Rgba]),
+            dst in prop::sample::select(vec![Format::RgbxI8, Format::RgbI8]),
+            mean in prop::array::uniform3(-300.0f32..300.0),
+            scale in prop::array::uniform3(prop_oneof![0.01f32..500.0, -500.0f32..-0.01]),
+            quant in (prop_oneof![0.0005f32..0.05, 0.05f32..8.0], -128i32..128),
+            pad in -128i32..128,
+            pixels in 1usize..80,
+            seed in any::<u64>(),
+        ) {
+            let pad = if dst.has_pad() { pad as f32 } else { 0.0 };
+            let options = Options { mean: Some(mean), scale: Some(scale), pad, quant: Some(quant), ..Options::default() };
+            let mut state = seed | 1;
+            let src: Vec<u8> = (0..pixels * src_format.channels()).map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            }).collect();
+            for level in SimdLevel::available() {
+                let plan = Plan::new(src_format, dst, &options, level).unwrap();
+                let reference = kernels::scalar_encoder(Element::I8, false, plan.src_channels, dst.channels());
+                let want = encode(&plan, reference, Element::I8, &src);
+                for kernel in kernels::int8_encoders(level, plan.src_channels, dst.channels()) {
+                    if kernel.name.ends_with("/div") {
+                        prop_assert!(encode(&plan, kernel.encoder, Element::I8, &src) == want, "{src_format}->{dst}: {}", kernel.name);
+                    }
+                }
+            }
+        }
+    }
+
+    /// ImageNet-like parameters and a typical input quantisation take the
+    /// SIMD int8 kernels.
+    #[test]
+    fn int8_destinations_take_simd_kernels() {
+        let options = Options {
+            mean: Some([123.675, 116.28, 103.53]),
+            scale: Some([58.395, 57.12, 57.375]),
+            quant: Some((0.0187, -3)),
+            ..Options::default()
+        };
+        for level in SimdLevel::available().into_iter().filter(|&l| l != SimdLevel::Scalar) {
+            for (src, dst) in
+                [(Format::Bgr, Format::RgbxI8), (Format::Rgba, Format::RgbI8), (Format::Nv12, Format::RgbxI8)]
+            {
+                let plan = Plan::new(src, dst, &options, level).unwrap();
+                assert!(plan.description.contains("/i8"), "{src}->{dst} at {level}: {}", plan.description);
             }
         }
     }

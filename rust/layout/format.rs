@@ -28,6 +28,12 @@ pub enum Format {
     Uyvy,
     /// Planar 4:2:0 YUV (V4L2's YU12): Y, then U, then V at half size each way.
     I420,
+    /// 10-bit 4:2:0 YUV laid out as NV12 in little-endian u16 samples, the
+    /// value in the top 10 bits (HEVC Main10 decoders, VA-API; FFmpeg's `p010le`).
+    P010,
+    /// 10-bit 4:2:0 YUV laid out as I420 in little-endian u16 samples, the
+    /// value in the low 10 bits (FFmpeg's `yuv420p10le`; libyuv's name).
+    I010,
     /// Packed u8, four channels, the fourth a pad byte.
     Rgbx,
     Bgrx,
@@ -35,6 +41,11 @@ pub enum Format {
     RgbxBf16,
     /// Packed IEEE half, four channels (R, G, B, pad).
     RgbxFp16,
+    /// Packed signed int8, four channels (R, G, B, pad): a quantised
+    /// model's input, `clamp(round((x - mean) / scale / q) + zero_point)`.
+    RgbxI8,
+    /// Packed signed int8, three channels.
+    RgbI8,
     /// Planar f32, three planes R, G, B (NCHW).
     RgbpFloat,
     /// Planar IEEE half, three planes R, G, B.
@@ -51,6 +62,8 @@ pub enum Format {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Element {
     U8,
+    /// Signed int8, quantised with a scale and a zero point.
+    I8,
     Bf16,
     F16,
     F32,
@@ -59,7 +72,7 @@ pub enum Element {
 impl Element {
     pub fn size(self) -> usize {
         match self {
-            Element::U8 => 1,
+            Element::U8 | Element::I8 => 1,
             Element::Bf16 | Element::F16 => 2,
             Element::F32 => 4,
         }
@@ -75,7 +88,7 @@ pub enum Channel {
 }
 
 impl Format {
-    pub const ALL: [Format; 20] = [
+    pub const ALL: [Format; 24] = [
         Format::Bgr,
         Format::Rgb,
         Format::Bgra,
@@ -86,10 +99,14 @@ impl Format {
         Format::Yuyv,
         Format::Uyvy,
         Format::I420,
+        Format::P010,
+        Format::I010,
         Format::Rgbx,
         Format::Bgrx,
         Format::RgbxBf16,
         Format::RgbxFp16,
+        Format::RgbxI8,
+        Format::RgbI8,
         Format::RgbpFloat,
         Format::RgbpFp16,
         Format::RgbFloat,
@@ -110,10 +127,14 @@ impl Format {
             Format::Yuyv => "YUYV",
             Format::Uyvy => "UYVY",
             Format::I420 => "I420",
+            Format::P010 => "P010",
+            Format::I010 => "I010",
             Format::Rgbx => "RGBx",
             Format::Bgrx => "BGRx",
             Format::RgbxBf16 => "RGBx_BF16",
             Format::RgbxFp16 => "RGBx_FP16",
+            Format::RgbxI8 => "RGBx_I8",
+            Format::RgbI8 => "RGB_I8",
             Format::RgbpFloat => "RGBP_FLOAT",
             Format::RgbpFp16 => "RGBP_FP16",
             Format::RgbFloat => "RGB_FLOAT",
@@ -137,6 +158,8 @@ impl Format {
                 | Format::Yuyv
                 | Format::Uyvy
                 | Format::I420
+                | Format::P010
+                | Format::I010
                 | Format::Rgbx
                 | Format::Bgrx
         )
@@ -149,7 +172,21 @@ impl Format {
 
     /// The YUV sources, decoded with OpenCV's BT.601 arithmetic.
     pub fn is_yuv(self) -> bool {
-        matches!(self, Format::Nv12 | Format::Nv21 | Format::Yuyv | Format::Uyvy | Format::I420)
+        matches!(self, Format::Nv12 | Format::Nv21 | Format::Yuyv | Format::Uyvy | Format::I420) || self.is_10bit()
+    }
+
+    /// The YUV sources of 10-bit samples, each a little-endian u16.
+    pub fn is_10bit(self) -> bool {
+        matches!(self, Format::P010 | Format::I010)
+    }
+
+    /// Bytes of one sample of a source, or of one channel value of a destination.
+    fn sample_bytes(self) -> usize {
+        if self.is_10bit() {
+            2
+        } else {
+            self.element().size()
+        }
     }
 
     pub fn sources() -> impl Iterator<Item = Format> {
@@ -163,6 +200,7 @@ impl Format {
     pub fn element(self) -> Element {
         match self {
             Format::RgbxBf16 => Element::Bf16,
+            Format::RgbxI8 | Format::RgbI8 => Element::I8,
             Format::RgbxFp16 | Format::RgbpFp16 | Format::BgrpFp16 => Element::F16,
             Format::RgbpFloat | Format::RgbFloat | Format::BgrFloat | Format::BgrpFloat => Element::F32,
             _ => Element::U8,
@@ -177,10 +215,10 @@ impl Format {
     /// I420 rows; 2 for packed 4:2:2 (a Y and half a U,V pair).
     pub fn channels(self) -> usize {
         match self {
-            Format::Gray | Format::Nv12 | Format::Nv21 | Format::I420 => 1,
+            Format::Gray | Format::Nv12 | Format::Nv21 | Format::I420 | Format::P010 | Format::I010 => 1,
             Format::Yuyv | Format::Uyvy => 2,
             f if f.is_planar() => 1,
-            Format::Bgr | Format::Rgb | Format::RgbFloat | Format::BgrFloat => 3,
+            Format::Bgr | Format::Rgb | Format::RgbFloat | Format::BgrFloat | Format::RgbI8 => 3,
             _ => 4,
         }
     }
@@ -198,7 +236,8 @@ impl Format {
             Format::Bgr | Format::Bgra | Format::Bgrx | Format::BgrFloat | Format::BgrpFloat | Format::BgrpFp16 => {
                 &[B, G, R]
             }
-            Format::Gray | Format::Nv12 | Format::Nv21 | Format::Yuyv | Format::Uyvy | Format::I420 => &[],
+            f if f.is_yuv() => &[],
+            Format::Gray => &[],
             _ => &[R, G, B],
         }
     }
@@ -214,9 +253,15 @@ impl FromStr for Format {
     type Err = LayoutError;
 
     /// Exact VART names; case is not significant ("rgbx_bf16" works too).
+    /// FFmpeg's names of the 10-bit formats are accepted too.
     fn from_str(name: &str) -> Result<Format> {
         if let Some(format) = Format::ALL.into_iter().find(|f| f.name().eq_ignore_ascii_case(name)) {
             return Ok(format);
+        }
+        match name.to_ascii_lowercase().as_str() {
+            "p010le" => return Ok(Format::P010),
+            "yuv420p10le" | "i420_10" => return Ok(Format::I010),
+            _ => {}
         }
         let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
         bail!("unknown format name {name:?}: the formats are {}", names.join(", "))
@@ -253,7 +298,7 @@ pub fn frame_geometry(format: Format, width: usize, height: usize, pitch: Option
     if width == 0 || height == 0 {
         bail!("a {format} frame of {width}x{height} pixels is empty: width and height must be at least 1");
     }
-    if matches!(format, Format::Nv12 | Format::Nv21 | Format::I420)
+    if matches!(format, Format::Nv12 | Format::Nv21 | Format::I420 | Format::P010 | Format::I010)
         && (!width.is_multiple_of(2) || !height.is_multiple_of(2))
     {
         bail!(
@@ -268,13 +313,19 @@ pub fn frame_geometry(format: Format, width: usize, height: usize, pitch: Option
         );
     }
     let too_big = || LayoutError::new(format!("a {format} frame of {width}x{height} pixels is too large to address"));
-    let row_bytes = width.checked_mul(format.channels() * format.element().size()).ok_or_else(too_big)?;
+    let row_bytes = width.checked_mul(format.channels() * format.sample_bytes()).ok_or_else(too_big)?;
     let (planes, rows) = match format {
-        Format::Nv12 | Format::Nv21 | Format::I420 => (1, height / 2 * 3),
+        Format::Nv12 | Format::Nv21 | Format::I420 | Format::P010 | Format::I010 => (1, height / 2 * 3),
         f if f.is_planar() => (3, height),
         _ => (1, height),
     };
     let pitch = pitch.unwrap_or(row_bytes);
+    if format.is_10bit() && !pitch.is_multiple_of(2) {
+        bail!(
+            "a {format} stride of {pitch} bytes is odd: {format} rows are little-endian u16 samples, \
+             so every row starts on an even byte"
+        );
+    }
     if pitch < row_bytes {
         bail!(
             "a stride of {pitch} bytes is shorter than one row of {width} {format} pixels \

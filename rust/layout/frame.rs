@@ -133,6 +133,20 @@ impl<'a> RowsMut<'a> {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(i * self.pitch), self.row_bytes) }
     }
 
+    /// Rows `i` and `i + 1`, both writable at once (rows never overlap).
+    pub fn row_pair_mut(&mut self, i: usize) -> [&mut [u8]; 2] {
+        assert!(i + 1 < self.count, "rows {i} and {} of {}", i + 1, self.count);
+        // SAFETY: both rows are inside the region and disjoint from each
+        // other (and from every other row); `&mut self` makes these the only
+        // live borrows of them.
+        unsafe {
+            [
+                std::slice::from_raw_parts_mut(self.ptr.add(i * self.pitch), self.row_bytes),
+                std::slice::from_raw_parts_mut(self.ptr.add((i + 1) * self.pitch), self.row_bytes),
+            ]
+        }
+    }
+
     /// Splits into rows `..mid` and `mid..`: disjoint, so both may be written at once.
     pub fn split_at(self, mid: usize) -> (RowsMut<'a>, RowsMut<'a>) {
         assert!(mid <= self.count, "split at {mid} of {}", self.count);
@@ -173,6 +187,12 @@ pub enum SourcePixels<'a> {
     /// I420 planes: `y` has `height` rows of `width` bytes, `u` and `v`
     /// `height / 2` rows of `width / 2` bytes.
     I420 { y: Rows<'a>, u: Rows<'a>, v: Rows<'a> },
+    /// P010 planes: as NV12's, of little-endian u16 samples (rows of
+    /// `2 * width` bytes), each value in the top 10 bits.
+    P010 { y: Rows<'a>, uv: Rows<'a> },
+    /// I010 planes: as I420's, of little-endian u16 samples (rows of
+    /// `2 * width` and `width` bytes), each value in the low 10 bits.
+    I010 { y: Rows<'a>, u: Rows<'a>, v: Rows<'a> },
 }
 
 impl<'a> Source<'a> {
@@ -184,6 +204,9 @@ impl<'a> Source<'a> {
         let g = frame_geometry(format, width, height, pitch)?;
         if format == Format::I420 && g.pitch != g.row_bytes {
             return Self::i420_pitched(data, width, height, g.pitch);
+        }
+        if format == Format::I010 {
+            return Self::i010_pitched(data, width, height, g.pitch);
         }
         let rows = Rows::new(data, g.rows, g.row_bytes, g.pitch)?;
         Self::from_rows(format, width, height, rows, None)
@@ -202,6 +225,40 @@ impl<'a> Source<'a> {
         let u = Rows::new(data.get(h * pitch..).unwrap_or(&[]), h / 2, width / 2, c)?;
         let v = Rows::new(data.get(h * pitch + h / 2 * c..).unwrap_or(&[]), h / 2, width / 2, c)?;
         Self::i420(width, height, y, u, v)
+    }
+
+    /// One-buffer I010: Y rows `pitch` bytes apart, then U and V rows `pitch / 2` apart.
+    fn i010_pitched(data: &'a [u8], width: usize, height: usize, pitch: usize) -> Result<Self> {
+        if !pitch.is_multiple_of(4) {
+            bail!(
+                "an I010 stride of {pitch} bytes is not a multiple of 4: its U and V rows of u16 samples are \
+                 half a stride apart, so half the stride must be even"
+            );
+        }
+        let (h, c) = (height, pitch / 2);
+        let y = Rows::new(data, h, 2 * width, pitch)?;
+        let u = Rows::new(data.get(h * pitch..).unwrap_or(&[]), h / 2, width, c)?;
+        let v = Rows::new(data.get(h * pitch + h / 2 * c..).unwrap_or(&[]), h / 2, width, c)?;
+        Self::i010(width, height, y, u, v)
+    }
+
+    /// I010 from three planes of little-endian u16 samples, each with its own
+    /// pitch (FFmpeg's `yuv420p10le` frames).
+    pub fn i010(width: usize, height: usize, y: Rows<'a>, u: Rows<'a>, v: Rows<'a>) -> Result<Self> {
+        frame_geometry(Format::I010, width, height, None)?;
+        expect_samples(&y, height, 2 * width, "I010 Y plane")?;
+        expect_samples(&u, height / 2, width, "I010 U plane")?;
+        expect_samples(&v, height / 2, width, "I010 V plane")?;
+        Ok(Source { width, height, pixels: SourcePixels::I010 { y, u, v } })
+    }
+
+    /// P010 from its two planes of little-endian u16 samples, each with its
+    /// own pitch (a decoder's or VA-API's surface).
+    pub fn p010(width: usize, height: usize, y: Rows<'a>, uv: Rows<'a>) -> Result<Self> {
+        frame_geometry(Format::P010, width, height, None)?;
+        expect_samples(&y, height, 2 * width, "P010 Y plane")?;
+        expect_samples(&uv, height / 2, 2 * width, "P010 chroma plane")?;
+        Ok(Source { width, height, pixels: SourcePixels::P010 { y, uv } })
     }
 
     /// I420 from three planes, each with its own pitch (what decoders hand out).
@@ -255,7 +312,33 @@ impl<'a> Source<'a> {
                 expect_rows(&uv, height / 2, width, &format!("{format} chroma plane"))?;
                 SourcePixels::Nv12 { y: rows, uv, vu: format == Format::Nv21 }
             }
-            (_, Some(_)) => bail!("only NV12 and NV21 come in two planes; {format} is one buffer"),
+            (Format::P010, None) => {
+                return Self::p010(width, height, rows.sub(0, height), rows.sub(height, height / 2));
+            }
+            (Format::P010, Some(uv)) => return Self::p010(width, height, rows, uv),
+            (_, Some(_)) => bail!("only NV12, NV21 and P010 come in two planes; {format} is one buffer"),
+            (Format::I010, None) => {
+                expect_rows(&rows, g.rows, g.row_bytes, "I010 source")?;
+                if rows.pitch != rows.row_bytes {
+                    bail!(
+                        "a one-buffer I010 source with rows {} bytes apart is not supported here: pass its \
+                         (Y, U, V) planes, each with its own stride",
+                        rows.pitch
+                    );
+                }
+                let (h, w) = (height, 2 * width);
+                // SAFETY: the one-buffer frame is h * 3 / 2 contiguous rows of
+                // w bytes (checked just above): Y is its first h * w bytes, U
+                // the next h / 2 * w / 2, V the last h / 2 * w / 2.
+                let (u, v) = unsafe {
+                    let base = rows.ptr.add(h * w);
+                    (
+                        Rows::from_raw_parts(base, h / 2, w / 2, w / 2),
+                        Rows::from_raw_parts(base.add(h / 2 * (w / 2)), h / 2, w / 2, w / 2),
+                    )
+                };
+                return Self::i010(width, height, rows.sub(0, height), u, v);
+            }
             (Format::Yuyv | Format::Uyvy, None) => {
                 expect_rows(&rows, g.rows, g.row_bytes, "source")?;
                 SourcePixels::Yuv422 { rows, y_even: format == Format::Yuyv }
@@ -299,6 +382,8 @@ impl<'a> Source<'a> {
             SourcePixels::Yuv422 { y_even: true, .. } => Format::Yuyv,
             SourcePixels::Yuv422 { y_even: false, .. } => Format::Uyvy,
             SourcePixels::I420 { .. } => Format::I420,
+            SourcePixels::P010 { .. } => Format::P010,
+            SourcePixels::I010 { .. } => Format::I010,
         }
     }
 }
@@ -383,6 +468,21 @@ fn expect_rows(rows: &Rows<'_>, count: usize, row_bytes: usize, what: &str) -> R
             "the {what} has {} rows of {} bytes where {count} rows of {row_bytes} bytes are needed",
             rows.count(),
             rows.row_bytes()
+        );
+    }
+    Ok(())
+}
+
+/// As `expect_rows`, for rows of little-endian u16 samples: each row must
+/// start on an even address (a sample split across an odd offset is a
+/// buffer read from the wrong place).
+fn expect_samples(rows: &Rows<'_>, count: usize, row_bytes: usize, what: &str) -> Result<()> {
+    expect_rows(rows, count, row_bytes, what)?;
+    if !(rows.ptr as usize).is_multiple_of(2) || (count > 1 && !rows.pitch.is_multiple_of(2)) {
+        bail!(
+            "the {what} starts at an odd byte address or has an odd stride ({} bytes): its samples are \
+             little-endian u16, each on an even byte; pass the plane as a uint16 array or from an even offset",
+            rows.pitch
         );
     }
     Ok(())

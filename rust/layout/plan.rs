@@ -8,14 +8,20 @@
 use super::colour::Coefficients;
 use super::float::{f32_to_bf16, f32_to_f16};
 use super::format::{Element, Format};
-use super::frame::{RowsMut, SourcePixels};
+use super::frame::{Rows, RowsMut, SourcePixels};
 
 /// A source row of pixels to one packed destination row.
 pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);
 /// A source row of pixels to one row of each of three planes.
 pub(crate) type PlanarRow = unsafe fn(&Plan, &[u8], &mut [u8], &mut [u8], &mut [u8]);
-/// A Y row and its UV row to 3- or 4-byte pixels (see [`YuvOut`]).
+/// A Y row and its UV row to 3- or 4-byte pixels (see [`YuvOut`]); for
+/// 10-bit sources, rows of little-endian u16 samples.
 pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], &YuvOut);
+/// Two Y rows that share one U,V row (NV12's, I420's) to two rows of pixels:
+/// the chroma terms computed once for both.
+pub(crate) type Nv12Pair = unsafe fn([&[u8]; 2], &[u8], [&mut [u8]; 2], &YuvOut);
+/// A packed 4:2:2 row (YUYV or UYVY) decoded straight to pixels (see [`YuvOut`]).
+pub(crate) type Yuv422Row = unsafe fn(&[u8], &mut [u8], &YuvOut);
 /// A packed 4:2:2 row split into its even and its odd bytes (Y and U,V).
 pub(crate) type SplitRow = unsafe fn(&[u8], &mut [u8], &mut [u8]);
 /// A U row and a V row interleaved into one U,V row.
@@ -60,8 +66,10 @@ pub(crate) struct Plan {
     /// `-mean / scale`, for kernels that compute `x * inv_scale + bias`.
     pub bias: [f32; 4],
     pub luts: Luts,
-    /// Bits of the pad value in the destination element (u8, f16/bf16 or f32).
+    /// Bits of the pad value in the destination element (u8, i8, f16/bf16 or f32).
     pub pad: u32,
+    /// The scale and zero point of an int8 destination.
+    pub quant: Option<(f32, i32)>,
     /// Byte shuffles and permutations for the x86 kernels (see `Permutes`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub permutes: Permutes,
@@ -76,6 +84,11 @@ pub(crate) struct Plan {
 #[derive(Clone, Copy)]
 pub(crate) struct Nv12Plan {
     pub decode: Nv12Row,
+    /// The same decoder, two rows at a time (for 4:2:0 sources).
+    pub pair: Nv12Pair,
+    /// YUYV/UYVY decoded from the packed row itself, where the level has
+    /// such a decoder (else the row is split first: `Rearrange::Split`).
+    pub packed: Option<Yuv422Row>,
     /// Decode straight into u8 destination rows (no normalisation), else into
     /// an RGBx row of scratch that the encoder then reads.
     pub direct: bool,
@@ -103,6 +116,13 @@ impl YuvOut {
         if src != Format::Nv21 {
             return self;
         }
+        self.swap_chroma()
+    }
+
+    /// The decoding of the chroma pairs read the other way round (V, U):
+    /// R's and B's coefficients and places exchanged, and G's two
+    /// coefficients (see `chroma_order`).
+    pub(crate) fn swap_chroma(self) -> YuvOut {
         let k = self.k;
         YuvOut {
             pos: [self.pos[2], self.pos[1], self.pos[0]],
@@ -117,7 +137,7 @@ impl YuvOut {
 pub(crate) enum Rearrange {
     /// Packed 4:2:2: the even and odd bytes of a row.
     Split(SplitRow),
-    /// I420: the U and V rows interleaved.
+    /// I420: the U and V rows interleaved (I010: their u16 samples).
     Interleave(InterleaveRow),
 }
 
@@ -215,8 +235,10 @@ impl Permutes {
 }
 
 /// The reference arithmetic, in f32 as numpy does it: `(x - mean) / scale`,
-/// then rounded to the destination type (u8: half to even, saturated).
-pub(crate) fn build_luts(element: Element, mean: [f32; 3], scale: [f32; 3]) -> Luts {
+/// then rounded to the destination type (u8: half to even, saturated; i8:
+/// divided by the quantisation scale, rounded half to even, the zero point
+/// added, saturated).
+pub(crate) fn build_luts(element: Element, mean: [f32; 3], scale: [f32; 3], quant: Option<(f32, i32)>) -> Luts {
     let value = |k: usize, x: usize| (x as f32 - mean[k]) / scale[k];
     fn table<T: Copy + Default>(f: impl Fn(usize, usize) -> T) -> Box<[[T; 256]; 3]> {
         let mut t = Box::new([[T::default(); 256]; 3]);
@@ -229,6 +251,13 @@ pub(crate) fn build_luts(element: Element, mean: [f32; 3], scale: [f32; 3]) -> L
     }
     match element {
         Element::U8 => Luts::U8(table(|k, x| value(k, x).round_ties_even().clamp(0.0, 255.0) as u8)),
+        Element::I8 => {
+            let (q, zero_point) = quant.expect("an int8 destination has a quantisation (checked by the plan)");
+            Luts::U8(table(|k, x| {
+                let level = (value(k, x) / q).round_ties_even() + zero_point as f32;
+                level.clamp(-128.0, 127.0) as i8 as u8
+            }))
+        }
         Element::Bf16 => Luts::U16(table(|k, x| f32_to_bf16(value(k, x)))),
         Element::F16 => Luts::U16(table(|k, x| f32_to_f16(value(k, x)))),
         Element::F32 => Luts::F32(table(value)),
@@ -246,8 +275,15 @@ impl Plan {
             }
             SourcePixels::Nv12 { y, uv, .. } => {
                 let mut decoder = Decoder::new(self, y.row_bytes());
-                for r in 0..y.count() {
-                    decoder.row(self, y.row(r), uv.row(r / 2), dst, r);
+                // Bands start on even rows: rows 2j and 2j + 1 share U,V row j.
+                for r in (0..y.count()).step_by(2) {
+                    decoder.rows(self, y, r, uv.row(r / 2), dst);
+                }
+            }
+            SourcePixels::Yuv422 { rows, .. } if self.nv12.is_some_and(|n| n.packed.is_some()) => {
+                let mut decoder = Decoder::new(self, rows.row_bytes() / 2);
+                for r in 0..rows.count() {
+                    decoder.packed_row(self, rows.row(r), dst, r);
                 }
             }
             SourcePixels::Yuv422 { rows, y_even } => {
@@ -266,6 +302,23 @@ impl Plan {
                 let Some(Rearrange::Interleave(interleave)) = self.rearrange else { unreachable!("an I420 plan") };
                 let mut uv = vec![0u8; y.row_bytes()];
                 let mut decoder = Decoder::new(self, y.row_bytes());
+                for r in (0..y.count()).step_by(2) {
+                    // SAFETY: the interleaver was picked for this CPU's level.
+                    unsafe { interleave(u.row(r / 2), v.row(r / 2), &mut uv) };
+                    decoder.rows(self, y, r, &uv, dst);
+                }
+            }
+            // 10-bit: rows of u16 samples, two bytes a sample.
+            SourcePixels::P010 { y, uv } => {
+                let mut decoder = Decoder::new(self, y.row_bytes() / 2);
+                for r in 0..y.count() {
+                    decoder.row(self, y.row(r), uv.row(r / 2), dst, r);
+                }
+            }
+            SourcePixels::I010 { y, u, v } => {
+                let Some(Rearrange::Interleave(interleave)) = self.rearrange else { unreachable!("an I010 plan") };
+                let mut uv = vec![0u8; y.row_bytes()];
+                let mut decoder = Decoder::new(self, y.row_bytes() / 2);
                 for r in 0..y.count() {
                     if r % 2 == 0 {
                         // SAFETY: the interleaver was picked for this CPU's level.
@@ -311,16 +364,47 @@ impl Plan {
 }
 
 /// Decodes Y and U,V rows (NV12's) into destination rows: straight into u8
-/// pixels, or into a row of RGBx scratch that the plan's encoder then reads.
+/// pixels, or into rows of RGBx scratch that the plan's encoder then reads.
 struct Decoder {
     nv12: Nv12Plan,
     scratch: Vec<u8>,
+    second: Vec<u8>,
 }
 
 impl Decoder {
     fn new(plan: &Plan, width: usize) -> Self {
         let nv12 = plan.nv12.expect("a YUV plan");
-        Decoder { nv12, scratch: if nv12.direct { Vec::new() } else { vec![0u8; width * 4] } }
+        let scratch = || if nv12.direct { Vec::new() } else { vec![0u8; width * 4] };
+        Decoder { nv12, scratch: scratch(), second: scratch() }
+    }
+
+    /// Rows `r` and `r + 1` of `y` (or `r` alone, the last of an odd
+    /// count), which share the U,V row `uv`.
+    fn rows(&mut self, plan: &Plan, y: Rows<'_>, r: usize, uv: &[u8], dst: &mut [RowsMut<'_>]) {
+        if r + 1 == y.count() {
+            return self.row(plan, y.row(r), uv, dst, r);
+        }
+        let nv12 = self.nv12;
+        let out: [&mut [u8]; 2] =
+            if nv12.direct { dst[0].row_pair_mut(r) } else { [&mut self.scratch, &mut self.second] };
+        // SAFETY: the decoder was picked for this CPU's level.
+        unsafe { (nv12.pair)([y.row(r), y.row(r + 1)], uv, out, &nv12.out) };
+        if !nv12.direct {
+            plan.encode_row(&self.scratch, dst, r);
+            plan.encode_row(&self.second, dst, r + 1);
+        }
+    }
+
+    /// A YUYV/UYVY row decoded as it is (`Nv12Plan::packed`).
+    fn packed_row(&mut self, plan: &Plan, row: &[u8], dst: &mut [RowsMut<'_>], r: usize) {
+        let nv12 = self.nv12;
+        let decode = nv12.packed.expect("a packed 4:2:2 decoder");
+        let out: &mut [u8] = if nv12.direct { dst[0].row_mut(r) } else { &mut self.scratch };
+        // SAFETY: the decoder was picked for this CPU's level.
+        unsafe { decode(row, out, &nv12.out) };
+        if !nv12.direct {
+            plan.encode_row(&self.scratch, dst, r);
+        }
     }
 
     fn row(&mut self, plan: &Plan, y: &[u8], uv: &[u8], dst: &mut [RowsMut<'_>], r: usize) {

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use super::errors::invalid;
 use crate::detect::{
     self,
-    mask::{MaskGeometry, MaskPatch},
+    mask::{InputMask, MaskGeometry, MaskPatch},
     DetectError, Element, ErrorKind, Family, Geometry, Layout, Params, Task, Tensor,
 };
 
@@ -127,7 +127,8 @@ fn layout_of(family: &str, task: &str, nc: usize, nm: usize, kpt: (usize, usize)
 }
 
 /// What `decode` returns: xyxy (n, 4), scores, class ids, anchors,
-/// xywhr (n, 5) for obb, extra (n, e) keypoints, masks (n, h, w) as 0/1 bytes.
+/// xywhr (n, 5) for obb, extra (n, e) keypoints, masks (n, h, w) as 0/1 bytes,
+/// and each mask at the model input: rects (n, 4) x, y, w, h and their 0/1 bytes, one after another.
 type Decoded<'py> = (
     Bound<'py, PyArray2<f32>>,
     Bound<'py, PyArray1<f32>>,
@@ -136,6 +137,7 @@ type Decoded<'py> = (
     Option<Bound<'py, PyArray2<f32>>>,
     Option<Bound<'py, PyArray2<f32>>>,
     Option<Bound<'py, PyArrayDyn<u8>>>,
+    Option<(Bound<'py, PyArray2<i64>>, Bound<'py, PyArray1<u8>>)>,
 );
 
 struct Request {
@@ -154,6 +156,7 @@ struct Result_ {
     keypoints: Option<(Vec<f32>, usize)>,
     /// Each detection's mask patch, and the frame's (w, h).
     masks: Option<(Vec<MaskPatch>, [usize; 2])>,
+    input_masks: Option<Vec<InputMask>>,
 }
 
 fn run(output: &Span, protos: Option<&Span>, r: &Request) -> detect::Result<Result_> {
@@ -161,6 +164,7 @@ fn run(output: &Span, protos: Option<&Span>, r: &Request) -> detect::Result<Resu
     let output = unsafe { output.tensor(r.element)? };
     let mut d = detect::decode(output.matrix()?, &r.layout, &r.params)?;
     let mut masks = None;
+    let mut input_masks = None;
     if let Task::Segment { nm } = r.layout.task {
         let (Some(protos), Some(pe)) = (protos, r.protos_element) else {
             detect::bail_value("a segmentation model needs its prototypes output [1, 32, H/4, W/4]")?
@@ -187,8 +191,9 @@ fn run(output: &Span, protos: Option<&Span>, r: &Request) -> detect::Result<Resu
             let keep: Vec<bool> = found.iter().map(Option::is_some).collect();
             d = keep_where(d, &keep, nm);
         }
-        let out: Vec<MaskPatch> = found.into_iter().flatten().collect();
+        let (out, inputs): (Vec<MaskPatch>, Vec<InputMask>) = found.into_iter().flatten().unzip();
         masks = Some((out, frame));
+        input_masks = Some(inputs);
     }
     let mut xywhr = None;
     if r.layout.task == Task::Obb {
@@ -204,7 +209,7 @@ fn run(output: &Span, protos: Option<&Span>, r: &Request) -> detect::Result<Resu
         r.geometry.points(&mut values, dim);
         keypoints = Some((values, k * dim));
     }
-    Ok(Result_ { decoded: d, xywhr, keypoints, masks })
+    Ok(Result_ { decoded: d, xywhr, keypoints, masks, input_masks })
 }
 
 /// The detections where `keep` is true (`extra` values per detection).
@@ -287,6 +292,15 @@ fn decode_yolo<'py>(
     let xywhr = r.xywhr.map(|v| PyArray1::from_vec(py, v.concat()).reshape([n, 5])).transpose()?;
     let keypoints = r.keypoints.map(|(v, e)| PyArray1::from_vec(py, v).reshape([n, e])).transpose()?;
     let masks = r.masks.map(|(patches, [w, h])| paint_masks(py, &patches, n, w, h)).transpose()?;
+    let input_masks = r
+        .input_masks
+        .map(|m| -> PyResult<_> {
+            let rects: Vec<i64> =
+                m.iter().flat_map(|m| [m.x.start, m.y.start, m.x.len(), m.y.len()].map(|v| v as i64)).collect();
+            let bits: Vec<u8> = m.into_iter().flat_map(|m| m.bits).collect();
+            Ok((PyArray1::from_vec(py, rects).reshape([n, 4])?, PyArray1::from_vec(py, bits)))
+        })
+        .transpose()?;
     Ok((
         xyxy,
         PyArray1::from_vec(py, d.scores),
@@ -295,6 +309,7 @@ fn decode_yolo<'py>(
         xywhr,
         keypoints,
         masks,
+        input_masks,
     ))
 }
 

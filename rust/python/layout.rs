@@ -218,7 +218,7 @@ fn resize_options(
 #[pyo3(signature = (src, src_format, dst, dst_format, width, height, *, src_pitch=None, dst_pitch=None,
                     uv=None, uv_pitch=None, mean=None, scale=None, pad=0.0, threads=None, simd=None,
                     dst_size=None, roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None,
-                    matrix=None, range=None, v=None, v_pitch=None))]
+                    matrix=None, range=None, v=None, v_pitch=None, quant=None))]
 fn convert(
     py: Python<'_>,
     src: Bound<'_, PyArrayDyn<u8>>,
@@ -246,6 +246,7 @@ fn convert(
     range: Option<&str>,
     v: Option<Bound<'_, PyArrayDyn<u8>>>,
     v_pitch: Option<Count>,
+    quant: Option<(f32, i32)>,
 ) -> PyResult<TransformTuple> {
     let (width, height, threads) = (width.0, height.0, threads.map(|t| t.0));
     let (src_pitch, dst_pitch, uv_pitch) = (src_pitch.map(|p| p.0), dst_pitch.map(|p| p.0), uv_pitch.map(|p| p.0));
@@ -254,7 +255,7 @@ fn convert(
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
     let colour = layout::Colour::parse(matrix, range).or_value_error()?;
-    let options = Options { mean, scale, pad, threads, simd, resize, colour };
+    let options = Options { mean, scale, pad, threads, simd, resize, colour, quant };
     let (dst_width, dst_height) = dst_size.unwrap_or((width, height));
     if !src_format.is_source() || !dst_format.is_destination() {
         // The core says which formats are which.
@@ -264,34 +265,38 @@ fn convert(
     // Where each argument's rows are, from its shape and strides (nothing read yet).
     let dg = layout::frame_geometry(dst_format, dst_width, dst_height, dst_pitch).or_value_error()?;
     let dst_place = place(&dst, &dg, dst_pitch, true, "destination")?;
-    if v.is_some() && !(src_format == Format::I420 && uv.is_some()) {
+    if v.is_some() && !(matches!(src_format, Format::I420 | Format::I010) && uv.is_some()) {
         return Err(invalid(format!(
-            "a separate V plane only goes with an I420 source given as (Y, U, V) planes, not {src_format}"
+            "a separate V plane only goes with an I420 or I010 source given as (Y, U, V) planes, not {src_format}"
         )));
     }
+    // Bytes of one sample: planes given apart are rows of `width * sample` bytes.
+    let sample = if src_format.is_10bit() { 2 } else { 1 };
     // The chroma planes given apart from the luma: (place, rows, row bytes) each.
     let mut chroma = Vec::new();
     let (src_place, src_rows) = match (src_format, &uv) {
-        (Format::I420, Some(u)) => {
+        (Format::I420 | Format::I010, Some(u)) => {
             let Some(v) = &v else {
-                return Err(invalid("an I420 source in planes needs its V plane as well as its U plane"));
+                return Err(invalid(format!(
+                    "an {src_format} source in planes needs its V plane as well as its U plane"
+                )));
             };
-            let (cw, ch) = ((width / 2).max(1), (height / 2).max(1));
-            let yg = layout::frame_geometry(Format::Gray, width, height, src_pitch).or_value_error()?;
+            let (cw, ch) = ((width / 2).max(1) * sample, (height / 2).max(1));
+            let yg = layout::frame_geometry(Format::Gray, width * sample, height, src_pitch).or_value_error()?;
             let ug = layout::frame_geometry(Format::Gray, cw, ch, uv_pitch).or_value_error()?;
             let vg = layout::frame_geometry(Format::Gray, cw, ch, v_pitch.map(|p| p.0)).or_value_error()?;
             chroma.push((place(u, &ug, uv_pitch, false, "U plane")?, ug.rows, ug.row_bytes, "U plane"));
             chroma.push((place(v, &vg, v_pitch.map(|p| p.0), false, "V plane")?, vg.rows, vg.row_bytes, "V plane"));
             (place(&src, &yg, src_pitch, false, "Y plane")?, (height, width))
         }
-        (Format::Nv12 | Format::Nv21, Some(uv)) => {
-            let yg = layout::frame_geometry(Format::Gray, width, height, src_pitch).or_value_error()?;
-            let uvg = layout::frame_geometry(Format::Gray, width, height / 2, uv_pitch).or_value_error()?;
+        (Format::Nv12 | Format::Nv21 | Format::P010, Some(uv)) => {
+            let yg = layout::frame_geometry(Format::Gray, width * sample, height, src_pitch).or_value_error()?;
+            let uvg = layout::frame_geometry(Format::Gray, width * sample, height / 2, uv_pitch).or_value_error()?;
             chroma.push((place(uv, &uvg, uv_pitch, false, "UV plane")?, uvg.rows, uvg.row_bytes, "UV plane"));
             (place(&src, &yg, src_pitch, false, "Y plane")?, (height, width))
         }
         (_, Some(_)) => {
-            return Err(invalid(format!("a separate UV plane only goes with NV12 and NV21, not {src_format}")))
+            return Err(invalid(format!("a separate UV plane only goes with NV12, NV21 and P010, not {src_format}")))
         }
         (_, None) => {
             let sg = layout::frame_geometry(src_format, width, height, src_pitch).or_value_error()?;
@@ -332,18 +337,23 @@ fn convert(
     // SAFETY: rows checked by `place`; the arrays stay borrowed (readonly) and
     // claimed until we return.
     let source = match (src_format, chroma.as_slice()) {
-        (Format::I420, [(up, urows, ubytes, _), (vp, vrows, vbytes, _)]) => {
+        (Format::I420 | Format::I010, [(up, urows, ubytes, _), (vp, vrows, vbytes, _)]) => {
             let (y, u, v) = unsafe {
                 (
-                    source_rows(&src_place, 0, height, width),
+                    source_rows(&src_place, 0, height, width * sample),
                     source_rows(up, 0, *urows, *ubytes),
                     source_rows(vp, 0, *vrows, *vbytes),
                 )
             };
-            layout::Source::i420(width, height, y, u, v)
+            if src_format == Format::I010 {
+                layout::Source::i010(width, height, y, u, v)
+            } else {
+                layout::Source::i420(width, height, y, u, v)
+            }
         }
         (_, [(uvp, uvrows, _, _)]) => {
-            let (y, uv) = unsafe { (source_rows(&src_place, 0, height, width), source_rows(uvp, 0, *uvrows, width)) };
+            let row = width * sample;
+            let (y, uv) = unsafe { (source_rows(&src_place, 0, height, row), source_rows(uvp, 0, *uvrows, row)) };
             layout::Source::from_rows(src_format, width, height, y, Some(uv))
         }
         _ => {
@@ -362,7 +372,8 @@ fn convert(
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
 #[pyo3(signature = (src_format, dst_format, src_size, dst_size, *, mean=None, scale=None, pad=0.0, simd=None,
-                    roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None, matrix=None, range=None))]
+                    roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None, matrix=None, range=None,
+                    quant=None))]
 fn describe_resize(
     src_format: &str,
     dst_format: &str,
@@ -379,11 +390,12 @@ fn describe_resize(
     fill: Option<[f32; 3]>,
     matrix: Option<&str>,
     range: Option<&str>,
+    quant: Option<(f32, i32)>,
 ) -> PyResult<(String, TransformTuple)> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
     let colour = layout::Colour::parse(matrix, range).or_value_error()?;
-    let options = Options { mean, scale, pad, threads: None, simd, resize, colour };
+    let options = Options { mean, scale, pad, threads: None, simd, resize, colour, quant };
     let (name, transform) = layout::describe_resize(
         parse(src_format)?,
         parse(dst_format)?,
@@ -398,7 +410,8 @@ fn describe_resize(
 /// The kernels `convert` would run, e.g. "avx512/bf16-native/fma".
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (src_format, dst_format, *, mean=None, scale=None, pad=0.0, simd=None, matrix=None, range=None))]
+#[pyo3(signature = (src_format, dst_format, *, mean=None, scale=None, pad=0.0, simd=None, matrix=None, range=None,
+                    quant=None))]
 fn describe_conversion(
     src_format: &str,
     dst_format: &str,
@@ -408,10 +421,11 @@ fn describe_conversion(
     simd: Option<&str>,
     matrix: Option<&str>,
     range: Option<&str>,
+    quant: Option<(f32, i32)>,
 ) -> PyResult<String> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let colour = layout::Colour::parse(matrix, range).or_value_error()?;
-    let options = Options { mean, scale, pad, threads: None, simd, colour, ..Options::default() };
+    let options = Options { mean, scale, pad, threads: None, simd, colour, quant, ..Options::default() };
     layout::describe(parse(src_format)?, parse(dst_format)?, &options).or_value_error()
 }
 

@@ -4,7 +4,7 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArra
 use pyo3::prelude::*;
 
 use super::errors::invalid;
-use crate::detect::track::{ByteTracker, Detection, TrackerConfig};
+use crate::detect::track::{Bbox, ByteTracker, Detection, TrackerConfig};
 
 /// One stream's ByteTrack state.
 #[pyclass(module = "npu_zc._core", name = "_ByteTracker")]
@@ -46,28 +46,34 @@ impl PyByteTracker {
         Ok(Self { inner })
     }
 
-    /// Boxes (n, 4) f32 corners, scores (n,) f32, classes (n,) i32 in; the
-    /// confirmed tracks' boxes, ids, scores, classes and input positions out.
+    /// Boxes (n, 4) f32 corners or (n, 5) rotated (cx, cy, w, h, radians),
+    /// scores (n,) f32, classes (n,) i32 in; the confirmed tracks' boxes (of the
+    /// same kind), ids, scores, classes and input positions out.
     fn update<'py>(
         &mut self,
         py: Python<'py>,
-        xyxy: PyReadonlyArray2<'py, f32>,
+        boxes: PyReadonlyArray2<'py, f32>,
         scores: PyReadonlyArray1<'py, f32>,
         class_ids: PyReadonlyArray1<'py, i32>,
     ) -> PyResult<Tracks<'py>> {
-        let n = xyxy.shape()[0];
-        if xyxy.shape()[1] != 4 || scores.len() != n || class_ids.len() != n {
+        let [n, width] = [boxes.shape()[0], boxes.shape()[1]];
+        if !(width == 4 || width == 5) || scores.len() != n || class_ids.len() != n {
             return Err(invalid(format!(
-                "a tracker takes n boxes (n, 4), n scores and n class ids; got boxes {:?}, {} scores, {} class ids",
-                xyxy.shape(),
+                "a tracker takes n boxes ((n, 4) corners or (n, 5) rotated), n scores and n class ids; \
+                 got boxes {:?}, {} scores, {} class ids",
+                boxes.shape(),
                 scores.len(),
                 class_ids.len()
             )));
         }
-        let (boxes, scores, classes) = (xyxy.as_array(), scores.as_array(), class_ids.as_array());
+        let (b, scores, classes) = (boxes.as_array(), scores.as_array(), class_ids.as_array());
         let detections: Vec<Detection> = (0..n)
             .map(|i| Detection {
-                xyxy: [boxes[[i, 0]], boxes[[i, 1]], boxes[[i, 2]], boxes[[i, 3]]],
+                bbox: if width == 4 {
+                    Bbox::Xyxy(std::array::from_fn(|k| b[[i, k]]))
+                } else {
+                    Bbox::Xywhr(std::array::from_fn(|k| b[[i, k]]))
+                },
                 score: scores[i],
                 class: classes[i],
             })
@@ -75,8 +81,17 @@ impl PyByteTracker {
         let tracker = &mut self.inner;
         let tracked = py.detach(|| tracker.update(&detections));
         let m = tracked.len();
-        let flat: Vec<f32> = tracked.iter().flat_map(|t| t.xyxy).collect();
-        let out_boxes = PyArray1::from_vec(py, flat).reshape([m, 4])?;
+        // Each track's box as it came in (a tracker fed both kinds gives each its own).
+        let flat: Vec<f32> = tracked
+            .iter()
+            .flat_map(|t| match t.bbox {
+                Bbox::Xywhr(r) if width == 5 => r.to_vec(),
+                Bbox::Xywhr([x, y, w, h, _]) => vec![x - w / 2.0, y - h / 2.0, x + w / 2.0, y + h / 2.0],
+                Bbox::Xyxy(c) if width == 4 => c.to_vec(),
+                Bbox::Xyxy([x1, y1, x2, y2]) => vec![(x1 + x2) / 2.0, (y1 + y2) / 2.0, x2 - x1, y2 - y1, 0.0],
+            })
+            .collect();
+        let out_boxes = PyArray1::from_vec(py, flat).reshape([m, width])?;
         Ok((
             out_boxes,
             PyArray1::from_vec(py, tracked.iter().map(|t| t.track_id as i64).collect()),

@@ -24,36 +24,7 @@ from npu_zc.pipeline import full_hd, sample_photo
 from npu_zc.runtime import is_available
 from conftest import CATS, REPO
 from tiny_onnx import COLOURS, colour_classifier, node, value_info, write_onnx
-
-SCRIPT = Path(sys.executable).parent / "npu-zc"
-COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "npu_zc.cli.main"]
-
-
-def npu_zc(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.run([*COMMAND, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def ok(*args: str | Path) -> str:
-    done = npu_zc(*args)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def fails(*args: str | Path, match: str, code: int | None = None) -> str:
-    """The command fails with one line on stderr containing ``match``; returns that line."""
-    done = npu_zc(*args)
-    assert done.returncode != 0, done.stdout
-    if code is not None:
-        assert done.returncode == code
-    # Under qemu-user, whose /sys is the host's, OpenVINO's Arm CPU plugin says it cannot read
-    # the CPU's MIDR_EL1 register: the emulator's line, not ours.
-    lines = [line for line in done.stderr.strip().splitlines() if "Can't open MIDR_EL1 sysfs entry" not in line]
-    assert len(lines) == 1, done.stderr
-    assert "Traceback" not in done.stderr and lines[0].startswith("npu-zc")
-    assert match.lower() in lines[0].lower(), lines[0]
-    return lines[0]
-
+from cli_helpers import COMMAND, fails, npu_zc, ok
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:

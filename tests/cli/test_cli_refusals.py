@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,24 +20,7 @@ pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not i
 
 from npu_zc.pipeline import sample_photo
 from tiny_onnx import COLOURS, colour_classifier
-
-SCRIPT = Path(sys.executable).parent / "npu-zc"
-COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "npu_zc.cli.main"]
-
-
-def npu_zc(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.run([*COMMAND, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def one_line_error(done: subprocess.CompletedProcess[str], match: str) -> str:
-    assert done.returncode not in (0, None), done.stdout
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("npu-zc") and "internal error" not in lines[0] and "Traceback" not in done.stderr
-    assert match.lower() in lines[0].lower(), lines[0]
-    return lines[0]
-
+from cli_helpers import COMMAND, npu_zc, one_line_error
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:

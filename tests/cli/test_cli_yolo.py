@@ -4,32 +4,16 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
+from cli_helpers import npu_zc, ok
 from conftest import red_square_input_box, save_red_square_yolo
 
 pytest.importorskip("openvino")
-
-SCRIPT = Path(sys.executable).parent / "npu-zc"
-COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "npu_zc.cli.main"]
-
-
-def npu_zc(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.run([*COMMAND, *map(str, args)], capture_output=True, text=True, timeout=300, env=env)
-
-
-def ok(*args: str | Path) -> str:
-    done = npu_zc(*args)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def fails(*args: str | Path, match: str) -> str:

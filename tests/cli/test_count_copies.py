@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,8 +18,7 @@ pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not i
 from npu_zc import memcount
 from npu_zc.pipeline import sample_photo
 
-SCRIPT = Path(sys.executable).parent / "npu-zc"
-COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "npu_zc.cli.main"]
+from cli_helpers import COMMAND
 
 
 @pytest.fixture(scope="module")

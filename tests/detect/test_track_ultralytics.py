@@ -1,8 +1,9 @@
 """npu_zc.Tracker against Ultralytics' own BYTETracker, frame by frame.
 
-The fixture (tests/detect/fixtures/bytetrack.npz) holds synthetic detection sequences and what
-Ultralytics' tracker returned for each frame; scripts/make_track_fixtures.py made it (it needs
-ultralytics + torch + lap, in a separate venv; CI only reads the fixture).
+The fixtures (tests/detect/fixtures/bytetrack.npz, and bytetrack_obb.npz for oriented boxes) hold
+synthetic detection sequences and what Ultralytics' tracker returned for each frame;
+scripts/make_track_fixtures.py made them (it needs ultralytics + torch + lap, in a separate venv; CI only
+reads the fixtures).
 """
 
 from __future__ import annotations
@@ -16,21 +17,22 @@ from hypothesis import given, settings, strategies as st
 from npu_zc.detect.track import Tracker
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bytetrack.npz"
+FIXTURE_OBB = FIXTURE.with_name("bytetrack_obb.npz")
 
 
-def sequences() -> list[str]:
-    with np.load(FIXTURE) as data:
+def sequences(fixture: Path = FIXTURE) -> list[str]:
+    with np.load(fixture) as data:
         return sorted({key.split("/")[0] for key in data.files if "/" in key})
 
 
-def frames(data: np.lib.npyio.NpzFile, name: str):  # type: ignore[no-untyped-def]
+def frames(data: np.lib.npyio.NpzFile, name: str, boxes: str = "xyxy"):  # type: ignore[no-untyped-def]
     counts, expected_counts = data[f"{name}/counts"], data[f"{name}/expected_counts"]
     starts, expected_starts = np.r_[0, np.cumsum(counts)], np.r_[0, np.cumsum(expected_counts)]
     for f in range(len(counts)):
         a, b = starts[f], starts[f + 1]
         c, d = expected_starts[f], expected_starts[f + 1]
         yield (
-            data[f"{name}/xyxy"][a:b],
+            data[f"{name}/{boxes}"][a:b],
             data[f"{name}/scores"][a:b],
             data[f"{name}/classes"][a:b],
             data[f"{name}/expected"][c:d],
@@ -51,6 +53,53 @@ def test_ids_match_ultralytics_frame_by_frame(name: str) -> None:
             np.testing.assert_array_equal(out_scores, expected[:, 5], err_msg=where)
             # The Kalman estimate: float64 in both, summed in a different order.
             np.testing.assert_allclose(boxes, expected[:, :4], rtol=0, atol=1e-3, err_msg=where)
+
+
+@pytest.mark.parametrize("name", sequences(FIXTURE_OBB))
+def test_oriented_boxes_match_ultralytics_frame_by_frame(name: str) -> None:
+    """OBB: long-edge form, the angle's half-turn rule, probiou costs; rows x, y, w, h, angle, id, score,
+    class, index."""
+    tracker = Tracker()
+    with np.load(FIXTURE_OBB) as data:
+        for f, (xywhr, scores, classes, expected) in enumerate(frames(data, name, "xywhr")):
+            boxes, ids, out_scores, out_classes, index = tracker.update_arrays(xywhr, scores, classes)
+            where = f"{name} frame {f + 1}"
+            np.testing.assert_array_equal(ids, expected[:, 5].astype(np.int64), err_msg=where)
+            np.testing.assert_array_equal(index, expected[:, 8].astype(np.int64), err_msg=where)
+            np.testing.assert_array_equal(out_classes, expected[:, 7].astype(np.int32), err_msg=where)
+            np.testing.assert_array_equal(out_scores, expected[:, 6], err_msg=where)
+            assert boxes.shape == (len(ids), 5)
+            np.testing.assert_allclose(boxes[:, :4], expected[:, :4], rtol=0, atol=1e-3, err_msg=where)
+            np.testing.assert_allclose(boxes[:, 4], expected[:, 4], rtol=0, atol=1e-6, err_msg=where)
+
+
+def test_oriented_fixture_turns_flips_and_crosses() -> None:
+    """The OBB sequences are not trivial: a box reported in three equivalent forms keeps one id and an
+    angle that does not jump by half a turn; two crossing thin boxes keep their ids."""
+    with np.load(FIXTURE_OBB) as data:
+        rows = data["obb_turning/expected"]
+        flipping = rows[rows[:, 7] == 1]
+        assert len(np.unique(flipping[:, 5])) == 1 and len(flipping) > 60
+        assert np.abs(np.diff(flipping[:, 4])).max() < 0.1  # reported +-pi/2 and -pi: the track's angle is steady
+        assert (flipping[:, 2] >= flipping[:, 3]).all()  # long-edge form
+        crossing = data["obb_crossing/expected"]
+        assert len(np.unique(crossing[crossing[:, 7] == 0][:, 5])) == 2
+
+
+def test_detections_with_rotated_boxes_are_tracked_as_rotated() -> None:
+    import npu_zc
+
+    tracker = Tracker()
+    xywhr = np.array([[100, 100, 30, 90, 0.2], [300, 200, 80, 20, 1.0]], np.float32)
+    d = npu_zc.Detections(np.zeros((2, 4), np.float32), np.array([0.9, 0.8], np.float32), np.array([0, 1], np.int32),
+                          task="obb", xywhr=xywhr)
+    out = tracker.update(d)
+    assert out.track_ids.tolist() == [1, 2] and out.xywhr is not None
+    # Long-edge form: (30, 90, 0.2) is tracked as (90, 30, 0.2 + pi/2).
+    np.testing.assert_allclose(out.xywhr[0], [100, 100, 90, 30, 0.2 + np.pi / 2], atol=1e-4)
+    np.testing.assert_allclose(out.xyxy[1], [300 - 40 * np.cos(1.0) - 10 * np.sin(1.0), 200 - 40 * np.sin(1.0) - 10 * np.cos(1.0),
+                                             300 + 40 * np.cos(1.0) + 10 * np.sin(1.0), 200 + 40 * np.sin(1.0) + 10 * np.cos(1.0)],
+                               atol=1e-3)
 
 
 def test_fixture_exercises_lost_found_and_new_tracks() -> None:

@@ -27,11 +27,16 @@ def test_letterbox_equals_ultralytics_to_the_bit(height: int, width: int, model:
     transform = npu_zc.convert(img, dst, "BGR", "RGBx", fit="letterbox", fill=114, interpolation="bilinear")
     np.testing.assert_array_equal(dst[..., :3], expected[..., ::-1])  # RGB, as the model reads it
     assert tuple(transform.rect)[:2] == (left, top)  # the image where Ultralytics puts it
-    # Boxes go back as Ultralytics' scale_boxes (ultralytics/utils/ops.py) does, written out here verbatim.
+    # Boxes go back as Ultralytics' scale_boxes (ultralytics/utils/ops.py, 8.4.190, ratio_pad=None) does,
+    # written out here verbatim: per-axis gains of the rounded letterbox size (older releases divided by
+    # the single gain).
     img1_shape, img0_shape = model, (height, width)
-    ul_gain = min(img1_shape[0] / img0_shape[0], img1_shape[1] / img0_shape[1])
-    ul_pad = (round((img1_shape[1] - img0_shape[1] * ul_gain) / 2 - 0.1), round((img1_shape[0] - img0_shape[0] * ul_gain) / 2 - 0.1))
+    gain = min(img1_shape[0] / img0_shape[0], img1_shape[1] / img0_shape[1])
+    new_h, new_w = (max(round(x * gain), 1) for x in img0_shape[:2])
+    gain_y, gain_x = new_h / img0_shape[0], new_w / img0_shape[1]
+    pad_x, pad_y = round((img1_shape[1] - new_w) / 2 - 0.1), round((img1_shape[0] - new_h) / 2 - 0.1)
     boxes = np.random.default_rng(seed).uniform(0, max(model), (20, 4))
-    expected_boxes = (boxes - [ul_pad[0], ul_pad[1], ul_pad[0], ul_pad[1]]) / ul_gain
+    expected_boxes = (boxes - [pad_x, pad_y, pad_x, pad_y]) / [gain_x, gain_y, gain_x, gain_y]
     geometry = ultralytics_transform(transform, (width, height), (model[1], model[0]))
     np.testing.assert_allclose(geometry.to_source(boxes), expected_boxes, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(transform.to_source(boxes), expected_boxes, rtol=1e-12, atol=1e-9)

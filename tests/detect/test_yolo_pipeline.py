@@ -39,11 +39,12 @@ def reference_detect(model_path: Path, frame: np.ndarray, conf: float = 0.25, io
     )
     chosen = np.asarray(chosen, int).reshape(-1)[:max_det]
     boxes = xyxy[chosen].astype(np.float64)
-    # scale_boxes: (x - pad) / gain, clipped.
+    # scale_boxes (8.4.190): (x - pad) / the per-axis gain of the rounded letterbox size, clipped.
     fh, fw = frame.shape[:2]
     gain = min(h / fh, w / fw)
-    pad = (round((w - fw * gain) / 2 - 0.1), round((h - fh * gain) / 2 - 0.1))
-    boxes = (boxes - [pad[0], pad[1], pad[0], pad[1]]) / gain
+    new_h, new_w = max(round(fh * gain), 1), max(round(fw * gain), 1)
+    pad = (round((w - new_w) / 2 - 0.1), round((h - new_h) / 2 - 0.1))
+    boxes = (boxes - [pad[0], pad[1], pad[0], pad[1]]) / [new_w / fw, new_h / fh, new_w / fw, new_h / fh]
     boxes[:, [0, 2]] = boxes[:, [0, 2]].clip(0, fw)
     boxes[:, [1, 3]] = boxes[:, [1, 3]].clip(0, fh)
     return boxes, best[keep][chosen], cls[keep][chosen]
@@ -148,3 +149,20 @@ def test_real_detector_finds_the_astronaut(fall_detector_onnx: Path) -> None:
     np.testing.assert_allclose(dets.xyxy, ref_boxes, atol=0.5)
     np.testing.assert_allclose(dets.scores, ref_scores, rtol=1e-4)
     np.testing.assert_array_equal(dets.class_ids, ref_classes)
+
+
+def test_streams_give_a_detectors_boxes_in_frame_pixels(red_square_yolo: Path, tmp_path: Path) -> None:
+    """Streams decode a YOLO's outputs as the pipeline does: boxes through the letterbox, in the frame's pixels."""
+    frame, expected = red_squares_frame((1280, 720), [(10, 20), (30, 12)])
+    cv2.imwrite(str(tmp_path / "squares.png"), frame)
+    with Pipeline(red_square_yolo, "CPU") as pipeline:
+        results: list[npu_zc.StreamResult] = []
+        npu_zc.Streams([tmp_path / "squares.png", tmp_path / "squares.png"], pipeline).run(results.append)
+        alone = pipeline.process(frame)
+    assert len(results) == 2
+    want = np.array(sorted(expected, key=lambda b: (b[1], b[0])))
+    for result in results:
+        dets = result.prediction
+        assert isinstance(dets, npu_zc.Detections) and len(dets) == 2
+        np.testing.assert_allclose(dets.xyxy[np.lexsort((dets.xyxy[:, 0], dets.xyxy[:, 1]))], want, atol=0.5)
+        np.testing.assert_array_equal(dets.xyxy, alone.xyxy)

@@ -33,11 +33,16 @@ fn rgb_at(format: Format, src: &[u8], pitch: usize, uv: &[u8], w: usize, x: usiz
     }
 }
 
-/// One destination value from a u8 input, as numpy would compute it.
-fn value(element: Element, x: u8, mean: f32, scale: f32) -> Vec<u8> {
+/// One destination value from a u8 input, as numpy would compute it (int8:
+/// as ONNX QuantizeLinear does, with the quantisation scale and zero point).
+fn value(element: Element, x: u8, mean: f32, scale: f32, quant: Option<(f32, i32)>) -> Vec<u8> {
     let v = (x as f32 - mean) / scale;
     match element {
         Element::U8 => vec![v.round_ties_even().clamp(0.0, 255.0) as u8],
+        Element::I8 => {
+            let (q, zero_point) = quant.unwrap();
+            vec![((v / q).round_ties_even() + zero_point as f32).clamp(-128.0, 127.0) as i8 as u8]
+        }
         Element::Bf16 => f32_to_bf16(v).to_ne_bytes().to_vec(),
         Element::F16 => half::f16::from_f32(v).to_bits().to_ne_bytes().to_vec(),
         Element::F32 => v.to_ne_bytes().to_vec(),
@@ -47,6 +52,7 @@ fn value(element: Element, x: u8, mean: f32, scale: f32) -> Vec<u8> {
 fn pad_value(element: Element, pad: f32) -> Vec<u8> {
     match element {
         Element::U8 => vec![pad as u8],
+        Element::I8 => vec![pad as i8 as u8],
         Element::Bf16 => f32_to_bf16(pad).to_ne_bytes().to_vec(),
         Element::F16 => half::f16::from_f32(pad).to_bits().to_ne_bytes().to_vec(),
         Element::F32 => pad.to_ne_bytes().to_vec(),
@@ -64,6 +70,7 @@ struct Case {
     mean: Option<[f32; 3]>,
     scale: Option<[f32; 3]>,
     pad: f32,
+    quant: Option<(f32, i32)>,
     seed: u64,
     threads: usize,
 }
@@ -80,15 +87,31 @@ fn case() -> impl Strategy<Value = Case> {
         Just((Some([123.675, 116.28, 103.53]), Some([58.395, 57.12, 57.375]))),
         Just((Some([127.5; 3]), Some([127.5; 3]))),
     ];
-    (formats, 1usize..70, 1usize..9, 0usize..9, 0usize..40, norm, 0u32..4, any::<u64>(), 1usize..4).prop_map(
-        |((src, dst), w, h, src_extra, dst_extra, (mean, scale), pad, seed, threads)| {
+    let quant = (prop_oneof![0.001f32..0.1, 0.1f32..4.0], -128i32..128);
+    (formats, 1usize..70, 1usize..9, 0usize..9, 0usize..40, norm, 0u32..4, any::<u64>(), 1usize..4, quant).prop_map(
+        |((src, dst), w, h, src_extra, dst_extra, (mean, scale), pad, seed, threads, quant)| {
             let even = |n: usize| if matches!(src, Format::Nv12 | Format::Nv21) { (n + 1) & !1 } else { n };
             let pad = match (dst.has_pad(), dst.element()) {
                 (false, _) => 0.0,
                 (true, Element::U8) => [0.0, 255.0, 7.0, 128.0][pad as usize],
+                (true, Element::I8) => [0.0, -128.0, 7.0, 127.0][pad as usize],
                 (true, _) => [0.0, 1.0, -2.5, 1e-3][pad as usize],
             };
-            Case { src, dst, width: even(w), height: even(h), src_extra, dst_extra, mean, scale, pad, seed, threads }
+            let quant = if dst.element() == Element::I8 { Some(quant) } else { None };
+            Case {
+                src,
+                dst,
+                width: even(w),
+                height: even(h),
+                src_extra,
+                dst_extra,
+                mean,
+                scale,
+                pad,
+                quant,
+                seed,
+                threads,
+            }
         },
     )
 }
@@ -125,6 +148,7 @@ fn check(case: &Case, level: SimdLevel) -> std::result::Result<(), TestCaseError
         pad: case.pad,
         threads: Some(case.threads),
         simd: Some(level),
+        quant: case.quant,
         ..Options::default()
     };
     convert(&source, destination, &options).unwrap();
@@ -137,7 +161,7 @@ fn check(case: &Case, level: SimdLevel) -> std::result::Result<(), TestCaseError
     let uv = &src[h * src_pitch..];
     // The expected bytes of each channel for each u8 input, from the definition.
     let table: Vec<Vec<Vec<u8>>> =
-        (0..3).map(|k| (0..=255u8).map(|x| value(element, x, mean[k], scale[k])).collect()).collect();
+        (0..3).map(|k| (0..=255u8).map(|x| value(element, x, mean[k], scale[k], case.quant)).collect()).collect();
     for y in 0..h {
         for x in 0..w {
             let [r, gg, b] = rgb_at(case.src, &src, src_pitch, uv, w, x, y);
@@ -207,9 +231,10 @@ fn wide_rows_match_on_every_level() {
                 scale: Some([58.395, 57.12, 57.375]),
                 pad: match (dst.has_pad(), dst.element()) {
                     (false, _) => 0.0,
-                    (true, Element::U8) => 9.0,
+                    (true, Element::U8 | Element::I8) => 9.0,
                     (true, _) => 0.5,
                 },
+                quant: if dst.element() == Element::I8 { Some((0.0187, -3)) } else { None },
                 seed: 7,
                 threads: 3,
             };
@@ -334,6 +359,7 @@ fn half_destinations_use_simd_kernels_and_match() {
                                 mean,
                                 scale,
                                 pad,
+                                quant: None,
                                 seed: width as u64 + 11 * n as u64,
                                 threads: 1,
                             };
@@ -388,5 +414,5 @@ fn bad_arguments_are_refused_before_writing() {
 /// I420) are checked against NV12 in rust/layout/kernels/yuv.rs and against
 /// OpenCV in tests/layout/test_layout_yuv.py.
 fn table_sources() -> impl Iterator<Item = Format> {
-    Format::sources().filter(|f| !matches!(f, Format::Yuyv | Format::Uyvy | Format::I420))
+    Format::sources().filter(|f| !matches!(f, Format::Yuyv | Format::Uyvy | Format::I420 | Format::P010 | Format::I010))
 }

@@ -218,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     many.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds a network stream may stay silent (default 5)")
     many.add_argument("--hwaccel", choices=("vaapi", "qsv", "drm"), help="decode on a GPU (DRM PRIME frames imported as DmaBufs)")
+    many.add_argument("--feeders", type=_positive, metavar="N",
+                      help="threads converting frames into the model's inputs side by side (default: one per four cores)")
     cam = stream.add_argument_group("camera")
     cam.add_argument("--frames", type=_positive, help="with --camera: stop after this many frames (default: until Ctrl-C)")
     cam.add_argument("--size", type=_wxh, default=(640, 480), metavar="WxH", help="camera capture size (default 640x480)")

@@ -3,8 +3,8 @@
 (:mod:`.metadata`), ByteTrack (:class:`Tracker`) and drawing (:func:`draw`)."""
 
 from .results import Detections
-from .yolo import YoloLayout, decode_yolo
+from .yolo import YoloDecoder, YoloLayout, decode_yolo
 from .draw import draw
 from .track import Tracker
 
-__all__ = ["Detections", "YoloLayout", "decode_yolo", "draw", "Tracker"]
+__all__ = ["Detections", "YoloDecoder", "YoloLayout", "decode_yolo", "draw", "Tracker"]

@@ -3,11 +3,115 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 TASKS = ("detect", "segment", "pose", "obb")
+STRATEGIES = ("all", "largest")
+
+
+@dataclass(frozen=True)
+class InputMasks:
+    """Each detection's mask at the model input, as Ultralytics' ``process_mask`` leaves it (before
+    ``scale_masks``), kept as the box's pixels only: what :attr:`Detections.polygons` are traced on, as
+    Ultralytics traces ``Results.masks.xy`` at the model input and scales the points to the frame.
+
+    ``rects``: (n, 4) int64 x, y, width, height of each box's pixels in the model input; ``bits``: their
+    0/1 bytes, row after row, one box after another; ``offsets``: (n,) where each box's bytes start;
+    ``scale``, ``offset``: the letterbox mapping (``frame = (input - offset) / scale`` per axis);
+    ``frame``: (width, height) the points are clipped to (None: not clipped).
+    """
+
+    rects: np.ndarray
+    bits: np.ndarray
+    offsets: np.ndarray
+    scale: tuple[float, float] = (1.0, 1.0)
+    offset: tuple[float, float] = (0.0, 0.0)
+    frame: tuple[float, float] | None = None
+
+    @classmethod
+    def of(cls, rects: np.ndarray, bits: np.ndarray, scale: Sequence[float], offset: Sequence[float],
+           frame: Sequence[float] | None) -> InputMasks:
+        sizes = rects[:, 2] * rects[:, 3]
+        offsets = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64) if len(rects) else sizes
+        return cls(rects, bits, offsets, (float(scale[0]), float(scale[1])), (float(offset[0]), float(offset[1])),
+                   None if frame is None else (float(frame[0]), float(frame[1])))
+
+    def __len__(self) -> int:
+        return int(self.rects.shape[0])
+
+    def __getitem__(self, index: Any) -> InputMasks:
+        return replace(self, rects=self.rects[index], offsets=self.offsets[index])
+
+    def mask(self, i: int) -> tuple[np.ndarray, int, int]:
+        """Detection ``i``'s mask: a (height, width) uint8 0/1 view and its (x, y) in the model input."""
+        x, y, w, h = (int(v) for v in self.rects[i])
+        start = int(self.offsets[i])
+        return self.bits[start:start + w * h].reshape(h, w), x, y
+
+    def polygons(self, strategy: str = "all") -> list[np.ndarray]:
+        """Ultralytics' ``Masks.xy``: ``ops.masks2segments`` (cv2 external contours, simple chains; ``"all"``
+        merges a mask's contours into one as Ultralytics' default does, ``"largest"`` keeps the one with the
+        most points), then ``scale_coords`` to the frame (minus the padding, over the gain, clipped).
+        One (k, 2) float32 array per detection, (0, 2) where the mask has no contour."""
+        import cv2
+
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy is one of {', '.join(STRATEGIES)}, got {strategy!r}")
+        out = []
+        for i in range(len(self)):
+            mask, x, y = self.mask(i)
+            found = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE, offset=(x, y))[0] if mask.size else ()
+            if not found:
+                out.append(np.zeros((0, 2), np.float32))
+                continue
+            if strategy == "largest" or len(found) == 1:
+                points = found[int(np.argmax([len(c) for c in found]))].reshape(-1, 2)
+            else:
+                points = np.concatenate(_merge_multi_segment([c.reshape(-1, 2) for c in found]))
+            xy = points.astype(np.float32)
+            xy[:, 0] -= np.float32(self.offset[0])
+            xy[:, 1] -= np.float32(self.offset[1])
+            xy[:, 0] /= np.float32(self.scale[0])
+            xy[:, 1] /= np.float32(self.scale[1])
+            if self.frame is not None:
+                xy[:, 0] = xy[:, 0].clip(0, self.frame[0])
+                xy[:, 1] = xy[:, 1].clip(0, self.frame[1])
+            out.append(xy)
+        return out
+
+
+def _merge_multi_segment(segments: list[np.ndarray]) -> list[np.ndarray]:
+    """Ultralytics' ``data.converter.merge_multi_segment``: contours joined at their closest points by a thin
+    line (each walked forward, then the middle ones back), as ``masks2segments(strategy="all")`` does."""
+    def closest(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
+        d = ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
+        i, j = np.unravel_index(np.argmin(d, axis=None), d.shape)
+        return int(i), int(j)
+
+    out: list[np.ndarray] = []
+    segments = [np.asarray(s).reshape(-1, 2) for s in segments]
+    idx_list: list[list[int]] = [[] for _ in segments]
+    for i in range(1, len(segments)):
+        a, b = closest(segments[i - 1], segments[i])
+        idx_list[i - 1].append(a)
+        idx_list[i].append(b)
+    last = len(idx_list) - 1
+    for i, idx in enumerate(idx_list):
+        if len(idx) == 2 and idx[0] > idx[1]:
+            idx = [len(segments[i]) - 1 - v for v in idx]
+            segments[i] = segments[i][::-1, :]
+        segments[i] = np.roll(segments[i], -idx[0], axis=0)
+        segments[i] = np.concatenate([segments[i], segments[i][:1]])
+        if i in (0, last):
+            out.append(segments[i])
+        else:
+            out.append(segments[i][0:idx[1] - idx[0] + 1])
+    for i in range(last, -1, -1):
+        if i not in (0, last):
+            out.append(segments[i][abs(idx_list[i][1] - idx_list[i][0]):])
+    return out
 
 
 @dataclass
@@ -21,7 +125,8 @@ class Detections:
     ``keypoints``: (n, K, 3) float32 x, y, visibility (pose); ``xywhr``:
     (n, 5) float32 centre, size and angle in radians (obb; ``xyxy`` then holds
     each rotated box's axis-aligned bounds); ``track_ids``: (n,) int64, set by
-    a tracker.
+    a tracker; ``input_masks``: the masks at the model input (segment), which
+    :attr:`polygons` are traced on.
     """
 
     xyxy: np.ndarray
@@ -33,6 +138,18 @@ class Detections:
     keypoints: np.ndarray | None = None
     xywhr: np.ndarray | None = None
     track_ids: np.ndarray | None = None
+    input_masks: InputMasks | None = None
+    _polygons: list[np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def polygons(self) -> list[np.ndarray] | None:
+        """Each mask's outline in frame pixels, Ultralytics' ``Results.masks.xy``: a (k, 2) float32 array of
+        x, y per detection (segment; None for other tasks). Traced once, on first use."""
+        if self.input_masks is None:
+            return None
+        if self._polygons is None:
+            self._polygons = self.input_masks.polygons()
+        return self._polygons
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
@@ -43,9 +160,10 @@ class Detections:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: one dict per detection (masks as their pixel count and
-        bounding box, not the bitmap)."""
+        bounding box, not the bitmap; their outlines as ``polygon``)."""
         items: list[dict[str, Any]] = []
         labels = self.labels()
+        polygons = self.polygons
         for i in range(len(self)):
             item: dict[str, Any] = {
                 "box": [round(float(v), 2) for v in self.xyxy[i]],
@@ -61,6 +179,8 @@ class Detections:
                 item["keypoints"] = [[round(float(v), 2) for v in k] for k in self.keypoints[i]]
             if self.masks is not None:
                 item["mask_pixels"] = int(np.count_nonzero(self.masks[i]))
+            if polygons is not None:
+                item["polygon"] = [[round(float(x), 2), round(float(y), 2)] for x, y in polygons[i]]
             items.append(item)
         return {"task": self.task, "detections": items}
 
@@ -80,6 +200,7 @@ class Detections:
         return Detections(
             self.xyxy[index], self.scores[index], self.class_ids[index], self.names, self.task,
             pick(self.masks), pick(self.keypoints), pick(self.xywhr), pick(self.track_ids),
+            None if self.input_masks is None else self.input_masks[index],
         )
 
     @classmethod

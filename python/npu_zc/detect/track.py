@@ -5,6 +5,10 @@ Ultralytics' frame by frame (tests/detect/test_track_ultralytics.py checks fixtu
 As in Ultralytics' ``model.track``, :meth:`Tracker.update` returns the detections that belong to a
 confirmed track, each with the track's box (the Kalman filter's estimate, close to the detection's)
 and its id; a new object shows from its second frame (except on the first frame of a stream).
+
+Oriented boxes (an OBB model's detections, ``xywhr`` set) are tracked as Ultralytics tracks them: the
+rotated box in its long-edge form through the filter, the angle of the last detection kept in the
+half-turn form nearest the track's, and overlaps measured by probabilistic IoU (``batch_probiou``).
 """
 
 from __future__ import annotations
@@ -57,26 +61,40 @@ class Tracker:
         self._inner.reset()
 
     def update_arrays(
-        self, xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray
+        self, boxes: np.ndarray, scores: np.ndarray, class_ids: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """One frame as arrays: boxes ``(n, 4)`` corners, scores, class ids. Returns the confirmed
-        tracks' boxes ``(m, 4)`` f32, track ids ``(m,)`` i64, scores, class ids and ``index``, the
-        position of each one's detection in the input."""
-        boxes = np.ascontiguousarray(np.asarray(xyxy, np.float32).reshape(-1, 4))
+        """One frame as arrays: boxes ``(n, 4)`` corners or ``(n, 5)`` rotated (centre, size, angle in
+        radians), scores, class ids. Returns the confirmed tracks' boxes (``(m, 4)`` or ``(m, 5)`` f32, as
+        given), track ids ``(m,)`` i64, scores, class ids and ``index``, the position of each one's
+        detection in the input."""
+        b = np.asarray(boxes, np.float32)
+        width = b.shape[-1] if b.ndim == 2 and b.shape[-1] in (4, 5) else 4
         return self._inner.update(
-            boxes, np.ascontiguousarray(scores, np.float32).reshape(-1), np.ascontiguousarray(class_ids, np.int32).reshape(-1)
+            np.ascontiguousarray(b.reshape(-1, width)),
+            np.ascontiguousarray(scores, np.float32).reshape(-1),
+            np.ascontiguousarray(class_ids, np.int32).reshape(-1),
         )
 
     def update(self, detections: Detections) -> Detections:
-        """This frame's detections in; those of confirmed tracks out, with ``track_ids`` set."""
-        boxes, ids, scores, classes, index = self.update_arrays(
-            detections.xyxy, detections.scores, detections.class_ids
-        )
+        """This frame's detections in; those of confirmed tracks out, with ``track_ids`` set. Rotated
+        boxes (``xywhr``) are tracked as such; ``xyxy`` then holds the tracked boxes' axis-aligned bounds."""
+        given = detections.xywhr if detections.xywhr is not None else detections.xyxy
+        boxes, ids, scores, classes, index = self.update_arrays(given, detections.scores, detections.class_ids)
+        if detections.xywhr is not None:
+            return replace(detections[index], xyxy=_bounds(boxes), xywhr=boxes, scores=scores, track_ids=ids)
         return _select(detections, index, boxes, ids, scores)
 
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in self.config.items())
         return f"Tracker({settings})"
+
+
+def _bounds(xywhr: np.ndarray) -> np.ndarray:
+    """The axis-aligned bounds (x1, y1, x2, y2) of rotated boxes (Ultralytics' ``OBB.xyxy``)."""
+    x, y, w, h, r = (xywhr[:, i] for i in range(5))
+    cos, sin = np.abs(np.cos(r)), np.abs(np.sin(r))
+    ex, ey = (w * cos + h * sin) / 2, (w * sin + h * cos) / 2
+    return np.stack([x - ex, y - ey, x + ex, y + ey], axis=1).astype(np.float32)
 
 
 def _select(detections: Detections, index: np.ndarray, boxes: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> Detections:

@@ -5,13 +5,14 @@ read where the model wrote them (:func:`decode_yolo`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from .. import _core
 from ..errors import DetectError, DetectLayoutError
-from .results import TASKS, Detections
+from .results import TASKS, Detections, InputMasks
 
 FAMILIES = ("anchor-free", "end2end", "yolov5")
 STRIDES = (8, 16, 32)
@@ -200,50 +201,103 @@ def decode_yolo(
     ``transform``: the letterbox :class:`npu_zc.Transform` of the input; boxes,
     keypoints and masks come back in frame pixels, clipped to ``frame_size``
     (width, height; by default the transform's source region). Without a
-    transform they stay in model-input pixels."""
-    if isinstance(outputs, np.ndarray):
-        outputs = [outputs]
-    arrays = [np.asarray(o) for o in outputs]
-    if len(arrays) <= max(layout.output, layout.protos or 0):
-        raise DetectLayoutError(
-            f"the layout reads its detections from output {layout.output} and its prototypes from output "
-            f"{layout.protos}, got {len(arrays)} outputs")
-    if names and layout.nc and len(names) != layout.nc:
-        raise DetectError(f"the model's output has {layout.nc} classes but {len(names)} names were given")
-    if not (0.0 <= conf <= 1.0 and 0.0 <= iou <= 1.0):
-        raise DetectError(f"conf and iou must lie in 0..1, got conf={conf}, iou={iou}")
-    if max_det < 0 or max_nms < 0:
-        raise DetectError(f"max_det and max_nms must be 0 or more, got {max_det} and {max_nms}")
-    wanted = None if classes is None else [int(c) for c in classes]
-    if wanted is not None and any(c < 0 for c in wanted):
-        raise DetectError(f"class ids are 0 or more, got {wanted}")
-    output, element = _element(arrays[layout.output], quant, "output")
-    protos, protos_element = (None, None)
-    if layout.protos is not None:
-        protos, protos_element = _element(arrays[layout.protos], quant, "prototypes output")
+    transform they stay in model-input pixels.
 
-    scale, offset, frame, input_wh, image = (1.0, 1.0), (0.0, 0.0), None, None, None
-    if transform is not None:
-        scale, offset = tuple(transform.scale), tuple(transform.offset)
-        dx, dy, dw, dh = transform.dst_rect
-        input_wh = (dx + dw, dy + dh)
-        x, y, w, h = transform.rect
-        image = (x, y, x + w, y + h)
-        rx, ry, rw, rh = transform.roi
-        frame = (float(rx + rw), float(ry + rh))
-    elif layout.input_size is not None:
-        input_wh = layout.input_size
-    if frame_size is not None:
-        frame = (float(frame_size[0]), float(frame_size[1]))
-    kpt = layout.kpt_shape or (17, 3)
-    xyxy, scores, class_ids, _anchor, xywhr, kpts, masks = _core.decode_yolo(
-        output, element, layout.family, layout.task, layout.nc, float(conf), float(iou), wanted, bool(agnostic),
-        int(max_det), int(max_nms), scale, offset, frame, protos, protos_element, layout.nm or 32, kpt,
-        input_wh, image, quant,
-    )
-    return Detections(
-        xyxy, scores, class_ids, dict(names or {}), layout.task,
-        masks=None if masks is None else masks.view(np.bool_),
-        keypoints=None if kpts is None else kpts.reshape(len(scores), kpt[0], kpt[1]),
-        xywhr=xywhr,
-    )
+    Frame after frame with the same settings, :class:`YoloDecoder` checks them once."""
+    return YoloDecoder(
+        layout, conf=conf, iou=iou, classes=classes, agnostic=agnostic, max_det=max_det, max_nms=max_nms,
+        transform=transform, frame_size=frame_size, names=names, quant=quant,
+    )(outputs)
+
+
+class YoloDecoder:
+    """:func:`decode_yolo` with its layout, settings and geometry checked once (same arguments, same errors):
+    ``decoder(outputs)`` decodes one frame's outputs. A stream's frames of one size share one decoder."""
+
+    __slots__ = ("layout", "names", "quant", "_args", "_geometry", "_polygons", "_kpt", "_elements")
+
+    def __init__(
+        self,
+        layout: YoloLayout,
+        *,
+        conf: float = 0.25,
+        iou: float = 0.7,
+        classes: Sequence[int] | None = None,
+        agnostic: bool = False,
+        max_det: int = 300,
+        max_nms: int = 30000,
+        transform: Any = None,
+        frame_size: tuple[int, int] | None = None,
+        names: Mapping[int, str] | None = None,
+        quant: tuple[float, int] | None = None,
+    ) -> None:
+        if names and layout.nc and len(names) != layout.nc:
+            raise DetectError(f"the model's output has {layout.nc} classes but {len(names)} names were given")
+        if not (0.0 <= conf <= 1.0 and 0.0 <= iou <= 1.0):
+            raise DetectError(f"conf and iou must lie in 0..1, got conf={conf}, iou={iou}")
+        if max_det < 0 or max_nms < 0:
+            raise DetectError(f"max_det and max_nms must be 0 or more, got {max_det} and {max_nms}")
+        wanted = None if classes is None else [int(c) for c in classes]
+        if wanted is not None and any(c < 0 for c in wanted):
+            raise DetectError(f"class ids are 0 or more, got {wanted}")
+        scale, offset, frame, input_wh, image = (1.0, 1.0), (0.0, 0.0), None, None, None
+        if transform is not None:
+            scale, offset = tuple(transform.scale), tuple(transform.offset)
+            dx, dy, dw, dh = transform.dst_rect
+            input_wh = (dx + dw, dy + dh)
+            x, y, w, h = transform.rect
+            image = (x, y, x + w, y + h)
+            rx, ry, rw, rh = transform.roi
+            frame = (float(rx + rw), float(ry + rh))
+        elif layout.input_size is not None:
+            input_wh = layout.input_size
+        if frame_size is not None:
+            frame = (float(frame_size[0]), float(frame_size[1]))
+        self.layout = layout
+        # One read-only mapping shared by every frame's Detections (not a copy per frame).
+        self.names: Mapping[int, str] = MappingProxyType(dict(names or {}))
+        self.quant = quant
+        self._kpt = layout.kpt_shape or (17, 3)
+        self._args = (layout.family, layout.task, layout.nc, float(conf), float(iou), wanted, bool(agnostic),
+                      int(max_det), int(max_nms), scale, offset, frame)
+        self._geometry = (layout.nm or 32, self._kpt, input_wh, image, quant)
+        self._polygons: tuple[Sequence[float], Sequence[float], Sequence[float] | None] = (scale, offset, frame)
+        self._elements: dict[tuple[Any, Any], tuple[str, str | None]] = {}
+
+    def __call__(self, outputs: Sequence[Any] | np.ndarray) -> Detections:
+        layout = self.layout
+        if isinstance(outputs, np.ndarray):
+            outputs = [outputs]
+        if len(outputs) <= max(layout.output, layout.protos or 0):
+            raise DetectLayoutError(
+                f"the layout reads its detections from output {layout.output} and its prototypes from output "
+                f"{layout.protos}, got {len(outputs)} outputs")
+        output = outputs[layout.output]
+        protos = None if layout.protos is None else outputs[layout.protos]
+        if not isinstance(output, np.ndarray) or not (protos is None or isinstance(protos, np.ndarray)):
+            output, protos = np.asarray(output), None if protos is None else np.asarray(protos)
+        # The element names, by dtype: checked the first time a dtype is seen.
+        key = (output.dtype, None if protos is None else protos.dtype)
+        elements = self._elements.get(key)
+        if elements is None:
+            elements = (_element(output, self.quant, "output")[1],
+                        None if protos is None else _element(protos, self.quant, "prototypes output")[1])
+            self._elements[key] = elements
+        element, protos_element = elements
+        if element in ("f16", "bf16"):
+            output = output.view(np.uint16)
+        if protos_element in ("f16", "bf16"):
+            protos = protos.view(np.uint16)  # type: ignore[union-attr]
+        xyxy, scores, class_ids, _anchor, xywhr, kpts, masks, inputs = _core.decode_yolo(
+            output, element, *self._args, protos, protos_element, *self._geometry,
+        )
+        if masks is None and kpts is None:
+            return Detections(xyxy, scores, class_ids, self.names, layout.task, xywhr=xywhr)
+        kpt = self._kpt
+        return Detections(
+            xyxy, scores, class_ids, self.names, layout.task,
+            masks=None if masks is None else masks.view(np.bool_),
+            keypoints=None if kpts is None else kpts.reshape(len(scores), kpt[0], kpt[1]),
+            xywhr=xywhr,
+            input_masks=None if inputs is None else InputMasks.of(inputs[0], inputs[1], *self._polygons),
+        )

@@ -34,8 +34,11 @@ rectangle of the destination), and :func:`convert` returns a
 Format names follow AMD VART (and VVAS for the 3-channel ones). Sources:
 ``BGR``, ``RGB``, ``BGRA``, ``RGBA``, ``GRAY``, ``NV12`` and the camera formats
 ``YUYV``, ``UYVY`` (packed 4:2:2) and ``I420`` (planar 4:2:0), decoded bit-exactly
-as OpenCV's ``cvtColor`` does (and ``RGBx``/``BGRx``, read like RGBA/BGRA). Destinations: the packed HW layouts ``RGBx``, ``BGRx``
-(u8), ``RGBx_BF16``, ``RGBx_FP16``; the planar CPU layouts ``RGBP_FLOAT`` (f32),
+as OpenCV's ``cvtColor`` does (and ``RGBx``/``BGRx``, read like RGBA/BGRA), and
+10-bit ``P010`` and ``I010`` (FFmpeg's p010le and yuv420p10le, uint16 samples).
+Destinations: the packed HW layouts ``RGBx``, ``BGRx``
+(u8), ``RGBx_BF16``, ``RGBx_FP16``, ``RGBx_I8`` (and ``RGB_I8``: int8, with the
+model input's ``quant_scale`` and ``zero_point``); the planar CPU layouts ``RGBP_FLOAT`` (f32),
 ``RGBP_FP16``, ``BGRP_FLOAT``, ``BGRP_FP16``; and 3-channel packed ``RGB``,
 ``BGR`` (u8) and ``RGB_FLOAT``, ``BGR_FLOAT`` (f32) for NHWC CPU inputs.
 

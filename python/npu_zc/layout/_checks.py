@@ -33,6 +33,8 @@ _ELEMENT = {
     "BGRx": "uint8",
     "RGBx_BF16": "bfloat16",
     "RGBx_FP16": "float16",
+    "RGBx_I8": "int8",
+    "RGB_I8": "int8",
     "RGBP_FLOAT": "float32",
     "RGBP_FP16": "float16",
     "BGRP_FLOAT": "float32",
@@ -43,8 +45,9 @@ _ELEMENT = {
     "BGR_FLOAT": "float32",
 }
 _SOURCE_CHANNELS = {"BGR": 3, "RGB": 3, "BGRA": 4, "RGBA": 4, "RGBx": 4, "BGRx": 4, "GRAY": 1, "YUYV": 2, "UYVY": 2}
+TEN_BIT = ("P010", "I010")
 _PLANAR = {"RGBP_FLOAT", "RGBP_FP16", "BGRP_FLOAT", "BGRP_FP16"}
-_THREE_CHANNELS = {"RGB", "BGR", "RGB_FLOAT", "BGR_FLOAT"}
+_THREE_CHANNELS = {"RGB", "BGR", "RGB_FLOAT", "BGR_FLOAT", "RGB_I8"}
 
 
 def _fail(message: str) -> InvalidArgumentError:
@@ -185,34 +188,43 @@ def _source_arrays(
     """(source bytes, the UV plane (NV12, NV21), the (U, V) planes (I420) or
     None, width, height); ``flat`` ends the message for a source of the wrong
     shape (how to pass a flat buffer)."""
-    if src_format == "I420" and isinstance(src, (tuple, list)):
+    # 10-bit sources hold uint16 samples; the core reads them as their bytes.
+    sample = "uint16" if src_format in TEN_BIT else "uint8"
+    if src_format in ("I420", "I010") and isinstance(src, (tuple, list)):
         if len(src) != 3:
-            raise _fail(f"an I420 source is one buffer or (Y, U, V) planes, not {len(src)} arrays")
+            raise _fail(f"an {src_format} source is one buffer or (Y, U, V) planes, not {len(src)} arrays")
         y, u, v = (_asarray(p, "source plane") for p in src)
         for array, what in ((y, "Y plane"), (u, "U plane"), (v, "V plane")):
-            if array.dtype != np.uint8 or array.ndim != 2:
-                raise _fail(f"the {what} of an I420 source is a 2-D uint8 array (rows, columns), not {array.dtype} {array.shape}")
+            if array.dtype != np.dtype(sample) or array.ndim != 2:
+                raise _fail(f"the {what} of an {src_format} source is a 2-D {sample} array (rows, columns), not {array.dtype} {array.shape}")
         height, width = y.shape
         for array, what in ((u, "U plane"), (v, "V plane")):
             if array.shape != (height // 2, width // 2):
-                raise _fail(f"the {what} of a {width}x{height} I420 frame has shape ({height // 2}, {width // 2}), not {array.shape}")
+                raise _fail(f"the {what} of a {width}x{height} {src_format} frame has shape ({height // 2}, {width // 2}), not {array.shape}")
+        if src_format == "I010":
+            return _bytes_of(y, "Y plane"), (_bytes_of(u, "U plane"), _bytes_of(v, "V plane")), width, height
         return y, (u, v), width, height
-    if src_format in ("NV12", "NV21") and isinstance(src, (tuple, list)):
+    if src_format in ("NV12", "NV21", "P010") and isinstance(src, (tuple, list)):
         if len(src) != 2:
-            raise _fail(f"an {src_format} source is one buffer or a (Y, UV) pair, not {len(src)} arrays")
+            raise _fail(f"a {src_format} source is one buffer or a (Y, UV) pair, not {len(src)} arrays")
         y, uv = (_asarray(p, "source plane") for p in src)
     elif isinstance(src, (tuple, list)) and any(hasattr(p, "__array_interface__") for p in src):
-        raise _fail(f"a {src_format} source is one array; only NV12 and NV21 take a (Y, UV) pair, and I420 (Y, U, V) planes")
+        raise _fail(
+            f"a {src_format} source is one array; only NV12, NV21 and P010 take a (Y, UV) pair, and I420 and I010 (Y, U, V) planes"
+        )
     else:
         y, uv = _asarray(src, "source"), None
-    for plane, what in ((y, "source"), (uv, "UV plane")):
-        if plane is not None and plane.dtype != np.uint8:
-            raise _fail(f"the {what} has dtype {_dtype_name(plane)}: source frames are uint8")
     if size is not None:
+        for plane, what in ((y, "source"), (uv, "UV plane")):
+            if plane is not None and plane.dtype not in (np.uint8, np.dtype(sample)):
+                raise _fail(f"the {what} has dtype {_dtype_name(plane)}: {src_format} frames are {sample}")
         width, height = (_count(v, "size") for v in size)
         return _bytes_of(y, "source"), None if uv is None else _bytes_of(uv, "UV plane"), width, height
+    for plane, what in ((y, "source"), (uv, "UV plane")):
+        if plane is not None and plane.dtype != np.dtype(sample):
+            raise _fail(f"the {what} has dtype {_dtype_name(plane)}: {src_format} frames are {sample}")
 
-    if src_format in ("NV12", "NV21", "I420"):
+    if src_format in ("NV12", "NV21", "I420", "P010", "I010"):
         if y.ndim != 2:
             pair = " or is a (Y, UV) pair" if src_format != "I420" else ""
             raise _fail(f"an {src_format} source has shape (H * 3 / 2, W){pair}, not shape {y.shape}")
@@ -231,6 +243,8 @@ def _source_arrays(
                 uv = uv.reshape(uv.shape[0], -1) if uv.flags.c_contiguous else uv
             if uv.shape[:1] != (height // 2,) or math.prod(uv.shape[1:]) != width:
                 raise _fail(f"a UV plane for a {width}x{height} {src_format} frame has shape ({height // 2}, {width // 2}, 2), not {uv.shape}")
+        if src_format in TEN_BIT:
+            return _bytes_of(y, "source"), None if uv is None else _bytes_of(uv, "UV plane"), width, height
         return y, uv, width, height
 
     channels = _SOURCE_CHANNELS[src_format]
@@ -343,3 +357,16 @@ def _chroma_planes(uv: Any, stride: int | None) -> dict[str, Any]:
     if isinstance(uv, tuple):
         return {"uv": uv[0], "v": uv[1]}
     return {"uv": uv, "uv_pitch": None if uv is None else stride}
+
+
+def _quant(quant_scale: Any, zero_point: Any) -> tuple[float, int] | None:
+    """The core's ``quant``: (scale, zero point) of an int8 destination, or None."""
+    if quant_scale is None:
+        if zero_point not in (None, 0):
+            raise _fail("zero_point goes with quant_scale: pass both (the model input's quantisation)")
+        return None
+    try:
+        scale = float(quant_scale)
+    except (TypeError, ValueError):
+        raise _fail(f"quant_scale must be a number, not {quant_scale!r}") from None
+    return scale, _index(0 if zero_point is None else zero_point, "zero_point")

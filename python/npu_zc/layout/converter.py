@@ -11,6 +11,7 @@ from .. import _core
 from ._checks import (
     _PLANAR,
     _THREE_CHANNELS,
+    TEN_BIT,
     ChannelValues,
     Mappable,
     _Signature,
@@ -22,6 +23,7 @@ from ._checks import (
     _format,
     _index,
     _pad,
+    _quant,
     _remember,
     _signature,
     _simd,
@@ -63,7 +65,11 @@ class Converter:
     ``matrix`` and ``range``: the colour standard of a YUV source, as for
     :func:`convert` (e.g. ``matrix="bt709"`` for HD video; the default is
     OpenCV's BT.601 limited range). An I420 source may also be ``(Y, U, V)``
-    planes with strides of their own (a decoder's frame).
+    planes with strides of their own (a decoder's frame); 10-bit P010 and
+    I010 sources are uint16, as for :func:`convert`.
+
+    ``quant_scale`` and ``zero_point``: the model input's quantisation, required
+    for the int8 destinations ``RGBx_I8`` and ``RGB_I8`` (as for :func:`convert`).
 
     Resizing: ``width`` x ``height`` is the destination; ``src_size=(W, H)``
     is the source frame when it differs, and ``roi``, ``interpolation``,
@@ -78,7 +84,7 @@ class Converter:
     __slots__ = (
         "_src_format", "_dst_format", "_width", "_height", "_mean", "_scale", "_pad", "_src_stride",
         "_dst_stride", "_threads", "_simd", "_kernel", "_src_nbytes", "_dst_nbytes", "_sources", "_destinations",
-        "_src_size", "_geometry", "_transform", "_matrix", "_range",
+        "_src_size", "_geometry", "_transform", "_matrix", "_range", "_quant",
     )  # fmt: skip
 
     def __init__(
@@ -103,6 +109,8 @@ class Converter:
         fill: FillValues = None,
         matrix: str = "bt601",
         range: str = "limited",
+        quant_scale: float | None = None,
+        zero_point: int = 0,
     ) -> None:
         self._src_format = _format(src_format, "source")
         self._dst_format = _format(dst_format, "destination")
@@ -120,6 +128,7 @@ class Converter:
         self._threads = _threads(threads)
         self._simd = simd = _simd(simd)
         self._matrix, self._range = _colour(matrix, "matrix"), _colour(range, "range")
+        self._quant = _quant(quant_scale, zero_point)
         self._src_size = _size(src_size, "src_size") or (self._width, self._height)
         resizing = any(v is not None for v in (roi, interpolation, fit, dst_rect, fill)) or self._src_size != (
             self._width, self._height
@@ -138,12 +147,12 @@ class Converter:
         # The plan, as convert makes it: checks the pair of formats, mean, scale, pad, simd and the geometry.
         kernel, transform = _core.describe_resize(
             self._src_format, self._dst_format, self._src_size, (self._width, self._height), mean=self._mean,
-            scale=self._scale, pad=self._pad, simd=simd, matrix=self._matrix, range=self._range,
+            scale=self._scale, pad=self._pad, simd=simd, matrix=self._matrix, range=self._range, quant=self._quant,
             **{k: v for k, v in self._geometry.items() if k != "dst_size"},
         )  # fmt: skip
         self._kernel = kernel if resizing else describe_conversion(
             self._src_format, self._dst_format, mean=self._mean, scale=self._scale, pad=self._pad, simd=simd,
-            matrix=self._matrix, range=self._range,
+            matrix=self._matrix, range=self._range, **self._quant_kwargs(),
         )  # fmt: skip
         self._transform = Transform._from_core(transform)
         # Both frames' geometry: checks the strides and the sizes NV12 needs.
@@ -231,6 +240,19 @@ class Converter:
         return self._range
 
     @property
+    def quant_scale(self) -> float | None:
+        """The quantisation scale of an int8 destination (None for the others)."""
+        return None if self._quant is None else self._quant[0]
+
+    @property
+    def zero_point(self) -> int:
+        """The zero point of an int8 destination (0 for the others)."""
+        return 0 if self._quant is None else self._quant[1]
+
+    def _quant_kwargs(self) -> dict[str, Any]:
+        return {} if self._quant is None else {"quant_scale": self._quant[0], "zero_point": self._quant[1]}
+
+    @property
     def kernel(self) -> str:
         """The kernels run, as :func:`describe_conversion` says."""
         return self._kernel
@@ -256,7 +278,7 @@ class Converter:
     def __repr__(self) -> str:
         defaults = {
             "mean": None, "scale": None, "pad": 0.0, "src_stride": None, "dst_stride": None, "threads": None, "simd": None,
-            "matrix": "bt601", "range": "limited",
+            "matrix": "bt601", "range": "limited", "quant_scale": None, "zero_point": 0,
         }  # fmt: skip
         options = "".join(f", {name}={getattr(self, name)!r}" for name, default in defaults.items() if getattr(self, name) != default)
         if self._geometry:
@@ -274,7 +296,7 @@ class Converter:
         how = self._destinations.get((array.shape, array.dtype, array.strides))
         if how is not None and array.flags.writeable:
             y: Any = src
-            uv: np.ndarray | None = None
+            uv: Any = None
             if isinstance(src, np.ndarray):
                 known = (src.shape, src.dtype, src.strides) in self._sources
             elif isinstance(src, (tuple, list)) and len(src) == 2:
@@ -284,10 +306,22 @@ class Converter:
                     and isinstance(uv, np.ndarray)
                     and ((y.shape, y.dtype, y.strides), (uv.shape, uv.dtype, uv.strides)) in self._sources
                 )
+            elif isinstance(src, (tuple, list)) and len(src) == 3:  # I420's planes (a decoder's, per video frame)
+                y, u, v = src
+                uv = (u, v)
+                known = (
+                    isinstance(y, np.ndarray)
+                    and isinstance(u, np.ndarray)
+                    and isinstance(v, np.ndarray)
+                    and ((y.shape, y.dtype, y.strides), (u.shape, u.dtype, u.strides), (v.shape, v.dtype, v.strides))
+                    in self._sources
+                )
             else:
                 known = False
             if known:
                 drop, view = how
+                if self._src_format in TEN_BIT:  # uint16 samples, read as their bytes
+                    y, uv = y.view(np.uint8), None if uv is None else uv.view(np.uint8)
                 out = array[(0,) * drop] if drop else array
                 self._run(y, uv, out.view(np.uint8) if view else out)
                 return array
@@ -295,7 +329,7 @@ class Converter:
 
     def _checked(self, src: Any, array: np.ndarray, mapped: bool) -> np.ndarray:
         """Every check of :func:`convert`, then the conversion; remembers the arrays that passed."""
-        pair = self._src_format in ("NV12", "NV21", "I420") and isinstance(src, (tuple, list))
+        pair = self._src_format in ("NV12", "NV21", "I420", "P010", "I010") and isinstance(src, (tuple, list))
         source = src if pair else np.asarray(src)
         size = self._src_size if not pair and source.ndim == 1 else None
         flat = f"or pass a flat (1-D) buffer of {self._src_nbytes} bytes"
@@ -313,6 +347,8 @@ class Converter:
             _remember(self._sources, _signature(src), None)
         elif pair and len(src) == 2 and all(isinstance(p, np.ndarray) for p in src):
             _remember(self._sources, (_signature(src[0]), _signature(src[1])), None)
+        elif pair and len(src) == 3 and all(isinstance(p, np.ndarray) for p in src):
+            _remember(self._sources, (_signature(src[0]), _signature(src[1]), _signature(src[2])), None)
         _remember(self._destinations, _signature(array), (array.ndim - dst_bytes.ndim, dst_bytes.dtype != array.dtype))
         return array
 
@@ -334,5 +370,6 @@ class Converter:
             simd=self._simd,
             matrix=self._matrix,
             range=self._range,
+            quant=self._quant,
             **self._geometry,
         )

@@ -25,6 +25,7 @@ from ._checks import (
     _index,
     _name,
     _pad,
+    _quant,
     _simd,
     _source_arrays,
     _threads,
@@ -54,6 +55,8 @@ def convert(
     dst_size: tuple[int, int] | None = None,
     matrix: str = "bt601",
     range: str = "limited",
+    quant_scale: float | None = None,
+    zero_point: int = 0,
 ) -> Any:
     """Convert the frame ``src`` into ``dst`` in one pass, resizing if the sizes
     differ. Returns the array written, or a :class:`Transform` when resizing.
@@ -99,6 +102,14 @@ def convert(
     ``"bt709"`` (HD video) or ``"bt2020"`` (UHD); ``range`` ``"limited"``
     (default: Y 16-235, most video) or ``"full"`` (0-255: JPEG, many cameras).
     The default is OpenCV's ``cvtColor``, bit for bit; see docs/layout.md.
+    10-bit sources: P010 (``(H * 3 / 2, W)`` uint16 or a ``(Y, UV)`` pair,
+    the value in the top 10 bits) and I010 (FFmpeg's yuv420p10le: one uint16
+    buffer or ``(Y, U, V)`` planes), decoded to 8-bit RGB first.
+
+    Int8 destinations (``RGBx_I8``, ``RGB_I8``): ``quant_scale`` and
+    ``zero_point``, the model input's quantisation, are required: each
+    normalised value ``x`` becomes ``clamp(round(x / quant_scale) +
+    zero_point, -128, 127)``, rounded half to even (ONNX QuantizeLinear).
 
     Raises :class:`npu_zc.InvalidArgumentError` (a ValueError) for any bad
     argument, before writing anything. Converting many frames of one size,
@@ -146,6 +157,7 @@ def convert(
         simd=_simd(simd),
         matrix=_colour(matrix, "matrix"),
         range=_colour(range, "range"),
+        quant=_quant(quant_scale, zero_point),
         **extra,
     )
     return Transform._from_core(transform) if resizing else array
@@ -246,6 +258,8 @@ def describe_conversion(
     simd: str | None = None,
     matrix: str = "bt601",
     range: str = "limited",
+    quant_scale: float | None = None,
+    zero_point: int = 0,
 ) -> str:
     """Which kernels :func:`convert` runs for these arguments, e.g.
     ``"avx512/bf16-native/fma"`` (a SIMD kernel proven exact for these
@@ -254,6 +268,7 @@ def describe_conversion(
         _core.describe_conversion(
             _name(src_format, "the source format", "'BGR'"), _name(dst_format, "the destination format", "'RGBx'"), mean=_channel_values(mean, "mean"), scale=_channel_values(scale, "scale"),
             pad=_pad(pad), simd=_simd(simd), matrix=_colour(matrix, "matrix"), range=_colour(range, "range"),
+            quant=_quant(quant_scale, zero_point),
         )
     )
 

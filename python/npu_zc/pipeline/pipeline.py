@@ -249,7 +249,8 @@ class Pipeline:
     def step(self, image: np.ndarray) -> tuple[Prediction, int, int, int]:
         """One frame: ``(prediction, preprocess ns, infer ns, postprocess ns)``."""
         def write(dst: np.ndarray) -> Any:
-            self.preprocess(image, dst)
+            # The input buffer is the pipeline's own: a letterbox's bars, once written, stay.
+            self.preprocess(image, dst, keep_fill=True)
             return self.preprocess.transform
 
         return self.step_with(write, frame_size=(image.shape[1], image.shape[0]))

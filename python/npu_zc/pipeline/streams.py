@@ -5,14 +5,17 @@
   lane keeps only the newest frame (the older one goes back to the decoder or
   the driver, counted as a drop); a **file**'s lane holds two frames and makes
   its decoder wait (back-pressure: no frame is lost).
-* One feeding thread takes a free set of bound buffers from the runtime's
+* Feeding threads (one per four cores, :func:`default_feeders`) each take a
+  free set of bound buffers from the runtime's
   :class:`~npu_zc.runtime.AsyncQueue` (one shared pool, twice the device's
   optimal number of requests, as in :mod:`.throughput`), then the next ready
   lane in round-robin order (a fair share: a fast source cannot starve a slow
-  one), and converts the decoded frame **in place** (the decoder's NV12/I420
-  planes, the camera's buffer) into the model input with one pass of the
-  layout engine, in the stream's colour matrix and range; the decoder's
-  buffer is let go at once.
+  one) that no other feeding thread holds, and convert the decoded frame **in
+  place** (the decoder's NV12/I420 planes, the camera's buffer) into the model
+  input with one pass of the layout engine (the GIL released), in the
+  stream's colour matrix and range; the decoder's buffer is let go at once.
+  A lane is held by one feeding thread from taking a frame until its
+  submission, so each stream's frames are submitted in their order.
 * The queue's delivery thread reads each result in place, maps boxes back to
   the frame, applies the stream's tracker, and hands a :class:`StreamResult`
   to the outputs. Results of a stream come in its frame order (they are
@@ -38,7 +41,7 @@ from .. import layout
 from ..errors import Error, InvalidArgumentError
 from .camera import _even
 from .pipeline import DEFAULT_MODEL, Pipeline
-from .postprocess import to_frame
+from .postprocess import for_frame
 from .preprocess import _LAYOUT_INTERPOLATION, _three
 from ..runtime.session import usable_cores
 from .throughput import default_requests
@@ -49,6 +52,10 @@ STREAMS_STAGES = ("preprocess", "infer", "postprocess", "latency")
 
 FILE_LANE_FRAMES = 2
 """Decoded frames a file's lane holds before its decoder waits (one being read, one ready)."""
+
+IDLE_CREDIT = 1
+"""Frames a lane that had none may still be behind the others when its next one comes (it catches up that much):
+a decoder a moment late keeps its share, one idle for long gets no turns in a row for the time it was idle."""
 
 
 @dataclass
@@ -172,6 +179,24 @@ class _Lane:
         self.room = threading.Condition(lock)
         """Notified when the feeder takes a frame: a file's decoder waiting for room wakes, and no other."""
         self.converters: dict[tuple[Any, ...], layout.Converter] = {}
+        self.served = 0
+        """Frames taken by the feeding threads (raised to the scheduler's clock when the lane was idle)."""
+        self.owned = False
+        """A feeding thread has taken one of its frames and not yet submitted it: the others leave the lane alone,
+        so that its frames are submitted in order (and its converters are used by one thread at a time)."""
+
+
+def default_feeders(streams: int, cores: int | None = None) -> int:
+    """Feeding threads: one per four cores (at least one, at most one per stream).
+
+    Each frame's conversion (a 1080p frame's crop, resize and YUV decode into
+    the model input: about 0.3-1 ms of one core, the GIL released) and its
+    hand-over run on a feeding thread; with one alone, every frame of every
+    stream waits for the same core. A quarter of the cores keeps the
+    conversions off the critical path while leaving the rest to the decoders
+    and the inference, which cost ten times more per frame.
+    """
+    return max(1, min(streams, (usable_cores() if cores is None else cores) // 4))
 
 
 class Streams:
@@ -190,7 +215,9 @@ class Streams:
     live sources. ``source_options``: passed to each :class:`VideoSource`
     (``timeout``, ``reconnect``, ``hardware``...). ``keep_frames``: keep each
     decoded frame until its result is delivered (:attr:`StreamResult.frame`;
-    needed to draw; it holds the decoder's buffers longer).
+    needed to draw; it holds the decoder's buffers longer). ``feeders``:
+    threads that convert frames into the model's inputs and submit them, side
+    by side (default :func:`default_feeders`: one per four cores).
 
     Use :meth:`run` (blocks, Ctrl-C stops it cleanly) with ``on_result``
     callbacks, and read the :class:`StreamsReport`.
@@ -207,6 +234,7 @@ class Streams:
         realtime: bool = False,
         source_options: dict[str, Any] | None = None,
         keep_frames: bool = False,
+        feeders: int | None = None,
         **pipeline_options: Any,
     ) -> None:
         from ..sources import open_source
@@ -221,6 +249,8 @@ class Streams:
         if self.requests < 1:
             raise InvalidArgumentError(f"requests must be at least 1, got {self.requests}")
         self.keep_frames = keep_frames
+        if feeders is not None and int(feeders) < 1:
+            raise InvalidArgumentError(f"feeders must be at least 1, got {feeders}")
         options = dict(source_options or {})
         if realtime:
             options["realtime"] = True
@@ -242,6 +272,12 @@ class Streams:
         for video in videos:
             if video.thread_count is None:
                 video.thread_count = max(1, usable_cores() // len(videos))
+        self.feeders = int(feeders) if feeders is not None else default_feeders(len(self.lanes))
+        """Feeding threads of a run."""
+        self._turn = 0
+        """Where the next pick's round robin starts (shared by the feeding threads; under the lock)."""
+        self._clock = 0
+        """The served count of the last frame taken: where an idle lane starts again."""
         self._stop = threading.Event()
         self.timings = Timings(STREAMS_STAGES)
 
@@ -347,18 +383,13 @@ class Streams:
         try:
             for frame in lane.source.frames(stop):
                 with ready:
-                    if lane.live:
-                        while lane.frames:  # the newest frame wins
-                            lane.frames.popleft().release()
-                            lane.stats.dropped += 1
-                    else:
+                    if not lane.live:
                         while len(lane.frames) >= FILE_LANE_FRAMES and not stop.is_set():
                             lane.room.wait(0.1)  # back-pressure: the decoder waits for the model
                     if stop.is_set():
                         frame.release()
                         return
-                    lane.frames.append(frame)
-                    ready.notify()
+                    self._arrive(lane, frame)
         except BaseException as exc:  # this stream's error; the others go on
             lane.stats.error = str(exc) or type(exc).__name__
         finally:
@@ -368,30 +399,64 @@ class Streams:
                 lane.ended = True
                 ready.notify_all()
 
-    def _next(self, start: int) -> tuple[_Lane, Any] | None:
-        """The next lane with a frame, round robin from ``start``; waits; None when every lane has ended."""
+    def _arrive(self, lane: _Lane, frame: Any) -> None:
+        """A decoded frame into its lane (the lock held): a live lane keeps only the newest."""
+        if not lane.frames and not lane.owned:  # it had nothing: no credit for the time it waited, beyond a frame
+            lane.served = max(lane.served, self._clock - IDLE_CREDIT)
+        if lane.live:
+            while lane.frames:  # the newest frame wins
+                lane.frames.popleft().release()
+                lane.stats.dropped += 1
+        lane.frames.append(frame)
+        self._ready.notify()
+
+    def _next(self) -> tuple[_Lane, Any] | None:
+        """The next frame to feed: of the lanes with a frame that no other feeding thread holds, the one served
+        least (ties: round robin from the last one served); the lane is then held (:meth:`_let_go`).
+        Waits; None when every lane has ended.
+
+        "Served least" counts frames taken, with a lane that had no frame brought up to within
+        :data:`IDLE_CREDIT` of the others when its next one comes (:meth:`_arrive`): a lane held by a feeding
+        thread while the others go round is served first when let go, and a lane that was idle or late earns no
+        run of turns over the ones that kept up."""
         lanes, ready = self.lanes, self._ready
+        count = len(lanes)
         with ready:
             while True:
-                for k in range(len(lanes)):
-                    lane = lanes[(start + k) % len(lanes)]
-                    if lane.frames:
-                        frame = lane.frames.popleft()
-                        lane.room.notify()  # its decoder may be waiting for room
-                        return lane, frame
+                start, best = self._turn, None
+                for k in range(count):
+                    lane = lanes[(start + k) % count]
+                    if lane.frames and not lane.owned and (best is None or lane.served < best.served):
+                        best = lane
+                if best is not None:
+                    frame = best.frames.popleft()
+                    best.owned = True
+                    self._clock = best.served
+                    best.served += 1
+                    self._turn = best.stream + 1
+                    best.room.notify()  # its decoder may be waiting for room
+                    return best, frame
                 if self._stop.is_set() or all(lane.ended for lane in lanes):
+                    # A lane another feeding thread holds may still have frames: that thread takes them next.
                     for lane in lanes:
                         lane.stats.done = lane.ended
                     return None
                 ready.wait(0.1)
 
+    def _let_go(self, lane: _Lane) -> None:
+        """The lane's frame is submitted (or refused): another feeding thread may take its next one."""
+        with self._ready:
+            lane.owned = False
+            if lane.frames:
+                self._ready.notify()
+
     def _feed(self, outputs: list[Callable[[StreamResult], None]]) -> None:
+        """Runs the feeding threads (this one and ``feeders - 1`` more) into one queue, then waits for the results."""
         pipeline = self.pipeline
         session, postprocess = pipeline.session, pipeline.postprocess
         input_size = (pipeline.spec.width, pipeline.spec.height)
         timings = self.timings
         clock = time.perf_counter_ns
-        keep = self.keep_frames
 
         def deliver(result: Any) -> None:  # the queue's delivery thread: in submission order
             started = clock()
@@ -400,10 +465,9 @@ class Streams:
                 with contextlib.ExitStack() as access:
                     for buffer in result.output_buffers:
                         access.enter_context(buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                    prediction = postprocess(result.outputs)
+                    prediction = for_frame(postprocess, result.outputs, transform, input_size, frame_size)
             else:
-                prediction = postprocess(result.outputs)
-            prediction = to_frame(prediction, transform, input_size, frame_size)
+                prediction = for_frame(postprocess, result.outputs, transform, input_size, frame_size)
             if lane.tracker is not None:
                 update = getattr(lane.tracker, "update", lane.tracker)
                 prediction = update(prediction)
@@ -425,18 +489,47 @@ class Streams:
                 if decoded is not None:
                     decoded.release()
 
-        queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver, buffers=self.requests + 2)
+        # Spare sets of buffers: one being written by each feeding thread, one for the result being read.
+        queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver, buffers=self.requests + self.feeders + 1)
         dmabuf_outputs = any(pool.buffers[0].is_dmabuf for pool in queue._out_pools)
-        turn = 0
+        failures: list[BaseException] = []
+
+        def feeding() -> None:
+            try:
+                self._feed_frames(queue)
+            except BaseException as exc:  # the run stops: every feeding thread ends, the first failure is raised
+                failures.append(exc)
+                self.stop()
+
+        helpers = [threading.Thread(target=feeding, name=f"npu_zc-feed{k}", daemon=True) for k in range(1, self.feeders)]
         try:
-            while True:
-                slot = queue.acquire()
-                picked = self._next(turn)
-                if picked is None:
-                    queue.discard(slot)
-                    break
-                lane, frame = picked
-                turn = lane.stream + 1
+            for helper in helpers:
+                helper.start()
+            feeding()
+            for helper in helpers:
+                helper.join()
+            if failures:
+                raise failures[0]
+            queue.join()
+        finally:
+            queue.close()
+            for lane in self.lanes:  # frames decoded but never taken
+                with self._ready:
+                    while lane.frames:
+                        lane.frames.popleft().release()
+
+    def _feed_frames(self, queue: Any) -> None:
+        """A feeding thread: a free set of buffers, the next lane's frame converted into it in place, submitted."""
+        clock = time.perf_counter_ns
+        keep = self.keep_frames
+        while True:
+            slot = queue.acquire()
+            picked = self._next()
+            if picked is None:
+                queue.discard(slot)
+                return
+            lane, frame = picked
+            try:
                 try:
                     started = clock()
                     transform = self._prepare(lane, frame, slot)
@@ -453,13 +546,8 @@ class Streams:
                 if not keep:
                     frame.release()  # the decoder's buffer goes back: the input holds the frame now
                 queue.submit(slot, userdata)
-            queue.join()
-        finally:
-            queue.close()
-            for lane in self.lanes:  # frames decoded but never taken
-                with self._ready:
-                    while lane.frames:
-                        lane.frames.popleft().release()
+            finally:
+                self._let_go(lane)
 
     def _fail(self, lane: _Lane, exc: BaseException) -> None:
         lane.stats.error = str(exc)
@@ -532,4 +620,4 @@ def _cpu_seconds() -> float:
     return times.user + times.system
 
 
-__all__ = ["STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport"]
+__all__ = ["IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_feeders"]

@@ -356,11 +356,12 @@ class ThroughputRunner:
         if preprocess is None:  # one run at a time: the runs share it
             preprocess = self._preprocess = Preprocessor(self.spec, heap=self.heap, threads=self.workers)
         buffer = frame.input_buffers[0]
+        # The queue's input buffers are its own: a letterbox's bars, once written into one, stay.
         if buffer.is_dmabuf:
             with buffer.cpu_access("write", timeout=FENCE_TIMEOUT_S):
-                preprocess(image, frame.inputs[0])
+                preprocess(image, frame.inputs[0], keep_fill=True)
         else:
-            preprocess(image, frame.inputs[0])
+            preprocess(image, frame.inputs[0], keep_fill=True)
         return preprocess.transform
 
     def close(self) -> None:

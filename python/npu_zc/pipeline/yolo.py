@@ -21,6 +21,7 @@ from .postprocess import Postprocessor
 if TYPE_CHECKING:
     from ..detect.metadata import YoloMetadata
     from ..detect.results import Detections
+    from ..detect.yolo import YoloDecoder
 
 YOLO_TASKS = ("detect", "segment", "pose", "obb")
 YOLO_FILL = 114
@@ -53,14 +54,17 @@ class DetectOptions:
 
 
 def ultralytics_transform(transform: Any, frame_size: tuple[int, int], input_size: tuple[int, int]) -> Any:
-    """The letterbox ``transform`` with Ultralytics' ``scale_boxes`` arithmetic: ``(x - pad) / gain``, with
-    ``gain = min(input / frame)`` and ``pad = round((input - frame * gain) / 2 - 0.1)``. The preprocess's own
-    scale is the rounded content size over the frame size, which differs from ``gain`` by up to half an input
-    pixel over the frame; Ultralytics' boxes use ``gain``, so the decode does too."""
+    """The letterbox ``transform`` with Ultralytics' ``scale_boxes`` arithmetic (8.4, ``ratio_pad=None``):
+    ``gain = min(input / frame)``, the image ``round(frame * gain)`` (as ``LetterBox`` rounds each side),
+    per-axis gains ``new / frame`` and ``pad = round((input - new) / 2 - 0.1)``; boxes map back as
+    ``(x - pad) / gain``. This is what the preprocess's own letterbox writes (its ``Transform`` is the
+    same numbers); written out here so that the decode follows Ultralytics whatever made the input.
+    (Ultralytics before 8.4 divided by the single ``gain``: up to half an input pixel apart.)"""
     (fw, fh), (iw, ih) = frame_size, input_size
     gain = min(ih / fh, iw / fw)
-    pad = (float(round((iw - fw * gain) / 2 - 0.1)), float(round((ih - fh * gain) / 2 - 0.1)))
-    return replace(transform, scale=(gain, gain), offset=pad)
+    new_w, new_h = max(round(fw * gain), 1), max(round(fh * gain), 1)
+    pad = (float(round((iw - new_w) / 2 - 0.1)), float(round((ih - new_h) / 2 - 0.1)))
+    return replace(transform, scale=(new_w / fw, new_h / fh), offset=pad)
 
 
 def output_shapes(model: Any) -> list[tuple[int, ...]]:
@@ -126,24 +130,42 @@ class YoloDetections(Postprocessor):
         self.names = names or {i: str(i) for i in range(nc)}
         self.input_size = input_size_of(model)
         self.quant = _quantisation(model)
+        self._last: tuple[Any, tuple[int, int], tuple[int, int], YoloDecoder] | None = None
+        self._plain: YoloDecoder | None = None
+        self._decoders: dict[tuple[Any, tuple[int, int], tuple[int, int]], YoloDecoder] = {}
 
     def __call__(self, outputs: Sequence[np.ndarray]) -> Detections:
         """Detections in model-input pixels (no frame to map them to)."""
-        return self._decode(outputs, None, None)
+        if self._plain is None:
+            self._plain = self._decoder(None, None)
+        return self._plain(outputs)
 
     def for_frame(
         self, outputs: Sequence[np.ndarray], transform: Any, input_size: tuple[int, int], frame_size: tuple[int, int]
     ) -> Detections:
         """Detections in frame pixels, clipped to the frame: decoded straight into the frame's coordinates."""
-        geometry = ultralytics_transform(transform, frame_size, input_size) if transform is not None else None
-        return self._decode(outputs, geometry, frame_size)
+        # The frames of a stream share one size and the preprocess one Transform object: the decoder with
+        # their geometry is made (and its settings checked) once, not per frame.
+        last = self._last
+        if last is not None and last[0] is transform and last[1] == frame_size and last[2] == input_size:
+            return last[3](outputs)
+        # Several preprocessors (throughput mode) or frame sizes: decoders by the geometry's value.
+        key = (transform, frame_size, input_size)
+        decoder = self._decoders.get(key)
+        if decoder is None:
+            geometry = ultralytics_transform(transform, frame_size, input_size) if transform is not None else None
+            decoder = self._decoder(geometry, frame_size)
+            if len(self._decoders) >= 8:
+                self._decoders.clear()
+            self._decoders[key] = decoder
+        self._last = (transform, frame_size, input_size, decoder)
+        return decoder(outputs)
 
-    def _decode(self, outputs: Sequence[np.ndarray], geometry: Any, frame_size: tuple[int, int] | None) -> Detections:
-        from ..detect.yolo import decode_yolo
+    def _decoder(self, geometry: Any, frame_size: tuple[int, int] | None) -> YoloDecoder:
+        from ..detect.yolo import YoloDecoder
 
         o = self.options
-        return decode_yolo(
-            outputs,
+        return YoloDecoder(
             self.layout,
             conf=o.conf,
             iou=o.iou,

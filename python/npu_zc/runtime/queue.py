@@ -26,6 +26,8 @@ from .binding import BindingReport, BoundBuffer, bind, report
 from .target import Target
 
 _SLICE_MS = int(SLICE_S * 1000)
+_STARTING_WAIT_S = 0.01
+"""A submit that finds no idle request while another thread starts one waits this long at most before it looks again."""
 
 
 def _start_async() -> Callable[[Any, dict[Any, Any], Any], None]:
@@ -108,6 +110,10 @@ class AsyncQueue:
     them. With ``callback(result)``: a delivery thread calls it in submission
     order and releases the output buffers when it returns.
 
+    Several threads may acquire and submit at once (``npu_zc.Streams``' feeding
+    threads do): results then come in the order the submissions finished, and
+    what one thread submits comes in its own order.
+
     Completion is observed with ``InferRequest.wait``/``wait_for`` (the GIL is
     released while waiting), never with OpenVINO completion callbacks: those run
     Python on OpenVINO's threads, which can abort the process when the
@@ -156,6 +162,7 @@ class AsyncQueue:
         self._running: collections.deque[_InFlight] = collections.deque()  # oldest first
         self._pending: collections.deque[_InFlight] = collections.deque()  # results not taken yet
         self._sequence = 0
+        self._starting = 0  # requests taken from the idle ones whose start has not finished (submits in progress)
         self._delivered = 0  # results handed to the callback (or failed on the way)
         # State changes under the plain lock (no Python-level calls to take it); the condition over it is
         # waited on and notified only when some thread waits (per frame, the common case is nobody).
@@ -238,8 +245,13 @@ class AsyncQueue:
                     index = self._idle.popleft()
                     entry = _InFlight(self._sequence, frame, index, userdata)
                     self._sequence += 1
+                    self._starting += 1
                     break
                 oldest = self._running[0] if self._running else None
+                if oldest is None and self._starting:
+                    # Another thread is starting the last idle request: it is running (or idle again) shortly.
+                    self._wait(_STARTING_WAIT_S)
+                    continue
             if oldest is None:  # cannot happen while frames come from our pools; kept as a guard
                 raise InvalidArgumentError("no idle request: frames must come from this queue's acquire()")
             self._complete(oldest, None)
@@ -254,10 +266,13 @@ class AsyncQueue:
             self._start(request, _NO_INPUTS, None)
         except BaseException:
             with self._mutex:
+                self._starting -= 1
                 self._idle.appendleft(index)
+                self._notify()
             raise
         frame._submitted = True
         with self._mutex:
+            self._starting -= 1
             self._running.append(entry)
             self._pending.append(entry)
             self._notify()

@@ -25,7 +25,7 @@ class DecodedFrame:
     index: int
     """Position in the source (0-based), counting frames dropped before it."""
     format: str
-    """The layout engine's source format: "NV12", "I420", "YUYV", "BGR"..."""
+    """The layout engine's source format: "NV12", "I420", "P010", "I010", "YUYV", "BGR"..."""
     planes: Any
     width: int
     height: int

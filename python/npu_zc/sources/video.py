@@ -3,7 +3,9 @@
 FFmpeg decodes with frame threads (``thread_type = "AUTO"``), the GIL released
 while it works. Each decoded frame's planes are numpy views of the decoder's
 own buffers, at their line size: NV12 as a ``(Y, UV)`` pair and, where the
-layout engine reads I420 planes at a pitch, yuv420p as ``(Y, U, V)``; no BGR
+layout engine reads I420 planes at a pitch, yuv420p as ``(Y, U, V)``; 10-bit
+video (p010le, yuv420p10le: HEVC Main10 and the like) as P010 ``(Y, UV)`` or
+I010 ``(Y, U, V)`` planes of uint16; no BGR
 image is made and nothing is copied. Other pixel formats (and yuv420p on an
 engine that reads I420 only tightly packed) are converted by FFmpeg's swscale
 into NV12 first: a copy, flagged on the frame (``copied``) and counted per
@@ -215,6 +217,17 @@ class VideoSource:
                 plane_view(frame.planes[2], height // 2, width // 2),
             )
             return DecodedFrame(index, "I420", planes, width, height, decoded_ns, seconds, matrix, rng, False, owner)
+        if name in ("p010le", "yuv420p10le") and engine_reads_ten_bit():  # HEVC Main10, VP9/AV1 profile 2...
+            width, height = frame.width & ~1, frame.height & ~1
+            if name == "p010le":
+                planes = (samples_view(frame.planes[0], height, width), samples_view(frame.planes[1], height // 2, width))
+                return DecodedFrame(index, "P010", planes, width, height, decoded_ns, seconds, matrix, rng, False, owner)
+            planes = (
+                samples_view(frame.planes[0], height, width),
+                samples_view(frame.planes[1], height // 2, width // 2),
+                samples_view(frame.planes[2], height // 2, width // 2),
+            )
+            return DecodedFrame(index, "I010", planes, width, height, decoded_ns, seconds, matrix, rng, False, owner)
         if name != "nv12":  # FFmpeg converts (a copy): yuv420p on an engine without I420 planes, 4:2:2, 10 bits...
             keep = {"src_color_range": 2, "dst_color_range": 2} if rng == "full" else {}  # no range squeeze
             owner, copied = frame.reformat(format="nv12", **keep), True
@@ -259,6 +272,19 @@ def plane_view(plane: Any, rows: int, row_bytes: int) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(flat, (rows, row_bytes), (pitch, 1), writeable=False)
 
 
+def samples_view(plane: Any, rows: int, samples: int) -> np.ndarray:
+    """As :func:`plane_view`, for planes of little-endian 16-bit samples (10-bit formats): uint16, in place."""
+    return plane_view(plane, rows, 2 * samples).view("<u2")
+
+
+@functools.cache
+def engine_reads_ten_bit() -> bool:
+    """Whether this build's layout engine reads 10-bit 4:2:0 (P010, I010)."""
+    from .. import layout
+
+    return {"P010", "I010"} <= set(layout.SOURCE_FORMATS)
+
+
 @functools.cache
 def engine_reads_i420_planes() -> bool:
     """Whether this build's layout engine reads I420 as three planes at their own pitch (a ``(Y, U, V)`` tuple)."""
@@ -280,4 +306,13 @@ def engine_takes_colour() -> bool:
     return "matrix" in inspect.signature(layout.Converter).parameters
 
 
-__all__ = ["NETWORK_SCHEMES", "VideoSource", "engine_reads_i420_planes", "engine_takes_colour", "is_network", "plane_view"]
+__all__ = [
+    "NETWORK_SCHEMES",
+    "VideoSource",
+    "engine_reads_i420_planes",
+    "engine_reads_ten_bit",
+    "engine_takes_colour",
+    "is_network",
+    "plane_view",
+    "samples_view",
+]

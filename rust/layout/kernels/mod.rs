@@ -3,7 +3,7 @@
 //! bulk of a row and hand the tail to the scalar ones.
 
 use super::format::Element;
-pub(crate) use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Row, PackedRow, Plan, SplitRow};
+pub(crate) use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Pair, Nv12Row, PackedRow, Plan, SplitRow, Yuv422Row};
 use super::simd::SimdLevel;
 
 #[cfg(target_arch = "aarch64")]
@@ -70,7 +70,7 @@ pub(crate) fn scalar_encoder(element: Element, planar: bool, channels: usize, ds
         };
     }
     match element {
-        Element::U8 => pick!(u8),
+        Element::U8 | Element::I8 => pick!(u8),
         Element::Bf16 | Element::F16 => pick!(u16),
         Element::F32 => pick!(f32),
     }
@@ -229,5 +229,61 @@ pub(crate) fn nv12_decoder(level: SimdLevel, bytes: usize) -> (Nv12Row, &'static
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => neon::nv12_decoder(bytes),
         _ => (scalar::nv12_row, if bytes == 3 { "scalar/nv12-rgb" } else { "scalar/nv12" }),
+    }
+}
+
+/// The same decoder, two rows sharing one chroma row at a time.
+pub(crate) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => x86::nv12_pair_decoder(level, bytes),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::nv12_pair_decoder(bytes),
+        _ => scalar::nv12_pair,
+    }
+}
+
+/// The decoder of packed YUYV (`y_first`) or UYVY rows into pixels of
+/// `bytes` bytes at this level, where it has one (else the rows are split
+/// into NV12's first, `yuv::splitter`).
+pub(crate) fn yuv422_decoder(level: SimdLevel, bytes: usize, y_first: bool) -> Option<(Yuv422Row, &'static str)> {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => Some(x86::yuv422_decoder(level, bytes, y_first)),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => Some(neon::yuv422_decoder(bytes, y_first)),
+        _ => None,
+    }
+}
+
+/// The 10-bit row decoder of this level into pixels of `bytes` bytes (3 or
+/// 4): P010's samples (value in the top bits), or with `low` I010's.
+pub(crate) fn yuv10_decoder(level: SimdLevel, bytes: usize, low: bool) -> (Nv12Row, &'static str) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => x86::yuv10_decoder(level, bytes, low),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::yuv10_decoder(bytes, low),
+        _ => match (bytes, low) {
+            (3, false) => (scalar::yuv10_row::<false>, "scalar/p010-rgb"),
+            (_, false) => (scalar::yuv10_row::<false>, "scalar/p010"),
+            (3, true) => (scalar::yuv10_row::<true>, "scalar/i010-rgb"),
+            (_, true) => (scalar::yuv10_row::<true>, "scalar/i010"),
+        },
+    }
+}
+
+/// SIMD int8 encoders (RGBx_I8 with `dst_channels` 4, RGB_I8 with 3) for
+/// `channels`-byte source pixels, in the order a plan tries them.
+#[allow(unused_variables)]
+pub(crate) fn int8_encoders(level: SimdLevel, channels: usize, dst_channels: usize) -> Vec<Kernel> {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => {
+            x86::int8_encoders(level, channels, dst_channels)
+        }
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::int8_encoders(channels, dst_channels),
+        _ => Vec::new(),
     }
 }

@@ -19,8 +19,8 @@ use super::super::colour::SHIFT;
 use super::super::float::{f16_to_f32, f32_to_f16};
 use super::super::format::Element;
 use super::super::plan::{Plan, YuvOut};
-use super::vector::{self, bf16_high, stamp, Job, Simd};
-use super::{Encoder, Kernel, Nv12Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
+use super::vector::{self, bf16_high, stamp, Job, Quantise, Simd, Words};
+use super::{Encoder, Kernel, Nv12Pair, Nv12Row, Yuv422Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
 
 // `shr_yuv` shifts by a literal (the intrinsics' shift types differ).
 const _: () = assert!(SHIFT == 20);
@@ -28,6 +28,8 @@ const _: () = assert!(SHIFT == 20);
 mod stamped {
     use super::*;
     stamp!(super::Neon, "neon");
+    stamp!(words: super::Neon, "neon");
+    stamp!(int8: super::Neon, "neon");
 }
 
 pub(super) fn encoders(element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
@@ -73,6 +75,61 @@ pub(super) fn nv12_decoder(bytes: usize) -> (Nv12Row, &'static str) {
     }
 }
 
+pub(super) fn yuv422_decoder(bytes: usize, y_first: bool) -> (Yuv422Row, &'static str) {
+    match (bytes, y_first) {
+        (3, true) => (stamped::yuv422_row::<3, true>, "neon/yuyv-rgb"),
+        (3, false) => (stamped::yuv422_row::<3, false>, "neon/uyvy-rgb"),
+        (_, true) => (stamped::yuv422_row::<4, true>, "neon/yuyv"),
+        (_, false) => (stamped::yuv422_row::<4, false>, "neon/uyvy"),
+    }
+}
+
+pub(super) fn nv12_pair_decoder(bytes: usize) -> Nv12Pair {
+    match bytes {
+        3 => stamped::nv12_pair::<3>,
+        _ => stamped::nv12_pair::<4>,
+    }
+}
+
+/// The int8 encoders: the fused multiply-add first, then the two exact divisions.
+pub(super) fn int8_encoders(channels: usize, dst_channels: usize) -> Vec<Kernel> {
+    let mut kernels = Vec::new();
+    for (arith, suffix) in [(FMA, "/fma"), (DIV, "/div")] {
+        let encoder: super::PackedRow = match (channels, dst_channels == 3, arith) {
+            (1, false, FMA) => stamped::packed_i8::<1, 4, FMA>,
+            (1, false, _) => stamped::packed_i8::<1, 4, DIV>,
+            (1, true, FMA) => stamped::packed_i8::<1, 3, FMA>,
+            (1, true, _) => stamped::packed_i8::<1, 3, DIV>,
+            (3, false, FMA) => stamped::packed_i8::<3, 4, FMA>,
+            (3, false, _) => stamped::packed_i8::<3, 4, DIV>,
+            (3, true, FMA) => stamped::packed_i8::<3, 3, FMA>,
+            (3, true, _) => stamped::packed_i8::<3, 3, DIV>,
+            (_, false, FMA) => stamped::packed_i8::<4, 4, FMA>,
+            (_, false, _) => stamped::packed_i8::<4, 4, DIV>,
+            (_, true, FMA) => stamped::packed_i8::<4, 3, FMA>,
+            (_, true, _) => stamped::packed_i8::<4, 3, DIV>,
+        };
+        let name = match (dst_channels, suffix) {
+            (3, "/fma") => "neon/i8-rgb/fma",
+            (3, _) => "neon/i8-rgb/div",
+            (_, "/fma") => "neon/i8/fma",
+            _ => "neon/i8/div",
+        };
+        kernels.push(Kernel { name, encoder: Encoder::Packed(encoder) });
+    }
+    kernels
+}
+
+/// The 10-bit decoder: P010, or I010 with `low`.
+pub(super) fn yuv10_decoder(bytes: usize, low: bool) -> (Nv12Row, &'static str) {
+    match (bytes, low) {
+        (3, false) => (stamped::yuv10_row::<3, false>, "neon/p010-rgb"),
+        (_, false) => (stamped::yuv10_row::<4, false>, "neon/p010"),
+        (3, true) => (stamped::yuv10_row::<3, true>, "neon/i010-rgb"),
+        (_, true) => (stamped::yuv10_row::<4, true>, "neon/i010"),
+    }
+}
+
 /// Four NEON registers: the 16 lanes of a vector of the abstraction.
 type X4<T> = [T; 4];
 
@@ -104,11 +161,19 @@ pub(super) struct NeonTables {
     /// R and B swapped (RGB <-> BGR); the plans' other order is the identity,
     /// and GRAY's map ([0, 0, 0]) reads the same either way.
     swap: bool,
+    /// Packed 4:2:2 rows: YUYV (else UYVY).
+    y_first: bool,
     pad_u8: uint8x16_t,
     pad_u16: uint16x8_t,
 }
 
 impl Neon {
+    /// Arithmetic shift right by `colour::SHIFT`.
+    #[inline(always)]
+    unsafe fn shr_yuv(a: X4<int32x4_t>) -> X4<int32x4_t> {
+        each(a, |a| vshrq_n_s32::<20>(a))
+    }
+
     /// 16 source pixels as three byte vectors, in destination channel order.
     #[inline(always)]
     unsafe fn load16<const C: usize>(swap: bool, src: *const u8) -> [uint8x16_t; 3] {
@@ -152,13 +217,14 @@ impl Simd for Neon {
 
     #[inline(always)]
     unsafe fn tables<const C: usize>(job: Job<'_>) -> NeonTables {
-        let (swap, pad) = match job {
+        let (swap, pad, y_first) = match job {
             Job::Bytes(plan) | Job::Planar(plan) | Job::Packed16(plan) | Job::Quads(plan) => {
-                (plan.map == [2, 1, 0], plan.pad)
+                (plan.map == [2, 1, 0], plan.pad, false)
             }
-            Job::Nv12 { pos, pad } => (pos == [2, 1, 0], pad as u32),
+            Job::Nv12 { pad, swapped } => (swapped, pad as u32, false),
+            Job::Yuv422 { pad, swapped, y_first } => (swapped, pad as u32, y_first),
         };
-        NeonTables { swap, pad_u8: vdupq_n_u8(pad as u8), pad_u16: vdupq_n_u16(pad as u16) }
+        NeonTables { swap, y_first, pad_u8: vdupq_n_u8(pad as u8), pad_u16: vdupq_n_u16(pad as u16) }
     }
 
     #[inline(always)]
@@ -223,10 +289,6 @@ impl Simd for Neon {
     unsafe fn shr16(a: Self::I) -> Self::I {
         each(a, |a| vreinterpretq_s32_u32(vshrq_n_u32::<16>(vreinterpretq_u32_s32(a))))
     }
-    #[inline(always)]
-    unsafe fn shr_yuv(a: Self::I) -> Self::I {
-        each(a, |a| vshrq_n_s32::<20>(a))
-    }
 
     #[inline(always)]
     unsafe fn rgbx_u8<const C: usize>(t: &NeonTables, src: *const u8, dst: *mut u8) {
@@ -272,14 +334,30 @@ impl Simd for Neon {
         let l = vld2q_u8(y);
         [widen(vqsubq_u8(l.0, vdupq_n_u8(offset))), widen(vqsubq_u8(l.1, vdupq_n_u8(offset)))]
     }
+    /// `vld4q` splits 16 pairs into Y0, U, Y1, V (YUYV) or U, Y0, V, Y1 (UYVY).
     #[inline(always)]
-    unsafe fn chroma(uv: *const u8) -> [Self::I; 2] {
+    unsafe fn luma_products_422<const Y_FIRST: bool>(row: *const u8, offset: u8, factor: Self::I) -> [Self::I; 2] {
+        let q = vld4q_u8(row);
+        let (y0, y1) = if Y_FIRST { (q.0, q.2) } else { (q.1, q.3) };
+        let product = |y: uint8x16_t| Self::mul_i(widen(vqsubq_u8(y, vdupq_n_u8(offset))), factor);
+        [product(y0), product(y1)]
+    }
+    #[inline(always)]
+    unsafe fn chroma_422(t: &NeonTables, row: *const u8) -> [Self::I; 2] {
+        let q = vld4q_u8(row);
+        let (u, v) = if t.y_first { (q.1, q.3) } else { (q.0, q.2) };
+        let minus_128 = |x: uint8x16_t| each(widen(x), |w| vsubq_s32(w, vdupq_n_s32(128)));
+        [minus_128(u), minus_128(v)]
+    }
+    #[inline(always)]
+    unsafe fn chroma(_: &NeonTables, uv: *const u8) -> [Self::I; 2] {
         let c = vld2q_u8(uv);
         let minus_128 = |x: uint8x16_t| each(widen(x), |w| vsubq_s32(w, vdupq_n_s32(128)));
         [minus_128(c.0), minus_128(c.1)]
     }
     #[inline(always)]
-    unsafe fn store_rgbx_pairs(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+    unsafe fn store_rgbx_sums(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+        let [even, odd] = [even.map(|x| Self::shr_yuv(x)), odd.map(|x| Self::shr_yuv(x))];
         // Saturating narrows clamp as `saturate_cast` does.
         let bytes = |x: Self::I| -> uint8x16_t {
             let s = each(x, |x| vqmovn_s32(x));
@@ -296,9 +374,10 @@ impl Simd for Neon {
             vst4q_u8(out.add(64 * h), uint8x16x4_t(first[h], g[h], last[h], t.pad_u8));
         }
     }
-    /// As `store_rgbx_pairs`, with `vst3q` (no pad).
+    /// As `store_rgbx_sums`, with `vst3q` (no pad).
     #[inline(always)]
-    unsafe fn store_rgb_pairs(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+    unsafe fn store_rgb_sums(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
+        let [even, odd] = [even.map(|x| Self::shr_yuv(x)), odd.map(|x| Self::shr_yuv(x))];
         let bytes = |x: Self::I| -> uint8x16_t {
             let s = each(x, |x| vqmovn_s32(x));
             vcombine_u8(vqmovun_s16(vcombine_s16(s[0], s[1])), vqmovun_s16(vcombine_s16(s[2], s[3])))
@@ -485,6 +564,45 @@ mod tests {
                 let want = half::f16::from_bits(h).to_f32_const();
                 assert_eq!(g.to_bits(), want.to_bits(), "f32 of f16 {h:#06x}");
             }
+        }
+    }
+}
+
+/// `vld2q_u16` splits 8 word pairs into the even and the odd words.
+impl Words for Neon {
+    #[inline(always)]
+    unsafe fn words10<const LOW: bool>(p: *const u8) -> [X4<int32x4_t>; 2] {
+        let (a, b) = (vld2q_u16(p.cast()), vld2q_u16(p.add(32).cast()));
+        let ten = |w: uint16x8_t| if LOW { vandq_u16(w, vdupq_n_u16(0x3FF)) } else { vshrq_n_u16::<6>(w) };
+        let widen = |lo: uint16x8_t, hi: uint16x8_t| {
+            let (lo, hi) = (ten(lo), ten(hi));
+            each(
+                [vmovl_u16(vget_low_u16(lo)), vmovl_high_u16(lo), vmovl_u16(vget_low_u16(hi)), vmovl_high_u16(hi)],
+                |w| vreinterpretq_s32_u32(w),
+            )
+        };
+        [widen(a.0, b.0), widen(a.1, b.1)]
+    }
+}
+
+impl Quantise for Neon {
+    #[inline(always)]
+    unsafe fn round_even(f: X4<float32x4_t>) -> X4<int32x4_t> {
+        // FCVTNS: to nearest, ties to even; clamped first so that a zero point cannot wrap.
+        each(f, |x| vcvtnq_s32_f32(vminq_f32(vmaxq_f32(x, vdupq_n_f32(-32768.0)), vdupq_n_f32(32767.0))))
+    }
+    /// Saturating narrows to i8, then `vst4q` / `vst3q`.
+    #[inline(always)]
+    unsafe fn store_i8<const BYTES: usize>(out: *mut u8, rgb: [X4<int32x4_t>; 3], pad: X4<int32x4_t>) {
+        let bytes = |x: X4<int32x4_t>| -> int8x16_t {
+            let s = each(x, |x| vqmovn_s32(x));
+            vcombine_s8(vqmovn_s16(vcombine_s16(s[0], s[1])), vqmovn_s16(vcombine_s16(s[2], s[3])))
+        };
+        let [r, g, b] = [bytes(rgb[0]), bytes(rgb[1]), bytes(rgb[2])];
+        if BYTES == 4 {
+            vst4q_s8(out.cast(), int8x16x4_t(r, g, b, bytes(pad)));
+        } else {
+            vst3q_s8(out.cast(), int8x16x3_t(r, g, b));
         }
     }
 }

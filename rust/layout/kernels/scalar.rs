@@ -1,7 +1,7 @@
 //! The portable kernels: table lookups, exact by construction (every table
 //! entry is the scalar reference value), and the tails of every SIMD kernel.
 
-use super::super::colour::yuv_to_rgb;
+use super::super::colour::{yuv10_to_rgb, yuv_to_rgb};
 use super::super::plan::{Luts, Plan, YuvOut};
 
 /// A destination element: how to write it and where its tables live.
@@ -99,6 +99,32 @@ pub(crate) fn planar<T: Out, const C: usize>(plan: &Plan, src: &[u8], p0: &mut [
     }
 }
 
+/// A packed 4:2:2 row, YUYV (`Y_FIRST`) or UYVY, as `nv12_row` decodes
+/// its split bytes.
+pub(crate) fn yuv422_row<const Y_FIRST: bool>(row: &[u8], dst: &mut [u8], out: &YuvOut) {
+    let (pos, b) = (out.pos, out.bytes);
+    let pad_pos = 6 - pos[0] - pos[1] - pos[2];
+    let (oy, oc) = if Y_FIRST { (0, 1) } else { (1, 0) };
+    for (q, px2) in row.chunks_exact(4).zip(dst.chunks_exact_mut(2 * b)) {
+        for (k, px) in px2.chunks_exact_mut(b).enumerate() {
+            let rgb = yuv_to_rgb(&out.k, q[2 * k + oy], q[oc], q[2 + oc]);
+            px[pos[0]] = rgb[0];
+            px[pos[1]] = rgb[1];
+            px[pos[2]] = rgb[2];
+            if b == 4 {
+                px[pad_pos] = out.pad;
+            }
+        }
+    }
+}
+
+/// Two rows sharing `uv`, one after the other.
+pub(crate) fn nv12_pair(y: [&[u8]; 2], uv: &[u8], dst: [&mut [u8]; 2], out: &YuvOut) {
+    for (y, dst) in y.into_iter().zip(dst) {
+        nv12_row(y, uv, dst, out);
+    }
+}
+
 /// One NV12 row (Y row, and the UV row it shares with its neighbour) to
 /// pixels of `out.bytes` bytes with R, G, B at byte positions `out.pos` (and
 /// `out.pad` in the fourth), in the arithmetic of `out.k` (see colour.rs).
@@ -108,6 +134,38 @@ pub(crate) fn nv12_row(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
     for ((ys, uv), px2) in y.chunks_exact(2).zip(uv.chunks_exact(2)).zip(dst.chunks_exact_mut(2 * b)) {
         for (&yy, px) in ys.iter().zip(px2.chunks_exact_mut(b)) {
             let rgb = yuv_to_rgb(&out.k, yy, uv[0], uv[1]);
+            px[pos[0]] = rgb[0];
+            px[pos[1]] = rgb[1];
+            px[pos[2]] = rgb[2];
+            if b == 4 {
+                px[pad_pos] = out.pad;
+            }
+        }
+    }
+}
+
+/// A 10-bit sample: the little-endian u16 at `b`, its top 10 bits (P010) or
+/// with `LOW` its low 10 bits (I010; the top 6 are ignored).
+#[inline(always)]
+pub(crate) fn sample10<const LOW: bool>(b: &[u8]) -> u16 {
+    let word = u16::from_le_bytes([b[0], b[1]]);
+    if LOW {
+        word & 0x3FF
+    } else {
+        word >> 6
+    }
+}
+
+/// One row of 10-bit samples (P010's Y row and the U,V row it shares; I010's
+/// with its U and V rows interleaved), as `nv12_row` with
+/// `colour::yuv10_to_rgb`.
+pub(crate) fn yuv10_row<const LOW: bool>(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
+    let (pos, b) = (out.pos, out.bytes);
+    let pad_pos = 6 - pos[0] - pos[1] - pos[2];
+    for ((ys, uv), px2) in y.chunks_exact(4).zip(uv.chunks_exact(4)).zip(dst.chunks_exact_mut(2 * b)) {
+        let (u, v) = (sample10::<LOW>(&uv[..2]), sample10::<LOW>(&uv[2..]));
+        for (yy, px) in ys.chunks_exact(2).zip(px2.chunks_exact_mut(b)) {
+            let rgb = yuv10_to_rgb(&out.k, sample10::<LOW>(yy), u, v);
             px[pos[0]] = rgb[0];
             px[pos[1]] = rgb[1];
             px[pos[2]] = rgb[2];

@@ -38,8 +38,11 @@ pub(super) enum Job<'a> {
     /// `Quads::quads` and `Quads::store_quads16`.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     Quads(&'a Plan),
-    /// NV12: R, G, B at byte positions `pos`, `pad` in the fourth byte.
-    Nv12 { pos: [usize; 3], pad: u8 },
+    /// NV12: R, G, B (`swapped`: B, G, R) and the pad. With
+    /// `Simd::RGB_ORDER`, `swapped` has `chroma` read each pair as V, U instead.
+    Nv12 { pad: u8, swapped: bool },
+    /// The same for packed 4:2:2 rows (`chroma_422`): YUYV with `y_first`, else UYVY.
+    Yuv422 { pad: u8, swapped: bool, y_first: bool },
 }
 
 /// One instruction set's vectors of `LANES` 32-bit lanes, and the operations
@@ -78,8 +81,6 @@ pub(super) trait Simd: Copy {
     unsafe fn mul_i(a: Self::I, b: Self::I) -> Self::I;
     /// Logical shift right by 16.
     unsafe fn shr16(a: Self::I) -> Self::I;
-    /// Arithmetic shift right by `colour::SHIFT`.
-    unsafe fn shr_yuv(a: Self::I) -> Self::I;
 
     /// `LANES` source pixels as 4-byte pixels in destination order, the pad
     /// byte the plan's: stores `4 * LANES` bytes (`Job::Bytes`).
@@ -99,14 +100,39 @@ pub(super) trait Simd: Copy {
     /// (0, 2, 4, ...), then the odd ones, so that lane j of each goes with
     /// chroma pair j.
     unsafe fn luma_pairs(y: *const u8, offset: u8) -> [Self::I; 2];
-    /// `LANES` chroma pairs (`2 * LANES` bytes) as U - 128 and V - 128.
-    unsafe fn chroma(uv: *const u8) -> [Self::I; 2];
-    /// R, G, B values (saturated to bytes here) of the even and the odd
-    /// pixels, and the pad, as `2 * LANES` 4-byte pixels at `out` (`Job::Nv12`).
-    unsafe fn store_rgbx_pairs(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
-    /// As `store_rgbx_pairs`, as `2 * LANES` 3-byte pixels (no pad).
-    unsafe fn store_rgb_pairs(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
-    /// Whether `store_rgbx_bytes` can put R, G, B at `pos` (else NV12 rows
+    /// `luma_pairs` times `cy`, exactly, plus `luma_bias(cy)`: `factor` is
+    /// `luma_factor(cy)` splatted (an instruction set may split `cy` to
+    /// multiply in 16-bit halves, which costs a constant that the chroma
+    /// terms give back).
+    unsafe fn luma_products(y: *const u8, offset: u8, factor: Self::I) -> [Self::I; 2] {
+        let [even, odd] = Self::luma_pairs(y, offset);
+        [Self::mul_i(even, factor), Self::mul_i(odd, factor)]
+    }
+    fn luma_factor(cy: i32) -> i32 {
+        cy
+    }
+    fn luma_bias(_cy: i32) -> i32 {
+        0
+    }
+    /// `LANES` chroma pairs (`2 * LANES` bytes) as U - 128 and V - 128 (with
+    /// `RGB_ORDER`, as V - 128 and U - 128 where `Job::Nv12` says `swapped`).
+    unsafe fn chroma(t: &Self::Tables, uv: *const u8) -> [Self::I; 2];
+    /// The fixed-point sums of R, G, B (each channel's byte is the sum
+    /// `>> colour::SHIFT`, saturated to 0..=255 here) of the even and the
+    /// odd pixels, and the pad, as `2 * LANES` 4-byte pixels at `out`
+    /// (`Job::Nv12`).
+    unsafe fn store_rgbx_sums(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
+    /// As `store_rgbx_sums`, as `2 * LANES` 3-byte pixels (no pad).
+    unsafe fn store_rgb_sums(t: &Self::Tables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]);
+    /// `luma_products` and `chroma` of `2 * LANES` pixels of a packed 4:2:2
+    /// row (`4 * LANES` bytes): YUYV (`Y_FIRST`) or UYVY (`Job::Yuv422`).
+    unsafe fn luma_products_422<const Y_FIRST: bool>(row: *const u8, offset: u8, factor: Self::I) -> [Self::I; 2];
+    unsafe fn chroma_422(t: &Self::Tables, row: *const u8) -> [Self::I; 2];
+    /// Whether the stores write R, G, B in that order only: B, G, R is then
+    /// had as NV21 is, with the chroma bytes' roles exchanged
+    /// (`YuvOut::swap_chroma`, `Job::Nv12`'s `swapped`).
+    const RGB_ORDER: bool = false;
+    /// Whether `store_rgbx_sums` can put R, G, B at `pos` (else NV12 rows
     /// go to the scalar kernel).
     fn nv12_positions(_pos: [usize; 3]) -> bool {
         true
@@ -272,46 +298,216 @@ fn tail_16<const C: usize>(plan: &Plan, src: &[u8], i: usize, dst: &mut [u8]) {
 }
 
 /// `2 * LANES` pixels of NV12 a step to `BYTES`-byte pixels (3: R, G, B in
-/// some order; 4: and a pad): OpenCV's fixed-point
-/// arithmetic (colour.rs) in i32 lanes, the chroma terms once per pair of
-/// pixels (the even and the odd pixels computed apart, against the same
-/// terms, and interleaved by the store); saturating packs clamp to 0..=255
-/// as `saturate_cast` does.
+/// some order; 4: and a pad): OpenCV's fixed-point arithmetic (colour.rs) in
+/// i32 lanes. The chroma terms, with the rounding half folded in, are
+/// computed once per pair of pixels and for `ROWS` (1 or 2) luma rows: NV12's
+/// and I420's two rows of a pair share their chroma row. The even and the odd
+/// pixels are computed apart, against the same terms, and interleaved by the
+/// store; saturating packs clamp to 0..=255 as `saturate_cast` does.
 #[inline(always)]
-pub(super) unsafe fn nv12_row<S: Simd, const BYTES: usize>(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
+pub(super) unsafe fn nv12_rows<S: Simd, const BYTES: usize, const ROWS: usize>(
+    y: [&[u8]; ROWS],
+    uv: &[u8],
+    dst: [&mut [u8]; ROWS],
+    out: &YuvOut,
+) {
     if !S::nv12_positions(out.pos) || out.bytes != BYTES {
-        return scalar::nv12_row(y, uv, dst, out);
+        for (y, dst) in y.into_iter().zip(dst) {
+            scalar::nv12_row(y, uv, dst, out);
+        }
+        return;
     }
-    let n = y.len().min(uv.len()).min(dst.len() / BYTES);
-    let t = S::tables::<4>(Job::Nv12 { pos: out.pos, pad: out.pad });
-    let k = out.k;
-    let (cy, half) = (S::splat_i(k.cy), S::splat_i(HALF));
+    let n = (0..ROWS).fold(uv.len(), |n, r| n.min(y[r].len()).min(dst[r].len() / BYTES));
+    let swapped = out.pos == [2, 1, 0];
+    let vector_out = if S::RGB_ORDER && swapped { out.swap_chroma() } else { *out };
+    let t = S::tables::<4>(Job::Nv12 { pad: out.pad, swapped });
+    let k = vector_out.k;
+    // The rounding half, and what `luma_products` takes off, added once per chroma pair.
+    let (factor, half) = (S::splat_i(S::luma_factor(k.cy)), S::splat_i(HALF - S::luma_bias(k.cy)));
     let [cvr, cvg, cug, cub] = [S::splat_i(k.cvr), S::splat_i(k.cvg), S::splat_i(k.cug), S::splat_i(k.cub)];
     let step = 2 * S::LANES;
     let mut i = 0;
     while i + step <= n {
-        let [u, v] = S::chroma(uv.as_ptr().add(i));
-        let terms = [S::mul_i(cvr, v), S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), S::mul_i(cub, u)];
-        let rgb = |luma: S::I| {
-            let yh = S::add_i(S::mul_i(luma, cy), half);
-            [S::shr_yuv(S::add_i(yh, terms[0])), S::shr_yuv(S::add_i(yh, terms[1])), S::shr_yuv(S::add_i(yh, terms[2]))]
-        };
-        let [even, odd] = S::luma_pairs(y.as_ptr().add(i), k.y_offset);
-        let at = dst.as_mut_ptr().add(BYTES * i);
-        if BYTES == 3 {
-            S::store_rgb_pairs(&t, at, rgb(even), rgb(odd));
-        } else {
-            S::store_rgbx_pairs(&t, at, rgb(even), rgb(odd));
+        let [u, v] = S::chroma(&t, uv.as_ptr().add(i));
+        let terms = [
+            S::add_i(S::mul_i(cvr, v), half),
+            S::add_i(S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), half),
+            S::add_i(S::mul_i(cub, u), half),
+        ];
+        let sums = |l: S::I| [S::add_i(l, terms[0]), S::add_i(l, terms[1]), S::add_i(l, terms[2])];
+        for r in 0..ROWS {
+            let [even, odd] = S::luma_products(y[r].as_ptr().add(i), k.y_offset, factor);
+            let at = dst[r].as_mut_ptr().add(BYTES * i);
+            if BYTES == 3 {
+                S::store_rgb_sums(&t, at, sums(even), sums(odd));
+            } else {
+                S::store_rgbx_sums(&t, at, sums(even), sums(odd));
+            }
         }
         i += step;
     }
-    scalar::nv12_row(&y[i..], &uv[i.min(uv.len())..], &mut dst[BYTES * i..], out);
+    for r in 0..ROWS {
+        scalar::nv12_row(&y[r][i..], &uv[i.min(uv.len())..], &mut dst[r][BYTES * i..], out);
+    }
+}
+
+/// A packed 4:2:2 row, YUYV (`Y_FIRST`) or UYVY, decoded as `nv12_rows`
+/// decodes its split bytes, reading luma and chroma from the row itself (no
+/// split pass).
+#[inline(always)]
+pub(super) unsafe fn yuv422_row<S: Simd, const BYTES: usize, const Y_FIRST: bool>(
+    row: &[u8],
+    dst: &mut [u8],
+    out: &YuvOut,
+) {
+    let n = (row.len() / 2).min(dst.len() / BYTES);
+    let step = 2 * S::LANES;
+    let mut i = 0;
+    if S::nv12_positions(out.pos) && out.bytes == BYTES {
+        let swapped = out.pos == [2, 1, 0];
+        let vector_out = if S::RGB_ORDER && swapped { out.swap_chroma() } else { *out };
+        let t = S::tables::<4>(Job::Yuv422 { pad: out.pad, swapped, y_first: Y_FIRST });
+        let k = vector_out.k;
+        let (factor, half) = (S::splat_i(S::luma_factor(k.cy)), S::splat_i(HALF - S::luma_bias(k.cy)));
+        let [cvr, cvg, cug, cub] = [S::splat_i(k.cvr), S::splat_i(k.cvg), S::splat_i(k.cug), S::splat_i(k.cub)];
+        while i + step <= n {
+            let at = row.as_ptr().add(2 * i);
+            let [u, v] = S::chroma_422(&t, at);
+            let terms = [
+                S::add_i(S::mul_i(cvr, v), half),
+                S::add_i(S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), half),
+                S::add_i(S::mul_i(cub, u), half),
+            ];
+            let sums = |l: S::I| [S::add_i(l, terms[0]), S::add_i(l, terms[1]), S::add_i(l, terms[2])];
+            let [even, odd] = S::luma_products_422::<Y_FIRST>(at, k.y_offset, factor);
+            let to = dst.as_mut_ptr().add(BYTES * i);
+            if BYTES == 3 {
+                S::store_rgb_sums(&t, to, sums(even), sums(odd));
+            } else {
+                S::store_rgbx_sums(&t, to, sums(even), sums(odd));
+            }
+            i += step;
+        }
+    }
+    scalar::yuv422_row::<Y_FIRST>(&row[(2 * i).min(row.len())..], &mut dst[BYTES * i..], out);
+}
+
+/// Instruction sets that also write int8 pixels (RGBx_I8, RGB_I8).
+pub(super) trait Quantise: Simd {
+    /// Each lane rounded to the nearest integer, ties to even, after
+    /// clamping to the i16 range (so that adding a zero point cannot wrap).
+    unsafe fn round_even(f: Self::F) -> Self::I;
+    /// `LANES` pixels of R, G, B (pixel order, destination channel order),
+    /// each saturated to i8, and with `BYTES` 4 the pad (also saturated) in
+    /// the fourth byte: `BYTES * LANES` bytes at `out`.
+    unsafe fn store_i8<const BYTES: usize>(out: *mut u8, rgb: [Self::I; 3], pad: Self::I);
+}
+
+/// Int8 pixels (`BYTES` 3 or 4): `round((x - mean) / scale / q) + zero_point`,
+/// saturated. `ARITH` `FMA`: one fused multiply-add with the plan's combined
+/// constants (`1 / (scale * q)`, `-mean / (scale * q)`); else two true
+/// divisions, as the reference computes. A plan takes the FMA form only where
+/// it reproduces the tables.
+#[inline(always)]
+pub(super) unsafe fn packed_i8<S: Quantise, const C: usize, const BYTES: usize, const ARITH: u8>(
+    plan: &Plan,
+    src: &[u8],
+    dst: &mut [u8],
+) {
+    let n = dst.len() / BYTES;
+    let t = S::tables::<C>(Job::Planar(plan));
+    let (q, zero_point) = plan.quant.expect("an int8 plan has a quantisation");
+    let mut a = [S::splat(0.0); 3];
+    let mut b = [S::splat(0.0); 3];
+    for k in 0..3 {
+        if ARITH == FMA {
+            let inv = 1.0 / (f64::from(plan.scale[k]) * f64::from(q));
+            (a[k], b[k]) = (S::splat(inv as f32), S::splat((-f64::from(plan.mean[k]) * inv) as f32));
+        } else {
+            (a[k], b[k]) = (S::splat(plan.mean[k]), S::splat(plan.scale[k]));
+        }
+    }
+    let (q, zero_point, pad) = (S::splat(q), S::splat_i(zero_point), S::splat_i(i32::from(plan.pad as u8 as i8)));
+    let level = |x: S::I, k: usize| {
+        let f = S::to_f32(x);
+        let f = if ARITH == FMA { S::mul_add(f, a[k], b[k]) } else { S::div(S::div(S::sub(f, a[k]), b[k]), q) };
+        S::add_i(S::round_even(f), zero_point)
+    };
+    let mut i = 0;
+    while i + S::LANES <= n && i * C + S::src_bytes::<C>() <= src.len() {
+        let x = S::channels::<C, false>(&t, src.as_ptr().add(i * C));
+        S::store_i8::<BYTES>(dst.as_mut_ptr().add(i * BYTES), [level(x[0], 0), level(x[1], 1), level(x[2], 2)], pad);
+        i += S::LANES;
+    }
+    let (s, d) = (&src[(i * C).min(src.len())..], &mut dst[i * BYTES..]);
+    if BYTES == 3 {
+        scalar::packed3::<u8, C>(plan, s, d)
+    } else {
+        scalar::packed::<u8, C>(plan, s, d)
+    }
+}
+
+/// Instruction sets that also read 10-bit samples (P010, I010).
+pub(super) trait Words: Simd {
+    /// The `2 * LANES` little-endian u16 at `p` as their 10-bit values (the
+    /// top 10 bits, or with `LOW` the low 10): the even-indexed words, then
+    /// the odd ones, lane j of each from word pair j.
+    unsafe fn words10<const LOW: bool>(p: *const u8) -> [Self::I; 2];
+}
+
+/// `2 * LANES` pixels of 10-bit samples a step (P010, or I010 with `LOW`;
+/// the U,V row holds U, V pairs of u16) to `BYTES`-byte pixels, as
+/// `nv12_row` in `colour::coefficients10`'s arithmetic (`yuv10_to_rgb`):
+/// a Y, U or V word pair is one 32-bit lane, so `words10` splits it into
+/// the even and the odd samples (or U and V) with two shifts or masks.
+#[inline(always)]
+pub(super) unsafe fn yuv10_row<S: Words, const BYTES: usize, const LOW: bool>(
+    y: &[u8],
+    uv: &[u8],
+    dst: &mut [u8],
+    out: &YuvOut,
+) {
+    if !S::nv12_positions(out.pos) || out.bytes != BYTES {
+        return scalar::yuv10_row::<LOW>(y, uv, dst, out);
+    }
+    let n = (y.len() / 2).min(uv.len() / 2).min(dst.len() / BYTES);
+    // B, G, R order: as in `nv12_rows` (`Simd::RGB_ORDER`), U and V exchanged below.
+    let swapped = out.pos == [2, 1, 0];
+    let swap_uv = S::RGB_ORDER && swapped;
+    let vector_out = if swap_uv { out.swap_chroma() } else { *out };
+    let t = S::tables::<4>(Job::Nv12 { pad: out.pad, swapped: swapped && !S::RGB_ORDER });
+    let k = vector_out.k;
+    // (Y - offset) * cy + HALF as Y * cy + (HALF - offset * cy): no sum leaves i32 (colour.rs).
+    let (cy, bias) = (S::splat_i(k.cy), S::splat_i(HALF - i32::from(k.y_offset) * k.cy));
+    let centre = S::splat_i(-512);
+    let [cvr, cvg, cug, cub] = [S::splat_i(k.cvr), S::splat_i(k.cvg), S::splat_i(k.cug), S::splat_i(k.cub)];
+    let step = 2 * S::LANES;
+    let mut i = 0;
+    while i + step <= n {
+        let [u, v] = S::words10::<LOW>(uv.as_ptr().add(2 * i));
+        let (u, v) = if swap_uv { (v, u) } else { (u, v) };
+        let (u, v) = (S::add_i(u, centre), S::add_i(v, centre));
+        let terms = [S::mul_i(cvr, v), S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), S::mul_i(cub, u)];
+        let sums = |luma: S::I| {
+            let yh = S::add_i(S::mul_i(luma, cy), bias);
+            [S::add_i(yh, terms[0]), S::add_i(yh, terms[1]), S::add_i(yh, terms[2])]
+        };
+        let [even, odd] = S::words10::<LOW>(y.as_ptr().add(2 * i));
+        let at = dst.as_mut_ptr().add(BYTES * i);
+        if BYTES == 3 {
+            S::store_rgb_sums(&t, at, sums(even), sums(odd));
+        } else {
+            S::store_rgbx_sums(&t, at, sums(even), sums(odd));
+        }
+        i += step;
+    }
+    scalar::yuv10_row::<LOW>(&y[2 * i..], &uv[(2 * i).min(uv.len())..], &mut dst[BYTES * i..], out);
 }
 
 /// Instantiates the kernels of this module for one instruction set, as
 /// functions compiled with its target features: `stamp!(Type, "features")`,
 /// and `stamp!(quads: Type, "features")` for `packed_16_quads` where `Type:
-/// Quads`. A level need not offer every kernel, hence `allow(dead_code)`.
+/// Quads`, `stamp!(words: Type, "features")` for `yuv10_row` where `Type: Words`. A level need not offer every kernel, hence `allow(dead_code)`.
 macro_rules! stamp {
     ($isa:ty, $features:literal) => {
         #[allow(dead_code)]
@@ -345,7 +541,28 @@ macro_rules! stamp {
         #[allow(dead_code)]
         #[target_feature(enable = $features)]
         pub(super) unsafe fn nv12_row<const BYTES: usize>(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
-            vector::nv12_row::<$isa, BYTES>(y, uv, dst, out)
+            vector::nv12_rows::<$isa, BYTES, 1>([y], uv, [dst], out)
+        }
+
+        #[allow(dead_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn nv12_pair<const BYTES: usize>(
+            y: [&[u8]; 2],
+            uv: &[u8],
+            dst: [&mut [u8]; 2],
+            out: &YuvOut,
+        ) {
+            vector::nv12_rows::<$isa, BYTES, 2>(y, uv, dst, out)
+        }
+
+        #[allow(dead_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn yuv422_row<const BYTES: usize, const Y_FIRST: bool>(
+            row: &[u8],
+            dst: &mut [u8],
+            out: &YuvOut,
+        ) {
+            vector::yuv422_row::<$isa, BYTES, Y_FIRST>(row, dst, out)
         }
     };
     (quads: $isa:ty, $features:literal) => {
@@ -357,6 +574,29 @@ macro_rules! stamp {
             dst: &mut [u8],
         ) {
             vector::packed_16_quads::<$isa, C, KIND, ARITH>(plan, src, dst)
+        }
+    };
+    (int8: $isa:ty, $features:literal) => {
+        #[allow(dead_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn packed_i8<const C: usize, const BYTES: usize, const ARITH: u8>(
+            plan: &Plan,
+            src: &[u8],
+            dst: &mut [u8],
+        ) {
+            vector::packed_i8::<$isa, C, BYTES, ARITH>(plan, src, dst)
+        }
+    };
+    (words: $isa:ty, $features:literal) => {
+        #[allow(dead_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn yuv10_row<const BYTES: usize, const LOW: bool>(
+            y: &[u8],
+            uv: &[u8],
+            dst: &mut [u8],
+            out: &YuvOut,
+        ) {
+            vector::yuv10_row::<$isa, BYTES, LOW>(y, uv, dst, out)
         }
     };
 }

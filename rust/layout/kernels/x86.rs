@@ -18,25 +18,30 @@ use super::super::colour::SHIFT;
 use super::super::format::Element;
 use super::super::plan::{Permutes, Plan, YuvOut};
 use super::super::simd::SimdLevel;
-use super::vector::{self, bf16_high, stamp, Job, Quads, Simd};
-use super::{Encoder, Kernel, Nv12Row, BF16, BF16_FAST, BF16_NATIVE, DIV, F16, FMA, REFINED};
+use super::vector::{self, bf16_high, stamp, Job, Quads, Quantise, Simd, Words};
+use super::{Encoder, Kernel, Nv12Pair, Nv12Row, Yuv422Row, BF16, BF16_FAST, BF16_NATIVE, DIV, F16, FMA, REFINED};
 
-// `shr_yuv` shifts by a literal (the intrinsics' shift types differ).
+// `pixels_of_sums` takes `sum >> SHIFT` as the high word shifted by 4.
 const _: () = assert!(SHIFT == 20);
 
 mod avx2 {
     use super::*;
     stamp!(super::Avx2, "avx2,fma,f16c");
+    stamp!(words: super::Avx2, "avx2,fma,f16c");
+    stamp!(int8: super::Avx2, "avx2,fma,f16c");
 }
 mod avx512 {
     use super::*;
     stamp!(super::Avx512<false>, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c");
     stamp!(quads: super::Avx512<false>, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c");
+    stamp!(words: super::Avx512<false>, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c");
+    stamp!(int8: super::Avx512<false>, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c");
 }
 mod vbmi {
     use super::*;
     stamp!(super::Avx512<true>, "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c");
     stamp!(quads: super::Avx512<true>, "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c");
+    stamp!(int8: super::Avx512<true>, "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c");
 }
 /// VBMI kernels with the AVX512-BF16 conversion instruction (`BF16_NATIVE`).
 mod vbmi_bf16 {
@@ -120,18 +125,105 @@ pub(super) fn nv12_decoder(level: SimdLevel, bytes: usize) -> (Nv12Row, &'static
     }
 }
 
-/// The `shuffle_epi8` mask that turns, in each 16-byte lane, 4 bytes of R,
-/// then 4 of G, 4 of B and 4 of pad into 4 pixels with R, G, B at byte
-/// positions `pos` (the pad in the remaining one).
-fn interleave_mask(pos: [usize; 3]) -> [u8; 16] {
-    let pad_pos = 6 - pos[0] - pos[1] - pos[2];
-    let mut mask = [0u8; 16];
-    for p in 0..4 {
-        for (c, &at) in pos.iter().chain([&pad_pos]).enumerate() {
-            mask[4 * p + at] = (4 * c + p) as u8;
-        }
+pub(super) fn yuv422_decoder(level: SimdLevel, bytes: usize, y_first: bool) -> (Yuv422Row, &'static str) {
+    let avx512 = matches!(level, SimdLevel::Avx512 | SimdLevel::Avx512Vbmi);
+    match (avx512, bytes, y_first) {
+        (true, 3, true) => (avx512::yuv422_row::<3, true>, "avx512/yuyv-rgb"),
+        (true, 3, false) => (avx512::yuv422_row::<3, false>, "avx512/uyvy-rgb"),
+        (true, _, true) => (avx512::yuv422_row::<4, true>, "avx512/yuyv"),
+        (true, _, false) => (avx512::yuv422_row::<4, false>, "avx512/uyvy"),
+        (false, 3, true) => (avx2::yuv422_row::<3, true>, "avx2/yuyv-rgb"),
+        (false, 3, false) => (avx2::yuv422_row::<3, false>, "avx2/uyvy-rgb"),
+        (false, _, true) => (avx2::yuv422_row::<4, true>, "avx2/yuyv"),
+        (false, _, false) => (avx2::yuv422_row::<4, false>, "avx2/uyvy"),
     }
-    mask
+}
+
+/// The int8 encoders of this level: the fused multiply-add first, then the
+/// two exact divisions.
+pub(super) fn int8_encoders(level: SimdLevel, channels: usize, dst_channels: usize) -> Vec<Kernel> {
+    let mut kernels = Vec::new();
+    macro_rules! push {
+        ($m:ident, $name:literal) => {
+            for (arith, suffix) in [(FMA, "/fma"), (DIV, "/div")] {
+                let encoder: super::PackedRow = match (channels, dst_channels == 3, arith) {
+                    (1, false, FMA) => $m::packed_i8::<1, 4, FMA>,
+                    (1, false, _) => $m::packed_i8::<1, 4, DIV>,
+                    (1, true, FMA) => $m::packed_i8::<1, 3, FMA>,
+                    (1, true, _) => $m::packed_i8::<1, 3, DIV>,
+                    (3, false, FMA) => $m::packed_i8::<3, 4, FMA>,
+                    (3, false, _) => $m::packed_i8::<3, 4, DIV>,
+                    (3, true, FMA) => $m::packed_i8::<3, 3, FMA>,
+                    (3, true, _) => $m::packed_i8::<3, 3, DIV>,
+                    (_, false, FMA) => $m::packed_i8::<4, 4, FMA>,
+                    (_, false, _) => $m::packed_i8::<4, 4, DIV>,
+                    (_, true, FMA) => $m::packed_i8::<4, 3, FMA>,
+                    (_, true, _) => $m::packed_i8::<4, 3, DIV>,
+                };
+                let name = match (dst_channels, suffix) {
+                    (3, "/fma") => concat!($name, "-rgb/fma"),
+                    (3, _) => concat!($name, "-rgb/div"),
+                    (_, "/fma") => concat!($name, "/fma"),
+                    _ => concat!($name, "/div"),
+                };
+                kernels.push(Kernel { name, encoder: Encoder::Packed(encoder) });
+            }
+        };
+    }
+    match level {
+        SimdLevel::Avx512Vbmi => push!(vbmi, "avx512vbmi/i8"),
+        SimdLevel::Avx512 => push!(avx512, "avx512/i8"),
+        _ => push!(avx2, "avx2/i8"),
+    }
+    kernels
+}
+
+/// The 10-bit decoder (P010, or I010 with `low`) of this level (AVX-512's
+/// serves both AVX-512 levels: it needs no VBMI).
+pub(super) fn yuv10_decoder(level: SimdLevel, bytes: usize, low: bool) -> (Nv12Row, &'static str) {
+    let avx512 = matches!(level, SimdLevel::Avx512 | SimdLevel::Avx512Vbmi);
+    match (avx512, bytes, low) {
+        (true, 3, false) => (avx512::yuv10_row::<3, false>, "avx512/p010-rgb"),
+        (true, _, false) => (avx512::yuv10_row::<4, false>, "avx512/p010"),
+        (true, 3, true) => (avx512::yuv10_row::<3, true>, "avx512/i010-rgb"),
+        (true, _, true) => (avx512::yuv10_row::<4, true>, "avx512/i010"),
+        (false, 3, false) => (avx2::yuv10_row::<3, false>, "avx2/p010-rgb"),
+        (false, _, false) => (avx2::yuv10_row::<4, false>, "avx2/p010"),
+        (false, 3, true) => (avx2::yuv10_row::<3, true>, "avx2/i010-rgb"),
+        (false, _, true) => (avx2::yuv10_row::<4, true>, "avx2/i010"),
+    }
+}
+
+/// In each 16-byte lane (4 pixel pairs of a packed 4:2:2 row), the mask
+/// that puts pair k's first (`second`: its second) chroma byte in dword k,
+/// zero-extended; with `swapped` the other way round.
+fn chroma_422_mask(y_first: bool, swapped: bool, second: bool) -> [u8; 16] {
+    let at = usize::from(y_first) + 2 * usize::from(second != swapped);
+    std::array::from_fn(|i| if i % 4 == 0 { (4 * (i / 4) + at) as u8 } else { 0x80 })
+}
+
+/// In each 16-byte lane, pair k's even (`odd`) pixel's luma as the bytes
+/// [0, Y, Y, 0] of dword k (see `luma_products`).
+fn luma_422_mask(y_first: bool, odd: bool) -> [u8; 16] {
+    let at = usize::from(!y_first) + 2 * usize::from(odd);
+    std::array::from_fn(|i| if i % 4 == 1 || i % 4 == 2 { (4 * (i / 4) + at) as u8 } else { 0x80 })
+}
+
+pub(super) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
+    match (level, bytes) {
+        (SimdLevel::Avx512 | SimdLevel::Avx512Vbmi, 3) => avx512::nv12_pair::<3>,
+        (SimdLevel::Avx512 | SimdLevel::Avx512Vbmi, _) => avx512::nv12_pair::<4>,
+        (_, 3) => avx2::nv12_pair::<3>,
+        _ => avx2::nv12_pair::<4>,
+    }
+}
+
+/// The `shuffle_epi8` mask that puts a lane's 8 chroma pairs' first bytes
+/// in its low half and their second bytes in its high half (`swapped`: the
+/// other way round).
+fn chroma_split(swapped: bool) -> [u8; 16] {
+    let first = if swapped { 1 } else { 0 };
+    std::array::from_fn(|i| (2 * (i % 8) + (first + i / 8) % 2) as u8)
 }
 
 /// Where AVX2's `channels` moves the source dwords of 8 pixels so that 4
@@ -148,7 +240,7 @@ const fn in_order(channels: usize) -> [i32; 8] {
 /// `Simd`'s arithmetic for one x86 vector width: the intrinsic of each operation.
 macro_rules! arithmetic {
     ($f:ty, $i:ty, $splat:ident, $splat_i:ident, $to_f32:ident, $sub:ident, $mul:ident, $div:ident, $fmadd:ident,
-     $fnmadd:ident, $bits:ident, $add_i:ident, $and_i:ident, $mul_i:ident, $srli:ident, $srai:ident) => {
+     $fnmadd:ident, $bits:ident, $add_i:ident, $and_i:ident, $mul_i:ident, $srli:ident) => {
         #[inline(always)]
         unsafe fn splat(x: f32) -> $f {
             $splat(x)
@@ -201,10 +293,6 @@ macro_rules! arithmetic {
         unsafe fn shr16(a: $i) -> $i {
             $srli::<16>(a)
         }
-        #[inline(always)]
-        unsafe fn shr_yuv(a: $i) -> $i {
-            $srai::<20>(a)
-        }
     };
 }
 
@@ -256,9 +344,14 @@ impl Simd for Avx2 {
                 t.masks = [load(m0), load(m1), load(m2)];
                 t.pad = _mm256_set1_epi32((plan.pad << 16) as i32);
             }
-            Job::Nv12 { pos, pad } => {
-                t.masks[0] = both_lanes(interleave_mask(pos));
-                t.pad = _mm256_set1_epi32(pad as i32);
+            Job::Yuv422 { pad, swapped, y_first } => {
+                t.masks[0] = both_lanes(chroma_422_mask(y_first, swapped, false));
+                t.masks[1] = both_lanes(chroma_422_mask(y_first, swapped, true));
+                t.pad = _mm256_set1_epi16(i16::from(pad));
+            }
+            Job::Nv12 { swapped, pad } => {
+                t.masks[0] = both_lanes(chroma_split(swapped));
+                t.pad = _mm256_set1_epi16(i16::from(pad));
             }
         }
         t
@@ -289,8 +382,7 @@ impl Simd for Avx2 {
         _mm256_add_epi32,
         _mm256_and_si256,
         _mm256_mullo_epi32,
-        _mm256_srli_epi32,
-        _mm256_srai_epi32
+        _mm256_srli_epi32
     );
 
     #[inline(always)]
@@ -357,41 +449,76 @@ impl Simd for Avx2 {
         let l = _mm_shuffle_epi8(_mm_subs_epu8(_mm_loadu_si128(y.cast()), _mm_set1_epi8(offset as i8)), even_odd);
         [_mm256_cvtepu8_epi32(l), _mm256_cvtepu8_epi32(_mm_srli_si128::<8>(l))]
     }
+    /// `vpmaddwd`, one uop, multiplies exactly: each 32-bit lane holds the
+    /// words `256 (Y - 128)` and `Y`, the factor `cy >> 8` and `cy & 255`,
+    /// so the lane's sum is `Y * cy - 32768 * (cy >> 8)` (`luma_bias`). Both
+    /// lanes hold the 16 luma bytes, so one byte shuffle makes the words of
+    /// 8 pixels (the even ones or the odd ones), and an xor turns `Y` into
+    /// the signed `Y - 128` in the high byte.
     #[inline(always)]
-    unsafe fn chroma(uv: *const u8) -> [__m256i; 2] {
-        let split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-        let c = _mm_shuffle_epi8(_mm_loadu_si128(uv.cast()), split);
+    unsafe fn luma_products(y: *const u8, offset: u8, factor: __m256i) -> [__m256i; 2] {
+        let l =
+            _mm256_subs_epu8(_mm256_broadcastsi128_si256(_mm_loadu_si128(y.cast())), _mm256_set1_epi8(offset as i8));
+        // Pixel p's bytes [0, Y, Y, 0] in lane j's dword k, for p = 8j + 2k (even), 8j + 2k + 1 (odd).
+        let z = -128;
+        let even = _mm256_setr_epi8(
+            z, 0, 0, z, z, 2, 2, z, z, 4, 4, z, z, 6, 6, z, z, 8, 8, z, z, 10, 10, z, z, 12, 12, z, z, 14, 14, z,
+        );
+        let odd = _mm256_add_epi8(even, _mm256_set1_epi32(0x0001_0100));
+        let signed = _mm256_set1_epi32(0x8000);
+        let product = |mask: __m256i| _mm256_madd_epi16(_mm256_xor_si256(_mm256_shuffle_epi8(l, mask), signed), factor);
+        [product(even), product(odd)]
+    }
+    fn luma_factor(cy: i32) -> i32 {
+        ((cy & 0xFF) << 16) | (cy >> 8)
+    }
+    fn luma_bias(cy: i32) -> i32 {
+        -32768 * (cy >> 8)
+    }
+    #[inline(always)]
+    unsafe fn chroma(t: &Avx2Tables, uv: *const u8) -> [__m256i; 2] {
+        // U then V (or V then U, `swapped`): the split mask of `tables`.
+        let c = _mm_shuffle_epi8(_mm_loadu_si128(uv.cast()), _mm256_castsi256_si128(t.masks[0]));
         let minus_128 = |h: __m128i| _mm256_sub_epi32(_mm256_cvtepu8_epi32(h), _mm256_set1_epi32(128));
         [minus_128(c), minus_128(_mm_srli_si128::<8>(c))]
     }
-    /// Even and odd pixels each packed to bytes and interleaved into pixels
-    /// in their lanes (pixels 0, 2, 4, 6 | 8, 10, 12, 14, and the odd ones),
-    /// then merged pixel by pixel and the lanes put in order.
+    /// 32 bytes are 8 pixel pairs, pairs 0-3 in lane 0 and 4-7 in lane 1,
+    /// as `chroma` has them: byte shuffles alone make `luma_products`' words.
     #[inline(always)]
-    unsafe fn store_rgbx_pairs(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
-        let pixels = |[r, g, b]: [__m256i; 3]| {
-            // Per lane: 4 R, 4 G, 4 B, 4 pad bytes, then interleaved into 4 pixels.
-            let bytes = _mm256_packus_epi16(_mm256_packs_epi32(r, g), _mm256_packs_epi32(b, t.pad));
-            _mm256_shuffle_epi8(bytes, t.masks[0])
+    unsafe fn luma_products_422<const Y_FIRST: bool>(row: *const u8, offset: u8, factor: __m256i) -> [__m256i; 2] {
+        let q = _mm256_loadu_si256(row.cast());
+        let offset = _mm256_set1_epi32(i32::from(offset) * 0x0001_0100);
+        let signed = _mm256_set1_epi32(0x8000);
+        let product = |mask: [u8; 16]| {
+            let words = _mm256_subs_epu8(_mm256_shuffle_epi8(q, both_lanes(mask)), offset);
+            _mm256_madd_epi16(_mm256_xor_si256(words, signed), factor)
         };
-        let (e, o) = (pixels(even), pixels(odd));
-        let (lo, hi) = (_mm256_unpacklo_epi32(e, o), _mm256_unpackhi_epi32(e, o));
+        [product(luma_422_mask(Y_FIRST, false)), product(luma_422_mask(Y_FIRST, true))]
+    }
+    #[inline(always)]
+    unsafe fn chroma_422(t: &Avx2Tables, row: *const u8) -> [__m256i; 2] {
+        let q = _mm256_loadu_si256(row.cast());
+        let minus_128 = |mask: __m256i| _mm256_sub_epi32(_mm256_shuffle_epi8(q, mask), _mm256_set1_epi32(128));
+        [minus_128(t.masks[0]), minus_128(t.masks[1])]
+    }
+    /// R, G, B (`RGB_ORDER`) and the pad of 16 pixels in pixel order, as
+    /// `[pixels 0-3 | 8-11]` and `[pixels 4-7 | 12-15]`.
+    const RGB_ORDER: bool = true;
+    fn nv12_positions(pos: [usize; 3]) -> bool {
+        pos == [0, 1, 2] || pos == [2, 1, 0]
+    }
+    #[inline(always)]
+    unsafe fn store_rgbx_sums(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
+        let [lo, hi] = Self::pixels_of_sums(t, even, odd);
         _mm256_storeu_si256(out.cast(), _mm256_permute2x128_si256::<0x20>(lo, hi));
         _mm256_storeu_si256(out.add(32).cast(), _mm256_permute2x128_si256::<0x31>(lo, hi));
     }
-    /// As `store_rgbx_pairs`, then each lane's 4 pixels lose their pad bytes
+    /// As `store_rgbx_sums`, then each lane's 4 pixels lose their pad bytes
     /// (12 bytes at its start) and the lanes' 12 bytes are put together: 8
     /// pixels in 24 bytes, stored as 16 + 8, twice.
     #[inline(always)]
-    unsafe fn store_rgb_pairs(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
-        let pixels = |[r, g, b]: [__m256i; 3]| {
-            let bytes = _mm256_packus_epi16(_mm256_packs_epi32(r, g), _mm256_packs_epi32(b, t.pad));
-            _mm256_shuffle_epi8(bytes, t.masks[0])
-        };
-        let (e, o) = (pixels(even), pixels(odd));
-        // Pixels 0-1, 4-5 | 8-9, 12-13 (lo) and 2-3, 6-7 | 10-11, 14-15 (hi):
-        // dropping the pads first, then putting the lanes in order.
-        let (lo, hi) = (_mm256_unpacklo_epi32(e, o), _mm256_unpackhi_epi32(e, o));
+    unsafe fn store_rgb_sums(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
+        let [lo, hi] = Self::pixels_of_sums(t, even, odd);
         let drop_pad = _mm256_setr_epi8(
             0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128, //
             0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128,
@@ -406,6 +533,24 @@ impl Simd for Avx2 {
             _mm_storeu_si128(at.cast(), _mm256_castsi256_si128(packed));
             _mm_storel_epi64(at.add(16).cast(), _mm256_extracti128_si256::<1>(packed));
         }
+    }
+}
+
+impl Avx2 {
+    /// 16 pixels' bytes from the sums of their even and odd pixels (pairs
+    /// 0-3 | 4-7 in the lanes): each even sum's high word beside its odd
+    /// neighbour's puts the pixels in order (0-7 | 8-15) as `sum >> 16`, an
+    /// exact shift by 4 more leaves `sum >> 20`, and saturating packs clamp
+    /// it to a byte; then R, G, B and pad bytes are interleaved.
+    #[inline(always)]
+    unsafe fn pixels_of_sums(t: &Avx2Tables, even: [__m256i; 3], odd: [__m256i; 3]) -> [__m256i; 2] {
+        let words =
+            |e: __m256i, o: __m256i| _mm256_srai_epi16::<4>(_mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(e), o));
+        let [r, g, b] = [words(even[0], odd[0]), words(even[1], odd[1]), words(even[2], odd[2])];
+        let rb = _mm256_packus_epi16(r, b); // R 0-7, B 0-7 | R 8-15, B 8-15
+        let gp = _mm256_packus_epi16(g, t.pad); // G, pad
+        let (rg, bp) = (_mm256_unpacklo_epi8(rb, gp), _mm256_unpackhi_epi8(rb, gp));
+        [_mm256_unpacklo_epi16(rg, bp), _mm256_unpackhi_epi16(rg, bp)]
     }
 }
 
@@ -562,9 +707,14 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
                     t.shuffle = all_lanes(plan.permutes.lane_pixels);
                 }
             }
-            Job::Nv12 { pos, pad } => {
-                t.shuffle = all_lanes(interleave_mask(pos));
-                t.pad = _mm512_set1_epi32(pad as i32);
+            Job::Yuv422 { pad, swapped, y_first } => {
+                t.index[0] = all_lanes(chroma_422_mask(y_first, swapped, false));
+                t.index[1] = all_lanes(chroma_422_mask(y_first, swapped, true));
+                t.pad = _mm512_set1_epi16(i16::from(pad));
+            }
+            Job::Nv12 { swapped, pad } => {
+                t.shuffle = all_lanes(chroma_split(swapped));
+                t.pad = _mm512_set1_epi16(i16::from(pad));
             }
         }
         t
@@ -585,8 +735,7 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         _mm512_add_epi32,
         _mm512_and_si512,
         _mm512_mullo_epi32,
-        _mm512_srli_epi32,
-        _mm512_srai_epi32
+        _mm512_srli_epi32
     );
 
     #[inline(always)]
@@ -661,43 +810,78 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         let l = _mm256_permute4x64_epi64::<0b11_01_10_00>(l);
         [_mm512_cvtepu8_epi32(_mm256_castsi256_si128(l)), _mm512_cvtepu8_epi32(_mm256_extracti128_si256::<1>(l))]
     }
+    /// As AVX2's (`vpmaddwd` on `256 (Y - 128)` and `Y`): lanes 0, 1 hold
+    /// luma bytes 0-15 and lanes 2, 3 bytes 16-31, so lane j's shuffle
+    /// reaches pixels 8j to 8j + 7 (pairs 4j to 4j + 3, as `chroma`'s lane j).
     #[inline(always)]
-    unsafe fn chroma(uv: *const u8) -> [__m512i; 2] {
-        let split = _mm256_setr_epi8(
-            0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+    unsafe fn luma_products(y: *const u8, offset: u8, factor: __m512i) -> [__m512i; 2] {
+        let l = _mm512_castsi256_si512(_mm256_subs_epu8(_mm256_loadu_si256(y.cast()), _mm256_set1_epi8(offset as i8)));
+        let l = _mm512_shuffle_i64x2::<0b01_01_00_00>(l, l);
+        let z = -128;
+        #[rustfmt::skip]
+        let even = _mm512_set_epi8(
+            z, 14, 14, z, z, 12, 12, z, z, 10, 10, z, z, 8, 8, z,
+            z, 6, 6, z, z, 4, 4, z, z, 2, 2, z, z, 0, 0, z,
+            z, 14, 14, z, z, 12, 12, z, z, 10, 10, z, z, 8, 8, z,
+            z, 6, 6, z, z, 4, 4, z, z, 2, 2, z, z, 0, 0, z,
         );
-        // Per lane U then V; then U 0-15, V 0-15.
-        let c = _mm256_shuffle_epi8(_mm256_loadu_si256(uv.cast()), split);
+        let odd = _mm512_add_epi8(even, _mm512_set1_epi32(0x0001_0100));
+        let signed = _mm512_set1_epi32(0x8000);
+        let product = |mask: __m512i| _mm512_madd_epi16(_mm512_xor_si512(_mm512_shuffle_epi8(l, mask), signed), factor);
+        [product(even), product(odd)]
+    }
+    fn luma_factor(cy: i32) -> i32 {
+        Avx2::luma_factor(cy)
+    }
+    fn luma_bias(cy: i32) -> i32 {
+        Avx2::luma_bias(cy)
+    }
+    #[inline(always)]
+    unsafe fn chroma(t: &Avx512Tables, uv: *const u8) -> [__m512i; 2] {
+        // Per lane U then V (or V then U, `swapped`: the split mask of
+        // `tables`); then U 0-15, V 0-15.
+        let c = _mm256_shuffle_epi8(_mm256_loadu_si256(uv.cast()), _mm512_castsi512_si256(t.shuffle));
         let c = _mm256_permute4x64_epi64::<0b11_01_10_00>(c);
         let minus_128 = |h: __m128i| _mm512_sub_epi32(_mm512_cvtepu8_epi32(h), _mm512_set1_epi32(128));
         [minus_128(_mm256_castsi256_si128(c)), minus_128(_mm256_extracti128_si256::<1>(c))]
     }
-    /// As AVX2's: even and odd pixels interleaved within lanes, then the
-    /// lanes (pixels 0-3, 8-11, ... and 4-7, 12-15, ...) put in order.
+    /// As AVX2's: 64 bytes are 16 pixel pairs, 4 to a lane.
     #[inline(always)]
-    unsafe fn store_rgbx_pairs(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
-        let pixels = |[r, g, b]: [__m512i; 3]| {
-            // Per lane: 4 R, 4 G, 4 B, 4 pad bytes, then interleaved into 4 pixels.
-            let bytes = _mm512_packus_epi16(_mm512_packs_epi32(r, g), _mm512_packs_epi32(b, t.pad));
-            _mm512_shuffle_epi8(bytes, t.shuffle)
+    unsafe fn luma_products_422<const Y_FIRST: bool>(row: *const u8, offset: u8, factor: __m512i) -> [__m512i; 2] {
+        let q = _mm512_loadu_si512(row.cast());
+        let offset = _mm512_set1_epi32(i32::from(offset) * 0x0001_0100);
+        let signed = _mm512_set1_epi32(0x8000);
+        let product = |mask: [u8; 16]| {
+            let words = _mm512_subs_epu8(_mm512_shuffle_epi8(q, all_lanes(mask)), offset);
+            _mm512_madd_epi16(_mm512_xor_si512(words, signed), factor)
         };
-        let (e, o) = (pixels(even), pixels(odd));
-        let (lo, hi) = (_mm512_unpacklo_epi32(e, o), _mm512_unpackhi_epi32(e, o));
+        [product(luma_422_mask(Y_FIRST, false)), product(luma_422_mask(Y_FIRST, true))]
+    }
+    #[inline(always)]
+    unsafe fn chroma_422(t: &Avx512Tables, row: *const u8) -> [__m512i; 2] {
+        let q = _mm512_loadu_si512(row.cast());
+        let minus_128 = |mask: __m512i| _mm512_sub_epi32(_mm512_shuffle_epi8(q, mask), _mm512_set1_epi32(128));
+        [minus_128(t.index[0]), minus_128(t.index[1])]
+    }
+    const RGB_ORDER: bool = true;
+    fn nv12_positions(pos: [usize; 3]) -> bool {
+        pos == [0, 1, 2] || pos == [2, 1, 0]
+    }
+    /// As AVX2's (`pixels_of_sums`), then the lanes (pixels 0-3, 8-11, ...
+    /// and 4-7, 12-15, ...) put in order.
+    #[inline(always)]
+    unsafe fn store_rgbx_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
+        let [lo, hi] = Self::pixels_of_sums(t, even, odd);
         let first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
         let second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
         _mm512_storeu_si512(out.cast(), _mm512_permutex2var_epi64(lo, first, hi));
         _mm512_storeu_si512(out.add(64).cast(), _mm512_permutex2var_epi64(lo, second, hi));
     }
-    /// As `store_rgbx_pairs`, then each lane's pads dropped and the lanes'
+    /// As `store_rgbx_sums`, then each lane's pads dropped and the lanes'
     /// 12 bytes put together: 16 pixels in 48 bytes, stored as 32 + 16, twice.
     #[inline(always)]
-    unsafe fn store_rgb_pairs(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
-        let pixels = |[r, g, b]: [__m512i; 3]| {
-            let bytes = _mm512_packus_epi16(_mm512_packs_epi32(r, g), _mm512_packs_epi32(b, t.pad));
-            _mm512_shuffle_epi8(bytes, t.shuffle)
-        };
-        let (e, o) = (pixels(even), pixels(odd));
-        let (lo, hi) = (_mm512_unpacklo_epi32(e, o), _mm512_unpackhi_epi32(e, o));
+    unsafe fn store_rgb_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
+        let [lo, hi] = Self::pixels_of_sums(t, even, odd);
         let drop_pad =
             _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128));
         let first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
@@ -712,6 +896,22 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
             _mm256_storeu_si256(at.cast(), _mm512_castsi512_si256(packed));
             _mm_storeu_si128(at.add(32).cast(), _mm512_extracti32x4_epi32::<2>(packed));
         }
+    }
+}
+
+impl<const VBMI: bool> Avx512<VBMI> {
+    /// As `Avx2::pixels_of_sums`, in four lanes: `[pixels 0-3 | 8-11 | 16-19 |
+    /// 24-27]` and `[4-7 | 12-15 | 20-23 | 28-31]`.
+    #[inline(always)]
+    unsafe fn pixels_of_sums(t: &Avx512Tables, even: [__m512i; 3], odd: [__m512i; 3]) -> [__m512i; 2] {
+        let words = |e: __m512i, o: __m512i| {
+            _mm512_srai_epi16::<4>(_mm512_mask_blend_epi16(0xAAAA_AAAA, _mm512_srli_epi32::<16>(e), o))
+        };
+        let [r, g, b] = [words(even[0], odd[0]), words(even[1], odd[1]), words(even[2], odd[2])];
+        let rb = _mm512_packus_epi16(r, b);
+        let gp = _mm512_packus_epi16(g, t.pad);
+        let (rg, bp) = (_mm512_unpacklo_epi8(rb, gp), _mm512_unpackhi_epi8(rb, gp));
+        [_mm512_unpacklo_epi16(rg, bp), _mm512_unpackhi_epi16(rg, bp)]
     }
 }
 
@@ -747,6 +947,87 @@ impl<const VBMI: bool> Quads for Avx512<VBMI> {
         for h in 0..2 {
             let packed = _mm512_packus_epi32(r[2 * h], r[2 * h + 1]);
             _mm512_storeu_si512(out.add(64 * h).cast(), _mm512_permutexvar_epi64(order, packed));
+        }
+    }
+}
+
+/// A pair of u16 words is one 32-bit lane: the even word is its low half,
+/// the odd word its high half.
+impl Words for Avx2 {
+    #[inline(always)]
+    unsafe fn words10<const LOW: bool>(p: *const u8) -> [__m256i; 2] {
+        let x = _mm256_loadu_si256(p.cast());
+        if LOW {
+            let ten = _mm256_set1_epi32(0x3FF);
+            [_mm256_and_si256(x, ten), _mm256_and_si256(_mm256_srli_epi32::<16>(x), ten)]
+        } else {
+            [_mm256_srli_epi32::<22>(_mm256_slli_epi32::<16>(x)), _mm256_srli_epi32::<22>(x)]
+        }
+    }
+}
+
+impl<const VBMI: bool> Words for Avx512<VBMI> {
+    #[inline(always)]
+    unsafe fn words10<const LOW: bool>(p: *const u8) -> [__m512i; 2] {
+        let x = _mm512_loadu_si512(p.cast());
+        if LOW {
+            let ten = _mm512_set1_epi32(0x3FF);
+            [_mm512_and_si512(x, ten), _mm512_and_si512(_mm512_srli_epi32::<16>(x), ten)]
+        } else {
+            [_mm512_srli_epi32::<22>(_mm512_slli_epi32::<16>(x)), _mm512_srli_epi32::<22>(x)]
+        }
+    }
+}
+
+impl Quantise for Avx2 {
+    #[inline(always)]
+    unsafe fn round_even(f: __m256) -> __m256i {
+        let f = _mm256_min_ps(_mm256_max_ps(f, _mm256_set1_ps(-32768.0)), _mm256_set1_ps(32767.0));
+        _mm256_cvtps_epi32(f) // MXCSR's rounding: to nearest, ties to even
+    }
+    /// Signed packs saturate to i8; each 16-byte lane then holds 4 pixels as
+    /// 4 R, 4 G, 4 B, 4 pad bytes, interleaved by one shuffle.
+    #[inline(always)]
+    unsafe fn store_i8<const BYTES: usize>(out: *mut u8, rgb: [__m256i; 3], pad: __m256i) {
+        let bytes = _mm256_packs_epi16(_mm256_packs_epi32(rgb[0], rgb[1]), _mm256_packs_epi32(rgb[2], pad));
+        if BYTES == 4 {
+            let m = _mm256_setr_epi8(
+                0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, //
+                0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+            );
+            _mm256_storeu_si256(out.cast(), _mm256_shuffle_epi8(bytes, m));
+        } else {
+            let m = _mm256_setr_epi8(
+                0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -128, -128, -128, -128, //
+                0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -128, -128, -128, -128,
+            );
+            let packed =
+                _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(bytes, m), _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7));
+            _mm_storeu_si128(out.cast(), _mm256_castsi256_si128(packed));
+            _mm_storel_epi64(out.add(16).cast(), _mm256_extracti128_si256::<1>(packed));
+        }
+    }
+}
+
+impl<const VBMI: bool> Quantise for Avx512<VBMI> {
+    #[inline(always)]
+    unsafe fn round_even(f: __m512) -> __m512i {
+        let f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(-32768.0)), _mm512_set1_ps(32767.0));
+        _mm512_cvtps_epi32(f)
+    }
+    /// As AVX2's, four lanes of 4 pixels.
+    #[inline(always)]
+    unsafe fn store_i8<const BYTES: usize>(out: *mut u8, rgb: [__m512i; 3], pad: __m512i) {
+        let bytes = _mm512_packs_epi16(_mm512_packs_epi32(rgb[0], rgb[1]), _mm512_packs_epi32(rgb[2], pad));
+        if BYTES == 4 {
+            let m = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+            _mm512_storeu_si512(out.cast(), _mm512_shuffle_epi8(bytes, m));
+        } else {
+            let m = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -128, -128, -128, -128));
+            let gather = _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 15, 15, 15, 15);
+            let packed = _mm512_permutexvar_epi32(gather, _mm512_shuffle_epi8(bytes, m));
+            _mm256_storeu_si256(out.cast(), _mm512_castsi512_si256(packed));
+            _mm_storeu_si128(out.add(32).cast(), _mm512_extracti32x4_epi32::<2>(packed));
         }
     }
 }

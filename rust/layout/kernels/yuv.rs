@@ -32,6 +32,25 @@ pub(crate) fn interleaver(level: SimdLevel) -> (InterleaveRow, &'static str) {
     }
 }
 
+/// The I010 interleaver (U and V rows of u16 samples) of this level.
+pub(crate) fn interleaver16(level: SimdLevel) -> (InterleaveRow, &'static str) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => (x86::interleave_row16, "avx2/i010-interleave"),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => (neon::interleave_row16, "neon/i010-interleave"),
+        _ => (interleave_row16, "scalar/i010-interleave"),
+    }
+}
+
+/// As `interleave_row`, for 2-byte samples: `uv[4i..4i + 4] = u[2i..2i + 2], v[2i..2i + 2]`.
+pub(crate) fn interleave_row16(u: &[u8], v: &[u8], uv: &mut [u8]) {
+    for ((a, b), quad) in u.chunks_exact(2).zip(v.chunks_exact(2)).zip(uv.chunks_exact_mut(4)) {
+        quad[..2].copy_from_slice(a);
+        quad[2..].copy_from_slice(b);
+    }
+}
+
 /// `even[i] = row[2i]`, `odd[i] = row[2i + 1]`, for as many pairs as all three hold.
 pub(crate) fn split_row(row: &[u8], even: &mut [u8], odd: &mut [u8]) {
     for ((pair, e), o) in row.chunks_exact(2).zip(even.iter_mut()).zip(odd.iter_mut()) {
@@ -92,6 +111,26 @@ mod x86 {
         }
         super::interleave_row(&u[i..], &v[i..], &mut uv[2 * i..]);
     }
+
+    /// As `interleave_row`, by 16-bit words.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn interleave_row16(u: &[u8], v: &[u8], uv: &mut [u8]) {
+        let n = u.len().min(v.len()).min(uv.len() / 2);
+        let mut i = 0;
+        while i + 32 <= n {
+            // SAFETY: i + 32 <= n bounds the 32 bytes read from u and v at i
+            // and the 64 written to uv at 2i.
+            let a = _mm256_loadu_si256(u.as_ptr().add(i).cast());
+            let b = _mm256_loadu_si256(v.as_ptr().add(i).cast());
+            let lo = _mm256_unpacklo_epi16(a, b); // pairs 0-3 | 8-11
+            let hi = _mm256_unpackhi_epi16(a, b); // pairs 4-7 | 12-15
+            let out = uv.as_mut_ptr().add(2 * i);
+            _mm256_storeu_si256(out.cast(), _mm256_permute2x128_si256::<0x20>(lo, hi));
+            _mm256_storeu_si256(out.add(32).cast(), _mm256_permute2x128_si256::<0x31>(lo, hi));
+            i += 32;
+        }
+        super::interleave_row16(&u[i..], &v[i..], &mut uv[2 * i..]);
+    }
 }
 
 #[cfg(target_arch = "aarch64")]
@@ -124,6 +163,20 @@ mod neon {
             i += 16;
         }
         super::interleave_row(&u[i..], &v[i..], &mut uv[2 * i..]);
+    }
+
+    /// As `interleave_row`, by 16-bit words (`vst2q_u16`).
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn interleave_row16(u: &[u8], v: &[u8], uv: &mut [u8]) {
+        let n = u.len().min(v.len()).min(uv.len() / 2);
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: i + 16 <= n bounds the 16 bytes read from u and v and the 32 written.
+            let pair = uint16x8x2_t(vld1q_u16(u.as_ptr().add(i).cast()), vld1q_u16(v.as_ptr().add(i).cast()));
+            vst2q_u16(uv.as_mut_ptr().add(2 * i).cast(), pair);
+            i += 16;
+        }
+        super::interleave_row16(&u[i..], &v[i..], &mut uv[2 * i..]);
     }
 }
 
@@ -199,6 +252,116 @@ mod tests {
                     [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy), (Format::I420, &i420), (Format::Nv21, &nv21)]
                 {
                     assert!(run(src, data) == reference, "{src} -> {dst} at {level:?} in {colour}");
+                }
+            }
+        }
+    }
+
+    /// Resized camera frames equal resized NV12 frames with the same samples
+    /// at every level: a mild shrink (whole rows decoded) and a strong one
+    /// (only the pixel groups the taps read: 4-byte groups of the packed rows).
+    #[test]
+    fn resized_camera_formats_decode_like_nv12() {
+        use crate::layout::{convert, Destination, Format, Options, Source};
+        let (w, h) = (96usize, 8usize);
+        let bytes =
+            |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| ((i * 97 + seed * 31) ^ (i >> 2)) as u8).collect() };
+        let (y, uv) = (bytes(w * h, 3), bytes(w * h / 2, 4));
+        let mut nv12 = y.clone();
+        nv12.extend_from_slice(&uv);
+        let (mut yuyv, mut uyvy) = (Vec::new(), Vec::new());
+        for r in 0..h {
+            for x in 0..w {
+                let (yy, c) = (y[r * w + x], uv[(r / 2) * w + x]);
+                yuyv.extend_from_slice(&[yy, c]);
+                uyvy.extend_from_slice(&[c, yy]);
+            }
+        }
+        for level in SimdLevel::available() {
+            for (dst, (dw, dh)) in
+                [(Format::Rgbx, (64, 6)), (Format::Bgr, (64, 6)), (Format::Rgbx, (12, 4)), (Format::Bgr, (10, 3))]
+            {
+                let options = Options { simd: Some(level), threads: Some(1), ..Options::default() };
+                let run = |src: Format, data: &[u8]| {
+                    let mut out = vec![0u8; dw * dh * dst.channels()];
+                    let source = Source::new(src, data, w, h, None).unwrap();
+                    convert(&source, Destination::new(dst, &mut out, dw, dh, None).unwrap(), &options).unwrap();
+                    out
+                };
+                let reference = run(Format::Nv12, &nv12);
+                for (src, data) in [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy)] {
+                    assert!(run(src, data) == reference, "{src} -> {dst} {dw}x{dh} at {level:?}");
+                }
+            }
+        }
+    }
+
+    /// Every level's two-row decoder gives the per-pixel reference's bytes
+    /// for every one of the 2^24 (Y, U, V) inputs, in every colour standard,
+    /// into RGBx and BGR (the two store paths, and the B, G, R order): the
+    /// proof that the SIMD arithmetic (a split `cy`, sums packed by their
+    /// high words) is the reference's. One row per U holds every (V, Y) pair:
+    /// pixel `256 V + Y`, chroma pair `128 V + Y / 2`; the second row of the
+    /// pair takes Y reversed (255 - Y), so each row sees every value. The
+    /// first row is also decoded as YUYV and UYVY (the packed decoders'
+    /// loads), which must give the same bytes.
+    /// Ignored by default (3 minutes unoptimised; seconds with
+    /// `cargo test --release --lib every_input -- --ignored`).
+    #[test]
+    #[ignore = "exhaustive: run with --release -- --ignored"]
+    fn every_level_decodes_every_input_exactly() {
+        use crate::layout::colour::yuv_to_rgb;
+        use crate::layout::kernels::{nv12_pair_decoder, yuv422_decoder};
+        use crate::layout::plan::YuvOut;
+        use crate::layout::{Colour, Matrix, Range};
+        const N: usize = 1 << 16;
+        let y0: Vec<u8> = (0..N).map(|p| p as u8).collect();
+        let y1: Vec<u8> = y0.iter().map(|&y| 255 - y).collect();
+        let colours = [Matrix::Bt601, Matrix::Bt709, Matrix::Bt2020]
+            .into_iter()
+            .flat_map(|matrix| [Range::Limited, Range::Full].map(|range| Colour { matrix, range }));
+        for colour in colours {
+            let k = colour.coefficients();
+            for (bytes, pos) in [(4usize, [0usize, 1, 2]), (3, [2, 1, 0])] {
+                let out = YuvOut { pos, pad: 0xA5, bytes, k };
+                for level in SimdLevel::available().into_iter().filter(|&l| l != SimdLevel::Scalar) {
+                    let pair = nv12_pair_decoder(level, bytes);
+                    let (mut d0, mut d1) = (vec![0u8; N * bytes], vec![0u8; N * bytes]);
+                    for u in 0..=255u8 {
+                        let uv: Vec<u8> = (0..N / 2).flat_map(|j| [u, (j / 128) as u8]).collect();
+                        // SAFETY: the level is available on this CPU.
+                        unsafe { pair([&y0, &y1], &uv, [&mut d0, &mut d1], &out) };
+                        // The first row as YUYV and UYVY, decoded from the packed row.
+                        for y_first in [true, false] {
+                            let Some((packed, _)) = yuv422_decoder(level, bytes, y_first) else { continue };
+                            let row: Vec<u8> =
+                                y0.iter().zip(&uv).flat_map(|(&y, &c)| if y_first { [y, c] } else { [c, y] }).collect();
+                            let mut d = vec![0u8; N * bytes];
+                            // SAFETY: as above.
+                            unsafe { packed(&row, &mut d, &out) };
+                            assert!(
+                                d == d0,
+                                "{colour} {level:?} {bytes}-byte pixels, packed 4:2:2 (Y first: {y_first}), U {u}"
+                            );
+                        }
+                        for (y, d) in [(&y0, &d0), (&y1, &d1)] {
+                            for (p, px) in d.chunks_exact(bytes).enumerate() {
+                                let rgb = yuv_to_rgb(&k, y[p], u, (p / 256) as u8);
+                                // `pos` says where R, G, B go.
+                                let mut bytes_want = [0u8; 3];
+                                for c in 0..3 {
+                                    bytes_want[pos[c]] = rgb[c];
+                                }
+                                assert!(
+                                    px[..3] == bytes_want && (bytes == 3 || px[3] == 0xA5),
+                                    "{colour} {level:?} {bytes}-byte pixels: Y {} U {u} V {} gave {:?}, want {bytes_want:?}",
+                                    y[p],
+                                    p / 256,
+                                    &px[..3]
+                                );
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -316,5 +479,166 @@ mod tests {
             .unwrap();
             assert!(run(planes) == want, "{level:?}");
         }
+    }
+
+    /// Every level decodes P010 and I010 in every colour standard as the
+    /// per-pixel reference (`colour::yuv10_to_rgb`) does, into every u8
+    /// destination, straight and through the resizing path; the bits outside
+    /// a sample's 10 are ignored; float destinations are the u8 decoding
+    /// normalised.
+    #[test]
+    fn every_level_decodes_ten_bit_samples_as_the_reference() {
+        use crate::layout::colour::yuv10_to_rgb;
+        use crate::layout::{convert, Colour, Destination, Format, Matrix, Options, Range, Rect, Resize, Rows, Source};
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut word = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u16
+        };
+        let colours = [Matrix::Bt601, Matrix::Bt709, Matrix::Bt2020]
+            .into_iter()
+            .flat_map(|matrix| [Range::Limited, Range::Full].map(|range| Colour { matrix, range }));
+        for colour in colours {
+            let k = colour.coefficients10();
+            for (w, h) in [(2usize, 2usize), (30, 4), (66, 2), (98, 6)] {
+                // Random words: P010 reads their top 10 bits, I010 their low 10.
+                let y: Vec<u16> = (0..w * h).map(|_| word()).collect();
+                let uv: Vec<u16> = (0..w * h / 2).map(|_| word()).collect();
+                let bytes = |words: &[u16]| -> Vec<u8> { words.iter().flat_map(|w| w.to_le_bytes()).collect() };
+                let p010: Vec<u8> = bytes(&[y.clone(), uv.clone()].concat());
+                let u: Vec<u16> = uv.iter().copied().step_by(2).collect();
+                let v: Vec<u16> = uv.iter().copied().skip(1).step_by(2).collect();
+                let i010: Vec<u8> = bytes(&[y.clone(), u, v].concat());
+                for (src, data, value) in [
+                    (Format::P010, &p010, (|w: u16| w >> 6) as fn(u16) -> u16),
+                    (Format::I010, &i010, |w: u16| w & 0x3FF),
+                ] {
+                    let want = |x: usize, r: usize| {
+                        let c = (r / 2) * w + (x & !1);
+                        yuv10_to_rgb(&k, value(y[r * w + x]), value(uv[c]), value(uv[c + 1]))
+                    };
+                    for level in SimdLevel::available() {
+                        for dst in [Format::Rgbx, Format::Bgrx, Format::Rgb, Format::Bgr] {
+                            for roi in [None, Some(Rect::new(0, 0, w, h))] {
+                                let c = dst.channels();
+                                let mut out = vec![0u8; w * h * c];
+                                let resize = Resize { roi, ..Resize::default() };
+                                let options = Options {
+                                    simd: Some(level),
+                                    threads: Some(1),
+                                    colour,
+                                    resize,
+                                    ..Options::default()
+                                };
+                                let source = Source::new(src, data, w, h, None).unwrap();
+                                convert(&source, Destination::new(dst, &mut out, w, h, None).unwrap(), &options)
+                                    .unwrap();
+                                for (i, px) in out.chunks_exact(c).enumerate() {
+                                    let mut rgb = want(i % w, i / w);
+                                    if dst.name().starts_with("BGR") {
+                                        rgb.reverse();
+                                    }
+                                    assert_eq!(
+                                        px[..3],
+                                        rgb,
+                                        "{src} {colour} {level:?} -> {dst} {w}x{h} px {i} {roi:?}"
+                                    );
+                                }
+                            }
+                        }
+                        // Float destinations: the RGB decoding, normalised as an RGB frame is.
+                        let options = Options {
+                            simd: Some(level),
+                            threads: Some(1),
+                            colour,
+                            mean: Some([120.0, 110.0, 100.0]),
+                            scale: Some([60.0, 58.0, 57.0]),
+                            ..Options::default()
+                        };
+                        let rgb: Vec<u8> = (0..w * h).flat_map(|i| want(i % w, i / w)).collect();
+                        for dst in [Format::RgbxBf16, Format::RgbpFloat, Format::BgrpFp16] {
+                            let size = frame_nbytes(dst, w, h);
+                            let (mut got, mut expected) = (vec![0u8; size], vec![0u8; size]);
+                            let source = Source::new(src, data, w, h, None).unwrap();
+                            convert(&source, Destination::new(dst, &mut got, w, h, None).unwrap(), &options).unwrap();
+                            let source = Source::new(Format::Rgb, &rgb, w, h, None).unwrap();
+                            convert(&source, Destination::new(dst, &mut expected, w, h, None).unwrap(), &options)
+                                .unwrap();
+                            assert!(got == expected, "{src} {colour} {level:?} -> {dst} {w}x{h}");
+                        }
+                    }
+                    // Two planes with strides of their own decode as one buffer.
+                    if src == Format::P010 {
+                        let (ys, uvs) = (2 * w + 6, 2 * w + 10);
+                        let (mut yp, mut uvp) = (vec![0xABu8; ys * h], vec![0xCDu8; uvs * h / 2]);
+                        for r in 0..h {
+                            yp[r * ys..][..2 * w].copy_from_slice(&p010[r * 2 * w..][..2 * w]);
+                        }
+                        for r in 0..h / 2 {
+                            uvp[r * uvs..][..2 * w].copy_from_slice(&p010[(h + r) * 2 * w..][..2 * w]);
+                        }
+                        let planes = Source::p010(
+                            w,
+                            h,
+                            Rows::new(&yp, h, 2 * w, ys).unwrap(),
+                            Rows::new(&uvp, h / 2, 2 * w, uvs).unwrap(),
+                        )
+                        .unwrap();
+                        let options = Options { threads: Some(1), colour, ..Options::default() };
+                        let (mut a, mut b) = (vec![0u8; w * h * 3], vec![0u8; w * h * 3]);
+                        convert(&planes, Destination::new(Format::Rgb, &mut a, w, h, None).unwrap(), &options).unwrap();
+                        let one = Source::new(src, data, w, h, None).unwrap();
+                        convert(&one, Destination::new(Format::Rgb, &mut b, w, h, None).unwrap(), &options).unwrap();
+                        assert!(a == b, "{colour} {w}x{h}: P010 planes");
+                    }
+                }
+            }
+        }
+    }
+
+    fn frame_nbytes(format: crate::layout::Format, w: usize, h: usize) -> usize {
+        crate::layout::frame_nbytes(format, w, h, None).unwrap()
+    }
+
+    #[test]
+    fn simd_interleave16_matches_the_scalar_one() {
+        for level in SimdLevel::available() {
+            let (interleave, _) = interleaver16(level);
+            for n in [0usize, 1, 15, 16, 17, 31, 32, 33, 100, 640] {
+                let (u, v): (Vec<u8>, Vec<u8>) =
+                    ((0..2 * n).map(|i| (i * 7 + 3) as u8).collect(), (0..2 * n).map(|i| (i * 5 + 1) as u8).collect());
+                let (mut got, mut want) = (vec![0; 4 * n], vec![0; 4 * n]);
+                // SAFETY: the level is available on this CPU.
+                unsafe { interleave(&u, &v, &mut got) };
+                interleave_row16(&u, &v, &mut want);
+                assert_eq!(got, want, "{level:?} interleave16 of {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn ten_bit_frames_with_bad_geometry_are_refused_clearly() {
+        use crate::layout::{Format, Rows, Source};
+        let data = [0u16; 64];
+        // SAFETY: reinterpreting the u16 buffer as its bytes.
+        let bytes: &[u8] = unsafe { std::slice::from_raw_parts(data.as_ptr().cast(), 128) };
+        let e = Source::new(Format::P010, bytes, 3, 2, None).unwrap_err();
+        assert!(e.to_string().contains("must be even"), "{e}");
+        let e = Source::new(Format::P010, bytes, 4, 4, Some(9)).unwrap_err();
+        assert!(e.to_string().contains("odd"), "{e}");
+        let e = Source::new(Format::P010, bytes, 4, 4, Some(6)).unwrap_err();
+        assert!(e.to_string().contains("shorter than one row"), "{e}");
+        let e = Source::new(Format::I010, bytes, 4, 4, Some(10)).unwrap_err();
+        assert!(e.to_string().contains("multiple of 4"), "{e}");
+        let e = Source::new(Format::P010, &bytes[..40], 4, 4, None).unwrap_err();
+        assert!(e.to_string().contains("too few"), "{e}");
+        let e = Source::p010(4, 2, Rows::new(&bytes[1..], 2, 8, 8).unwrap(), Rows::new(&bytes[64..], 1, 8, 8).unwrap())
+            .unwrap_err();
+        assert!(e.to_string().contains("odd byte address"), "{e}");
+        let e = Source::p010(4, 2, Rows::new(bytes, 2, 8, 8).unwrap(), Rows::new(&bytes[64..], 1, 6, 8).unwrap())
+            .unwrap_err();
+        assert!(e.to_string().contains("chroma plane"), "{e}");
     }
 }

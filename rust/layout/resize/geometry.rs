@@ -129,7 +129,7 @@ impl Transform {
 /// whose regions must start and end on those boundaries.
 fn subsampling(format: Format) -> (usize, usize) {
     match format {
-        Format::Nv12 | Format::Nv21 | Format::I420 => (2, 2),
+        Format::Nv12 | Format::Nv21 | Format::I420 | Format::P010 | Format::I010 => (2, 2),
         Format::Yuyv | Format::Uyvy => (2, 1),
         _ => (1, 1),
     }

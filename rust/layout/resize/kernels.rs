@@ -25,6 +25,9 @@ pub(crate) struct RowKernels {
     pub vertical_linear: VerticalLinear,
     /// Nearest along x: copies the pixels named by the table.
     pub gather: unsafe fn(&[u8], &[u32], &mut [u8]),
+    /// A YUV row's 2-byte groups (two Y bytes, or a U,V pair) named by the
+    /// table (group numbers), side by side: what a strong shrink decodes.
+    pub groups: unsafe fn(&[u8], &[u32], &mut [u8]),
     /// Integer shrink: adds a row into the column sums.
     pub sum_rows: unsafe fn(&[u8], &mut [u32]),
     /// Integer shrink along x: the mean of `kx` column sums, of an area of `area` pixels.
@@ -87,6 +90,15 @@ mod body {
         for (&i, o) in index.iter().zip(out.chunks_exact_mut(C)) {
             o.copy_from_slice(&src[i as usize * C..][..C]);
         }
+    }
+
+    /// Fixed-size copies (the loop it replaced called `memcpy` twice a
+    /// group). A strong shrink (4K -> 224x224) waits here on the loads of
+    /// rows far apart, not on instructions: an AVX2 `vpgatherdd` loop, and
+    /// prefetching the next row, measured the same (docs/layout.md).
+    #[inline(always)]
+    pub fn groups(src: &[u8], index: &[u32], out: &mut [u8]) {
+        gather::<2>(src, index, out)
     }
 
     #[inline(always)]
@@ -184,6 +196,10 @@ macro_rules! stamp {
             $(#[target_feature(enable = $features)])?
             pub(super) unsafe fn gather<const C: usize>(src: &[u8], index: &[u32], out: &mut [u8]) {
                 body::gather::<C>(src, index, out)
+            }
+            $(#[target_feature(enable = $features)])?
+            pub(super) unsafe fn groups(src: &[u8], index: &[u32], out: &mut [u8]) {
+                body::groups(src, index, out)
             }
             $(#[target_feature(enable = $features)])?
             pub(super) unsafe fn sum_rows(row: &[u8], acc: &mut [u32]) {
@@ -323,6 +339,7 @@ macro_rules! kernels_of {
             horizontal_linear2: $m::horizontal_linear2::<$c>,
             vertical_linear: $m::vertical_linear,
             gather: $m::gather::<$c>,
+            groups: $m::groups,
             sum_rows: $m::sum_rows,
             blocks: $m::blocks::<$c>,
             weigh_rows: $m::weigh_rows,
@@ -352,5 +369,28 @@ pub(crate) fn row_kernels(level: SimdLevel, channels: usize) -> (RowKernels, &'s
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => (by_channels!(neon, channels), "neon"),
         _ => (by_channels!(portable, channels), "scalar"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every level gathers the groups the table names, up to the row's
+    /// last group.
+    #[test]
+    fn every_level_gathers_the_groups_named() {
+        let row: Vec<u8> = (0..200u32).map(|i| (i * 37 + 11) as u8).collect();
+        for level in SimdLevel::available() {
+            let groups = row_kernels(level, 4).0.groups;
+            for index in [(0..100).collect::<Vec<u32>>(), (0..100).step_by(3).collect(), vec![99; 19], vec![]] {
+                let want: Vec<u8> =
+                    index.iter().flat_map(|&g| [row[2 * g as usize], row[2 * g as usize + 1]]).collect();
+                let mut out = vec![0u8; want.len()];
+                // SAFETY: the level is available on this CPU.
+                unsafe { groups(&row, &index, &mut out) };
+                assert_eq!(out, want, "{level:?} {index:?}");
+            }
+        }
     }
 }

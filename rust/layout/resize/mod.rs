@@ -75,8 +75,8 @@ impl Tables {
 }
 
 /// When the x taps of a bilinear or nearest resize read at most about half
-/// of the region's 2-pixel chroma groups, the groups they read (their first
-/// pixels, in order), with the taps renumbered to pixels of those groups
+/// of the region's 2-pixel chroma groups, the groups they read (group g is
+/// pixels 2g and 2g + 1; in order), with the taps renumbered to pixels of those groups
 /// laid end to end. A pixel's decoding depends only on its own Y and its
 /// group's U, V, so decoding the groups alone gives the same pixels.
 fn compact_columns(method: &mut Method, width: usize) -> Option<Vec<u32>> {
@@ -91,10 +91,10 @@ fn compact_columns(method: &mut Method, width: usize) -> Option<Vec<u32>> {
         return None;
     }
     let mut rank = vec![0u32; used.len()];
-    let mut firsts = Vec::with_capacity(count);
+    let mut chosen = Vec::with_capacity(count);
     for (g, _) in used.iter().enumerate().filter(|(_, &u)| u) {
-        rank[g] = firsts.len() as u32;
-        firsts.push(2 * g as u32);
+        rank[g] = chosen.len() as u32;
+        chosen.push(g as u32);
     }
     let at = |i: u32| 2 * rank[i as usize / 2] + i % 2;
     match method {
@@ -102,7 +102,7 @@ fn compact_columns(method: &mut Method, width: usize) -> Option<Vec<u32>> {
         Method::Nearest { x, .. } => x.iter_mut().for_each(|i| *i = at(*i)),
         _ => unreachable!(),
     }
-    Some(firsts)
+    Some(chosen)
 }
 
 /// Resizes `src` into `dst` as `transform` says (from `place`); the plan and
@@ -126,7 +126,9 @@ pub(crate) fn run(
         SourcePixels::Packed { .. } => None,
         _ => Some(plan.nv12.expect("a YUV plan")),
     };
-    let tables = Tables::cached(interpolation, source.size(), content.size(), decode.is_some());
+    // 10-bit sources decode whole rows (the chroma-group gather reads bytes).
+    let gather = decode.is_some() && !src.format().is_10bit();
+    let tables = Tables::cached(interpolation, source.size(), content.size(), gather);
     let (method, groups) = (&tables.method, tables.groups.as_deref());
     let (kernels, _) = row_kernels(level, channels);
 
@@ -218,6 +220,10 @@ struct RowReader<'a> {
     decode: Option<Nv12Plan>,
     /// Decode only these 2-pixel groups (see `compact_columns`), gathered first.
     groups: Option<&'a [u32]>,
+    gather_groups: unsafe fn(&[u8], &[u32], &mut [u8]),
+    /// The 4-byte groups of packed 4:2:2 rows (the x pass's `gather` of 4-byte pixels).
+    gather_quads: unsafe fn(&[u8], &[u32], &mut [u8]),
+    /// Gathered groups: Y and U,V bytes (4 bytes a group of packed 4:2:2 in the first).
     gathered: [Vec<u8>; 2],
     /// YUYV/UYVY and I420: the region's Y and U,V bytes rearranged as NV12's.
     rearrange: Option<Rearrange>,
@@ -245,8 +251,23 @@ impl<'a> RowReader<'a> {
             // YUV sources: NV12's Y and U,V rows (the camera formats' rearranged
             // first), decoded into R, G, B, pad.
             pixels => {
+                let decode = self.decode.expect("a row decoder for a YUV source");
+                if let (SourcePixels::Yuv422 { rows, .. }, Some(packed)) = (pixels, decode.packed) {
+                    // Packed 4:2:2 rows decoded as they are (no split); a group is 4 bytes there.
+                    if self.cached != Some(r) {
+                        let mut row = &rows.row(y + r)[2 * x..2 * (x + width)];
+                        if let Some(groups) = self.groups {
+                            // SAFETY: the kernels were picked for a level this CPU supports.
+                            unsafe { (self.gather_quads)(row, groups, &mut self.gathered[0]) };
+                            row = &self.gathered[0];
+                        }
+                        // SAFETY: as above.
+                        unsafe { packed(row, &mut self.scratch, &decode.out) };
+                        self.cached = Some(r);
+                    }
+                    return &self.scratch;
+                }
                 if self.cached != Some(r) {
-                    let decode = self.decode.expect("a row decoder for a YUV source");
                     let row = y + r;
                     let [split_y, split_uv] = &mut self.split;
                     let (mut luma, mut chroma): (&[u8], &[u8]) = match (pixels, self.rearrange) {
@@ -268,13 +289,24 @@ impl<'a> RowReader<'a> {
                             unsafe { interleave(u, v, split_uv) };
                             (&luma.row(row)[x..x + width], &split_uv[..])
                         }
+                        // 10-bit: two bytes a sample.
+                        (SourcePixels::P010 { y: luma, uv }, _) => {
+                            (&luma.row(row)[2 * x..2 * (x + width)], &uv.row(row / 2)[2 * x..2 * (x + width)])
+                        }
+                        (SourcePixels::I010 { y: luma, u, v }, Some(Rearrange::Interleave(interleave))) => {
+                            let (u, v) = (&u.row(row / 2)[x..x + width], &v.row(row / 2)[x..x + width]);
+                            // SAFETY: the interleaver was picked for a level this CPU supports.
+                            unsafe { interleave(u, v, split_uv) };
+                            (&luma.row(row)[2 * x..2 * (x + width)], &split_uv[..2 * width])
+                        }
                         _ => unreachable!("a YUV source with its rearrangement"),
                     };
                     if let Some(groups) = self.groups {
                         let [gy, guv] = &mut self.gathered;
-                        for ((&g, oy), ouv) in groups.iter().zip(gy.chunks_exact_mut(2)).zip(guv.chunks_exact_mut(2)) {
-                            oy.copy_from_slice(&luma[g as usize..g as usize + 2]);
-                            ouv.copy_from_slice(&chroma[g as usize..g as usize + 2]);
+                        // SAFETY: the kernels were picked for a level this CPU supports.
+                        unsafe {
+                            (self.gather_groups)(luma, groups, gy);
+                            (self.gather_groups)(chroma, groups, guv);
                         }
                         (luma, chroma) = (gy, guv);
                     }
@@ -302,9 +334,12 @@ impl Job<'_> {
             channels: c,
             decode: self.decode,
             groups: self.groups,
-            gathered: [vec![0; gathered], vec![0; gathered]],
+            gather_groups: self.kernels.groups,
+            gather_quads: self.kernels.gather,
+            gathered: [vec![0; 2 * gathered], vec![0; gathered]],
             rearrange: self.plan.rearrange,
             split: match self.plan.rearrange {
+                Some(_) if src.format().is_10bit() => [Vec::new(), vec![0; 2 * region.width]],
                 Some(_) => [vec![0; region.width], vec![0; region.width]],
                 None => [Vec::new(), Vec::new()],
             },

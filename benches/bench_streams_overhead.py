@@ -1,0 +1,235 @@
+"""Streams' own cost per frame: small clips and a tiny model, unpaced, so that the scheduler is what limits FPS.
+
+    python3 benches/bench_streams_overhead.py [--streams 8 16] [--seconds 6] [--size 320x240] [--feeders 1 2]
+    python3 benches/bench_streams_overhead.py --model efficientnet-lite0 --size 1920x1080 --frames 150 --seconds 0 --streams 4
+
+N H.264 clips (a pan across a photo, made once with PyAV's libx264) run as fast as they go through one
+``npu_zc.Streams`` into a model that costs next to nothing (a 3x3 average pool of a 64x64 input: three logits),
+so that decoding and inference are cheap and the Python and hand-overs of each frame are what is left
+(``--model`` and ``--size`` run a real case the same way: where its CPU goes, by thread).
+
+Per frame: wall microseconds (1e6 / FPS) and CPU microseconds of the whole process, and of each role of thread
+(``/proc/self/task/*/schedstat``, sampled every 50 ms): the sources' threads (PyAV demux + decode + the frame's
+plane views), the feeding threads (lane hand-over, the conversion, submit), the queue's delivery thread
+(waiting for results, postprocess, outputs) and the rest (OpenVINO's and FFmpeg's own threads).
+A role whose threads' CPU per frame reaches the wall time per frame (a single thread's) is the serial stage.
+
+Timings on a shared machine move with its load; the Python each frame runs with the GIL held does not: one more
+run per count of streams with a profile hook on every thread counts the Python function calls and the C calls
+made from Python per frame, by role (deterministic, so it compares versions on a noisy machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import results  # noqa: E402
+
+ROLES = (("npu_zc-src", "sources"), ("npu_zc-feed", "feeders"), ("npu_zc-streams", "feeders"), ("npu_zc-queue", "delivery"))
+
+
+def make_clip(path: Path, width: int, height: int, frames: int) -> Path:
+    import av
+    import cv2
+
+    from npu_zc.pipeline import sample_photo
+
+    photo = sample_photo("astronaut")
+    wide = cv2.resize(photo, (width * 2, height * 2))
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=30)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.options = {"preset": "ultrafast"}
+        for i in range(frames):
+            x, y = (2 * i) % width, (i % height)
+            image = np.ascontiguousarray(wide[y : y + height, x : x + width])
+            for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+def tiny_model() -> Any:
+    """[1, 3, 64, 64] -> three logits (the mean of each channel): inference costs microseconds."""
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    image = ops.parameter([1, 3, 64, 64], np.float32, name="image")
+    pooled = ops.reduce_mean(image, ops.constant(np.array([2, 3], np.int64)), False)
+    return ov.Model([ops.result(pooled)], [image], "tiny")
+
+
+def thread_ns() -> dict[int, int]:
+    out: dict[int, int] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[int(tid)] = int(f.read().split()[0])
+        except OSError:
+            continue
+    return out
+
+
+class Sampler:
+    """CPU nanoseconds of each thread of this process, by role, sampled while a run goes on."""
+
+    def __init__(self) -> None:
+        self.before = thread_ns()
+        self.last: dict[int, int] = {}
+        self.names: dict[int, str] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="sampler", daemon=True)
+
+    def _loop(self) -> None:
+        while not self.stop.wait(0.05):
+            self.sample()
+
+    def sample(self) -> None:
+        for t in threading.enumerate():
+            if t.native_id is not None:
+                self.names.setdefault(t.native_id, t.name)
+        self.last.update(thread_ns())
+
+    def __enter__(self) -> "Sampler":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.sample()
+
+    def by_role(self) -> dict[str, int]:
+        out = {"sources": 0, "feeders": 0, "delivery": 0, "other": 0}
+        sampler = self.thread.native_id
+        for tid, ns in self.last.items():
+            if tid == sampler:
+                continue
+            name = self.names.get(tid, "")
+            out[role_of(name)] += ns - self.before.get(tid, 0)
+        return out
+
+
+def role_of(name: str) -> str:
+    return next((r for prefix, r in ROLES if name.startswith(prefix)), "other")
+
+
+def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: int | None) -> dict[str, float]:
+    """Python calls (function and C calls made from Python) per frame, by role, over ``frames`` frames of each stream."""
+    import collections
+
+    import npu_zc
+    from npu_zc.sources import VideoSource
+
+    counts: collections.Counter[str] = collections.Counter()
+    lock = threading.Lock()
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if event in ("call", "c_call"):
+            role = role_of(threading.current_thread().name)
+            with lock:
+                counts[role] += 1
+
+    sources = [VideoSource(clip, name=f"s{i}", thread_count=1, limit=frames) for i in range(streams)]
+    run = npu_zc.Streams(sources, pipeline, **({} if feeders is None else {"feeders": feeders}))
+    threading.setprofile(hook)
+    sys.setprofile(hook)
+    try:
+        report = run.run()
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+        run.close()
+    n = max(1, report.frames)
+    return {role: counts[role] / n for role in ("sources", "feeders", "delivery")}
+
+
+def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders: int | None) -> dict[str, Any]:
+    import npu_zc
+    from npu_zc.sources import VideoSource
+
+    sources = [VideoSource(clip, name=f"s{i}", thread_count=1) for i in range(streams)]
+    options = {} if feeders is None else {"feeders": feeders}
+    run = npu_zc.Streams(sources, pipeline, **options)
+    with Sampler() as sampler:
+        report = run.run(duration=seconds)
+    run.close()
+    assert not report.errors, report.errors
+    frames = max(1, report.frames)
+    roles = {k: v / 1000 / frames for k, v in sampler.by_role().items()}
+    return {"fps": report.fps, "wall_us": 1e6 / max(report.fps, 1e-9), "cpu_us": 1e6 * report.cpu_seconds / frames, **roles}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--streams", type=int, nargs="+", default=[8, 16])
+    parser.add_argument("--seconds", type=float, default=6.0, help="each run's length (0: until the clips end)")
+    parser.add_argument("--size", default="320x240")
+    parser.add_argument("--frames", type=int, default=3000, help="the clip's length in frames (default 3000)")
+    parser.add_argument("--model", default=None, help="a model file or efficientnet-lite0 (default: the tiny mean-pool model)")
+    parser.add_argument("--feeders", type=int, nargs="+", default=None,
+                        help="feeding threads to compare (default: Streams' own choice only)")
+    parser.add_argument("--json", help="where to write the results (default benches/results/)")
+    args = parser.parse_args()
+    width, height = (int(v) for v in args.size.split("x"))
+
+    import npu_zc
+    from npu_zc.runtime import CompileOptions
+
+    folder = Path(tempfile.mkdtemp(prefix="bench_streams_overhead-"))
+    # Long enough that no stream ends within a trial (every stream restarts nothing: an ended one would idle).
+    clip = make_clip(folder / f"pan{width}x{height}.mp4", width, height, args.frames)
+    if args.model is None:
+        pipeline = npu_zc.Pipeline(tiny_model(), "CPU", hint="throughput", fit="stretch", top=3,
+                                   options=CompileOptions(inference_precision="f32"))  # fmt: skip
+    else:
+        pipeline = npu_zc.Pipeline(args.model, "CPU", hint="throughput")
+    run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
+    seconds = args.seconds or None
+    rows, calls = [], []
+    for feeders in args.feeders or [None]:
+        for n in args.streams:
+            r = run(pipeline, clip, n, seconds, feeders)
+            label = "default" if feeders is None else str(feeders)
+            rows.append([n, label, round(r["fps"]), round(r["wall_us"]), round(r["cpu_us"]),
+                         round(r["sources"]), round(r["feeders"]), round(r["delivery"]), round(r["other"])])  # fmt: skip
+            print(f"{n:>3} streams, feeders {label:>7}: {r['fps']:6.0f} FPS, wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame "
+                  f"(sources {r['sources']:.0f}, feeders {r['feeders']:.0f}, delivery {r['delivery']:.0f}, other {r['other']:.0f})", flush=True)  # fmt: skip
+            c = count_calls(pipeline, clip, n, 50, feeders)
+            calls.append([n, label, round(c["sources"], 1), round(c["feeders"], 1), round(c["delivery"], 1),
+                          round(sum(c.values()), 1)])  # fmt: skip
+            print(f"    Python calls per frame: sources {c['sources']:.1f}, feeders {c['feeders']:.1f}, "
+                  f"delivery {c['delivery']:.1f}", flush=True)  # fmt: skip
+    pipeline.close()
+    tables = [{
+        "title": f"Streams' cost per frame: {args.size} H.264 clips, unpaced, "
+                 f"{args.model or 'a 64x64 mean-pool model'} on CPU",
+        "note": "us per frame; CPU by role of thread from /proc/self/task/*/schedstat; wall = 1e6 / FPS in all. "
+                "A single thread whose CPU per frame reaches the wall time per frame is the serial stage.",
+        "columns": ["streams", "feeders", "FPS", "wall us", "CPU us", "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)"],
+        "rows": rows,
+    }, {
+        "title": "Python calls per frame (run with the GIL held), by role of thread",
+        "note": "function calls and C calls made from Python, counted by a profile hook on every thread over 50 frames "
+                "of each stream: independent of the machine's load.",
+        "columns": ["streams", "feeders", "sources' threads", "feeding", "delivery", "in all"],
+        "rows": calls,
+    }]  # fmt: skip
+    path = results.save("bench_streams_overhead", tables, title="Streams' cost per frame", path=args.json)
+    print(f"results  {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

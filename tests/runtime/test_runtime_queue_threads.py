@@ -1,0 +1,62 @@
+"""An AsyncQueue fed by several threads at once (as npu_zc.Streams' feeding threads do): every frame's result is
+its own, each thread's results come in its own order, and no thread is refused a request another one is starting."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
+ops = pytest.importorskip("openvino.opset13", reason="OpenVINO is not installed (a dependency of npu_zc)")
+
+from npu_zc.runtime import CompileOptions, Session, compile_model
+
+
+def doubling() -> ov.Model:
+    x = ops.parameter([1, 3, 4, 4], ov.Type.f32, name="x")
+    return ov.Model([ops.result(ops.multiply(x, ops.constant(np.float32(2))))], [x], "doubling")
+
+
+@pytest.fixture(scope="module")
+def session() -> Session:
+    return compile_model(doubling(), "CPU", mode="copy", options=CompileOptions(inference_precision="f32"))
+
+
+@pytest.mark.parametrize("depth", [1, 2, 4])
+def test_several_threads_submit_to_one_queue(session: Session, depth: int) -> None:
+    """Six threads, 150 frames each, on 1, 2 or 4 requests with one spare set of buffers per thread: with few
+    requests a thread often finds the last idle one being started by another (once refused as a missing request)."""
+    threads, frames = 6, 150
+    seen: dict[int, list[int]] = {t: [] for t in range(threads)}
+    wrong: list[tuple[int, int, float]] = []
+
+    def on_result(result) -> None:  # type: ignore[no-untyped-def]
+        thread, index = result.userdata
+        value = float(result.outputs[0].reshape(-1)[0])
+        if value != 2 * (thread * 1000 + index):
+            wrong.append((thread, index, value))
+        seen[thread].append(index)
+
+    failures: list[BaseException] = []
+    with session.queue(depth, heap="memfd", callback=on_result, buffers=depth + threads + 1) as queue:
+
+        def feed(thread: int) -> None:
+            try:
+                for index in range(frames):
+                    frame = queue.acquire(timeout=30)
+                    frame.inputs[0][...] = thread * 1000 + index
+                    queue.submit(frame, (thread, index))
+            except BaseException as exc:
+                failures.append(exc)
+
+        workers = [threading.Thread(target=feed, args=(t,)) for t in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(60)
+        assert not failures, failures
+        assert queue.join(timeout=60)
+    assert not wrong, wrong[:5]
+    assert all(seen[t] == list(range(frames)) for t in range(threads)), {t: seen[t][:10] for t in seen}
