@@ -14,7 +14,8 @@
 use super::error::{bail, Result};
 use super::layout::{Family, Layout, Task};
 use super::nms::{nms, nms_rotated};
-use super::tensor::{Matrix, CHUNK};
+use super::scan::{scan, Hit as Candidate};
+use super::tensor::Matrix;
 
 /// The postprocess settings (Ultralytics' predict defaults in `Default`).
 #[derive(Debug, Clone, PartialEq)]
@@ -74,6 +75,13 @@ impl Decoded {
     pub fn is_empty(&self) -> bool {
         self.scores.is_empty()
     }
+
+    /// A detection's score, class and anchor (its box and values apart).
+    fn push(&mut self, c: &Candidate) {
+        self.scores.push(c.score);
+        self.classes.push(c.class);
+        self.anchors.push(c.anchor);
+    }
 }
 
 /// Strictly above the threshold (NaN is not).
@@ -82,55 +90,82 @@ fn above(v: f32, conf: f32) -> bool {
     v > conf
 }
 
-struct Candidate {
-    anchor: usize,
-    score: f32,
-    class: u32,
-}
-
 /// Decodes one YOLO output (`output`: as the model wrote it, batch axis dropped).
 pub fn decode(output: Matrix<'_>, layout: &Layout, params: &Params) -> Result<Decoded> {
     params.check()?;
     let m = layout.candidates(output)?;
     let mut found = match layout.family {
-        Family::AnchorFree => anchor_free_candidates(output, layout.nc, params),
+        Family::AnchorFree => {
+            let mut hits = Vec::new();
+            scan(output, 4, layout.nc, params.conf, &mut hits);
+            hits.retain(|h| params.wants(h.class));
+            hits
+        }
         Family::Yolov5 => yolov5_candidates(m, layout.nc, params),
         Family::End2End => return Ok(end_to_end(m, layout, params)),
     };
-    // Stable: equal scores keep their anchor order.
-    found.sort_by(|a, b| b.score.total_cmp(&a.score));
+    sort_by_score(&mut found);
     found.truncate(params.max_nms);
     let classes: Vec<u32> = found.iter().map(|c| c.class).collect();
-    let keep = if layout.task == Task::Obb {
-        let boxes: Vec<[f32; 5]> = found.iter().map(|c| rotated_box(m, c.anchor, layout)).collect();
-        nms_rotated(&boxes, &classes, params.iou, params.agnostic, params.max_det)
-    } else {
-        let boxes: Vec<[f32; 4]> = found.iter().map(|c| xyxy(m, c.anchor)).collect();
-        nms(&boxes, &classes, params.iou, params.agnostic, params.max_det)
-    };
     let mut out = Decoded::default();
-    for k in keep {
-        let c = &found[k];
-        if layout.task == Task::Obb {
-            let r = rotated_box(m, c.anchor, layout);
+    if layout.task == Task::Obb {
+        let boxes: Vec<[f32; 5]> = found.iter().map(|c| rotated_box(m, c.anchor, layout)).collect();
+        for k in nms_rotated(&boxes, &classes, params.iou, params.agnostic, params.max_det) {
+            let r = boxes[k];
             out.boxes.push([r[0], r[1], r[2], r[3]]);
             out.angles.push(r[4]);
-        } else {
-            out.boxes.push(xyxy(m, c.anchor));
+            out.push(&found[k]);
         }
-        push_common(&mut out, m, layout, c.anchor, c.score, c.class);
+    } else {
+        let boxes: Vec<[f32; 4]> = found.iter().map(|c| xyxy(m, c.anchor)).collect();
+        for k in nms(&boxes, &classes, params.iou, params.agnostic, params.max_det) {
+            out.boxes.push(boxes[k]);
+            out.push(&found[k]);
+        }
+        out.extra = gather_extra(m, layout, &out.anchors);
     }
     Ok(out)
 }
 
-fn push_common(out: &mut Decoded, m: Matrix<'_>, layout: &Layout, anchor: usize, score: f32, class: u32) {
-    out.scores.push(score);
-    out.classes.push(class);
-    out.anchors.push(anchor);
-    if matches!(layout.task, Task::Segment { .. } | Task::Pose { .. }) {
-        let start = layout.channels() - layout.task.extra();
-        out.extra.extend((start..layout.channels()).map(|k| m.get(anchor, k)));
+/// The values after the scores (mask coefficients, keypoints) of the
+/// candidates `anchors`, detection after detection. Read channel by channel,
+/// each in anchor order: a channel-major output's row is then read forwards,
+/// which its caches and TLB follow, rather than 50 rows at once.
+fn gather_extra(m: Matrix<'_>, layout: &Layout, anchors: &[usize]) -> Vec<f32> {
+    let (extra, channels) = (layout.task.extra(), layout.channels());
+    if !matches!(layout.task, Task::Segment { .. } | Task::Pose { .. }) || extra == 0 {
+        return Vec::new();
     }
+    let mut order: Vec<(usize, usize)> = anchors.iter().copied().zip(0..).collect();
+    order.sort_unstable();
+    let mut values = vec![0f32; anchors.len() * extra];
+    if layout.family == Family::AnchorFree {
+        // Packed f32 rows read in place: plain loads, many in flight.
+        if let Some((rows, stride)) = m.transposed().packed::<f32>(channels - extra, 0, extra, m.rows) {
+            for (e, row) in (0..extra).map(|e| (e, &rows[e * stride..])) {
+                for &(anchor, i) in &order {
+                    values[i * extra + e] = row[anchor];
+                }
+            }
+            return values;
+        }
+    }
+    for (e, k) in (channels - extra..channels).enumerate() {
+        for &(anchor, i) in &order {
+            values[i * extra + e] = m.get(anchor, k);
+        }
+    }
+    values
+}
+
+/// Highest score first, equal scores in anchor order (a stable sort, as
+/// torchvision's): unique keys, so the faster unstable sort gives that order.
+pub(super) fn sort_by_score(found: &mut Vec<Candidate>) {
+    // Scores above conf >= 0: positive, and their bits order them as floats do.
+    let mut keys: Vec<u64> =
+        found.iter().enumerate().map(|(i, c)| (!c.score.to_bits() as u64) << 32 | i as u64).collect();
+    keys.sort_unstable();
+    *found = keys.iter().map(|&k| found[(k & u32::MAX as u64) as usize]).collect();
 }
 
 /// Ultralytics' `xywh2xyxy` in f32.
@@ -143,173 +178,6 @@ fn xyxy(m: Matrix<'_>, anchor: usize) -> [f32; 4] {
 fn rotated_box(m: Matrix<'_>, anchor: usize, layout: &Layout) -> [f32; 5] {
     let angle = m.get(anchor, layout.channels() - 1);
     [m.get(anchor, 0), m.get(anchor, 1), m.get(anchor, 2), m.get(anchor, 3), angle]
-}
-
-/// The hot loop: every class row of `[4+nc+extra, N]` read once, in column
-/// blocks; each anchor's best score and class are kept in registers while
-/// the block's class rows stream past, and stored once per block.
-fn anchor_free_candidates(output: Matrix<'_>, nc: usize, params: &Params) -> Vec<Candidate> {
-    let n = output.cols;
-    let mut best = vec![f32::NEG_INFINITY; n];
-    let mut best_class = vec![0u32; n];
-    let scan = scan_kernel();
-    #[cfg(target_arch = "x86_64")]
-    let scan_f16 = scan_f16_kernel();
-    let mut block = Vec::new();
-    let mut scratch = [0f32; CHUNK];
-    for start in (0..n).step_by(CHUNK) {
-        let width = CHUNK.min(n - start);
-        #[cfg(target_arch = "x86_64")]
-        if let (Some(scan16), Some((rows, stride))) = (scan_f16, output.packed_f16(4, start, nc, width)) {
-            scan16(rows, stride, nc, &mut best[start..start + width], &mut best_class[start..start + width]);
-            continue;
-        }
-        let (rows, stride) = match output.packed_f32(4, start, nc, width) {
-            Some(rows) => rows,
-            None => {
-                // Other element types and strides: the block converted to f32 first.
-                block.resize(nc * CHUNK, 0.0);
-                for c in 0..nc {
-                    output.row_chunks_in(4 + c, start..start + width, &mut scratch, |at, values| {
-                        let o = c * CHUNK + (at - start);
-                        block[o..o + values.len()].copy_from_slice(values);
-                    });
-                }
-                (&block[..], CHUNK)
-            }
-        };
-        scan(rows, stride, nc, &mut best[start..start + width], &mut best_class[start..start + width]);
-    }
-    let conf = params.conf;
-    best.iter()
-        .zip(&best_class)
-        .enumerate()
-        .filter(|&(_, (&s, &k))| s > conf && params.wants(k))
-        .map(|(anchor, (&score, &class))| Candidate { anchor, score, class })
-        .collect()
-}
-
-/// `(rows, stride, nc, best, best_class)`: row c of the block starts at
-/// `rows[c * stride]`; writes each column's best score and its class.
-type Scan = fn(&[f32], usize, usize, &mut [f32], &mut [u32]);
-
-/// Strictly greater: the first class wins ties (torch's `max`); NaN never wins.
-#[inline(always)]
-fn scan(rows: &[f32], stride: usize, nc: usize, best: &mut [f32], best_class: &mut [u32]) {
-    for (x, (b, k)) in best.iter_mut().zip(best_class.iter_mut()).enumerate() {
-        let (mut top, mut class) = (f32::NEG_INFINITY, 0u32);
-        for c in 0..nc {
-            let v = rows[c * stride + x];
-            if v > top {
-                (top, class) = (v, c as u32);
-            }
-        }
-        (*b, *k) = (top, class);
-    }
-}
-
-/// The scan compiled for the best instruction set this CPU has.
-fn scan_kernel() -> Scan {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use crate::layout::SimdLevel;
-        if matches!(SimdLevel::default_level(), SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi) {
-            return |r, s, nc, b, k| {
-                // SAFETY: the CPU has AVX2 (SimdLevel checked it at run time).
-                unsafe { scan_avx2(r, s, nc, b, k) }
-            };
-        }
-    }
-    scan
-}
-
-/// The f16 scan where the CPU has AVX2 and F16C (x86_64).
-#[cfg(target_arch = "x86_64")]
-fn scan_f16_kernel() -> Option<ScanF16> {
-    use crate::layout::SimdLevel;
-    if matches!(SimdLevel::default_level(), SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi) {
-        // SAFETY: the AVX2 levels include F16C (SimdLevel checked it at run time).
-        return Some(|r, s, nc, b, k| unsafe { scan_f16_avx2(r, s, nc, b, k) });
-    }
-    None
-}
-
-#[cfg(target_arch = "x86_64")]
-type ScanF16 = fn(&[u16], usize, usize, &mut [f32], &mut [u32]);
-
-/// [`scan_avx2`] over f16 rows, converted in registers (F16C).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,f16c")]
-fn scan_f16_avx2(rows: &[u16], stride: usize, nc: usize, best: &mut [f32], best_class: &mut [u32]) {
-    use std::arch::x86_64::*;
-    let width = best.len().min(best_class.len());
-    assert!(nc == 0 || (nc - 1) * stride + width <= rows.len(), "scan block out of bounds");
-    let lanes = width / 16 * 16;
-    for x in (0..lanes).step_by(16) {
-        // SAFETY: row c, columns x..x + 16 lie in `rows` (asserted above); unaligned loads and stores.
-        unsafe {
-            let (mut b0, mut b1) = (_mm256_set1_ps(f32::NEG_INFINITY), _mm256_set1_ps(f32::NEG_INFINITY));
-            let (mut k0, mut k1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-            for c in 0..nc {
-                let p = rows.as_ptr().add(c * stride + x) as *const __m128i;
-                let (v0, v1) = (_mm256_cvtph_ps(_mm_loadu_si128(p)), _mm256_cvtph_ps(_mm_loadu_si128(p.add(1))));
-                let class = _mm256_castsi256_ps(_mm256_set1_epi32(c as i32));
-                let (g0, g1) = (_mm256_cmp_ps::<_CMP_GT_OQ>(v0, b0), _mm256_cmp_ps::<_CMP_GT_OQ>(v1, b1));
-                (b0, b1) = (_mm256_max_ps(v0, b0), _mm256_max_ps(v1, b1));
-                (k0, k1) = (_mm256_blendv_ps(k0, class, g0), _mm256_blendv_ps(k1, class, g1));
-            }
-            _mm256_storeu_ps(best.as_mut_ptr().add(x), b0);
-            _mm256_storeu_ps(best.as_mut_ptr().add(x + 8), b1);
-            _mm256_storeu_ps(best_class.as_mut_ptr().add(x) as *mut f32, k0);
-            _mm256_storeu_ps(best_class.as_mut_ptr().add(x + 8) as *mut f32, k1);
-        }
-    }
-    for x in lanes..width {
-        let (mut top, mut class) = (f32::NEG_INFINITY, 0u32);
-        for c in 0..nc {
-            let v = crate::layout::f16_to_f32(rows[c * stride + x]);
-            if v > top {
-                (top, class) = (v, c as u32);
-            }
-        }
-        (best[x], best_class[x]) = (top, class);
-    }
-}
-
-/// 16 columns at a time: best and class in four registers across all rows
-/// (intrinsics: LLVM turns a plain select loop into masked stores, which AMD
-/// cores run in microcode).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn scan_avx2(rows: &[f32], stride: usize, nc: usize, best: &mut [f32], best_class: &mut [u32]) {
-    use std::arch::x86_64::*;
-    let width = best.len().min(best_class.len());
-    assert!(nc == 0 || (nc - 1) * stride + width <= rows.len(), "scan block out of bounds");
-    let lanes = width / 16 * 16;
-    for x in (0..lanes).step_by(16) {
-        // SAFETY: row c, columns x..x + 16 lie in `rows` (asserted above);
-        // unaligned loads and stores; x + 16 <= width.
-        unsafe {
-            let (mut b0, mut b1) = (_mm256_set1_ps(f32::NEG_INFINITY), _mm256_set1_ps(f32::NEG_INFINITY));
-            let (mut k0, mut k1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-            for c in 0..nc {
-                let p = rows.as_ptr().add(c * stride + x);
-                let (v0, v1) = (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)));
-                let class = _mm256_castsi256_ps(_mm256_set1_epi32(c as i32));
-                let (g0, g1) = (_mm256_cmp_ps::<_CMP_GT_OQ>(v0, b0), _mm256_cmp_ps::<_CMP_GT_OQ>(v1, b1));
-                // max_ps(v, b) is v where v > b, else b (b itself when v is NaN).
-                (b0, b1) = (_mm256_max_ps(v0, b0), _mm256_max_ps(v1, b1));
-                (k0, k1) = (_mm256_blendv_ps(k0, class, g0), _mm256_blendv_ps(k1, class, g1));
-            }
-            _mm256_storeu_ps(best.as_mut_ptr().add(x), b0);
-            _mm256_storeu_ps(best.as_mut_ptr().add(x + 8), b1);
-            _mm256_storeu_ps(best_class.as_mut_ptr().add(x) as *mut f32, k0);
-            _mm256_storeu_ps(best_class.as_mut_ptr().add(x + 8) as *mut f32, k1);
-        }
-    }
-    if lanes < width {
-        scan(&rows[lanes..], stride, nc, &mut best[lanes..width], &mut best_class[lanes..width]);
-    }
 }
 
 /// YOLOv5 (its repository's `non_max_suppression`): objectness above `conf`,
@@ -360,7 +228,10 @@ fn end_to_end(m: Matrix<'_>, layout: &Layout, params: &Params) -> Decoded {
         } else {
             out.boxes.push([m.get(row, 0), m.get(row, 1), m.get(row, 2), m.get(row, 3)]);
         }
-        push_common(&mut out, m, layout, row, score, class);
+        out.push(&Candidate { anchor: row, score, class });
+        if matches!(layout.task, Task::Segment { .. } | Task::Pose { .. }) {
+            out.extra.extend((6..layout.channels()).map(|k| m.get(row, k)));
+        }
     }
     out
 }

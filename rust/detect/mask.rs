@@ -105,20 +105,41 @@ impl Patch {
     }
 }
 
+/// One box's mask in the frame: pixels `x` by `y` (0 or 1, row after row);
+/// every other pixel of the frame is 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaskPatch {
+    pub x: std::ops::Range<usize>,
+    pub y: std::ops::Range<usize>,
+    pub values: Vec<u8>,
+}
+
+impl MaskPatch {
+    /// Writes the patch into a frame-sized plane of `width` columns (whose
+    /// other pixels are left as they are: zero in a fresh plane).
+    pub fn paint(&self, plane: &mut [u8], width: usize) {
+        let w = self.x.len();
+        if w == 0 {
+            return;
+        }
+        for (row, y) in self.values.chunks_exact(w).zip(self.y.clone()) {
+            plane[y * width + self.x.start..y * width + self.x.end].copy_from_slice(row);
+        }
+    }
+}
+
 /// Masks of `boxes` (x1, y1, x2, y2 in model-input pixels) from their
-/// coefficients (`nm` per box) and `protos` `[nm, mh, mw]` (batch dropped),
-/// written as 0/1 bytes into `out`: one frame-sized plane per box. Returns,
-/// per box, whether its mask at the model input has any pixel (Ultralytics
-/// drops the boxes whose mask is empty). With `inputs`, each box's mask at
-/// the model input is pushed there too (one per box, empty or not).
+/// coefficients (`nm` per box) and `protos` `[nm, mh, mw]` (batch dropped):
+/// per box, its patch of the frame and its mask at the model input (what
+/// Ultralytics traces polygons on), or None where that mask has no pixel
+/// (Ultralytics drops those boxes). Only the pixels a box reaches are
+/// computed; the rest of each mask is zero.
 pub fn masks(
     protos: &Tensor<'_>,
     coeffs: &[f32],
     boxes: &[[f32; 4]],
     geometry: &MaskGeometry,
-    out: &mut [u8],
-    mut inputs: Option<&mut Vec<InputMask>>,
-) -> Result<Vec<bool>> {
+) -> Result<Vec<Option<(MaskPatch, InputMask)>>> {
     let p = protos.squeeze_to(3)?;
     let (nm, mh, mw) = (p.shape()[0], p.shape()[1], p.shape()[2]);
     let [iw, ih] = geometry.input;
@@ -127,8 +148,8 @@ pub fn masks(
     if coeffs.len() != boxes.len() * nm {
         bail!("{} boxes need {} mask coefficients each, got {} in all", boxes.len(), nm, coeffs.len());
     }
-    if mh == 0 || mw == 0 || iw == 0 || ih == 0 || fw == 0 || fh == 0 {
-        bail!("masks need non-empty prototypes, input and frame, got prototypes {mw}x{mh}, input {iw}x{ih}, frame {fw}x{fh}");
+    if nm == 0 || mh == 0 || mw == 0 || iw == 0 || ih == 0 || fw == 0 || fh == 0 {
+        bail!("masks need non-empty prototypes, input and frame, got {nm} prototypes of {mw}x{mh}, input {iw}x{ih}, frame {fw}x{fh}");
     }
     if left >= right || top >= bottom || right > iw || bottom > ih {
         bail!(
@@ -136,35 +157,32 @@ pub fn masks(
             geometry.image
         );
     }
-    if out.len() != boxes.len() * fw * fh {
-        bail!(
-            "masks of {} boxes in a {fw}x{fh} frame need {} bytes, got {}",
-            boxes.len(),
-            boxes.len() * fw * fh,
-            out.len()
-        );
-    }
-    out.fill(0);
-    // The prototypes as f32 planes, read once (they may be f16, strided...).
-    let mut planes = vec![0f32; if boxes.is_empty() { 0 } else { nm * mh * mw }];
-    for (k, plane) in planes.chunks_exact_mut((mh * mw).max(1)).enumerate() {
-        for (y, row) in plane.chunks_exact_mut(mw).enumerate() {
-            for (x, v) in row.iter_mut().enumerate() {
-                *v = p.get(&[k, y, x]);
+    // The prototypes as f32 planes: in place when the model wrote packed f32,
+    // else read once (they may be f16, strided...).
+    let converted;
+    let planes: &[f32] = match p.packed_f32() {
+        Some(planes) => planes,
+        None => {
+            let mut all = vec![0f32; if boxes.is_empty() { 0 } else { nm * mh * mw }];
+            for (k, plane) in all.chunks_exact_mut((mh * mw).max(1)).enumerate() {
+                for (y, row) in plane.chunks_exact_mut(mw).enumerate() {
+                    for (x, v) in row.iter_mut().enumerate() {
+                        *v = p.get(&[k, y, x]);
+                    }
+                }
             }
+            converted = all;
+            &converted
         }
-    }
+    };
     let identity = geometry.image == [0, 0, iw, ih] && geometry.frame == geometry.input;
     let mut found = Vec::with_capacity(boxes.len());
-    for ((b, c), plane) in boxes.iter().zip(coeffs.chunks_exact(nm)).zip(out.chunks_exact_mut(fw * fh)) {
+    for (b, c) in boxes.iter().zip(coeffs.chunks_exact(nm.max(1))) {
         // crop_mask keeps columns c with x1 <= c < x2 (rows alike).
         let first = |v: f32, n: usize| (v.max(0.0).ceil() as usize).min(n);
         let (bx, by) = (first(b[0], iw)..first(b[2], iw), first(b[1], ih)..first(b[3], ih));
         if bx.is_empty() || by.is_empty() || !b.iter().all(|v| v.is_finite()) {
-            found.push(false);
-            if let Some(inputs) = inputs.as_deref_mut() {
-                inputs.push(InputMask { x: 0..0, y: 0..0, bits: vec![] });
-            }
+            found.push(None);
             continue;
         }
         let (tx, ty) = (taps(mw, iw, bx.clone()), taps(mh, ih, by.clone()));
@@ -180,40 +198,41 @@ pub fn masks(
             }
         }
         // process_mask: upsample to the input, > 0, inside the box.
-        let mut input = Patch { x: bx.clone(), y: by.clone(), values: Vec::with_capacity(bx.len() * by.len()) };
-        let mut any = false;
-        // Separable: each prototype row of the patch interpolated along x once.
-        let rows: Vec<Vec<f32>> = py
-            .clone()
-            .map(|y| tx.iter().map(|s| s.w0 * proto.at(s.i0, y) + s.w1 * proto.at(s.i1, y)).collect())
-            .collect();
-        for t in &ty {
-            let (upper, lower) = (&rows[t.i0 - py.start], &rows[t.i1 - py.start]);
-            for (u, l) in upper.iter().zip(lower) {
-                let on = t.w0 * u + t.w1 * l > 0.0;
-                any |= on;
-                input.values.push(if on { 1.0 } else { 0.0 });
+        // Separable: each prototype row of the patch interpolated along x once
+        // (the taps lie in the patch: it spans them).
+        let pw = px.len();
+        let mut rows = vec![0f32; py.len() * bx.len()];
+        for (row, src) in rows.chunks_exact_mut(bx.len()).zip(proto.values.chunks_exact(pw)) {
+            for (r, s) in row.iter_mut().zip(&tx) {
+                *r = s.w0 * src[s.i0 - px.start] + s.w1 * src[s.i1 - px.start];
             }
         }
-        found.push(any);
-        if let Some(inputs) = inputs.as_deref_mut() {
-            let bits = input.values.iter().map(|&v| v as u8).collect();
-            inputs.push(InputMask { x: bx.clone(), y: by.clone(), bits });
+        let mut on = vec![0u8; bx.len() * by.len()];
+        for (out, t) in on.chunks_exact_mut(bx.len()).zip(&ty) {
+            let upper = &rows[(t.i0 - py.start) * bx.len()..][..bx.len()];
+            let lower = &rows[(t.i1 - py.start) * bx.len()..][..bx.len()];
+            for ((o, u), l) in out.iter_mut().zip(upper).zip(lower) {
+                *o = (t.w0 * u + t.w1 * l > 0.0) as u8;
+            }
         }
-        // scale_masks: the image's rectangle of the input, resized to the frame.
-        let (cx, cy) =
-            (input.x.start.max(left)..input.x.end.min(right), input.y.start.max(top)..input.y.end.min(bottom));
-        if !any || cx.is_empty() || cy.is_empty() {
+        let any = on.contains(&1);
+        if !any {
+            found.push(None);
             continue;
         }
+        let at_input = InputMask { x: bx.clone(), y: by.clone(), bits: on };
         if identity {
             // Masks at the model input: no second resize.
-            for (row, y) in by.clone().enumerate() {
-                let src = &input.values[row * bx.len()..(row + 1) * bx.len()];
-                for (d, &v) in plane[y * fw + bx.start..y * fw + bx.end].iter_mut().zip(src) {
-                    *d = v as u8;
-                }
-            }
+            let patch = MaskPatch { x: bx, y: by, values: at_input.bits.clone() };
+            found.push(Some((patch, at_input)));
+            continue;
+        }
+        // scale_masks: the image's rectangle of the input, resized to the frame.
+        let input = Patch { x: bx.clone(), y: by.clone(), values: at_input.bits.iter().map(|&v| v as f32).collect() };
+        let (cx, cy) =
+            (input.x.start.max(left)..input.x.end.min(right), input.y.start.max(top)..input.y.end.min(bottom));
+        if cx.is_empty() || cy.is_empty() {
+            found.push(Some((MaskPatch { x: 0..0, y: 0..0, values: Vec::new() }, at_input)));
             continue;
         }
         let mut cropped =
@@ -224,12 +243,8 @@ pub fn masks(
             }
         }
         let frame = cropped.resize([right - left, bottom - top], [fw, fh], |v| v > 0.5);
-        for (row, y) in frame.y.clone().enumerate() {
-            let src = &frame.values[row * frame.x.len()..(row + 1) * frame.x.len()];
-            for (d, &v) in plane[y * fw + frame.x.start..y * fw + frame.x.end].iter_mut().zip(src) {
-                *d = v as u8;
-            }
-        }
+        let values = frame.values.iter().map(|&v| v as u8).collect();
+        found.push(Some((MaskPatch { x: frame.x, y: frame.y, values }, at_input)));
     }
     Ok(found)
 }

@@ -4,6 +4,7 @@
 //!   bf16, quantized int8/u8) and any strides, checked once, read in place.
 //! * [`layout`]: the families (anchor-free, end-to-end, classic YOLOv5) and
 //!   tasks (detect, segment, pose, obb) of Ultralytics' exports.
+//! * [`scan`]: each anchor's best class score, SIMD, in place.
 //! * [`decode`]: threshold, best class, sort and NMS by Ultralytics' rules.
 //! * [`nms`]: greedy NMS as torchvision runs it, rotated fast NMS with probiou.
 //! * [`geometry`]: boxes, keypoints and rotated boxes back to frame pixels.
@@ -16,6 +17,7 @@ pub mod geometry;
 pub mod layout;
 pub mod mask;
 pub mod nms;
+pub mod scan;
 pub mod tensor;
 pub mod track;
 

@@ -17,65 +17,96 @@ pub const MAX_WH: f32 = 7680.0;
 /// Indices (into the sorted candidates) of the boxes kept, in order.
 /// `boxes`: x1, y1, x2, y2.
 pub fn nms(boxes: &[[f32; 4]], classes: &[u32], iou: f32, agnostic: bool, max_det: usize) -> Vec<usize> {
-    if agnostic {
-        let all: Vec<usize> = (0..boxes.len()).collect();
-        return greedy(boxes, &all, 0.0, iou, max_det);
-    }
-    // Boxes of different classes never meet: NMS per class, then the kept
+    use crate::layout::{multiversion, SimdLevel};
+    // Boxes of different classes never meet: NMS per class (a run of the
+    // candidates ordered by class, score order kept within it), then the kept
     // boxes of all classes in score order (their index order).
-    let mut by_class: Vec<(u32, Vec<usize>)> = Vec::new();
-    let mut sorted: Vec<usize> = (0..boxes.len()).collect();
-    sorted.sort_by_key(|&i| classes[i]); // stable: score order within a class
-    for i in sorted {
-        match by_class.last_mut() {
-            Some((c, members)) if *c == classes[i] => members.push(i),
-            _ => by_class.push((classes[i], vec![i])),
+    let class = |i: usize| if agnostic { 0 } else { classes[i] };
+    // Unique keys: the unstable sort is the stable order by class.
+    let mut order: Vec<u64> = (0..boxes.len()).map(|i| (class(i) as u64) << 32 | i as u64).collect();
+    order.sort_unstable();
+    let order: Vec<usize> = order.iter().map(|&k| (k & u32::MAX as u64) as usize).collect();
+    let mut sides = Sides::default();
+    let mut runs = Vec::new();
+    for (at, &i) in order.iter().enumerate() {
+        if at == 0 || class(i) != class(order[at - 1]) {
+            runs.push(at);
         }
+        sides.push(boxes[i], class(i) as f32 * MAX_WH);
     }
-    let mut keep: Vec<usize> =
-        by_class.iter().flat_map(|(c, members)| greedy(boxes, members, *c as f32 * MAX_WH, iou, max_det)).collect();
+    runs.push(order.len());
+    let greedy = multiversion!(
+        SimdLevel::default_level(),
+        fn body(sides: &Sides, runs: &[usize], iou: f32, max_det: usize, keep: &mut Vec<usize>) {
+            sides.greedy(runs, iou, max_det, keep)
+        }
+    );
+    let mut keep = Vec::new();
+    greedy(&sides, &runs, iou, max_det, &mut keep);
+    let mut keep: Vec<usize> = keep.into_iter().map(|at| order[at]).collect();
     keep.sort_unstable();
     keep.truncate(max_det);
     keep
 }
 
-/// Greedy NMS over `members` (indices in score order), coordinates shifted by
-/// `offset` as Ultralytics shifts them; at most `max_det` kept.
-fn greedy(boxes: &[[f32; 4]], members: &[usize], offset: f32, iou: f32, max_det: usize) -> Vec<usize> {
-    let shifted: Vec<[f32; 4]> = members
-        .iter()
-        .map(|&i| {
-            let b = boxes[i];
-            [b[0] + offset, b[1] + offset, b[2] + offset, b[3] + offset]
-        })
-        .collect();
-    let areas: Vec<f32> = shifted.iter().map(|b| (b[2] - b[0]) * (b[3] - b[1])).collect();
-    let mut suppressed = vec![false; members.len()];
-    let mut keep = Vec::new();
-    for i in 0..members.len() {
-        if suppressed[i] {
-            continue;
-        }
-        keep.push(members[i]);
-        if keep.len() >= max_det {
-            break;
-        }
-        let a = shifted[i];
-        for j in i + 1..members.len() {
-            if suppressed[j] {
-                continue;
-            }
-            let b = shifted[j];
-            let w = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0);
-            let h = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
-            let inter = w * h;
-            // NaN (two empty boxes) compares false: kept, as torchvision keeps it.
-            if inter / (areas[i] + areas[j] - inter) > iou {
-                suppressed[j] = true;
+/// Boxes side by side (one array per coordinate, SIMD over boxes), shifted
+/// by their class offset as Ultralytics shifts them, and their areas.
+#[derive(Default)]
+struct Sides {
+    x1: Vec<f32>,
+    y1: Vec<f32>,
+    x2: Vec<f32>,
+    y2: Vec<f32>,
+    area: Vec<f32>,
+}
+
+impl Sides {
+    fn push(&mut self, b: [f32; 4], offset: f32) {
+        let (x1, y1, x2, y2) = (b[0] + offset, b[1] + offset, b[2] + offset, b[3] + offset);
+        self.x1.push(x1);
+        self.y1.push(y1);
+        self.x2.push(x2);
+        self.y2.push(y2);
+        self.area.push((x2 - x1) * (y2 - y1));
+    }
+
+    /// Greedy NMS within each run `runs[k]..runs[k + 1]` of boxes (in score
+    /// order), at most `max_det` kept per run; the positions kept, into `keep`.
+    #[inline(always)]
+    fn greedy(&self, runs: &[usize], iou: f32, max_det: usize, keep: &mut Vec<usize>) {
+        let mut alive = vec![true; self.x1.len()];
+        for run in runs.windows(2) {
+            let mut kept = 0;
+            for i in run[0]..run[1] {
+                if !alive[i] {
+                    continue;
+                }
+                keep.push(i);
+                kept += 1;
+                if kept >= max_det {
+                    break;
+                }
+                let (a, rest) = (self.x1[i], i + 1..run[1]);
+                let (b, c, d, e) = (self.y1[i], self.x2[i], self.y2[i], self.area[i]);
+                let others = self.x1[rest.clone()]
+                    .iter()
+                    .zip(&self.y1[rest.clone()])
+                    .zip(&self.x2[rest.clone()])
+                    .zip(&self.y2[rest.clone()])
+                    .zip(&self.area[rest.clone()]);
+                for (alive, ((((&x1, &y1), &x2), &y2), &area)) in alive[rest].iter_mut().zip(others) {
+                    let w = (c.min(x2) - a.max(x1)).max(0.0);
+                    let h = (d.min(y2) - b.max(y1)).max(0.0);
+                    let inter = w * h;
+                    // NaN (two empty boxes) compares false: kept, as torchvision keeps it.
+                    // No overlap is never above iou >= 0 (0 / union is 0, -0 or NaN):
+                    // the division only where boxes meet, the same answer.
+                    let over = inter > 0.0 && inter / (e + area - inter) > iou;
+                    *alive &= !over;
+                }
             }
         }
     }
-    keep
 }
 
 /// Ultralytics' covariance of a rotated box (`_get_covariance_matrix`).

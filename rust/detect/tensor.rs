@@ -168,6 +168,25 @@ impl<'a> Tensor<'a> {
         })
     }
 
+    /// All elements as one f32 slice in C order, when the tensor is packed
+    /// f32 (C-contiguous, aligned): read in place.
+    pub fn packed_f32(&self) -> Option<&'a [f32]> {
+        let mut step = 4isize;
+        for (&n, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if n > 1 && s != step {
+                return None;
+            }
+            step *= n as isize;
+        }
+        let len: usize = self.shape.iter().product();
+        if self.element != Element::F32 || len == 0 {
+            return None;
+        }
+        // SAFETY: every bit pattern is a valid f32; only a whole aligned span is used.
+        let (head, values, _) = unsafe { self.data.get(self.origin..self.origin + len * 4)?.align_to::<f32>() };
+        (head.is_empty() && values.len() == len).then_some(values)
+    }
+
     pub(crate) fn byte_offset(&self, index: &[usize]) -> usize {
         let mut at = self.origin as isize;
         for (&i, &s) in index.iter().zip(&self.strides) {
@@ -194,6 +213,16 @@ pub struct Matrix<'a> {
     col_stride: isize,
 }
 
+/// Element types any bit pattern of which is a value: what [`Matrix::packed`] may view bytes as.
+///
+/// # Safety
+/// Every bit pattern of the type's size must be a valid value.
+pub unsafe trait Packed: Copy {}
+// SAFETY: every bit pattern is an f32 (NaNs included) and a u16.
+unsafe impl Packed for f32 {}
+// SAFETY: as above.
+unsafe impl Packed for u16 {}
+
 /// Elements converted to f32 per call of [`Matrix::row_chunks`].
 pub const CHUNK: usize = 512;
 
@@ -217,39 +246,36 @@ impl<'a> Matrix<'a> {
         self.row_chunks_in(r, 0..self.cols, scratch, f)
     }
 
-    /// Rows `first..first + count`, columns `start..start + width` as one f32
-    /// slice and its row stride (in elements), when the matrix is packed f32
-    /// with aligned rows: read in place, no conversion.
-    pub fn packed_f32(&self, first: usize, start: usize, count: usize, width: usize) -> Option<(&'a [f32], usize)> {
-        let stride = self.row_stride / 4;
-        if self.element != Element::F32 || self.col_stride != 4 || self.row_stride % 4 != 0 || stride < 0 {
-            return None;
-        }
-        if count == 0 || width == 0 || first + count > self.rows || start + width > self.cols {
-            return None;
-        }
-        let at = (self.origin + first as isize * self.row_stride + start as isize * 4) as usize;
-        let len = ((count - 1) * stride as usize + width) * 4;
-        // SAFETY: every bit pattern is a valid f32; align_to returns only the
-        // aligned middle, accepted when it is the whole span.
-        let (head, values, _) = unsafe { self.data.get(at..at + len)?.align_to::<f32>() };
-        (head.is_empty() && values.len() * 4 == len).then_some((values, stride as usize))
+    pub fn element(&self) -> Element {
+        self.element
     }
 
-    /// As [`Matrix::packed_f32`] for packed f16 (their bits).
-    pub fn packed_f16(&self, first: usize, start: usize, count: usize, width: usize) -> Option<(&'a [u16], usize)> {
-        let stride = self.row_stride / 2;
-        if self.element != Element::F16 || self.col_stride != 2 || self.row_stride % 2 != 0 || stride < 0 {
+    /// Rows `first..first + count`, columns `start..start + width` as one
+    /// slice of `T` (f32, or u16 for the bits of f16 and bf16) and its row
+    /// stride in elements, when the matrix holds elements of `T`'s size,
+    /// packed along rows, with aligned rows: read in place, no conversion.
+    pub fn packed<T: Packed>(
+        &self,
+        first: usize,
+        start: usize,
+        count: usize,
+        width: usize,
+    ) -> Option<(&'a [T], usize)> {
+        let size = std::mem::size_of::<T>() as isize;
+        let stride = self.row_stride / size;
+        if self.element.size() as isize != size || self.col_stride != size || self.row_stride % size != 0 || stride < 0
+        {
             return None;
         }
         if count == 0 || width == 0 || first + count > self.rows || start + width > self.cols {
             return None;
         }
-        let at = (self.origin + first as isize * self.row_stride + start as isize * 2) as usize;
-        let len = ((count - 1) * stride as usize + width) * 2;
-        // SAFETY: every bit pattern is a valid u16; only a whole aligned span is used.
-        let (head, values, _) = unsafe { self.data.get(at..at + len)?.align_to::<u16>() };
-        (head.is_empty() && values.len() * 2 == len).then_some((values, stride as usize))
+        let at = (self.origin + first as isize * self.row_stride + start as isize * size) as usize;
+        let len = (count - 1) * stride as usize + width;
+        // SAFETY: every bit pattern is a valid T (Packed); align_to returns only
+        // the aligned middle, accepted when it is the whole span.
+        let (head, values, _) = unsafe { self.data.get(at..at + len * size as usize)?.align_to::<T>() };
+        (head.is_empty() && values.len() == len).then_some((values, stride as usize))
     }
 
     /// [`Matrix::row_chunks`] over columns `cols` only.

@@ -16,6 +16,7 @@ mod colour;
 mod convert;
 mod error;
 mod float;
+pub(crate) use float::multiversion;
 mod format;
 mod frame;
 mod kernels;

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use super::errors::invalid;
 use crate::detect::{
     self,
-    mask::{InputMask, MaskGeometry},
+    mask::{InputMask, MaskGeometry, MaskPatch},
     DetectError, Element, ErrorKind, Family, Geometry, Layout, Params, Task, Tensor,
 };
 
@@ -154,7 +154,8 @@ struct Result_ {
     decoded: detect::Decoded,
     xywhr: Option<Vec<[f32; 5]>>,
     keypoints: Option<(Vec<f32>, usize)>,
-    masks: Option<(Vec<u8>, [usize; 2])>,
+    /// Each detection's mask patch, and the frame's (w, h).
+    masks: Option<(Vec<MaskPatch>, [usize; 2])>,
     input_masks: Option<Vec<InputMask>>,
 }
 
@@ -184,17 +185,13 @@ fn run(output: &Span, protos: Option<&Span>, r: &Request) -> detect::Result<Resu
             None => input,
         };
         let g = MaskGeometry { input, image, frame };
-        let plane = frame[0] * frame[1];
-        let mut out = vec![0u8; d.len() * plane];
-        let mut inputs = Vec::with_capacity(d.len());
-        let found = detect::mask::masks(&p, &d.extra, &d.boxes, &g, &mut out, Some(&mut inputs))?;
-        if found.contains(&false) {
-            inputs = inputs.into_iter().zip(&found).filter(|(_, &f)| f).map(|(m, _)| m).collect();
+        let found = detect::mask::masks(&p, &d.extra, &d.boxes, &g)?;
+        if found.contains(&None) {
             // Ultralytics keeps only the boxes whose mask has a pixel.
-            d = keep_where(d, &found, nm);
-            out =
-                out.chunks_exact(plane.max(1)).zip(&found).filter(|(_, &f)| f).flat_map(|(m, _)| m).copied().collect();
+            let keep: Vec<bool> = found.iter().map(Option::is_some).collect();
+            d = keep_where(d, &keep, nm);
         }
+        let (out, inputs): (Vec<MaskPatch>, Vec<InputMask>) = found.into_iter().flatten().unzip();
         masks = Some((out, frame));
         input_masks = Some(inputs);
     }
@@ -294,7 +291,7 @@ fn decode_yolo<'py>(
     let anchors: Vec<i64> = d.anchors.iter().map(|&a| a as i64).collect();
     let xywhr = r.xywhr.map(|v| PyArray1::from_vec(py, v.concat()).reshape([n, 5])).transpose()?;
     let keypoints = r.keypoints.map(|(v, e)| PyArray1::from_vec(py, v).reshape([n, e])).transpose()?;
-    let masks = r.masks.map(|(v, [w, h])| PyArray1::from_vec(py, v).reshape(vec![n, h, w])).transpose()?;
+    let masks = r.masks.map(|(patches, [w, h])| paint_masks(py, &patches, n, w, h)).transpose()?;
     let input_masks = r
         .input_masks
         .map(|m| -> PyResult<_> {
@@ -315,6 +312,59 @@ fn decode_yolo<'py>(
         input_masks,
     ))
 }
+
+/// The masks as one `(n, h, w)` array of 0/1 bytes. Numpy's zeroed
+/// allocation (calloc: fresh pages are zero without being written) and only
+/// the patches written, with the GIL released: the pages no mask reaches are
+/// never touched here.
+fn paint_masks<'py>(
+    py: Python<'py>,
+    patches: &[MaskPatch],
+    n: usize,
+    w: usize,
+    h: usize,
+) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let masks = PyArrayDyn::<u8>::zeros(py, vec![n, h, w], false);
+    // SAFETY: the array was just made here, C-contiguous, and no one else
+    // holds it yet; nothing reads or resizes it while the patches are written.
+    let planes = unsafe { masks.as_slice_mut() }.map_err(|_| invalid("the masks array is not contiguous"))?;
+    small_pages(planes);
+    let planes = Unshared(planes);
+    py.detach(|| {
+        let Unshared(planes) = planes;
+        for (patch, plane) in patches.iter().zip(planes.chunks_exact_mut((w * h).max(1))) {
+            patch.paint(plane, w);
+        }
+    });
+    Ok(masks)
+}
+
+/// Numpy asks for transparent huge pages on arrays of 4 MiB and more: the
+/// first write into a 2 MiB page then makes the kernel zero all of it, which
+/// for masks (small patches spread over large planes) is most of the time.
+/// Asking for small pages again before anything is written keeps the pages no
+/// patch reaches untouched. Only advice: where it fails nothing changes.
+#[cfg(target_os = "linux")]
+fn small_pages(planes: &mut [u8]) {
+    const PAGE: usize = 4096;
+    if planes.len() < 4 << 20 {
+        return;
+    }
+    let start = (planes.as_mut_ptr() as usize).next_multiple_of(PAGE);
+    let end = (planes.as_mut_ptr() as usize + planes.len()) / PAGE * PAGE;
+    // SAFETY: the range lies inside the array's own memory (page-aligned
+    // within it); MADV_NOHUGEPAGE changes how pages are backed, not their contents.
+    let _ = unsafe { rustix::mm::madvise(start as *mut _, end - start, rustix::mm::Advice::LinuxNoHugepage) };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn small_pages(_planes: &mut [u8]) {}
+
+/// A slice of a fresh numpy array only this call holds, written with the GIL released.
+struct Unshared<'a>(&'a mut [u8]);
+// SAFETY: the slice is the only reference to the array's memory while the
+// GIL is released (see paint_masks).
+unsafe impl Send for Unshared<'_> {}
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_yolo, m)?)?;
