@@ -39,7 +39,7 @@ def test_pad_out_of_float_range() -> None:
 def test_a_plane_pair_for_a_single_buffer_format() -> None:
     y, uv = np.zeros((4, 4), np.uint8), np.zeros((2, 4), np.uint8)
     dst = np.zeros((4, 4, 4), np.uint8)
-    with pytest.raises(InvalidArgumentError, match="only NV12 and NV21 take a"):
+    with pytest.raises(InvalidArgumentError, match=r"only NV12, NV21 and P010 take a \(Y, UV\) pair"):
         npu_zc.convert((y, uv), dst, "BGR", "RGBx")
     with pytest.raises(InvalidArgumentError, match=r"\(Y, U, V\) planes, not 2 arrays"):
         npu_zc.convert((y, uv), dst, "I420", "RGBx")
