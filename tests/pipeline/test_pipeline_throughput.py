@@ -10,6 +10,7 @@ import itertools
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -278,3 +279,20 @@ def test_cli_requests(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
     assert "2 frames in flight" in capsys.readouterr().out
     assert main(["run", "-i", str(image), "-d", "CPU", "--requests", "2", "-c"]) == 1
     assert "zero-copy only" in capsys.readouterr().err
+
+
+def test_a_ctrl_c_while_the_last_run_finishes_is_not_lost(pipeline: Pipeline) -> None:
+    # A run starts by waiting for the previous run's feeding thread; a Ctrl-C in that wait is raised once it is over.
+    with pipeline._runner(requests=2) as runner:
+        runner._feeder_done = last_run = threading.Event()
+        timers = [threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGINT)), threading.Timer(0.5, last_run.set)]
+        for timer in timers:
+            timer.start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                runner._wait_for_feeder()
+        finally:
+            for timer in timers:
+                timer.cancel()
+        assert last_run.is_set() and time.monotonic() - started >= 0.4

@@ -253,15 +253,19 @@ class ThroughputRunner:
         """Until the last run's feeding thread has finished (it owns the buffers and the preprocessor);
         with ``abandon``, not past STOP_GRACE_S nor a Ctrl-C. True once it has finished."""
         deadline = time.monotonic() + STOP_GRACE_S
+        interrupted: KeyboardInterrupt | None = None
         while self._feeder_done is not None and not self._feeder_done.is_set():
             try:
                 self._feeder_done.wait(0.25)
-            except KeyboardInterrupt:  # already stopping: the wait is for requests in flight, milliseconds
+            except KeyboardInterrupt as exc:  # the wait is for requests in flight, milliseconds
                 if abandon:
                     return False
+                interrupted = exc  # raised once the last run is over: a Ctrl-C here is not lost
                 continue
             if abandon and time.monotonic() > deadline:
                 return False
+        if interrupted is not None:
+            raise interrupted
         return True
 
     def _feed(
