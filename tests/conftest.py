@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any, Iterator
@@ -21,6 +22,12 @@ import numpy as np
 import pytest
 
 import vgem as vgem_driver
+
+# A run started in the background by a non-interactive shell (`cmd &`) inherits SIGINT ignored, and Python then
+# installs no KeyboardInterrupt handler: the Ctrl-C tests would send signals that nothing sees (an endless run never
+# stops). Python's own handler, as an interactive run has it; the commands the tests start inherit the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent
 MEMCOUNT = Path(__file__).resolve().parent / "memcount"
