@@ -22,7 +22,6 @@ made from Python per frame, by role (deterministic, so it compares versions on a
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import threading
@@ -34,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results  # noqa: E402
+from python_per_frame import thread_ns  # noqa: E402  (per-thread CPU, written once there)
 
 ROLES = (("npu_zc-src", "sources"), ("npu_zc-feed", "feeders"), ("npu_zc-streams", "feeders"), ("npu_zc-queue", "delivery"))
 
@@ -68,17 +68,6 @@ def tiny_model() -> Any:
     image = ops.parameter([1, 3, 64, 64], np.float32, name="image")
     pooled = ops.reduce_mean(image, ops.constant(np.array([2, 3], np.int64)), False)
     return ov.Model([ops.result(pooled)], [image], "tiny")
-
-
-def thread_ns() -> dict[int, int]:
-    out: dict[int, int] = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                out[int(tid)] = int(f.read().split()[0])
-        except OSError:
-            continue
-    return out
 
 
 class Sampler:

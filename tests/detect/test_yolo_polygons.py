@@ -18,16 +18,9 @@ import pytest
 
 from npu_zc import Transform, YoloLayout, decode_yolo
 
+from test_yolo_golden import letterbox
+
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def letterbox() -> Transform:
-    lb = np.load(FIXTURES / "letterbox.npz")
-    (gx, gy), (px, py), (nw, nh) = lb["gain"], lb["pad"], lb["new"]
-    imgsz = int(lb["imgsz"])
-    w0, h0 = (int(v) for v in lb["frame"])
-    return Transform((float(gx), float(gy)), (float(px), float(py)), (int(px), int(py), int(nw), int(nh)),
-                     (0, 0, imgsz, imgsz), (0, 0, w0, h0))
 
 
 @pytest.fixture(scope="module")
