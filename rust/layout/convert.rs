@@ -483,13 +483,7 @@ mod tests {
         ) {
             let pad = if dst.has_pad() { pad } else { 0.0 };
             let options = Options { mean: Some(mean), scale: Some(scale), pad, ..Options::default() };
-            let mut state = seed | 1;
-            let src: Vec<u8> = (0..pixels * src_format.channels()).map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            }).collect();
+            let src = random_bytes(pixels * src_format.channels(), seed);
             for level in SimdLevel::available() {
                 let plan = Plan::new(src_format, dst, &options, level).unwrap();
                 let element = dst.element();
@@ -503,6 +497,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `n` bytes from a xorshift seeded by `seed` (the property tests' pixels).
+    fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
+        let mut state = seed | 1;
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect()
     }
 
     proptest! {
@@ -522,13 +529,7 @@ mod tests {
         ) {
             let pad = if dst.has_pad() { pad as f32 } else { 0.0 };
             let options = Options { mean: Some(mean), scale: Some(scale), pad, quant: Some(quant), ..Options::default() };
-            let mut state = seed | 1;
-            let src: Vec<u8> = (0..pixels * src_format.channels()).map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            }).collect();
+            let src = random_bytes(pixels * src_format.channels(), seed);
             for level in SimdLevel::available() {
                 let plan = Plan::new(src_format, dst, &options, level).unwrap();
                 let reference = kernels::scalar_encoder(Element::I8, false, plan.src_channels, dst.channels());
