@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--mean", type=_values, metavar="M", help="per-channel mean, e.g. '127.5' or '123.7,116.3,103.5' (default: the model's own)")
     group.add_argument("--scale", type=_values, metavar="S", help="per-channel scale: the model sees (x - mean) / scale (default: the model's own)")
     group.add_argument("--input-size", type=_size, metavar="HxW", help="for a model whose input size is dynamic")
-    group.add_argument("--hw-format", choices=("RGBx", "BGRx", "RGBx_FP16", "RGBx_BF16"),
+    group.add_argument("--hw-format", choices=("RGBx", "BGRx", "RGBx_FP16", "RGBx_BF16", "RGBx_I8", "RGB_I8"),
                        help="zero-copy input layout (default: chosen from the model's input type)")
     group.add_argument("--interpolation", choices=("linear", "area", "nearest"), default="linear",
                        help="resize method, as OpenCV's, fused into the conversion (default linear, as cv2.resize)")

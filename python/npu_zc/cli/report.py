@@ -20,6 +20,8 @@ def setup_lines(report: RunReport) -> list[str]:
         f"model    {report.model} ({report.kind})",
         f"device   {report.device} ({device_reason(report.device_reason)})",
         f"mode     {report.mode}: input {report.input_format} {shape} in {buffers}, {where}",
+        *([f"quant    int8 input: byte q stands for (q - {q['zero_point']}) * {q['scale']:.6g} (the model's "
+           f"{q['source']}); the preprocess normalises and quantises"] if (q := report.quantisation) else []),
         *([f"hint     {report.hint}: {report.requests} frames in flight; FPS is frames / wall time, the stages each "
            "frame's own"] if report.fps is not None else []),
         *binding_lines(report.bindings),

@@ -222,7 +222,7 @@ def _element_name(element_type: Any) -> str:
         raise _fail(f"cannot read an element type from {element_type!r}: use a name such as 'bf16' or a numpy dtype") from None
 
 
-def select_format(element_type: Any, layout: Any, channels: int, *, order: str = "RGB") -> str:
+def select_format(element_type: Any, layout: Any, channels: int, *, order: str = "RGB", quantised: bool = False) -> str:
     """The destination format preprocessing must write for a model input.
 
     In the spirit of VART's NPU Format Selection Guide: a channels-last
@@ -234,11 +234,33 @@ def select_format(element_type: Any, layout: Any, channels: int, *, order: str =
     ``order="BGR"`` the BGR twin of each (none for bf16 and f16 packed).
     ``element_type``: a name ("bf16", "float32"...), a numpy dtype or an
     OpenVINO ``Type``; ``layout``: "NHWC"/"NCHW" or an OpenVINO ``Layout``.
+    ``quantised=True``: an int8 input that carries a scale and zero point
+    (``npu_zc.runtime.input_quantisation`` reads them from the model), written
+    quantised: ``RGBx_I8`` (NHWC, 4 channels) or ``RGB_I8`` (NHWC, 3; RGB
+    order only: the model orders the channels). Without it an int8 input is
+    answered as u8 (``RGBx``), as before.
     """
     if order not in ("RGB", "BGR"):
         raise _fail(f"order must be 'RGB' or 'BGR', not {order!r}")
     layout_name = re.sub(r"[^A-Za-z]", "", str(layout))
+    if quantised:
+        return _quantised_format(_element_name(element_type), layout_name, _count(channels, "channels"), order)
     return str(_core.select_format(_element_name(element_type), layout_name, _count(channels, "channels"), order == "BGR"))
+
+
+def _quantised_format(element: str, layout_name: str, channels: int, order: str) -> str:
+    if element not in ("i8", "int8"):
+        raise _fail(f"quantised=True describes an int8 input, not {element}: the int8 layouts quantise with its scale and zero point")
+    formats = {("NHWC", 4): "RGBx_I8", ("NHWC", 3): "RGB_I8"}
+    fmt = formats.get((layout_name.upper(), channels))
+    if fmt is None:
+        raise _fail(
+            f"no destination format for a quantised int8 {layout_name} input of {channels} channels: "
+            "the int8 layouts are RGBx_I8 (NHWC, 4) and RGB_I8 (NHWC, 3)"
+        )
+    if order != "RGB":
+        raise _fail(f"{fmt} has no BGR order: write RGB and let the model order the channels")
+    return fmt
 
 
 def simd_levels() -> tuple[list[str], str]:

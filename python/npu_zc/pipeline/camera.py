@@ -23,7 +23,7 @@ from ..capture import Camera, Frame
 from ..errors import CameraFormatError
 from .image import opencv
 from .pipeline import Pipeline
-from .preprocess import _LAYOUT_INTERPOLATION, PreprocessSpec, Preprocessor, _three
+from .preprocess import _LAYOUT_INTERPOLATION, PreprocessSpec, Preprocessor
 from .stream import FrameResult, StreamReport
 from .timing import Timings, progress_bar
 
@@ -93,7 +93,7 @@ class CameraPreprocessor:
                 roi=_even(engine_name, cols.start, rows.start, cols.stop - cols.start, rows.stop - rows.start),
                 fit="letterbox" if spec.fit == "letterbox" else "stretch", fill=spec.fill,
                 interpolation=_LAYOUT_INTERPOLATION[spec.interpolation],
-                mean=_three(spec.mean), scale=_three(spec.scale),
+                **spec.normalisation,
                 matrix=matrix, range=range_,
             )  # fmt: skip
             return

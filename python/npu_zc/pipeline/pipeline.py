@@ -76,6 +76,8 @@ class RunReport:
     """Ctrl-C stopped the timed loop: ``runs`` counts the runs done before it."""
     bindings: list[dict[str, str]] = dataclasses.field(default_factory=list)
     """Per input and output, whether the device reads our memory or a copy (:class:`npu_zc.runtime.BindingReport`)."""
+    quantisation: dict[str, Any] | None = None
+    """An int8 input's ``{"scale", "zero_point", "source"}`` (:class:`npu_zc.runtime.InputQuantisation`); None otherwise."""
 
     @property
     def infer_fps(self) -> float:
@@ -93,7 +95,8 @@ class RunReport:
             "device": self.device,
             "device_reason": self.device_reason,
             "mode": self.mode,
-            "input": {"format": self.input_format, "shape": list(self.input_shape), "buffers": self.buffers},
+            "input": {"format": self.input_format, "shape": list(self.input_shape), "buffers": self.buffers,
+                      "quantisation": self.quantisation},
             "image": {"path": self.image, "width": self.image_size[0], "height": self.image_size[1]},
             "runs": self.runs,
             "warmup": self.warmup,
@@ -391,6 +394,7 @@ class Pipeline:
             mode=self.mode,
             input_format=self.spec.format,
             input_shape=self.spec.shape,
+            quantisation=None if self.session.quantisation is None else dataclasses.asdict(self.session.quantisation),
             buffers=self.buffer_kind,
             image=name,
             image_size=(int(image.shape[1]), int(image.shape[0])),

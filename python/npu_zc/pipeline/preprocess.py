@@ -38,7 +38,7 @@ _LAYOUT_INTERPOLATION = {"linear": "bilinear", "area": "area", "nearest": "neare
 # Formats the preprocess can write, by the element type of their buffer.
 _ELEMENTS = {
     "RGBx": "u8", "BGRx": "u8", "RGB": "u8", "BGR": "u8",
-    "RGBx_FP16": "f16", "RGBx_BF16": "bf16",
+    "RGBx_FP16": "f16", "RGBx_BF16": "bf16", "RGBx_I8": "i8", "RGB_I8": "i8",
     "RGBP_FLOAT": "f32", "BGRP_FLOAT": "f32", "RGB_FLOAT": "f32", "BGR_FLOAT": "f32",
     "RGBP_FP16": "f16", "BGRP_FP16": "f16",
 }  # fmt: skip
@@ -63,6 +63,10 @@ class PreprocessSpec:
     interpolation: str = "linear"
     fill: int = 0
     """For ``letterbox``: the pixel value (0-255) of the bars, normalised like pixels."""
+    quant_scale: float | None = None
+    """For ``RGBx_I8`` / ``RGB_I8``: the model input's scale (``session.quantisation``); None for the others."""
+    zero_point: int = 0
+    """For ``RGBx_I8`` / ``RGB_I8``: the model input's zero point."""
 
     def __post_init__(self) -> None:
         if self.format not in _ELEMENTS:
@@ -78,22 +82,35 @@ class PreprocessSpec:
             raise InvalidArgumentError(f"fill must be a pixel value, an integer from 0 to 255, not {self.fill!r}")
         if not 0 < self.crop_fraction <= 1:
             raise InvalidArgumentError(f"crop_fraction must be in (0, 1], got {self.crop_fraction}")
+        if (self.quant_scale is not None) != (self.element_type == "i8"):
+            raise ModelError(
+                f"the {self.format} layout {'needs' if self.quant_scale is None else 'takes no'} quant_scale "
+                "(an int8 model input's scale and zero point, which session.quantisation gives)"
+            )
 
     @classmethod
     def for_session(cls, session: Any, *, fit: Fit = "crop", interpolation: str = "linear") -> "PreprocessSpec":
-        """The spec of ``session``'s image input: normalised by the model in zero-copy mode, here in copy mode."""
+        """The spec of ``session``'s image input: normalised by the model in zero-copy mode, here in copy mode
+        and for an int8 input (quantised here with the model's scale and zero point)."""
         spec = session.inputs[0]
         norm = session.normalisation
-        in_model = session.mode == "zero-copy"
+        quantisation = getattr(session, "quantisation", None)
+        in_model = session.mode == "zero-copy" and quantisation is None
+        mean, scale = norm.mean, norm.scale
+        if quantisation is not None and norm.color == "BGR":
+            # The int8 layouts are written in RGB order (the model reorders): the model's BGR-order numbers reversed.
+            mean, scale = _reversed(mean), _reversed(scale)
         return cls(
             format=session.format,
             shape=tuple(spec.shape),
             height=session.image.height,
             width=session.image.width,
-            mean=None if in_model else norm.mean,
-            scale=None if in_model else norm.scale,
+            mean=None if in_model else mean,
+            scale=None if in_model else scale,
             fit=fit,
             interpolation=interpolation,
+            quant_scale=None if quantisation is None else quantisation.scale,
+            zero_point=0 if quantisation is None else quantisation.zero_point,
         )
 
     @property
@@ -107,7 +124,15 @@ class PreprocessSpec:
 
             bf16: np.dtype = np.dtype(ml_dtypes.bfloat16)  # ml_dtypes ships no types
             return bf16
-        return np.dtype({"u8": np.uint8, "f16": np.float16, "f32": np.float32}[self.element_type])
+        return np.dtype({"u8": np.uint8, "i8": np.int8, "f16": np.float16, "f32": np.float32}[self.element_type])
+
+    @property
+    def normalisation(self) -> dict[str, Any]:
+        """The keyword arguments of :class:`npu_zc.layout.Converter` that normalise (and quantise) as this spec says."""
+        norm: dict[str, Any] = dict(mean=_three(self.mean), scale=_three(self.scale))
+        if self.quant_scale is not None:
+            norm.update(quant_scale=self.quant_scale, zero_point=self.zero_point)
+        return norm
 
     @property
     def nbytes(self) -> int:
@@ -177,7 +202,7 @@ class Preprocessor:
                 fill=spec.fill,
                 interpolation=_LAYOUT_INTERPOLATION[spec.interpolation],
             )
-            norm: dict[str, Any] = {} if inspect else dict(mean=_three(spec.mean), scale=_three(spec.scale))
+            norm: dict[str, Any] = {} if inspect else spec.normalisation
             # One thread by default: a model input is small, and the inference that follows wants every core
             # (the engine's idle helper threads would compete with it). Throughput mode asks for more.
             threads = 1 if inspect else self.threads
@@ -200,7 +225,7 @@ class Preprocessor:
                 "BGR", spec.format, spec.width, spec.height, threads=self.threads, src_size=(width, height),
                 roi=(cols.start, rows.start, cols.stop - cols.start, rows.stop - rows.start), fit="stretch",
                 dst_rect=full.transform.rect, interpolation=_LAYOUT_INTERPOLATION[spec.interpolation],
-                mean=_three(spec.mean), scale=_three(spec.scale),
+                **spec.normalisation,
             )
             if len(self._content) >= 8:
                 self._content.clear()
@@ -277,11 +302,15 @@ class InputWriter:
         self.spec = spec
         self.source = source
         self.converter = layout.Converter(
-            "BGR", spec.format, spec.width, spec.height, mean=_three(spec.mean), scale=_three(spec.scale), threads=1
+            "BGR", spec.format, spec.width, spec.height, threads=1, **spec.normalisation
         )
 
     def __call__(self, dst: np.ndarray) -> None:
         self.converter(self.source, dst)
+
+
+def _reversed(values: tuple[float, ...] | None) -> tuple[float, ...] | None:
+    return None if values is None else tuple(reversed(values))
 
 
 def _three(values: tuple[float, ...] | None) -> tuple[float, float, float] | None:

@@ -42,7 +42,7 @@ from ..errors import Error, InvalidArgumentError
 from .camera import _even
 from .pipeline import DEFAULT_MODEL, Pipeline
 from .postprocess import for_frame
-from .preprocess import _LAYOUT_INTERPOLATION, _three
+from .preprocess import _LAYOUT_INTERPOLATION
 from ..runtime.session import usable_cores
 from .throughput import default_requests
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
@@ -588,7 +588,7 @@ class Streams:
             frame.format, spec.format, spec.width, spec.height, threads=1, src_size=(frame.width, frame.height),
             roi=_even(frame.format, cols.start, rows.start, cols.stop - cols.start, rows.stop - rows.start),
             fit="letterbox" if spec.fit == "letterbox" else "stretch", fill=spec.fill,
-            interpolation=_LAYOUT_INTERPOLATION[spec.interpolation], mean=_three(spec.mean), scale=_three(spec.scale),
+            interpolation=_LAYOUT_INTERPOLATION[spec.interpolation], **spec.normalisation,
             **colour,
         )  # fmt: skip
 

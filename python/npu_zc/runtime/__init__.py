@@ -41,6 +41,7 @@ from .model import (
     read_model,
     select_hw_format,
 )
+from .quantisation import InputQuantisation, input_quantisation, to_int8_input
 from .queue import AsyncQueue, Frame, Result
 from .request import Request
 from .session import CompileOptions, Session, Startup, compile_model, measure_startup
@@ -56,6 +57,7 @@ __all__ = [
     "Frame",
     "HW_FORMATS",
     "ImageInput",
+    "InputQuantisation",
     "Mode",
     "Normalisation",
     "PreparedModel",
@@ -75,6 +77,7 @@ __all__ = [
     "device_properties",
     "find_image_input",
     "imagenet_labels",
+    "input_quantisation",
     "is_available",
     "labels_for",
     "measure_startup",
@@ -86,6 +89,7 @@ __all__ = [
     "read_labels",
     "read_model",
     "select_hw_format",
+    "to_int8_input",
     "top_classes",
     "why_unavailable",
 ]

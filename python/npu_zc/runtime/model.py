@@ -23,6 +23,7 @@ import numpy as np
 from .._numbers import channel_values
 from ..errors import InvalidArgumentError, ModelError
 from .device import core, plugin_message
+from .quantisation import InputQuantisation, UnusableQuantisation, input_quantisation, to_int8_input
 
 Mode = Literal["zero-copy", "copy"]
 MODES: tuple[Mode, ...] = ("zero-copy", "copy")
@@ -45,6 +46,8 @@ HW_FORMATS: dict[str, _HwFormat] = {
     "BGRx": _HwFormat("u8", "BGRX", 4, np.uint8),
     "RGBx_BF16": _HwFormat("bf16", "RGBX", 4, None),  # numpy dtype: ml_dtypes.bfloat16, filled in lazily
     "RGBx_FP16": _HwFormat("f16", "RGBX", 4, np.float16),
+    "RGBx_I8": _HwFormat("i8", "RGBX", 4, np.int8),  # the model input's scale and zero point, applied by the preprocess
+    "RGB_I8": _HwFormat("i8", "RGB", 3, np.int8),
     "RGB": _HwFormat("u8", "RGB", 3, np.uint8),
     "BGR": _HwFormat("u8", "BGR", 3, np.uint8),
     "NV12": _HwFormat("u8", "NV12_SINGLE_PLANE", 1, np.uint8),  # one buffer, Y then UV: (1, H*3/2, W, 1)
@@ -155,6 +158,8 @@ class PreparedModel:
     source: str = field(default="")
     info: dict[str, str] = field(default_factory=dict)
     """The model's ``model_info`` metadata (OpenVINO Model API), e.g. {"model_type": "Classification", "output_raw_scores": "True"}."""
+    quantisation: InputQuantisation | None = None
+    """For an int8 input (``RGBx_I8``/``RGB_I8``): the scale and zero point the preprocess quantises with."""
 
 
 def read_model(source: str | os.PathLike[str] | Any) -> Any:
@@ -263,16 +268,23 @@ def select_hw_format(element_type: str, device: str, color: str = "RGB") -> str:
     """The packed layout the preprocess writes for a model input of ``element_type``.
 
     Kept in one place so that it can defer to the layout engine's selection helper.
-    f16/bf16 inputs keep their type (RGBx_FP16/RGBx_BF16); u8/i8 and f32 inputs
+    f16/bf16 inputs keep their type (RGBx_FP16/RGBx_BF16); u8 and f32 inputs
     take u8 RGBx (or BGRx for a model trained on BGR): 1 byte per channel, and
-    the model converts and normalises exactly, on every device.
+    the model converts and normalises exactly, on every device. An i8 input
+    (a quantised model's, or a FakeQuantize'd float input made i8 by
+    :func:`prepare`) takes ``RGBx_I8``: the preprocess normalises and
+    quantises with the input's scale and zero point; the model orders the channels.
     """
     del device  # same choice on NPU, GPU and CPU today
     if element_type == "f16":
         return "RGBx_FP16"
     if element_type == "bf16":
         return "RGBx_BF16"
-    if element_type in ("u8", "i8", "f32"):
+    if element_type == "i8":
+        from ..layout import select_format
+
+        return select_format("i8", "NHWC", 4, quantised=True)
+    if element_type in ("u8", "f32"):
         return "BGRx" if color == "BGR" else "RGBx"
     raise ModelError(f"no HW layout feeds a model input of type {element_type}")
 
@@ -331,6 +343,13 @@ def prepare(
     ``mean``/``scale``/``color`` default to what the model records (see
     :func:`model_normalisation`). ``input_size`` = (height, width) fixes
     dynamic spatial dimensions; a dynamic batch is fixed to 1.
+
+    A quantised input (see :mod:`.quantisation`) reads ``RGBx_I8`` in zero-copy
+    mode: an i8 input as it is; a float input whose only consumer is a
+    per-tensor FakeQuantize of 256 levels made i8, the FakeQuantize becoming
+    its dequantisation (an explicit ``hw_format`` other than ``RGBx_I8`` /
+    ``RGB_I8`` keeps such a float input float, quantised inside the model).
+    The scale and zero point are in ``PreparedModel.quantisation``.
     """
     import openvino as ov
     from openvino.preprocess import ColorFormat, PrePostProcessor
@@ -342,6 +361,10 @@ def prepare(
     image = find_image_input(model)
     model = _fix_shape(model, image, device, input_size)
     image = find_image_input(model)
+    quantisation: InputQuantisation | None = None
+    if mode == "zero-copy":
+        model, quantisation = _int8_input(model, image, hw_format)
+        image = find_image_input(model)
 
     recorded = model_normalisation(model)
     norm = Normalisation(
@@ -365,6 +388,8 @@ def prepare(
         _read_hw_format(ppp, image, fmt, norm)
     else:
         fmt_name = _copy_format(image, norm.color)
+        if image.element_type == "i8":
+            quantisation = input_quantisation(model)
     for i, port in enumerate(model.outputs):
         if port.get_element_type().get_type_name() in ("f16", "bf16", "f64"):
             ppp.output(i).tensor().set_element_type(ov.Type.f32)
@@ -378,7 +403,37 @@ def prepare(
     for spec in inputs + outputs:
         if any(d <= 0 for d in spec.shape):
             raise ModelError(f"{spec.name} has a dynamic shape; npu_zc binds buffers of a fixed size")
-    return PreparedModel(model, mode, image, norm, inputs, outputs, fmt_name, source, model_info(model))
+    return PreparedModel(model, mode, image, norm, inputs, outputs, fmt_name, source, model_info(model), quantisation)
+
+
+INT8_FORMATS = ("RGBx_I8", "RGB_I8")
+
+
+def _int8_input(model: Any, image: ImageInput, hw_format: str | None) -> tuple[Any, InputQuantisation | None]:
+    """``model`` with the i8 input a quantised model reads in zero-copy mode, and its quantisation (None: not quantised)."""
+    wants_int8 = hw_format in INT8_FORMATS
+    if image.element_type == "i8":
+        if hw_format is not None and not wants_int8:
+            raise ModelError(
+                f"input '{image.name}' is int8: it reads RGBx_I8 or RGB_I8 (quantised with the model's scale and zero point), not {hw_format}"
+            )
+        return to_int8_input(model)
+    if hw_format is not None and not wants_int8:
+        return model, None  # asked for a float or u8 layout: the model quantises inside, as it is
+    try:
+        found = input_quantisation(model)
+    except UnusableQuantisation:
+        if wants_int8:
+            raise
+        return model, None  # per channel or other levels: the input stays float, the FakeQuantize inside
+    if found is None:
+        if wants_int8:
+            raise ModelError(
+                f"input '{image.name}' is {image.element_type} and not quantised (no FakeQuantize reads it): "
+                f"{hw_format} needs the model's scale and zero point"
+            )
+        return model, None
+    return to_int8_input(model)
 
 
 def _read_hw_format(ppp: Any, image: ImageInput, fmt: _HwFormat, norm: Normalisation) -> None:
@@ -456,6 +511,13 @@ def _fix_shape(model: Any, image: ImageInput, device: str, input_size: tuple[int
 
 
 def _copy_format(image: ImageInput, color: str) -> str:
+    if image.element_type == "i8":
+        if image.layout != "NHWC" or color != "RGB":
+            raise ModelError(
+                f"input '{image.name}' is int8 {image.layout} in {color} order: in copy mode only RGB_I8 (NHWC, RGB) "
+                "writes a quantised model's own input; use zero-copy mode (RGBx_I8)"
+            )
+        return "RGB_I8"
     suffix = {"f32": "FLOAT", "f16": "FP16", "bf16": "BF16"}.get(image.element_type)
     if suffix is None:  # integer input (a quantised model): packed bytes
         return color

@@ -21,6 +21,7 @@ from ..errors import DeviceNotFoundError, InvalidArgumentError, ModelError
 from . import remote
 from .device import DeviceChoice, choose_device, core, is_available, plugin_message, why_unavailable
 from .model import ImageInput, Mode, Normalisation, PreparedModel, TensorSpec, prepare
+from .quantisation import InputQuantisation
 from .binding import BindingReport, copy_report
 from .queue import AsyncQueue
 from .request import Request
@@ -192,6 +193,11 @@ class Session:
     def normalisation(self) -> Normalisation:
         """Mean, scale and colour order: applied inside the model in zero-copy mode, by the caller in copy mode."""
         return self.prepared.normalisation
+
+    @property
+    def quantisation(self) -> InputQuantisation | None:
+        """An int8 input's scale and zero point (``RGBx_I8``: the preprocess quantises with them); None otherwise."""
+        return self.prepared.quantisation
 
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:
