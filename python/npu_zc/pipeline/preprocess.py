@@ -94,7 +94,7 @@ class PreprocessSpec:
         and for an int8 input (quantised here with the model's scale and zero point)."""
         spec = session.inputs[0]
         norm = session.normalisation
-        quantisation = getattr(session, "quantisation", None)
+        quantisation = session.quantisation
         in_model = session.mode == "zero-copy" and quantisation is None
         mean, scale = norm.mean, norm.scale
         if quantisation is not None and norm.color == "BGR":
