@@ -222,3 +222,15 @@ def test_select_format_refuses_what_int8_cannot_be() -> None:
         layout.select_format("i8", "NCHW", 3, quantised=True)
     with pytest.raises(InvalidArgumentError, match="RGBx_I8 has no BGR order"):
         layout.select_format("i8", "NHWC", 4, order="BGR", quantised=True)
+
+
+def test_an_ir_saved_with_compressed_weights_reads_the_same(tmp_path) -> None:
+    """ov.save_model's default (f16 weights, decompressed by Converts at load) keeps the input's numbers."""
+    from npu_zc.runtime import read_model
+
+    for kind in ("fake-quantize", "dequantisation"):
+        model = quantised_classifier(kind)
+        ov.save_model(model, str(tmp_path / f"{kind}.xml"))  # compress_to_fp16=True
+        saved = input_quantisation(read_model(tmp_path / f"{kind}.xml"))
+        assert saved is not None and saved.zero_point == -27 and math.isclose(saved.scale, 1 / 48, rel_tol=1e-3)
+        assert prepare(tmp_path / f"{kind}.xml", "CPU").format == "RGBx_I8"
