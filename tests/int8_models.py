@@ -44,8 +44,9 @@ def quantised_classifier(
     fq_range: tuple[Any, Any, Any, Any] | None = None,
     color: Literal["RGB", "BGR"] = "RGB",
     nhwc: bool = False,
+    size: int = SIZE,
 ) -> Any:
-    """An ``openvino.Model``: NCHW (or NHWC) 1x3x16x16 input, [1, 4] scores.
+    """An ``openvino.Model``: NCHW (or NHWC) 1x3x16x16 (``size``) input, [1, 4] scores.
 
     ``scale`` and ``zero_point`` may be arrays of 3 (per channel, shaped for the
     layout); ``fq_range`` gives the FakeQuantize's (input_low, input_high,
@@ -54,7 +55,7 @@ def quantised_classifier(
     import openvino as ov
     import openvino.opset13 as ops
 
-    shape = [1, SIZE, SIZE, 3] if nhwc else [1, 3, SIZE, SIZE]
+    shape = [1, size, size, 3] if nhwc else [1, 3, size, size]
     channel_shape = (1, 1, 1, 3) if nhwc else (1, 3, 1, 1)
 
     def const(value: Any, dtype: Any = np.float32) -> Any:

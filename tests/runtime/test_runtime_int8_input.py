@@ -234,3 +234,49 @@ def test_an_ir_saved_with_compressed_weights_reads_the_same(tmp_path) -> None:
         saved = input_quantisation(read_model(tmp_path / f"{kind}.xml"))
         assert saved is not None and saved.zero_point == -27 and math.isclose(saved.scale, 1 / 48, rel_tol=1e-3)
         assert prepare(tmp_path / f"{kind}.xml", "CPU").format == "RGBx_I8"
+
+
+# A frame loop under the memcpy counter (tests/runtime/test_runtime_memcount.py): the model orders the int8 channels
+# with one per-pixel product, not PrePostProcessor's convert_color (a StridedSlice: one memcpy per pixel on the CPU).
+_COUNTED_LOOP = """
+import ctypes, json, sys
+sys.path.insert(0, sys.argv[1])
+import npu_zc
+from npu_zc.runtime import CompileOptions, compile_model
+from int8_models import quantised_classifier
+lib = ctypes.CDLL(None)
+for name in ("memcount_total_bytes", "memcount_total_calls", "memcount_largest"):
+    getattr(lib, name).restype = ctypes.c_ulonglong
+out = {}
+for kind in ("fake-quantize", "dequantisation"):
+    session = compile_model(quantised_classifier(kind, size=224), "CPU", options=CompileOptions(num_threads=1))
+    request = session.create_request()
+    x = request.bind_input(npu_zc.alloc(session.inputs[0].nbytes))
+    y = request.bind_output(npu_zc.alloc(session.outputs[0].nbytes))
+    x[...] = 7
+    for _ in range(2):
+        request.infer()
+    lib.memcount_reset(); lib.memcount_start()
+    for _ in range(5):
+        request.infer()
+    lib.memcount_stop()
+    out[kind] = [session.format, lib.memcount_total_bytes() / 5, lib.memcount_total_calls() / 5, lib.memcount_largest()]
+print(json.dumps(out))
+"""
+
+
+def test_an_int8_input_is_read_in_place_no_frame_copied(memcount) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, LD_PRELOAD=str(memcount), OMP_NUM_THREADS="1")
+    tests = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-c", _COUNTED_LOOP, tests], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for kind, (fmt, bytes_per_frame, calls_per_frame, largest) in json.loads(done.stdout.strip().splitlines()[-1]).items():
+        assert fmt == "RGBx_I8"
+        # 224 x 224 pixels: a copy of the frame would be 150 528 bytes (50 176 calls through a StridedSlice).
+        assert bytes_per_frame < 2048 and calls_per_frame < 100 and largest < 1024, (kind, bytes_per_frame, calls_per_frame)

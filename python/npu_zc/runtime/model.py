@@ -455,6 +455,14 @@ def _read_hw_format(ppp: Any, image: ImageInput, fmt: _HwFormat, norm: Normalisa
         steps.convert_element_type(ov.Type.f32)
         steps.custom(mix)
         return
+    if fmt.element_type == "i8":
+        # The same product with 0/1 weights only orders the channels (exact on integers), and the bytes go back
+        # to i8: the model's own dequantisation (Convert, Subtract, Multiply) then reads them after the transpose.
+        tensor.set_shape([1, image.height, image.width, fmt.channels])
+        steps.convert_element_type(ov.Type.f32)
+        steps.custom(_channel_mix(fmt.color[:3], fmt.channels, Normalisation(color=norm.color)))
+        steps.convert_element_type(ov.Type.i8)
+        return
     if fmt.color == "NV12_TWO_PLANES":
         tensor.set_color_format(ColorFormat.NV12_TWO_PLANES, ["y", "uv"])
     else:
@@ -482,7 +490,7 @@ def _channel_mix(source: str, channels: int, norm: Normalisation) -> Any:
 
     def mix(pixels: Any) -> Any:
         mixed = ops.matmul(pixels, ops.constant(weights), transpose_a=False, transpose_b=False)
-        return ops.add(mixed, ops.constant(bias)).output(0)
+        return mixed.output(0) if norm.mean is None else ops.add(mixed, ops.constant(bias)).output(0)
 
     return mix
 
