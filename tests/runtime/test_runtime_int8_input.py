@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
 
@@ -280,3 +282,25 @@ def test_an_int8_input_is_read_in_place_no_frame_copied(memcount) -> None:
         assert fmt == "RGBx_I8"
         # 224 x 224 pixels: a copy of the frame would be 150 528 bytes (50 176 calls through a StridedSlice).
         assert bytes_per_frame < 2048 and calls_per_frame < 100 and largest < 1024, (kind, bytes_per_frame, calls_per_frame)
+
+
+@settings(max_examples=25, deadline=None)
+@given(scale=st.floats(1e-4, 10.0), zero_point=st.integers(-128, 127), aligned=st.booleans())
+def test_any_256_level_fake_quantize_reads_back_and_becomes_its_own_dequantisation(scale: float, zero_point: int, aligned: bool) -> None:
+    """Read back: the numbers the FakeQuantize stands for; made i8: every byte gives the FakeQuantize's own output.
+    ``aligned``: 0 on the grid (NNCF's ranges); otherwise the range is shifted by a third of a step."""
+    low, high = fake_quantize_range(scale, zero_point)
+    if not aligned:
+        low, high = low + scale / 3, high + scale / 3
+    original = quantised_classifier("fake-quantize", fq_range=(low, high, low, high))
+    found = input_quantisation(original)
+    assert found is not None and math.isclose(found.scale, scale, rel_tol=1e-5)
+    if aligned:
+        assert found.zero_point == zero_point
+    model, again = to_int8_input(original.clone())
+    assert again == found
+    q = np.resize(np.arange(-128, 128, dtype=np.int8), 3 * SIZE * SIZE).reshape(1, 3, SIZE, SIZE)
+    # The FakeQuantize's output for byte q: output_low + (q + 128) * step, fed to the float model as it is.
+    x = (np.float64(low) + (q.astype(np.float64) + 128) * (np.float64(high) - low) / 255).astype(np.float32)
+    got, want = run(model, q), run(original, x)
+    assert np.allclose(got, want, rtol=1e-4, atol=1e-5 * max(1.0, scale * 128)), (got, want)
