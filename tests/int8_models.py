@@ -114,3 +114,21 @@ def one_step_bound(scale: float) -> float:
     (ReLU and the mean are 1-Lipschitz; the convolution sums 27 weights per output.)
     """
     return float(np.abs(weights()).reshape(CLASSES, -1).sum(axis=1).max() * scale)
+
+
+def with_input_fake_quantize(model: Any, mean: Any, scale: Any) -> tuple[Any, float, int]:
+    """``model`` (changed in place) with a 256-level FakeQuantize on its input covering the normalised pixels
+    ``(0 - mean) / scale .. (255 - mean) / scale``, 0 on the grid as NNCF aligns it; and its (scale, zero point)."""
+    import openvino.opset13 as ops
+
+    parameter = model.get_parameters()[0]
+    lowest, highest = float(np.min((0 - np.float32(mean)) / np.float32(scale))), float(np.max((255 - np.float32(mean)) / np.float32(scale)))
+    step = (highest - lowest) / 255
+    zero_point = -128 - round(lowest / step)
+    low, high = fake_quantize_range(step, zero_point)
+    consumers = list(parameter.output(0).get_target_inputs())
+    fq = ops.fake_quantize(parameter, *(ops.constant(np.float32(v)) for v in (low, high, low, high)), 256)
+    for target in consumers:
+        target.replace_source_output(fq.output(0))
+    model.validate_nodes_and_infer_types()
+    return model, step, zero_point

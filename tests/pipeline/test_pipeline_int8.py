@@ -1,4 +1,4 @@
-"""Quantised models through the pipeline and `npu-zc run`: the model's scale and zero point reach the preprocess.
+"""Quantised models through the pipeline: the model's scale and zero point reach the preprocess.
 
 The models (tests/int8_models.py) are built here: an f32 input behind a
 FakeQuantize (made an i8 input that reads RGBx_I8) and an i8 input with its
@@ -23,7 +23,6 @@ from npu_zc.pipeline import Pipeline, PreprocessSpec  # noqa: E402
 from npu_zc.pipeline.preprocess import InputWriter  # noqa: E402
 from npu_zc.runtime import CompileOptions  # noqa: E402
 from int8_models import MEAN, SCALE, SIZE, normalised, one_step_bound, quantised, quantised_classifier, run  # noqa: E402
-from cli_helpers import ok  # noqa: E402
 
 F32 = CompileOptions(inference_precision="f32", num_threads=1)
 
@@ -103,17 +102,24 @@ def test_a_preprocess_spec_needs_the_numbers_for_int8_and_refuses_them_otherwise
     np.testing.assert_array_equal(written, by_hand)
 
 
-def test_npu_zc_run_on_an_int8_ir(tmp_path: Path) -> None:
-    xml = tmp_path / "int8.xml"
-    ov.save_model(quantised_classifier("fake-quantize"), str(xml), compress_to_fp16=False)
-    photo = tmp_path / "photo.png"
-    cv2.imwrite(str(photo), frame(9, (40, 56)))
-    out = ok("run", "-m", xml, "-i", photo, "-d", "CPU", "-n", "2", "--top", "2")
-    assert f"input RGBx_I8 1x{SIZE}x{SIZE}x4" in out
-    assert "quant    int8 input: byte q stands for (q - -27) * 0.0208333 (the model's fake-quantize)" in out
-    data = json.loads(ok("run", "-m", xml, "-i", photo, "-d", "CPU", "-n", "1", "--json"))
-    assert data["input"]["format"] == "RGBx_I8"
-    assert data["input"]["quantisation"]["zero_point"] == -27
-    floats = json.loads(ok("run", "-m", xml, "-i", photo, "-d", "CPU", "-n", "1", "--json", "--hw-format", "RGBx"))
-    assert floats["input"]["quantisation"] is None
-    assert [c["index"] for c in data["labels"]] == [c["index"] for c in floats["labels"]]
+@pytest.mark.parametrize("photo", ["coffee", "chelsea"])
+def test_a_real_classifier_quantised_on_its_input_answers_as_the_float_one(photo: str) -> None:
+    """EfficientNet-Lite0 with NNCF's kind of input FakeQuantize: the int8 pipeline gives the float model's answer.
+
+    Its normalisation (x - 127) / 128 puts every pixel value on a level of that FakeQuantize (step 1/128,
+    zero point -1), so the int8 input loses nothing here: the logits are the unquantised model's."""
+    from int8_models import with_input_fake_quantize
+    from npu_zc.pipeline import sample_photo
+    from npu_zc.runtime import model_normalisation, read_model
+
+    pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [demo] extra)")
+    norm = model_normalisation(read_model("efficientnet-lite0"))
+    model, step, zero_point = with_input_fake_quantize(read_model("efficientnet-lite0"), norm.mean, norm.scale)
+    image = sample_photo(photo)
+    with Pipeline(model, "CPU", options=F32) as int8, Pipeline("efficientnet-lite0", "CPU", options=F32) as floats:
+        assert int8.spec.format == "RGBx_I8" and int8.session.quantisation is not None
+        assert int8.session.quantisation.zero_point == zero_point
+        got, want = int8.process(image), floats.process(image)
+        assert (step, zero_point) == (pytest.approx(1 / 128), -1)
+        assert [c.index for c in got] == [c.index for c in want]
+        np.testing.assert_allclose(int8.outputs[0], floats.outputs[0], atol=1e-4)

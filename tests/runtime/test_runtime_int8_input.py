@@ -251,7 +251,7 @@ for name in ("memcount_total_bytes", "memcount_total_calls", "memcount_largest")
     getattr(lib, name).restype = ctypes.c_ulonglong
 out = {}
 for kind in ("fake-quantize", "dequantisation"):
-    session = compile_model(quantised_classifier(kind, size=224), "CPU", options=CompileOptions(num_threads=1))
+    session = compile_model(quantised_classifier(kind, size=224), "CPU", options=CompileOptions(inference_precision="f32", num_threads=1))
     request = session.create_request()
     x = request.bind_input(npu_zc.alloc(session.inputs[0].nbytes))
     y = request.bind_output(npu_zc.alloc(session.outputs[0].nbytes))
