@@ -168,6 +168,11 @@ class ModelError(Error, ValueError):
     """A model that cannot be read, or that npu_zc cannot serve."""
 
 
+class UnsupportedQuantisationError(ModelError):
+    """A quantised model input that one int8 scale and zero point cannot express: per-channel numbers,
+    FakeQuantize levels other than 256, a range without 0 (a float input then stays float)."""
+
+
 class SourceError(Error, ValueError):
     """A video file or network stream that cannot be opened or decoded (one stream's error; the others go on)."""
 
@@ -212,6 +217,7 @@ __all__ = [
     "PeerTimeoutError",
     "DeviceNotFoundError",
     "ModelError",
+    "UnsupportedQuantisationError",
     "DetectError",
     "DetectLayoutError",
     "CameraError",

@@ -16,9 +16,8 @@ from hypothesis import strategies as st
 
 ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
 
-from npu_zc import InvalidArgumentError, ModelError, layout  # noqa: E402
+from npu_zc import InvalidArgumentError, ModelError, UnsupportedQuantisationError, layout  # noqa: E402
 from npu_zc.runtime import InputQuantisation, input_quantisation, prepare, to_int8_input  # noqa: E402
-from npu_zc.runtime.quantisation import UnusableQuantisation  # noqa: E402
 from int8_models import (  # noqa: E402
     SIZE,
     fake_quantize_range,
@@ -62,17 +61,17 @@ def test_the_dequantisation_without_a_zero_point() -> None:
 @pytest.mark.parametrize("kind", ["dequantisation", "fake-quantize"])
 def test_per_channel_quantisation_is_refused_in_one_sentence(kind: str) -> None:
     model = quantised_classifier(kind, scale=np.array([1 / 48, 1 / 40, 1 / 50]), zero_point=-27)  # type: ignore[arg-type]
-    with pytest.raises(UnusableQuantisation, match=r"quantised per channel .*one scale and zero point"):
+    with pytest.raises(UnsupportedQuantisationError, match=r"quantised per channel .*one scale and zero point"):
         input_quantisation(model)
 
 
 def test_fake_quantize_of_other_levels_is_refused() -> None:
-    with pytest.raises(UnusableQuantisation, match="255 levels: an int8 input reproduces 256 levels only"):
+    with pytest.raises(UnsupportedQuantisationError, match="255 levels: an int8 input reproduces 256 levels only"):
         input_quantisation(quantised_classifier("fake-quantize", levels=255))
 
 
 def test_a_range_without_zero_has_no_int8_zero_point() -> None:
-    with pytest.raises(UnusableQuantisation, match="does not hold 0"):
+    with pytest.raises(UnsupportedQuantisationError, match="does not hold 0"):
         input_quantisation(quantised_classifier("fake-quantize", fq_range=(1.0, 3.0, 1.0, 3.0)))
 
 
@@ -88,7 +87,7 @@ def test_a_broken_fake_quantize_is_one_sentence(fq_range: tuple[float, ...], mat
     for read in (input_quantisation, lambda m: prepare(m, "CPU")):
         with pytest.raises(ModelError, match=match) as caught:
             read(model)
-        assert not isinstance(caught.value, UnusableQuantisation)
+        assert not isinstance(caught.value, UnsupportedQuantisationError)
         assert "\n" not in str(caught.value)
 
 
@@ -179,7 +178,7 @@ def test_a_fake_quantize_int8_cannot_express_keeps_the_float_input(options: dict
     model = quantised_classifier("fake-quantize", **options)
     prepared = prepare(model, "CPU")
     assert prepared.format == "RGBx" and prepared.quantisation is None
-    with pytest.raises(UnusableQuantisation):
+    with pytest.raises(UnsupportedQuantisationError):
         prepare(model, "CPU", hw_format="RGBx_I8")
 
 

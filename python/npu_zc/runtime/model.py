@@ -21,9 +21,9 @@ from typing import Any, Callable, Iterator, Literal, Sequence
 import numpy as np
 
 from .._numbers import channel_values
-from ..errors import InvalidArgumentError, ModelError
+from ..errors import InvalidArgumentError, ModelError, UnsupportedQuantisationError
 from .device import core, plugin_message
-from .quantisation import InputQuantisation, UnusableQuantisation, input_quantisation, to_int8_input
+from .quantisation import InputQuantisation, input_quantisation, to_int8_input
 
 Mode = Literal["zero-copy", "copy"]
 MODES: tuple[Mode, ...] = ("zero-copy", "copy")
@@ -422,7 +422,7 @@ def _int8_input(model: Any, image: ImageInput, hw_format: str | None) -> tuple[A
         return model, None  # asked for a float or u8 layout: the model quantises inside, as it is
     try:
         found = input_quantisation(model)
-    except UnusableQuantisation:
+    except UnsupportedQuantisationError:
         if wants_int8:
             raise
         return model, None  # per channel or other levels: the input stays float, the FakeQuantize inside

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, UnsupportedQuantisationError
 
 LEVELS = 256
 """The FakeQuantize levels an int8 input can reproduce."""
@@ -53,17 +53,13 @@ class InputQuantisation:
         return {"quant_scale": self.scale, "zero_point": self.zero_point}
 
 
-class UnusableQuantisation(ModelError):
-    """A valid quantisation that one int8 scale and zero point cannot express (per-channel, other levels)."""
-
-
 def input_quantisation(model: Any) -> InputQuantisation | None:
     """The quantisation of ``model``'s single input, or None when the input is not quantised.
 
     Raises :class:`npu_zc.ModelError` (one sentence) for an i8 input whose
     dequantisation cannot be read, for quantisation numbers that make no sense
     (NaN, ``output_high <= output_low``, a zero scale), and
-    (:class:`UnusableQuantisation`) for what one scale and zero point cannot
+    (:class:`npu_zc.UnsupportedQuantisationError`) for what one scale and zero point cannot
     express: per-channel numbers, levels other than 256.
     """
     parameter = _single_parameter(model)
@@ -159,7 +155,7 @@ def _per_tensor(values: np.ndarray, what: str, input_name: str) -> float:
     if values.size == 0 or not np.all(np.isfinite(values)):
         raise ModelError(f"the {what} of input '{input_name}' is {values.tolist()}: quantisation numbers must be finite")
     if np.any(values != values[0]):
-        raise UnusableQuantisation(
+        raise UnsupportedQuantisationError(
             f"input '{input_name}' is quantised per channel ({what} {values.tolist()}): "
             "the int8 layouts take one scale and zero point for the whole image"
         )
@@ -202,13 +198,13 @@ def _fake_quantize_numbers(node: Any, name: str) -> tuple[InputQuantisation, tup
             )
     levels = int(node.get_attributes()["levels"])
     if levels != LEVELS:
-        raise UnusableQuantisation(
+        raise UnsupportedQuantisationError(
             f"the FakeQuantize on input '{name}' has {levels} levels: an int8 input reproduces {LEVELS} levels only"
         )
     scale = (high - low) / (LEVELS - 1)
     zero_point = -128 - round(low / scale)
     if not -128 <= zero_point <= 127 or not math.isfinite(scale) or scale <= 0:
-        raise UnusableQuantisation(
+        raise UnsupportedQuantisationError(
             f"the FakeQuantize on input '{name}' covers {low}..{high}, which does not hold 0: its int8 zero point {zero_point} is out of -128..127"
         )
     return InputQuantisation(scale, zero_point, "fake-quantize"), (out_low, out_high)
