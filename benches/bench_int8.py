@@ -25,29 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))  # int8_models: the FakeQuantize the tests put on a model's input
 import results  # noqa: E402
 import timing  # noqa: E402
-
-
-def quantised_efficientnet(mean: np.ndarray, scale: np.ndarray) -> tuple[object, float, int]:
-    """EfficientNet-Lite0 with a FakeQuantize on its input covering (0 - mean) / scale .. (255 - mean) / scale."""
-    import openvino.opset13 as ops
-
-    from npu_zc.runtime import read_model
-
-    model = read_model("efficientnet-lite0")
-    parameter = model.get_parameters()[0]
-    low = float(np.min((0 - mean) / scale))
-    step = (float(np.max((255 - mean) / scale)) - low) / 255
-    zero_point = -128 - round(low / step)
-    low, high = (-128 - zero_point) * step, (127 - zero_point) * step  # 0 on the grid, as NNCF aligns it
-    consumers = list(parameter.output(0).get_target_inputs())
-    fq = ops.fake_quantize(parameter, *(ops.constant(np.float32(v)) for v in (low, high, low, high)), 256)
-    for target in consumers:
-        target.replace_source_output(fq.output(0))
-    model.validate_nodes_and_infer_types()
-    return model, step, zero_point
+from int8_models import with_input_fake_quantize  # noqa: E402
 
 
 def main() -> int:
@@ -69,7 +52,7 @@ def main() -> int:
     norm = model_normalisation(read_model("efficientnet-lite0"))
     assert norm.mean is not None and norm.scale is not None
     mean, scale = np.float32(norm.mean), np.float32(norm.scale)
-    model, step, zero_point = quantised_efficientnet(mean, scale)
+    model, step, zero_point = with_input_fake_quantize(read_model("efficientnet-lite0"), mean, scale)
     options = CompileOptions(inference_precision="f32", num_threads=2)
     int8 = compile_model(model, "CPU", options=options)
     floats = compile_model(model, "CPU", hw_format="RGBx", options=options)

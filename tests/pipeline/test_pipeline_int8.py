@@ -10,7 +10,6 @@ float model's on the same image, within the quantisation's own tolerance.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
