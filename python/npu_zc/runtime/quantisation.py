@@ -57,10 +57,11 @@ def input_quantisation(model: Any) -> InputQuantisation | None:
     """The quantisation of ``model``'s single input, or None when the input is not quantised.
 
     Raises :class:`npu_zc.ModelError` (one sentence) for an i8 input whose
-    dequantisation cannot be read, for quantisation numbers that make no sense
-    (NaN, ``output_high <= output_low``, a zero scale), and
-    (:class:`npu_zc.UnsupportedQuantisationError`) for what one scale and zero point cannot
-    express: per-channel numbers, levels other than 256.
+    dequantisation cannot be read and for quantisation numbers that make no
+    sense (NaN, ``output_high <= output_low``, a zero scale);
+    :class:`npu_zc.UnsupportedQuantisationError` (a ``ModelError``) for what
+    one scale and zero point cannot express: per-channel numbers, levels
+    other than 256, a range without 0.
     """
     parameter = _single_parameter(model)
     name = _name(parameter)
