@@ -20,9 +20,11 @@
 use super::format::Element;
 use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Pair, Nv12Row, PackedRow, SplitRow, Yuv422Row};
 use super::simd::SimdLevel;
+use resample::RowKernels;
 
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod neon;
+pub(crate) mod resample;
 pub(crate) mod scalar;
 mod stamp;
 pub(crate) use stamp::stamp;
@@ -234,5 +236,45 @@ pub(crate) fn interleaver16(level: SimdLevel) -> (InterleaveRow, &'static str) {
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => (neon::interleave_row16, "neon/i010-interleave"),
         _ => (scalar::interleave_row16, "scalar/i010-interleave"),
+    }
+}
+
+macro_rules! kernels_of {
+    ($($m:ident)::+, $c:literal) => {
+        RowKernels {
+            horizontal_linear: $($m)::+::horizontal_linear::<$c>,
+            horizontal_linear2: $($m)::+::horizontal_linear2::<$c>,
+            vertical_linear: $($m)::+::vertical_linear,
+            gather: $($m)::+::gather::<$c>,
+            groups: $($m)::+::groups,
+            sum_rows: $($m)::+::sum_rows,
+            blocks: $($m)::+::blocks::<$c>,
+            weigh_rows: $($m)::+::weigh_rows,
+            area_horizontal: $($m)::+::area_horizontal::<$c>,
+        }
+    };
+}
+
+macro_rules! by_channels {
+    ($($m:ident)::+, $channels:expr) => {
+        match $channels {
+            1 => kernels_of!($($m)::+, 1),
+            3 => kernels_of!($($m)::+, 3),
+            _ => kernels_of!($($m)::+, 4),
+        }
+    };
+}
+
+/// The row loops for `channels`-value pixels (1, 3 or 4) at `level`, and the
+/// name of the instruction set they were compiled for.
+pub(crate) fn row_kernels(level: SimdLevel, channels: usize) -> (RowKernels, &'static str) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 => (by_channels!(x86::avx2::resample, channels), "avx2"),
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => (by_channels!(x86::avx512::resample, channels), "avx512"),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => (by_channels!(neon::resample, channels), "neon"),
+        _ => (by_channels!(scalar::resample, channels), "scalar"),
     }
 }

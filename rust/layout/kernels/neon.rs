@@ -21,6 +21,7 @@ use super::super::colour::SHIFT;
 use super::super::float::{f16_to_f32, f32_to_f16};
 use super::super::format::Element;
 use super::super::plan::{Encoder, Kernel, Nv12Pair, Nv12Row, PackedRow, Plan, Yuv422Row};
+use super::resample::Resample;
 use super::scalar;
 use super::vector::{bf16_high, Job, Quantise, Simd, Words, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
 
@@ -191,6 +192,13 @@ pub(crate) unsafe fn interleave_row16(u: &[u8], v: &[u8], uv: &mut [u8]) {
         i += 16;
     }
     scalar::interleave_row16(&u[i..], &v[i..], &mut uv[2 * i..]);
+}
+
+/// The resize row loops: the portable ones, vectorised by LLVM for NEON.
+impl Resample for Neon {}
+
+pub(crate) mod resample {
+    crate::layout::stamp!(super::Neon, ["neon"]: resample);
 }
 
 /// Four NEON registers: the 16 lanes of a vector of the abstraction.

@@ -3,6 +3,7 @@
 
 use super::super::colour::{yuv10_to_rgb, yuv_to_rgb};
 use super::super::plan::{Luts, Plan, YuvOut};
+use super::resample::Resample;
 
 /// A destination element: how to write it and where its tables live.
 pub(crate) trait Out: Copy {
@@ -238,4 +239,13 @@ pub(crate) fn interleave_row(u: &[u8], v: &[u8], uv: &mut [u8]) {
         pair[0] = a;
         pair[1] = b;
     }
+}
+
+/// The scalar level's resize row loops: the portable ones, compiled without
+/// extra features.
+pub(crate) struct Portable;
+impl Resample for Portable {}
+
+pub(crate) mod resample {
+    crate::layout::stamp!(super::Portable, []: resample);
 }

@@ -73,10 +73,10 @@ macro_rules! stamp {
     // may replace the bilinear x pass with its own).
     (@resample $isa:ty, $f:tt) => {
         $crate::layout::stamp!(@fn $f horizontal_linear<const C: usize>(
-            src: &[u8], taps: &$crate::layout::resize::Linear, out: &mut [i16], ahead: &[u8]
+            src: &[u8], taps: &$crate::layout::kernels::resample::Linear, out: &mut [i16], ahead: &[u8]
         ) = <$isa as $crate::layout::kernels::resample::Resample>::horizontal_linear::<C>);
         $crate::layout::stamp!(@fn $f horizontal_linear2<const C: usize>(
-            src: [&[u8]; 2], taps: &$crate::layout::resize::Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]
+            src: [&[u8]; 2], taps: &$crate::layout::kernels::resample::Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]
         ) = <$isa as $crate::layout::kernels::resample::Resample>::horizontal_linear2::<C>);
         $crate::layout::stamp!(@fn $f vertical_linear<>(r0: &[i16], r1: &[i16], w: [i16; 2], out: &mut [u8])
             = $crate::layout::kernels::resample::vertical_linear);
@@ -91,7 +91,7 @@ macro_rules! stamp {
         $crate::layout::stamp!(@fn $f weigh_rows<>(row: &[u8], w: f32, acc: &mut [f32], first: bool)
             = $crate::layout::kernels::resample::weigh_rows);
         $crate::layout::stamp!(@fn $f area_horizontal<const C: usize>(
-            acc: &[f32], taps: &$crate::layout::resize::Area, out: &mut [u8]
+            acc: &[f32], taps: &$crate::layout::kernels::resample::Area, out: &mut [u8]
         ) = $crate::layout::kernels::resample::area_horizontal::<C>);
     };
     // One wrapper, with const generics (a level need not use every wrapper it

@@ -445,3 +445,20 @@ fn ten_bit_frames_with_bad_geometry_are_refused_clearly() {
         Source::p010(4, 2, Rows::new(bytes, 2, 8, 8).unwrap(), Rows::new(&bytes[64..], 1, 6, 8).unwrap()).unwrap_err();
     assert!(e.to_string().contains("chroma plane"), "{e}");
 }
+
+/// Every level gathers the groups the table names, up to the row's
+/// last group.
+#[test]
+fn every_level_gathers_the_groups_named() {
+    let row: Vec<u8> = (0..200u32).map(|i| (i * 37 + 11) as u8).collect();
+    for level in SimdLevel::available() {
+        let groups = row_kernels(level, 4).0.groups;
+        for index in [(0..100).collect::<Vec<u32>>(), (0..100).step_by(3).collect(), vec![99; 19], vec![]] {
+            let want: Vec<u8> = index.iter().flat_map(|&g| [row[2 * g as usize], row[2 * g as usize + 1]]).collect();
+            let mut out = vec![0u8; want.len()];
+            // SAFETY: the level is available on this CPU.
+            unsafe { groups(&row, &index, &mut out) };
+            assert_eq!(out, want, "{level:?} {index:?}");
+        }
+    }
+}

@@ -15,6 +15,7 @@ use std::arch::x86_64::*;
 
 use super::super::super::colour::SHIFT;
 use super::super::super::plan::Plan;
+use super::super::resample::{horizontal_linear, horizontal_linear_from, Linear, Resample};
 use super::super::scalar;
 use super::super::vector::{bf16_high, Job, Quantise, Simd, Words, F16};
 use super::tables::{chroma_422_mask, chroma_split, in_order, luma_422_mask, Permutes};
@@ -486,4 +487,109 @@ pub(crate) unsafe fn interleave_row16(u: &[u8], v: &[u8], uv: &mut [u8]) {
         i += 32;
     }
     scalar::interleave_row16(&u[i..], &v[i..], &mut uv[2 * i..]);
+}
+
+// The resize row loops (kernels/resample.rs).
+
+/// The bilinear x pass, where LLVM's code for the portable loop was
+/// measurably slow (it was two thirds of a 1080p -> 224x224 resize): SSSE3
+/// shuffles and `pmaddwd`, inlined into the AVX2 and AVX-512 wrappers.
+/// As `resample::horizontal_linear`: for each destination pixel, the pair of
+/// source pixels from one 8-byte load, their values interleaved as 16-bit
+/// (a, b) pairs, times the (w0, w1) pair in one multiply-add; two pixels
+/// per step in the two halves of a 256-bit register, then one at a time.
+/// Each step also prefetches a cache line of `ahead`, the row the next
+/// call reads: a shrink's rows lie several rows apart, so the hardware
+/// prefetchers start each one cold (1080p -> 224x224: 10% faster).
+impl Resample for Avx2 {
+    #[inline(always)]
+    fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
+        rows::<C, 1>([src], taps, [out], [ahead])
+    }
+
+    /// Two rows in one loop: each step's taps serve both.
+    #[inline(always)]
+    fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
+        rows::<C, 2>(src, taps, out, ahead)
+    }
+}
+
+/// The resize row loops for AVX2 (their features as they always were: no F16C).
+pub(crate) mod resample {
+    crate::layout::stamp!(super::Avx2, ["avx2,fma"]: resample);
+}
+
+#[inline(always)]
+pub(super) fn rows<const C: usize, const R: usize>(
+    src: [&[u8]; R],
+    taps: &Linear,
+    out: [&mut [i16]; R],
+    ahead: [&[u8]; R],
+) {
+    if C == 1 {
+        for r in 0..R {
+            horizontal_linear::<C>(src[r], taps, out[r], ahead[r]);
+        }
+        return;
+    }
+    let mut mask = [0x80u8; 16];
+    for c in 0..4 {
+        mask[4 * c] = c as u8;
+        mask[4 * c + 2] = (C + c) as u8;
+    }
+    let n = taps.index.len();
+    let shortest = src.iter().map(|s| s.len()).min().unwrap_or(0);
+    let fits = |d: usize| taps.index[d][0] as usize * C + 8 <= shortest;
+    let mut d = 0;
+    let mut fetched = 0;
+    assert!(out.iter().all(|o| o.len() >= n * C + 4) && taps.weight.len() == n);
+    // SAFETY: the callers are compiled with AVX2 (SSSE3 and SSE4.1 included).
+    // Each load reads 8 bytes at index * C, inside every row of `src`
+    // (`fits`; indices never decrease, so `fits(d + 1)` covers d); weights
+    // are read at d and d + 1 < n; each store writes 4 values at d * C,
+    // inside `out` (room for 4 values more than n * C). Prefetches name
+    // addresses inside `ahead` (and could not fault if they did not).
+    unsafe {
+        let mask = _mm_loadu_si128(mask.as_ptr().cast());
+        let mask2 = _mm256_broadcastsi128_si256(mask);
+        let spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+        let weights = taps.weight.as_ptr();
+        while d + 2 <= n && fits(d + 1) {
+            for a in &ahead {
+                if fetched < a.len() {
+                    _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().add(fetched).cast());
+                }
+            }
+            fetched += 64;
+            let (i0, i1) = (taps.index[d][0] as usize * C, taps.index[d + 1][0] as usize * C);
+            // The (w0, w1) pairs of pixels d and d + 1: one per 128-bit half.
+            let pair = weights.add(d).cast::<i64>().read_unaligned();
+            let w = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_set1_epi64x(pair)), spread);
+            for r in 0..R {
+                let p0 = _mm_loadl_epi64(src[r].as_ptr().add(i0).cast());
+                let p1 = _mm_loadl_epi64(src[r].as_ptr().add(i1).cast());
+                let bytes = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(p0), p1);
+                let sums = _mm256_srai_epi32::<4>(_mm256_madd_epi16(_mm256_shuffle_epi8(bytes, mask2), w));
+                // Per 128-bit half, the 4 sums of one pixel as 16-bit values in its low 64 bits.
+                let packed = _mm256_packs_epi32(sums, sums);
+                let o = out[r].as_mut_ptr();
+                _mm_storel_epi64(o.add(d * C).cast(), _mm256_castsi256_si128(packed));
+                _mm_storel_epi64(o.add((d + 1) * C).cast(), _mm256_extracti128_si256::<1>(packed));
+            }
+            d += 2;
+        }
+        while d < n && fits(d) {
+            let w = taps.weight[d];
+            let weights = _mm_set1_epi32((w[0] as u16 as i32) | ((w[1] as i32) << 16));
+            for r in 0..R {
+                let bytes = _mm_loadl_epi64(src[r].as_ptr().add(taps.index[d][0] as usize * C).cast());
+                let sums = _mm_srai_epi32::<4>(_mm_madd_epi16(_mm_shuffle_epi8(bytes, mask), weights));
+                _mm_storel_epi64(out[r].as_mut_ptr().add(d * C).cast(), _mm_packs_epi32(sums, sums));
+            }
+            d += 1;
+        }
+    }
+    for r in 0..R {
+        horizontal_linear_from::<C>(d, src[r], taps, &mut *out[r]);
+    }
 }

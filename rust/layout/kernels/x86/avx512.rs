@@ -9,8 +9,9 @@
 
 use std::arch::x86_64::*;
 
+use super::super::resample::{Linear, Resample};
 use super::super::vector::{bf16_high, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
-use super::avx2::{arithmetic, Avx2};
+use super::avx2::{arithmetic, rows, Avx2};
 use super::tables::{chroma_422_mask, chroma_split, luma_422_mask};
 
 crate::layout::stamp!(Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"]: conversion, quads, words, int8);
@@ -458,4 +459,21 @@ impl<const VBMI: bool> Quantise for Avx512<VBMI> {
             _mm_storeu_si128(out.add(32).cast(), _mm512_extracti32x4_epi32::<2>(packed));
         }
     }
+}
+
+/// The resize row loops: AVX2's bilinear x pass, compiled with AVX-512's features.
+impl<const VBMI: bool> Resample for Avx512<VBMI> {
+    #[inline(always)]
+    fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
+        rows::<C, 1>([src], taps, [out], [ahead])
+    }
+    #[inline(always)]
+    fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
+        rows::<C, 2>(src, taps, out, ahead)
+    }
+}
+
+/// The resize row loops for both AVX-512 levels (as they always were: no F16C).
+pub(crate) mod resample {
+    crate::layout::stamp!(super::Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"]: resample);
 }
