@@ -3,7 +3,8 @@
 //! permutations, the kernels chosen), and the row loop that runs it.
 //!
 //! Arrows run one way: `convert` builds plans and picks kernels for them;
-//! the kernels read plans; this module knows neither.
+//! the kernels read plans; this module knows neither (it holds, on x86, the
+//! x86 home's plain tables, `kernels/x86/tables.rs`, which import nothing).
 
 use super::colour::Coefficients;
 use super::float::{f32_to_bf16, f32_to_f16};
@@ -135,7 +136,7 @@ impl YuvOut {
     }
 }
 
-/// How camera YUV rows become the NV12 decoder's input (see kernels/yuv.rs).
+/// How camera YUV rows become the NV12 decoder's input (see `kernels::splitter`).
 #[derive(Clone, Copy)]
 pub(crate) enum Rearrange {
     /// Packed 4:2:2: the even and odd bytes of a row.

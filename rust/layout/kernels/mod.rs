@@ -12,10 +12,11 @@
 //!   the rows written by hand in that set's intrinsics.
 //! * Here: which kernels a level gets, by dispatch to its home.
 //!
-//! Arrows run one way (docs/architecture.md): this module reads the homes,
-//! the homes read `vector.rs`, `scalar.rs` and `stamp.rs`, and all of them
-//! read `plan.rs`; no home reads this module, and `plan.rs` reads only the
-//! x86 home's plain tables (`x86/tables.rs`).
+//! Arrows run one way (docs/architecture.md; tests/layout/test_layout_modules.py
+//! checks it): this module reads the homes; the homes read `vector.rs`,
+//! `resample.rs`, `scalar.rs` and `stamp.rs`; all of them read `plan.rs`. No
+//! home reads this module, and `plan.rs` reads only the x86 home's plain
+//! tables (`x86/tables.rs`).
 
 use super::format::Element;
 use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Pair, Nv12Row, PackedRow, SplitRow, Yuv422Row};
