@@ -4,8 +4,8 @@
 //!
 //! * Written once: `scalar.rs` (the reference, and the tails of every SIMD
 //!   loop), `vector.rs` (the conversion and YUV kernels over the `Simd`
-//!   traits), stamped per instruction set by `stamp!` (`stamp.rs`, the one
-//!   stamping mechanism).
+//!   traits), `resample.rs` (the resize row loops), stamped per instruction
+//!   set by `stamp!` (`stamp.rs`, the one stamping mechanism).
 //! * One home per instruction set: `x86/` (`avx2.rs`, `avx512.rs`, the
 //!   plans' byte shuffles in `tables.rs`, which kernels each level offers in
 //!   `mod.rs`) and `neon.rs`: the traits implemented, the kernels stamped,
