@@ -3,7 +3,7 @@
 //! A body is written once, `#[inline(always)]`: generic over an instruction
 //! set's type (the conversion and YUV kernels of vector.rs over `Simd`, the
 //! resize row loops of resample.rs over `Resample`) or plain Rust (the float
-//! slices, quantisation). `stamp!` wraps it in functions compiled with one
+//! slices, quantisation, detect's NMS). `stamp!` wraps it in functions compiled with one
 //! instruction set's `#[target_feature]`s, so the body, the trait methods and
 //! the intrinsics they call become one loop of that set's instructions
 //! (docs/layout.md, "One kernel, every instruction set").
@@ -13,8 +13,9 @@
 //!   of the module it is written in; `[]` for portable code (no features).
 //!   Families: `conversion` (every `Simd`), `quads` (`Quads`), `words`
 //!   (`Words`: 10-bit YUV), `int8` (`Quantise`), `resample` (`Resample`).
-//! * `stamp!(@fn ["features"] name<const G: T, ...>(args) = callee)` (or
-//!   `{ body }` for `= callee`): one such wrapper, for code in no family.
+//! * `stamp!(@fn ["features"] name<const G: T, ...>(args) = callee)`, or
+//!   with `{ body }` in place of `= callee`: one such wrapper, for code in no
+//!   family (x86/avx2.rs's RGB <-> BGR swap).
 //! * `stamp!(for level, fn name(args) { body })`: a body written in place,
 //!   stamped portable, for AVX2 and for AVX-512, and a closure that runs the
 //!   copy of `level` (which the caller checked this CPU supports).
@@ -30,9 +31,8 @@
 macro_rules! stamp {
     // The conversion and YUV kernels of vector.rs, for every `Simd`.
     (@conversion $isa:ty, $f:tt) => {
-        $crate::layout::stamp!(@fn $f packed_u8<const C: usize>(plan: &$crate::layout::plan::Plan, src: &[u8], dst: &mut [u8]) {
-            $crate::layout::kernels::vector::packed_u8::<$isa, C>(plan, src, dst)
-        });
+        $crate::layout::stamp!(@fn $f packed_u8<const C: usize>(plan: &$crate::layout::plan::Plan, src: &[u8], dst: &mut [u8])
+            = $crate::layout::kernels::vector::packed_u8::<$isa, C>);
         $crate::layout::stamp!(@fn $f packed_16<const C: usize, const KIND: u8, const ARITH: u8>(
             plan: &$crate::layout::plan::Plan, src: &[u8], dst: &mut [u8]
         ) = $crate::layout::kernels::vector::packed_16::<$isa, C, KIND, ARITH>);
