@@ -17,7 +17,7 @@ pub const MAX_WH: f32 = 7680.0;
 /// Indices (into the sorted candidates) of the boxes kept, in order.
 /// `boxes`: x1, y1, x2, y2.
 pub fn nms(boxes: &[[f32; 4]], classes: &[u32], iou: f32, agnostic: bool, max_det: usize) -> Vec<usize> {
-    use crate::layout::{multiversion, SimdLevel};
+    use crate::layout::{stamp, SimdLevel};
     // Boxes of different classes never meet: NMS per class (a run of the
     // candidates ordered by class, score order kept within it), then the kept
     // boxes of all classes in score order (their index order).
@@ -35,8 +35,8 @@ pub fn nms(boxes: &[[f32; 4]], classes: &[u32], iou: f32, agnostic: bool, max_de
         sides.push(boxes[i], class(i) as f32 * MAX_WH);
     }
     runs.push(order.len());
-    let greedy = multiversion!(
-        SimdLevel::default_level(),
+    let greedy = stamp!(
+        for SimdLevel::default_level(),
         fn body(sides: &Sides, runs: &[usize], iou: f32, max_det: usize, keep: &mut Vec<usize>) {
             sides.greedy(runs, iou, max_det, keep)
         }

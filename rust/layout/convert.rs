@@ -10,8 +10,10 @@ use super::float::{f32_to_bf16, f32_to_f16};
 use super::format::{frame_geometry, Channel, Element, Format};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
 use super::kernels;
+#[cfg(target_arch = "x86_64")]
+use super::kernels::x86::tables::Permutes;
 use super::parallel;
-use super::plan::{build_luts, Encoder, Nv12Plan, Permutes, Plan, Rearrange, YuvOut};
+use super::plan::{build_luts, Encoder, Nv12Plan, Plan, Rearrange, YuvOut};
 use super::recent::Recent;
 use super::resize::{self, Resize, Transform};
 use super::simd::SimdLevel;
@@ -171,6 +173,7 @@ impl Plan {
             luts,
             pad,
             quant,
+            #[cfg(target_arch = "x86_64")]
             permutes: Permutes::new(src_channels, map),
             encoder: kernels::scalar_encoder(element, dst.is_planar(), src_channels, dst.channels()),
             nv12: None,
@@ -184,9 +187,9 @@ impl Plan {
             let bytes = if direct { dst.channels() } else { 4 };
             let (decode, name) = yuv_decoder(src, level, bytes);
             plan.rearrange = match src {
-                Format::Yuyv | Format::Uyvy => Some(Rearrange::Split(kernels::yuv::splitter(level).0)),
-                Format::I420 => Some(Rearrange::Interleave(kernels::yuv::interleaver(level).0)),
-                Format::I010 => Some(Rearrange::Interleave(kernels::yuv::interleaver16(level).0)),
+                Format::Yuyv | Format::Uyvy => Some(Rearrange::Split(kernels::splitter(level).0)),
+                Format::I420 => Some(Rearrange::Interleave(kernels::interleaver(level).0)),
+                Format::I010 => Some(Rearrange::Interleave(kernels::interleaver16(level).0)),
                 _ => None,
             };
             plan.description = if direct { name.clone() } else { format!("{name} + scalar/lut") };
@@ -355,9 +358,9 @@ fn yuv_decoder(src: Format, level: SimdLevel, bytes: usize) -> (super::plan::Nv1
         return (decode, packed.to_string());
     }
     let before = match src {
-        Format::Yuyv | Format::Uyvy => Some(kernels::yuv::splitter(level).1),
-        Format::I420 => Some(kernels::yuv::interleaver(level).1),
-        Format::I010 => Some(kernels::yuv::interleaver16(level).1),
+        Format::Yuyv | Format::Uyvy => Some(kernels::splitter(level).1),
+        Format::I420 => Some(kernels::interleaver(level).1),
+        Format::I010 => Some(kernels::interleaver16(level).1),
         _ => None,
     };
     (decode, before.map_or(name.to_string(), |b| format!("{b} + {name}")))

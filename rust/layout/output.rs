@@ -5,9 +5,12 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use half::f16;
+
 use super::error::{bail, Result};
-use super::float::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, multiversion};
+use super::float::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 use super::format::ElementType;
+use super::kernels::stamp;
 use super::simd::SimdLevel;
 
 /// An 8-bit integer type of quantised tensors.
@@ -109,8 +112,8 @@ pub fn quantize<Q: QuantInt>(src: &[f32], dst: &mut [Q], q: &Quantization, simd:
     q.check::<Q>(src.len())?;
     let level = SimdLevel::resolve(simd)?;
     q.for_each_run(src.len(), |start, end, scale, zp| {
-        let run = multiversion!(
-            level,
+        let run = stamp!(
+            for level,
             fn body<Q: QuantInt>(src: &[f32], dst: &mut [Q], scale: f32, zp: i32) {
                 // Clamp first (rounding commutes with clamping to integers), so
                 // that the magic-number rounding below stays in its exact range.
@@ -142,8 +145,8 @@ pub fn dequantize<Q: QuantInt>(src: &[Q], dst: &mut [f32], q: &Quantization, sim
     q.check::<Q>(src.len())?;
     let level = SimdLevel::resolve(simd)?;
     q.for_each_run(src.len(), |start, end, scale, zp| {
-        let run = multiversion!(
-            level,
+        let run = stamp!(
+            for level,
             fn body<Q: QuantInt>(src: &[Q], dst: &mut [f32], scale: f32, zp: i32) {
                 for (d, &x) in dst.iter_mut().zip(src) {
                     *d = (x.to_i32() - zp) as f32 * scale;
@@ -153,6 +156,69 @@ pub fn dequantize<Q: QuantInt>(src: &[Q], dst: &mut [f32], q: &Quantization, sim
         run(&src[start..end], &mut dst[start..end], scale, zp)
     });
     Ok(())
+}
+
+/// `dst[i] = bf16(src[i])` for equal-length slices.
+pub fn f32_slice_to_bf16(src: &[f32], dst: &mut [u16], level: SimdLevel) {
+    assert_eq!(src.len(), dst.len());
+    let run = stamp!(
+        for level,
+        fn body(src: &[f32], dst: &mut [u16]) {
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = f32_to_bf16(s);
+            }
+        }
+    );
+    run(src, dst)
+}
+
+/// `dst[i] = f32(src[i])` for bfloat16 bits.
+pub fn bf16_slice_to_f32(src: &[u16], dst: &mut [f32], level: SimdLevel) {
+    assert_eq!(src.len(), dst.len());
+    let run = stamp!(
+        for level,
+        fn body(src: &[u16], dst: &mut [f32]) {
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = bf16_to_f32(s);
+            }
+        }
+    );
+    run(src, dst)
+}
+
+/// `dst[i] = f16(src[i])`: F16C instructions through `half` on x86_64,
+/// NEON's FCVTN on aarch64 (every core: `half` uses Arm instructions only
+/// with the optional FP16 extension), portable code for the scalar path.
+pub fn f32_slice_to_f16(src: &[f32], dst: &mut [u16], level: SimdLevel) {
+    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+    assert_eq!(src.len(), dst.len());
+    match level {
+        SimdLevel::Scalar => {
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = f32_to_f16(s);
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => super::kernels::neon::f32_slice_to_f16(src, dst),
+        _ => dst.reinterpret_cast_mut::<f16>().convert_from_f32_slice(src),
+    }
+}
+
+/// `dst[i] = f32(src[i])` for IEEE half bits (F16C through `half`, or
+/// NEON's FCVTL, as in [`f32_slice_to_f16`]).
+pub fn f16_slice_to_f32(src: &[u16], dst: &mut [f32], level: SimdLevel) {
+    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+    assert_eq!(src.len(), dst.len());
+    match level {
+        SimdLevel::Scalar => {
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = f16_to_f32(s);
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => super::kernels::neon::f16_slice_to_f32(src, dst),
+        _ => src.reinterpret_cast::<f16>().convert_to_f32_slice(dst),
+    }
 }
 
 fn same_length(src: usize, dst: usize) -> Result<()> {
@@ -254,9 +320,9 @@ pub fn to_float32(src: &[u8], element: ElementType, dst: &mut [f32], simd: Optio
                 }
             };
             if element == ElementType::Bf16 {
-                super::float::bf16_slice_to_f32(words, dst, level)
+                bf16_slice_to_f32(words, dst, level)
             } else {
-                super::float::f16_slice_to_f32(words, dst, level)
+                f16_slice_to_f32(words, dst, level)
             }
         }
         _ => with_elem!(element, T => {
@@ -275,8 +341,8 @@ pub fn from_float32(src: &[f32], dst: &mut [u8], element: ElementType, simd: Opt
     same_length(src.len(), dst.len() / size)?;
     let level = SimdLevel::resolve(simd)?;
     match (element, bytemuck_u16_mut(dst)) {
-        (ElementType::Bf16, Some(words)) => super::float::f32_slice_to_bf16(src, words, level),
-        (ElementType::F16, Some(words)) => super::float::f32_slice_to_f16(src, words, level),
+        (ElementType::Bf16, Some(words)) => f32_slice_to_bf16(src, words, level),
+        (ElementType::F16, Some(words)) => f32_slice_to_f16(src, words, level),
         _ => with_elem!(element, T => {
             for (&s, d) in src.iter().zip(dst.chunks_exact_mut(T::SIZE)) {
                 T::store(s, d);
@@ -510,5 +576,63 @@ mod tests {
         let mut back = vec![0f32; 8];
         packed_to_planar(&packed, ElementType::Bf16, 4, &mut back, 4).unwrap();
         assert_eq!(back, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 9.0, 9.0]);
+    }
+
+    #[test]
+    fn slice_paths_agree_with_scalar() {
+        let values: Vec<f32> = (0..5000u32)
+            .map(|i| f32::from_bits(i.wrapping_mul(2_654_435_761)))
+            .chain([f32::NAN, -0.0, f32::MIN_POSITIVE / 3.0, 65520.0, 65519.0])
+            .collect();
+        for level in SimdLevel::available() {
+            let mut bf = vec![0u16; values.len()];
+            f32_slice_to_bf16(&values, &mut bf, level);
+            let mut h = vec![0u16; values.len()];
+            f32_slice_to_f16(&values, &mut h, level);
+            for (i, &x) in values.iter().enumerate() {
+                assert_eq!(bf[i], f32_to_bf16(x), "{level} bf16 of {x:e}");
+                if !x.is_nan() {
+                    assert_eq!(h[i], f32_to_f16(x), "{level} f16 of {x:e}");
+                }
+            }
+            let mut back = vec![0f32; values.len()];
+            f16_slice_to_f32(&h, &mut back, level);
+            for (i, &b) in h.iter().enumerate() {
+                assert_eq!(back[i].to_bits(), f16_to_f32(b).to_bits(), "{level} f16 {b:#x}");
+            }
+        }
+    }
+
+    /// Every f16 bit pattern (NaN payloads, subnormals, both zeros) to f32
+    /// and back, and f32 NaNs with payloads to f16, on every level: the bits
+    /// the portable conversions give.
+    #[test]
+    fn f16_slices_are_exact_for_every_half_and_nan_payload() {
+        let all: Vec<u16> = (0..=u16::MAX).collect();
+        let nans: Vec<f32> =
+            [0x7F80_0001u32, 0x7F80_2000, 0x7FA0_0000, 0x7FC0_0000, 0x7FC0_1FFF, 0x7FD5_5555, 0x7FFF_FFFF]
+                .into_iter()
+                .flat_map(|b| [f32::from_bits(b), f32::from_bits(b | 0x8000_0000)])
+                .collect();
+        for level in SimdLevel::available() {
+            let mut wide = vec![0f32; all.len()];
+            f16_slice_to_f32(&all, &mut wide, level);
+            for (&h, w) in all.iter().zip(&wide) {
+                assert_eq!(w.to_bits(), f16_to_f32(h).to_bits(), "{level} f32 of f16 {h:#06x}");
+            }
+            let mut narrow = vec![0u16; all.len()];
+            f32_slice_to_f16(&wide, &mut narrow, level);
+            for (i, (&h, &n)) in all.iter().zip(&narrow).enumerate() {
+                assert_eq!(n, f32_to_f16(wide[i]), "{level} f16 of f32 {:#010x}", wide[i].to_bits());
+                // Every half survives the round trip, but signalling NaNs come back quiet.
+                let quieted = if h & 0x7C00 == 0x7C00 && h & 0x3FF != 0 { h | 0x200 } else { h };
+                assert_eq!(n, quieted, "{level} round trip of {h:#06x}");
+            }
+            let mut from_nans = vec![0u16; nans.len()];
+            f32_slice_to_f16(&nans, &mut from_nans, level);
+            for (x, h) in nans.iter().zip(from_nans) {
+                assert_eq!(h, f32_to_f16(*x), "{level} f16 of NaN {:#010x}", x.to_bits());
+            }
+        }
     }
 }

@@ -3,12 +3,15 @@
 //! permutations, the kernels chosen), and the row loop that runs it.
 //!
 //! Arrows run one way: `convert` builds plans and picks kernels for them;
-//! the kernels read plans; this module knows neither.
+//! the kernels read plans; this module knows neither (it holds, on x86, the
+//! x86 home's plain tables, `kernels/x86/tables.rs`, which import nothing).
 
 use super::colour::Coefficients;
 use super::float::{f32_to_bf16, f32_to_f16};
 use super::format::{Element, Format};
 use super::frame::{Rows, RowsMut, SourcePixels};
+#[cfg(target_arch = "x86_64")]
+use super::kernels::x86::tables::Permutes;
 
 /// A source row of pixels to one packed destination row.
 pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);
@@ -70,8 +73,9 @@ pub(crate) struct Plan {
     pub pad: u32,
     /// The scale and zero point of an int8 destination.
     pub quant: Option<(f32, i32)>,
-    /// Byte shuffles and permutations for the x86 kernels (see `Permutes`).
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    /// Byte shuffles and permutations for the x86 kernels, built once per
+    /// plan (kernels/x86/tables.rs).
+    #[cfg(target_arch = "x86_64")]
     pub permutes: Permutes,
     pub(crate) encoder: Encoder,
     pub(crate) nv12: Option<Nv12Plan>,
@@ -132,106 +136,13 @@ impl YuvOut {
     }
 }
 
-/// How camera YUV rows become the NV12 decoder's input (see kernels/yuv.rs).
+/// How camera YUV rows become the NV12 decoder's input (see `kernels::splitter`).
 #[derive(Clone, Copy)]
 pub(crate) enum Rearrange {
     /// Packed 4:2:2: the even and odd bytes of a row.
     Split(SplitRow),
     /// I420: the U and V rows interleaved (I010: their u16 samples).
     Interleave(InterleaveRow),
-}
-
-/// Byte shuffles and permutations of the x86 kernels, built once per plan
-/// (building them per row costs as much as a short row's conversion).
-/// `shuffle_epi8` masks index bytes within a 16-byte lane, 0x80 zeroing a
-/// byte; the VBMI permutes index a step of 16 source pixels' bytes, or
-/// [`Permutes::zero`] for a byte that must be 0.
-pub(crate) struct Permutes {
-    /// VBMI: 4-byte pixels in destination order: byte 4p+k <- pixel p, channel k.
-    pub packed_bytes: [u8; 64],
-    /// VBMI: quarter j, 32-bit lane 4p+k <- pixel 4j+p, channel k (the pad slot 0).
-    pub packed_lanes: [[u8; 64]; 4],
-    /// VBMI: channel k, 32-bit lane p <- pixel p, channel k (planar destinations).
-    pub planar_lanes: [[u8; 64]; 3],
-    /// A lane of 4 source pixels to 4-byte pixels in destination order (the
-    /// pad byte 0). GRAY is first widened to one pixel per 4 bytes.
-    pub lane_pixels: [u8; 16],
-    /// A lane of 4 source pixels to 4 bytes of channel 0, 4 of 1, 4 of 2.
-    pub lane_channels: [u8; 16],
-    /// Mask k widens channel k of the 4 pixels at the start of a lane to
-    /// 32-bit lanes (AVX2 planar, after `in_order` in x86.rs).
-    pub widen: [[u8; 16]; 3],
-    /// Mask k widens channel k after [`Permutes::spread`], in the lane
-    /// order 0, 1, 4, 5 | 2, 3, 6, 7 (AVX2 packed 16-bit floats).
-    pub split: [[u8; 32]; 3],
-}
-
-impl Permutes {
-    /// The index of a zero byte: the last byte of a 64-byte window holding
-    /// fewer than 64 source bytes (a masked load zeroes the rest), else the
-    /// first byte of a second, zeroed register (two-source permutes).
-    pub(crate) fn zero(channels: usize) -> u8 {
-        if 16 * channels < 64 {
-            63
-        } else {
-            64
-        }
-    }
-
-    /// Where AVX2 moves the source dwords of 8 pixels for `split`: lane 0
-    /// gets the bytes of pixels 0, 1 (its low 8 bytes) and 4, 5 (its high
-    /// 8); lane 1 those of 2, 3 and 6, 7. Each half is two consecutive source
-    /// dwords.
-    pub(crate) const fn spread(channels: usize) -> [i32; 8] {
-        match channels {
-            1 => [0, 1, 0, 1, 0, 1, 0, 1],
-            3 => [0, 1, 3, 4, 1, 2, 4, 5],
-            _ => [0, 1, 4, 5, 2, 3, 6, 7],
-        }
-    }
-
-    pub(crate) fn new(channels: usize, map: [usize; 3]) -> Permutes {
-        let zero = Self::zero(channels);
-        let from = |pixel: usize, k: usize| if k < 3 { (pixel * channels + map[k]) as u8 } else { zero };
-        let mut p = Permutes {
-            packed_bytes: [zero; 64],
-            packed_lanes: [[zero; 64]; 4],
-            planar_lanes: [[zero; 64]; 3],
-            lane_pixels: [0x80; 16],
-            lane_channels: [0x80; 16],
-            widen: [[0x80; 16]; 3],
-            split: [[0x80; 32]; 3],
-        };
-        for pixel in 0..16 {
-            for k in 0..4 {
-                p.packed_bytes[4 * pixel + k] = from(pixel, k);
-                p.packed_lanes[pixel / 4][4 * (4 * (pixel % 4) + k)] = from(pixel, k);
-            }
-            for k in 0..3 {
-                p.planar_lanes[k][4 * pixel] = from(pixel, k);
-            }
-        }
-        let spread = Self::spread(channels);
-        for (k, &mapped) in map.iter().enumerate() {
-            // In a lane: GRAY widened (4 bytes a pixel), else `channels` bytes a pixel.
-            let channel = if channels == 1 { 0 } else { mapped };
-            for pixel in 0..4 {
-                let widened = if channels == 1 { 4 * pixel } else { channels * pixel + channel };
-                p.lane_pixels[4 * pixel + k] = widened as u8;
-                p.lane_channels[4 * k + pixel] = widened as u8;
-                p.widen[k][4 * pixel] = (pixel * channels + channel) as u8;
-            }
-            for lane in 0..2 {
-                for (slot, pixel) in [0, 1, 4, 5].into_iter().enumerate() {
-                    let half = slot / 2;
-                    let at = (pixel + 2 * lane) * channels + channel;
-                    let first = 4 * spread[4 * lane + 2 * half] as usize;
-                    p.split[k][16 * lane + 4 * slot] = (at - first + 8 * half) as u8;
-                }
-            }
-        }
-        p
-    }
 }
 
 /// The reference arithmetic, in f32 as numpy does it: `(x - mean) / scale`,

@@ -411,7 +411,7 @@ fn bad_arguments_are_refused_before_writing() {
 }
 
 /// The sources this file's reference covers; the camera formats (YUYV, UYVY,
-/// I420) are checked against NV12 in rust/layout/kernels/yuv.rs and against
+/// I420) are checked against NV12 in rust/layout/kernels/tests.rs and against
 /// OpenCV in tests/layout/test_layout_yuv.py.
 fn table_sources() -> impl Iterator<Item = Format> {
     Format::sources().filter(|f| !matches!(f, Format::Yuyv | Format::Uyvy | Format::I420 | Format::P010 | Format::I010))

@@ -3,7 +3,7 @@ layout sources, on every code path this CPU has.
 
 OpenCV's ``cvtColor`` decodes YUYV, UYVY, I420 and NV12 with one fixed-point
 BT.601 arithmetic, so the engine decodes them with its NV12 kernels after
-rearranging the rows (rust/layout/kernels/yuv.rs) and must be bit-exact with
+rearranging the rows (rust/layout/kernels: `splitter`, `interleaver`) and must be bit-exact with
 ``COLOR_YUV2RGB_YUYV``, ``_UYVY`` and ``_I420`` (no ±1 anywhere: these tests
 compare exactly). The numpy twins below are checked against OpenCV where it
 is installed, as test_layout.py does for NV12; every destination is then the

@@ -1,51 +1,40 @@
 //! Row kernels: one source row in, one destination row (or one row of each
-//! plane) out. The scalar kernels are the reference; SIMD kernels do the
-//! bulk of a row and hand the tail to the scalar ones.
+//! plane) out, every instruction set's in one home, and here the choice of
+//! the kernels for a level.
+//!
+//! * Written once: `scalar.rs` (the reference, and the tails of every SIMD
+//!   loop), `vector.rs` (the conversion and YUV kernels over the `Simd`
+//!   traits), `resample.rs` (the resize row loops), stamped per instruction
+//!   set by `stamp!` (`stamp.rs`, the one stamping mechanism).
+//! * One home per instruction set: `x86/` (`avx2.rs`, `avx512.rs`, the
+//!   plans' byte shuffles in `tables.rs`, which kernels each level offers in
+//!   `mod.rs`) and `neon.rs`: the traits implemented, the kernels stamped,
+//!   the rows written by hand in that set's intrinsics.
+//! * Here: which kernels a level gets, by dispatch to its home.
+//!
+//! Arrows run one way (docs/architecture.md; tests/layout/test_layout_modules.py
+//! checks it): this module reads the homes; the homes read `vector.rs`,
+//! `resample.rs`, `scalar.rs` and `stamp.rs`; all of them read `plan.rs`. No
+//! home reads this module, and `plan.rs` reads only the x86 home's plain
+//! tables (`x86/tables.rs`).
 
 use super::format::Element;
-pub(crate) use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Pair, Nv12Row, PackedRow, Plan, SplitRow, Yuv422Row};
+use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Pair, Nv12Row, PackedRow, SplitRow, Yuv422Row};
 use super::simd::SimdLevel;
+use resample::RowKernels;
 
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod neon;
+pub(crate) mod resample;
 pub(crate) mod scalar;
+mod stamp;
+pub(crate) use stamp::stamp;
+#[cfg(test)]
+mod tests;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-mod vector;
+pub(crate) mod vector;
 #[cfg(target_arch = "x86_64")]
-mod x86;
-pub(crate) mod yuv;
-
-/// 16-bit float kinds of the packed kernels. BF16 rounds to nearest even;
-/// BF16_FAST rounds ties away from zero (fewer instructions), so a plan takes
-/// it only where no value of the 256 lands on a tie (BF16_NATIVE only where
-/// flushing subnormals changes nothing); F16 is IEEE half, rounded to nearest
-/// even.
-pub(crate) const BF16: u8 = 0;
-pub(crate) const F16: u8 = 1;
-pub(crate) const BF16_FAST: u8 = 2;
-/// bf16 by the AVX512-BF16 instruction: to nearest even, subnormals flushed.
-#[cfg(target_arch = "x86_64")]
-pub(crate) const BF16_NATIVE: u8 = 3;
-
-/// How a kernel computes `(x - mean) / scale`; a plan takes the first, in
-/// this order, that reproduces the reference for its parameters.
-/// `x * (1 / scale) + (-mean / scale)`: one fused multiply-add.
-pub(crate) const FMA: u8 = 0;
-/// The quotient from the reciprocal, corrected once by its exact remainder
-/// (`r = t - q * scale`, then `q + r * (1 / scale)`): two fused multiply-adds and a
-/// multiply, usually the correctly rounded quotient, faster than dividing.
-pub(crate) const REFINED: u8 = 1;
-/// A true division, IEEE-exact like the reference.
-pub(crate) const DIV: u8 = 2;
-
-/// The constants per destination slot that `normalise::<ARITH>` takes:
-/// `[bias, inv_scale, -]` for `FMA`, else `[mean, scale, inv_scale]`.
-pub(crate) fn affine<const ARITH: u8>(plan: &Plan) -> [[f32; 4]; 3] {
-    match ARITH {
-        FMA => [plan.bias, plan.inv_scale, plan.inv_scale],
-        _ => [plan.mean, plan.scale, plan.inv_scale],
-    }
-}
+pub(crate) mod x86;
 
 /// The table kernel for `channels`-byte source pixels and a destination of
 /// `element`: planar, or packed with `dst_channels` (3, or 4 with a pad).
@@ -97,79 +86,15 @@ pub(crate) fn simd_encoders(
     }
 }
 
-/// 4-byte pixels to 3-byte ones with no arithmetic (RGBx/RGBA or decoded
+/// 4-byte pixels to 3-byte pixels with no arithmetic (RGBx/RGBA or decoded
 /// YUV rows into RGB or BGR): the pad dropped, R and B swapped if `SWAP`.
-/// (LLVM's vectorisation of the plain loop was 4x slower than these.)
 fn drop_pad<const SWAP: bool>(level: SimdLevel) -> Kernel {
-    #[inline(always)]
-    fn run<const SWAP: bool>(src: &[u8], dst: &mut [u8]) {
-        for (s, d) in src.chunks_exact(4).zip(dst.chunks_exact_mut(3)) {
-            if SWAP {
-                d.copy_from_slice(&[s[2], s[1], s[0]]);
-            } else {
-                d.copy_from_slice(&s[..3]);
-            }
-        }
-    }
-    fn portable<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
-        run::<SWAP>(src, dst)
-    }
-    /// 8 pixels a step: in each lane the pad bytes dropped (and R, B
-    /// swapped) by one byte shuffle, the lanes' 12 bytes put together by a
-    /// dword permute, stored as 16 + 8 bytes.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn avx2<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
-        use std::arch::x86_64::*;
-        let n = (src.len() / 4).min(dst.len() / 3);
-        let lane: [i8; 16] = if SWAP {
-            [2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1]
-        } else {
-            [0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1]
-        };
-        // SAFETY (every intrinsic below): AVX2 is enabled on this function,
-        // which a plan only holds for a CPU that has it; the loop guard bounds
-        // the 32 bytes read at 4i and the 24 written at 3i.
-        unsafe {
-            let half = _mm_loadu_si128(lane.as_ptr().cast());
-            let shuffle = _mm256_set_m128i(half, half);
-            let gather = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7);
-            let mut i = 0;
-            while i + 8 <= n {
-                let x = _mm256_loadu_si256(src.as_ptr().add(4 * i).cast());
-                let packed = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(x, shuffle), gather);
-                let out = dst.as_mut_ptr().add(3 * i);
-                _mm_storeu_si128(out.cast(), _mm256_castsi256_si128(packed));
-                _mm_storel_epi64(out.add(16).cast(), _mm256_extracti128_si256::<1>(packed));
-                i += 8;
-            }
-            run::<SWAP>(&src[4 * i..], &mut dst[3 * i..]);
-        }
-    }
-    /// 16 pixels a step: `vld4q` splits the channels, `vst3q` writes three.
-    #[cfg(target_arch = "aarch64")]
-    fn neon<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
-        use std::arch::aarch64::*;
-        let n = (src.len() / 4).min(dst.len() / 3);
-        let mut i = 0;
-        while i + 16 <= n {
-            // SAFETY: NEON is part of every aarch64 CPU; i + 16 <= n bounds the
-            // 64 bytes read at 4i and the 48 written at 3i.
-            unsafe {
-                let x = vld4q_u8(src.as_ptr().add(4 * i));
-                let (first, last) = if SWAP { (x.2, x.0) } else { (x.0, x.2) };
-                vst3q_u8(dst.as_mut_ptr().add(3 * i), uint8x16x3_t(first, x.1, last));
-            }
-            i += 16;
-        }
-        run::<SWAP>(&src[4 * i..], &mut dst[3 * i..]);
-    }
     let encoder: PackedRow = match level {
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => avx2::<SWAP>,
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => x86::avx2::drop_pad::<SWAP>,
         #[cfg(target_arch = "aarch64")]
-        SimdLevel::Neon => neon::<SWAP>,
-        _ => portable::<SWAP>,
+        SimdLevel::Neon => neon::drop_pad::<SWAP>,
+        _ => scalar::drop_pad::<SWAP>,
     };
     let name = match (level, SWAP) {
         (SimdLevel::Scalar, _) => "scalar/drop-pad",
@@ -189,33 +114,16 @@ fn drop_pad<const SWAP: bool>(level: SimdLevel) -> Kernel {
 /// the same order; the pad of 4-byte ones dropped): a row copy, R and B
 /// swapped, or `drop_pad`.
 pub(crate) fn byte_reorder(level: SimdLevel, channels: usize, map: [usize; 3]) -> Option<Kernel> {
-    fn copy(_: &Plan, src: &[u8], dst: &mut [u8]) {
-        let n = src.len().min(dst.len());
-        dst[..n].copy_from_slice(&src[..n]);
-    }
-    #[inline(always)]
-    fn swap_rb(src: &[u8], dst: &mut [u8]) {
-        for (s, d) in src.chunks_exact(3).zip(dst.chunks_exact_mut(3)) {
-            d.copy_from_slice(&[s[2], s[1], s[0]]);
-        }
-    }
-    fn swap_rb_portable(_: &Plan, src: &[u8], dst: &mut [u8]) {
-        swap_rb(src, dst)
-    }
-    // The same loop, vectorised by LLVM with AVX2 shuffles.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn swap_rb_avx2(_: &Plan, src: &[u8], dst: &mut [u8]) {
-        swap_rb(src, dst)
-    }
     let (name, encoder): (&'static str, PackedRow) = match (map, level) {
         ([0, 1, 2], _) if channels == 4 => return Some(drop_pad::<false>(level)),
         ([2, 1, 0], _) if channels == 4 => return Some(drop_pad::<true>(level)),
         (_, _) if channels != 3 => return None,
-        ([0, 1, 2], _) => ("copy", copy),
+        ([0, 1, 2], _) => ("copy", scalar::copy),
         #[cfg(target_arch = "x86_64")]
-        ([2, 1, 0], SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi) => ("avx2/swap-rb", swap_rb_avx2),
-        ([2, 1, 0], _) => ("portable/swap-rb", swap_rb_portable),
+        ([2, 1, 0], SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi) => {
+            ("avx2/swap-rb", x86::avx2::swap_rb)
+        }
+        ([2, 1, 0], _) => ("portable/swap-rb", scalar::swap_rb),
         _ => return None,
     };
     Some(Kernel { name, encoder: Encoder::Packed(encoder) })
@@ -245,7 +153,7 @@ pub(crate) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
 
 /// The decoder of packed YUYV (`y_first`) or UYVY rows into pixels of
 /// `bytes` bytes at this level, where it has one (else the rows are split
-/// into NV12's first, `yuv::splitter`).
+/// into NV12's first, `splitter`).
 pub(crate) fn yuv422_decoder(level: SimdLevel, bytes: usize, y_first: bool) -> Option<(Yuv422Row, &'static str)> {
     match level {
         #[cfg(target_arch = "x86_64")]
@@ -285,5 +193,89 @@ pub(crate) fn int8_encoders(level: SimdLevel, channels: usize, dst_channels: usi
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => neon::int8_encoders(channels, dst_channels),
         _ => Vec::new(),
+    }
+}
+
+/// How camera YUV rows become the NV12 decoders' input: OpenCV's
+/// `cvtColor` decodes YUYV, UYVY, I420 and NV12 with one and the same
+/// fixed-point arithmetic (checked in tests/layout/test_layout_yuv.py), so
+/// these formats reuse the NV12 decoders of every level, bit-exact by
+/// construction. Only the rearrangement is new: for YUYV the even bytes of a
+/// row are Y and the odd ones U,V (already in NV12's U,V order); for UYVY the
+/// other way round (`splitter`, where a level has no decoder of the packed
+/// rows themselves: `yuv422_decoder`); for I420 the U and V rows are
+/// interleaved (`interleaver`; I010's by words, `interleaver16`).
+pub(crate) fn splitter(level: SimdLevel) -> (SplitRow, &'static str) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => (x86::avx2::split_row, "avx2/yuv422-split"),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => (neon::split_row, "neon/yuv422-split"),
+        _ => (scalar::split_row, "scalar/yuv422-split"),
+    }
+}
+
+pub(crate) fn interleaver(level: SimdLevel) -> (InterleaveRow, &'static str) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => {
+            (x86::avx2::interleave_row, "avx2/i420-interleave")
+        }
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => (neon::interleave_row, "neon/i420-interleave"),
+        _ => (scalar::interleave_row, "scalar/i420-interleave"),
+    }
+}
+
+/// The I010 interleaver (U and V rows of u16 samples) of this level.
+pub(crate) fn interleaver16(level: SimdLevel) -> (InterleaveRow, &'static str) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => {
+            (x86::avx2::interleave_row16, "avx2/i010-interleave")
+        }
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => (neon::interleave_row16, "neon/i010-interleave"),
+        _ => (scalar::interleave_row16, "scalar/i010-interleave"),
+    }
+}
+
+macro_rules! kernels_of {
+    ($($m:ident)::+, $c:literal) => {
+        RowKernels {
+            horizontal_linear: $($m)::+::horizontal_linear::<$c>,
+            horizontal_linear2: $($m)::+::horizontal_linear2::<$c>,
+            vertical_linear: $($m)::+::vertical_linear,
+            gather: $($m)::+::gather::<$c>,
+            groups: $($m)::+::groups,
+            sum_rows: $($m)::+::sum_rows,
+            blocks: $($m)::+::blocks::<$c>,
+            weigh_rows: $($m)::+::weigh_rows,
+            area_horizontal: $($m)::+::area_horizontal::<$c>,
+        }
+    };
+}
+
+macro_rules! by_channels {
+    ($($m:ident)::+, $channels:expr) => {
+        match $channels {
+            1 => kernels_of!($($m)::+, 1),
+            3 => kernels_of!($($m)::+, 3),
+            _ => kernels_of!($($m)::+, 4),
+        }
+    };
+}
+
+/// The row loops for `channels`-value pixels (1, 3 or 4) at `level`, and the
+/// name of the instruction set they were compiled for.
+pub(crate) fn row_kernels(level: SimdLevel, channels: usize) -> (RowKernels, &'static str) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 => (by_channels!(x86::avx2::resample, channels), "avx2"),
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => (by_channels!(x86::avx512::resample, channels), "avx512"),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => (by_channels!(neon::resample, channels), "neon"),
+        _ => (by_channels!(scalar::resample, channels), "scalar"),
     }
 }

@@ -1,7 +1,9 @@
 //! aarch64 Advanced SIMD (NEON) implementation of [`Simd`], 16 pixels a
 //! step (a vector of the abstraction is four NEON registers): `vld3q_u8` /
 //! `vld4q_u8` de-interleave the source, `vst4q` interleaves the destination.
-//! The kernels themselves are in vector.rs. IEEE half is converted with
+//! The kernels themselves are in vector.rs. Also NEON's rows written by
+//! hand: 4-byte pixels to 3-byte ones, the YUV rearrangements, and the f16
+//! slices (`output.rs`'s `f32_slice_to_f16`, `f16_slice_to_f32`). IEEE half is converted with
 //! `FCVTN`/`FCVTN2` (f32 to f16) and `FCVTL`/`FCVTL2` (f16 to f32) in inline
 //! assembly: Rust's f16 NEON intrinsics are not stable yet. These are base
 //! Armv8-A Advanced SIMD instructions (not the optional FEAT_FP16
@@ -18,21 +20,20 @@ use std::arch::asm;
 use super::super::colour::SHIFT;
 use super::super::float::{f16_to_f32, f32_to_f16};
 use super::super::format::Element;
-use super::super::plan::{Plan, YuvOut};
-use super::vector::{self, bf16_high, stamp, Job, Quantise, Simd, Words};
-use super::{Encoder, Kernel, Nv12Pair, Nv12Row, Yuv422Row, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
+use super::super::plan::{Encoder, Kernel, Nv12Pair, Nv12Row, PackedRow, Plan, Yuv422Row};
+use super::resample::Resample;
+use super::scalar;
+use super::vector::{bf16_high, Job, Quantise, Simd, Words, BF16, BF16_FAST, DIV, F16, FMA, REFINED};
 
 // `shr_yuv` shifts by a literal (the intrinsics' shift types differ).
 const _: () = assert!(SHIFT == 20);
 
 mod stamped {
-    use super::*;
-    stamp!(super::Neon, "neon");
-    stamp!(words: super::Neon, "neon");
-    stamp!(int8: super::Neon, "neon");
+    use super::Neon;
+    crate::layout::stamp!(Neon, ["neon"]: conversion, words, int8);
 }
 
-pub(super) fn encoders(element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
+pub(crate) fn encoders(element: Element, planar: bool, channels: usize, identity: bool) -> Vec<Kernel> {
     let mut kernels = Vec::new();
     macro_rules! by_channels {
         ($f:ident, [$($g:tt),*], $kind:ident, $name:expr) => {
@@ -68,14 +69,14 @@ pub(super) fn encoders(element: Element, planar: bool, channels: usize, identity
     kernels
 }
 
-pub(super) fn nv12_decoder(bytes: usize) -> (Nv12Row, &'static str) {
+pub(crate) fn nv12_decoder(bytes: usize) -> (Nv12Row, &'static str) {
     match bytes {
         3 => (stamped::nv12_row::<3>, "neon/nv12-rgb"),
         _ => (stamped::nv12_row::<4>, "neon/nv12"),
     }
 }
 
-pub(super) fn yuv422_decoder(bytes: usize, y_first: bool) -> (Yuv422Row, &'static str) {
+pub(crate) fn yuv422_decoder(bytes: usize, y_first: bool) -> (Yuv422Row, &'static str) {
     match (bytes, y_first) {
         (3, true) => (stamped::yuv422_row::<3, true>, "neon/yuyv-rgb"),
         (3, false) => (stamped::yuv422_row::<3, false>, "neon/uyvy-rgb"),
@@ -84,7 +85,7 @@ pub(super) fn yuv422_decoder(bytes: usize, y_first: bool) -> (Yuv422Row, &'stati
     }
 }
 
-pub(super) fn nv12_pair_decoder(bytes: usize) -> Nv12Pair {
+pub(crate) fn nv12_pair_decoder(bytes: usize) -> Nv12Pair {
     match bytes {
         3 => stamped::nv12_pair::<3>,
         _ => stamped::nv12_pair::<4>,
@@ -92,10 +93,10 @@ pub(super) fn nv12_pair_decoder(bytes: usize) -> Nv12Pair {
 }
 
 /// The int8 encoders: the fused multiply-add first, then the two exact divisions.
-pub(super) fn int8_encoders(channels: usize, dst_channels: usize) -> Vec<Kernel> {
+pub(crate) fn int8_encoders(channels: usize, dst_channels: usize) -> Vec<Kernel> {
     let mut kernels = Vec::new();
     for (arith, suffix) in [(FMA, "/fma"), (DIV, "/div")] {
-        let encoder: super::PackedRow = match (channels, dst_channels == 3, arith) {
+        let encoder: PackedRow = match (channels, dst_channels == 3, arith) {
             (1, false, FMA) => stamped::packed_i8::<1, 4, FMA>,
             (1, false, _) => stamped::packed_i8::<1, 4, DIV>,
             (1, true, FMA) => stamped::packed_i8::<1, 3, FMA>,
@@ -121,13 +122,83 @@ pub(super) fn int8_encoders(channels: usize, dst_channels: usize) -> Vec<Kernel>
 }
 
 /// The 10-bit decoder: P010, or I010 with `low`.
-pub(super) fn yuv10_decoder(bytes: usize, low: bool) -> (Nv12Row, &'static str) {
+pub(crate) fn yuv10_decoder(bytes: usize, low: bool) -> (Nv12Row, &'static str) {
     match (bytes, low) {
         (3, false) => (stamped::yuv10_row::<3, false>, "neon/p010-rgb"),
         (_, false) => (stamped::yuv10_row::<4, false>, "neon/p010"),
         (3, true) => (stamped::yuv10_row::<3, true>, "neon/i010-rgb"),
         (_, true) => (stamped::yuv10_row::<4, true>, "neon/i010"),
     }
+}
+
+/// 4-byte pixels to 3-byte ones (`kernels::byte_reorder`), 16 pixels a
+/// step: `vld4q` splits the channels, `vst3q` writes three.
+pub(crate) fn drop_pad<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
+    let n = (src.len() / 4).min(dst.len() / 3);
+    let mut i = 0;
+    while i + 16 <= n {
+        // SAFETY: NEON is part of every aarch64 CPU; i + 16 <= n bounds the
+        // 64 bytes read at 4i and the 48 written at 3i.
+        unsafe {
+            let x = vld4q_u8(src.as_ptr().add(4 * i));
+            let (first, last) = if SWAP { (x.2, x.0) } else { (x.0, x.2) };
+            vst3q_u8(dst.as_mut_ptr().add(3 * i), uint8x16x3_t(first, x.1, last));
+        }
+        i += 16;
+    }
+    scalar::drop_pad_pixels::<SWAP>(&src[4 * i..], &mut dst[3 * i..]);
+}
+
+// The YUV rearrangements (kernels::splitter, interleaver, interleaver16):
+// camera rows into the NV12 decoders' input.
+
+/// `vld2q_u8` deinterleaves 32 bytes into 16 even and 16 odd bytes.
+#[target_feature(enable = "neon")]
+pub(crate) unsafe fn split_row(row: &[u8], even: &mut [u8], odd: &mut [u8]) {
+    let n = (row.len() / 2).min(even.len()).min(odd.len());
+    let mut i = 0;
+    while i + 16 <= n {
+        // SAFETY: i + 16 <= n bounds the 32 bytes read and the 16 written to each output.
+        let x = vld2q_u8(row.as_ptr().add(2 * i));
+        vst1q_u8(even.as_mut_ptr().add(i), x.0);
+        vst1q_u8(odd.as_mut_ptr().add(i), x.1);
+        i += 16;
+    }
+    scalar::split_row(&row[2 * i..], &mut even[i..], &mut odd[i..]);
+}
+
+#[target_feature(enable = "neon")]
+pub(crate) unsafe fn interleave_row(u: &[u8], v: &[u8], uv: &mut [u8]) {
+    let n = u.len().min(v.len()).min(uv.len() / 2);
+    let mut i = 0;
+    while i + 16 <= n {
+        // SAFETY: i + 16 <= n bounds the 16 bytes read from u and v and the 32 written.
+        let pair = uint8x16x2_t(vld1q_u8(u.as_ptr().add(i)), vld1q_u8(v.as_ptr().add(i)));
+        vst2q_u8(uv.as_mut_ptr().add(2 * i), pair);
+        i += 16;
+    }
+    scalar::interleave_row(&u[i..], &v[i..], &mut uv[2 * i..]);
+}
+
+/// As `interleave_row`, by 16-bit words (`vst2q_u16`).
+#[target_feature(enable = "neon")]
+pub(crate) unsafe fn interleave_row16(u: &[u8], v: &[u8], uv: &mut [u8]) {
+    let n = u.len().min(v.len()).min(uv.len() / 2);
+    let mut i = 0;
+    while i + 16 <= n {
+        // SAFETY: i + 16 <= n bounds the 16 bytes read from u and v and the 32 written.
+        let pair = uint16x8x2_t(vld1q_u16(u.as_ptr().add(i).cast()), vld1q_u16(v.as_ptr().add(i).cast()));
+        vst2q_u16(uv.as_mut_ptr().add(2 * i).cast(), pair);
+        i += 16;
+    }
+    scalar::interleave_row16(&u[i..], &v[i..], &mut uv[2 * i..]);
+}
+
+/// The resize row loops: the portable ones, vectorised by LLVM for NEON.
+impl Resample for Neon {}
+
+pub(crate) mod resample {
+    crate::layout::stamp!(super::Neon, ["neon"]: resample);
 }
 
 /// Four NEON registers: the 16 lanes of a vector of the abstraction.

@@ -3,6 +3,7 @@
 
 use super::super::colour::{yuv10_to_rgb, yuv_to_rgb};
 use super::super::plan::{Luts, Plan, YuvOut};
+use super::resample::Resample;
 
 /// A destination element: how to write it and where its tables live.
 pub(crate) trait Out: Copy {
@@ -174,4 +175,77 @@ pub(crate) fn yuv10_row<const LOW: bool>(y: &[u8], uv: &[u8], dst: &mut [u8], ou
             }
         }
     }
+}
+
+/// 4-byte pixels to 3-byte ones with no arithmetic (RGBx/RGBA or decoded
+/// YUV rows into RGB or BGR): the pad dropped, R and B swapped if `SWAP`.
+/// Also the tail of the SIMD versions (LLVM's vectorisation of this loop was
+/// 4x slower than those).
+#[inline(always)]
+pub(crate) fn drop_pad_pixels<const SWAP: bool>(src: &[u8], dst: &mut [u8]) {
+    for (s, d) in src.chunks_exact(4).zip(dst.chunks_exact_mut(3)) {
+        if SWAP {
+            d.copy_from_slice(&[s[2], s[1], s[0]]);
+        } else {
+            d.copy_from_slice(&s[..3]);
+        }
+    }
+}
+
+pub(crate) fn drop_pad<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
+    drop_pad_pixels::<SWAP>(src, dst)
+}
+
+/// 3-byte pixels in the same order: a row copy.
+pub(crate) fn copy(_: &Plan, src: &[u8], dst: &mut [u8]) {
+    let n = src.len().min(dst.len());
+    dst[..n].copy_from_slice(&src[..n]);
+}
+
+/// 3-byte pixels with R and B swapped (stamped for AVX2 in x86/avx2.rs).
+#[inline(always)]
+pub(crate) fn swap_rb_pixels(src: &[u8], dst: &mut [u8]) {
+    for (s, d) in src.chunks_exact(3).zip(dst.chunks_exact_mut(3)) {
+        d.copy_from_slice(&[s[2], s[1], s[0]]);
+    }
+}
+
+pub(crate) fn swap_rb(_: &Plan, src: &[u8], dst: &mut [u8]) {
+    swap_rb_pixels(src, dst)
+}
+
+// The YUV rearrangements: camera rows into the NV12 decoders' input
+// (kernels::splitter, interleaver, interleaver16), and the SIMD ones' tails.
+
+/// As `interleave_row`, for 2-byte samples: `uv[4i..4i + 4] = u[2i..2i + 2], v[2i..2i + 2]`.
+pub(crate) fn interleave_row16(u: &[u8], v: &[u8], uv: &mut [u8]) {
+    for ((a, b), quad) in u.chunks_exact(2).zip(v.chunks_exact(2)).zip(uv.chunks_exact_mut(4)) {
+        quad[..2].copy_from_slice(a);
+        quad[2..].copy_from_slice(b);
+    }
+}
+
+/// `even[i] = row[2i]`, `odd[i] = row[2i + 1]`, for as many pairs as all three hold.
+pub(crate) fn split_row(row: &[u8], even: &mut [u8], odd: &mut [u8]) {
+    for ((pair, e), o) in row.chunks_exact(2).zip(even.iter_mut()).zip(odd.iter_mut()) {
+        *e = pair[0];
+        *o = pair[1];
+    }
+}
+
+/// `uv[2i] = u[i]`, `uv[2i + 1] = v[i]`.
+pub(crate) fn interleave_row(u: &[u8], v: &[u8], uv: &mut [u8]) {
+    for ((&a, &b), pair) in u.iter().zip(v).zip(uv.chunks_exact_mut(2)) {
+        pair[0] = a;
+        pair[1] = b;
+    }
+}
+
+/// The scalar level's resize row loops: the portable ones, compiled without
+/// extra features.
+pub(crate) struct Portable;
+impl Resample for Portable {}
+
+pub(crate) mod resample {
+    crate::layout::stamp!(super::Portable, []: resample);
 }

@@ -1,13 +1,13 @@
 //! The SIMD kernels, each written once over [`Simd`]: a small vector
-//! abstraction that x86.rs implements for AVX2 and AVX-512 (with and without
-//! VBMI) and neon.rs for NEON. What really differs per instruction set stays
+//! abstraction that the x86 home (x86/avx2.rs, x86/avx512.rs) implements for
+//! AVX2 and AVX-512 (with and without VBMI) and neon.rs for NEON. What really differs per instruction set stays
 //! there, explicit and small: how a step of source pixels is gathered into
 //! 32-bit lanes, how 16-bit floats are interleaved and stored, how NV12's
 //! bytes are packed. The loops, the normalisation, the bf16 rounding and the
 //! tails are here.
 //!
-//! A kernel here is `#[inline(always)]` and generic; [`stamp!`] instantiates
-//! it per instruction set inside a `#[target_feature]` function, so the
+//! A kernel here is `#[inline(always)]` and generic; `stamp!` (stamp.rs)
+//! instantiates it per instruction set inside a `#[target_feature]` function, so the
 //! trait's methods (also `#[inline(always)]`) and the intrinsics they call
 //! are compiled into one loop with that instruction set's features.
 //!
@@ -19,15 +19,45 @@
 //! passes; the tail of a row goes to the scalar kernels.
 
 use super::super::colour::HALF;
-use super::super::plan::Plan;
-use super::super::plan::YuvOut;
+use super::super::plan::{Plan, YuvOut};
 use super::scalar;
-use super::{affine, BF16_FAST, FMA, REFINED};
+
+/// 16-bit float kinds of the packed kernels. BF16 rounds to nearest even;
+/// BF16_FAST rounds ties away from zero (fewer instructions), so a plan takes
+/// it only where no value of the 256 lands on a tie (BF16_NATIVE only where
+/// flushing subnormals changes nothing); F16 is IEEE half, rounded to nearest
+/// even.
+pub(crate) const BF16: u8 = 0;
+pub(crate) const F16: u8 = 1;
+pub(crate) const BF16_FAST: u8 = 2;
+/// bf16 by the AVX512-BF16 instruction: to nearest even, subnormals flushed.
+#[cfg(target_arch = "x86_64")]
+pub(crate) const BF16_NATIVE: u8 = 3;
+
+/// How a kernel computes `(x - mean) / scale`; a plan takes the first, in
+/// this order, that reproduces the reference for its parameters.
+/// `x * (1 / scale) + (-mean / scale)`: one fused multiply-add.
+pub(crate) const FMA: u8 = 0;
+/// The quotient from the reciprocal, corrected once by its exact remainder
+/// (`r = t - q * scale`, then `q + r * (1 / scale)`): two fused multiply-adds and a
+/// multiply, usually the correctly rounded quotient, faster than dividing.
+pub(crate) const REFINED: u8 = 1;
+/// A true division, IEEE-exact like the reference.
+pub(crate) const DIV: u8 = 2;
+
+/// The constants per destination slot that `normalise::<ARITH>` takes:
+/// `[bias, inv_scale, -]` for `FMA`, else `[mean, scale, inv_scale]`.
+pub(crate) fn affine<const ARITH: u8>(plan: &Plan) -> [[f32; 4]; 3] {
+    match ARITH {
+        FMA => [plan.bias, plan.inv_scale, plan.inv_scale],
+        _ => [plan.mean, plan.scale, plan.inv_scale],
+    }
+}
 
 /// What a row's [`Simd::Tables`] are for: the kernel, and where it needs them,
 /// its plan.
 #[derive(Clone, Copy)]
-pub(super) enum Job<'a> {
+pub(crate) enum Job<'a> {
     /// `Simd::rgbx_u8`.
     Bytes(&'a Plan),
     /// `Simd::channels::<C, false>` (pixel order).
@@ -47,7 +77,7 @@ pub(super) enum Job<'a> {
 
 /// One instruction set's vectors of `LANES` 32-bit lanes, and the operations
 /// the kernels use on them.
-pub(super) trait Simd: Copy {
+pub(crate) trait Simd: Copy {
     /// Pixels per step: the lanes of `I` and `F`.
     const LANES: usize;
     /// `LANES` i32.
@@ -143,7 +173,7 @@ pub(super) trait Simd: Copy {
 /// `LANES / 4` pixels, each with its 4 channels in 32-bit lanes (the pad lane
 /// 0), normalised with each slot's constants.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(super) trait Quads: Simd {
+pub(crate) trait Quads: Simd {
     /// `LANES` source pixels as 4 such vectors (`Job::Quads`).
     unsafe fn quads<const C: usize>(t: &Self::Tables, src: *const u8) -> [Self::I; 4];
     /// The four per-slot values repeated for every pixel of a vector.
@@ -155,7 +185,7 @@ pub(super) trait Quads: Simd {
 /// `(x - mean) / scale` in the arithmetic `ARITH` (see `FMA`), with the
 /// constants `affine::<ARITH>` gives.
 #[inline(always)]
-pub(super) unsafe fn normalise<S: Simd, const ARITH: u8>(x: S::I, a: S::F, b: S::F, c: S::F) -> S::F {
+pub(crate) unsafe fn normalise<S: Simd, const ARITH: u8>(x: S::I, a: S::F, b: S::F, c: S::F) -> S::F {
     let f = S::to_f32(x);
     match ARITH {
         FMA => S::mul_add(f, b, a),
@@ -173,7 +203,7 @@ pub(super) unsafe fn normalise<S: Simd, const ARITH: u8>(x: S::I, a: S::F, b: S:
 /// `BF16_FAST` ties away from zero. The values come from u8 inputs and finite
 /// parameters, never NaN.
 #[inline(always)]
-pub(super) unsafe fn bf16_high<S: Simd, const KIND: u8>(f: S::F) -> S::I {
+pub(crate) unsafe fn bf16_high<S: Simd, const KIND: u8>(f: S::F) -> S::I {
     let bits = S::bits(f);
     if KIND == BF16_FAST {
         S::add_i(bits, S::splat_i(0x8000))
@@ -193,7 +223,7 @@ unsafe fn channel_constants<S: Simd, const ARITH: u8>(plan: &Plan) -> [[S::F; 3]
 
 /// RGBx or BGRx bytes with no arithmetic.
 #[inline(always)]
-pub(super) unsafe fn packed_u8<S: Simd, const C: usize>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
+pub(crate) unsafe fn packed_u8<S: Simd, const C: usize>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
     let n = dst.len() / 4;
     let t = S::tables::<C>(Job::Bytes(plan));
     let mut i = 0;
@@ -206,7 +236,7 @@ pub(super) unsafe fn packed_u8<S: Simd, const C: usize>(plan: &Plan, src: &[u8],
 
 /// Packed bf16 or f16 (`KIND`), computing only the three colour channels.
 #[inline(always)]
-pub(super) unsafe fn packed_16<S: Simd, const C: usize, const KIND: u8, const ARITH: u8>(
+pub(crate) unsafe fn packed_16<S: Simd, const C: usize, const KIND: u8, const ARITH: u8>(
     plan: &Plan,
     src: &[u8],
     dst: &mut [u8],
@@ -232,7 +262,7 @@ pub(super) unsafe fn packed_16<S: Simd, const C: usize, const KIND: u8, const AR
 /// computed like the others: 0 normalised to the pad value).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
-pub(super) unsafe fn packed_16_quads<S: Quads, const C: usize, const KIND: u8, const ARITH: u8>(
+pub(crate) unsafe fn packed_16_quads<S: Quads, const C: usize, const KIND: u8, const ARITH: u8>(
     plan: &Plan,
     src: &[u8],
     dst: &mut [u8],
@@ -258,7 +288,7 @@ pub(super) unsafe fn packed_16_quads<S: Quads, const C: usize, const KIND: u8, c
 
 /// Three planes of f32 or (`HALF`) IEEE half.
 #[inline(always)]
-pub(super) unsafe fn planar<S: Simd, const C: usize, const HALF: bool, const ARITH: u8>(
+pub(crate) unsafe fn planar<S: Simd, const C: usize, const HALF: bool, const ARITH: u8>(
     plan: &Plan,
     src: &[u8],
     p0: &mut [u8],
@@ -305,7 +335,7 @@ fn tail_16<const C: usize>(plan: &Plan, src: &[u8], i: usize, dst: &mut [u8]) {
 /// pixels are computed apart, against the same terms, and interleaved by the
 /// store; saturating packs clamp to 0..=255 as `saturate_cast` does.
 #[inline(always)]
-pub(super) unsafe fn nv12_rows<S: Simd, const BYTES: usize, const ROWS: usize>(
+pub(crate) unsafe fn nv12_rows<S: Simd, const BYTES: usize, const ROWS: usize>(
     y: [&[u8]; ROWS],
     uv: &[u8],
     dst: [&mut [u8]; ROWS],
@@ -355,7 +385,7 @@ pub(super) unsafe fn nv12_rows<S: Simd, const BYTES: usize, const ROWS: usize>(
 /// decodes its split bytes, reading luma and chroma from the row itself (no
 /// split pass).
 #[inline(always)]
-pub(super) unsafe fn yuv422_row<S: Simd, const BYTES: usize, const Y_FIRST: bool>(
+pub(crate) unsafe fn yuv422_row<S: Simd, const BYTES: usize, const Y_FIRST: bool>(
     row: &[u8],
     dst: &mut [u8],
     out: &YuvOut,
@@ -393,7 +423,7 @@ pub(super) unsafe fn yuv422_row<S: Simd, const BYTES: usize, const Y_FIRST: bool
 }
 
 /// Instruction sets that also write int8 pixels (RGBx_I8, RGB_I8).
-pub(super) trait Quantise: Simd {
+pub(crate) trait Quantise: Simd {
     /// Each lane rounded to the nearest integer, ties to even, after
     /// clamping to the i16 range (so that adding a zero point cannot wrap).
     unsafe fn round_even(f: Self::F) -> Self::I;
@@ -409,7 +439,7 @@ pub(super) trait Quantise: Simd {
 /// divisions, as the reference computes. A plan takes the FMA form only where
 /// it reproduces the tables.
 #[inline(always)]
-pub(super) unsafe fn packed_i8<S: Quantise, const C: usize, const BYTES: usize, const ARITH: u8>(
+pub(crate) unsafe fn packed_i8<S: Quantise, const C: usize, const BYTES: usize, const ARITH: u8>(
     plan: &Plan,
     src: &[u8],
     dst: &mut [u8],
@@ -448,7 +478,7 @@ pub(super) unsafe fn packed_i8<S: Quantise, const C: usize, const BYTES: usize, 
 }
 
 /// Instruction sets that also read 10-bit samples (P010, I010).
-pub(super) trait Words: Simd {
+pub(crate) trait Words: Simd {
     /// The `2 * LANES` little-endian u16 at `p` as their 10-bit values (the
     /// top 10 bits, or with `LOW` the low 10): the even-indexed words, then
     /// the odd ones, lane j of each from word pair j.
@@ -461,7 +491,7 @@ pub(super) trait Words: Simd {
 /// a Y, U or V word pair is one 32-bit lane, so `words10` splits it into
 /// the even and the odd samples (or U and V) with two shifts or masks.
 #[inline(always)]
-pub(super) unsafe fn yuv10_row<S: Words, const BYTES: usize, const LOW: bool>(
+pub(crate) unsafe fn yuv10_row<S: Words, const BYTES: usize, const LOW: bool>(
     y: &[u8],
     uv: &[u8],
     dst: &mut [u8],
@@ -503,101 +533,3 @@ pub(super) unsafe fn yuv10_row<S: Words, const BYTES: usize, const LOW: bool>(
     }
     scalar::yuv10_row::<LOW>(&y[2 * i..], &uv[(2 * i).min(uv.len())..], &mut dst[BYTES * i..], out);
 }
-
-/// Instantiates the kernels of this module for one instruction set, as
-/// functions compiled with its target features: `stamp!(Type, "features")`,
-/// and `stamp!(quads: Type, "features")` for `packed_16_quads` where `Type:
-/// Quads`, `stamp!(words: Type, "features")` for `yuv10_row` where `Type: Words`. A level need not offer every kernel, hence `allow(dead_code)`.
-macro_rules! stamp {
-    ($isa:ty, $features:literal) => {
-        #[allow(dead_code)]
-        #[target_feature(enable = $features)]
-        pub(super) unsafe fn packed_u8<const C: usize>(plan: &Plan, src: &[u8], dst: &mut [u8]) {
-            vector::packed_u8::<$isa, C>(plan, src, dst)
-        }
-
-        #[allow(dead_code)]
-        #[target_feature(enable = $features)]
-        pub(super) unsafe fn packed_16<const C: usize, const KIND: u8, const ARITH: u8>(
-            plan: &Plan,
-            src: &[u8],
-            dst: &mut [u8],
-        ) {
-            vector::packed_16::<$isa, C, KIND, ARITH>(plan, src, dst)
-        }
-
-        #[allow(dead_code)]
-        #[target_feature(enable = $features)]
-        pub(super) unsafe fn planar<const C: usize, const HALF: bool, const ARITH: u8>(
-            plan: &Plan,
-            src: &[u8],
-            p0: &mut [u8],
-            p1: &mut [u8],
-            p2: &mut [u8],
-        ) {
-            vector::planar::<$isa, C, HALF, ARITH>(plan, src, p0, p1, p2)
-        }
-
-        #[allow(dead_code)]
-        #[target_feature(enable = $features)]
-        pub(super) unsafe fn nv12_row<const BYTES: usize>(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
-            vector::nv12_rows::<$isa, BYTES, 1>([y], uv, [dst], out)
-        }
-
-        #[allow(dead_code)]
-        #[target_feature(enable = $features)]
-        pub(super) unsafe fn nv12_pair<const BYTES: usize>(
-            y: [&[u8]; 2],
-            uv: &[u8],
-            dst: [&mut [u8]; 2],
-            out: &YuvOut,
-        ) {
-            vector::nv12_rows::<$isa, BYTES, 2>(y, uv, dst, out)
-        }
-
-        #[allow(dead_code)]
-        #[target_feature(enable = $features)]
-        pub(super) unsafe fn yuv422_row<const BYTES: usize, const Y_FIRST: bool>(
-            row: &[u8],
-            dst: &mut [u8],
-            out: &YuvOut,
-        ) {
-            vector::yuv422_row::<$isa, BYTES, Y_FIRST>(row, dst, out)
-        }
-    };
-    (quads: $isa:ty, $features:literal) => {
-        #[allow(dead_code)]
-        #[target_feature(enable = $features)]
-        pub(super) unsafe fn packed_16_quads<const C: usize, const KIND: u8, const ARITH: u8>(
-            plan: &Plan,
-            src: &[u8],
-            dst: &mut [u8],
-        ) {
-            vector::packed_16_quads::<$isa, C, KIND, ARITH>(plan, src, dst)
-        }
-    };
-    (int8: $isa:ty, $features:literal) => {
-        #[allow(dead_code)]
-        #[target_feature(enable = $features)]
-        pub(super) unsafe fn packed_i8<const C: usize, const BYTES: usize, const ARITH: u8>(
-            plan: &Plan,
-            src: &[u8],
-            dst: &mut [u8],
-        ) {
-            vector::packed_i8::<$isa, C, BYTES, ARITH>(plan, src, dst)
-        }
-    };
-    (words: $isa:ty, $features:literal) => {
-        #[allow(dead_code)]
-        #[target_feature(enable = $features)]
-        pub(super) unsafe fn yuv10_row<const BYTES: usize, const LOW: bool>(
-            y: &[u8],
-            uv: &[u8],
-            dst: &mut [u8],
-            out: &YuvOut,
-        ) {
-            vector::yuv10_row::<$isa, BYTES, LOW>(y, uv, dst, out)
-        }
-    };
-}
-pub(super) use stamp;

@@ -16,8 +16,7 @@
 //! 3. `Plan::encode_span` writes the row, and the fill on either side of it.
 
 mod geometry;
-mod kernels;
-mod taps;
+pub(crate) mod taps;
 
 use std::sync::Arc;
 
@@ -25,11 +24,11 @@ pub use geometry::{place, Fit, Interpolation, Rect, Resize, Transform};
 
 use super::error::{bail, Result};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
+use super::kernels::{resample::RowKernels, row_kernels};
 use super::parallel;
 use super::plan::{Nv12Plan, Plan, Rearrange};
 use super::recent::Recent;
 use super::simd::SimdLevel;
-use kernels::{row_kernels, RowKernels};
 use taps::Method;
 
 /// Bytes of work (source read + destination written) below which a resize stays on one thread.
@@ -439,7 +438,7 @@ struct Scratch {
 
 impl Scratch {
     fn new(method: &Method, region_values: usize, line_values: usize) -> Scratch {
-        // Slack for the kernels that work 4 values wide (kernels.rs).
+        // Slack for the kernels that work 4 values wide (kernels/resample.rs).
         let (ring, sums, acc) = match method {
             Method::Linear { .. } => (line_values + 4, 0, 0),
             Method::AreaBlocks { .. } => (0, region_values, 0),

@@ -1,0 +1,184 @@
+//! The resize row loops, written once as plain Rust over fixed-size channel
+//! groups and stamped per instruction set (`stamp!`'s `resample` family), so
+//! that LLVM vectorises the same description for AVX2, AVX-512 and NEON.
+//! An instruction set may replace the bilinear x pass with its own
+//! ([`Resample`]: x86/avx2.rs does, with SSSE3 shuffles and `pmaddwd`).
+
+pub(crate) use super::super::resize::taps::{Area, Linear};
+
+/// Two rows of bilinear sums, their two weights, the u8 row out.
+type VerticalLinear = unsafe fn(&[i16], &[i16], [i16; 2], &mut [u8]);
+
+/// Two rows in, their sums out, the two rows the next call reads.
+type Horizontal2 = unsafe fn([&[u8]; 2], &Linear, [&mut [i16]; 2], [&[u8]; 2]);
+
+/// One set of row loops, for one level and one number of channels.
+#[derive(Clone, Copy)]
+pub(crate) struct RowKernels {
+    /// Bilinear along x: u8 pixels to fixed-point sums (weights of 2^11), shifted right by 4.
+    /// The last argument is the row the next call will read (or empty): the
+    /// x86 loops prefetch it, a cache line per step, while they work.
+    pub horizontal_linear: unsafe fn(&[u8], &Linear, &mut [i16], &[u8]),
+    /// `horizontal_linear` of two rows of the same length at once, the
+    /// taps read once for both (packed sources, whose rows are read in place).
+    pub horizontal_linear2: Horizontal2,
+    /// Bilinear along y: two rows of sums to u8, rounded as OpenCV does.
+    pub vertical_linear: VerticalLinear,
+    /// Nearest along x: copies the pixels named by the table.
+    pub gather: unsafe fn(&[u8], &[u32], &mut [u8]),
+    /// A YUV row's 2-byte groups (two Y bytes, or a U,V pair) named by the
+    /// table (group numbers), side by side: what a strong shrink decodes.
+    pub groups: unsafe fn(&[u8], &[u32], &mut [u8]),
+    /// Integer shrink: adds a row into the column sums.
+    pub sum_rows: unsafe fn(&[u8], &mut [u32]),
+    /// Integer shrink along x: the mean of `kx` column sums, of an area of `area` pixels.
+    pub blocks: unsafe fn(&[u32], usize, u32, &mut [u8]),
+    /// Fractional shrink: `acc = w * row` (first row) or `acc += w * row`.
+    pub weigh_rows: unsafe fn(&[u8], f32, &mut [f32], bool),
+    /// Fractional shrink along x, rounded to u8.
+    pub area_horizontal: unsafe fn(&[f32], &Area, &mut [u8]),
+}
+
+/// The bilinear x pass of an instruction set, if it writes its own: the
+/// portable loops are the defaults. The other row loops are the same
+/// everywhere (below).
+pub(crate) trait Resample {
+    #[inline(always)]
+    fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
+        horizontal_linear::<C>(src, taps, out, ahead)
+    }
+    #[inline(always)]
+    fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
+        horizontal_linear2::<C>(src, taps, out, ahead)
+    }
+}
+
+// The row loops. `#[inline(always)]` puts each body into the stamped
+// wrappers, where it is compiled for that wrapper's instruction set.
+
+/// `out` has room for 4 values more than the row (see `Scratch`).
+#[inline(always)]
+pub(crate) fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], _ahead: &[u8]) {
+    horizontal_linear_from::<C>(0, src, taps, out)
+}
+
+#[inline(always)]
+pub(crate) fn horizontal_linear2<const C: usize>(
+    src: [&[u8]; 2],
+    taps: &Linear,
+    out: [&mut [i16]; 2],
+    ahead: [&[u8]; 2],
+) {
+    let [o0, o1] = out;
+    horizontal_linear::<C>(src[0], taps, o0, ahead[0]);
+    horizontal_linear::<C>(src[1], taps, o1, ahead[1]);
+}
+
+/// Destination pixels `first..` of `horizontal_linear`. The sums are kept
+/// shifted right by 4, in 16 bits: all that OpenCV's y pass reads of them.
+#[inline(always)]
+pub(crate) fn horizontal_linear_from<const C: usize>(first: usize, src: &[u8], taps: &Linear, out: &mut [i16]) {
+    for d in first..taps.index.len() {
+        let (ix, w) = (taps.index[d], taps.weight[d]);
+        let a: &[u8; C] = src[ix[0] as usize * C..][..C].try_into().unwrap();
+        let b: &[u8; C] = src[ix[1] as usize * C..][..C].try_into().unwrap();
+        for c in 0..C {
+            out[d * C + c] = ((a[c] as i32 * w[0] as i32 + b[c] as i32 * w[1] as i32) >> 4) as i16;
+        }
+    }
+}
+
+/// OpenCV's 8-bit vertical step (`VResizeLinearVec_32s8u`): each sum
+/// shifted right by 4 (done by the x pass), multiplied by its 11-bit
+/// weight keeping the high 16 bits, then `(t + 2) >> 2`. Not the same as
+/// rounding the exact 22-bit product: this is what makes the results
+/// equal to OpenCV's. In 16 bits as OpenCV does (a sum of at most
+/// 255 * 2048 fits once shifted): LLVM makes the products `pmulhw`.
+#[inline(always)]
+pub(crate) fn vertical_linear(r0: &[i16], r1: &[i16], w: [i16; 2], out: &mut [u8]) {
+    let (b0, b1) = (w[0] as i32, w[1] as i32);
+    for ((o, &s0), &s1) in out.iter_mut().zip(r0).zip(r1) {
+        let t = ((s0 as i32 * b0) >> 16) as i16 + ((s1 as i32 * b1) >> 16) as i16;
+        *o = ((t + 2) >> 2).clamp(0, 255) as u8;
+    }
+}
+
+#[inline(always)]
+pub(crate) fn gather<const C: usize>(src: &[u8], index: &[u32], out: &mut [u8]) {
+    for (&i, o) in index.iter().zip(out.chunks_exact_mut(C)) {
+        o.copy_from_slice(&src[i as usize * C..][..C]);
+    }
+}
+
+/// Fixed-size copies (the loop it replaced called `memcpy` twice a
+/// group). A strong shrink (4K -> 224x224) waits here on the loads of
+/// rows far apart, not on instructions: an AVX2 `vpgatherdd` loop, and
+/// prefetching the next row, measured the same (docs/layout.md).
+#[inline(always)]
+pub(crate) fn groups(src: &[u8], index: &[u32], out: &mut [u8]) {
+    gather::<2>(src, index, out)
+}
+
+#[inline(always)]
+pub(crate) fn sum_rows(row: &[u8], acc: &mut [u32]) {
+    for (a, &s) in acc.iter_mut().zip(row) {
+        *a += s as u32;
+    }
+}
+
+/// OpenCV's integer shrink: `(sum + 2) >> 2` for 2x2 (its SIMD path),
+/// else `sum * (1 / area)` in f32, rounded to nearest even.
+#[inline(always)]
+pub(crate) fn blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
+    let inv = 1.0 / area as f32;
+    for (block, o) in acc.chunks_exact(kx * C).zip(out.chunks_exact_mut(C)) {
+        let mut sum = [0u32; C];
+        for px in block.chunks_exact(C) {
+            for c in 0..C {
+                sum[c] += px[c];
+            }
+        }
+        for c in 0..C {
+            o[c] = if area == 4 {
+                ((sum[c] + 2) >> 2) as u8
+            } else {
+                (sum[c] as f32 * inv).round_ties_even().min(255.0) as u8
+            };
+        }
+    }
+}
+
+/// Mul then add, not fused: as OpenCV's `sum += beta * buf`.
+#[inline(always)]
+pub(crate) fn weigh_rows(row: &[u8], w: f32, acc: &mut [f32], first: bool) {
+    if first {
+        for (a, &s) in acc.iter_mut().zip(row) {
+            *a = w * s as f32;
+        }
+    } else {
+        for (a, &s) in acc.iter_mut().zip(row) {
+            *a += w * s as f32;
+        }
+    }
+}
+
+/// `acc` has one value of slack after the row, so that 3-value pixels are
+/// read 4 values wide (the fourth unused).
+#[inline(always)]
+pub(crate) fn area_horizontal<const C: usize>(acc: &[f32], taps: &Area, out: &mut [u8]) {
+    const L: usize = 4;
+    for (d, o) in out.chunks_exact_mut(C).enumerate() {
+        let mut sum = [0f32; L];
+        for t in taps.start[d] as usize..taps.start[d + 1] as usize {
+            let w = taps.weight[t];
+            let start = taps.index[t] as usize * C;
+            let px: &[f32; L] = acc[start..start + L].try_into().unwrap();
+            for c in 0..L {
+                sum[c] += w * px[c];
+            }
+        }
+        for c in 0..C {
+            o[c] = sum[c].round_ties_even().clamp(0.0, 255.0) as u8;
+        }
+    }
+}

@@ -1,0 +1,464 @@
+//! Every level against the reference, through the choosers of mod.rs: the
+//! YUV rearrangements and decoders (the camera formats, 10-bit sources, the
+//! exhaustive proof of the 8-bit decoders).
+
+use super::scalar::{interleave_row16, split_row};
+use super::*;
+
+#[test]
+fn simd_rearrangements_match_the_scalar_ones() {
+    for level in SimdLevel::available() {
+        let (split, _) = splitter(level);
+        let (interleave, _) = interleaver(level);
+        for n in [0usize, 1, 15, 16, 17, 31, 32, 33, 100, 640] {
+            let row: Vec<u8> = (0..2 * n).map(|i| (i * 7 + 3) as u8).collect();
+            let (mut e, mut o, mut e0, mut o0) = (vec![0; n], vec![0; n], vec![0; n], vec![0; n]);
+            // SAFETY: the level is available on this CPU.
+            unsafe { split(&row, &mut e, &mut o) };
+            split_row(&row, &mut e0, &mut o0);
+            assert_eq!((e, o), (e0.clone(), o0.clone()), "{level:?} split of {n}");
+            let mut uv = vec![0; 2 * n];
+            // SAFETY: as above.
+            unsafe { interleave(&e0, &o0, &mut uv) };
+            assert_eq!(uv, row, "{level:?} interleave of {n}");
+        }
+    }
+}
+
+/// Camera frames equal NV12 frames with the same samples (whose decoding
+/// is bit-exact with OpenCV's), at every level, into every kind of destination.
+#[test]
+fn camera_formats_decode_like_nv12() {
+    use crate::layout::{convert, Colour, Destination, Format, Matrix, Options, Range, Source};
+    let (w, h) = (38usize, 6usize);
+    let bytes =
+        |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| ((i * 131 + seed * 17) ^ (i >> 3)) as u8).collect() };
+    let y = bytes(w * h, 1);
+    let uv = bytes(w * h / 2, 2); // NV12's U,V rows: one per two image rows
+    let mut nv12 = y.clone();
+    nv12.extend_from_slice(&uv);
+    // The same samples as YUYV, UYVY (chroma repeated on both rows of a pair) and I420.
+    let (mut yuyv, mut uyvy) = (Vec::new(), Vec::new());
+    for r in 0..h {
+        for x in 0..w {
+            let (yy, c) = (y[r * w + x], uv[(r / 2) * w + x]);
+            yuyv.extend_from_slice(&[yy, c]);
+            uyvy.extend_from_slice(&[c, yy]);
+        }
+    }
+    let mut nv21 = y.clone();
+    nv21.extend(uv.chunks_exact(2).flat_map(|p| [p[1], p[0]]));
+    let mut i420 = y.clone();
+    i420.extend(uv.iter().step_by(2));
+    i420.extend(uv.iter().skip(1).step_by(2));
+    let normalised = Options { mean: Some([10.0, 20.0, 30.0]), scale: Some([50.0, 60.0, 70.0]), ..Default::default() };
+    let colours = [Colour::default(), Colour { matrix: Matrix::Bt709, range: Range::Full }];
+    for (level, colour) in SimdLevel::available().into_iter().flat_map(|l| colours.map(|c| (l, c))) {
+        for (dst, options, size) in [
+            (Format::Rgbx, Options::default(), 4),
+            (Format::Bgr, Options::default(), 3),
+            (Format::RgbxBf16, normalised.clone(), 8),
+            (Format::RgbpFloat, normalised.clone(), 12),
+        ] {
+            let options = Options { simd: Some(level), threads: Some(1), colour, ..options };
+            let run = |src: Format, data: &[u8]| {
+                let mut out = vec![0u8; w * h * size];
+                let source = Source::new(src, data, w, h, None).unwrap();
+                convert(&source, Destination::new(dst, &mut out, w, h, None).unwrap(), &options).unwrap();
+                out
+            };
+            let reference = run(Format::Nv12, &nv12);
+            for (src, data) in
+                [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy), (Format::I420, &i420), (Format::Nv21, &nv21)]
+            {
+                assert!(run(src, data) == reference, "{src} -> {dst} at {level:?} in {colour}");
+            }
+        }
+    }
+}
+
+/// Resized camera frames equal resized NV12 frames with the same samples
+/// at every level: a mild shrink (whole rows decoded) and a strong one
+/// (only the pixel groups the taps read: 4-byte groups of the packed rows).
+#[test]
+fn resized_camera_formats_decode_like_nv12() {
+    use crate::layout::{convert, Destination, Format, Options, Source};
+    let (w, h) = (96usize, 8usize);
+    let bytes =
+        |n: usize, seed: usize| -> Vec<u8> { (0..n).map(|i| ((i * 97 + seed * 31) ^ (i >> 2)) as u8).collect() };
+    let (y, uv) = (bytes(w * h, 3), bytes(w * h / 2, 4));
+    let mut nv12 = y.clone();
+    nv12.extend_from_slice(&uv);
+    let (mut yuyv, mut uyvy) = (Vec::new(), Vec::new());
+    for r in 0..h {
+        for x in 0..w {
+            let (yy, c) = (y[r * w + x], uv[(r / 2) * w + x]);
+            yuyv.extend_from_slice(&[yy, c]);
+            uyvy.extend_from_slice(&[c, yy]);
+        }
+    }
+    for level in SimdLevel::available() {
+        for (dst, (dw, dh)) in
+            [(Format::Rgbx, (64, 6)), (Format::Bgr, (64, 6)), (Format::Rgbx, (12, 4)), (Format::Bgr, (10, 3))]
+        {
+            let options = Options { simd: Some(level), threads: Some(1), ..Options::default() };
+            let run = |src: Format, data: &[u8]| {
+                let mut out = vec![0u8; dw * dh * dst.channels()];
+                let source = Source::new(src, data, w, h, None).unwrap();
+                convert(&source, Destination::new(dst, &mut out, dw, dh, None).unwrap(), &options).unwrap();
+                out
+            };
+            let reference = run(Format::Nv12, &nv12);
+            for (src, data) in [(Format::Yuyv, &yuyv), (Format::Uyvy, &uyvy)] {
+                assert!(run(src, data) == reference, "{src} -> {dst} {dw}x{dh} at {level:?}");
+            }
+        }
+    }
+}
+
+/// Every level's two-row decoder gives the per-pixel reference's bytes
+/// for every one of the 2^24 (Y, U, V) inputs, in every colour standard,
+/// into RGBx and BGR (the two store paths, and the B, G, R order): the
+/// proof that the SIMD arithmetic (a split `cy`, sums packed by their
+/// high words) is the reference's. One row per U holds every (V, Y) pair:
+/// pixel `256 V + Y`, chroma pair `128 V + Y / 2`; the second row of the
+/// pair takes Y reversed (255 - Y), so each row sees every value. The
+/// first row is also decoded as YUYV and UYVY (the packed decoders'
+/// loads), which must give the same bytes.
+/// Ignored by default (3 minutes unoptimised; seconds with
+/// `cargo test --release --lib every_input -- --ignored`).
+#[test]
+#[ignore = "exhaustive: run with --release -- --ignored"]
+fn every_level_decodes_every_input_exactly() {
+    use crate::layout::colour::yuv_to_rgb;
+    use crate::layout::kernels::{nv12_pair_decoder, yuv422_decoder};
+    use crate::layout::plan::YuvOut;
+    use crate::layout::{Colour, Matrix, Range};
+    const N: usize = 1 << 16;
+    let y0: Vec<u8> = (0..N).map(|p| p as u8).collect();
+    let y1: Vec<u8> = y0.iter().map(|&y| 255 - y).collect();
+    let colours = [Matrix::Bt601, Matrix::Bt709, Matrix::Bt2020]
+        .into_iter()
+        .flat_map(|matrix| [Range::Limited, Range::Full].map(|range| Colour { matrix, range }));
+    for colour in colours {
+        let k = colour.coefficients();
+        for (bytes, pos) in [(4usize, [0usize, 1, 2]), (3, [2, 1, 0])] {
+            let out = YuvOut { pos, pad: 0xA5, bytes, k };
+            for level in SimdLevel::available().into_iter().filter(|&l| l != SimdLevel::Scalar) {
+                let pair = nv12_pair_decoder(level, bytes);
+                let (mut d0, mut d1) = (vec![0u8; N * bytes], vec![0u8; N * bytes]);
+                for u in 0..=255u8 {
+                    let uv: Vec<u8> = (0..N / 2).flat_map(|j| [u, (j / 128) as u8]).collect();
+                    // SAFETY: the level is available on this CPU.
+                    unsafe { pair([&y0, &y1], &uv, [&mut d0, &mut d1], &out) };
+                    // The first row as YUYV and UYVY, decoded from the packed row.
+                    for y_first in [true, false] {
+                        let Some((packed, _)) = yuv422_decoder(level, bytes, y_first) else { continue };
+                        let row: Vec<u8> =
+                            y0.iter().zip(&uv).flat_map(|(&y, &c)| if y_first { [y, c] } else { [c, y] }).collect();
+                        let mut d = vec![0u8; N * bytes];
+                        // SAFETY: as above.
+                        unsafe { packed(&row, &mut d, &out) };
+                        assert!(
+                            d == d0,
+                            "{colour} {level:?} {bytes}-byte pixels, packed 4:2:2 (Y first: {y_first}), U {u}"
+                        );
+                    }
+                    for (y, d) in [(&y0, &d0), (&y1, &d1)] {
+                        for (p, px) in d.chunks_exact(bytes).enumerate() {
+                            let rgb = yuv_to_rgb(&k, y[p], u, (p / 256) as u8);
+                            // `pos` says where R, G, B go.
+                            let mut bytes_want = [0u8; 3];
+                            for c in 0..3 {
+                                bytes_want[pos[c]] = rgb[c];
+                            }
+                            assert!(
+                                px[..3] == bytes_want && (bytes == 3 || px[3] == 0xA5),
+                                "{colour} {level:?} {bytes}-byte pixels: Y {} U {u} V {} gave {:?}, want {bytes_want:?}",
+                                y[p],
+                                p / 256,
+                                &px[..3]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every level decodes NV12 in every colour standard as the per-pixel
+/// reference (`colour::yuv_to_rgb`) does, into every u8 destination,
+/// rows of any even width (SIMD steps and scalar tails), straight and
+/// through a resize that keeps the size (the decoded-rows path).
+#[test]
+fn every_level_decodes_every_standard_as_the_reference() {
+    use crate::layout::colour::yuv_to_rgb;
+    use crate::layout::{convert, Colour, Destination, Format, Matrix, Options, Range, Rect, Resize, Source};
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut byte = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state as u8
+    };
+    let colours = [Matrix::Bt601, Matrix::Bt709, Matrix::Bt2020]
+        .into_iter()
+        .flat_map(|matrix| [Range::Limited, Range::Full].map(|range| Colour { matrix, range }));
+    for colour in colours {
+        let k = colour.coefficients();
+        for (w, h) in [(2usize, 2usize), (30, 4), (66, 2), (130, 6)] {
+            let data: Vec<u8> = (0..w * h * 3 / 2).map(|_| byte()).collect();
+            let want = |x: usize, r: usize| {
+                let uv = w * h + (r / 2) * w + (x & !1);
+                yuv_to_rgb(&k, data[r * w + x], data[uv], data[uv + 1])
+            };
+            for level in SimdLevel::available() {
+                for dst in [Format::Rgbx, Format::Bgrx, Format::Rgb, Format::Bgr] {
+                    for roi in [None, Some(Rect::new(0, 0, w, h))] {
+                        let c = dst.channels();
+                        let mut out = vec![0u8; w * h * c];
+                        let resize = Resize { roi, ..Resize::default() };
+                        let options =
+                            Options { simd: Some(level), threads: Some(1), colour, resize, ..Options::default() };
+                        let source = Source::new(Format::Nv12, &data, w, h, None).unwrap();
+                        convert(&source, Destination::new(dst, &mut out, w, h, None).unwrap(), &options).unwrap();
+                        for (i, px) in out.chunks_exact(c).enumerate() {
+                            let mut rgb = want(i % w, i / w);
+                            if dst.name().starts_with("BGR") {
+                                rgb.reverse();
+                            }
+                            assert_eq!(px[..3], rgb, "{colour} {level:?} -> {dst} {w}x{h} at pixel {i}, roi {roi:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn odd_widths_and_odd_i420_strides_are_refused_clearly() {
+    use crate::layout::{Format, Source};
+    let data = vec![0u8; 64];
+    let e = Source::new(Format::Yuyv, &data, 3, 2, None).unwrap_err();
+    assert!(e.to_string().contains("the width must be even"), "{e}");
+    let e = Source::new(Format::I420, &data, 4, 3, None).unwrap_err();
+    assert!(e.to_string().contains("must be even"), "{e}");
+    let e = Source::new(Format::I420, &data, 4, 4, Some(7)).unwrap_err();
+    assert!(e.to_string().contains("must be even"), "{e}");
+    let e = Source::new(Format::I420, &data[..30], 4, 4, Some(8)).unwrap_err();
+    assert!(e.to_string().contains("too few"), "{e}");
+}
+
+/// Padded I420 (one buffer, V4L2's layout: chroma rows half the stride
+/// apart; or three planes with strides of their own) decodes as packed I420.
+#[test]
+fn padded_i420_decodes_as_packed_i420() {
+    use crate::layout::{convert, Destination, Format, Options, Rows, Source};
+    let (w, h, pitch) = (34usize, 6usize, 48usize);
+    let packed: Vec<u8> = (0..w * h * 3 / 2).map(|i| (i * 97 + 13) as u8).collect();
+    let (y, u, v) = (&packed[..w * h], &packed[w * h..w * h * 5 / 4], &packed[w * h * 5 / 4..]);
+    let mut padded = vec![0xEEu8; pitch * h * 3 / 2];
+    for r in 0..h {
+        padded[r * pitch..][..w].copy_from_slice(&y[r * w..][..w]);
+    }
+    for r in 0..h / 2 {
+        padded[h * pitch + r * pitch / 2..][..w / 2].copy_from_slice(&u[r * w / 2..][..w / 2]);
+        padded[h * pitch + h / 2 * pitch / 2 + r * pitch / 2..][..w / 2].copy_from_slice(&v[r * w / 2..][..w / 2]);
+    }
+    let (yp, up, vp) = (vec![1u8; 40 * h], vec![2u8; 20 * h / 2], vec![3u8; 24 * h / 2]);
+    let (mut yp, mut up, mut vp) = (yp, up, vp);
+    for r in 0..h {
+        yp[r * 40..][..w].copy_from_slice(&y[r * w..][..w]);
+    }
+    for r in 0..h / 2 {
+        up[r * 20..][..w / 2].copy_from_slice(&u[r * w / 2..][..w / 2]);
+        vp[r * 24..][..w / 2].copy_from_slice(&v[r * w / 2..][..w / 2]);
+    }
+    for level in SimdLevel::available() {
+        let options = Options { simd: Some(level), threads: Some(1), ..Options::default() };
+        let run = |source: Source<'_>| {
+            let mut out = vec![0u8; w * h * 3];
+            convert(&source, Destination::new(Format::Rgb, &mut out, w, h, None).unwrap(), &options).unwrap();
+            out
+        };
+        let want = run(Source::new(Format::I420, &packed, w, h, None).unwrap());
+        assert!(run(Source::new(Format::I420, &padded, w, h, Some(pitch)).unwrap()) == want, "{level:?}");
+        let planes = Source::i420(
+            w,
+            h,
+            Rows::new(&yp, h, w, 40).unwrap(),
+            Rows::new(&up, h / 2, w / 2, 20).unwrap(),
+            Rows::new(&vp, h / 2, w / 2, 24).unwrap(),
+        )
+        .unwrap();
+        assert!(run(planes) == want, "{level:?}");
+    }
+}
+
+/// Every level decodes P010 and I010 in every colour standard as the
+/// per-pixel reference (`colour::yuv10_to_rgb`) does, into every u8
+/// destination, straight and through the resizing path; the bits outside
+/// a sample's 10 are ignored; float destinations are the u8 decoding
+/// normalised.
+#[test]
+fn every_level_decodes_ten_bit_samples_as_the_reference() {
+    use crate::layout::colour::yuv10_to_rgb;
+    use crate::layout::{convert, Colour, Destination, Format, Matrix, Options, Range, Rect, Resize, Rows, Source};
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut word = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state as u16
+    };
+    let colours = [Matrix::Bt601, Matrix::Bt709, Matrix::Bt2020]
+        .into_iter()
+        .flat_map(|matrix| [Range::Limited, Range::Full].map(|range| Colour { matrix, range }));
+    for colour in colours {
+        let k = colour.coefficients10();
+        for (w, h) in [(2usize, 2usize), (30, 4), (66, 2), (98, 6)] {
+            // Random words: P010 reads their top 10 bits, I010 their low 10.
+            let y: Vec<u16> = (0..w * h).map(|_| word()).collect();
+            let uv: Vec<u16> = (0..w * h / 2).map(|_| word()).collect();
+            let bytes = |words: &[u16]| -> Vec<u8> { words.iter().flat_map(|w| w.to_le_bytes()).collect() };
+            let p010: Vec<u8> = bytes(&[y.clone(), uv.clone()].concat());
+            let u: Vec<u16> = uv.iter().copied().step_by(2).collect();
+            let v: Vec<u16> = uv.iter().copied().skip(1).step_by(2).collect();
+            let i010: Vec<u8> = bytes(&[y.clone(), u, v].concat());
+            for (src, data, value) in
+                [(Format::P010, &p010, (|w: u16| w >> 6) as fn(u16) -> u16), (Format::I010, &i010, |w: u16| w & 0x3FF)]
+            {
+                let want = |x: usize, r: usize| {
+                    let c = (r / 2) * w + (x & !1);
+                    yuv10_to_rgb(&k, value(y[r * w + x]), value(uv[c]), value(uv[c + 1]))
+                };
+                for level in SimdLevel::available() {
+                    for dst in [Format::Rgbx, Format::Bgrx, Format::Rgb, Format::Bgr] {
+                        for roi in [None, Some(Rect::new(0, 0, w, h))] {
+                            let c = dst.channels();
+                            let mut out = vec![0u8; w * h * c];
+                            let resize = Resize { roi, ..Resize::default() };
+                            let options =
+                                Options { simd: Some(level), threads: Some(1), colour, resize, ..Options::default() };
+                            let source = Source::new(src, data, w, h, None).unwrap();
+                            convert(&source, Destination::new(dst, &mut out, w, h, None).unwrap(), &options).unwrap();
+                            for (i, px) in out.chunks_exact(c).enumerate() {
+                                let mut rgb = want(i % w, i / w);
+                                if dst.name().starts_with("BGR") {
+                                    rgb.reverse();
+                                }
+                                assert_eq!(px[..3], rgb, "{src} {colour} {level:?} -> {dst} {w}x{h} px {i} {roi:?}");
+                            }
+                        }
+                    }
+                    // Float destinations: the RGB decoding, normalised as an RGB frame is.
+                    let options = Options {
+                        simd: Some(level),
+                        threads: Some(1),
+                        colour,
+                        mean: Some([120.0, 110.0, 100.0]),
+                        scale: Some([60.0, 58.0, 57.0]),
+                        ..Options::default()
+                    };
+                    let rgb: Vec<u8> = (0..w * h).flat_map(|i| want(i % w, i / w)).collect();
+                    for dst in [Format::RgbxBf16, Format::RgbpFloat, Format::BgrpFp16] {
+                        let size = frame_nbytes(dst, w, h);
+                        let (mut got, mut expected) = (vec![0u8; size], vec![0u8; size]);
+                        let source = Source::new(src, data, w, h, None).unwrap();
+                        convert(&source, Destination::new(dst, &mut got, w, h, None).unwrap(), &options).unwrap();
+                        let source = Source::new(Format::Rgb, &rgb, w, h, None).unwrap();
+                        convert(&source, Destination::new(dst, &mut expected, w, h, None).unwrap(), &options).unwrap();
+                        assert!(got == expected, "{src} {colour} {level:?} -> {dst} {w}x{h}");
+                    }
+                }
+                // Two planes with strides of their own decode as one buffer.
+                if src == Format::P010 {
+                    let (ys, uvs) = (2 * w + 6, 2 * w + 10);
+                    let (mut yp, mut uvp) = (vec![0xABu8; ys * h], vec![0xCDu8; uvs * h / 2]);
+                    for r in 0..h {
+                        yp[r * ys..][..2 * w].copy_from_slice(&p010[r * 2 * w..][..2 * w]);
+                    }
+                    for r in 0..h / 2 {
+                        uvp[r * uvs..][..2 * w].copy_from_slice(&p010[(h + r) * 2 * w..][..2 * w]);
+                    }
+                    let planes = Source::p010(
+                        w,
+                        h,
+                        Rows::new(&yp, h, 2 * w, ys).unwrap(),
+                        Rows::new(&uvp, h / 2, 2 * w, uvs).unwrap(),
+                    )
+                    .unwrap();
+                    let options = Options { threads: Some(1), colour, ..Options::default() };
+                    let (mut a, mut b) = (vec![0u8; w * h * 3], vec![0u8; w * h * 3]);
+                    convert(&planes, Destination::new(Format::Rgb, &mut a, w, h, None).unwrap(), &options).unwrap();
+                    let one = Source::new(src, data, w, h, None).unwrap();
+                    convert(&one, Destination::new(Format::Rgb, &mut b, w, h, None).unwrap(), &options).unwrap();
+                    assert!(a == b, "{colour} {w}x{h}: P010 planes");
+                }
+            }
+        }
+    }
+}
+
+fn frame_nbytes(format: crate::layout::Format, w: usize, h: usize) -> usize {
+    crate::layout::frame_nbytes(format, w, h, None).unwrap()
+}
+
+#[test]
+fn simd_interleave16_matches_the_scalar_one() {
+    for level in SimdLevel::available() {
+        let (interleave, _) = interleaver16(level);
+        for n in [0usize, 1, 15, 16, 17, 31, 32, 33, 100, 640] {
+            let (u, v): (Vec<u8>, Vec<u8>) =
+                ((0..2 * n).map(|i| (i * 7 + 3) as u8).collect(), (0..2 * n).map(|i| (i * 5 + 1) as u8).collect());
+            let (mut got, mut want) = (vec![0; 4 * n], vec![0; 4 * n]);
+            // SAFETY: the level is available on this CPU.
+            unsafe { interleave(&u, &v, &mut got) };
+            interleave_row16(&u, &v, &mut want);
+            assert_eq!(got, want, "{level:?} interleave16 of {n}");
+        }
+    }
+}
+
+#[test]
+fn ten_bit_frames_with_bad_geometry_are_refused_clearly() {
+    use crate::layout::{Format, Rows, Source};
+    let data = [0u16; 64];
+    // SAFETY: reinterpreting the u16 buffer as its bytes.
+    let bytes: &[u8] = unsafe { std::slice::from_raw_parts(data.as_ptr().cast(), 128) };
+    let e = Source::new(Format::P010, bytes, 3, 2, None).unwrap_err();
+    assert!(e.to_string().contains("must be even"), "{e}");
+    let e = Source::new(Format::P010, bytes, 4, 4, Some(9)).unwrap_err();
+    assert!(e.to_string().contains("odd"), "{e}");
+    let e = Source::new(Format::P010, bytes, 4, 4, Some(6)).unwrap_err();
+    assert!(e.to_string().contains("shorter than one row"), "{e}");
+    let e = Source::new(Format::I010, bytes, 4, 4, Some(10)).unwrap_err();
+    assert!(e.to_string().contains("multiple of 4"), "{e}");
+    let e = Source::new(Format::P010, &bytes[..40], 4, 4, None).unwrap_err();
+    assert!(e.to_string().contains("too few"), "{e}");
+    let e = Source::p010(4, 2, Rows::new(&bytes[1..], 2, 8, 8).unwrap(), Rows::new(&bytes[64..], 1, 8, 8).unwrap())
+        .unwrap_err();
+    assert!(e.to_string().contains("odd byte address"), "{e}");
+    let e =
+        Source::p010(4, 2, Rows::new(bytes, 2, 8, 8).unwrap(), Rows::new(&bytes[64..], 1, 6, 8).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("chroma plane"), "{e}");
+}
+
+/// Every level gathers the groups the table names, up to the row's
+/// last group.
+#[test]
+fn every_level_gathers_the_groups_named() {
+    let row: Vec<u8> = (0..200u32).map(|i| (i * 37 + 11) as u8).collect();
+    for level in SimdLevel::available() {
+        let groups = row_kernels(level, 4).0.groups;
+        for index in [(0..100).collect::<Vec<u32>>(), (0..100).step_by(3).collect(), vec![99; 19], vec![]] {
+            let want: Vec<u8> = index.iter().flat_map(|&g| [row[2 * g as usize], row[2 * g as usize + 1]]).collect();
+            let mut out = vec![0u8; want.len()];
+            // SAFETY: the level is available on this CPU.
+            unsafe { groups(&row, &index, &mut out) };
+            assert_eq!(out, want, "{level:?} {index:?}");
+        }
+    }
+}

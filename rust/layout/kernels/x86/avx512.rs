@@ -1,0 +1,479 @@
+//! AVX-512 F/BW/DQ/VL, with or without VBMI byte permutes (and AVX512-BF16
+//! where present): [`Simd`] and the other kernel traits for [`Avx512`], 16
+//! pixels a step, and its kernels stamped. What it shares with AVX2 (the
+//! fixed-point luma split, the masks) comes from avx2.rs and tables.rs.
+//!
+//! # Safety (all `unsafe fn` here)
+//! As in avx2.rs: the caller checked the CPU has the level's features;
+//! pointers are valid for the bytes each method says it reads or writes.
+
+use std::arch::x86_64::*;
+
+use super::super::resample::{Linear, Resample};
+use super::super::vector::{bf16_high, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
+use super::avx2::{arithmetic, rows, Avx2};
+use super::tables::{chroma_422_mask, chroma_split, luma_422_mask};
+
+crate::layout::stamp!(Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"]: conversion, quads, words, int8);
+
+/// The kernels with VBMI byte permutes.
+pub(super) mod vbmi {
+    use super::Avx512;
+    crate::layout::stamp!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c"]: conversion, quads, int8);
+}
+
+/// VBMI kernels with the AVX512-BF16 conversion instruction (`BF16_NATIVE`).
+pub(super) mod vbmi_bf16 {
+    use super::Avx512;
+    crate::layout::stamp!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512bf16,avx2,fma,f16c"]: conversion);
+}
+
+/// AVX-512 F/BW/DQ/VL: 16 pixels a step. Without VBMI, source bytes are
+/// gathered by in-lane shuffles and widening; with it (`VBMI`), by one
+/// whole-register byte permute per vector (`Plan::permutes`).
+#[derive(Clone, Copy)]
+pub(super) struct Avx512<const VBMI: bool>;
+
+pub(super) struct Avx512Tables {
+    /// `shuffle_epi8` mask, the same in every 16-byte lane (without VBMI; NV12).
+    shuffle: __m512i,
+    /// VBMI byte permutes (`Permutes`).
+    index: [__m512i; 4],
+    /// The pad, where it goes in a 32-bit lane.
+    pad: __m512i,
+    /// The pad as 16 16-bit floats, and as the f32 whose bf16 it is.
+    pad_16: __m256i,
+    pad_f32: __m512,
+    /// Word indices interleaving R, G, B and pad words (`store_rgbx16`).
+    words: [__m512i; 2],
+}
+
+#[inline(always)]
+unsafe fn all_lanes(mask: [u8; 16]) -> __m512i {
+    _mm512_broadcast_i32x4(_mm_loadu_si128(mask.as_ptr().cast()))
+}
+
+#[inline(always)]
+unsafe fn table(bytes: &[u8; 64]) -> __m512i {
+    _mm512_loadu_si512(bytes.as_ptr().cast())
+}
+
+/// Word indices (as bytes) interleaving [R 0-15 | G 0-15] and [B 0-15 | pad]
+/// into 8 pixels of R, G, B, pad: pixels 0-7, then 8-15.
+const INTERLEAVE_WORDS: [[u8; 64]; 2] = {
+    let mut index = [[0u8; 64]; 2];
+    let mut w = 0;
+    while w < 64 {
+        let (half, p, k) = (w / 32, w % 32 / 4, w % 4);
+        let word = if k == 3 { 48 } else { 16 * k + 8 * half + p } as u16;
+        index[half][2 * (w % 32)] = word as u8;
+        index[half][2 * (w % 32) + 1] = (word >> 8) as u8;
+        w += 1;
+    }
+    index
+};
+
+/// The R, G, B bytes of 16 4-byte pixels.
+const COLOUR_BYTES: u64 = 0x7777_7777_7777_7777;
+
+impl<const VBMI: bool> Avx512<VBMI> {
+    /// 16 pixels to 64 bytes, without VBMI: 4-byte pixels or channel runs in
+    /// each 16-byte lane, as `shuffle` says.
+    #[inline(always)]
+    unsafe fn load16<const C: usize>(src: *const u8, shuffle: __m512i) -> __m512i {
+        let v = match C {
+            1 => _mm512_cvtepu8_epi32(_mm_loadu_si128(src.cast())),
+            // 48 bytes, lane j getting bytes 12j..12j+12 (pixels 4j..4j+3).
+            3 => _mm512_permutexvar_epi32(
+                _mm512_setr_epi32(0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 9, 10, 11, 12),
+                _mm512_maskz_loadu_epi8(0xFFFF_FFFF_FFFF, src.cast()),
+            ),
+            _ => _mm512_loadu_si512(src.cast()),
+        };
+        _mm512_shuffle_epi8(v, shuffle)
+    }
+
+    /// The four 16-byte lanes of `v` widened to 32-bit lanes.
+    #[inline(always)]
+    unsafe fn widen_lanes(v: __m512i) -> [__m512i; 4] {
+        [
+            _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32::<0>(v)),
+            _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32::<1>(v)),
+            _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32::<2>(v)),
+            _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32::<3>(v)),
+        ]
+    }
+
+    /// With VBMI: the 16 * C source bytes of 16 pixels (a masked load: never past them).
+    #[inline(always)]
+    unsafe fn window<const C: usize>(src: *const u8) -> __m512i {
+        let mask: u64 = if C == 4 { u64::MAX } else { (1u64 << (16 * C)) - 1 };
+        _mm512_maskz_loadu_epi8(mask, src.cast())
+    }
+
+    /// With VBMI: bytes of `window` picked by `index`, where index
+    /// `Permutes::zero(C)` gives 0: one permute, no masking.
+    #[inline(always)]
+    unsafe fn gather<const C: usize>(window: __m512i, index: __m512i) -> __m512i {
+        if C == 4 {
+            _mm512_permutex2var_epi8(window, index, _mm512_setzero_si512())
+        } else {
+            _mm512_permutexvar_epi8(index, window)
+        }
+    }
+
+    /// 16 f32 as 16-bit floats of `KIND` (not `BF16_NATIVE`).
+    #[inline(always)]
+    unsafe fn narrow16<const KIND: u8>(f: __m512) -> __m256i {
+        match KIND {
+            F16 => _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(f),
+            _ => _mm512_cvtepi32_epi16(_mm512_srli_epi32::<16>(bf16_high::<Self, KIND>(f))),
+        }
+    }
+}
+
+impl<const VBMI: bool> Simd for Avx512<VBMI> {
+    const LANES: usize = 16;
+    type I = __m512i;
+    type F = __m512;
+    type Tables = Avx512Tables;
+
+    #[inline(always)]
+    unsafe fn tables<const C: usize>(job: Job<'_>) -> Avx512Tables {
+        let zero = _mm512_setzero_si512();
+        let mut t = Avx512Tables {
+            shuffle: zero,
+            index: [zero; 4],
+            pad: zero,
+            pad_16: _mm256_setzero_si256(),
+            pad_f32: _mm512_setzero_ps(),
+            words: [zero; 2],
+        };
+        match job {
+            Job::Bytes(plan) => {
+                if VBMI {
+                    t.index[0] = table(&plan.permutes.packed_bytes);
+                } else {
+                    t.shuffle = all_lanes(plan.permutes.lane_pixels);
+                }
+                t.pad = _mm512_set1_epi32((plan.pad << 24) as i32);
+            }
+            Job::Planar(plan) | Job::Packed16(plan) => {
+                if VBMI {
+                    for (k, lanes) in plan.permutes.planar_lanes.iter().enumerate() {
+                        t.index[k] = table(lanes);
+                    }
+                } else {
+                    t.shuffle = all_lanes(plan.permutes.lane_channels);
+                }
+                if let Job::Packed16(_) = job {
+                    t.words = [table(&INTERLEAVE_WORDS[0]), table(&INTERLEAVE_WORDS[1])];
+                    t.pad_16 = _mm256_set1_epi16(plan.pad as i16);
+                    t.pad_f32 = _mm512_set1_ps(f32::from_bits(plan.pad << 16));
+                }
+            }
+            Job::Quads(plan) => {
+                if VBMI {
+                    for (k, lanes) in plan.permutes.packed_lanes.iter().enumerate() {
+                        t.index[k] = table(lanes);
+                    }
+                } else {
+                    t.shuffle = all_lanes(plan.permutes.lane_pixels);
+                }
+            }
+            Job::Yuv422 { pad, swapped, y_first } => {
+                t.index[0] = all_lanes(chroma_422_mask(y_first, swapped, false));
+                t.index[1] = all_lanes(chroma_422_mask(y_first, swapped, true));
+                t.pad = _mm512_set1_epi16(i16::from(pad));
+            }
+            Job::Nv12 { swapped, pad } => {
+                t.shuffle = all_lanes(chroma_split(swapped));
+                t.pad = _mm512_set1_epi16(i16::from(pad));
+            }
+        }
+        t
+    }
+
+    arithmetic!(
+        __m512,
+        __m512i,
+        _mm512_set1_ps,
+        _mm512_set1_epi32,
+        _mm512_cvtepi32_ps,
+        _mm512_sub_ps,
+        _mm512_mul_ps,
+        _mm512_div_ps,
+        _mm512_fmadd_ps,
+        _mm512_fnmadd_ps,
+        _mm512_castps_si512,
+        _mm512_add_epi32,
+        _mm512_and_si512,
+        _mm512_mullo_epi32,
+        _mm512_srli_epi32
+    );
+
+    #[inline(always)]
+    unsafe fn rgbx_u8<const C: usize>(t: &Avx512Tables, src: *const u8, dst: *mut u8) {
+        let v = if VBMI {
+            _mm512_mask_permutexvar_epi8(t.pad, COLOUR_BYTES, t.index[0], Self::window::<C>(src))
+        } else {
+            _mm512_or_si512(Self::load16::<C>(src, t.shuffle), t.pad)
+        };
+        _mm512_storeu_si512(dst.cast(), v);
+    }
+
+    #[inline(always)]
+    unsafe fn channels<const C: usize, const PACKED: bool>(t: &Avx512Tables, src: *const u8) -> [__m512i; 3] {
+        if VBMI {
+            let w = Self::window::<C>(src);
+            return [
+                Self::gather::<C>(w, t.index[0]),
+                Self::gather::<C>(w, t.index[1]),
+                Self::gather::<C>(w, t.index[2]),
+            ];
+        }
+        // Lane k of the result: channel k of all 16 pixels.
+        let gather = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+        let [r, g, b, _] = Self::widen_lanes(_mm512_permutexvar_epi32(gather, Self::load16::<C>(src, t.shuffle)));
+        [r, g, b]
+    }
+
+    #[inline(always)]
+    unsafe fn store_f32(out: *mut u8, f: __m512) {
+        _mm512_storeu_ps(out.cast(), f)
+    }
+    #[inline(always)]
+    unsafe fn store_f16(out: *mut u8, f: __m512) {
+        _mm256_storeu_si256(out.cast(), _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(f))
+    }
+
+    /// R and G, B and pad as two vectors of 32 words, interleaved by two
+    /// word permutes. `BF16_NATIVE` converts them with the AVX512-BF16
+    /// instruction (the kernel's features must include it), which rounds to
+    /// nearest even but flushes subnormals: a plan uses it only where it
+    /// reproduces the reference.
+    #[inline(always)]
+    unsafe fn store_rgbx16<const KIND: u8>(t: &Avx512Tables, out: *mut u8, rgb: [__m512; 3]) {
+        let [r, g, b] = rgb;
+        let (rg, bp): (__m512i, __m512i) = if KIND == BF16_NATIVE {
+            // 32 bf16 to 32 words: both are 64 bytes of plain bits.
+            let words = |v: __m512bh| std::mem::transmute::<__m512bh, __m512i>(v);
+            (words(_mm512_cvtne2ps_pbh(g, r)), words(_mm512_cvtne2ps_pbh(t.pad_f32, b)))
+        } else {
+            let [r, g, b] = [Self::narrow16::<KIND>(r), Self::narrow16::<KIND>(g), Self::narrow16::<KIND>(b)];
+            (
+                _mm512_inserti64x4::<1>(_mm512_castsi256_si512(r), g),
+                _mm512_inserti64x4::<1>(_mm512_castsi256_si512(b), t.pad_16),
+            )
+        };
+        for (h, idx) in t.words.iter().enumerate() {
+            _mm512_storeu_si512(out.add(64 * h).cast(), _mm512_permutex2var_epi16(rg, *idx, bp));
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn luma_pairs(y: *const u8, offset: u8) -> [__m512i; 2] {
+        let even_odd = _mm256_setr_epi8(
+            0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+        );
+        let l = _mm256_shuffle_epi8(
+            _mm256_subs_epu8(_mm256_loadu_si256(y.cast()), _mm256_set1_epi8(offset as i8)),
+            even_odd,
+        );
+        // Per lane even then odd; then even 0-15, odd 0-15.
+        let l = _mm256_permute4x64_epi64::<0b11_01_10_00>(l);
+        [_mm512_cvtepu8_epi32(_mm256_castsi256_si128(l)), _mm512_cvtepu8_epi32(_mm256_extracti128_si256::<1>(l))]
+    }
+    /// As AVX2's (`vpmaddwd` on `256 (Y - 128)` and `Y`): lanes 0, 1 hold
+    /// luma bytes 0-15 and lanes 2, 3 bytes 16-31, so lane j's shuffle
+    /// reaches pixels 8j to 8j + 7 (pairs 4j to 4j + 3, as `chroma`'s lane j).
+    #[inline(always)]
+    unsafe fn luma_products(y: *const u8, offset: u8, factor: __m512i) -> [__m512i; 2] {
+        let l = _mm512_castsi256_si512(_mm256_subs_epu8(_mm256_loadu_si256(y.cast()), _mm256_set1_epi8(offset as i8)));
+        let l = _mm512_shuffle_i64x2::<0b01_01_00_00>(l, l);
+        let z = -128;
+        #[rustfmt::skip]
+        let even = _mm512_set_epi8(
+            z, 14, 14, z, z, 12, 12, z, z, 10, 10, z, z, 8, 8, z,
+            z, 6, 6, z, z, 4, 4, z, z, 2, 2, z, z, 0, 0, z,
+            z, 14, 14, z, z, 12, 12, z, z, 10, 10, z, z, 8, 8, z,
+            z, 6, 6, z, z, 4, 4, z, z, 2, 2, z, z, 0, 0, z,
+        );
+        let odd = _mm512_add_epi8(even, _mm512_set1_epi32(0x0001_0100));
+        let signed = _mm512_set1_epi32(0x8000);
+        let product = |mask: __m512i| _mm512_madd_epi16(_mm512_xor_si512(_mm512_shuffle_epi8(l, mask), signed), factor);
+        [product(even), product(odd)]
+    }
+    fn luma_factor(cy: i32) -> i32 {
+        Avx2::luma_factor(cy)
+    }
+    fn luma_bias(cy: i32) -> i32 {
+        Avx2::luma_bias(cy)
+    }
+    #[inline(always)]
+    unsafe fn chroma(t: &Avx512Tables, uv: *const u8) -> [__m512i; 2] {
+        // Per lane U then V (or V then U, `swapped`: the split mask of
+        // `tables`); then U 0-15, V 0-15.
+        let c = _mm256_shuffle_epi8(_mm256_loadu_si256(uv.cast()), _mm512_castsi512_si256(t.shuffle));
+        let c = _mm256_permute4x64_epi64::<0b11_01_10_00>(c);
+        let minus_128 = |h: __m128i| _mm512_sub_epi32(_mm512_cvtepu8_epi32(h), _mm512_set1_epi32(128));
+        [minus_128(_mm256_castsi256_si128(c)), minus_128(_mm256_extracti128_si256::<1>(c))]
+    }
+    /// As AVX2's: 64 bytes are 16 pixel pairs, 4 to a lane.
+    #[inline(always)]
+    unsafe fn luma_products_422<const Y_FIRST: bool>(row: *const u8, offset: u8, factor: __m512i) -> [__m512i; 2] {
+        let q = _mm512_loadu_si512(row.cast());
+        let offset = _mm512_set1_epi32(i32::from(offset) * 0x0001_0100);
+        let signed = _mm512_set1_epi32(0x8000);
+        let product = |mask: [u8; 16]| {
+            let words = _mm512_subs_epu8(_mm512_shuffle_epi8(q, all_lanes(mask)), offset);
+            _mm512_madd_epi16(_mm512_xor_si512(words, signed), factor)
+        };
+        [product(luma_422_mask(Y_FIRST, false)), product(luma_422_mask(Y_FIRST, true))]
+    }
+    #[inline(always)]
+    unsafe fn chroma_422(t: &Avx512Tables, row: *const u8) -> [__m512i; 2] {
+        let q = _mm512_loadu_si512(row.cast());
+        let minus_128 = |mask: __m512i| _mm512_sub_epi32(_mm512_shuffle_epi8(q, mask), _mm512_set1_epi32(128));
+        [minus_128(t.index[0]), minus_128(t.index[1])]
+    }
+    const RGB_ORDER: bool = true;
+    fn nv12_positions(pos: [usize; 3]) -> bool {
+        pos == [0, 1, 2] || pos == [2, 1, 0]
+    }
+    /// As AVX2's (`pixels_of_sums`), then the lanes (pixels 0-3, 8-11, ...
+    /// and 4-7, 12-15, ...) put in order.
+    #[inline(always)]
+    unsafe fn store_rgbx_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
+        let [lo, hi] = Self::pixels_of_sums(t, even, odd);
+        let first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+        let second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+        _mm512_storeu_si512(out.cast(), _mm512_permutex2var_epi64(lo, first, hi));
+        _mm512_storeu_si512(out.add(64).cast(), _mm512_permutex2var_epi64(lo, second, hi));
+    }
+    /// As `store_rgbx_sums`, then each lane's pads dropped and the lanes'
+    /// 12 bytes put together: 16 pixels in 48 bytes, stored as 32 + 16, twice.
+    #[inline(always)]
+    unsafe fn store_rgb_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
+        let [lo, hi] = Self::pixels_of_sums(t, even, odd);
+        let drop_pad =
+            _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128));
+        let first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+        let second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+        let gather = _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 15, 15, 15, 15);
+        for (k, sixteen) in [_mm512_permutex2var_epi64(lo, first, hi), _mm512_permutex2var_epi64(lo, second, hi)]
+            .into_iter()
+            .enumerate()
+        {
+            let packed = _mm512_permutexvar_epi32(gather, _mm512_shuffle_epi8(sixteen, drop_pad));
+            let at = out.add(48 * k);
+            _mm256_storeu_si256(at.cast(), _mm512_castsi512_si256(packed));
+            _mm_storeu_si128(at.add(32).cast(), _mm512_extracti32x4_epi32::<2>(packed));
+        }
+    }
+}
+
+impl<const VBMI: bool> Avx512<VBMI> {
+    /// As `Avx2::pixels_of_sums`, in four lanes: `[pixels 0-3 | 8-11 | 16-19 |
+    /// 24-27]` and `[4-7 | 12-15 | 20-23 | 28-31]`.
+    #[inline(always)]
+    unsafe fn pixels_of_sums(t: &Avx512Tables, even: [__m512i; 3], odd: [__m512i; 3]) -> [__m512i; 2] {
+        let words = |e: __m512i, o: __m512i| {
+            _mm512_srai_epi16::<4>(_mm512_mask_blend_epi16(0xAAAA_AAAA, _mm512_srli_epi32::<16>(e), o))
+        };
+        let [r, g, b] = [words(even[0], odd[0]), words(even[1], odd[1]), words(even[2], odd[2])];
+        let rb = _mm512_packus_epi16(r, b);
+        let gp = _mm512_packus_epi16(g, t.pad);
+        let (rg, bp) = (_mm512_unpacklo_epi8(rb, gp), _mm512_unpackhi_epi8(rb, gp));
+        [_mm512_unpacklo_epi16(rg, bp), _mm512_unpackhi_epi16(rg, bp)]
+    }
+}
+
+impl<const VBMI: bool> Quads for Avx512<VBMI> {
+    #[inline(always)]
+    unsafe fn quads<const C: usize>(t: &Avx512Tables, src: *const u8) -> [__m512i; 4] {
+        if VBMI {
+            let w = Self::window::<C>(src);
+            let [i0, i1, i2, i3] = t.index;
+            [Self::gather::<C>(w, i0), Self::gather::<C>(w, i1), Self::gather::<C>(w, i2), Self::gather::<C>(w, i3)]
+        } else {
+            Self::widen_lanes(Self::load16::<C>(src, t.shuffle))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn four_times(values: [f32; 4]) -> __m512 {
+        _mm512_broadcast_f32x4(_mm_loadu_ps(values.as_ptr()))
+    }
+
+    #[inline(always)]
+    unsafe fn store_quads16<const KIND: u8>(out: *mut u8, q: [__m512; 4]) {
+        if KIND == F16 {
+            for (j, f) in q.into_iter().enumerate() {
+                _mm256_storeu_si256(out.add(32 * j).cast(), _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(f));
+            }
+            return;
+        }
+        let high = |f: __m512| _mm512_srli_epi32::<16>(bf16_high::<Self, KIND>(f));
+        let r = [high(q[0]), high(q[1]), high(q[2]), high(q[3])];
+        // packus pairs lane L of both: pixels L and 4 + L; the permute restores order.
+        let order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+        for h in 0..2 {
+            let packed = _mm512_packus_epi32(r[2 * h], r[2 * h + 1]);
+            _mm512_storeu_si512(out.add(64 * h).cast(), _mm512_permutexvar_epi64(order, packed));
+        }
+    }
+}
+
+impl<const VBMI: bool> Words for Avx512<VBMI> {
+    #[inline(always)]
+    unsafe fn words10<const LOW: bool>(p: *const u8) -> [__m512i; 2] {
+        let x = _mm512_loadu_si512(p.cast());
+        if LOW {
+            let ten = _mm512_set1_epi32(0x3FF);
+            [_mm512_and_si512(x, ten), _mm512_and_si512(_mm512_srli_epi32::<16>(x), ten)]
+        } else {
+            [_mm512_srli_epi32::<22>(_mm512_slli_epi32::<16>(x)), _mm512_srli_epi32::<22>(x)]
+        }
+    }
+}
+
+impl<const VBMI: bool> Quantise for Avx512<VBMI> {
+    #[inline(always)]
+    unsafe fn round_even(f: __m512) -> __m512i {
+        let f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(-32768.0)), _mm512_set1_ps(32767.0));
+        _mm512_cvtps_epi32(f)
+    }
+    /// As AVX2's, four lanes of 4 pixels.
+    #[inline(always)]
+    unsafe fn store_i8<const BYTES: usize>(out: *mut u8, rgb: [__m512i; 3], pad: __m512i) {
+        let bytes = _mm512_packs_epi16(_mm512_packs_epi32(rgb[0], rgb[1]), _mm512_packs_epi32(rgb[2], pad));
+        if BYTES == 4 {
+            let m = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+            _mm512_storeu_si512(out.cast(), _mm512_shuffle_epi8(bytes, m));
+        } else {
+            let m = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -128, -128, -128, -128));
+            let gather = _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 15, 15, 15, 15);
+            let packed = _mm512_permutexvar_epi32(gather, _mm512_shuffle_epi8(bytes, m));
+            _mm256_storeu_si256(out.cast(), _mm512_castsi512_si256(packed));
+            _mm_storeu_si128(out.add(32).cast(), _mm512_extracti32x4_epi32::<2>(packed));
+        }
+    }
+}
+
+/// The resize row loops: AVX2's bilinear x pass, compiled with AVX-512's features.
+impl<const VBMI: bool> Resample for Avx512<VBMI> {
+    #[inline(always)]
+    fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
+        rows::<C, 1>([src], taps, [out], [ahead])
+    }
+    #[inline(always)]
+    fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
+        rows::<C, 2>(src, taps, out, ahead)
+    }
+}
+
+/// The resize row loops for both AVX-512 levels (as they always were: no F16C).
+pub(crate) mod resample {
+    crate::layout::stamp!(super::Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"]: resample);
+}

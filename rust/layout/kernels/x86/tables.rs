@@ -1,0 +1,132 @@
+//! The x86 kernels' byte shuffles and permutes: those of a plan, built once
+//! per plan ([`Permutes`], which `Plan` holds: building them per row costs
+//! as much as a short row's conversion), and the fixed masks of the YUV
+//! rows. Plain data, no intrinsics: plan.rs reads this module and nothing
+//! else of the x86 home.
+
+/// Byte shuffles and permutations of the x86 kernels, built once per plan
+/// (building them per row costs as much as a short row's conversion).
+/// `shuffle_epi8` masks index bytes within a 16-byte lane, 0x80 zeroing a
+/// byte; the VBMI permutes index a step of 16 source pixels' bytes, or
+/// [`Permutes::zero`] for a byte that must be 0.
+pub(crate) struct Permutes {
+    /// VBMI: 4-byte pixels in destination order: byte 4p+k <- pixel p, channel k.
+    pub packed_bytes: [u8; 64],
+    /// VBMI: quarter j, 32-bit lane 4p+k <- pixel 4j+p, channel k (the pad slot 0).
+    pub packed_lanes: [[u8; 64]; 4],
+    /// VBMI: channel k, 32-bit lane p <- pixel p, channel k (planar destinations).
+    pub planar_lanes: [[u8; 64]; 3],
+    /// A lane of 4 source pixels to 4-byte pixels in destination order (the
+    /// pad byte 0). GRAY is first widened to one pixel per 4 bytes.
+    pub lane_pixels: [u8; 16],
+    /// A lane of 4 source pixels to 4 bytes of channel 0, 4 of 1, 4 of 2.
+    pub lane_channels: [u8; 16],
+    /// Mask k widens channel k of the 4 pixels at the start of a lane to
+    /// 32-bit lanes (AVX2 planar, after `in_order`).
+    pub widen: [[u8; 16]; 3],
+    /// Mask k widens channel k after [`Permutes::spread`], in the lane
+    /// order 0, 1, 4, 5 | 2, 3, 6, 7 (AVX2 packed 16-bit floats).
+    pub split: [[u8; 32]; 3],
+}
+
+impl Permutes {
+    /// The index of a zero byte: the last byte of a 64-byte window holding
+    /// fewer than 64 source bytes (a masked load zeroes the rest), else the
+    /// first byte of a second, zeroed register (two-source permutes).
+    pub(crate) fn zero(channels: usize) -> u8 {
+        if 16 * channels < 64 {
+            63
+        } else {
+            64
+        }
+    }
+
+    /// Where AVX2 moves the source dwords of 8 pixels for `split`: lane 0
+    /// gets the bytes of pixels 0, 1 (its low 8 bytes) and 4, 5 (its high
+    /// 8); lane 1 those of 2, 3 and 6, 7. Each half is two consecutive source
+    /// dwords.
+    pub(crate) const fn spread(channels: usize) -> [i32; 8] {
+        match channels {
+            1 => [0, 1, 0, 1, 0, 1, 0, 1],
+            3 => [0, 1, 3, 4, 1, 2, 4, 5],
+            _ => [0, 1, 4, 5, 2, 3, 6, 7],
+        }
+    }
+
+    pub(crate) fn new(channels: usize, map: [usize; 3]) -> Permutes {
+        let zero = Self::zero(channels);
+        let from = |pixel: usize, k: usize| if k < 3 { (pixel * channels + map[k]) as u8 } else { zero };
+        let mut p = Permutes {
+            packed_bytes: [zero; 64],
+            packed_lanes: [[zero; 64]; 4],
+            planar_lanes: [[zero; 64]; 3],
+            lane_pixels: [0x80; 16],
+            lane_channels: [0x80; 16],
+            widen: [[0x80; 16]; 3],
+            split: [[0x80; 32]; 3],
+        };
+        for pixel in 0..16 {
+            for k in 0..4 {
+                p.packed_bytes[4 * pixel + k] = from(pixel, k);
+                p.packed_lanes[pixel / 4][4 * (4 * (pixel % 4) + k)] = from(pixel, k);
+            }
+            for k in 0..3 {
+                p.planar_lanes[k][4 * pixel] = from(pixel, k);
+            }
+        }
+        let spread = Self::spread(channels);
+        for (k, &mapped) in map.iter().enumerate() {
+            // In a lane: GRAY widened (4 bytes a pixel), else `channels` bytes a pixel.
+            let channel = if channels == 1 { 0 } else { mapped };
+            for pixel in 0..4 {
+                let widened = if channels == 1 { 4 * pixel } else { channels * pixel + channel };
+                p.lane_pixels[4 * pixel + k] = widened as u8;
+                p.lane_channels[4 * k + pixel] = widened as u8;
+                p.widen[k][4 * pixel] = (pixel * channels + channel) as u8;
+            }
+            for lane in 0..2 {
+                for (slot, pixel) in [0, 1, 4, 5].into_iter().enumerate() {
+                    let half = slot / 2;
+                    let at = (pixel + 2 * lane) * channels + channel;
+                    let first = 4 * spread[4 * lane + 2 * half] as usize;
+                    p.split[k][16 * lane + 4 * slot] = (at - first + 8 * half) as u8;
+                }
+            }
+        }
+        p
+    }
+}
+
+/// In each 16-byte lane (4 pixel pairs of a packed 4:2:2 row), the mask
+/// that puts pair k's first (`second`: its second) chroma byte in dword k,
+/// zero-extended; with `swapped` the other way round.
+pub(super) fn chroma_422_mask(y_first: bool, swapped: bool, second: bool) -> [u8; 16] {
+    let at = usize::from(y_first) + 2 * usize::from(second != swapped);
+    std::array::from_fn(|i| if i % 4 == 0 { (4 * (i / 4) + at) as u8 } else { 0x80 })
+}
+
+/// In each 16-byte lane, pair k's even (`odd`) pixel's luma as the bytes
+/// [0, Y, Y, 0] of dword k (see `luma_products`).
+pub(super) fn luma_422_mask(y_first: bool, odd: bool) -> [u8; 16] {
+    let at = usize::from(!y_first) + 2 * usize::from(odd);
+    std::array::from_fn(|i| if i % 4 == 1 || i % 4 == 2 { (4 * (i / 4) + at) as u8 } else { 0x80 })
+}
+
+/// The `shuffle_epi8` mask that puts a lane's 8 chroma pairs' first bytes
+/// in its low half and their second bytes in its high half (`swapped`: the
+/// other way round).
+pub(super) fn chroma_split(swapped: bool) -> [u8; 16] {
+    let first = if swapped { 1 } else { 0 };
+    std::array::from_fn(|i| (2 * (i % 8) + (first + i / 8) % 2) as u8)
+}
+
+/// Where AVX2's `channels` moves the source dwords of 8 pixels so that 4
+/// pixels start each 16-byte lane, in pixel order (`Job::Planar`): one byte
+/// apart for GRAY, `C` bytes apart otherwise. (`Permutes::spread` for `Job::Packed16`.)
+pub(super) const fn in_order(channels: usize) -> [i32; 8] {
+    match channels {
+        1 => [0, 0, 0, 0, 1, 1, 1, 1],
+        3 => [0, 1, 2, 3, 3, 4, 5, 6],
+        _ => [0, 1, 2, 3, 4, 5, 6, 7],
+    }
+}
