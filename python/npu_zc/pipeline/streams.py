@@ -16,10 +16,13 @@
   stream's colour matrix and range; the decoder's buffer is let go at once.
   A lane is held by one feeding thread from taking a frame until its
   submission, so each stream's frames are submitted in their order.
-* The queue's delivery thread reads each result in place, maps boxes back to
-  the frame, applies the stream's tracker, and hands a :class:`StreamResult`
-  to the outputs. Results of a stream come in its frame order (they are
-  submitted in that order and the queue delivers in submission order).
+* The queue's delivery threads (:func:`default_deliverers`) read each result
+  in place as its request completes, map boxes back to the frame, apply the
+  stream's tracker, and hand a :class:`StreamResult` to the outputs. Results
+  of a stream come in its frame order: they are submitted in that order with
+  the stream as the queue's key, and the queue delivers one key's results one
+  at a time in submission order (a result waits only for its own stream's
+  earlier ones, never for another stream's).
 
 A source that fails or ends stops only its own stream (its error is kept in
 its :class:`StreamStats`); network streams reconnect on their own.
@@ -179,11 +182,26 @@ class _Lane:
         self.room = threading.Condition(lock)
         """Notified when the feeder takes a frame: a file's decoder waiting for room wakes, and no other."""
         self.converters: dict[tuple[Any, ...], layout.Converter] = {}
+        self.track: Callable[[Any], Any] | None = None if tracker is None else getattr(tracker, "update", tracker)
+        """The tracker's update, looked up once (it runs per frame)."""
         self.served = 0
         """Frames taken by the feeding threads (raised to the scheduler's clock when the lane was idle)."""
         self.owned = False
         """A feeding thread has taken one of its frames and not yet submitted it: the others leave the lane alone,
         so that its frames are submitted in order (and its converters are used by one thread at a time)."""
+
+
+def default_deliverers(streams: int, cores: int | None = None) -> int:
+    """Delivery threads: one per four cores, at least two (at most one per stream).
+
+    Each result's postprocess, tracker and outputs run with the GIL held on a
+    delivery thread; with one alone, every result of every stream waited for
+    the oldest request and then for the GIL behind it: one serial stage for all
+    streams. With several, a result waits only for its own stream's earlier
+    results, and a thread waiting for the GIL (or for a late request, or in a
+    slow output) holds up only its stream.
+    """
+    return max(1, min(streams, max(2, (usable_cores() if cores is None else cores) // 4)))
 
 
 def default_feeders(streams: int, cores: int | None = None) -> int:
@@ -218,6 +236,10 @@ class Streams:
     needed to draw; it holds the decoder's buffers longer). ``feeders``:
     threads that convert frames into the model's inputs and submit them, side
     by side (default :func:`default_feeders`: one per four cores).
+    ``deliverers``: threads that read the results and call the outputs, side by
+    side, each stream's results still in its frame order (default
+    :func:`default_deliverers`; with more than one, an output is called from
+    several threads at once, for different streams).
 
     Use :meth:`run` (blocks, Ctrl-C stops it cleanly) with ``on_result``
     callbacks, and read the :class:`StreamsReport`.
@@ -235,6 +257,7 @@ class Streams:
         source_options: dict[str, Any] | None = None,
         keep_frames: bool = False,
         feeders: int | None = None,
+        deliverers: int | None = None,
         **pipeline_options: Any,
     ) -> None:
         from ..sources import open_source
@@ -251,6 +274,8 @@ class Streams:
         self.keep_frames = keep_frames
         if feeders is not None and int(feeders) < 1:
             raise InvalidArgumentError(f"feeders must be at least 1, got {feeders}")
+        if deliverers is not None and int(deliverers) < 1:
+            raise InvalidArgumentError(f"deliverers must be at least 1, got {deliverers}")
         options = dict(source_options or {})
         if realtime:
             options["realtime"] = True
@@ -274,6 +299,8 @@ class Streams:
                 video.thread_count = max(1, usable_cores() // len(videos))
         self.feeders = int(feeders) if feeders is not None else default_feeders(len(self.lanes))
         """Feeding threads of a run."""
+        self.deliverers = int(deliverers) if deliverers is not None else default_deliverers(len(self.lanes))
+        """Delivery threads of a run (each stream's results in order on any of them)."""
         self._turn = 0
         """Where the next pick's round robin starts (shared by the feeding threads; under the lock)."""
         self._clock = 0
@@ -307,9 +334,10 @@ class Streams:
     ) -> StreamsReport:
         """Every stream until each ends (or ``duration`` seconds, or :meth:`stop`, or Ctrl-C).
 
-        ``on_result``: one callable or several, called on the delivery thread
-        with each result, each stream's in frame order (an exception there stops
-        the run and is raised). ``tick(stats)`` is called on the calling thread
+        ``on_result``: one callable or several, called on the delivery threads
+        with each result, each stream's in frame order, one result of a stream
+        at a time (results of different streams may come at once from
+        different threads; an exception there stops the run and is raised). ``tick(stats)`` is called on the calling thread
         every ``tick_seconds`` (a live table).
         """
         outputs = [on_result] if callable(on_result) else list(on_result or [])
@@ -458,30 +486,39 @@ class Streams:
         timings = self.timings
         clock = time.perf_counter_ns
 
-        def deliver(result: Any) -> None:  # the queue's delivery thread: in submission order
+        # Per frame, on the delivery threads: names bound once, samples appended to the lists themselves.
+        own_for_frame = getattr(postprocess, "for_frame", None)
+        samples = timings.samples
+        pre_ns, infer_ns, post_ns, latency_ns = (samples[stage] for stage in STREAMS_STAGES)
+
+        def deliver(result: Any) -> None:  # a delivery thread: each stream's results one at a time, in order
             started = clock()
             lane, frame_index, pts, decoded_ns, transform, frame_size, prepared_ns, decoded = result.userdata
+            outs = result.outputs
             if dmabuf_outputs:
                 with contextlib.ExitStack() as access:
                     for buffer in result.output_buffers:
                         access.enter_context(buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                    prediction = for_frame(postprocess, result.outputs, transform, input_size, frame_size)
+                    prediction = for_frame(postprocess, outs, transform, input_size, frame_size)
+            elif own_for_frame is not None:
+                prediction = own_for_frame(outs, transform, input_size, frame_size)
             else:
-                prediction = for_frame(postprocess, result.outputs, transform, input_size, frame_size)
-            if lane.tracker is not None:
-                update = getattr(lane.tracker, "update", lane.tracker)
-                prediction = update(prediction)
+                prediction = for_frame(postprocess, outs, transform, input_size, frame_size)
+            if lane.track is not None:
+                prediction = lane.track(prediction)
             done = clock()
+            latency = done - decoded_ns
             stats = lane.stats
             stats.frames += 1
-            stats.latencies_ns.append(done - decoded_ns)
-            stats.first_ns = stats.first_ns or done
+            stats.latencies_ns.append(latency)
+            if stats.first_ns is None:
+                stats.first_ns = done
             stats.last_ns = done
-            timings.add("preprocess", prepared_ns)
-            timings.add("infer", int(result.latency_ms * 1e6))
-            timings.add("postprocess", done - started)
-            timings.add("latency", done - decoded_ns)
-            out = StreamResult(lane.stream, stats.name, frame_index, pts, (done - decoded_ns) / 1e6, prediction, decoded)
+            pre_ns.append(prepared_ns)
+            infer_ns.append(int(result.latency_ms * 1e6))
+            post_ns.append(done - started)
+            latency_ns.append(latency)
+            out = StreamResult(lane.stream, stats.name, frame_index, pts, latency / 1e6, prediction, decoded)
             try:
                 for output in outputs:
                     output(out)
@@ -489,8 +526,9 @@ class Streams:
                 if decoded is not None:
                     decoded.release()
 
-        # Spare sets of buffers: one being written by each feeding thread, one for the result being read.
-        queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver, buffers=self.requests + self.feeders + 1)
+        # Spare sets of buffers: one being written by each feeding thread, one for each result being read.
+        queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver,
+                              buffers=self.requests + self.feeders + self.deliverers, deliverers=self.deliverers)  # fmt: skip
         dmabuf_outputs = any(pool.buffers[0].is_dmabuf for pool in queue._out_pools)
         failures: list[BaseException] = []
 
@@ -545,7 +583,7 @@ class Streams:
                             prepared, frame if keep else None)  # fmt: skip
                 if not keep:
                     frame.release()  # the decoder's buffer goes back: the input holds the frame now
-                queue.submit(slot, userdata)
+                queue.submit(slot, userdata, lane)  # the lane as the key: its results in its order
             finally:
                 self._let_go(lane)
 
@@ -620,4 +658,5 @@ def _cpu_seconds() -> float:
     return times.user + times.system
 
 
-__all__ = ["IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_feeders"]
+__all__ = ["IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_deliverers",
+           "default_feeders"]  # fmt: skip
