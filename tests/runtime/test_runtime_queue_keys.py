@@ -55,9 +55,14 @@ class Recorder:
             self.threads.add(threading.current_thread().name)
         if value != 2 * (key * 1000 + index):
             self.wrong.append((key, index, value))
-        pause = self.delay(key, index)
-        if pause:
-            time.sleep(pause)
+        try:
+            pause = self.delay(key, index)
+            if pause:
+                time.sleep(pause)
+        except BaseException:
+            with self.lock:
+                self.inside[key] -= 1
+            raise
         with self.lock:
             self.inside[key] -= 1
             self.order.append((key, index))

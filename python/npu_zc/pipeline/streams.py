@@ -181,7 +181,10 @@ class _Lane:
         """Stops this source's thread (the run's stop, or this stream's failure)."""
         self.room = threading.Condition(lock)
         """Notified when the feeder takes a frame: a file's decoder waiting for room wakes, and no other."""
-        self.converters: dict[tuple[Any, ...], layout.Converter] = {}
+        self.waiting = False
+        """Its decoder waits on :attr:`room` (notified only then: a notify costs a handful of Python calls)."""
+        self.converters: dict[tuple[Any, ...], tuple[layout.Converter, Any]] = {}
+        """Per format, size and colours of its frames: the converter and its transform."""
         self.track: Callable[[Any], Any] | None = None if tracker is None else getattr(tracker, "update", tracker)
         """The tracker's update, looked up once (it runs per frame)."""
         self.served = 0
@@ -281,7 +284,9 @@ class Streams:
             options["realtime"] = True
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
-        """Notified when a lane gets a frame or ends: only the feeding thread waits on it."""
+        """Notified when a lane gets a frame or ends: only the feeding threads wait on it."""
+        self._idle_feeders = 0
+        """Feeding threads waiting on :attr:`_ready` (per frame, it is notified only when one is)."""
         self.lanes: list[_Lane] = []
         for stream, spec in enumerate(sources):
             source, error = None, None
@@ -407,13 +412,16 @@ class Streams:
 
     def _read(self, lane: _Lane) -> None:
         """A source's thread: decode into the lane until the source ends, fails, or the run stops."""
-        ready, stop = self._ready, lane.stop
+        ready, lock, stop, queued = self._ready, self._lock, lane.stop, lane.frames
+        live = lane.live
         try:
             for frame in lane.source.frames(stop):
-                with ready:
-                    if not lane.live:
-                        while len(lane.frames) >= FILE_LANE_FRAMES and not stop.is_set():
+                with lock:  # the condition's lock itself: entering the condition is a Python call more
+                    if not live and len(queued) >= FILE_LANE_FRAMES:
+                        lane.waiting = True
+                        while len(queued) >= FILE_LANE_FRAMES and not stop.is_set():
                             lane.room.wait(0.1)  # back-pressure: the decoder waits for the model
+                        lane.waiting = False
                     if stop.is_set():
                         frame.release()
                         return
@@ -436,7 +444,8 @@ class Streams:
                 lane.frames.popleft().release()
                 lane.stats.dropped += 1
         lane.frames.append(frame)
-        self._ready.notify()
+        if self._idle_feeders:
+            self._ready.notify()
 
     def _next(self) -> tuple[_Lane, Any] | None:
         """The next frame to feed: of the lanes with a frame that no other feeding thread holds, the one served
@@ -449,7 +458,7 @@ class Streams:
         run of turns over the ones that kept up."""
         lanes, ready = self.lanes, self._ready
         count = len(lanes)
-        with ready:
+        with self._lock:
             while True:
                 start, best = self._turn, None
                 for k in range(count):
@@ -462,20 +471,25 @@ class Streams:
                     self._clock = best.served
                     best.served += 1
                     self._turn = best.stream + 1
-                    best.room.notify()  # its decoder may be waiting for room
+                    if best.waiting:
+                        best.room.notify()  # its decoder waits for room
                     return best, frame
                 if self._stop.is_set() or all(lane.ended for lane in lanes):
                     # A lane another feeding thread holds may still have frames: that thread takes them next.
                     for lane in lanes:
                         lane.stats.done = lane.ended
                     return None
-                ready.wait(0.1)
+                self._idle_feeders += 1
+                try:
+                    ready.wait(0.1)
+                finally:
+                    self._idle_feeders -= 1
 
     def _let_go(self, lane: _Lane) -> None:
         """The lane's frame is submitted (or refused): another feeding thread may take its next one."""
-        with self._ready:
+        with self._lock:
             lane.owned = False
-            if lane.frames:
+            if lane.frames and self._idle_feeders:
                 self._ready.notify()
 
     def _feed(self, outputs: list[Callable[[StreamResult], None]]) -> None:
@@ -599,20 +613,22 @@ class Streams:
     def _prepare(self, lane: _Lane, frame: Any, slot: Any) -> Any:
         """The decoded frame, read in place, into the slot's input buffer in one pass; returns the transform."""
         key = (frame.format, frame.width, frame.height, frame.matrix, frame.range)
-        convert = lane.converters.get(key)
-        if convert is None:
-            convert = lane.converters[key] = self._converter(frame)
+        known = lane.converters.get(key)
+        if known is None:
+            convert = self._converter(frame)
+            known = lane.converters[key] = (convert, convert.transform)
+        convert, transform = known
         dst, target, source = slot.inputs[0], slot.input_buffers[0], frame.buffer
         if not target.is_dmabuf and (source is None or not source.is_dmabuf):  # memfd, decoder memory: no brackets
             convert(frame.planes, dst)
-            return convert.transform
+            return transform
         with contextlib.ExitStack() as access:
             if target.is_dmabuf:
                 access.enter_context(target.cpu_access("write", timeout=FENCE_TIMEOUT_S))
             if source is not None and source.is_dmabuf:
                 access.enter_context(source.cpu_access("read", timeout=FENCE_TIMEOUT_S))
             convert(frame.planes, dst)
-        return convert.transform
+        return transform
 
     def _converter(self, frame: Any) -> layout.Converter:
         from ..sources.video import engine_takes_colour

@@ -182,6 +182,9 @@ class AsyncQueue:
         self._starting = 0  # requests taken from the idle ones whose start has not finished (submits in progress)
         self._delivered = 0  # results handed to the callback (or failed on the way)
         self._delivering: set[Hashable] = set()  # keys whose result a delivery thread holds (each key's order)
+        # Idle delivery threads, each asleep on its own locked lock; a new or newly claimable result releases one
+        # (a plain lock: one C call to sleep and one to wake, where a Condition costs a dozen Python calls).
+        self._sleeping: list[Any] = []
         # State changes under the plain lock (no Python-level calls to take it); the condition over it is
         # waited on and notified only when some thread waits (per frame, the common case is nobody).
         self._mutex = threading.RLock()
@@ -301,6 +304,8 @@ class AsyncQueue:
             self._running.append(entry)
             self._pending.append(entry)
             self._notify()
+            if self._sleeping:
+                self._sleeping.pop().release()  # a result to deliver: one idle delivery thread wakes
         return entry.sequence
 
     def discard(self, frame: Frame) -> None:
@@ -360,6 +365,8 @@ class AsyncQueue:
         with self._mutex:
             self._closed = True
             self._notify()
+            while self._sleeping:
+                self._sleeping.pop().release()
         for deliverer in self._deliverers:
             deliverer.join()
         for entry in list(self._running):
@@ -492,12 +499,26 @@ class AsyncQueue:
         callback = self._callback
         assert callback is not None
         main = threading.main_thread()
+        wake = threading.Lock()
+        wake.acquire()  # held: acquiring it again sleeps until a submit (or a delivery, or close) releases it
+        sleeping = self._sleeping
         while True:
             with self._mutex:
-                while (entry := self._claim()) is None:
-                    if not self._pending and (self._closed or not main.is_alive()):
-                        return  # closed (or the program is ending) and nothing left to deliver
-                    self._wait(0.1)
+                entry = self._claim()
+                if entry is None:
+                    if not self._pending and self._closed:
+                        return  # closed and nothing left to deliver
+                    sleeping.append(wake)
+            if entry is None:
+                woken = wake.acquire(timeout=0.1)
+                with self._mutex:
+                    if wake in sleeping:  # timed out, nobody woke it
+                        sleeping.remove(wake)
+                    elif not woken:  # woken just after the timeout: the lock was released, take it back
+                        wake.acquire(blocking=False)
+                if not woken and not main.is_alive() and not self._pending:
+                    return  # the program is ending and nothing is left to deliver
+                continue
             result: Result | None = None
             failure: BaseException | None = None
             try:
@@ -519,6 +540,8 @@ class AsyncQueue:
                     if failure is not None:
                         self._failure = self._failure or failure
                     self._notify()
+                    if sleeping and self._pending:
+                        sleeping.pop().release()  # the key's next result may be waiting for another thread
 
     def _result(self, entry: _InFlight) -> Result:
         frame = entry.frame
