@@ -17,6 +17,11 @@ A role whose threads' CPU per frame reaches the wall time per frame (a single th
 Timings on a shared machine move with its load; the Python each frame runs with the GIL held does not: one more
 run per count of streams with a profile hook on every thread counts the Python function calls and the C calls
 made from Python per frame, by role (deterministic, so it compares versions on a noisy machine).
+
+``--contend N`` adds N Python threads that spin through the timed runs. A thread that gives the GIL up (for a
+decode, a conversion, a wait for a request, a lock) then waits up to a switch interval (5 ms) to take it back, as
+among the Xeon's thirty-odd busy Python threads: the wall time per frame shows how many such hand-overs lie on
+each frame's serial path, on a machine with too few cores to show it otherwise.
 """
 
 from __future__ import annotations
@@ -104,7 +109,7 @@ class Sampler:
         out = {"sources": 0, "feeders": 0, "delivery": 0, "other": 0}
         sampler = self.thread.native_id
         for tid, ns in self.last.items():
-            if tid == sampler:
+            if tid == sampler or self.names.get(tid, "").startswith("spinner"):
                 continue
             name = self.names.get(tid, "")
             out[role_of(name)] += ns - self.before.get(tid, 0)
@@ -133,7 +138,7 @@ def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: i
                 counts[role] += 1
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1, limit=frames) for i in range(streams)]
-    run = npu_zc.Streams(sources, pipeline, feeders=feeders, deliverers=deliverers)
+    run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers))
     threading.setprofile(hook)
     sys.setprofile(hook)
     try:
@@ -146,15 +151,35 @@ def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: i
     return {role: counts[role] / n for role in ("sources", "feeders", "delivery")}
 
 
+def threads_of(feeders: int | None, deliverers: int | None) -> dict[str, int]:
+    """Streams' thread counts where set (left out otherwise: an older Streams takes no deliverers)."""
+    return {k: v for k, v in (("feeders", feeders), ("deliverers", deliverers)) if v is not None}
+
+
+def spin(stop: threading.Event) -> None:
+    """Python that wants the GIL all the time (as the Xeon's thirty-odd Python threads together did)."""
+    while not stop.is_set():
+        sum(range(200))
+
+
 def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders: int | None,
-        deliverers: int | None = None) -> dict[str, Any]:
+        deliverers: int | None = None, contend: int = 0) -> dict[str, Any]:
     import npu_zc
     from npu_zc.sources import VideoSource
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1) for i in range(streams)]
-    run = npu_zc.Streams(sources, pipeline, feeders=feeders, deliverers=deliverers)
-    with Sampler() as sampler:
-        report = run.run(duration=seconds)
+    run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers))
+    stop = threading.Event()
+    spinners = [threading.Thread(target=spin, args=(stop,), name=f"spinner{k}", daemon=True) for k in range(contend)]
+    for spinner in spinners:
+        spinner.start()
+    try:
+        with Sampler() as sampler:
+            report = run.run(duration=seconds)
+    finally:
+        stop.set()
+        for spinner in spinners:
+            spinner.join()
     run.close()
     assert not report.errors, report.errors
     frames = max(1, report.frames)
@@ -173,6 +198,9 @@ def main() -> int:
                         help="feeding threads to compare (default: Streams' own choice only)")
     parser.add_argument("--deliverers", type=int, nargs="+", default=None,
                         help="delivery threads to compare (default: Streams' own choice only; 1: one serial stage)")
+    parser.add_argument("--contend", type=int, default=0, metavar="N",
+                        help="N more Python threads spinning through the timed runs: each GIL hand-over of a frame then "
+                        "costs up to a switch interval, as among many busy Python threads (default 0)")
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
@@ -193,7 +221,7 @@ def main() -> int:
     rows, calls = [], []
     for feeders, deliverers in itertools.product(args.feeders or [None], args.deliverers or [None]):
         for n in args.streams:
-            r = run(pipeline, clip, n, seconds, feeders, deliverers)
+            r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend)
             label = "default" if feeders is None else str(feeders)
             dlabel = "default" if deliverers is None else str(deliverers)
             rows.append([n, label, dlabel, round(r["fps"]), round(r["wall_us"]), round(r["cpu_us"]),
@@ -209,7 +237,8 @@ def main() -> int:
     pipeline.close()
     tables = [{
         "title": f"Streams' cost per frame: {args.size} H.264 clips, unpaced, "
-                 f"{args.model or 'a 64x64 mean-pool model'} on CPU",
+                 f"{args.model or 'a 64x64 mean-pool model'} on CPU"
+                 + (f", {args.contend} Python threads spinning beside (CPU in all counts them)" if args.contend else ""),
         "note": "us per frame; CPU by role of thread from /proc/self/task/*/schedstat; wall = 1e6 / FPS in all. "
                 "A single thread whose CPU per frame reaches the wall time per frame is the serial stage.",
         "columns": ["streams", "feeders", "deliverers", "FPS", "wall us", "CPU us", "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)"],
