@@ -1,6 +1,6 @@
 """Streams' own cost per frame: small clips and a tiny model, unpaced, so that the scheduler is what limits FPS.
 
-    python3 benches/bench_streams_overhead.py [--streams 8 16] [--seconds 6] [--size 320x240] [--feeders 1 2]
+    python3 benches/bench_streams_overhead.py [--streams 8 16] [--seconds 6] [--size 320x240] [--feeders 1 2] [--deliverers 1 2]
     python3 benches/bench_streams_overhead.py --model efficientnet-lite0 --size 1920x1080 --frames 150 --seconds 0 --streams 4
 
 N H.264 clips (a pan across a photo, made once with PyAV's libx264) run as fast as they go through one
@@ -17,11 +17,17 @@ A role whose threads' CPU per frame reaches the wall time per frame (a single th
 Timings on a shared machine move with its load; the Python each frame runs with the GIL held does not: one more
 run per count of streams with a profile hook on every thread counts the Python function calls and the C calls
 made from Python per frame, by role (deterministic, so it compares versions on a noisy machine).
+
+``--contend N`` adds N Python threads that spin through the timed runs. A thread that gives the GIL up (for a
+decode, a conversion, a wait for a request, a lock) then waits up to a switch interval (5 ms) to take it back, as
+among the Xeon's thirty-odd busy Python threads: the wall time per frame shows how many such hand-overs lie on
+each frame's serial path, on a machine with too few cores to show it otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import tempfile
 import threading
@@ -103,7 +109,7 @@ class Sampler:
         out = {"sources": 0, "feeders": 0, "delivery": 0, "other": 0}
         sampler = self.thread.native_id
         for tid, ns in self.last.items():
-            if tid == sampler:
+            if tid == sampler or self.names.get(tid, "").startswith("spinner"):
                 continue
             name = self.names.get(tid, "")
             out[role_of(name)] += ns - self.before.get(tid, 0)
@@ -114,7 +120,8 @@ def role_of(name: str) -> str:
     return next((r for prefix, r in ROLES if name.startswith(prefix)), "other")
 
 
-def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: int | None) -> dict[str, float]:
+def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: int | None,
+                deliverers: int | None = None) -> dict[str, float]:
     """Python calls (function and C calls made from Python) per frame, by role, over ``frames`` frames of each stream."""
     import collections
 
@@ -131,7 +138,7 @@ def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: i
                 counts[role] += 1
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1, limit=frames) for i in range(streams)]
-    run = npu_zc.Streams(sources, pipeline, **({} if feeders is None else {"feeders": feeders}))
+    run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers))
     threading.setprofile(hook)
     sys.setprofile(hook)
     try:
@@ -144,15 +151,35 @@ def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: i
     return {role: counts[role] / n for role in ("sources", "feeders", "delivery")}
 
 
-def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders: int | None) -> dict[str, Any]:
+def threads_of(feeders: int | None, deliverers: int | None) -> dict[str, int]:
+    """Streams' thread counts where set (left out otherwise: an older Streams takes no deliverers)."""
+    return {k: v for k, v in (("feeders", feeders), ("deliverers", deliverers)) if v is not None}
+
+
+def spin(stop: threading.Event) -> None:
+    """Python that wants the GIL all the time (as the Xeon's thirty-odd Python threads together did)."""
+    while not stop.is_set():
+        sum(range(200))
+
+
+def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders: int | None,
+        deliverers: int | None = None, contend: int = 0) -> dict[str, Any]:
     import npu_zc
     from npu_zc.sources import VideoSource
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1) for i in range(streams)]
-    options = {} if feeders is None else {"feeders": feeders}
-    run = npu_zc.Streams(sources, pipeline, **options)
-    with Sampler() as sampler:
-        report = run.run(duration=seconds)
+    run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers))
+    stop = threading.Event()
+    spinners = [threading.Thread(target=spin, args=(stop,), name=f"spinner{k}", daemon=True) for k in range(contend)]
+    for spinner in spinners:
+        spinner.start()
+    try:
+        with Sampler() as sampler:
+            report = run.run(duration=seconds)
+    finally:
+        stop.set()
+        for spinner in spinners:
+            spinner.join()
     run.close()
     assert not report.errors, report.errors
     frames = max(1, report.frames)
@@ -169,6 +196,11 @@ def main() -> int:
     parser.add_argument("--model", default=None, help="a model file or efficientnet-lite0 (default: the tiny mean-pool model)")
     parser.add_argument("--feeders", type=int, nargs="+", default=None,
                         help="feeding threads to compare (default: Streams' own choice only)")
+    parser.add_argument("--deliverers", type=int, nargs="+", default=None,
+                        help="delivery threads to compare (default: Streams' own choice only; 1: one serial stage)")
+    parser.add_argument("--contend", type=int, default=0, metavar="N",
+                        help="N more Python threads spinning through the timed runs: each GIL hand-over of a frame then "
+                        "costs up to a switch interval, as among many busy Python threads (default 0)")
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
@@ -187,32 +219,35 @@ def main() -> int:
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
     seconds = args.seconds or None
     rows, calls = [], []
-    for feeders in args.feeders or [None]:
+    for feeders, deliverers in itertools.product(args.feeders or [None], args.deliverers or [None]):
         for n in args.streams:
-            r = run(pipeline, clip, n, seconds, feeders)
+            r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend)
             label = "default" if feeders is None else str(feeders)
-            rows.append([n, label, round(r["fps"]), round(r["wall_us"]), round(r["cpu_us"]),
+            dlabel = "default" if deliverers is None else str(deliverers)
+            rows.append([n, label, dlabel, round(r["fps"]), round(r["wall_us"]), round(r["cpu_us"]),
                          round(r["sources"]), round(r["feeders"]), round(r["delivery"]), round(r["other"])])  # fmt: skip
-            print(f"{n:>3} streams, feeders {label:>7}: {r['fps']:6.0f} FPS, wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame "
-                  f"(sources {r['sources']:.0f}, feeders {r['feeders']:.0f}, delivery {r['delivery']:.0f}, other {r['other']:.0f})", flush=True)  # fmt: skip
-            c = count_calls(pipeline, clip, n, 50, feeders)
-            calls.append([n, label, round(c["sources"], 1), round(c["feeders"], 1), round(c["delivery"], 1),
+            print(f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}: {r['fps']:6.0f} FPS, wall {r['wall_us']:5.0f} us/frame, "
+                  f"CPU {r['cpu_us']:5.0f} us/frame (sources {r['sources']:.0f}, feeders {r['feeders']:.0f}, "
+                  f"delivery {r['delivery']:.0f}, other {r['other']:.0f})", flush=True)  # fmt: skip
+            c = count_calls(pipeline, clip, n, 50, feeders, deliverers)
+            calls.append([n, label, dlabel, round(c["sources"], 1), round(c["feeders"], 1), round(c["delivery"], 1),
                           round(sum(c.values()), 1)])  # fmt: skip
             print(f"    Python calls per frame: sources {c['sources']:.1f}, feeders {c['feeders']:.1f}, "
                   f"delivery {c['delivery']:.1f}", flush=True)  # fmt: skip
     pipeline.close()
     tables = [{
         "title": f"Streams' cost per frame: {args.size} H.264 clips, unpaced, "
-                 f"{args.model or 'a 64x64 mean-pool model'} on CPU",
+                 f"{args.model or 'a 64x64 mean-pool model'} on CPU"
+                 + (f", {args.contend} Python threads spinning beside (CPU in all counts them)" if args.contend else ""),
         "note": "us per frame; CPU by role of thread from /proc/self/task/*/schedstat; wall = 1e6 / FPS in all. "
                 "A single thread whose CPU per frame reaches the wall time per frame is the serial stage.",
-        "columns": ["streams", "feeders", "FPS", "wall us", "CPU us", "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)"],
+        "columns": ["streams", "feeders", "deliverers", "FPS", "wall us", "CPU us", "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)"],
         "rows": rows,
     }, {
         "title": "Python calls per frame (run with the GIL held), by role of thread",
         "note": "function calls and C calls made from Python, counted by a profile hook on every thread over 50 frames "
                 "of each stream: independent of the machine's load.",
-        "columns": ["streams", "feeders", "sources' threads", "feeding", "delivery", "in all"],
+        "columns": ["streams", "feeders", "deliverers", "sources' threads", "feeding", "delivery", "in all"],
         "rows": calls,
     }]  # fmt: skip
     path = results.save("bench_streams_overhead", tables, title="Streams' cost per frame", path=args.json)

@@ -159,13 +159,14 @@ def rtsp_available() -> bool:
 
 
 def run_streams(sources: list[Any], pipeline: Any, **kwargs: Any) -> tuple[Any, list[Any]]:
-    """A Streams run over ``sources``; (report, every result in delivery order)."""
+    """A Streams run over ``sources``; (report, every result in delivery order). ``outputs=[...]``: more outputs."""
     import npu_zc
 
     results: list[Any] = []
     duration = kwargs.pop("duration", None)
+    outputs = kwargs.pop("outputs", [])
     streams = npu_zc.Streams(sources, pipeline, **kwargs)
-    report = streams.run(results.append, duration=duration)
+    report = streams.run([results.append, *outputs], duration=duration)
     streams.close()
     return report, results
 

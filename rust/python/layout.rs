@@ -635,6 +635,9 @@ fn memcpy_seconds(py: Python<'_>, nbytes: Count, threads: Count, repeat: Count) 
     Ok(py.detach(|| layout::memcpy_seconds(nbytes, threads, repeat)))
 }
 
+/// Sources from this size on are scanned with the GIL released.
+const TOPK_DETACH_BYTES: usize = 256 * 1024;
+
 /// Top-k of each row of `row_len` elements: (indices as int64, values as f32).
 #[allow(clippy::type_complexity)]
 #[pyfunction]
@@ -650,7 +653,14 @@ fn topk<'py>(
     let _claim = alias::claim(&[(extent(&src), "source")], &[])?;
     let guard = read(&src, "source")?;
     let bytes = contiguous(guard.as_slice(), "source")?;
-    let (indices, values) = py.detach(|| layout::topk(bytes, element, row_len, k)).or_value_error()?;
+    // A classifier's scores (thousands of values) take about a microsecond: less than giving the GIL up and
+    // waiting to take it back among busy threads. Large outputs (a detector's) are scanned without it.
+    let (indices, values) = if bytes.len() >= TOPK_DETACH_BYTES {
+        py.detach(|| layout::topk(bytes, element, row_len, k))
+    } else {
+        layout::topk(bytes, element, row_len, k)
+    }
+    .or_value_error()?;
     let indices: Vec<i64> = indices.into_iter().map(|i| i as i64).collect();
     Ok((PyArray1::from_vec(py, indices), PyArray1::from_vec(py, values)))
 }

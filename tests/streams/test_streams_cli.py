@@ -73,3 +73,21 @@ def test_live_table_redraws_in_place() -> None:
     assert out.getvalue()[len(first) :].startswith("\x1b[3F")  # back up over the three lines drawn
     table.close()
     assert out.getvalue().endswith("\x1b[3F\x1b[J")  # the table leaves the terminal as it found it
+
+
+def test_stream_plugin_option_and_delivery_threads(clips: dict[str, Path], model_xml: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--option reaches the compiled model (NUM_STREAMS=1: one optimal request, so twice that in flight, where the
+    throughput hint gives more on this machine's cores) and --deliverers runs the streams with that many threads."""
+    import os
+
+    args = ["stream", "-i", str(clips["nv12"]), "-i", str(clips["h264"]), "-m", str(model_xml), "-d", "CPU", "--json"]
+    code = main([*args, "--option", "NUM_STREAMS=1", "--deliverers", "2"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0
+    results, report = [json.loads(line) for line in lines[:-1]], json.loads(lines[-1])["report"]
+    assert report["requests"] == 2
+    assert [r["index"] for r in results if r["stream"] == 0] == list(range(12))
+    assert [r["index"] for r in results if r["stream"] == 1] == list(range(45))
+    if len(os.sched_getaffinity(0)) >= 2:  # the hint alone gives a stream per core or so
+        assert main(args) == 0
+        assert json.loads(capsys.readouterr().out.splitlines()[-1])["report"]["requests"] > 2

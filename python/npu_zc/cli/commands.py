@@ -218,7 +218,7 @@ def _many(args: argparse.Namespace) -> bool:
     return (
         len(args.input) + len(args.camera) > 1
         or any(is_network(i) for i in args.input)
-        or bool(args.realtime or args.save or args.jsonl or args.duration or args.hwaccel or args.feeders)
+        or bool(args.realtime or args.save or args.jsonl or args.duration or args.hwaccel or args.feeders or args.deliverers)
     )
 
 
@@ -250,7 +250,8 @@ def _streams(args: argparse.Namespace) -> int:
         outputs.append(videos)
     live = None if args.no_progress or (args.json and not args.jsonl) or not sys.stderr.isatty() else report.LiveTable(sys.stderr)
     streams = Streams(sources, _pipeline(args, "zero-copy"), requests=args.depth, realtime=args.realtime,
-                      source_options=options, keep_frames=videos is not None, feeders=args.feeders)  # fmt: skip
+                      source_options=options, keep_frames=videos is not None, feeders=args.feeders,
+                      deliverers=args.deliverers)  # fmt: skip
     try:
         result = streams.run(outputs, duration=args.duration, tick=live)  # type: ignore[arg-type]
     except KeyboardInterrupt:

@@ -220,6 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--hwaccel", choices=("vaapi", "qsv", "drm"), help="decode on a GPU (DRM PRIME frames imported as DmaBufs)")
     many.add_argument("--feeders", type=_positive, metavar="N",
                       help="threads converting frames into the model's inputs side by side (default: one per four cores)")
+    many.add_argument("--deliverers", type=_positive, metavar="N",
+                      help="threads reading results and writing the outputs side by side, each stream's in order "
+                      "(default: one per four cores, at least two)")
     cam = stream.add_argument_group("camera")
     cam.add_argument("--frames", type=_positive, help="with --camera: stop after this many frames (default: until Ctrl-C)")
     cam.add_argument("--size", type=_wxh, default=(640, 480), metavar="WxH", help="camera capture size (default 640x480)")

@@ -16,10 +16,13 @@
   stream's colour matrix and range; the decoder's buffer is let go at once.
   A lane is held by one feeding thread from taking a frame until its
   submission, so each stream's frames are submitted in their order.
-* The queue's delivery thread reads each result in place, maps boxes back to
-  the frame, applies the stream's tracker, and hands a :class:`StreamResult`
-  to the outputs. Results of a stream come in its frame order (they are
-  submitted in that order and the queue delivers in submission order).
+* The queue's delivery threads (:func:`default_deliverers`) read each result
+  in place as its request completes, map boxes back to the frame, apply the
+  stream's tracker, and hand a :class:`StreamResult` to the outputs. Results
+  of a stream come in its frame order: they are submitted in that order with
+  the stream as the queue's key, and the queue delivers one key's results one
+  at a time in submission order (a result waits only for its own stream's
+  earlier ones, never for another stream's).
 
 A source that fails or ends stops only its own stream (its error is kept in
 its :class:`StreamStats`); network streams reconnect on their own.
@@ -178,12 +181,30 @@ class _Lane:
         """Stops this source's thread (the run's stop, or this stream's failure)."""
         self.room = threading.Condition(lock)
         """Notified when the feeder takes a frame: a file's decoder waiting for room wakes, and no other."""
-        self.converters: dict[tuple[Any, ...], layout.Converter] = {}
+        self.waiting = False
+        """Its decoder waits on :attr:`room` (notified only then: a notify costs a handful of Python calls)."""
+        self.converters: dict[tuple[Any, ...], tuple[layout.Converter, Any]] = {}
+        """Per format, size and colours of its frames: the converter and its transform."""
+        self.track: Callable[[Any], Any] | None = None if tracker is None else getattr(tracker, "update", tracker)
+        """The tracker's update, looked up once (it runs per frame)."""
         self.served = 0
         """Frames taken by the feeding threads (raised to the scheduler's clock when the lane was idle)."""
         self.owned = False
         """A feeding thread has taken one of its frames and not yet submitted it: the others leave the lane alone,
         so that its frames are submitted in order (and its converters are used by one thread at a time)."""
+
+
+def default_deliverers(streams: int, cores: int | None = None) -> int:
+    """Delivery threads: one per four cores, at least two (at most one per stream).
+
+    Each result's postprocess, tracker and outputs run with the GIL held on a
+    delivery thread; with one alone, every result of every stream waited for
+    the oldest request and then for the GIL behind it: one serial stage for all
+    streams. With several, a result waits only for its own stream's earlier
+    results, and a thread waiting for the GIL (or for a late request, or in a
+    slow output) holds up only its stream.
+    """
+    return max(1, min(streams, max(2, (usable_cores() if cores is None else cores) // 4)))
 
 
 def default_feeders(streams: int, cores: int | None = None) -> int:
@@ -218,6 +239,10 @@ class Streams:
     needed to draw; it holds the decoder's buffers longer). ``feeders``:
     threads that convert frames into the model's inputs and submit them, side
     by side (default :func:`default_feeders`: one per four cores).
+    ``deliverers``: threads that read the results and call the outputs, side by
+    side, each stream's results still in its frame order (default
+    :func:`default_deliverers`; with more than one, an output is called from
+    several threads at once, for different streams).
 
     Use :meth:`run` (blocks, Ctrl-C stops it cleanly) with ``on_result``
     callbacks, and read the :class:`StreamsReport`.
@@ -235,6 +260,7 @@ class Streams:
         source_options: dict[str, Any] | None = None,
         keep_frames: bool = False,
         feeders: int | None = None,
+        deliverers: int | None = None,
         **pipeline_options: Any,
     ) -> None:
         from ..sources import open_source
@@ -251,12 +277,16 @@ class Streams:
         self.keep_frames = keep_frames
         if feeders is not None and int(feeders) < 1:
             raise InvalidArgumentError(f"feeders must be at least 1, got {feeders}")
+        if deliverers is not None and int(deliverers) < 1:
+            raise InvalidArgumentError(f"deliverers must be at least 1, got {deliverers}")
         options = dict(source_options or {})
         if realtime:
             options["realtime"] = True
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
-        """Notified when a lane gets a frame or ends: only the feeding thread waits on it."""
+        """Notified when a lane gets a frame or ends: only the feeding threads wait on it."""
+        self._idle_feeders = 0
+        """Feeding threads waiting on :attr:`_ready` (per frame, it is notified only when one is)."""
         self.lanes: list[_Lane] = []
         for stream, spec in enumerate(sources):
             source, error = None, None
@@ -274,6 +304,8 @@ class Streams:
                 video.thread_count = max(1, usable_cores() // len(videos))
         self.feeders = int(feeders) if feeders is not None else default_feeders(len(self.lanes))
         """Feeding threads of a run."""
+        self.deliverers = int(deliverers) if deliverers is not None else default_deliverers(len(self.lanes))
+        """Delivery threads of a run (each stream's results in order on any of them)."""
         self._turn = 0
         """Where the next pick's round robin starts (shared by the feeding threads; under the lock)."""
         self._clock = 0
@@ -307,9 +339,10 @@ class Streams:
     ) -> StreamsReport:
         """Every stream until each ends (or ``duration`` seconds, or :meth:`stop`, or Ctrl-C).
 
-        ``on_result``: one callable or several, called on the delivery thread
-        with each result, each stream's in frame order (an exception there stops
-        the run and is raised). ``tick(stats)`` is called on the calling thread
+        ``on_result``: one callable or several, called on the delivery threads
+        with each result, each stream's in frame order, one result of a stream
+        at a time (results of different streams may come at once from
+        different threads; an exception there stops the run and is raised). ``tick(stats)`` is called on the calling thread
         every ``tick_seconds`` (a live table).
         """
         outputs = [on_result] if callable(on_result) else list(on_result or [])
@@ -379,13 +412,16 @@ class Streams:
 
     def _read(self, lane: _Lane) -> None:
         """A source's thread: decode into the lane until the source ends, fails, or the run stops."""
-        ready, stop = self._ready, lane.stop
+        ready, lock, stop, queued = self._ready, self._lock, lane.stop, lane.frames
+        live = lane.live
         try:
             for frame in lane.source.frames(stop):
-                with ready:
-                    if not lane.live:
-                        while len(lane.frames) >= FILE_LANE_FRAMES and not stop.is_set():
+                with lock:  # the condition's lock itself: entering the condition is a Python call more
+                    if not live and len(queued) >= FILE_LANE_FRAMES:
+                        lane.waiting = True
+                        while len(queued) >= FILE_LANE_FRAMES and not stop.is_set():
                             lane.room.wait(0.1)  # back-pressure: the decoder waits for the model
+                        lane.waiting = False
                     if stop.is_set():
                         frame.release()
                         return
@@ -408,7 +444,8 @@ class Streams:
                 lane.frames.popleft().release()
                 lane.stats.dropped += 1
         lane.frames.append(frame)
-        self._ready.notify()
+        if self._idle_feeders:
+            self._ready.notify()
 
     def _next(self) -> tuple[_Lane, Any] | None:
         """The next frame to feed: of the lanes with a frame that no other feeding thread holds, the one served
@@ -421,7 +458,7 @@ class Streams:
         run of turns over the ones that kept up."""
         lanes, ready = self.lanes, self._ready
         count = len(lanes)
-        with ready:
+        with self._lock:
             while True:
                 start, best = self._turn, None
                 for k in range(count):
@@ -434,20 +471,25 @@ class Streams:
                     self._clock = best.served
                     best.served += 1
                     self._turn = best.stream + 1
-                    best.room.notify()  # its decoder may be waiting for room
+                    if best.waiting:
+                        best.room.notify()  # its decoder waits for room
                     return best, frame
                 if self._stop.is_set() or all(lane.ended for lane in lanes):
                     # A lane another feeding thread holds may still have frames: that thread takes them next.
                     for lane in lanes:
                         lane.stats.done = lane.ended
                     return None
-                ready.wait(0.1)
+                self._idle_feeders += 1
+                try:
+                    ready.wait(0.1)
+                finally:
+                    self._idle_feeders -= 1
 
     def _let_go(self, lane: _Lane) -> None:
         """The lane's frame is submitted (or refused): another feeding thread may take its next one."""
-        with self._ready:
+        with self._lock:
             lane.owned = False
-            if lane.frames:
+            if lane.frames and self._idle_feeders:
                 self._ready.notify()
 
     def _feed(self, outputs: list[Callable[[StreamResult], None]]) -> None:
@@ -458,30 +500,39 @@ class Streams:
         timings = self.timings
         clock = time.perf_counter_ns
 
-        def deliver(result: Any) -> None:  # the queue's delivery thread: in submission order
+        # Per frame, on the delivery threads: names bound once, samples appended to the lists themselves.
+        own_for_frame = getattr(postprocess, "for_frame", None)
+        samples = timings.samples
+        pre_ns, infer_ns, post_ns, latency_ns = (samples[stage] for stage in STREAMS_STAGES)
+
+        def deliver(result: Any) -> None:  # a delivery thread: each stream's results one at a time, in order
             started = clock()
             lane, frame_index, pts, decoded_ns, transform, frame_size, prepared_ns, decoded = result.userdata
+            outs = result.outputs
             if dmabuf_outputs:
                 with contextlib.ExitStack() as access:
                     for buffer in result.output_buffers:
                         access.enter_context(buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                    prediction = for_frame(postprocess, result.outputs, transform, input_size, frame_size)
+                    prediction = for_frame(postprocess, outs, transform, input_size, frame_size)
+            elif own_for_frame is not None:
+                prediction = own_for_frame(outs, transform, input_size, frame_size)
             else:
-                prediction = for_frame(postprocess, result.outputs, transform, input_size, frame_size)
-            if lane.tracker is not None:
-                update = getattr(lane.tracker, "update", lane.tracker)
-                prediction = update(prediction)
+                prediction = for_frame(postprocess, outs, transform, input_size, frame_size)
+            if lane.track is not None:
+                prediction = lane.track(prediction)
             done = clock()
+            latency = done - decoded_ns
             stats = lane.stats
             stats.frames += 1
-            stats.latencies_ns.append(done - decoded_ns)
-            stats.first_ns = stats.first_ns or done
+            stats.latencies_ns.append(latency)
+            if stats.first_ns is None:
+                stats.first_ns = done
             stats.last_ns = done
-            timings.add("preprocess", prepared_ns)
-            timings.add("infer", int(result.latency_ms * 1e6))
-            timings.add("postprocess", done - started)
-            timings.add("latency", done - decoded_ns)
-            out = StreamResult(lane.stream, stats.name, frame_index, pts, (done - decoded_ns) / 1e6, prediction, decoded)
+            pre_ns.append(prepared_ns)
+            infer_ns.append(int(result.latency_ms * 1e6))
+            post_ns.append(done - started)
+            latency_ns.append(latency)
+            out = StreamResult(lane.stream, stats.name, frame_index, pts, latency / 1e6, prediction, decoded)
             try:
                 for output in outputs:
                     output(out)
@@ -489,8 +540,9 @@ class Streams:
                 if decoded is not None:
                     decoded.release()
 
-        # Spare sets of buffers: one being written by each feeding thread, one for the result being read.
-        queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver, buffers=self.requests + self.feeders + 1)
+        # Spare sets of buffers: one being written by each feeding thread, one for each result being read.
+        queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver,
+                              buffers=self.requests + self.feeders + self.deliverers, deliverers=self.deliverers)  # fmt: skip
         dmabuf_outputs = any(pool.buffers[0].is_dmabuf for pool in queue._out_pools)
         failures: list[BaseException] = []
 
@@ -545,7 +597,7 @@ class Streams:
                             prepared, frame if keep else None)  # fmt: skip
                 if not keep:
                     frame.release()  # the decoder's buffer goes back: the input holds the frame now
-                queue.submit(slot, userdata)
+                queue.submit(slot, userdata, lane)  # the lane as the key: its results in its order
             finally:
                 self._let_go(lane)
 
@@ -561,20 +613,22 @@ class Streams:
     def _prepare(self, lane: _Lane, frame: Any, slot: Any) -> Any:
         """The decoded frame, read in place, into the slot's input buffer in one pass; returns the transform."""
         key = (frame.format, frame.width, frame.height, frame.matrix, frame.range)
-        convert = lane.converters.get(key)
-        if convert is None:
-            convert = lane.converters[key] = self._converter(frame)
+        known = lane.converters.get(key)
+        if known is None:
+            convert = self._converter(frame)
+            known = lane.converters[key] = (convert, convert.transform)
+        convert, transform = known
         dst, target, source = slot.inputs[0], slot.input_buffers[0], frame.buffer
         if not target.is_dmabuf and (source is None or not source.is_dmabuf):  # memfd, decoder memory: no brackets
             convert(frame.planes, dst)
-            return convert.transform
+            return transform
         with contextlib.ExitStack() as access:
             if target.is_dmabuf:
                 access.enter_context(target.cpu_access("write", timeout=FENCE_TIMEOUT_S))
             if source is not None and source.is_dmabuf:
                 access.enter_context(source.cpu_access("read", timeout=FENCE_TIMEOUT_S))
             convert(frame.planes, dst)
-        return convert.transform
+        return transform
 
     def _converter(self, frame: Any) -> layout.Converter:
         from ..sources.video import engine_takes_colour
@@ -620,4 +674,5 @@ def _cpu_seconds() -> float:
     return times.user + times.system
 
 
-__all__ = ["IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_feeders"]
+__all__ = ["IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_deliverers",
+           "default_feeders"]  # fmt: skip

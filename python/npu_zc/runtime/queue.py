@@ -7,7 +7,8 @@ input; :meth:`AsyncQueue.submit` marks the buffers in flight and starts an idle
 request on them. The pool never hands out a buffer in flight, so nothing
 rewrites an input while the device reads it: the input buffers go back to the
 pool when their request completes, the output buffers when the caller has read
-the result (:meth:`Result.release`). Results come out in submission order.
+the result (:meth:`Result.release`). Results come out in submission order, or,
+with several delivery threads, in submission order per key (``submit(..., key=)``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import collections
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 import numpy as np
 
@@ -95,6 +96,7 @@ class _InFlight:
     frame: Frame
     request: int
     userdata: Any
+    key: Hashable = None
     done: bool = False
     completing: bool = False
     latency_ms: float = 0.0
@@ -109,6 +111,15 @@ class AsyncQueue:
     Without ``callback``: take results with :meth:`get` and :meth:`Result.release`
     them. With ``callback(result)``: a delivery thread calls it in submission
     order and releases the output buffers when it returns.
+
+    ``deliverers=N`` (with a callback): N delivery threads, each waiting for a
+    result and calling the callback, side by side. Results submitted with the
+    same ``key`` (:meth:`submit`; e.g. a stream) are still delivered one at a
+    time in their submission order: a result waits only for the earlier results
+    of its own key, so a slow callback or a late inference of one key holds up
+    only that key. Results of different keys may be delivered concurrently and
+    out of submission order. The callback must then be safe to call from several
+    threads at once (for different keys).
 
     Several threads may acquire and submit at once (``npu_zc.Streams``' feeding
     threads do): results then come in the order the submissions finished, and
@@ -130,12 +141,18 @@ class AsyncQueue:
         heap: str = "auto",
         callback: Callable[[Result], None] | None = None,
         buffers: int | None = None,
+        deliverers: int = 1,
     ) -> None:
         from ..buffers import BufferPool
 
         depth = target.optimal_requests if depth is None else int(depth)
         if depth < 1:
             raise InvalidArgumentError(f"a queue needs a depth of at least 1, got {depth}")
+        deliverers = int(deliverers)
+        if deliverers < 1:
+            raise InvalidArgumentError(f"a queue needs at least one delivery thread, got {deliverers}")
+        if deliverers > 1 and callback is None:
+            raise InvalidArgumentError("deliverers call a callback: give one, or take results with get()")
         buffers = depth if buffers is None else int(buffers)
         if buffers < depth:
             raise InvalidArgumentError(f"a queue of {depth} requests needs at least {depth} sets of buffers, got {buffers}")
@@ -164,6 +181,10 @@ class AsyncQueue:
         self._sequence = 0
         self._starting = 0  # requests taken from the idle ones whose start has not finished (submits in progress)
         self._delivered = 0  # results handed to the callback (or failed on the way)
+        self._delivering: set[Hashable] = set()  # keys whose result a delivery thread holds (each key's order)
+        # Idle delivery threads, each asleep on its own locked lock; a new or newly claimable result releases one
+        # (a plain lock: one C call to sleep and one to wake, where a Condition costs a dozen Python calls).
+        self._sleeping: list[Any] = []
         # State changes under the plain lock (no Python-level calls to take it); the condition over it is
         # waited on and notified only when some thread waits (per frame, the common case is nobody).
         self._mutex = threading.RLock()
@@ -179,10 +200,14 @@ class AsyncQueue:
         self._out_buffers = [pool.buffers for pool in self._out_pools]
         self._failure: BaseException | None = None
         self._closed = False
-        self._deliverer: threading.Thread | None = None
+        self._deliverers: list[threading.Thread] = []
         if callback is not None:
-            self._deliverer = threading.Thread(target=self._deliver_loop, name="npu_zc-queue", daemon=True)
-            self._deliverer.start()
+            self._deliverers = [
+                threading.Thread(target=self._deliver_loop, name=f"npu_zc-queue{k or ''}", daemon=True)
+                for k in range(deliverers)
+            ]
+            for deliverer in self._deliverers:
+                deliverer.start()
 
     @property
     def pending(self) -> int:
@@ -231,8 +256,11 @@ class AsyncQueue:
             assert frame is not None  # a blocking take returns a frame or raises
             return frame
 
-    def submit(self, frame: Frame, userdata: Any = None) -> int:
-        """Start inference on ``frame``'s buffers; returns its sequence number."""
+    def submit(self, frame: Frame, userdata: Any = None, key: Hashable = None) -> int:
+        """Start inference on ``frame``'s buffers; returns its sequence number.
+
+        ``key``: results of one key are delivered in their submission order (all of them, with one delivery
+        thread; with several, only those of one key, see :class:`AsyncQueue`)."""
         if self._closed or self._failure is not None:  # checked inline: this runs per frame
             self._check_open()
         if frame._queue is not self:
@@ -243,7 +271,7 @@ class AsyncQueue:
             with self._mutex:
                 if self._idle:
                     index = self._idle.popleft()
-                    entry = _InFlight(self._sequence, frame, index, userdata)
+                    entry = _InFlight(self._sequence, frame, index, userdata, key)
                     self._sequence += 1
                     self._starting += 1
                     break
@@ -276,6 +304,8 @@ class AsyncQueue:
             self._running.append(entry)
             self._pending.append(entry)
             self._notify()
+            if self._sleeping:
+                self._sleeping.pop().release()  # a result to deliver: one idle delivery thread wakes
         return entry.sequence
 
     def discard(self, frame: Frame) -> None:
@@ -299,7 +329,7 @@ class AsyncQueue:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._mutex:
             while self._delivered < self._sequence and self._failure is None:
-                if self._deliverer is None or not self._deliverer.is_alive():
+                if not any(deliverer.is_alive() for deliverer in self._deliverers):
                     break
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
@@ -335,8 +365,10 @@ class AsyncQueue:
         with self._mutex:
             self._closed = True
             self._notify()
-        if self._deliverer is not None:
-            self._deliverer.join()
+            while self._sleeping:
+                self._sleeping.pop().release()
+        for deliverer in self._deliverers:
+            deliverer.join()
         for entry in list(self._running):
             try:
                 self._complete(entry, None)
@@ -451,37 +483,65 @@ class AsyncQueue:
             raise ModelError(f"inference of frame {entry.sequence} failed: {entry.error}") from entry.error
         return True
 
+    def _claim(self) -> _InFlight | None:
+        """The oldest pending result whose key no delivery thread holds, now held (with the mutex held).
+
+        Scanning oldest first, the first entry of a key not held is that key's oldest: each key's results
+        are claimed, and so delivered, one at a time in submission order."""
+        held = self._delivering
+        for entry in self._pending:
+            if entry.key not in held:
+                held.add(entry.key)
+                return entry
+        return None
+
     def _deliver_loop(self) -> None:
-        assert self._callback is not None
+        callback = self._callback
+        assert callback is not None
         main = threading.main_thread()
+        wake = threading.Lock()
+        wake.acquire()  # held: acquiring it again sleeps until a submit (or a delivery, or close) releases it
+        sleeping = self._sleeping
         while True:
             with self._mutex:
-                while not self._pending and not self._closed and main.is_alive():
-                    self._wait(0.1)
-                if not self._pending:
-                    return  # closed (or the program is ending) and nothing left to deliver
-                entry = self._pending[0]
+                entry = self._claim()
+                if entry is None:
+                    if not self._pending and self._closed:
+                        return  # closed and nothing left to deliver
+                    sleeping.append(wake)
+            if entry is None:
+                woken = wake.acquire(timeout=0.1)
+                with self._mutex:
+                    if wake in sleeping:  # timed out, nobody woke it
+                        sleeping.remove(wake)
+                    elif not woken:  # woken just after the timeout: the lock was released, take it back
+                        wake.acquire(blocking=False)
+                if not woken and not main.is_alive() and not self._pending:
+                    return  # the program is ending and nothing is left to deliver
+                continue
+            result: Result | None = None
+            failure: BaseException | None = None
             try:
                 self._complete(entry, None)
-                with self._mutex:
-                    self._pending.popleft()
                 result = self._result(entry)
-                try:
-                    self._callback(result)
-                finally:
-                    result.release()
-                with self._mutex:
-                    self._delivered += 1
-                    self._notify()
+                callback(result)
             except BaseException as exc:  # reported to the caller on its next call
+                failure = exc
+            finally:
+                if result is not None:
+                    result.release()
+                else:  # the inference failed: its outputs were never handed out
+                    for slot in entry.frame._out_slots:
+                        slot.release()
                 with self._mutex:
-                    if self._pending and self._pending[0] is entry:
-                        self._pending.popleft()
-                        for slot in entry.frame._out_slots:
-                            slot.release()
+                    self._pending.remove(entry)
+                    self._delivering.discard(entry.key)
                     self._delivered += 1
-                    self._failure = self._failure or exc
+                    if failure is not None:
+                        self._failure = self._failure or failure
                     self._notify()
+                    if sleeping and self._pending:
+                        sleeping.pop().release()  # the key's next result may be waiting for another thread
 
     def _result(self, entry: _InFlight) -> Result:
         frame = entry.frame

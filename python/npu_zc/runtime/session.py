@@ -235,11 +235,17 @@ class Session:
         return Request(self.target, self.target.create_infer_request())
 
     def queue(
-        self, depth: int | None = None, *, heap: str = "auto", callback: Any = None, buffers: int | None = None
+        self,
+        depth: int | None = None,
+        *,
+        heap: str = "auto",
+        callback: Any = None,
+        buffers: int | None = None,
+        deliverers: int = 1,
     ) -> AsyncQueue:
         """An in-order async queue of ``depth`` requests (default: :attr:`optimal_requests`) over ``buffers`` sets of
-        buffers (default ``depth``); see :class:`AsyncQueue`."""
-        return AsyncQueue(self.target, depth, heap=heap, callback=callback, buffers=buffers)
+        buffers (default ``depth``), with ``deliverers`` delivery threads for ``callback``; see :class:`AsyncQueue`."""
+        return AsyncQueue(self.target, depth, heap=heap, callback=callback, buffers=buffers, deliverers=deliverers)
 
     def binding_report(self, heap: str = "auto") -> list[BindingReport]:
         """Per input and output, whether the device reads (writes) our memory or a copy, and how we know:

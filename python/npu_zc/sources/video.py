@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError, SourceError, SourceNotFoundError, SourceTimeoutError
 from .frame import DecodedFrame, colour_of
+from .hardware import hardware_frame, is_hardware_frame
 
 NETWORK_SCHEMES = ("rtsp", "rtsps", "rtmp", "http", "https", "udp", "tcp", "srt", "rtp")
 """URL schemes read as live network streams (newest frame wins, reconnects)."""
@@ -202,8 +203,6 @@ class VideoSource:
             index += 1
 
     def _frame(self, frame: Any, index: int, decoded_ns: int, seconds: float | None) -> DecodedFrame:
-        from .hardware import is_hardware_frame, hardware_frame
-
         if is_hardware_frame(frame):
             return hardware_frame(frame, index, decoded_ns, seconds)
         name = frame.format.name
@@ -211,10 +210,11 @@ class VideoSource:
         owner, copied = frame, False
         if name in ("yuv420p", "yuvj420p") and engine_reads_i420_planes():
             width, height = frame.width & ~1, frame.height & ~1
+            y, u, v = frame.planes  # PyAV makes the plane objects at each read of .planes: once
             planes: Any = (
-                plane_view(frame.planes[0], height, width),
-                plane_view(frame.planes[1], height // 2, width // 2),
-                plane_view(frame.planes[2], height // 2, width // 2),
+                plane_view(y, height, width),
+                plane_view(u, height // 2, width // 2),
+                plane_view(v, height // 2, width // 2),
             )
             return DecodedFrame(index, "I420", planes, width, height, decoded_ns, seconds, matrix, rng, False, owner)
         if name in ("p010le", "yuv420p10le") and engine_reads_ten_bit():  # HEVC Main10, VP9/AV1 profile 2...

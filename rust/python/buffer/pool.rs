@@ -72,7 +72,9 @@ impl PyBufferPool {
         // None, inf or beyond what a Duration holds (1e20 s, 10**400) is for ever (timeout.rs).
         let timeout = timeout.unwrap_or(Timeout(None));
         if !block || timeout.0 == Some(Duration::ZERO) {
-            let index = py.detach(|| pool.acquire(Wait::No)).py_err()?;
+            // No wait, so the GIL stays held: the pool's lock is held for a scan of a few slots and never
+            // while waiting (the condvar lets it go), and a detach here cost a GIL hand-over per frame.
+            let index = pool.acquire(Wait::No).py_err()?;
             return PySlot::new(slf, index);
         }
         // Wait in slices, letting Python run its signal handlers between them:

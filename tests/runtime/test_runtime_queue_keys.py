@@ -1,0 +1,209 @@
+"""An AsyncQueue with several delivery threads (``deliverers=N``) and keyed submissions, as npu_zc.Streams uses it:
+each key's results in its submission order and one at a time, a key's result held up only by its own key's earlier
+results (never by another key's slow callback), a failing callback reported, close() delivering what is pending,
+and one delivery thread keeping the global submission order."""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
+ops = pytest.importorskip("openvino.opset13", reason="OpenVINO is not installed (a dependency of npu_zc)")
+
+import npu_zc
+from npu_zc.runtime import CompileOptions, Session, compile_model
+
+
+def doubling() -> ov.Model:
+    x = ops.parameter([1, 3, 4, 4], ov.Type.f32, name="x")
+    return ov.Model([ops.result(ops.multiply(x, ops.constant(np.float32(2))))], [x], "doubling")
+
+
+@pytest.fixture(scope="module")
+def session() -> Session:
+    return compile_model(doubling(), "CPU", mode="copy", options=CompileOptions(inference_precision="f32"))
+
+
+class Recorder:
+    """The callback: checks each result's value, records each key's order, and that no key is delivered by two
+    threads at once; ``delay(key, index)`` seconds of work (or a wait) inside."""
+
+    def __init__(self, delay=lambda key, index: 0.0) -> None:  # type: ignore[no-untyped-def]
+        self.delay = delay
+        self.lock = threading.Lock()
+        self.order: list[tuple[int, int]] = []
+        self.by_key: dict[int, list[int]] = collections.defaultdict(list)
+        self.inside: collections.Counter[int] = collections.Counter()
+        self.overlaps: list[tuple[int, int]] = []
+        self.wrong: list[tuple[int, int, float]] = []
+        self.threads: set[str] = set()
+
+    def __call__(self, result) -> None:  # type: ignore[no-untyped-def]
+        key, index = result.userdata
+        value = float(result.outputs[0].reshape(-1)[0])
+        with self.lock:
+            self.inside[key] += 1
+            if self.inside[key] > 1:
+                self.overlaps.append((key, index))
+            self.threads.add(threading.current_thread().name)
+        if value != 2 * (key * 1000 + index):
+            self.wrong.append((key, index, value))
+        try:
+            pause = self.delay(key, index)
+            if pause:
+                time.sleep(pause)
+        except BaseException:
+            with self.lock:
+                self.inside[key] -= 1
+            raise
+        with self.lock:
+            self.inside[key] -= 1
+            self.order.append((key, index))
+            self.by_key[key].append(index)
+
+
+def submit(queue, key: int, index: int) -> None:  # type: ignore[no-untyped-def]
+    frame = queue.acquire(timeout=30)
+    frame.inputs[0][...] = key * 1000 + index
+    try:
+        queue.submit(frame, (key, index), key)
+    except BaseException:  # e.g. a failure reported here: the frame goes back
+        queue.discard(frame)
+        raise
+
+
+def test_each_key_in_order_one_at_a_time(session: Session) -> None:
+    """Four keys from four threads, three delivery threads, callbacks of uneven length: every key's results come in
+    its order, never two of one key at once, each value its own frame's, and the work spread over the threads."""
+    keys, frames = 4, 60
+    recorder = Recorder(lambda key, index: 0.002 if (key + index) % 3 == 0 else 0.0)
+    with session.queue(4, heap="memfd", callback=recorder, buffers=4 + keys + 3, deliverers=3) as queue:
+
+        def feed(key: int) -> None:
+            for index in range(frames):
+                submit(queue, key, index)
+
+        workers = [threading.Thread(target=feed, args=(k,)) for k in range(keys)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(60)
+        assert queue.join(timeout=60)
+    assert not recorder.wrong, recorder.wrong[:5]
+    assert not recorder.overlaps, recorder.overlaps[:5]
+    assert {k: recorder.by_key[k] for k in range(keys)} == {k: list(range(frames)) for k in range(keys)}
+    assert len(recorder.threads) > 1, recorder.threads  # the deliveries did not all land on one thread
+
+
+def test_a_key_waits_only_for_its_own_results(session: Session) -> None:
+    """Key 0's first result is held in its callback until key 1 has delivered five results: with several delivery
+    threads they come (key 1 passes key 0); with one, key 1 waits behind key 0 (the old, global order)."""
+    for deliverers, passes in ((2, True), (1, False)):
+        key1_done = threading.Event()
+        seen: dict[str, bool] = {}
+
+        def delay(key: int, index: int) -> float:
+            if key == 0 and index == 0:
+                seen["passed"] = key1_done.wait(1.0 if not passes else 20.0)
+            if key == 1 and index == 4:
+                key1_done.set()
+            return 0.0
+
+        recorder = Recorder(delay)
+        with session.queue(2, heap="memfd", callback=recorder, buffers=12, deliverers=deliverers) as queue:
+            submit(queue, 0, 0)
+            for index in range(5):
+                submit(queue, 1, index)
+            submit(queue, 0, 1)
+            assert queue.join(timeout=60)
+        assert seen["passed"] is passes, deliverers
+        assert recorder.by_key == {0: [0, 1], 1: [0, 1, 2, 3, 4]}
+        if passes:
+            assert recorder.order.index((1, 4)) < recorder.order.index((0, 0))
+        else:
+            assert recorder.order == [(0, 0), (1, 0), (1, 1), (1, 2), (1, 3), (1, 4), (0, 1)]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    keys=st.lists(st.integers(0, 3), min_size=1, max_size=40),
+    slow=st.sets(st.integers(0, 3), max_size=2),
+    deliverers=st.integers(1, 4),
+)
+def test_any_sequence_of_keys_comes_out_in_order_per_key(session: Session, keys: list[int], slow: set[int], deliverers: int) -> None:
+    """Whatever the keys' interleaving, the number of delivery threads and which keys' callbacks are slow: each
+    key's results come in its submission order, all of them, and with one thread, all in submission order."""
+    counts: collections.Counter[int] = collections.Counter()
+    submitted: list[tuple[int, int]] = []
+    recorder = Recorder(lambda key, index: 0.003 if key in slow else 0.0)
+    with session.queue(2, heap="memfd", callback=recorder, buffers=3 + deliverers, deliverers=deliverers) as queue:
+        for key in keys:
+            submit(queue, key, counts[key])
+            submitted.append((key, counts[key]))
+            counts[key] += 1
+        assert queue.join(timeout=60)
+    assert not recorder.wrong and not recorder.overlaps
+    assert dict(recorder.by_key) == {k: list(range(n)) for k, n in counts.items()}
+    if deliverers == 1:
+        assert recorder.order == submitted
+
+
+def test_a_failing_callback_is_raised_and_the_rest_delivered(session: Session) -> None:
+    """A callback that raises for one result: join() raises it (an npu_zc.ModelError), the other results are still
+    handed out in their keys' order, every output buffer comes back, and the queue closes cleanly."""
+
+    def delay(key: int, index: int) -> float:
+        if (key, index) == (1, 3):
+            raise RuntimeError("the output failed")
+        return 0.0
+
+    recorder = Recorder(delay)
+    queue = session.queue(2, heap="memfd", callback=recorder, buffers=6, deliverers=3)
+    try:
+        with pytest.raises(npu_zc.ModelError, match="the output failed"):  # on a submit after it, or on join
+            for index in range(8):
+                for key in range(3):
+                    submit(queue, key, index)
+            queue.join(timeout=60)
+        queue.join(timeout=60)  # reported once: the queue goes on
+        # Every set of buffers came back (the failed result's outputs too).
+        frames = [queue.acquire(timeout=5) for _ in range(6)]
+        for frame in frames:
+            queue.discard(frame)
+    finally:
+        queue.close()
+    assert not recorder.overlaps
+    for key, indices in recorder.by_key.items():
+        expected = [i for i in range(len(indices) + (key == 1)) if key != 1 or i != 3]
+        assert indices == expected, (key, indices)
+    assert recorder.by_key[1][:3] == [0, 1, 2]
+    assert queue.pending == 0
+
+
+def test_close_delivers_what_is_pending(session: Session) -> None:
+    """close() right after the submissions, with slow callbacks: every result pending is still delivered, each key
+    in order, and the delivery threads end."""
+    before = threading.active_count()
+    recorder = Recorder(lambda key, index: 0.005)
+    queue = session.queue(3, heap="memfd", callback=recorder, buffers=10, deliverers=3)
+    for index in range(3):
+        for key in range(3):
+            submit(queue, key, index)
+    queue.close()
+    assert {k: recorder.by_key[k] for k in range(3)} == {k: [0, 1, 2] for k in range(3)}
+    assert not recorder.overlaps
+    assert threading.active_count() == before
+
+
+def test_deliverers_are_checked(session: Session) -> None:
+    with pytest.raises(npu_zc.InvalidArgumentError, match="at least one delivery thread"):
+        session.queue(2, heap="memfd", callback=lambda r: None, deliverers=0)
+    with pytest.raises(npu_zc.InvalidArgumentError, match="deliverers call a callback"):
+        session.queue(2, heap="memfd", deliverers=2)
