@@ -225,6 +225,8 @@ struct RowReader<'a> {
     gather_quads: unsafe fn(&[u8], &[u32], &mut [u8]),
     /// Gathered groups: Y and U,V bytes (4 bytes a group of packed 4:2:2 in the first).
     gathered: [Vec<u8>; 2],
+    /// `row_pair`: the second row's gathered Y groups, and its decoded pixels.
+    second: [Vec<u8>; 2],
     /// YUYV/UYVY and I420: the region's Y and U,V bytes rearranged as NV12's.
     rearrange: Option<Rearrange>,
     split: [Vec<u8>; 2],
@@ -260,6 +262,31 @@ impl<'a> RowReader<'a> {
             ),
             _ => unreachable!("planes of an 8-bit 4:2:0 source"),
         }
+    }
+
+    /// Whether rows `r` and `r + 1` can be read by `row_pair`.
+    fn pairs(&self, r: usize) -> bool {
+        let shared_chroma = (self.region.y + r).is_multiple_of(2);
+        shared_chroma && !self.second[0].is_empty()
+    }
+
+    /// Rows `r` and `r + 1` of an 8-bit 4:2:0 source decoded by groups
+    /// (where `pairs`): they share a chroma row, whose groups are gathered
+    /// once, and the two rows are decoded together (the chroma terms once).
+    fn row_pair(&mut self, r: usize) -> [&[u8]; 2] {
+        let decode = self.decode.expect("a row decoder for a YUV source");
+        let groups = self.groups.expect("groups to decode");
+        let ((luma, chroma), (next, _)) = (self.planes(r), self.planes(r + 1));
+        let last = last_group(groups);
+        let [gy, guv] = &mut self.gathered;
+        let [gy2, second] = &mut self.second;
+        gather_pairs(luma, groups, last, gy);
+        gather_pairs(next, groups, last, gy2);
+        gather_chroma_groups(chroma, groups, guv);
+        // SAFETY: the decoder was picked for a level this CPU supports.
+        unsafe { (decode.pair)([gy, gy2], guv, [&mut self.scratch, second], &decode.out) };
+        self.cached = Some(r);
+        [&self.scratch, &self.second[1]]
     }
 
     fn row(&mut self, r: usize) -> &[u8] {
@@ -365,30 +392,47 @@ enum Chroma<'a> {
 /// A strong shrink (4K -> 224x224) spent a third of its time here when the
 /// Y and chroma groups were copied by two loops of checked 2-byte copies
 /// (one call each): the copies are independent, so the time went on
-/// instructions, not on waiting for memory (prefetching the rows ahead
-/// changed nothing). One loop, bounds checked once, makes both copies.
+/// instructions, not on waiting for memory (the same shrink of a frame that
+/// fits in L2 took as long a row; prefetching the rows ahead, or reading
+/// them through first, made it slower). Loops bounds checked once make the
+/// copies, one row at a time (interleaving the Y and chroma rows' copies
+/// was slower).
 fn gather_groups(luma: &[u8], chroma: Chroma<'_>, groups: &[u32], y: &mut [u8], uv: &mut [u8]) {
-    // The largest group, in a loop that vectorises (`Iterator::max` branches on each).
-    let last = groups.iter().fold(0, |m, &g| m.max(g)) as usize;
-    let n = groups.len();
-    assert!(2 * last + 2 <= luma.len() && y.len() >= 2 * n && uv.len() >= 2 * n);
-    // One row at a time (interleaving the two rows' copies was slower).
-    let pairs = |row: &[u8], out: *mut u8| {
-        assert!(2 * last + 2 <= row.len());
-        for (k, &g) in groups.iter().enumerate() {
-            // SAFETY: g <= last, so bytes 2g, 2g + 1 lie in `row` (checked
-            // above), and k < n, so bytes 2k, 2k + 1 in `out` (`y` or `uv`).
-            unsafe { out.add(2 * k).cast::<[u8; 2]>().write(row.as_ptr().add(2 * g as usize).cast::<[u8; 2]>().read()) }
-        }
-    };
-    pairs(luma, y.as_mut_ptr());
+    gather_luma_groups(luma, groups, y);
+    gather_chroma_groups(chroma, groups, uv);
+}
+
+/// The largest group named, in a loop that vectorises (`Iterator::max` branches on each).
+fn last_group(groups: &[u32]) -> usize {
+    groups.iter().fold(0, |m, &g| m.max(g)) as usize
+}
+
+/// The Y pairs of `gather_groups`.
+fn gather_luma_groups(luma: &[u8], groups: &[u32], y: &mut [u8]) {
+    gather_pairs(luma, groups, last_group(groups), y);
+}
+
+/// 2-byte pairs `2g, 2g + 1` of `row` for each group g (at most `last`), side by side into `out`.
+fn gather_pairs(row: &[u8], groups: &[u32], last: usize, out: &mut [u8]) {
+    assert!(groups.is_empty() || (2 * last + 2 <= row.len() && out.len() >= 2 * groups.len()));
+    let out = out.as_mut_ptr();
+    for (k, &g) in groups.iter().enumerate() {
+        // SAFETY: g <= last, so bytes 2g, 2g + 1 lie in `row`, and
+        // k < groups.len(), so bytes 2k, 2k + 1 in `out` (checked above).
+        unsafe { out.add(2 * k).cast::<[u8; 2]>().write(row.as_ptr().add(2 * g as usize).cast::<[u8; 2]>().read()) }
+    }
+}
+
+/// The chroma pairs of `gather_groups`.
+fn gather_chroma_groups(chroma: Chroma<'_>, groups: &[u32], uv: &mut [u8]) {
+    let last = last_group(groups);
     match chroma {
-        Chroma::Interleaved(c) => pairs(c, uv.as_mut_ptr()),
+        Chroma::Interleaved(c) => gather_pairs(c, groups, last, uv),
         Chroma::Planar(u, v) => {
-            assert!(last < u.len() && last < v.len());
+            assert!(groups.is_empty() || (last < u.len() && last < v.len() && uv.len() >= 2 * groups.len()));
             for (k, &g) in groups.iter().enumerate() {
                 let g = g as usize;
-                // SAFETY: g <= last < the planes' lengths (checked above), and 2k + 1 < 2n <= uv.len().
+                // SAFETY: g <= last < the planes' lengths, and 2k + 1 < uv.len() (checked above).
                 unsafe { uv.as_mut_ptr().add(2 * k).cast::<[u8; 2]>().write([*u.as_ptr().add(g), *v.as_ptr().add(g)]) }
             }
         }
@@ -412,6 +456,14 @@ impl Job<'_> {
             gather_groups: self.kernels.groups,
             gather_quads: self.kernels.gather,
             gathered: [vec![0; 2 * gathered], vec![0; gathered]],
+            second: match src.pixels {
+                SourcePixels::Nv12 { .. } | SourcePixels::I420 { .. }
+                    if self.groups.is_some() && matches!(self.method, Method::Linear { .. }) =>
+                {
+                    [vec![0; gathered], vec![0; decoded]]
+                }
+                _ => [Vec::new(), Vec::new()],
+            },
             rearrange: self.plan.rearrange,
             split: match self.plan.rearrange {
                 Some(_) if src.format().is_10bit() => [Vec::new(), vec![0; 2 * region.width]],
@@ -467,6 +519,14 @@ impl Job<'_> {
                     let [r0, r1] = &mut scratch.ring;
                     let out = if rows[0] & 1 == 0 { [r0, r1] } else { [r1, r0] };
                     unsafe { (k.horizontal_linear2)(src, x, out.map(|o| &mut o[..]), ahead) };
+                    scratch.ring_rows = if rows[0] & 1 == 0 { rows.map(Some) } else { [Some(rows[1]), Some(rows[0])] };
+                }
+                if fresh == [true, true] && rows[1] == rows[0] + 1 && reader.pairs(rows[0] as usize) {
+                    // Two new rows of a 4:2:0 source that share their chroma: decoded together, one x pass over both.
+                    let src = reader.row_pair(rows[0] as usize);
+                    let [r0, r1] = &mut scratch.ring;
+                    let out = if rows[0] & 1 == 0 { [r0, r1] } else { [r1, r0] };
+                    unsafe { (k.horizontal_linear2)(src, x, out.map(|o| &mut o[..]), [&[]; 2]) };
                     scratch.ring_rows = if rows[0] & 1 == 0 { rows.map(Some) } else { [Some(rows[1]), Some(rows[0])] };
                 }
                 for (t, &s) in rows.iter().enumerate() {
