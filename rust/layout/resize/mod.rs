@@ -219,7 +219,7 @@ struct RowReader<'a> {
     channels: usize,
     decode: Option<Nv12Plan>,
     /// Decode only these 2-pixel groups (see `compact_columns`), gathered first.
-    groups: Option<&'a [u32]>,
+    groups: Option<Groups<'a>>,
     gather_groups: unsafe fn(&[u8], &[u32], &mut [u8]),
     /// The 4-byte groups of packed 4:2:2 rows (the x pass's `gather` of 4-byte pixels).
     gather_quads: unsafe fn(&[u8], &[u32], &mut [u8]),
@@ -277,12 +277,11 @@ impl<'a> RowReader<'a> {
         let decode = self.decode.expect("a row decoder for a YUV source");
         let groups = self.groups.expect("groups to decode");
         let ((luma, chroma), (next, _)) = (self.planes(r), self.planes(r + 1));
-        let last = last_group(groups);
         let [gy, guv] = &mut self.gathered;
         let [gy2, second] = &mut self.second;
-        gather_pairs(luma, groups, last, gy);
-        gather_pairs(next, groups, last, gy2);
-        gather_chroma_groups(chroma, groups, guv);
+        groups.pairs(luma, gy);
+        groups.pairs(next, gy2);
+        groups.chroma(chroma, guv);
         // SAFETY: the decoder was picked for a level this CPU supports.
         unsafe { (decode.pair)([gy, gy2], guv, [&mut self.scratch, second], &decode.out) };
         self.cached = Some(r);
@@ -303,7 +302,7 @@ impl<'a> RowReader<'a> {
                         let mut row = &rows.row(y + r)[2 * x..2 * (x + width)];
                         if let Some(groups) = self.groups {
                             // SAFETY: the kernels were picked for a level this CPU supports.
-                            unsafe { (self.gather_quads)(row, groups, &mut self.gathered[0]) };
+                            unsafe { (self.gather_quads)(row, groups.list, &mut self.gathered[0]) };
                             row = &self.gathered[0];
                         }
                         // SAFETY: as above.
@@ -317,7 +316,8 @@ impl<'a> RowReader<'a> {
                         // 8-bit 4:2:0: the groups straight from the planes (I420's not interleaved first).
                         let (luma, chroma) = self.planes(r);
                         let [gy, guv] = &mut self.gathered;
-                        gather_groups(luma, chroma, groups, gy, guv);
+                        groups.pairs(luma, gy);
+                        groups.chroma(chroma, guv);
                         // SAFETY: the decoder was picked for a level this CPU supports.
                         unsafe { (decode.decode)(gy, guv, &mut self.scratch, &decode.out) };
                         self.cached = Some(r);
@@ -362,8 +362,8 @@ impl<'a> RowReader<'a> {
                         let [gy, guv] = &mut self.gathered;
                         // SAFETY: the kernels were picked for a level this CPU supports.
                         unsafe {
-                            (self.gather_groups)(luma, groups, gy);
-                            (self.gather_groups)(chroma, groups, guv);
+                            (self.gather_groups)(luma, groups.list, gy);
+                            (self.gather_groups)(chroma, groups.list, guv);
                         }
                         (luma, chroma) = (gy, guv);
                     }
@@ -385,55 +385,53 @@ enum Chroma<'a> {
     Planar(&'a [u8], &'a [u8]),
 }
 
-/// The 2-pixel groups named (see `compact_columns`) of a 4:2:0 row, side by
-/// side: their Y pairs into `y`, their chroma pairs into `uv` (I420's U and
-/// V interleaved as NV12's), for the row decoder.
+/// The 2-pixel groups a strong shrink decodes (see `compact_columns`), and
+/// the largest of them, which bounds every read of their gathers.
 ///
-/// A strong shrink (4K -> 224x224) spent a third of its time here when the
-/// Y and chroma groups were copied by two loops of checked 2-byte copies
-/// (one call each): the copies are independent, so the time went on
-/// instructions, not on waiting for memory (the same shrink of a frame that
-/// fits in L2 took as long a row; prefetching the rows ahead, or reading
-/// them through first, made it slower). Loops bounds checked once make the
-/// copies, one row at a time (interleaving the Y and chroma rows' copies
-/// was slower).
-fn gather_groups(luma: &[u8], chroma: Chroma<'_>, groups: &[u32], y: &mut [u8], uv: &mut [u8]) {
-    gather_luma_groups(luma, groups, y);
-    gather_chroma_groups(chroma, groups, uv);
+/// A 4K NV12 -> 224x224 shrink spent a third of its time gathering when
+/// the Y and chroma groups were copied by checked 2-byte copies: the copies
+/// are independent, and the time went on instructions more than on waiting
+/// for memory (the same shrink of a frame that fits in L2 took 90% as long
+/// a row; prefetching the rows ahead, or reading them through first, made
+/// it slower). These loops are checked once a row, one row at a time
+/// (interleaving the Y and chroma rows' copies was slower).
+#[derive(Clone, Copy)]
+struct Groups<'a> {
+    list: &'a [u32],
+    last: usize,
 }
 
-/// The largest group named, in a loop that vectorises (`Iterator::max` branches on each).
-fn last_group(groups: &[u32]) -> usize {
-    groups.iter().fold(0, |m, &g| m.max(g)) as usize
-}
-
-/// The Y pairs of `gather_groups`.
-fn gather_luma_groups(luma: &[u8], groups: &[u32], y: &mut [u8]) {
-    gather_pairs(luma, groups, last_group(groups), y);
-}
-
-/// 2-byte pairs `2g, 2g + 1` of `row` for each group g (at most `last`), side by side into `out`.
-fn gather_pairs(row: &[u8], groups: &[u32], last: usize, out: &mut [u8]) {
-    assert!(groups.is_empty() || (2 * last + 2 <= row.len() && out.len() >= 2 * groups.len()));
-    let out = out.as_mut_ptr();
-    for (k, &g) in groups.iter().enumerate() {
-        // SAFETY: g <= last, so bytes 2g, 2g + 1 lie in `row`, and
-        // k < groups.len(), so bytes 2k, 2k + 1 in `out` (checked above).
-        unsafe { out.add(2 * k).cast::<[u8; 2]>().write(row.as_ptr().add(2 * g as usize).cast::<[u8; 2]>().read()) }
+impl<'a> Groups<'a> {
+    fn new(list: &'a [u32]) -> Groups<'a> {
+        Groups { list, last: list.iter().copied().max().unwrap_or(0) as usize }
     }
-}
 
-/// The chroma pairs of `gather_groups`.
-fn gather_chroma_groups(chroma: Chroma<'_>, groups: &[u32], uv: &mut [u8]) {
-    let last = last_group(groups);
-    match chroma {
-        Chroma::Interleaved(c) => gather_pairs(c, groups, last, uv),
-        Chroma::Planar(u, v) => {
-            assert!(groups.is_empty() || (last < u.len() && last < v.len() && uv.len() >= 2 * groups.len()));
-            for (k, &g) in groups.iter().enumerate() {
-                let g = g as usize;
-                // SAFETY: g <= last < the planes' lengths, and 2k + 1 < uv.len() (checked above).
-                unsafe { uv.as_mut_ptr().add(2 * k).cast::<[u8; 2]>().write([*u.as_ptr().add(g), *v.as_ptr().add(g)]) }
+    /// The 2-byte pairs `2g, 2g + 1` of `row` for each group g, side by side into `out`.
+    fn pairs(&self, row: &[u8], out: &mut [u8]) {
+        let (list, last) = (self.list, self.last);
+        assert!(list.is_empty() || (2 * last + 2 <= row.len() && out.len() >= 2 * list.len()));
+        let out = out.as_mut_ptr();
+        for (k, &g) in list.iter().enumerate() {
+            // SAFETY: g <= last, so bytes 2g, 2g + 1 lie in `row`, and
+            // k < list.len(), so bytes 2k, 2k + 1 in `out` (checked above).
+            unsafe { out.add(2 * k).cast::<[u8; 2]>().write(row.as_ptr().add(2 * g as usize).cast::<[u8; 2]>().read()) }
+        }
+    }
+
+    /// The groups' chroma pairs: NV12's, or I420's U and V bytes side by side (as NV12's).
+    fn chroma(&self, chroma: Chroma<'_>, uv: &mut [u8]) {
+        let (list, last) = (self.list, self.last);
+        match chroma {
+            Chroma::Interleaved(c) => self.pairs(c, uv),
+            Chroma::Planar(u, v) => {
+                assert!(list.is_empty() || (last < u.len() && last < v.len() && uv.len() >= 2 * list.len()));
+                for (k, &g) in list.iter().enumerate() {
+                    let g = g as usize;
+                    // SAFETY: g <= last < the planes' lengths, and 2k + 1 < uv.len() (checked above).
+                    unsafe {
+                        uv.as_mut_ptr().add(2 * k).cast::<[u8; 2]>().write([*u.as_ptr().add(g), *v.as_ptr().add(g)])
+                    }
+                }
             }
         }
     }
@@ -452,7 +450,7 @@ impl Job<'_> {
             region,
             channels: c,
             decode: self.decode,
-            groups: self.groups,
+            groups: self.groups.map(Groups::new),
             gather_groups: self.kernels.groups,
             gather_quads: self.kernels.gather,
             gathered: [vec![0; 2 * gathered], vec![0; gathered]],
