@@ -391,7 +391,7 @@ enum Chroma<'a> {
 /// A 4K NV12 -> 224x224 shrink spent a third of its time gathering when
 /// the Y and chroma groups were copied by checked 2-byte copies: the copies
 /// are independent, and the time went on instructions more than on waiting
-/// for memory (the same shrink of a frame that fits in L2 took 90% as long
+/// for memory (the same shrink of a frame that fits in L2 took 80-100% as long
 /// a row; prefetching the rows ahead, or reading them through first, made
 /// it slower). These loops are checked once a row, one row at a time
 /// (interleaving the Y and chroma rows' copies was slower).
