@@ -400,7 +400,8 @@ class AsyncQueue:
         with self._mutex:
             self._states[index] = "free"
             self._free.append(index)
-            self._notify()
+            if self._waiters:  # inline: this runs per frame, and most often nobody waits
+                self._lock.notify_all()
 
     def _state(self, index: int) -> str:
         """Set ``index``: "free", "cpu" (acquired), "in-flight" (submitted), or "result" (done, not released)."""
