@@ -254,7 +254,7 @@ def main() -> int:
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
     parser.add_argument("--decoder-threads", type=int, help="FFmpeg threads per stream (default: Streams' share of the cores)")
     parser.add_argument("--ours-only", action="store_true", help="leave out the baseline (an experiment's quick run)")
-    parser.add_argument("--feeders", type=int, help="Streams' feeding threads (default: its own, one per four cores)")
+    parser.add_argument("--feeders", type=int, help="Streams' feeding threads (default: its own, one per two cores)")
     parser.add_argument("--deliverers", type=int,
                         help="Streams' delivery threads (default: its own, one per four cores, at least two; 1: one serial stage)")
     parser.add_argument("--config", action="append", type=_property, default=[], metavar="KEY=VALUE",
@@ -294,7 +294,7 @@ def main() -> int:
     # One untimed trial each first, so that first inferences and lazy compilation fall outside the trials.
     run_ours(pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders, args.deliverers)
     print(f"paced    npu_zc Streams (decoder threads: {args.decoder_threads or 'a share of the cores'}, "
-          f"feeding threads: {args.feeders or 'one per four cores'}, "
+          f"feeding threads: {args.feeders or 'one per two cores'}, "
           f"delivery threads: {args.deliverers or 'one per four cores, at least two'})", flush=True)  # fmt: skip
     ours_n, ours_runs = most_held(
         lambda n: run_ours(pipeline, clip, n, args.seconds, True, args.decoder_threads, args.feeders, args.deliverers),

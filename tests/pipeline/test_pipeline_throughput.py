@@ -130,8 +130,8 @@ def test_no_buffer_is_written_while_in_flight(pipeline: Pipeline, frames: list[n
     prepare = runner._prepare
 
     def checked(frame: Any, image: np.ndarray) -> None:
-        # The pool hands a frame out as "cpu": not free, not in flight; a request must not be reading it.
-        states.append(runner._queue._in_pools[0].state(frame.index))
+        # The queue hands a set out as "cpu": not free, not in flight; its request must not be reading it.
+        states.append(runner._queue._state(frame.index))
         written.append(frame.index)
         prepare(frame, image)
 

@@ -200,29 +200,26 @@ def test_queue_depth_defaults_to_the_optimal_number_of_requests(zero_copy: Sessi
 
 def test_buffers_in_flight_are_not_handed_out_for_writing(zero_copy: Session, photos) -> None:
     with zero_copy.queue(depth=1, heap="memfd") as queue:
-        in_pool, out_pool = queue._in_pools[0], queue._out_pools[0]
         frame = queue.acquire()
-        assert in_pool.state(frame.index) == "cpu"
+        assert queue._state(frame.index) == "cpu"
         write_rgbx(frame.inputs[0], photos["coffee"])
         queue.submit(frame)
-        # Until the request completes the input is in flight, then it goes back to the pool;
-        # the output stays taken until the result is released. Either way nothing is free now.
-        assert in_pool.state(frame.index) in ("in-flight", "free")
-        assert out_pool.state(0) == "in-flight"
+        # The set (its input, its output and its request) is taken from the acquire until the result is released.
+        assert queue._state(frame.index) in ("in-flight", "result")
         with pytest.raises(PoolExhaustedError):
             queue.acquire(timeout=0)
         with pytest.raises(InvalidArgumentError, match="submitted already"):
             queue.submit(frame)
         result = queue.get(timeout=30)
         assert result is not None
-        assert in_pool.state(frame.index) == "free"  # the device finished reading it
-        assert out_pool.state(0) == "in-flight"  # we are still reading the result
+        assert queue._state(frame.index) == "result"  # we are still reading the result: nobody may write the set
         with pytest.raises(PoolExhaustedError):
             queue.acquire(timeout=0)
         assert top5(result.outputs[0])[0] == "espresso"
         result.release()
+        assert queue._state(frame.index) == "free"
         again = queue.acquire(timeout=0)
-        assert again.input_buffers[0] is frame.input_buffers[0] or again.index == frame.index
+        assert again.input_buffers[0] is frame.input_buffers[0] and again.index == frame.index
         queue.submit(again)
         assert queue.get(timeout=30) is not None
 

@@ -73,8 +73,8 @@ class Refused(Mixed):
             yield frame
 
 
-def test_default_feeders_one_per_four_cores() -> None:
-    assert [default_feeders(8, cores) for cores in (1, 2, 4, 7, 8, 16, 64)] == [1, 1, 1, 1, 2, 4, 8]
+def test_default_feeders_one_per_two_cores() -> None:
+    assert [default_feeders(32, cores) for cores in (1, 2, 3, 4, 7, 8, 16, 64)] == [1, 1, 1, 2, 3, 4, 8, 32]
     assert default_feeders(3, 64) == 3 and default_feeders(1, 16) == 1  # never more than one per stream
     with pytest.raises(npu_zc.InvalidArgumentError, match="feeders"):
         npu_zc.Streams([Mixed("a", 2, 0)], "efficientnet-lite0", feeders=0)

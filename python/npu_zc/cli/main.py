@@ -219,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds a network stream may stay silent (default 5)")
     many.add_argument("--hwaccel", choices=("vaapi", "qsv", "drm"), help="decode on a GPU (DRM PRIME frames imported as DmaBufs)")
     many.add_argument("--feeders", type=_positive, metavar="N",
-                      help="threads converting frames into the model's inputs side by side (default: one per four cores)")
+                      help="threads converting frames into the model's inputs side by side (default: one per two cores)")
     many.add_argument("--deliverers", type=_positive, metavar="N",
                       help="threads reading results and writing the outputs side by side, each stream's in order "
                       "(default: one per four cores, at least two)")

@@ -5,10 +5,11 @@
   lane keeps only the newest frame (the older one goes back to the decoder or
   the driver, counted as a drop); a **file**'s lane holds two frames and makes
   its decoder wait (back-pressure: no frame is lost).
-* Feeding threads (one per four cores, :func:`default_feeders`) each take a
+* Feeding threads (one per two cores, :func:`default_feeders`) each take a
   free set of bound buffers from the runtime's
   :class:`~npu_zc.runtime.AsyncQueue` (one shared pool, twice the device's
-  optimal number of requests, as in :mod:`.throughput`), then the next ready
+  optimal number of requests, as in :mod:`.throughput`; each set has its own
+  request, pointed at its buffers once), then the next ready
   lane in round-robin order (a fair share: a fast source cannot starve a slow
   one) that no other feeding thread holds, and convert the decoded frame **in
   place** (the decoder's NV12/I420 planes, the camera's buffer) into the model
@@ -208,16 +209,18 @@ def default_deliverers(streams: int, cores: int | None = None) -> int:
 
 
 def default_feeders(streams: int, cores: int | None = None) -> int:
-    """Feeding threads: one per four cores (at least one, at most one per stream).
+    """Feeding threads: one per two cores (at least one, at most one per stream).
 
     Each frame's conversion (a 1080p frame's crop, resize and YUV decode into
     the model input: about 0.3-1 ms of one core, the GIL released) and its
     hand-over run on a feeding thread; with one alone, every frame of every
-    stream waits for the same core. A quarter of the cores keeps the
-    conversions off the critical path while leaving the rest to the decoders
-    and the inference, which cost ten times more per frame.
+    stream waits for the same core. Among many busy Python threads, each time a
+    feeding thread gives the GIL up (the conversion, ``start_async``) it waits
+    to take it back; more feeding threads overlap those waits. On the 16-core
+    Xeon, 32 streams went from 792 to 915 FPS with 12 feeding threads instead
+    of 4 (docs/streams.md); an idle feeding thread sleeps and costs nothing.
     """
-    return max(1, min(streams, (usable_cores() if cores is None else cores) // 4))
+    return max(1, min(streams, (usable_cores() if cores is None else cores) // 2))
 
 
 class Streams:
@@ -238,7 +241,7 @@ class Streams:
     decoded frame until its result is delivered (:attr:`StreamResult.frame`;
     needed to draw; it holds the decoder's buffers longer). ``feeders``:
     threads that convert frames into the model's inputs and submit them, side
-    by side (default :func:`default_feeders`: one per four cores).
+    by side (default :func:`default_feeders`: one per two cores).
     ``deliverers``: threads that read the results and call the outputs, side by
     side, each stream's results still in its frame order (default
     :func:`default_deliverers`; with more than one, an output is called from
@@ -540,7 +543,8 @@ class Streams:
                 if decoded is not None:
                     decoded.release()
 
-        # Spare sets of buffers: one being written by each feeding thread, one for each result being read.
+        # Spare sets of buffers (each with its own request): one being written by each feeding thread, one for
+        # each result being read; a set is taken from its acquire until its result is released.
         queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver,
                               buffers=self.requests + self.feeders + self.deliverers, deliverers=self.deliverers)  # fmt: skip
         dmabuf_outputs = any(pool.buffers[0].is_dmabuf for pool in queue._out_pools)

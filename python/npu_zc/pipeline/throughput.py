@@ -4,11 +4,12 @@ With the THROUGHPUT hint the CPU plugin splits the machine into several
 streams and asks for OPTIMAL_NUMBER_OF_INFER_REQUESTS requests in flight (16
 on a 16-core Xeon). :class:`ThroughputRunner` keeps them all busy:
 
-* an :class:`~npu_zc.runtime.AsyncQueue` of twice that many requests (one
-  queued behind each running one, see :func:`default_requests`), over pooled
-  buffers bound to the model once (zero copy, as in latency mode), with spare
-  sets of buffers (one per worker, and one for the result being read), so that
-  frame N+1 is written while the requests infer frames N-k...N;
+* an :class:`~npu_zc.runtime.AsyncQueue` of twice that many sets of buffers
+  in flight (one queued behind each running one, see :func:`default_requests`),
+  plus spare sets (one per worker, and one for the result being read), so that
+  frame N+1 is written while the requests infer frames N-k...N; every set is
+  bound to the model once (zero copy, as in latency mode) and has its own
+  request, pointed at it once: a frame's submission only starts it;
 * one feeding thread takes each frame, preprocesses it (the layout engine, from
   the frame to the input in one call with the GIL released, the frame split in
   bands among ``workers`` threads of the engine) and submits it, in order (the
@@ -23,8 +24,8 @@ what a result needs travels with its request (no shared table, no lock of
 ours). ``benches/python_per_frame.py`` counts that Python per frame.
 
 Nothing is allocated per frame beyond a few small objects and no buffer is
-rewritten while a request reads it: a frame's buffers come from the queue's
-pools, which never hand out a buffer in flight.
+rewritten while a request reads it: a frame's set of buffers comes from the
+queue, which hands a set out again only once its result has been released.
 """
 
 from __future__ import annotations

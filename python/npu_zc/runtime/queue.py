@@ -1,14 +1,16 @@
 """An in-order asynchronous queue of inference requests over pooled buffers.
 
 Each input and each output of the model gets a :class:`npu_zc.BufferPool` of
-``depth`` buffers, all bound to the device once, up front. A frame takes one
-buffer from every pool (:meth:`AsyncQueue.acquire`); the caller writes the
-input; :meth:`AsyncQueue.submit` marks the buffers in flight and starts an idle
-request on them. The pool never hands out a buffer in flight, so nothing
-rewrites an input while the device reads it: the input buffers go back to the
-pool when their request completes, the output buffers when the caller has read
-the result (:meth:`Result.release`). Results come out in submission order, or,
-with several delivery threads, in submission order per key (``submit(..., key=)``).
+``buffers`` buffers; buffer ``k`` of every pool makes set ``k``, and set ``k``
+has its own infer request, whose input and output tensors are set to that
+set's buffers once, when the queue is made. A frame is a free set
+(:meth:`AsyncQueue.acquire`); the caller writes the input;
+:meth:`AsyncQueue.submit` only starts the set's request (no ``set_*_tensor``
+per frame: each is a call into the plugin with the GIL held). A set is busy
+from its acquire until its result is released (:meth:`Result.release`), so
+nothing rewrites an input while the device reads it, nor while its output is
+read. Results come out in submission order, or, with several delivery threads,
+in submission order per key (``submit(..., key=)``).
 """
 
 from __future__ import annotations
@@ -27,8 +29,6 @@ from .binding import BindingReport, BoundBuffer, bind, report
 from .target import Target
 
 _SLICE_MS = int(SLICE_S * 1000)
-_STARTING_WAIT_S = 0.01
-"""A submit that finds no idle request while another thread starts one waits this long at most before it looks again."""
 
 
 def _start_async() -> Callable[[Any, dict[Any, Any], Any], None]:
@@ -53,15 +53,14 @@ class Frame:
     """CPU views of the input buffers, shaped and typed as the model's inputs: write the frame here."""
     input_buffers: tuple[Any, ...]
     output_buffers: tuple[Any, ...]
-    _in_slots: list[Any]
-    _out_slots: list[Any]
+    _set: int
     _submitted: bool = False
     _queue: Any = None  # the queue whose pools the buffers come from
 
     @property
     def index(self) -> int:
-        """Which buffer of the input pool this frame uses."""
-        return int(self._in_slots[0].index)
+        """Which set of buffers (and so which buffer of every pool, and which request) this frame uses."""
+        return self._set
 
 
 @dataclass(eq=False)
@@ -73,15 +72,15 @@ class Result:
     outputs: tuple[np.ndarray, ...]
     output_buffers: tuple[Any, ...]
     latency_ms: float
-    _out_slots: list[Any] = field(repr=False)
+    _set: int = field(repr=False)
+    _queue: Any = field(repr=False)
     _released: bool = field(default=False, repr=False)
 
     def release(self) -> None:
-        """Give the output buffers back to the pool (the views must not be used afterwards)."""
+        """Give the set of buffers back to the queue (the views must not be used afterwards)."""
         if not self._released:
             self._released = True
-            for slot in self._out_slots:
-                slot.release()
+            self._queue._free_set(self._set)
 
     def __enter__(self) -> "Result":
         return self
@@ -104,9 +103,14 @@ class _InFlight:
 
 
 class AsyncQueue:
-    """``depth`` requests in flight at once, results delivered in submission order.
+    """Sets of bound buffers, each with its own request; results delivered in submission order.
 
-    Create with ``Session.queue()`` (or from a :class:`.Target`).
+    Create with ``Session.queue()`` (or from a :class:`.Target`). ``depth``: the
+    inferences meant to run at once; ``buffers`` (at least ``depth``, default
+    ``depth``): the sets of input and output buffers, each bound once to a
+    request of its own. A set is busy from :meth:`acquire` until its result is
+    released, so sets beyond ``depth`` are those being written or read while
+    ``depth`` inferences run.
 
     Without ``callback``: take results with :meth:`get` and :meth:`Result.release`
     them. With ``callback(result)``: a delivery thread calls it in submission
@@ -159,13 +163,14 @@ class AsyncQueue:
         self.target = target
         """What it infers on: the compiled model, its tensor specs, the device."""
         self.depth = depth
-        """Requests: how many inferences run at once."""
+        """How many inferences are meant to run at once (at most ``buffers`` can)."""
         self.buffers = buffers
-        """Sets of input and output buffers; those beyond ``depth`` are written while every request runs."""
+        """Sets of input and output buffers, each with its own request; those beyond ``depth`` are written or
+        read while ``depth`` inferences run."""
         self._callback = callback
         self._in_pools = [BufferPool(buffers, spec.nbytes, heap) for spec in target.inputs]
         self._out_pools = [BufferPool(buffers, spec.nbytes, heap) for spec in target.outputs]
-        # Bind every pooled buffer once; submit only swaps the tensors a request points at.
+        # Bind every pooled buffer once, and point each set's request at its set once: submit only starts it.
         self._bound_in: list[list[BoundBuffer]] = [
             [bind(target.device, target.context, spec, buf) for buf in pool.buffers]
             for spec, pool in zip(target.inputs, self._in_pools)
@@ -174,12 +179,17 @@ class AsyncQueue:
             [bind(target.device, target.context, spec, buf) for buf in pool.buffers]
             for spec, pool in zip(target.outputs, self._out_pools)
         ]
-        self._requests = [target.create_infer_request() for _ in range(depth)]
-        self._idle: collections.deque[int] = collections.deque(range(depth))
+        self._requests = [target.create_infer_request() for _ in range(buffers)]
+        for k, request in enumerate(self._requests):
+            for port, bound in enumerate(self._bound_in):
+                request.set_input_tensor(port, bound[k].tensor)
+            for port, bound in enumerate(self._bound_out):
+                request.set_output_tensor(port, bound[k].tensor)
+        self._free: collections.deque[int] = collections.deque(range(buffers))  # sets no frame or result holds
+        self._states = ["free"] * buffers  # per set: "free", "cpu" (acquired), "in-flight", "result" (for tests)
         self._running: collections.deque[_InFlight] = collections.deque()  # oldest first
         self._pending: collections.deque[_InFlight] = collections.deque()  # results not taken yet
         self._sequence = 0
-        self._starting = 0  # requests taken from the idle ones whose start has not finished (submits in progress)
         self._delivered = 0  # results handed to the callback (or failed on the way)
         self._delivering: set[Hashable] = set()  # keys whose result a delivery thread holds (each key's order)
         # Idle delivery threads, each asleep on its own locked lock; a new or newly claimable result releases one
@@ -191,13 +201,11 @@ class AsyncQueue:
         self._lock = threading.Condition(self._mutex)
         self._waiters = 0
         self._start = _start_async()
-        self._in_arrays = [[b.array for b in bound] for bound in self._bound_in]
-        self._out_arrays = [[b.array for b in bound] for bound in self._bound_out]
-        self._in_tensors = [[b.tensor for b in bound] for bound in self._bound_in]
-        self._out_tensors = [[b.tensor for b in bound] for bound in self._bound_out]
-        self._pools = self._in_pools + self._out_pools
-        self._in_buffers = [pool.buffers for pool in self._in_pools]
-        self._out_buffers = [pool.buffers for pool in self._out_pools]
+        # Per set, what a frame and a result hand out: built once.
+        self._set_inputs = [tuple([b[k].array for b in self._bound_in]) for k in range(buffers)]
+        self._set_outputs = [tuple([b[k].array for b in self._bound_out]) for k in range(buffers)]
+        self._set_in_buffers = [tuple([pool.buffers[k] for pool in self._in_pools]) for k in range(buffers)]
+        self._set_out_buffers = [tuple([pool.buffers[k] for pool in self._out_pools]) for k in range(buffers)]
         self._failure: BaseException | None = None
         self._closed = False
         self._deliverers: list[threading.Thread] = []
@@ -231,30 +239,31 @@ class AsyncQueue:
         ]
 
     def acquire(self, timeout: float | None = None) -> Frame:
-        """Take a free set of buffers; waits (up to ``timeout`` s) while all are in flight or unreleased.
+        """Take a free set of buffers; waits (up to ``timeout`` s) while every set is in flight or its result unreleased.
 
         Raises :class:`npu_zc.PoolExhaustedError` on timeout. In a single thread,
-        take and release results (:meth:`get`) before acquiring more than ``depth`` frames.
+        take and release results (:meth:`get`) before acquiring more than ``buffers`` frames.
         """
         if self._closed or self._failure is not None:  # checked inline: this runs per frame
             self._check_open()
         if timeout is not None:
             timeout = timeout_seconds(timeout)
+        with self._mutex:  # pure Python while a set is free: no call that gives the GIL up
+            if self._free:
+                return self._frame(self._free.popleft())
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            frame = self._take(None, block=False)
-            if frame is not None:
-                return frame
-            # A running request holds an input buffer until it completes: wait for the oldest.
-            oldest = self._oldest_running()
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if oldest is not None and (left is None or left > 0):
-                self._complete(oldest, left)
-                continue
-            # Otherwise the caller (or another thread) holds them: wait for a release.
-            frame = self._take(left, block=True)
-            assert frame is not None  # a blocking take returns a frame or raises
-            return frame
+        with self._mutex:
+            while not self._free:
+                self._check_open()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise PoolExhaustedError(
+                        f"no free set of buffers within {timeout:g} s: all {self.buffers} are in flight or hold "
+                        "results not released yet"
+                    )
+                # In slices: between them Python runs its signal handlers, so Ctrl-C stops the wait.
+                self._wait(SLICE_S if left is None else min(SLICE_S, left))
+            return self._frame(self._free.popleft())
 
     def submit(self, frame: Frame, userdata: Any = None, key: Hashable = None) -> int:
         """Start inference on ``frame``'s buffers; returns its sequence number.
@@ -267,40 +276,17 @@ class AsyncQueue:
             raise InvalidArgumentError("this frame was acquired from another queue: submit it to the queue that gave it")
         if frame._submitted:
             raise InvalidArgumentError("this frame was submitted already: acquire a new one")
-        while True:
-            with self._mutex:
-                if self._idle:
-                    index = self._idle.popleft()
-                    entry = _InFlight(self._sequence, frame, index, userdata, key)
-                    self._sequence += 1
-                    self._starting += 1
-                    break
-                oldest = self._running[0] if self._running else None
-                if oldest is None and self._starting:
-                    # Another thread is starting the last idle request: it is running (or idle again) shortly.
-                    self._wait(_STARTING_WAIT_S)
-                    continue
-            if oldest is None:  # cannot happen while frames come from our pools; kept as a guard
-                raise InvalidArgumentError("no idle request: frames must come from this queue's acquire()")
-            self._complete(oldest, None)
-        request = self._requests[index]
+        index = frame._set
+        self._states[index] = "in-flight"
         try:
-            for port, slot in enumerate(frame._in_slots):
-                request.set_input_tensor(port, self._in_tensors[port][slot.index])
-                slot.submit()
-            for port, slot in enumerate(frame._out_slots):
-                request.set_output_tensor(port, self._out_tensors[port][slot.index])
-                slot.submit()
-            self._start(request, _NO_INPUTS, None)
+            self._start(self._requests[index], _NO_INPUTS, None)  # its tensors were set when the queue was made
         except BaseException:
-            with self._mutex:
-                self._starting -= 1
-                self._idle.appendleft(index)
-                self._notify()
+            self._states[index] = "cpu"  # still the caller's: it may discard it
             raise
         frame._submitted = True
         with self._mutex:
-            self._starting -= 1
+            entry = _InFlight(self._sequence, frame, index, userdata, key)
+            self._sequence += 1
             self._running.append(entry)
             self._pending.append(entry)
             self._notify()
@@ -315,8 +301,7 @@ class AsyncQueue:
         if frame._submitted:
             raise InvalidArgumentError("this frame was submitted: its buffers come back when its result is released")
         frame._submitted = True  # nothing can submit it afterwards
-        for slot in frame._in_slots + frame._out_slots:
-            slot.release()
+        self._free_set(frame._set)
 
     def join(self, timeout: float | None = None) -> bool:
         """With a callback: wait until every submitted frame's result has been handed to it; False on timeout.
@@ -378,11 +363,10 @@ class AsyncQueue:
             leftovers = list(self._pending)
             self._pending.clear()
         for entry in leftovers:
-            for slot in entry.frame._out_slots:
-                slot.release()
+            self._free_set(entry.frame._set)
         # Every view and tensor of the pooled buffers goes before the pools close: the bindings, the
-        # per-port lists of arrays and tensors, and the requests that point at those tensors.
-        for holder in (self._bound_in, self._bound_out, self._in_arrays, self._out_arrays, self._in_tensors, self._out_tensors):
+        # per-set tuples of arrays and buffers, and the requests that point at those tensors.
+        for holder in (self._bound_in, self._bound_out, self._set_inputs, self._set_outputs):
             holder.clear()
         self._requests.clear()
         for pool in self._in_pools + self._out_pools:
@@ -399,32 +383,29 @@ class AsyncQueue:
 
     # --- buffers ---
 
-    def _take(self, timeout: float | None, *, block: bool) -> Frame | None:
-        """One buffer from every pool or none at all; None when not blocking and a pool is empty."""
-        slots: list[Any] = []
-        try:
-            for pool in self._pools:
-                slots.append(pool.acquire(timeout=timeout, block=block))
-        except BaseException as e:
-            for slot in slots:
-                slot.release()
-            if not block and isinstance(e, PoolExhaustedError):
-                return None
-            raise
-        return self._frame(slots)
-
-    def _frame(self, slots: list[Any]) -> Frame:
-        in_slots, out_slots = slots[: len(self._in_pools)], slots[len(self._in_pools) :]
+    def _frame(self, index: int) -> Frame:
+        """Set ``index``, just taken from the free ones (with the mutex held), as a frame."""
+        self._states[index] = "cpu"
         return Frame(
-            inputs=tuple([self._in_arrays[p][s.index] for p, s in enumerate(in_slots)]),
-            # The pools' buffers, as the queue's own views are (not the slots' leases, whose views would
-            # hold up the release at completion): the frame owns them until its result is released.
-            input_buffers=tuple([self._in_buffers[p][s.index] for p, s in enumerate(in_slots)]),
-            output_buffers=tuple([self._out_buffers[p][s.index] for p, s in enumerate(out_slots)]),
-            _in_slots=in_slots,
-            _out_slots=out_slots,
+            inputs=self._set_inputs[index],
+            # The pools' buffers, as the queue's own views are: the frame owns them until its result is released.
+            input_buffers=self._set_in_buffers[index],
+            output_buffers=self._set_out_buffers[index],
+            _set=index,
             _queue=self,
         )
+
+    def _free_set(self, index: int) -> None:
+        """Set ``index`` is free again: no frame is written into it and no result read from it."""
+        with self._mutex:
+            self._states[index] = "free"
+            self._free.append(index)
+            if self._waiters:  # inline: this runs per frame, and most often nobody waits
+                self._lock.notify_all()
+
+    def _state(self, index: int) -> str:
+        """Set ``index``: "free", "cpu" (acquired), "in-flight" (submitted), or "result" (done, not released)."""
+        return self._states[index]
 
     # --- completion ---
 
@@ -470,11 +451,8 @@ class AsyncQueue:
                 entry.done = True
                 entry.error = error
                 entry.latency_ms = float(request.latency) if error is None else 0.0
-                # The device has finished reading the inputs: they may be written again.
-                for slot in entry.frame._in_slots:
-                    slot.release()
+                self._states[entry.request] = "result"  # the set stays taken until the result is released
                 self._running.remove(entry)
-                self._idle.append(entry.request)
             self._notify()
         return self._check(entry) if finished else False
 
@@ -531,8 +509,7 @@ class AsyncQueue:
                 if result is not None:
                     result.release()
                 else:  # the inference failed: its outputs were never handed out
-                    for slot in entry.frame._out_slots:
-                        slot.release()
+                    self._free_set(entry.frame._set)
                 with self._mutex:
                     self._pending.remove(entry)
                     self._delivering.discard(entry.key)
@@ -544,14 +521,15 @@ class AsyncQueue:
                         sleeping.pop().release()  # the key's next result may be waiting for another thread
 
     def _result(self, entry: _InFlight) -> Result:
-        frame = entry.frame
+        index = entry.frame._set
         return Result(
             sequence=entry.sequence,
             userdata=entry.userdata,
-            outputs=tuple([self._out_arrays[p][s.index] for p, s in enumerate(frame._out_slots)]),
-            output_buffers=frame.output_buffers,
+            outputs=self._set_outputs[index],
+            output_buffers=self._set_out_buffers[index],
             latency_ms=entry.latency_ms,
-            _out_slots=frame._out_slots,
+            _set=index,
+            _queue=self,
         )
 
     def _wait(self, timeout: float | None) -> None:
