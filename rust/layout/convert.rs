@@ -438,8 +438,14 @@ pub fn describe_resize(
     }
     let plan = Plan::cached(src, dst, options, true)?;
     let level = SimdLevel::resolve(options.simd)?;
-    let method = resize::describe(options.resize.interpolation, &transform, level, plan.src_channels);
-    Ok((format!("{method} + {}", plan.description), transform))
+    let interpolation = options.resize.interpolation;
+    let method = resize::describe(interpolation, &transform, level, plan.src_channels);
+    let mut steps = plan.description.clone();
+    if src == Format::I420 && resize::gathers(src, interpolation, &transform) {
+        // A strong shrink gathers I420's chroma groups from its planes: no row is interleaved.
+        steps = steps.replacen(kernels::interleaver(level, 1).1, "scalar/i420-gather", 1);
+    }
+    Ok((format!("{method} + {steps}"), transform))
 }
 
 #[cfg(test)]
