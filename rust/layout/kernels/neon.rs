@@ -279,9 +279,9 @@ impl Neon {
     }
 
     /// NV12's fixed-point sums of 16 even and 16 odd pixels as bytes, per
-    /// channel in destination order: pixels 0-15, then 16-31.
+    /// channel (R, G, B): pixels 0-15, then 16-31.
     #[inline(always)]
-    unsafe fn sums_to_bytes(t: &NeonTables, even: [X4<int32x4_t>; 3], odd: [X4<int32x4_t>; 3]) -> [[uint8x16_t; 2]; 3] {
+    unsafe fn sums_to_bytes(even: [X4<int32x4_t>; 3], odd: [X4<int32x4_t>; 3]) -> [[uint8x16_t; 2]; 3] {
         let [even, odd] = [even.map(|x| Self::shr_yuv(x)), odd.map(|x| Self::shr_yuv(x))];
         // Saturating narrows clamp as `saturate_cast` does.
         let bytes = |x: X4<int32x4_t>| -> uint8x16_t {
@@ -293,12 +293,7 @@ impl Neon {
             let (e, o) = (bytes(even[k]), bytes(odd[k]));
             [vzip1q_u8(e, o), vzip2q_u8(e, o)]
         };
-        let [r, g, b] = [pixels(0), pixels(1), pixels(2)];
-        if t.swap {
-            [b, g, r]
-        } else {
-            [r, g, b]
-        }
+        [pixels(0), pixels(1), pixels(2)]
     }
 
     /// 16 f32 as 16-bit floats of `KIND`: pixels 0-7, then 8-15.
@@ -420,7 +415,8 @@ impl Simd for Neon {
     }
     #[inline(always)]
     unsafe fn store_rgbx_sums(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
-        let [first, g, last] = Self::sums_to_bytes(t, even, odd);
+        let [r, g, b] = Self::sums_to_bytes(even, odd);
+        let (first, last) = if t.swap { (b, r) } else { (r, b) };
         for h in [0, 1] {
             vst4q_u8(out.add(64 * h), uint8x16x4_t(first[h], g[h], last[h], t.pad_u8));
         }
@@ -428,7 +424,8 @@ impl Simd for Neon {
     /// As `store_rgbx_sums`, with `vst3q` (no pad).
     #[inline(always)]
     unsafe fn store_rgb_sums(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
-        let [first, g, last] = Self::sums_to_bytes(t, even, odd);
+        let [r, g, b] = Self::sums_to_bytes(even, odd);
+        let (first, last) = if t.swap { (b, r) } else { (r, b) };
         for h in [0, 1] {
             vst3q_u8(out.add(48 * h), uint8x16x3_t(first[h], g[h], last[h]));
         }
