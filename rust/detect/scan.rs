@@ -83,6 +83,7 @@ pub fn scan(output: Matrix<'_>, first: usize, nc: usize, conf: f32, hits: &mut V
 trait Score {
     type Raw: Copy;
     /// Scores per 32-byte register.
+    #[cfg(target_arch = "x86_64")]
     const LANES: usize = 32 / std::mem::size_of::<Self::Raw>();
     /// The running maximum before any row.
     const LOWEST: Self::Raw;
@@ -392,6 +393,7 @@ mod tests {
                 want.push(Hit { anchor: x, score: top, class });
             }
         }
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut kernels = vec![Kernel::Portable];
         #[cfg(target_arch = "x86_64")]
         if crate::layout::SimdLevel::Avx2.is_supported() {

@@ -188,8 +188,8 @@ impl Plan {
             let (decode, name) = yuv_decoder(src, level, bytes);
             plan.rearrange = match src {
                 Format::Yuyv | Format::Uyvy => Some(Rearrange::Split(kernels::splitter(level).0)),
-                Format::I420 => Some(Rearrange::Interleave(kernels::interleaver(level).0)),
-                Format::I010 => Some(Rearrange::Interleave(kernels::interleaver16(level).0)),
+                Format::I420 => Some(Rearrange::Interleave(kernels::interleaver(level, 1).0)),
+                Format::I010 => Some(Rearrange::Interleave(kernels::interleaver(level, 2).0)),
                 _ => None,
             };
             plan.description = if direct { name.clone() } else { format!("{name} + scalar/lut") };
@@ -359,8 +359,8 @@ fn yuv_decoder(src: Format, level: SimdLevel, bytes: usize) -> (super::plan::Nv1
     }
     let before = match src {
         Format::Yuyv | Format::Uyvy => Some(kernels::splitter(level).1),
-        Format::I420 => Some(kernels::interleaver(level).1),
-        Format::I010 => Some(kernels::interleaver16(level).1),
+        Format::I420 => Some(kernels::interleaver(level, 1).1),
+        Format::I010 => Some(kernels::interleaver(level, 2).1),
         _ => None,
     };
     (decode, before.map_or(name.to_string(), |b| format!("{b} + {name}")))
@@ -438,8 +438,14 @@ pub fn describe_resize(
     }
     let plan = Plan::cached(src, dst, options, true)?;
     let level = SimdLevel::resolve(options.simd)?;
-    let method = resize::describe(options.resize.interpolation, &transform, level, plan.src_channels);
-    Ok((format!("{method} + {}", plan.description), transform))
+    let interpolation = options.resize.interpolation;
+    let method = resize::describe(interpolation, &transform, level, plan.src_channels);
+    let mut steps = plan.description.clone();
+    if src == Format::I420 && resize::gathers(src, interpolation, &transform) {
+        // A strong shrink gathers I420's chroma groups from its planes: no row is interleaved.
+        steps = steps.replacen(kernels::interleaver(level, 1).1, "scalar/i420-gather", 1);
+    }
+    Ok((format!("{method} + {steps}"), transform))
 }
 
 #[cfg(test)]

@@ -186,6 +186,26 @@ def test_resizing_equals_nv12_with_the_same_samples(interpolation: str, fit: str
                 assert tuple(transform.roi) == (6, 4, 80, 44)
 
 
+def test_a_strong_shrink_gathers_chroma_groups_and_says_so() -> None:
+    """A shrink whose x taps read at most half of the 2-pixel chroma groups decodes only those
+    (I420's straight from its planes, no row interleaved): the same bytes as NV12's, on every
+    level, and the kernel name says which way ran."""
+    frames = _nv12_twins(np.random.default_rng(22), 192, 54)
+    for level in LEVELS:
+        for (width, height), gathered in (((16, 12), True), ((150, 40), False)):
+            for interpolation in ("bilinear", "nearest"):
+                args: dict[str, Any] = dict(interpolation=interpolation, simd=level, threads=1)
+                want = empty_destination("RGBx", width, height)
+                layout.convert(frames["NV12"], want, "NV12", "RGBx", **args)
+                for fmt in CAMERA_FORMATS:
+                    got = empty_destination("RGBx", width, height)
+                    layout.convert(frames[fmt], got, fmt, "RGBx", **args)
+                    assert same_bits(got, want), (fmt, level, width, interpolation)
+                kernel = layout.Converter("I420", "RGBx", width, height, src_size=(192, 54), **args).kernel
+                assert ("/i420-gather" in kernel) == gathered, kernel
+                assert ("/i420-interleave" in kernel) != gathered, kernel
+
+
 def test_a_crop_off_the_chroma_grid_is_refused() -> None:
     src = random_camera_frame(np.random.default_rng(2), "YUYV", 64, 48)
     with pytest.raises(InvalidArgumentError, match="does not start and end on even pixels"):

@@ -204,7 +204,7 @@ pub(crate) fn int8_encoders(level: SimdLevel, channels: usize, dst_channels: usi
 /// row are Y and the odd ones U,V (already in NV12's U,V order); for UYVY the
 /// other way round (`splitter`, where a level has no decoder of the packed
 /// rows themselves: `yuv422_decoder`); for I420 the U and V rows are
-/// interleaved (`interleaver`; I010's by words, `interleaver16`).
+/// interleaved (`interleaver`; I010's by words).
 pub(crate) fn splitter(level: SimdLevel) -> (SplitRow, &'static str) {
     match level {
         #[cfg(target_arch = "x86_64")]
@@ -215,28 +215,23 @@ pub(crate) fn splitter(level: SimdLevel) -> (SplitRow, &'static str) {
     }
 }
 
-pub(crate) fn interleaver(level: SimdLevel) -> (InterleaveRow, &'static str) {
-    match level {
-        #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => {
-            (x86::avx2::interleave_row, "avx2/i420-interleave")
-        }
-        #[cfg(target_arch = "aarch64")]
-        SimdLevel::Neon => (neon::interleave_row, "neon/i420-interleave"),
-        _ => (scalar::interleave_row, "scalar/i420-interleave"),
+/// The interleaver of U and V rows of this level, for samples of `bytes`
+/// bytes: I420's (1) or I010's (2, by 16-bit words).
+pub(crate) fn interleaver(level: SimdLevel, bytes: usize) -> (InterleaveRow, &'static str) {
+    macro_rules! by_bytes {
+        ($($f:ident)::+, $isa:literal) => {
+            match bytes {
+                2 => ($($f)::+::<2>, concat!($isa, "/i010-interleave")),
+                _ => ($($f)::+::<1>, concat!($isa, "/i420-interleave")),
+            }
+        };
     }
-}
-
-/// The I010 interleaver (U and V rows of u16 samples) of this level.
-pub(crate) fn interleaver16(level: SimdLevel) -> (InterleaveRow, &'static str) {
     match level {
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => {
-            (x86::avx2::interleave_row16, "avx2/i010-interleave")
-        }
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => by_bytes!(x86::avx2::interleave_row, "avx2"),
         #[cfg(target_arch = "aarch64")]
-        SimdLevel::Neon => (neon::interleave_row16, "neon/i010-interleave"),
-        _ => (scalar::interleave_row16, "scalar/i010-interleave"),
+        SimdLevel::Neon => by_bytes!(neon::interleave_row, "neon"),
+        _ => by_bytes!(scalar::interleave_row, "scalar"),
     }
 }
 

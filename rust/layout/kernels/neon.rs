@@ -149,7 +149,7 @@ pub(crate) fn drop_pad<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
     scalar::drop_pad_pixels::<SWAP>(&src[4 * i..], &mut dst[3 * i..]);
 }
 
-// The YUV rearrangements (kernels::splitter, interleaver, interleaver16):
+// The YUV rearrangements (kernels::splitter, interleaver):
 // camera rows into the NV12 decoders' input.
 
 /// `vld2q_u8` deinterleaves 32 bytes into 16 even and 16 odd bytes.
@@ -167,31 +167,23 @@ pub(crate) unsafe fn split_row(row: &[u8], even: &mut [u8], odd: &mut [u8]) {
     scalar::split_row(&row[2 * i..], &mut even[i..], &mut odd[i..]);
 }
 
+/// 16 bytes of U and of V a step: `vst2q_u8` (I420) or `vst2q_u16` (I010).
 #[target_feature(enable = "neon")]
-pub(crate) unsafe fn interleave_row(u: &[u8], v: &[u8], uv: &mut [u8]) {
+pub(crate) unsafe fn interleave_row<const BYTES: usize>(u: &[u8], v: &[u8], uv: &mut [u8]) {
+    const { assert!(BYTES == 1 || BYTES == 2) };
     let n = u.len().min(v.len()).min(uv.len() / 2);
     let mut i = 0;
     while i + 16 <= n {
         // SAFETY: i + 16 <= n bounds the 16 bytes read from u and v and the 32 written.
-        let pair = uint8x16x2_t(vld1q_u8(u.as_ptr().add(i)), vld1q_u8(v.as_ptr().add(i)));
-        vst2q_u8(uv.as_mut_ptr().add(2 * i), pair);
+        let (a, b, out) = (u.as_ptr().add(i), v.as_ptr().add(i), uv.as_mut_ptr().add(2 * i));
+        if BYTES == 1 {
+            vst2q_u8(out, uint8x16x2_t(vld1q_u8(a), vld1q_u8(b)));
+        } else {
+            vst2q_u16(out.cast(), uint16x8x2_t(vld1q_u16(a.cast()), vld1q_u16(b.cast())));
+        }
         i += 16;
     }
-    scalar::interleave_row(&u[i..], &v[i..], &mut uv[2 * i..]);
-}
-
-/// As `interleave_row`, by 16-bit words (`vst2q_u16`).
-#[target_feature(enable = "neon")]
-pub(crate) unsafe fn interleave_row16(u: &[u8], v: &[u8], uv: &mut [u8]) {
-    let n = u.len().min(v.len()).min(uv.len() / 2);
-    let mut i = 0;
-    while i + 16 <= n {
-        // SAFETY: i + 16 <= n bounds the 16 bytes read from u and v and the 32 written.
-        let pair = uint16x8x2_t(vld1q_u16(u.as_ptr().add(i).cast()), vld1q_u16(v.as_ptr().add(i).cast()));
-        vst2q_u16(uv.as_mut_ptr().add(2 * i).cast(), pair);
-        i += 16;
-    }
-    scalar::interleave_row16(&u[i..], &v[i..], &mut uv[2 * i..]);
+    scalar::interleave_row::<BYTES>(&u[i..], &v[i..], &mut uv[2 * i..]);
 }
 
 /// The resize row loops: the portable ones, vectorised by LLVM for NEON.
@@ -209,9 +201,20 @@ fn each<T: Copy, U>(a: X4<T>, f: impl Fn(T) -> U) -> X4<U> {
     [f(a[0]), f(a[1]), f(a[2]), f(a[3])]
 }
 
-#[inline(always)]
-fn each2<T: Copy, U>(a: X4<T>, b: X4<T>, f: impl Fn(T, T) -> U) -> X4<U> {
-    [f(a[0], b[0]), f(a[1], b[1]), f(a[2], b[2]), f(a[3], b[3])]
+/// `Simd` methods that are one intrinsic on each of the four registers
+/// (on x86 one intrinsic is the whole method: `arithmetic!`).
+macro_rules! per_register {
+    ($($name:ident($($arg:ident: $t:ty),+) -> $out:ty = $intrinsic:ident($($operand:ident),+);)+) => {$(
+        #[inline(always)]
+        unsafe fn $name($($arg: $t),+) -> $out {
+            [
+                $intrinsic($($operand[0]),+),
+                $intrinsic($($operand[1]),+),
+                $intrinsic($($operand[2]),+),
+                $intrinsic($($operand[3]),+),
+            ]
+        }
+    )+};
 }
 
 /// The 16 bytes of `x` widened to i32.
@@ -269,6 +272,30 @@ impl Neon {
         }
     }
 
+    /// 16 chroma bytes widened, less 128.
+    #[inline(always)]
+    unsafe fn minus_128(x: uint8x16_t) -> X4<int32x4_t> {
+        each(widen(x), |w| vsubq_s32(w, vdupq_n_s32(128)))
+    }
+
+    /// NV12's fixed-point sums of 16 even and 16 odd pixels as bytes, per
+    /// channel (R, G, B): pixels 0-15, then 16-31.
+    #[inline(always)]
+    unsafe fn sums_to_bytes(even: [X4<int32x4_t>; 3], odd: [X4<int32x4_t>; 3]) -> [[uint8x16_t; 2]; 3] {
+        let [even, odd] = [even.map(|x| Self::shr_yuv(x)), odd.map(|x| Self::shr_yuv(x))];
+        // Saturating narrows clamp as `saturate_cast` does.
+        let bytes = |x: X4<int32x4_t>| -> uint8x16_t {
+            let s = each(x, |x| vqmovn_s32(x));
+            vcombine_u8(vqmovun_s16(vcombine_s16(s[0], s[1])), vqmovun_s16(vcombine_s16(s[2], s[3])))
+        };
+        // Even and odd pixels zipped.
+        let pixels = |k: usize| {
+            let (e, o) = (bytes(even[k]), bytes(odd[k]));
+            [vzip1q_u8(e, o), vzip2q_u8(e, o)]
+        };
+        [pixels(0), pixels(1), pixels(2)]
+    }
+
     /// 16 f32 as 16-bit floats of `KIND`: pixels 0-7, then 8-15.
     #[inline(always)]
     unsafe fn narrow<const KIND: u8>(f: X4<float32x4_t>) -> [uint16x8_t; 2] {
@@ -306,55 +333,17 @@ impl Simd for Neon {
     unsafe fn splat_i(x: i32) -> Self::I {
         [vdupq_n_s32(x); 4]
     }
-    #[inline(always)]
-    unsafe fn to_f32(x: Self::I) -> Self::F {
-        each(x, |x| vcvtq_f32_s32(x))
-    }
-    #[inline(always)]
-    unsafe fn sub(a: Self::F, b: Self::F) -> Self::F {
-        each2(a, b, |a, b| vsubq_f32(a, b))
-    }
-    #[inline(always)]
-    unsafe fn mul(a: Self::F, b: Self::F) -> Self::F {
-        each2(a, b, |a, b| vmulq_f32(a, b))
-    }
-    #[inline(always)]
-    unsafe fn div(a: Self::F, b: Self::F) -> Self::F {
-        each2(a, b, |a, b| vdivq_f32(a, b))
-    }
-    #[inline(always)]
-    unsafe fn mul_add(a: Self::F, b: Self::F, c: Self::F) -> Self::F {
-        [
-            vfmaq_f32(c[0], a[0], b[0]),
-            vfmaq_f32(c[1], a[1], b[1]),
-            vfmaq_f32(c[2], a[2], b[2]),
-            vfmaq_f32(c[3], a[3], b[3]),
-        ]
-    }
-    #[inline(always)]
-    unsafe fn neg_mul_add(a: Self::F, b: Self::F, c: Self::F) -> Self::F {
-        [
-            vfmsq_f32(c[0], a[0], b[0]),
-            vfmsq_f32(c[1], a[1], b[1]),
-            vfmsq_f32(c[2], a[2], b[2]),
-            vfmsq_f32(c[3], a[3], b[3]),
-        ]
-    }
-    #[inline(always)]
-    unsafe fn bits(f: Self::F) -> Self::I {
-        each(f, |f| vreinterpretq_s32_f32(f))
-    }
-    #[inline(always)]
-    unsafe fn add_i(a: Self::I, b: Self::I) -> Self::I {
-        each2(a, b, |a, b| vaddq_s32(a, b))
-    }
-    #[inline(always)]
-    unsafe fn and_i(a: Self::I, b: Self::I) -> Self::I {
-        each2(a, b, |a, b| vandq_s32(a, b))
-    }
-    #[inline(always)]
-    unsafe fn mul_i(a: Self::I, b: Self::I) -> Self::I {
-        each2(a, b, |a, b| vmulq_s32(a, b))
+    per_register! {
+        to_f32(x: Self::I) -> Self::F = vcvtq_f32_s32(x);
+        sub(a: Self::F, b: Self::F) -> Self::F = vsubq_f32(a, b);
+        mul(a: Self::F, b: Self::F) -> Self::F = vmulq_f32(a, b);
+        div(a: Self::F, b: Self::F) -> Self::F = vdivq_f32(a, b);
+        mul_add(a: Self::F, b: Self::F, c: Self::F) -> Self::F = vfmaq_f32(c, a, b);
+        neg_mul_add(a: Self::F, b: Self::F, c: Self::F) -> Self::F = vfmsq_f32(c, a, b);
+        bits(f: Self::F) -> Self::I = vreinterpretq_s32_f32(f);
+        add_i(a: Self::I, b: Self::I) -> Self::I = vaddq_s32(a, b);
+        and_i(a: Self::I, b: Self::I) -> Self::I = vandq_s32(a, b);
+        mul_i(a: Self::I, b: Self::I) -> Self::I = vmulq_s32(a, b);
     }
     #[inline(always)]
     unsafe fn shr16(a: Self::I) -> Self::I {
@@ -417,29 +406,16 @@ impl Simd for Neon {
     unsafe fn chroma_422(t: &NeonTables, row: *const u8) -> [Self::I; 2] {
         let q = vld4q_u8(row);
         let (u, v) = if t.y_first { (q.1, q.3) } else { (q.0, q.2) };
-        let minus_128 = |x: uint8x16_t| each(widen(x), |w| vsubq_s32(w, vdupq_n_s32(128)));
-        [minus_128(u), minus_128(v)]
+        [Self::minus_128(u), Self::minus_128(v)]
     }
     #[inline(always)]
     unsafe fn chroma(_: &NeonTables, uv: *const u8) -> [Self::I; 2] {
         let c = vld2q_u8(uv);
-        let minus_128 = |x: uint8x16_t| each(widen(x), |w| vsubq_s32(w, vdupq_n_s32(128)));
-        [minus_128(c.0), minus_128(c.1)]
+        [Self::minus_128(c.0), Self::minus_128(c.1)]
     }
     #[inline(always)]
     unsafe fn store_rgbx_sums(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
-        let [even, odd] = [even.map(|x| Self::shr_yuv(x)), odd.map(|x| Self::shr_yuv(x))];
-        // Saturating narrows clamp as `saturate_cast` does.
-        let bytes = |x: Self::I| -> uint8x16_t {
-            let s = each(x, |x| vqmovn_s32(x));
-            vcombine_u8(vqmovun_s16(vcombine_s16(s[0], s[1])), vqmovun_s16(vcombine_s16(s[2], s[3])))
-        };
-        // Even and odd pixels zipped: pixels 0-15, then 16-31.
-        let pixels = |k: usize| {
-            let (e, o) = (bytes(even[k]), bytes(odd[k]));
-            [vzip1q_u8(e, o), vzip2q_u8(e, o)]
-        };
-        let [r, g, b] = [pixels(0), pixels(1), pixels(2)];
+        let [r, g, b] = Self::sums_to_bytes(even, odd);
         let (first, last) = if t.swap { (b, r) } else { (r, b) };
         for h in [0, 1] {
             vst4q_u8(out.add(64 * h), uint8x16x4_t(first[h], g[h], last[h], t.pad_u8));
@@ -448,16 +424,7 @@ impl Simd for Neon {
     /// As `store_rgbx_sums`, with `vst3q` (no pad).
     #[inline(always)]
     unsafe fn store_rgb_sums(t: &NeonTables, out: *mut u8, even: [Self::I; 3], odd: [Self::I; 3]) {
-        let [even, odd] = [even.map(|x| Self::shr_yuv(x)), odd.map(|x| Self::shr_yuv(x))];
-        let bytes = |x: Self::I| -> uint8x16_t {
-            let s = each(x, |x| vqmovn_s32(x));
-            vcombine_u8(vqmovun_s16(vcombine_s16(s[0], s[1])), vqmovun_s16(vcombine_s16(s[2], s[3])))
-        };
-        let pixels = |k: usize| {
-            let (e, o) = (bytes(even[k]), bytes(odd[k]));
-            [vzip1q_u8(e, o), vzip2q_u8(e, o)]
-        };
-        let [r, g, b] = [pixels(0), pixels(1), pixels(2)];
+        let [r, g, b] = Self::sums_to_bytes(even, odd);
         let (first, last) = if t.swap { (b, r) } else { (r, b) };
         for h in [0, 1] {
             vst3q_u8(out.add(48 * h), uint8x16x3_t(first[h], g[h], last[h]));

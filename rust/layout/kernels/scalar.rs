@@ -215,15 +215,7 @@ pub(crate) fn swap_rb(_: &Plan, src: &[u8], dst: &mut [u8]) {
 }
 
 // The YUV rearrangements: camera rows into the NV12 decoders' input
-// (kernels::splitter, interleaver, interleaver16), and the SIMD ones' tails.
-
-/// As `interleave_row`, for 2-byte samples: `uv[4i..4i + 4] = u[2i..2i + 2], v[2i..2i + 2]`.
-pub(crate) fn interleave_row16(u: &[u8], v: &[u8], uv: &mut [u8]) {
-    for ((a, b), quad) in u.chunks_exact(2).zip(v.chunks_exact(2)).zip(uv.chunks_exact_mut(4)) {
-        quad[..2].copy_from_slice(a);
-        quad[2..].copy_from_slice(b);
-    }
-}
+// (kernels::splitter, interleaver), and the SIMD ones' tails.
 
 /// `even[i] = row[2i]`, `odd[i] = row[2i + 1]`, for as many pairs as all three hold.
 pub(crate) fn split_row(row: &[u8], even: &mut [u8], odd: &mut [u8]) {
@@ -233,11 +225,12 @@ pub(crate) fn split_row(row: &[u8], even: &mut [u8], odd: &mut [u8]) {
     }
 }
 
-/// `uv[2i] = u[i]`, `uv[2i + 1] = v[i]`.
-pub(crate) fn interleave_row(u: &[u8], v: &[u8], uv: &mut [u8]) {
-    for ((&a, &b), pair) in u.iter().zip(v).zip(uv.chunks_exact_mut(2)) {
-        pair[0] = a;
-        pair[1] = b;
+/// U and V samples of `BYTES` bytes each (1: I420, 2: I010) interleaved:
+/// `uv[2i] = u[i]`, `uv[2i + 1] = v[i]`, sample by sample.
+pub(crate) fn interleave_row<const BYTES: usize>(u: &[u8], v: &[u8], uv: &mut [u8]) {
+    for ((a, b), pair) in u.chunks_exact(BYTES).zip(v.chunks_exact(BYTES)).zip(uv.chunks_exact_mut(2 * BYTES)) {
+        pair[..BYTES].copy_from_slice(a);
+        pair[BYTES..].copy_from_slice(b);
     }
 }
 

@@ -2,14 +2,14 @@
 //! YUV rearrangements and decoders (the camera formats, 10-bit sources, the
 //! exhaustive proof of the 8-bit decoders).
 
-use super::scalar::{interleave_row16, split_row};
+use super::scalar::{interleave_row, split_row};
 use super::*;
 
 #[test]
 fn simd_rearrangements_match_the_scalar_ones() {
     for level in SimdLevel::available() {
         let (split, _) = splitter(level);
-        let (interleave, _) = interleaver(level);
+        let (interleave, _) = interleaver(level, 1);
         for n in [0usize, 1, 15, 16, 17, 31, 32, 33, 100, 640] {
             let row: Vec<u8> = (0..2 * n).map(|i| (i * 7 + 3) as u8).collect();
             let (mut e, mut o, mut e0, mut o0) = (vec![0; n], vec![0; n], vec![0; n], vec![0; n]);
@@ -409,14 +409,14 @@ fn frame_nbytes(format: crate::layout::Format, w: usize, h: usize) -> usize {
 #[test]
 fn simd_interleave16_matches_the_scalar_one() {
     for level in SimdLevel::available() {
-        let (interleave, _) = interleaver16(level);
+        let (interleave, _) = interleaver(level, 2);
         for n in [0usize, 1, 15, 16, 17, 31, 32, 33, 100, 640] {
             let (u, v): (Vec<u8>, Vec<u8>) =
                 ((0..2 * n).map(|i| (i * 7 + 3) as u8).collect(), (0..2 * n).map(|i| (i * 5 + 1) as u8).collect());
             let (mut got, mut want) = (vec![0; 4 * n], vec![0; 4 * n]);
             // SAFETY: the level is available on this CPU.
             unsafe { interleave(&u, &v, &mut got) };
-            interleave_row16(&u, &v, &mut want);
+            interleave_row::<2>(&u, &v, &mut want);
             assert_eq!(got, want, "{level:?} interleave16 of {n}");
         }
     }

@@ -23,6 +23,7 @@ use std::sync::Arc;
 pub use geometry::{place, Fit, Interpolation, Rect, Resize, Transform};
 
 use super::error::{bail, Result};
+use super::format::Format;
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
 use super::kernels::{resample::RowKernels, row_kernels};
 use super::parallel;
@@ -71,6 +72,19 @@ impl Tables {
             Tables { method, groups }
         })
     }
+}
+
+/// Whether a resize of `format` may decode only the chroma groups its x taps
+/// read: YUV sources, but not 10-bit ones (the gather reads bytes).
+fn may_gather(format: Format) -> bool {
+    format.is_yuv() && !format.is_10bit()
+}
+
+/// Whether resizing `src` as `transform` says gathers the chroma groups the
+/// x taps read (a strong shrink; see `compact_columns`), as `run` would.
+pub(crate) fn gathers(src: Format, interpolation: Interpolation, transform: &Transform) -> bool {
+    may_gather(src)
+        && Tables::cached(interpolation, transform.source.size(), transform.content.size(), true).groups.is_some()
 }
 
 /// When the x taps of a bilinear or nearest resize read at most about half
@@ -125,9 +139,7 @@ pub(crate) fn run(
         SourcePixels::Packed { .. } => None,
         _ => Some(plan.nv12.expect("a YUV plan")),
     };
-    // 10-bit sources decode whole rows (the chroma-group gather reads bytes).
-    let gather = decode.is_some() && !src.format().is_10bit();
-    let tables = Tables::cached(interpolation, source.size(), content.size(), gather);
+    let tables = Tables::cached(interpolation, source.size(), content.size(), may_gather(src.format()));
     let (method, groups) = (&tables.method, tables.groups.as_deref());
     let (kernels, _) = row_kernels(level, channels);
 
@@ -462,10 +474,18 @@ impl Job<'_> {
                 _ => [Vec::new(), Vec::new()],
             },
             rearrange: self.plan.rearrange,
+            // Rows for the rearrangement, where `row` runs one: YUYV/UYVY split
+            // where the level decodes no packed rows, I420 and I010 interleaved
+            // where no chroma groups are gathered (from the planes, in `row`).
             split: match self.plan.rearrange {
-                Some(_) if src.format().is_10bit() => [Vec::new(), vec![0; 2 * region.width]],
-                Some(_) => [vec![0; region.width], vec![0; region.width]],
-                None => [Vec::new(), Vec::new()],
+                Some(Rearrange::Split(_)) if self.decode.is_some_and(|d| d.packed.is_none()) => {
+                    [vec![0; region.width], vec![0; region.width]]
+                }
+                Some(Rearrange::Interleave(_)) if self.groups.is_none() => {
+                    let sample = if src.format().is_10bit() { 2 } else { 1 };
+                    [Vec::new(), vec![0; sample * region.width]]
+                }
+                _ => [Vec::new(), Vec::new()],
             },
             scratch: vec![0; decoded],
             cached: None,

@@ -425,7 +425,7 @@ crate::layout::stamp!(@fn ["avx2"] swap_rb<>(_plan: &Plan, src: &[u8], dst: &mut
     scalar::swap_rb_pixels(src, dst)
 });
 
-// The YUV rearrangements (kernels::splitter, interleaver, interleaver16):
+// The YUV rearrangements (kernels::splitter, interleaver):
 // camera rows into the NV12 decoders' input.
 
 /// 32 bytes at a time: even bytes to the low 8 of each lane, odd to the
@@ -450,8 +450,10 @@ pub(crate) unsafe fn split_row(row: &[u8], even: &mut [u8], odd: &mut [u8]) {
     scalar::split_row(&row[2 * i..], &mut even[i..], &mut odd[i..]);
 }
 
+/// 32 bytes of U and of V a step, by bytes (I420) or 16-bit words (I010).
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn interleave_row(u: &[u8], v: &[u8], uv: &mut [u8]) {
+pub(crate) unsafe fn interleave_row<const BYTES: usize>(u: &[u8], v: &[u8], uv: &mut [u8]) {
+    const { assert!(BYTES == 1 || BYTES == 2) };
     let n = u.len().min(v.len()).min(uv.len() / 2);
     let mut i = 0;
     while i + 32 <= n {
@@ -459,34 +461,18 @@ pub(crate) unsafe fn interleave_row(u: &[u8], v: &[u8], uv: &mut [u8]) {
         // and the 64 written to uv at 2i.
         let a = _mm256_loadu_si256(u.as_ptr().add(i).cast());
         let b = _mm256_loadu_si256(v.as_ptr().add(i).cast());
-        let lo = _mm256_unpacklo_epi8(a, b); // pairs 0-7 | 16-23
-        let hi = _mm256_unpackhi_epi8(a, b); // pairs 8-15 | 24-31
+        // Samples 0-7 | 16-23 and 8-15 | 24-31 (bytes; words: 0-3 | 8-11, 4-7 | 12-15).
+        let (lo, hi) = if BYTES == 1 {
+            (_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b))
+        } else {
+            (_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b))
+        };
         let out = uv.as_mut_ptr().add(2 * i);
         _mm256_storeu_si256(out.cast(), _mm256_permute2x128_si256::<0x20>(lo, hi));
         _mm256_storeu_si256(out.add(32).cast(), _mm256_permute2x128_si256::<0x31>(lo, hi));
         i += 32;
     }
-    scalar::interleave_row(&u[i..], &v[i..], &mut uv[2 * i..]);
-}
-
-/// As `interleave_row`, by 16-bit words.
-#[target_feature(enable = "avx2")]
-pub(crate) unsafe fn interleave_row16(u: &[u8], v: &[u8], uv: &mut [u8]) {
-    let n = u.len().min(v.len()).min(uv.len() / 2);
-    let mut i = 0;
-    while i + 32 <= n {
-        // SAFETY: i + 32 <= n bounds the 32 bytes read from u and v at i
-        // and the 64 written to uv at 2i.
-        let a = _mm256_loadu_si256(u.as_ptr().add(i).cast());
-        let b = _mm256_loadu_si256(v.as_ptr().add(i).cast());
-        let lo = _mm256_unpacklo_epi16(a, b); // pairs 0-3 | 8-11
-        let hi = _mm256_unpackhi_epi16(a, b); // pairs 4-7 | 12-15
-        let out = uv.as_mut_ptr().add(2 * i);
-        _mm256_storeu_si256(out.cast(), _mm256_permute2x128_si256::<0x20>(lo, hi));
-        _mm256_storeu_si256(out.add(32).cast(), _mm256_permute2x128_si256::<0x31>(lo, hi));
-        i += 32;
-    }
-    scalar::interleave_row16(&u[i..], &v[i..], &mut uv[2 * i..]);
+    scalar::interleave_row::<BYTES>(&u[i..], &v[i..], &mut uv[2 * i..]);
 }
 
 // The resize row loops (kernels/resample.rs).
