@@ -9,26 +9,20 @@ import collections
 import threading
 import time
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-ov = pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
-ops = pytest.importorskip("openvino.opset13", reason="OpenVINO is not installed (a dependency of npu_zc)")
+pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
 
 import npu_zc
-from npu_zc.runtime import CompileOptions, Session, compile_model
-
-
-def doubling() -> ov.Model:
-    x = ops.parameter([1, 3, 4, 4], ov.Type.f32, name="x")
-    return ov.Model([ops.result(ops.multiply(x, ops.constant(np.float32(2))))], [x], "doubling")
+from npu_zc.runtime import Session
+from queue_models import doubling_session  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def session() -> Session:
-    return compile_model(doubling(), "CPU", mode="copy", options=CompileOptions(inference_precision="f32"))
+    return doubling_session()
 
 
 class Recorder:

@@ -1,0 +1,20 @@
+"""The tiny OpenVINO model the AsyncQueue tests run: each output value is twice its input, so a result that is
+not its own frame's shows at once. OpenVINO is imported inside (the portable aarch64 run has none)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def doubling_session() -> Any:
+    """A compiled `x -> 2x` model, (1, 3, 4, 4) f32, in copy mode and f32 precision on the CPU."""
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    from npu_zc.runtime import CompileOptions, compile_model
+
+    x = ops.parameter([1, 3, 4, 4], ov.Type.f32, name="x")
+    model = ov.Model([ops.result(ops.multiply(x, ops.constant(np.float32(2))))], [x], "doubling")
+    return compile_model(model, "CPU", mode="copy", options=CompileOptions(inference_precision="f32"))
