@@ -27,7 +27,7 @@
 #     defaults to /tmp/hypothesis in the guest (thrown away with the VM).
 #
 # Environment:
-#   VM_TIMEOUT   limit for the whole VM run, in seconds or a `timeout` duration (900)
+#   VM_TIMEOUT   limit for the whole VM run, in seconds or a `timeout` duration (1200)
 #   VM_MEMORY    guest memory, as for `qemu -m` (1G)
 #   VM_CPUS      guest vCPUs (1: the steadiest under software emulation)
 #   VM_OUT_DIR   host folder shared read-write as $NPU_ZC_VM_OUT (.cache/vm/out)
@@ -53,7 +53,7 @@ KERNEL_CACHE=$CACHE_DIR/kernel
 RUN_DIR=$CACHE_DIR/run
 OUT_DIR=${VM_OUT_DIR:-$CACHE_DIR/out}
 VENV=${VENV:-$REPO/.venv}
-VM_TIMEOUT=${VM_TIMEOUT:-900}
+VM_TIMEOUT=${VM_TIMEOUT:-1200}
 VM_MEMORY=${VM_MEMORY:-1G}
 VM_CPUS=${VM_CPUS:-1}
 
