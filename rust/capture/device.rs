@@ -21,6 +21,9 @@ impl Fourcc {
     /// I420: planar Y, then U, then V at quarter size (V4L2 calls it YU12).
     pub const I420: Fourcc = Fourcc::from_bytes(*b"YU12");
     pub const NV12: Fourcc = Fourcc::from_bytes(*b"NV12");
+    /// P010: NV12's layout in little-endian 16-bit samples, the value in the
+    /// top 10 bits (`V4L2_PIX_FMT_P010`).
+    pub const P010: Fourcc = Fourcc::from_bytes(*b"P010");
 
     pub const fn from_bytes(b: [u8; 4]) -> Self {
         Fourcc(u32::from_le_bytes(b))
@@ -33,6 +36,7 @@ impl Fourcc {
         let canonical = match upper.as_str() {
             "I420" | "YUV420" | "IYUV" => "YU12",
             "YUY2" => "YUYV",
+            "P010LE" => "P010",
             "MJPG" | "MJPEG" => "MJPG",
             _ => name.trim(),
         };
@@ -46,6 +50,24 @@ impl Fourcc {
         let mut b = [b' '; 4];
         b[..bytes.len()].copy_from_slice(bytes);
         Ok(Fourcc::from_bytes(b))
+    }
+
+    /// The layout engine's source format for frames of this fourcc, read in
+    /// place (`npu_zc.layout.SOURCE_FORMATS`); None where the engine has no
+    /// decoder for it (compressed, Bayer, YVYU...).
+    pub fn source_format(self) -> Option<&'static str> {
+        Some(match &self.0.to_le_bytes() {
+            b"YUYV" => "YUYV",
+            b"UYVY" => "UYVY",
+            b"YU12" => "I420",
+            b"NV12" => "NV12",
+            b"NV21" => "NV21",
+            b"P010" => "P010",
+            b"RGB3" => "RGB",
+            b"BGR3" => "BGR",
+            b"GREY" => "GRAY",
+            _ => return None,
+        })
     }
 
     /// The name npu_zc uses: I420 for YU12, the fourcc otherwise.
@@ -410,6 +432,10 @@ impl Device {
                 ),
             ));
         }
+        // A buffer of sizeimage bytes must hold a frame at the driver's pitch.
+        got.view(got.sizeimage as usize).map_err(|e| {
+            Error::new(e.kind, format!("cannot capture from {shown} ({}): {}", self.info.card, e.message))
+        })?;
         Ok(got)
     }
 
