@@ -29,9 +29,16 @@ impl Fourcc {
         Fourcc(u32::from_le_bytes(b))
     }
 
-    /// Parses a name: a V4L2 fourcc (`YUYV`, `YU12`, `NV12`, `RGB3`...) or a
-    /// common alias (`I420`, `YUY2`).
+    /// V4L2's flag for the big-endian twin of a format (`v4l2_fourcc_be`).
+    const BIG_ENDIAN: u32 = 1 << 31;
+
+    /// Parses a name: a V4L2 fourcc (`YUYV`, `YU12`, `NV12`, `RGB3`...), a
+    /// common alias (`I420`, `YUY2`, `p010le`), or a big-endian twin as
+    /// [`name`](Self::name) shows it (`Y16-BE`).
     pub fn parse(name: &str) -> Result<Self> {
+        if let Some(base) = name.trim().strip_suffix("-BE") {
+            return Ok(Fourcc(Self::parse(base)?.0 | Self::BIG_ENDIAN));
+        }
         let upper = name.trim().to_ascii_uppercase();
         let canonical = match upper.as_str() {
             "I420" | "YUV420" | "IYUV" => "YU12",
@@ -70,10 +77,14 @@ impl Fourcc {
         })
     }
 
-    /// The name npu_zc uses: I420 for YU12, the fourcc otherwise.
+    /// The name npu_zc uses: I420 for YU12, `Y16-BE` for a big-endian twin
+    /// (as v4l2-ctl shows it), the fourcc otherwise.
     pub fn name(self) -> String {
         if self == Fourcc::I420 {
             return "I420".into();
+        }
+        if self.0 & Self::BIG_ENDIAN != 0 {
+            return format!("{}-BE", Fourcc(self.0 & !Self::BIG_ENDIAN).name());
         }
         let b = self.0.to_le_bytes();
         String::from_utf8_lossy(&b).trim_end().to_string()

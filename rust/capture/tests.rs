@@ -8,6 +8,10 @@ fn fourcc_names_round_trip() {
     assert_eq!(Fourcc::I420.name(), "I420");
     assert_eq!(Fourcc::parse("RGB3").unwrap().name(), "RGB3");
     assert_eq!(Fourcc(0x5659_5559).name(), "YUYV");
+    // Big-endian twins (v4l2_fourcc_be: bit 31 set) by name, not as a stray byte.
+    let y16_be = Fourcc(u32::from_le_bytes(*b"Y16 ") | 1 << 31);
+    assert_eq!(y16_be.name(), "Y16-BE");
+    assert_eq!(Fourcc::parse("Y16-BE").unwrap(), y16_be);
     assert!(Fourcc::parse("").is_err());
     assert!(Fourcc::parse("TOOLONG").is_err());
 }

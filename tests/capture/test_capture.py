@@ -95,8 +95,14 @@ def test_cameras_lists_vivid_with_formats_and_sizes(vivid: dict[str, str]) -> No
     formats = {f.fourcc: f for f in single.formats}
     assert {"YUYV", "UYVY", "I420", "NV12"} <= set(formats)
     assert (640, 480) in formats["YUYV"].sizes and (1920, 1080) in formats["YUYV"].sizes
+    # What the layout engine reads in place, by its name; OpenCV-only formats have none.
+    assert (formats["NV12"].source_format, formats["RGB3"].source_format, formats["YVYU"].source_format) == ("NV12", "RGB", None)
+    # vivid has no 10-bit YUV: P010 is tested on a real frame off the kernel (test_capture_p010.py).
+    assert "P010" not in formats and "P010" not in {f.fourcc for f in multi.formats}
+    assert all("\ufffd" not in f.fourcc for f in single.formats)  # big-endian twins by name ("Y16-BE")
     lines = npu_zc.capture.describe_cameras()
     assert any(line.startswith(vivid["single"]) for line in lines)
+    assert any(line.strip().startswith("NV12") and "(layout engine: NV12)" in line for line in lines)
 
 
 def capture_and_check(cam: npu_zc.Camera, n: int = 3) -> list[int]:
