@@ -44,7 +44,7 @@ def band_colours(rgb: np.ndarray) -> list[tuple[int, ...]]:
 
 
 def assert_colour_bars(frame: npu_zc.Frame) -> None:
-    codes = {"YUYV": cv2.COLOR_YUV2RGB_YUYV, "UYVY": cv2.COLOR_YUV2RGB_UYVY, "I420": cv2.COLOR_YUV2RGB_I420}
+    codes = {"YUYV": cv2.COLOR_YUV2RGB_YUYV, "UYVY": cv2.COLOR_YUV2RGB_UYVY, "I420": cv2.COLOR_YUV2RGB_I420, "NV12": cv2.COLOR_YUV2RGB_NV12}
     with frame.buffer.cpu_access("read"):
         rgb = cv2.cvtColor(frame.array(), codes[frame.format])
     got = band_colours(rgb)
@@ -150,7 +150,7 @@ def test_mmap_capture_exports_the_drivers_buffers(vivid: dict[str, str], api: st
 
 
 @pytest.mark.kernel
-@pytest.mark.parametrize("fmt", ["UYVY", "I420"])
+@pytest.mark.parametrize("fmt", ["UYVY", "I420", "NV12"])
 def test_other_camera_formats(vivid: dict[str, str], fmt: str) -> None:
     with npu_zc.Camera(vivid["single"], W, H, fmt, buffers=2) as cam:
         assert cam.format == fmt
@@ -161,14 +161,15 @@ def test_other_camera_formats(vivid: dict[str, str], fmt: str) -> None:
 
 
 @pytest.mark.kernel
-@pytest.mark.parametrize("fmt", ["YUYV", "UYVY", "I420"])
+@pytest.mark.parametrize("fmt", ["YUYV", "UYVY", "I420", "NV12"])
 def test_a_frame_of_the_models_size_goes_into_the_input_in_one_pass(vivid: dict[str, str], fmt: str) -> None:
     """No resize needed: the layout engine writes the model input straight from the driver's buffer."""
     from npu_zc.pipeline.camera import CameraPreprocessor
     from npu_zc.pipeline.preprocess import PreprocessSpec
 
     spec = PreprocessSpec("RGBx", (1, H, W, 4), H, W, fit="stretch")
-    code = {"YUYV": cv2.COLOR_YUV2RGB_YUYV, "UYVY": cv2.COLOR_YUV2RGB_UYVY, "I420": cv2.COLOR_YUV2RGB_I420}[fmt]
+    code = {"YUYV": cv2.COLOR_YUV2RGB_YUYV, "UYVY": cv2.COLOR_YUV2RGB_UYVY, "I420": cv2.COLOR_YUV2RGB_I420,
+            "NV12": cv2.COLOR_YUV2RGB_NV12}[fmt]  # fmt: skip
     dst = np.full(spec.shape, 7, np.uint8)
     with npu_zc.Camera(vivid["single"], W, H, fmt, buffers=2) as cam:
         pre = CameraPreprocessor(spec, W, H, fmt)
