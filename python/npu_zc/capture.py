@@ -7,7 +7,12 @@ wrote, with its format, geometry, row pitch (``bytesperline``), sequence number
 and timestamp; ``camera.colour`` is the colour standard of YUV frames
 (``("bt709", "limited")``...) from the negotiated format, as
 ``npu_zc.layout.convert(..., matrix=, range=)`` takes it. Nothing is copied: ``npu_zc.convert(frame.array(), ...)`` or a
-``Pipeline`` reads the driver's buffer in place.
+``Pipeline`` reads the driver's buffer in place. ``frame.array()`` is shaped for
+the format at the driver's row pitch (``(H * 3 / 2, W)`` uint16 for 10-bit
+``P010``, the layout engine's P010 source), checked first: a frame too short
+for its rows is a :class:`CameraFormatError`. ``CameraFormat.source_format``
+names the layout engine's source format for each camera format (None: not
+read in place).
 
 Memory (``memory=``):
 
@@ -66,5 +71,6 @@ def describe_cameras(found: list[CameraInfo] | None = None) -> list[str]:
             else:
                 sizes = " ".join(f"{w}x{h}" for w, h in f.sizes) or "sizes not listed"
             extra = " (compressed: not convertible)" if f.compressed else ""
+            extra += f" (layout engine: {f.source_format})" if f.source_format else ""
             lines.append(f"  {f.fourcc:<5} {f.description}{extra}: {sizes}")
     return lines

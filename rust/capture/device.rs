@@ -21,18 +21,29 @@ impl Fourcc {
     /// I420: planar Y, then U, then V at quarter size (V4L2 calls it YU12).
     pub const I420: Fourcc = Fourcc::from_bytes(*b"YU12");
     pub const NV12: Fourcc = Fourcc::from_bytes(*b"NV12");
+    /// P010: NV12's layout in little-endian 16-bit samples, the value in the
+    /// top 10 bits (`V4L2_PIX_FMT_P010`).
+    pub const P010: Fourcc = Fourcc::from_bytes(*b"P010");
 
     pub const fn from_bytes(b: [u8; 4]) -> Self {
         Fourcc(u32::from_le_bytes(b))
     }
 
-    /// Parses a name: a V4L2 fourcc (`YUYV`, `YU12`, `NV12`, `RGB3`...) or a
-    /// common alias (`I420`, `YUY2`).
+    /// V4L2's flag for the big-endian twin of a format (`v4l2_fourcc_be`).
+    const BIG_ENDIAN: u32 = 1 << 31;
+
+    /// Parses a name: a V4L2 fourcc (`YUYV`, `YU12`, `NV12`, `RGB3`...), a
+    /// common alias (`I420`, `YUY2`, `p010le`), or a big-endian twin as
+    /// [`name`](Self::name) shows it (`Y16-BE`).
     pub fn parse(name: &str) -> Result<Self> {
+        if let Some(base) = name.trim().strip_suffix("-BE") {
+            return Ok(Fourcc(Self::parse(base)?.0 | Self::BIG_ENDIAN));
+        }
         let upper = name.trim().to_ascii_uppercase();
         let canonical = match upper.as_str() {
             "I420" | "YUV420" | "IYUV" => "YU12",
             "YUY2" => "YUYV",
+            "P010LE" => "P010",
             "MJPG" | "MJPEG" => "MJPG",
             _ => name.trim(),
         };
@@ -48,10 +59,32 @@ impl Fourcc {
         Ok(Fourcc::from_bytes(b))
     }
 
-    /// The name npu_zc uses: I420 for YU12, the fourcc otherwise.
+    /// The layout engine's source format for frames of this fourcc, read in
+    /// place (`npu_zc.layout.SOURCE_FORMATS`); None where the engine has no
+    /// decoder for it (compressed, Bayer, YVYU...).
+    pub fn source_format(self) -> Option<&'static str> {
+        Some(match &self.0.to_le_bytes() {
+            b"YUYV" => "YUYV",
+            b"UYVY" => "UYVY",
+            b"YU12" => "I420",
+            b"NV12" => "NV12",
+            b"NV21" => "NV21",
+            b"P010" => "P010",
+            b"RGB3" => "RGB",
+            b"BGR3" => "BGR",
+            b"GREY" => "GRAY",
+            _ => return None,
+        })
+    }
+
+    /// The name npu_zc uses: I420 for YU12, `Y16-BE` for a big-endian twin
+    /// (as v4l2-ctl shows it), the fourcc otherwise.
     pub fn name(self) -> String {
         if self == Fourcc::I420 {
             return "I420".into();
+        }
+        if self.0 & Self::BIG_ENDIAN != 0 {
+            return format!("{}-BE", Fourcc(self.0 & !Self::BIG_ENDIAN).name());
         }
         let b = self.0.to_le_bytes();
         String::from_utf8_lossy(&b).trim_end().to_string()
@@ -410,6 +443,10 @@ impl Device {
                 ),
             ));
         }
+        // A buffer of sizeimage bytes must hold a frame at the driver's pitch.
+        got.view(got.sizeimage as usize).map_err(|e| {
+            Error::new(e.kind, format!("cannot capture from {shown} ({}): {}", self.info.card, e.message))
+        })?;
         Ok(got)
     }
 

@@ -5,14 +5,17 @@
 //! * [`Device`]: a capture node; capabilities, formats, sizes, controls.
 //! * [`Stream`]: streaming into DMA-BUFs; frames held until released.
 //! * [`cameras`]: the capture nodes of this machine.
+//! * [`ImageView`]: where a frame's pixels lie in its buffer, checked.
 
 mod device;
 mod error;
+mod image;
 mod stream;
 mod sys;
 
 pub use device::{cameras, CameraInfo, ControlInfo, Device, DeviceInfo, Format, FormatInfo, Fourcc, FrameSizes};
 pub use error::{Error, ErrorKind, Result};
+pub use image::ImageView;
 pub use stream::{Buffers, Frame, Memory, Stream, WhenFull};
 
 #[cfg(test)]

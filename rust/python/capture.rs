@@ -555,32 +555,41 @@ impl PyFrame {
         Ok(false)
     }
 
-    /// A read-only numpy view of the image (no copy), shaped for its format:
-    /// (H, W, 2) for YUYV/UYVY, (H*3/2, W) for I420/NV12, (H, W, 3) for
-    /// RGB3/BGR3, (H, W) for GREY, else the flat bytes. The view keeps the
-    /// frame held: the driver gets the buffer back when the frame and every
-    /// view are gone (or at release()).
+    /// A read-only numpy view of the image (no copy), shaped for its format
+    /// at the driver's row pitch: (H, W, 2) for YUYV/UYVY, (H*3/2, W) for
+    /// NV12/NV21 and I420 (I420 only unpadded), (H*3/2, W) uint16 for P010,
+    /// (H, W, 3) for RGB3/BGR3, (H, W) for GREY, else the flat bytes. A frame
+    /// too short for its rows at that pitch is a CameraFormatError. The view
+    /// keeps the frame held: the driver gets the buffer back when the frame
+    /// and every view are gone (or at release()).
     fn array<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let this = slf.get();
-        let f = this.stream.format();
-        let (w, h, bpl) = (f.width as usize, f.height as usize, f.bytesperline as usize);
-        let offset = this.frame.offset;
-        let (shape, strides, nbytes): (Vec<usize>, Vec<usize>, usize) = match f.fourcc.name().as_str() {
-            "YUYV" | "UYVY" | "YVYU" | "VYUY" => (vec![h, w, 2], vec![bpl, 2, 1], bpl * (h - 1) + 2 * w),
-            "I420" | "NV12" | "NV21" | "YV12" if bpl == w => (vec![h * 3 / 2, w], vec![w, 1], w * h * 3 / 2),
-            "RGB3" | "BGR3" => (vec![h, w, 3], vec![bpl, 3, 1], bpl * (h - 1) + 3 * w),
-            "GREY" => (vec![h, w], vec![bpl, 1], bpl * (h - 1) + w),
-            _ => (vec![this.frame.bytesused], vec![1], this.frame.bytesused),
-        };
         let buffer = this.buffer.get();
-        let bytes = buffer.byte_view(py, offset, nbytes, false, Some(slf.clone().into_any().unbind()))?;
+        let offset = this.frame.offset;
+        // What the frame has: the driver's bytesused (0: not said), within its buffer.
+        let in_buffer = buffer.size().saturating_sub(offset);
+        let available = match this.frame.bytesused {
+            0 => in_buffer,
+            n => n.min(in_buffer),
+        };
+        let view = this.stream.format().view(available).map_err(|e| {
+            capture_to_py(capture::Error::new(
+                e.kind,
+                format!("frame {} of {}: {}", this.frame.sequence, this.stream.info().path.display(), e.message),
+            ))
+        })?;
+        let bytes = buffer.byte_view(py, offset, view.span, false, Some(slf.clone().into_any().unbind()))?;
+        let samples = match view.sample_bytes {
+            2 => bytes.call_method1("view", ("<u2",))?,
+            _ => bytes.into_any(),
+        };
         let tricks = py.import("numpy.lib.stride_tricks")?;
         let kwargs = PyDict::new(py);
-        kwargs.set_item("shape", PyTuple::new(py, &shape)?)?;
-        kwargs.set_item("strides", PyTuple::new(py, &strides)?)?;
+        kwargs.set_item("shape", PyTuple::new(py, &view.shape)?)?;
+        kwargs.set_item("strides", PyTuple::new(py, &view.strides)?)?;
         kwargs.set_item("writeable", false)?;
-        tricks.getattr("as_strided")?.call((bytes,), Some(&kwargs))
+        tricks.getattr("as_strided")?.call((samples,), Some(&kwargs))
     }
 
     fn __repr__(&self) -> String {
@@ -605,6 +614,9 @@ pub struct PyCameraFormat {
     fourcc: String,
     description: String,
     compressed: bool,
+    /// The layout engine's source format for these frames, read in place
+    /// ("NV12", "P010", "RGB"...); None where the engine has no decoder.
+    source_format: Option<&'static str>,
     /// The discrete sizes; for a range, its smallest and largest size.
     sizes: Vec<(u32, u32)>,
     /// (min, max, step) when the sizes are a range, else None.
@@ -664,6 +676,7 @@ fn cameras(py: Python<'_>) -> PyResult<Vec<PyCameraInfo>> {
                             fourcc: f.fourcc.name(),
                             description: f.description,
                             compressed: f.compressed,
+                            source_format: if f.compressed { None } else { f.fourcc.source_format() },
                             sizes,
                             size_range,
                         },

@@ -44,7 +44,7 @@ def band_colours(rgb: np.ndarray) -> list[tuple[int, ...]]:
 
 
 def assert_colour_bars(frame: npu_zc.Frame) -> None:
-    codes = {"YUYV": cv2.COLOR_YUV2RGB_YUYV, "UYVY": cv2.COLOR_YUV2RGB_UYVY, "I420": cv2.COLOR_YUV2RGB_I420}
+    codes = {"YUYV": cv2.COLOR_YUV2RGB_YUYV, "UYVY": cv2.COLOR_YUV2RGB_UYVY, "I420": cv2.COLOR_YUV2RGB_I420, "NV12": cv2.COLOR_YUV2RGB_NV12}
     with frame.buffer.cpu_access("read"):
         rgb = cv2.cvtColor(frame.array(), codes[frame.format])
     got = band_colours(rgb)
@@ -95,8 +95,14 @@ def test_cameras_lists_vivid_with_formats_and_sizes(vivid: dict[str, str]) -> No
     formats = {f.fourcc: f for f in single.formats}
     assert {"YUYV", "UYVY", "I420", "NV12"} <= set(formats)
     assert (640, 480) in formats["YUYV"].sizes and (1920, 1080) in formats["YUYV"].sizes
+    # What the layout engine reads in place, by its name; OpenCV-only formats have none.
+    assert (formats["NV12"].source_format, formats["RGB3"].source_format, formats["YVYU"].source_format) == ("NV12", "RGB", None)
+    # vivid has no 10-bit YUV: P010 is tested on a real frame off the kernel (test_capture_p010.py).
+    assert "P010" not in formats and "P010" not in {f.fourcc for f in multi.formats}
+    assert all("\ufffd" not in f.fourcc for f in single.formats)  # big-endian twins by name ("Y16-BE")
     lines = npu_zc.capture.describe_cameras()
     assert any(line.startswith(vivid["single"]) for line in lines)
+    assert any(line.strip().startswith("NV12") and "(layout engine: NV12)" in line for line in lines)
 
 
 def capture_and_check(cam: npu_zc.Camera, n: int = 3) -> list[int]:
@@ -144,7 +150,7 @@ def test_mmap_capture_exports_the_drivers_buffers(vivid: dict[str, str], api: st
 
 
 @pytest.mark.kernel
-@pytest.mark.parametrize("fmt", ["UYVY", "I420"])
+@pytest.mark.parametrize("fmt", ["UYVY", "I420", "NV12"])
 def test_other_camera_formats(vivid: dict[str, str], fmt: str) -> None:
     with npu_zc.Camera(vivid["single"], W, H, fmt, buffers=2) as cam:
         assert cam.format == fmt
@@ -155,14 +161,15 @@ def test_other_camera_formats(vivid: dict[str, str], fmt: str) -> None:
 
 
 @pytest.mark.kernel
-@pytest.mark.parametrize("fmt", ["YUYV", "UYVY", "I420"])
+@pytest.mark.parametrize("fmt", ["YUYV", "UYVY", "I420", "NV12"])
 def test_a_frame_of_the_models_size_goes_into_the_input_in_one_pass(vivid: dict[str, str], fmt: str) -> None:
     """No resize needed: the layout engine writes the model input straight from the driver's buffer."""
     from npu_zc.pipeline.camera import CameraPreprocessor
     from npu_zc.pipeline.preprocess import PreprocessSpec
 
     spec = PreprocessSpec("RGBx", (1, H, W, 4), H, W, fit="stretch")
-    code = {"YUYV": cv2.COLOR_YUV2RGB_YUYV, "UYVY": cv2.COLOR_YUV2RGB_UYVY, "I420": cv2.COLOR_YUV2RGB_I420}[fmt]
+    code = {"YUYV": cv2.COLOR_YUV2RGB_YUYV, "UYVY": cv2.COLOR_YUV2RGB_UYVY, "I420": cv2.COLOR_YUV2RGB_I420,
+            "NV12": cv2.COLOR_YUV2RGB_NV12}[fmt]  # fmt: skip
     dst = np.full(spec.shape, 7, np.uint8)
     with npu_zc.Camera(vivid["single"], W, H, fmt, buffers=2) as cam:
         pre = CameraPreprocessor(spec, W, H, fmt)

@@ -79,6 +79,7 @@ def _cameras() -> list[dict[str, Any]]:
                     "fourcc": f.fourcc,
                     "description": f.description,
                     "compressed": f.compressed,
+                    "source_format": f.source_format,
                     "sizes": [list(s) for s in f.sizes],
                     "size_range": [list(s) for s in f.size_range] if f.size_range else None,
                 }
@@ -197,6 +198,9 @@ def render(info: dict[str, Any]) -> str:
             lines.append(f"  {cam['path']}: {cam['card']} ({cam['driver']}, {api})")
             names = [f["fourcc"] + ("*" if f["compressed"] else "") for f in cam["formats"]]
             lines.append(f"    formats  {' '.join(names)}" + ("  (* compressed: not convertible)" if "*" in "".join(names) else ""))
+            in_place = [f["fourcc"] for f in cam["formats"] if f["source_format"]]
+            if in_place:
+                lines.append(f"    in place {' '.join(in_place)} (the layout engine reads these from the driver's buffer)")
             shown = next((f for f in cam["formats"] if f["fourcc"] == "YUYV"), cam["formats"][0] if cam["formats"] else None)
             if shown is not None:
                 if shown["size_range"]:

@@ -226,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     cam = stream.add_argument_group("camera")
     cam.add_argument("--frames", type=_positive, help="with --camera: stop after this many frames (default: until Ctrl-C)")
     cam.add_argument("--size", type=_wxh, default=(640, 480), metavar="WxH", help="camera capture size (default 640x480)")
-    cam.add_argument("--format", default="YUYV", help="camera pixel format: YUYV (default), UYVY, I420, NV12...")
+    cam.add_argument("--format", default="YUYV", help="camera pixel format: YUYV (default), UYVY, I420, NV12, P010 (10-bit)...")
     cam.add_argument("--memory", choices=("auto", "dmabuf", "mmap"), default="auto",
                      help="dmabuf: the driver writes our buffers (--heap); mmap: its own, exported; auto (default): dmabuf where a heap exists")
     cam.add_argument("--buffers", type=_positive, default=4, help="camera buffers (default 4)")

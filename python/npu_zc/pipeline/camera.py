@@ -52,7 +52,7 @@ class CameraPreprocessor:
     """A camera frame (in its driver-written buffer) into the model's input buffer.
 
     One pass where the layout engine knows the camera's format (YUYV, UYVY,
-    I420, NV12, RGB3, BGR3, GREY): a resizing :class:`npu_zc.layout.Converter`
+    I420, NV12, NV21, 10-bit P010, RGB3, BGR3, GREY): a resizing :class:`npu_zc.layout.Converter`
     reads the part of the frame the model sees straight from the driver's
     buffer, resizes, converts the colour, normalises and writes the model's
     layout. Other formats OpenCV knows are first decoded to BGR into a buffer
@@ -99,7 +99,7 @@ class CameraPreprocessor:
             return
         if fmt not in _OPENCV_CODES:
             supported = sorted(set(_OPENCV_CODES) | {k for k, v in _V4L2_TO_LAYOUT.items() if v in layout.SOURCE_FORMATS}
-                               | set(layout.SOURCE_FORMATS) & {"YUYV", "UYVY", "I420", "NV12", "NV21"})  # fmt: skip
+                               | set(layout.SOURCE_FORMATS) & {"YUYV", "UYVY", "I420", "NV12", "NV21", "P010"})  # fmt: skip
             raise CameraFormatError(f"the pipeline cannot convert {fmt} camera frames; capture in one of: {', '.join(supported)}")
         self._buffer = alloc(height * width * 3, heap)
         self.bgr = self._buffer.map("uint8", (height, width, 3))
@@ -136,7 +136,7 @@ class CameraPreprocessor:
 def _even(fmt: str, x: int, y: int, w: int, h: int) -> tuple[int, int, int, int]:
     """A crop rounded inwards to the chroma grid of a subsampled format (even
     columns for 4:2:2, even rows and columns for 4:2:0), at most a pixel a side."""
-    ax, ay = {"YUYV": (2, 1), "UYVY": (2, 1), "I420": (2, 2), "NV12": (2, 2), "NV21": (2, 2)}.get(fmt, (1, 1))
+    ax, ay = {"YUYV": (2, 1), "UYVY": (2, 1), "I420": (2, 2), "NV12": (2, 2), "NV21": (2, 2), "P010": (2, 2)}.get(fmt, (1, 1))
     x2, y2 = -(-x // ax) * ax, -(-y // ay) * ay
     return x2, y2, (x + w - x2) // ax * ax, (y + h - y2) // ay * ay
 

@@ -63,6 +63,12 @@ class DecodedFrame:
         codes = {"YUYV": cv2.COLOR_YUV2BGR_YUYV, "UYVY": cv2.COLOR_YUV2BGR_UYVY, "I420": cv2.COLOR_YUV2BGR_I420,
                  "NV12": cv2.COLOR_YUV2BGR_NV12, "RGB": cv2.COLOR_RGB2BGR, "GRAY": cv2.COLOR_GRAY2BGR}  # fmt: skip
         planes = self.planes
+        if self.format not in codes:  # 10-bit (a camera's P010): no OpenCV decoder; the engine, in the frame's colours
+            from .. import layout
+
+            out = np.empty((self.height, self.width, 3), np.uint8)
+            layout.convert(planes, out, self.format, "BGR", matrix=self.matrix or "bt601", range=self.range or "limited")
+            return out
         if isinstance(planes, tuple):
             planes = np.concatenate([np.ascontiguousarray(p).reshape(-1) for p in planes])
             planes = planes.reshape(self.height * 3 // 2, self.width)

@@ -35,7 +35,7 @@ class CameraSource:
         self.limit = limit
         fmt = self._camera.format if self._camera is not None else camera_args.get("format", "YUYV")
         if _V4L2_TO_LAYOUT.get(fmt, fmt) not in layout.SOURCE_FORMATS:
-            raise SourceError(f"{self.name}: the layout engine reads no {fmt} frames; capture YUYV, UYVY, NV12, I420 or BGR3")
+            raise SourceError(f"{self.name}: the layout engine reads no {fmt} frames; capture YUYV, UYVY, NV12, P010, I420 or BGR3")
 
     def __repr__(self) -> str:
         return f"<CameraSource {self.name!r}>"

@@ -183,7 +183,7 @@ impl PyDmaBuf {
     }
 
     #[getter]
-    fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.size
     }
 

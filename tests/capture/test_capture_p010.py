@@ -1,0 +1,201 @@
+"""10-bit camera frames (V4L2_PIX_FMT_P010) go into the layout engine in place, as NV12 frames do.
+
+vivid, the kernel's virtual camera in the test VM, has no 10-bit YUV format
+(docs/capture.md), so no kernel test captures P010. Here a real P010 frame, a
+photo converted by FFmpeg's swscale (PyAV) in the colour standard a camera
+states, lies in a real buffer (memfd) at a padded V4L2 pitch with garbage in
+the padding, and is shown as ``Frame.array()`` shows a P010 frame: ``(H * 3 /
+2, W)`` uint16 at ``bytesperline``, Y rows then UV rows (``Format::view`` in
+rust/capture/image.rs, whose Rust tests check that geometry and the frame
+checks before it). From there it takes the camera's own code: the pipeline's
+camera preprocess (``CameraPreprocessor``) and a camera in ``Streams``
+(``CameraSource``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pytest
+
+import npu_zc
+from npu_zc import layout
+from npu_zc.pipeline.camera import CameraPreprocessor
+from npu_zc.pipeline.preprocess import PreprocessSpec
+from npu_zc.sources import CameraSource, ImageSource
+
+av = pytest.importorskip("av", reason="PyAV is not installed")
+pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not installed (the [demo] extra)")
+
+W, H = 448, 300
+PITCH = 2 * W + 64  # a driver's padded bytesperline, in bytes
+ROWS = H * 3 // 2
+FFMPEG_SPACES = {"bt601": "ITU601", "bt709": "ITU709", "bt2020": "BT2020"}
+FFMPEG_RANGES = {"limited": "MPEG", "full": "JPEG"}
+STANDARDS = [("bt709", "limited"), ("bt2020", "full")]
+
+
+def photo() -> np.ndarray:
+    from npu_zc.pipeline.image import sample_photo
+
+    return np.ascontiguousarray(sample_photo("coffee")[:H, :W])
+
+
+def p010_frame(bgr: np.ndarray, matrix: str, range_: str) -> Any:
+    """The photo as FFmpeg's p010le in that standard (swscale's RGB -> YUV)."""
+    frame = av.VideoFrame.from_ndarray(bgr, format="bgr24")
+    return frame.reformat(format="p010le", dst_colorspace=FFMPEG_SPACES[matrix], dst_color_range=FFMPEG_RANGES[range_])
+
+
+def planes(frame: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(Y, UV) uint16 rows of a p010le frame, without its line padding."""
+    y, uv = (np.frombuffer(p, np.uint8).reshape(-1, p.line_size)[:, : 2 * W].copy().view("<u2") for p in frame.planes)
+    return y[:H], uv[: H // 2]
+
+
+def swscale_rgb(frame: Any, matrix: str, range_: str) -> np.ndarray:
+    """FFmpeg's own decoding of the frame (point-sampled chroma, as a 2x2-block decoder reads it)."""
+    return frame.reformat(format="rgb24", src_colorspace=FFMPEG_SPACES[matrix], src_color_range=FFMPEG_RANGES[range_],
+                          dst_color_range="JPEG", interpolation="POINT").to_ndarray()  # fmt: skip
+
+
+class DriverFrame:
+    """A P010 frame as a driver leaves it: Y rows then UV rows at ``PITCH`` in one buffer; ``array()`` is
+    ``npu_zc.Frame.array()``'s view of it (shape, strides and span of ``Format::view``)."""
+
+    def __init__(self, y: np.ndarray, uv: np.ndarray, sequence: int = 0) -> None:
+        self.sequence = sequence
+        self.buffer = npu_zc.alloc(PITCH * ROWS, "memfd")
+        rows = self.buffer.map("uint8", (ROWS, PITCH), writable=True)
+        rows[:, 2 * W :] = 0xEE  # the pitch's padding: a reader that strays into it sees garbage
+        rows[:H, : 2 * W] = y.view(np.uint8)
+        rows[H:, : 2 * W] = uv.view(np.uint8)
+        del rows
+        self.released = False
+
+    def array(self) -> np.ndarray:
+        span = PITCH * (ROWS - 1) + 2 * W
+        words = self.buffer.map("uint8", writable=False)[:span].view("<u2")
+        return np.lib.stride_tricks.as_strided(words, shape=(ROWS, W), strides=(PITCH, 2), writeable=False)
+
+    def release(self) -> None:
+        self.released = True
+
+
+class P010Camera:
+    """What ``CameraSource`` reads of an open ``npu_zc.Camera`` negotiated at P010, with its colour standard."""
+
+    format, width, height, device = "P010", W, H, "p010-camera"
+
+    def __init__(self, frames: list[DriverFrame], colour: tuple[str, str]) -> None:
+        self.frames, self.colour = list(frames), colour
+
+    def read(self) -> DriverFrame:
+        if not self.frames:
+            raise StopIteration
+        return self.frames.pop(0)
+
+    def close(self) -> None:
+        pass
+
+
+def test_p010_is_a_camera_format_the_engine_reads() -> None:
+    assert "P010" in layout.SOURCE_FORMATS
+    with pytest.raises(npu_zc.CameraNotFoundError):  # the name parses: the device is what is missing
+        npu_zc.Camera("/dev/video-npu-zc-missing", W, H, "P010")
+
+
+@pytest.mark.parametrize("matrix,range_", STANDARDS)
+def test_a_p010_frame_becomes_the_model_input_in_one_pass(matrix: str, range_: str) -> None:
+    """No resize: the engine decodes the driver's rows in place, skipping the pitch's padding, in the camera's
+    colour standard: exactly its P010 decoder on the packed samples, within swscale's 4 levels (3 full range)
+    of FFmpeg's own decoding, and near the photo. Read as BT.601 limited (no colour given) it is not."""
+    bgr = photo()
+    frame_av = p010_frame(bgr, matrix, range_)
+    y, uv = planes(frame_av)
+    frame = DriverFrame(y, uv)
+    spec = PreprocessSpec("RGBx", (1, H, W, 4), H, W, fit="stretch")
+    pre = CameraPreprocessor(spec, W, H, "P010", colour=(matrix, range_))
+    assert pre._one_pass is not None and pre.bgr is None  # the engine reads it: no OpenCV stage
+    dst = np.full(spec.shape, 7, np.uint8)
+    pre(frame, dst)
+    pre.close()
+    got = dst[0, :, :, :3]
+    assert (dst[0, :, :, 3] == 0).all()
+    want = layout.convert(np.concatenate([y, uv]), np.zeros((H, W, 3), np.uint8), "P010", "RGB", matrix=matrix, range=range_)
+    np.testing.assert_array_equal(got, want)
+    theirs = swscale_rgb(frame_av, matrix, range_).astype(int)
+    assert np.abs(got.astype(int) - theirs).max() <= (4 if range_ == "limited" else 3)
+    assert np.abs(got.astype(int) - bgr[..., ::-1]).mean() < 2.5
+
+    wrong = CameraPreprocessor(spec, W, H, "P010")  # no colour: BT.601 limited
+    wrong(frame, dst)
+    wrong.close()
+    assert np.abs(dst[0, :, :, :3].astype(int) - theirs).max() > 8
+
+
+@pytest.mark.parametrize("fit", ["letterbox", "crop"])
+def test_a_p010_frame_resized_into_the_model_input(fit: str) -> None:
+    """Resizing (letterbox, centre crop): the camera path equals ``convert`` of the packed samples with the
+    same geometry, transform included; the crop is rounded to the 4:2:0 chroma grid."""
+    matrix, range_ = "bt709", "limited"
+    y, uv = planes(p010_frame(photo(), matrix, range_))
+    frame = DriverFrame(y, uv)
+    spec = PreprocessSpec("RGBx", (1, 224, 224, 4), 224, 224, fit=fit, interpolation="linear")
+    pre = CameraPreprocessor(spec, W, H, "P010", colour=(matrix, range_))
+    dst = np.zeros(spec.shape, np.uint8)
+    transform = pre(frame, dst)
+    pre.close()
+    rows, cols = spec.region(H, W)
+    x, y0 = -(-cols.start // 2) * 2, -(-rows.start // 2) * 2
+    roi = (x, y0, (cols.stop - x) // 2 * 2, (rows.stop - y0) // 2 * 2)
+    want = np.zeros((224, 224, 4), np.uint8)
+    want_t = layout.convert(np.concatenate([y, uv]), want, "P010", "RGBx", roi=roi, matrix=matrix, range=range_,
+                            fit="letterbox" if fit == "letterbox" else "stretch", fill=spec.fill, interpolation="bilinear")  # fmt: skip
+    np.testing.assert_array_equal(dst[0], want)
+    assert transform.scale == pytest.approx(want_t.scale) and transform.offset == pytest.approx(want_t.offset)
+
+
+def test_a_p010_camera_source_hands_its_frames_over_in_place() -> None:
+    """``CameraSource``: format P010, the driver's view itself (no copy), the camera's colours; ``bgr()``
+    (drawing, saving) decodes with the engine in those colours; each frame goes back to the driver."""
+    matrix, range_ = "bt2020", "full"
+    y, uv = planes(p010_frame(photo(), matrix, range_))
+    frames = [DriverFrame(y, uv, sequence=s) for s in (3, 4)]
+    source = CameraSource(P010Camera(frames, (matrix, range_)), name="cam10")
+    seen = []
+    for decoded in source.frames():
+        assert (decoded.format, decoded.width, decoded.height, decoded.copied) == ("P010", W, H, False)
+        assert (decoded.matrix, decoded.range) == (matrix, range_)
+        assert decoded.buffer is frames[len(seen)].buffer
+        assert decoded.planes.dtype == np.uint16 and decoded.planes.shape == (ROWS, W) and decoded.planes.strides == (PITCH, 2)
+        want = layout.convert(np.concatenate([y, uv]), np.zeros((H, W, 3), np.uint8), "P010", "BGR", matrix=matrix, range=range_)
+        np.testing.assert_array_equal(decoded.bgr(), want)
+        seen.append(decoded.index)
+        decoded.release()
+    assert seen == [3, 4] and all(f.released for f in frames)
+
+
+def test_a_p010_camera_in_streams_sees_the_photo(picture_pipeline: Any, tmp_path: Path) -> None:
+    """A P010 camera (BT.2020 full range) beside the same photo as a file, one model whose output is the
+    picture (224x224 averaged over 16x16 cells): the camera's pictures are the photo's (swscale's
+    encoding aside: within half a level on average, 2 at most)."""
+    from streams_helpers import run_streams
+
+    matrix, range_ = "bt2020", "full"
+    bgr = photo()
+    y, uv = planes(p010_frame(bgr, matrix, range_))
+    camera = CameraSource(P010Camera([DriverFrame(y, uv, sequence=s) for s in range(2)], (matrix, range_)), name="cam10")
+    cv2.imwrite(str(tmp_path / "photo.png"), bgr)
+    report, results = run_streams([camera, ImageSource(tmp_path / "photo.png")], picture_pipeline)
+    assert not report.errors, report.errors
+    cam = [r.prediction[0] for r in results if r.stream == 0]
+    (still,) = [r.prediction[0] for r in results if r.stream == 1]
+    stats = report.streams[0]
+    assert stats.live and len(cam) == stats.frames >= 1 and stats.frames + stats.dropped == 2  # a live source may drop
+    for picture in cam:  # read as BT.601 limited, the pixels would be ~8 levels off on average
+        off = np.abs(picture - still)
+        assert off.mean() < 0.5 and off.max() < 2.0, (off.mean(), off.max())
