@@ -66,8 +66,9 @@ class DriverFrame:
     """A P010 frame as a driver leaves it: Y rows then UV rows at ``PITCH`` in one buffer; ``array()`` is
     ``npu_zc.Frame.array()``'s view of it (shape, strides and span of ``Format::view``)."""
 
-    def __init__(self, y: np.ndarray, uv: np.ndarray, sequence: int = 0) -> None:
-        self.sequence = sequence
+    def __init__(self, y: np.ndarray, uv: np.ndarray, sequence: int = 0, *, corrupt: bool = False,
+                 dropped_before: int = 0, short: bool = False) -> None:
+        self.sequence, self.corrupt, self.dropped_before, self.short = sequence, corrupt, dropped_before, short
         self.buffer = npu_zc.alloc(PITCH * ROWS, "memfd")
         rows = self.buffer.map("uint8", (ROWS, PITCH), writable=True)
         rows[:, 2 * W :] = 0xEE  # the pitch's padding: a reader that strays into it sees garbage
@@ -77,6 +78,8 @@ class DriverFrame:
         self.released = False
 
     def array(self) -> np.ndarray:
+        if self.short:  # what Frame.array() says of a frame whose bytesused is short of its rows
+            raise npu_zc.CameraFormatError(f"{W}x{H} P010: the frame holds fewer bytes than its {ROWS} rows need")
         span = PITCH * (ROWS - 1) + 2 * W
         words = self.buffer.map("uint8", writable=False)[:span].view("<u2")
         return np.lib.stride_tricks.as_strided(words, shape=(ROWS, W), strides=(PITCH, 2), writeable=False)
@@ -199,3 +202,48 @@ def test_a_p010_camera_in_streams_sees_the_photo(picture_pipeline: Any, tmp_path
     for picture in cam:  # read as BT.601 limited, the pixels would be ~8 levels off on average
         off = np.abs(picture - still)
         assert off.mean() < 0.5 and off.max() < 2.0, (off.mean(), off.max())
+
+
+def test_a_camera_source_skips_frames_it_cannot_read_and_counts_them() -> None:
+    """A frame the driver marks corrupt (V4L2_BUF_FLAG_ERROR) is never read and a frame too short for its format
+    is refused by ``Frame.array()``: both go back to the driver and are counted, with the frames the driver itself
+    dropped, as lost before the next frame that is read; the stream goes on."""
+    y, uv = planes(p010_frame(photo(), "bt709", "limited"))
+    frames = [DriverFrame(y, uv, sequence=0), DriverFrame(y, uv, sequence=1, corrupt=True),
+              DriverFrame(y, uv, sequence=2, short=True), DriverFrame(y, uv, sequence=5, dropped_before=2),
+              DriverFrame(y, uv, sequence=6)]  # fmt: skip
+    source = CameraSource(P010Camera(frames, ("bt709", "limited")), name="glitchy")
+    seen = []
+    for decoded in source.frames():
+        seen.append((decoded.index, decoded.lost_before))
+        decoded.release()
+    assert seen == [(0, 0), (5, 4), (6, 0)]  # 1 corrupt + 1 short + 2 the driver dropped
+    assert all(f.released for f in frames)
+
+
+def test_a_camera_that_only_sends_short_frames_is_a_stream_error() -> None:
+    """A glitch is skipped; a driver whose frames are always short for their format fails the stream, in one
+    sentence, after ``SHORT_FRAMES_IN_A_ROW`` of them (each given back)."""
+    from npu_zc.sources.others import SHORT_FRAMES_IN_A_ROW
+
+    y, uv = planes(p010_frame(photo(), "bt709", "limited"))
+    frames = [DriverFrame(y, uv, sequence=s, short=True) for s in range(SHORT_FRAMES_IN_A_ROW + 5)]
+    source = CameraSource(P010Camera(frames, ("bt709", "limited")), name="short")
+    with pytest.raises(npu_zc.SourceError, match=f"short: {SHORT_FRAMES_IN_A_ROW} frames in a row too short"):
+        list(source.frames())
+    assert all(f.released for f in frames[:SHORT_FRAMES_IN_A_ROW]) and not frames[SHORT_FRAMES_IN_A_ROW].released
+
+
+def test_frames_a_camera_lost_are_the_streams_drops(picture_pipeline: Any) -> None:
+    """In ``Streams``, what the camera lost before a frame (a corrupt frame, the driver's drops) counts among the
+    stream's drops: every frame the driver sent is either a result or a drop."""
+    from streams_helpers import run_streams
+
+    y, uv = planes(p010_frame(photo(), "bt709", "limited"))
+    frames = [DriverFrame(y, uv, sequence=0), DriverFrame(y, uv, sequence=1, corrupt=True),
+              DriverFrame(y, uv, sequence=4, dropped_before=2)]  # fmt: skip
+    report, results = run_streams([CameraSource(P010Camera(frames, ("bt709", "limited")), name="cam")], picture_pipeline)
+    assert not report.errors, report.errors
+    stats = report.streams[0]
+    assert len(results) == stats.frames and stats.frames + stats.dropped == 5  # sequences 0-4
+    assert stats.dropped >= 3  # the corrupt frame and the driver's two, whatever the model's pace dropped besides

@@ -279,6 +279,8 @@ def test_cli_feeders(clips: dict[str, Path], tmp_path: Path, capsys: pytest.Capt
 
 
 class _Dummy:
+    lost_before = 0  # as a DecodedFrame whose source lost nothing before it
+
     def __init__(self, released: list[int]) -> None:
         self.released = released
 

@@ -161,7 +161,7 @@ def run_camera(
     clock = time.perf_counter_ns
     first_dropped = camera.dropped
     started = time.perf_counter()
-    count = 0
+    count = corrupt = 0
     try:
         while frames is None or count < frames:
             waited = clock()
@@ -170,6 +170,10 @@ def run_camera(
             except StopIteration:
                 break
             captured = clock()
+            if frame.corrupt:  # the driver says so (V4L2_BUF_FLAG_ERROR): never read, counted as dropped
+                frame.release()
+                corrupt += 1
+                continue
             with frame:
                 prediction, pre, infer, post = pipeline.step_with(
                     lambda dst: preprocess(frame, dst), frame_size=(camera.width, camera.height), release=frame.release
@@ -197,7 +201,7 @@ def run_camera(
         mode=pipeline.mode,
         processes=1,
         frames=count,
-        dropped=camera.dropped - first_dropped,
+        dropped=camera.dropped - first_dropped + corrupt,
         seconds=seconds,
         stages=timings.stats(),
         results=results,

@@ -100,7 +100,8 @@ class StreamStats:
     live: bool
     frames: int = 0
     dropped: int = 0
-    """Frames a live stream let go because a newer one came before the model was free."""
+    """Frames a live stream lost: let go because a newer one came before the model was free, or lost before they
+    reached the stream (a camera driver's drops, frames it marked corrupt or sent short)."""
     copied: int = 0
     """Frames FFmpeg had to convert (a copy) before the layout engine could read them."""
     reconnects: int = 0
@@ -442,6 +443,7 @@ class Streams:
         """A decoded frame into its lane (the lock held): a live lane keeps only the newest."""
         if not lane.frames and not lane.owned:  # it had nothing: no credit for the time it waited, beyond a frame
             lane.served = max(lane.served, self._clock - IDLE_CREDIT)
+        lane.stats.dropped += frame.lost_before
         if lane.live:
             while lane.frames:  # the newest frame wins
                 lane.frames.popleft().release()

@@ -43,6 +43,9 @@ class DecodedFrame:
     buffer: Any = None
     """The DmaBuf the planes live in, when they do (a camera's): read between its CPU-access brackets."""
     _release: Callable[[], None] | None = None
+    lost_before: int = 0
+    """Frames the source lost just before this one (a camera driver's drops, frames thrown away as corrupt):
+    counted among the stream's drops."""
 
     def release(self) -> None:
         """Let go of the decoder's (or driver's) buffer; the planes must not be read afterwards."""

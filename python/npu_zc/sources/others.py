@@ -8,11 +8,14 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import SourceError, SourceNotFoundError
+from ..errors import CameraFormatError, SourceError, SourceNotFoundError
 from .frame import DecodedFrame
 
 # V4L2 names of the camera formats whose layout-engine names differ.
 _V4L2_TO_LAYOUT = {"BGR3": "BGR", "RGB3": "RGB", "GREY": "GRAY"}
+# Frames in a row too short for their format before a camera stream fails: a glitch is skipped, a driver that
+# always sends short frames is an error.
+SHORT_FRAMES_IN_A_ROW = 30
 
 
 class CameraSource:
@@ -48,18 +51,34 @@ class CameraSource:
         try:
             fmt = _V4L2_TO_LAYOUT.get(camera.format, camera.format)
             matrix, range_ = getattr(camera, "colour", None) or (None, None)  # what the driver says of its YUV frames
-            count = 0
+            count = lost = short = 0
             while not stop.is_set() and (self.limit is None or count < self.limit):
                 try:
                     frame = camera.read()
                 except StopIteration:
                     return
                 decoded = time.perf_counter_ns()
+                lost += frame.dropped_before
+                if frame.corrupt:  # the driver says so (V4L2_BUF_FLAG_ERROR): never read, counted as lost
+                    frame.release()
+                    lost += 1
+                    continue
+                try:
+                    planes = frame.array()  # checked against the format: too short, it is refused
+                except CameraFormatError as exc:
+                    frame.release()
+                    lost += 1
+                    short += 1
+                    if short >= SHORT_FRAMES_IN_A_ROW:
+                        raise SourceError(f"{self.name}: {short} frames in a row too short for their format: {exc}") from None
+                    continue
+                short = 0
                 yield DecodedFrame(
-                    frame.sequence, fmt, frame.array(), camera.width, camera.height, decoded,
+                    frame.sequence, fmt, planes, camera.width, camera.height, decoded,
                     frame.timestamp if hasattr(frame, "timestamp") else None, matrix, range_,
-                    owner=frame, buffer=frame.buffer, _release=frame.release,
+                    owner=frame, buffer=frame.buffer, _release=frame.release, lost_before=lost,
                 )  # fmt: skip
+                lost = 0
                 count += 1
         finally:
             if self._camera is None:
