@@ -13,9 +13,11 @@
 
 use std::arch::x86_64::*;
 
-use super::super::super::colour::SHIFT;
-use super::super::super::plan::Plan;
-use super::super::resample::{horizontal_linear, horizontal_linear_from, Linear, Resample};
+use super::super::super::colour::{HALF, SHIFT};
+use super::super::super::plan::{Plan, YuvOut};
+use super::super::resample::{
+    horizontal_linear, horizontal_linear_from, yuv_linear_from, Chroma, Linear, Resample, YuvTaps,
+};
 use super::super::scalar;
 use super::super::vector::{bf16_high, Job, Quantise, Simd, Words, F16};
 use super::tables::{chroma_422_mask, chroma_split, in_order, luma_422_mask, Permutes};
@@ -498,6 +500,21 @@ impl Resample for Avx2 {
     fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
         rows::<C, 2>(src, taps, out, ahead)
     }
+
+    #[inline(always)]
+    fn yuv_linear<const ROWS: usize>(
+        y: [&[u8]; 2],
+        chroma: Chroma<'_>,
+        taps: &YuvTaps,
+        out: [&mut [i16]; 2],
+        yuv: &YuvOut,
+    ) {
+        match yuv.pos {
+            [0, 1, 2] => yuv_rows::<ROWS, false>(y, chroma, taps, out, yuv),
+            [2, 1, 0] => yuv_rows::<ROWS, true>(y, chroma, taps, out, yuv),
+            _ => yuv_linear_from::<ROWS>(0, y, chroma, &taps.linear, out, yuv),
+        }
+    }
 }
 
 /// The resize row loops for AVX2 (their features as they always were: no F16C).
@@ -578,4 +595,124 @@ pub(super) fn rows<const C: usize, const R: usize>(
     for r in 0..R {
         horizontal_linear_from::<C>(d, src[r], taps, &mut *out[r]);
     }
+}
+
+/// 4 bytes at `base + at(k)` for each 32-bit lane k: scalar loads put
+/// together (`vpgatherdd` was slower on Zen 3).
+#[inline(always)]
+unsafe fn gather4(base: &[u8], at: impl Fn(usize) -> usize) -> __m256i {
+    let load = |k: usize| base.as_ptr().add(at(k)).cast::<i32>().read_unaligned();
+    _mm256_setr_epi32(load(0), load(1), load(2), load(3), load(4), load(5), load(6), load(7))
+}
+
+/// `Resample::yuv_linear` for AVX2 (and AVX-512, compiled with its
+/// features): 8 destination pixels a step. Each lane gathers the 4 Y bytes
+/// at its first source pixel (the pixel and the next are its two) and the 4
+/// chroma bytes of their pairs (NV12: U, V of the first pixel's pair and of
+/// the next pair; I420: 4 of each plane), decodes both pixels in 32-bit
+/// lanes as `nv12_rows` does (the second pixel's chroma shifted down by a
+/// per-lane shift where the first pixel is odd), puts each channel's two
+/// values side by side as 16-bit words, clamped to 0..=255 (the decoders'
+/// saturation), and weighs them with one `pmaddwd`: the sums of
+/// `horizontal_linear::<4>` over the decoded row, exactly. `SWAP`: R, G, B
+/// at positions 2, 1, 0 (NV21's `YuvOut`).
+#[inline(always)]
+fn yuv_rows<const ROWS: usize, const SWAP: bool>(
+    y: [&[u8]; 2],
+    chroma: Chroma<'_>,
+    taps: &YuvTaps,
+    out: [&mut [i16]; 2],
+    yuv: &YuvOut,
+) {
+    let n = taps.start.len();
+    assert!(taps.linear.index.len() == n && taps.linear.weight.len() == n);
+    assert!(out[..ROWS].iter().all(|o| o.len() >= 4 * n));
+    let luma = y[..ROWS].iter().map(|r| r.len()).min().unwrap_or(0);
+    let chroma_len = match chroma {
+        Chroma::Interleaved(c) => c.len(),
+        Chroma::Planar(u, v) => u.len().min(v.len()),
+    };
+    // A lane reads 4 bytes at its first pixel's Y and at its chroma; gather indices are i32.
+    let fits = |x: u32| {
+        let x = x as usize;
+        let chroma_end = match chroma {
+            Chroma::Interleaved(_) => (x & !1) + 4,
+            Chroma::Planar(..) => x / 2 + 4,
+        };
+        x + 4 <= luma && chroma_end <= chroma_len && x <= i32::MAX as usize
+    };
+    let vectors = taps.start.partition_point(|&x| fits(x));
+    let k = yuv.k;
+    let mut d = 0;
+    // SAFETY: the callers are compiled with AVX2. Every lane's gathers read
+    // 4 bytes inside the Y rows and the chroma (`fits`, for the steps'
+    // indices d..d + 8 <= `vectors`: the starts never decrease); the
+    // weights and starts are read at d..d + 8 <= n; each step stores 32
+    // values at 4d, inside every row of `out` (4n values, checked above).
+    unsafe {
+        let byte = _mm256_set1_epi32(0xFF);
+        let one = _mm256_set1_epi32(1);
+        let offset = _mm256_set1_epi8(k.y_offset as i8);
+        let cy = _mm256_set1_epi32(k.cy);
+        let [cvr, cvg, cug, cub] = [k.cvr, k.cvg, k.cug, k.cub].map(|c| _mm256_set1_epi32(c));
+        // The rounding half, less the products of the 128 that centres U and V.
+        let bias = [HALF - 128 * k.cvr, HALF - 128 * (k.cvg + k.cug), HALF - 128 * k.cub].map(|b| _mm256_set1_epi32(b));
+        let pad = _mm256_set1_epi16(i16::from(yuv.pad));
+        let (zero, max) = (_mm256_setzero_si256(), _mm256_set1_epi16(255));
+        // A channel's sums of the first pixels (even) and of the second (odd):
+        // their bytes as the words of each lane, weighed.
+        let weigh = |even: __m256i, odd: __m256i, w: __m256i| {
+            let words = _mm256_srai_epi16::<4>(_mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(even), odd));
+            let bytes = _mm256_min_epi16(_mm256_max_epi16(words, zero), max);
+            _mm256_srai_epi32::<4>(_mm256_madd_epi16(bytes, w))
+        };
+        // The three chroma terms (with the bias) of U, V in 32-bit lanes.
+        let terms = |u: __m256i, v: __m256i| {
+            [
+                _mm256_add_epi32(_mm256_mullo_epi32(v, cvr), bias[0]),
+                _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(v, cvg), _mm256_mullo_epi32(u, cug)), bias[1]),
+                _mm256_add_epi32(_mm256_mullo_epi32(u, cub), bias[2]),
+            ]
+        };
+        while d + 8 <= vectors {
+            let starts = taps.start.as_ptr().add(d);
+            let start = |k: usize| *starts.add(k) as usize;
+            let x = _mm256_loadu_si256(starts.cast());
+            let w = _mm256_loadu_si256(taps.linear.weight.as_ptr().add(d).cast());
+            let odd = _mm256_and_si256(x, one);
+            // U, V of the first pixel and of the second, in the low bytes of their lanes.
+            let (u0, v0, u1, v1) = match chroma {
+                Chroma::Interleaved(c) => {
+                    let q = gather4(c, |k| start(k) & !1);
+                    let q1 = _mm256_srlv_epi32(q, _mm256_slli_epi32::<4>(odd));
+                    let high = |q: __m256i| _mm256_and_si256(_mm256_srli_epi32::<8>(q), byte);
+                    (_mm256_and_si256(q, byte), high(q), _mm256_and_si256(q1, byte), high(q1))
+                }
+                Chroma::Planar(u, v) => {
+                    let (qu, qv) = (gather4(u, |k| start(k) / 2), gather4(v, |k| start(k) / 2));
+                    let shift = _mm256_slli_epi32::<3>(odd);
+                    let second = |q: __m256i| _mm256_and_si256(_mm256_srlv_epi32(q, shift), byte);
+                    (_mm256_and_si256(qu, byte), _mm256_and_si256(qv, byte), second(qu), second(qv))
+                }
+            };
+            let (t0, t1) = (terms(u0, v0), terms(u1, v1));
+            let p = _mm256_srai_epi32::<4>(_mm256_madd_epi16(pad, w));
+            for r in 0..ROWS {
+                let l = _mm256_subs_epu8(gather4(y[r], start), offset);
+                let l0 = _mm256_mullo_epi32(_mm256_and_si256(l, byte), cy);
+                let l1 = _mm256_mullo_epi32(_mm256_and_si256(_mm256_srli_epi32::<8>(l), byte), cy);
+                let ch = |c: usize| weigh(_mm256_add_epi32(l0, t0[c]), _mm256_add_epi32(l1, t1[c]), w);
+                let (first, last) = if SWAP { (ch(2), ch(0)) } else { (ch(0), ch(2)) };
+                // Slots 0, 2 and 1, 3 as words (pixels 0-3 | 4-7 of each), then interleaved.
+                let (fl, gp) = (_mm256_packs_epi32(first, last), _mm256_packs_epi32(ch(1), p));
+                let (lo, hi) = (_mm256_unpacklo_epi16(fl, gp), _mm256_unpackhi_epi16(fl, gp));
+                let (a, b) = (_mm256_unpacklo_epi32(lo, hi), _mm256_unpackhi_epi32(lo, hi));
+                let o = out[r].as_mut_ptr().add(4 * d);
+                _mm256_storeu_si256(o.cast(), _mm256_permute2x128_si256::<0x20>(a, b));
+                _mm256_storeu_si256(o.add(16).cast(), _mm256_permute2x128_si256::<0x31>(a, b));
+            }
+            d += 8;
+        }
+    }
+    yuv_linear_from::<ROWS>(d, y, chroma, &taps.linear, out, yuv);
 }
