@@ -597,13 +597,26 @@ pub(super) fn rows<const C: usize, const R: usize>(
     }
 }
 
-/// 4 bytes at `base + at(k)` for each 32-bit lane k: scalar loads put
-/// together (`vpgatherdd` was slower on Zen 3).
+/// The 2 bytes at `base + at(k)` as word k of a vector, k in 0..8: put
+/// together in general registers, four to a 64-bit one, which leaves the
+/// vector shuffle units (the x pass's bottleneck) two moves and one unpack
+/// (`vpgatherdd`, or inserting each load, was slower on Zen 3).
 #[inline(always)]
-unsafe fn gather4(base: &[u8], at: impl Fn(usize) -> usize) -> __m256i {
-    let load = |k: usize| base.as_ptr().add(at(k)).cast::<i32>().read_unaligned();
-    _mm256_setr_epi32(load(0), load(1), load(2), load(3), load(4), load(5), load(6), load(7))
+unsafe fn words8(base: &[u8], at: impl Fn(usize) -> usize) -> __m128i {
+    let word = |k: usize| u64::from(base.as_ptr().add(at(k)).cast::<u16>().read_unaligned());
+    let four = |k: usize| (word(k) | word(k + 1) << 16 | word(k + 2) << 32 | word(k + 3) << 48) as i64;
+    _mm_set_epi64x(four(4), four(0))
 }
+
+/// `dword(k)` as 32-bit lane k, k in 0..8, put together as `words8` does.
+#[inline(always)]
+unsafe fn dwords8(dword: impl Fn(usize) -> u32) -> __m256i {
+    let two = |k: usize| (u64::from(dword(k)) | u64::from(dword(k + 1)) << 32) as i64;
+    _mm256_set_epi64x(two(6), two(4), two(2), two(0))
+}
+
+/// The pixel of a step in each 32-bit lane of `yuv_rows`.
+const LANE: [usize; 8] = [0, 1, 4, 5, 2, 3, 6, 7];
 
 /// `Resample::yuv_linear` for AVX2 (and AVX-512, compiled with its
 /// features): 8 destination pixels a step. Each lane gathers the 4 Y bytes
@@ -632,27 +645,28 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool>(
         Chroma::Interleaved(c) => c.len(),
         Chroma::Planar(u, v) => u.len().min(v.len()),
     };
-    // A lane reads 4 bytes at its first pixel's Y and at its chroma; gather indices are i32.
+    // A lane reads 2 Y bytes at its first pixel, and its chroma (`dwords8`).
     let fits = |x: u32| {
         let x = x as usize;
         let chroma_end = match chroma {
             Chroma::Interleaved(_) => (x & !1) + 4,
-            Chroma::Planar(..) => x / 2 + 4,
+            Chroma::Planar(..) => x / 2 + 2,
         };
-        x + 4 <= luma && chroma_end <= chroma_len && x <= i32::MAX as usize
+        x + 2 <= luma && chroma_end <= chroma_len
     };
     let vectors = taps.start.partition_point(|&x| fits(x));
     let k = yuv.k;
     let mut d = 0;
-    // SAFETY: the callers are compiled with AVX2. Every lane's gathers read
-    // 4 bytes inside the Y rows and the chroma (`fits`, for the steps'
-    // indices d..d + 8 <= `vectors`: the starts never decrease); the
-    // weights and starts are read at d..d + 8 <= n; each step stores 32
-    // values at 4d, inside every row of `out` (4n values, checked above).
+    // SAFETY: the callers are compiled with AVX2. Every lane's loads lie
+    // inside the Y rows and the chroma (`fits`, for the steps' pixels
+    // d..d + 8 <= `vectors`: the starts never decrease); the weights and
+    // starts are read at d..d + 8 <= n; each step stores 32 values at 4d,
+    // inside every row of `out` (4n values, checked above).
     unsafe {
         let byte = _mm256_set1_epi32(0xFF);
+        let lane = _mm256_loadu_si256(LANE.map(|k| k as i32).as_ptr().cast());
         let one = _mm256_set1_epi32(1);
-        let offset = _mm256_set1_epi8(k.y_offset as i8);
+        let offset = _mm_set1_epi8(k.y_offset as i8);
         let cy = _mm256_set1_epi32(k.cy);
         let [cvr, cvg, cug, cub] = [k.cvr, k.cvg, k.cug, k.cub].map(|c| _mm256_set1_epi32(c));
         // The rounding half, less the products of the 128 that centres U and V.
@@ -674,42 +688,55 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool>(
                 _mm256_add_epi32(_mm256_mullo_epi32(u, cub), bias[2]),
             ]
         };
-        while d + 8 <= vectors {
+        loop {
+            if d + 8 > vectors {
+                // The last step ends at the last pixel it may read (again writing the same values for some).
+                if vectors < 8 || d >= vectors {
+                    break;
+                }
+                d = vectors - 8;
+            }
+            // Lane k holds pixel d + LANE[k]: the two unpacks of the store then leave pixels in order.
             let starts = taps.start.as_ptr().add(d);
-            let start = |k: usize| *starts.add(k) as usize;
-            let x = _mm256_loadu_si256(starts.cast());
-            let w = _mm256_loadu_si256(taps.linear.weight.as_ptr().add(d).cast());
+            let start = |k: usize| *starts.add(LANE[k]) as usize;
+            let x = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(starts.cast()), lane);
+            let w = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(taps.linear.weight.as_ptr().add(d).cast()), lane);
             let odd = _mm256_and_si256(x, one);
-            // U, V of the first pixel and of the second, in the low bytes of their lanes.
-            let (u0, v0, u1, v1) = match chroma {
+            // Each lane's chroma bytes: NV12's U, V pairs of its two pixels
+            // (one pair if the first is even), or I420's two U then two V;
+            // the second pixel's are the first's shifted down where the first is odd.
+            let (q, v_at, odd_shift) = match chroma {
                 Chroma::Interleaved(c) => {
-                    let q = gather4(c, |k| start(k) & !1);
-                    let q1 = _mm256_srlv_epi32(q, _mm256_slli_epi32::<4>(odd));
-                    let high = |q: __m256i| _mm256_and_si256(_mm256_srli_epi32::<8>(q), byte);
-                    (_mm256_and_si256(q, byte), high(q), _mm256_and_si256(q1, byte), high(q1))
+                    let read = |k: usize| c.as_ptr().add(start(k) & !1).cast::<u32>().read_unaligned();
+                    (dwords8(read), 8, _mm256_slli_epi32::<4>(odd))
                 }
                 Chroma::Planar(u, v) => {
-                    let (qu, qv) = (gather4(u, |k| start(k) / 2), gather4(v, |k| start(k) / 2));
-                    let shift = _mm256_slli_epi32::<3>(odd);
-                    let second = |q: __m256i| _mm256_and_si256(_mm256_srlv_epi32(q, shift), byte);
-                    (_mm256_and_si256(qu, byte), _mm256_and_si256(qv, byte), second(qu), second(qv))
+                    let pair =
+                        |p: &[u8], k: usize| u32::from(p.as_ptr().add(start(k) / 2).cast::<u16>().read_unaligned());
+                    (dwords8(|k| pair(u, k) | pair(v, k) << 16), 16, _mm256_slli_epi32::<3>(odd))
                 }
             };
+            let q1 = _mm256_srlv_epi32(q, odd_shift);
+            let v_of = |q: __m256i| {
+                let shifted = if v_at == 8 { _mm256_srli_epi32::<8>(q) } else { _mm256_srli_epi32::<16>(q) };
+                _mm256_and_si256(shifted, byte)
+            };
+            let (u0, v0, u1, v1) = (_mm256_and_si256(q, byte), v_of(q), _mm256_and_si256(q1, byte), v_of(q1));
             let (t0, t1) = (terms(u0, v0), terms(u1, v1));
-            let p = _mm256_srai_epi32::<4>(_mm256_madd_epi16(pad, w));
+            let p16 = _mm256_slli_epi32::<16>(_mm256_srai_epi32::<4>(_mm256_madd_epi16(pad, w)));
             for r in 0..ROWS {
-                let l = _mm256_subs_epu8(gather4(y[r], start), offset);
+                // The Y pair of each lane's pixels, less the offset (floored at 0), as [Y0, Y1, 0, 0].
+                let l = _mm256_cvtepu16_epi32(_mm_subs_epu8(words8(y[r], start), offset));
                 let l0 = _mm256_mullo_epi32(_mm256_and_si256(l, byte), cy);
-                let l1 = _mm256_mullo_epi32(_mm256_and_si256(_mm256_srli_epi32::<8>(l), byte), cy);
+                let l1 = _mm256_mullo_epi32(_mm256_srli_epi32::<8>(l), cy);
                 let ch = |c: usize| weigh(_mm256_add_epi32(l0, t0[c]), _mm256_add_epi32(l1, t1[c]), w);
                 let (first, last) = if SWAP { (ch(2), ch(0)) } else { (ch(0), ch(2)) };
-                // Slots 0, 2 and 1, 3 as words (pixels 0-3 | 4-7 of each), then interleaved.
-                let (fl, gp) = (_mm256_packs_epi32(first, last), _mm256_packs_epi32(ch(1), p));
-                let (lo, hi) = (_mm256_unpacklo_epi16(fl, gp), _mm256_unpackhi_epi16(fl, gp));
-                let (a, b) = (_mm256_unpacklo_epi32(lo, hi), _mm256_unpackhi_epi32(lo, hi));
+                // Slots 0, 1 and 2, 3 as the words of 32-bit lanes (every sum is in
+                // 0..2^15: a shift and an or, no shuffle), then interleaved.
+                let (fg, lp) = (_mm256_or_si256(first, _mm256_slli_epi32::<16>(ch(1))), _mm256_or_si256(last, p16));
                 let o = out[r].as_mut_ptr().add(4 * d);
-                _mm256_storeu_si256(o.cast(), _mm256_permute2x128_si256::<0x20>(a, b));
-                _mm256_storeu_si256(o.add(16).cast(), _mm256_permute2x128_si256::<0x31>(a, b));
+                _mm256_storeu_si256(o.cast(), _mm256_unpacklo_epi32(fg, lp));
+                _mm256_storeu_si256(o.add(16).cast(), _mm256_unpackhi_epi32(fg, lp));
             }
             d += 8;
         }
