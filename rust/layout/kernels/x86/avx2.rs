@@ -509,9 +509,11 @@ impl Resample for Avx2 {
         out: [&mut [i16]; 2],
         yuv: &YuvOut,
     ) {
-        match yuv.pos {
-            [0, 1, 2] => yuv_rows::<ROWS, false>(y, chroma, taps, out, yuv),
-            [2, 1, 0] => yuv_rows::<ROWS, true>(y, chroma, taps, out, yuv),
+        match (yuv.pos, yuv.pad) {
+            ([0, 1, 2], 0) => yuv_rows::<ROWS, false, false>(y, chroma, taps, out, yuv),
+            ([0, 1, 2], _) => yuv_rows::<ROWS, false, true>(y, chroma, taps, out, yuv),
+            ([2, 1, 0], 0) => yuv_rows::<ROWS, true, false>(y, chroma, taps, out, yuv),
+            ([2, 1, 0], _) => yuv_rows::<ROWS, true, true>(y, chroma, taps, out, yuv),
             _ => yuv_linear_from::<ROWS>(0, y, chroma, &taps.linear, out, yuv),
         }
     }
@@ -628,9 +630,10 @@ const LANE: [usize; 8] = [0, 1, 4, 5, 2, 3, 6, 7];
 /// values side by side as 16-bit words, clamped to 0..=255 (the decoders'
 /// saturation), and weighs them with one `pmaddwd`: the sums of
 /// `horizontal_linear::<4>` over the decoded row, exactly. `SWAP`: R, G, B
-/// at positions 2, 1, 0 (NV21's `YuvOut`).
+/// at positions 2, 1, 0 (NV21's `YuvOut`). `PAD`: a pad other than 0 (a
+/// resize decodes with 0).
 #[inline(always)]
-fn yuv_rows<const ROWS: usize, const SWAP: bool>(
+fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
     y: [&[u8]; 2],
     chroma: Chroma<'_>,
     taps: &YuvTaps,
@@ -665,7 +668,6 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool>(
     unsafe {
         let byte = _mm256_set1_epi32(0xFF);
         let lane = _mm256_loadu_si256(LANE.map(|k| k as i32).as_ptr().cast());
-        let one = _mm256_set1_epi32(1);
         let offset = _mm_set1_epi8(k.y_offset as i8);
         let cy = _mm256_set1_epi32(k.cy);
         let [cvr, cvg, cug, cub] = [k.cvr, k.cvg, k.cug, k.cub].map(|c| _mm256_set1_epi32(c));
@@ -701,19 +703,20 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool>(
             let start = |k: usize| *starts.add(LANE[k]) as usize;
             let x = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(starts.cast()), lane);
             let w = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(taps.linear.weight.as_ptr().add(d).cast()), lane);
-            let odd = _mm256_and_si256(x, one);
+            // Each lane's low bit, moved to bit 31, then down to a shift of 16 or 8.
+            let odd = _mm256_slli_epi32::<31>(x);
             // Each lane's chroma bytes: NV12's U, V pairs of its two pixels
             // (one pair if the first is even), or I420's two U then two V;
             // the second pixel's are the first's shifted down where the first is odd.
             let (q, v_at, odd_shift) = match chroma {
                 Chroma::Interleaved(c) => {
                     let read = |k: usize| c.as_ptr().add(start(k) & !1).cast::<u32>().read_unaligned();
-                    (dwords8(read), 8, _mm256_slli_epi32::<4>(odd))
+                    (dwords8(read), 8, _mm256_srli_epi32::<27>(odd))
                 }
                 Chroma::Planar(u, v) => {
                     let pair =
                         |p: &[u8], k: usize| u32::from(p.as_ptr().add(start(k) / 2).cast::<u16>().read_unaligned());
-                    (dwords8(|k| pair(u, k) | pair(v, k) << 16), 16, _mm256_slli_epi32::<3>(odd))
+                    (dwords8(|k| pair(u, k) | pair(v, k) << 16), 16, _mm256_srli_epi32::<28>(odd))
                 }
             };
             let q1 = _mm256_srlv_epi32(q, odd_shift);
@@ -723,7 +726,8 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool>(
             };
             let (u0, v0, u1, v1) = (_mm256_and_si256(q, byte), v_of(q), _mm256_and_si256(q1, byte), v_of(q1));
             let (t0, t1) = (terms(u0, v0), terms(u1, v1));
-            let p16 = _mm256_slli_epi32::<16>(_mm256_srai_epi32::<4>(_mm256_madd_epi16(pad, w)));
+            let p16 =
+                if PAD { _mm256_slli_epi32::<16>(_mm256_srai_epi32::<4>(_mm256_madd_epi16(pad, w))) } else { pad };
             for r in 0..ROWS {
                 // The Y pair of each lane's pixels, less the offset (floored at 0), as [Y0, Y1, 0, 0].
                 let l = _mm256_cvtepu16_epi32(_mm_subs_epu8(words8(y[r], start), offset));
@@ -733,7 +737,10 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool>(
                 let (first, last) = if SWAP { (ch(2), ch(0)) } else { (ch(0), ch(2)) };
                 // Slots 0, 1 and 2, 3 as the words of 32-bit lanes (every sum is in
                 // 0..2^15: a shift and an or, no shuffle), then interleaved.
-                let (fg, lp) = (_mm256_or_si256(first, _mm256_slli_epi32::<16>(ch(1))), _mm256_or_si256(last, p16));
+                let (fg, lp) = (
+                    _mm256_or_si256(first, _mm256_slli_epi32::<16>(ch(1))),
+                    if PAD { _mm256_or_si256(last, p16) } else { last },
+                );
                 let o = out[r].as_mut_ptr().add(4 * d);
                 _mm256_storeu_si256(o.cast(), _mm256_unpacklo_epi32(fg, lp));
                 _mm256_storeu_si256(o.add(16).cast(), _mm256_unpackhi_epi32(fg, lp));
