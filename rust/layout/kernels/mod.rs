@@ -247,6 +247,7 @@ macro_rules! kernels_of {
             blocks: $($m)::+::blocks::<$c>,
             weigh_rows: $($m)::+::weigh_rows,
             area_horizontal: $($m)::+::area_horizontal::<$c>,
+            yuv_linear: Some([$($m)::+::yuv_linear::<1>, $($m)::+::yuv_linear::<2>]),
         }
     };
 }
@@ -270,7 +271,7 @@ pub(crate) fn row_kernels(level: SimdLevel, channels: usize) -> (RowKernels, &'s
         #[cfg(target_arch = "x86_64")]
         SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => (by_channels!(x86::avx512::resample, channels), "avx512"),
         #[cfg(target_arch = "aarch64")]
-        SimdLevel::Neon => (by_channels!(neon::resample, channels), "neon"),
-        _ => (by_channels!(scalar::resample, channels), "scalar"),
+        SimdLevel::Neon => (RowKernels { yuv_linear: None, ..by_channels!(neon::resample, channels) }, "neon"),
+        _ => (RowKernels { yuv_linear: None, ..by_channels!(scalar::resample, channels) }, "scalar"),
     }
 }

@@ -4,6 +4,8 @@
 //! An instruction set may replace the bilinear x pass with its own
 //! ([`Resample`]: x86/avx2.rs does, with SSSE3 shuffles and `pmaddwd`).
 
+use super::super::colour::yuv_to_rgb;
+use super::super::plan::YuvOut;
 pub(crate) use super::super::resize::taps::{Area, Linear};
 
 /// Two rows of bilinear sums, their two weights, the u8 row out.
@@ -11,6 +13,35 @@ type VerticalLinear = unsafe fn(&[i16], &[i16], [i16; 2], &mut [u8]);
 
 /// Two rows in, their sums out, the two rows the next call reads.
 type Horizontal2 = unsafe fn([&[u8]; 2], &Linear, [&mut [i16]; 2], [&[u8]; 2]);
+
+/// A 4:2:0 row's chroma, the region's columns: NV12's interleaved U, V (V,
+/// U for NV21), or I420's two planes.
+#[derive(Clone, Copy)]
+pub(crate) enum Chroma<'a> {
+    Interleaved(&'a [u8]),
+    Planar(&'a [u8], &'a [u8]),
+}
+
+/// The x taps of a strong shrink of an 8-bit 4:2:0 source, read straight
+/// from its planes (`Resample::yuv_linear`): OpenCV's taps, and each
+/// destination pixel's first source pixel again, side by side (one vector
+/// load for a step of them).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct YuvTaps {
+    pub linear: Linear,
+    pub start: Vec<u32>,
+}
+
+impl YuvTaps {
+    pub(crate) fn new(linear: Linear) -> YuvTaps {
+        let start = linear.index.iter().map(|ix| ix[0]).collect();
+        YuvTaps { linear, start }
+    }
+}
+
+/// `Resample::yuv_linear` of one Y row (`ROWS` 1) or two sharing their
+/// chroma row (2; the second ignored with 1), into as many rows of sums.
+pub(crate) type YuvLinear = unsafe fn([&[u8]; 2], Chroma<'_>, &YuvTaps, [&mut [i16]; 2], &YuvOut);
 
 /// One set of row loops, for one level and one number of channels.
 #[derive(Clone, Copy)]
@@ -37,6 +68,10 @@ pub(crate) struct RowKernels {
     pub weigh_rows: unsafe fn(&[u8], f32, &mut [f32], bool),
     /// Fractional shrink along x, rounded to u8.
     pub area_horizontal: unsafe fn(&[f32], &Area, &mut [u8]),
+    /// The bilinear x pass of a strong shrink of an 8-bit 4:2:0 source
+    /// (decoding fused in), one row and two rows sharing chroma, where the
+    /// level has its own (`Resample::yuv_linear`).
+    pub yuv_linear: Option<[YuvLinear; 2]>,
 }
 
 /// The bilinear x pass of an instruction set, if it writes its own: the
@@ -50,6 +85,55 @@ pub(crate) trait Resample {
     #[inline(always)]
     fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
         horizontal_linear2::<C>(src, taps, out, ahead)
+    }
+    /// The bilinear x pass of `ROWS` Y rows of an 8-bit 4:2:0 source that
+    /// share `chroma`, straight from the planes: each destination pixel's
+    /// two source pixels decoded to R, G, B, pad bytes exactly as the row
+    /// decoders decode them (`out.bytes` 4), then weighed as
+    /// `horizontal_linear::<4>` weighs them. A strong shrink (4K -> 224)
+    /// decodes only the two pixels a destination pixel reads, with nothing
+    /// gathered into scratch first.
+    #[inline(always)]
+    fn yuv_linear<const ROWS: usize>(
+        y: [&[u8]; 2],
+        chroma: Chroma<'_>,
+        taps: &YuvTaps,
+        out: [&mut [i16]; 2],
+        yuv: &YuvOut,
+    ) {
+        yuv_linear_from::<ROWS>(0, y, chroma, &taps.linear, out, yuv)
+    }
+}
+
+/// Destination pixels `first..` of `Resample::yuv_linear`, one pixel at a
+/// time by the scalar decoder (the reference, and the SIMD loops' tails).
+#[inline(always)]
+pub(crate) fn yuv_linear_from<const ROWS: usize>(
+    first: usize,
+    y: [&[u8]; 2],
+    chroma: Chroma<'_>,
+    taps: &Linear,
+    out: [&mut [i16]; 2],
+    yuv: &YuvOut,
+) {
+    let pos = yuv.pos;
+    let pad_pos = 6 - pos[0] - pos[1] - pos[2];
+    let pad = i32::from(yuv.pad);
+    let uv = |x: usize| match chroma {
+        Chroma::Interleaved(c) => (c[x / 2 * 2], c[x / 2 * 2 + 1]),
+        Chroma::Planar(u, v) => (u[x / 2], v[x / 2]),
+    };
+    for d in first..taps.index.len() {
+        let ([x0, x1], [w0, w1]) = (taps.index[d].map(|i| i as usize), taps.weight[d].map(i32::from));
+        let (c0, c1) = (uv(x0), uv(x1));
+        for r in 0..ROWS {
+            let (a, b) = (yuv_to_rgb(&yuv.k, y[r][x0], c0.0, c0.1), yuv_to_rgb(&yuv.k, y[r][x1], c1.0, c1.1));
+            let o = &mut out[r][4 * d..4 * d + 4];
+            for c in 0..3 {
+                o[pos[c]] = ((i32::from(a[c]) * w0 + i32::from(b[c]) * w1) >> 4) as i16;
+            }
+            o[pad_pos] = ((pad * w0 + pad * w1) >> 4) as i16;
+        }
     }
 }
 

@@ -78,6 +78,11 @@ macro_rules! stamp {
         $crate::layout::stamp!(@fn $f horizontal_linear2<const C: usize>(
             src: [&[u8]; 2], taps: &$crate::layout::kernels::resample::Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]
         ) = <$isa as $crate::layout::kernels::resample::Resample>::horizontal_linear2::<C>);
+        $crate::layout::stamp!(@fn $f yuv_linear<const ROWS: usize>(
+            y: [&[u8]; 2], chroma: $crate::layout::kernels::resample::Chroma<'_>,
+            taps: &$crate::layout::kernels::resample::YuvTaps, out: [&mut [i16]; 2],
+            yuv: &$crate::layout::plan::YuvOut
+        ) = <$isa as $crate::layout::kernels::resample::Resample>::yuv_linear::<ROWS>);
         $crate::layout::stamp!(@fn $f vertical_linear<>(r0: &[i16], r1: &[i16], w: [i16; 2], out: &mut [u8])
             = $crate::layout::kernels::resample::vertical_linear);
         $crate::layout::stamp!(@fn $f gather<const C: usize>(src: &[u8], index: &[u32], out: &mut [u8])

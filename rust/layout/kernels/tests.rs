@@ -462,3 +462,78 @@ fn every_level_gathers_the_groups_named() {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+    /// The x pass that decodes as it reads an 8-bit 4:2:0 source's planes
+    /// (`Resample::yuv_linear`, where a level has one) equals decoding the
+    /// whole row by the scalar decoder, then the scalar x pass: NV12 and
+    /// I420 chroma, one row and two sharing chroma, both channel orders,
+    /// several colour standards, widths with tails, any shrink along x.
+    #[test]
+    fn fused_yuv_x_pass_equals_decode_then_x_pass(
+        half_width in 1usize..300,
+        dst_width in 1usize..120,
+        seed in proptest::prelude::any::<u64>(),
+        colour in 0usize..3,
+        swapped in proptest::prelude::any::<bool>(),
+        planar in proptest::prelude::any::<bool>(),
+        two in proptest::prelude::any::<bool>(),
+    ) {
+        use crate::layout::colour::{Colour, Matrix, Range};
+        use crate::layout::plan::YuvOut;
+        use crate::layout::resize::taps::Method;
+        use crate::layout::Interpolation;
+        use resample::{horizontal_linear_from, Chroma, YuvTaps};
+
+        let width = 2 * half_width;
+        let Method::Linear { x, .. } = Method::new(Interpolation::Bilinear, (width, 3), (dst_width, 2)) else {
+            return Ok(());
+        };
+        let mut state = seed | 1;
+        let mut bytes = |n: usize| -> Vec<u8> {
+            (0..n).map(|_| { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state as u8 }).collect()
+        };
+        let (y0, y1, uv) = (bytes(width), bytes(width), bytes(width));
+        let (u, v): (Vec<u8>, Vec<u8>) = (uv.iter().step_by(2).copied().collect(), uv.iter().skip(1).step_by(2).copied().collect());
+        let colour = [
+            Colour::default(),
+            Colour { matrix: Matrix::Bt709, range: Range::Full },
+            Colour { matrix: Matrix::Bt2020, range: Range::Limited },
+        ][colour];
+        let out = YuvOut { pos: [0, 1, 2], pad: (seed >> 8) as u8, bytes: 4, k: colour.coefficients() };
+        let out = if swapped { out.swap_chroma() } else { out };
+        let n = dst_width;
+        let mut want = [vec![0i16; 4 * n + 4], vec![0i16; 4 * n + 4]];
+        let mut decoded = vec![0u8; 4 * width];
+        for (row, w) in [&y0, &y1].into_iter().zip(&mut want) {
+            scalar::nv12_row(row, &uv, &mut decoded, &out);
+            horizontal_linear_from::<4>(0, &decoded, &x, w);
+        }
+        let chroma = if planar { Chroma::Planar(&u, &v) } else { Chroma::Interleaved(&uv) };
+        let taps = YuvTaps::new(x);
+        for level in SimdLevel::available() {
+            let Some([one, pair]) = row_kernels(level, 4).0.yuv_linear else { continue };
+            let mut got = [vec![-1i16; 4 * n], vec![-1i16; 4 * n]];
+            let [g0, g1] = &mut got;
+            // SAFETY: the level is available on this CPU.
+            unsafe {
+                if two {
+                    pair([&y0, &y1], chroma, &taps, [g0, g1], &out);
+                } else {
+                    one([&y0, &[]], chroma, &taps, [g0, &mut []], &out);
+                    one([&y1, &[]], chroma, &taps, [g1, &mut []], &out);
+                }
+            }
+            for r in 0..2 {
+                proptest::prop_assert_eq!(&got[r][..], &want[r][..4 * n], "{:?} row {} of {}", level, r, width);
+            }
+        }
+        // The portable loop, the SIMD loops' tail, on its own.
+        let mut got = [vec![-1i16; 4 * n], vec![-1i16; 4 * n]];
+        let [g0, g1] = &mut got;
+        resample::yuv_linear_from::<2>(0, [&y0, &y1], chroma, &taps.linear, [g0, g1], &out);
+        proptest::prop_assert_eq!(&got[0][..], &want[0][..4 * n]);
+        proptest::prop_assert_eq!(&got[1][..], &want[1][..4 * n]);
+    }
+}

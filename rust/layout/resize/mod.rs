@@ -25,7 +25,8 @@ pub use geometry::{place, Fit, Interpolation, Rect, Resize, Transform};
 use super::error::{bail, Result};
 use super::format::Format;
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
-use super::kernels::{resample::RowKernels, row_kernels};
+use super::kernels::resample::{Chroma, RowKernels, YuvLinear, YuvTaps};
+use super::kernels::row_kernels;
 use super::parallel;
 use super::plan::{Nv12Plan, Plan, Rearrange};
 use super::recent::Recent;
@@ -50,6 +51,10 @@ struct Job<'p> {
     decode: Option<Nv12Plan>,
     /// The first pixel of each 2-pixel group decoded, when not every one is.
     groups: Option<&'p [u32]>,
+    /// A strong bilinear shrink of an 8-bit 4:2:0 source, where the level
+    /// has the x pass that decodes as it reads (`Resample::yuv_linear`):
+    /// its taps, and the kernels for one row and for two sharing chroma.
+    fused: Option<(&'p YuvTaps, [YuvLinear; 2])>,
 }
 
 /// A resize's tap tables (and, for YUV sources, the pixel groups to
@@ -59,6 +64,8 @@ struct Job<'p> {
 struct Tables {
     method: Method,
     groups: Option<Vec<u32>>,
+    /// Where `groups` are: a bilinear method's x taps before `compact_columns`.
+    yuv_taps: Option<YuvTaps>,
 }
 
 impl Tables {
@@ -67,9 +74,14 @@ impl Tables {
         static RECENT: Recent<Key, Tables, 8> = Recent::new();
         RECENT.get_or_make((interpolation, src, dst, yuv), || {
             let mut method = Method::new(interpolation, src, dst);
+            let linear = match &method {
+                Method::Linear { x, .. } if yuv => Some(x.clone()),
+                _ => None,
+            };
             // A YUV source shrunk along x: decode only the pixel pairs the x taps read.
             let groups = if yuv { compact_columns(&mut method, src.0) } else { None };
-            Tables { method, groups }
+            let yuv_taps = linear.filter(|_| groups.is_some()).map(YuvTaps::new);
+            Tables { method, groups, yuv_taps }
         })
     }
 }
@@ -82,9 +94,23 @@ fn may_gather(format: Format) -> bool {
 
 /// Whether resizing `src` as `transform` says gathers the chroma groups the
 /// x taps read (a strong shrink; see `compact_columns`), as `run` would.
-pub(crate) fn gathers(src: Format, interpolation: Interpolation, transform: &Transform) -> bool {
+pub(crate) fn gathers(src: Format, interpolation: Interpolation, transform: &Transform, level: SimdLevel) -> bool {
     may_gather(src)
         && Tables::cached(interpolation, transform.source.size(), transform.content.size(), true).groups.is_some()
+        && !fuses(src, interpolation, transform, level)
+}
+
+/// Whether resizing `src` as `transform` says decodes in the x pass, from
+/// the planes (`Resample::yuv_linear`), as `run` would.
+pub(crate) fn fuses(src: Format, interpolation: Interpolation, transform: &Transform, level: SimdLevel) -> bool {
+    fused_source(src)
+        && row_kernels(level, 4).0.yuv_linear.is_some()
+        && Tables::cached(interpolation, transform.source.size(), transform.content.size(), true).yuv_taps.is_some()
+}
+
+/// The sources whose bilinear shrinks the fused x pass reads: 8-bit 4:2:0.
+fn fused_source(format: Format) -> bool {
+    matches!(format, Format::Nv12 | Format::Nv21 | Format::I420)
 }
 
 /// When the x taps of a bilinear or nearest resize read at most about half
@@ -140,8 +166,15 @@ pub(crate) fn run(
         _ => Some(plan.nv12.expect("a YUV plan")),
     };
     let tables = Tables::cached(interpolation, source.size(), content.size(), may_gather(src.format()));
-    let (method, groups) = (&tables.method, tables.groups.as_deref());
+    let (method, mut groups) = (&tables.method, tables.groups.as_deref());
     let (kernels, _) = row_kernels(level, channels);
+    let fused = match (&tables.yuv_taps, kernels.yuv_linear) {
+        (Some(taps), Some(k)) if fused_source(src.format()) && decode.is_some_and(|d| d.out.bytes == 4) => {
+            groups = None; // nothing is gathered
+            Some((taps, k))
+        }
+        _ => None,
+    };
 
     // The fill pixel as a source pixel: destination channel k sits at plan.map[k].
     let mut fill_pixel = [0u8; 4];
@@ -159,7 +192,7 @@ pub(crate) fn run(
         (0..transform.dst_rect.width).flat_map(|_| fill_pixel[..channels].iter().copied()).collect();
     let element = dst.format.element().size();
     let pixel_bytes = if dst.format.is_planar() { element } else { dst.format.channels() * element };
-    let job = Job { plan, method, kernels, channels, transform, fill_row, pixel_bytes, decode, groups };
+    let job = Job { plan, method, kernels, channels, transform, fill_row, pixel_bytes, decode, groups, fused };
 
     // Only the rectangle's rows are written; split them into bands.
     let rect = transform.dst_rect;
@@ -388,14 +421,6 @@ impl<'a> RowReader<'a> {
     }
 }
 
-/// A 4:2:0 row's chroma, the region's columns: NV12's interleaved U, V (V,
-/// U for NV21), or I420's two planes.
-#[derive(Clone, Copy)]
-enum Chroma<'a> {
-    Interleaved(&'a [u8]),
-    Planar(&'a [u8], &'a [u8]),
-}
-
 /// The 2-pixel groups a strong shrink decodes (see `compact_columns`), and
 /// the largest of them, which bounds every read of their gathers.
 ///
@@ -529,30 +554,55 @@ impl Job<'_> {
                 let rows = y.index[dy];
                 let next = y.index.get(dy + 1).copied();
                 let fresh = rows.map(|s| scratch.ring_rows[s as usize & 1] != Some(s));
-                if fresh == [true, true] && (rows[0] ^ rows[1]) & 1 == 1 && reader.decode.is_none() {
-                    // Two new rows of a packed source: one x pass over both.
-                    let ahead = next.map_or([&[][..]; 2], |n| n.map(|s| reader.peek(s as usize)));
-                    let src = rows.map(|s| reader.peek(s as usize));
-                    let [r0, r1] = &mut scratch.ring;
-                    let out = if rows[0] & 1 == 0 { [r0, r1] } else { [r1, r0] };
-                    unsafe { (k.horizontal_linear2)(src, x, out.map(|o| &mut o[..]), ahead) };
-                    scratch.ring_rows = if rows[0] & 1 == 0 { rows.map(Some) } else { [Some(rows[1]), Some(rows[0])] };
-                }
-                if fresh == [true, true] && rows[1] == rows[0] + 1 && reader.pairs(rows[0] as usize) {
-                    // Two new rows of a 4:2:0 source that share their chroma: decoded together, one x pass over both.
-                    let src = reader.row_pair(rows[0] as usize);
-                    let [r0, r1] = &mut scratch.ring;
-                    let out = if rows[0] & 1 == 0 { [r0, r1] } else { [r1, r0] };
-                    unsafe { (k.horizontal_linear2)(src, x, out.map(|o| &mut o[..]), [&[]; 2]) };
-                    scratch.ring_rows = if rows[0] & 1 == 0 { rows.map(Some) } else { [Some(rows[1]), Some(rows[0])] };
-                }
-                for (t, &s) in rows.iter().enumerate() {
-                    let slot = s as usize & 1;
-                    if scratch.ring_rows[slot] != Some(s) {
-                        // The row the next output row reads in this place, to prefetch.
-                        let ahead = next.map_or(&[][..], |n| reader.peek(n[t] as usize));
-                        unsafe { (k.horizontal_linear)(reader.row(s as usize), x, &mut scratch.ring[slot], ahead) };
-                        scratch.ring_rows[slot] = Some(s);
+                if let Some((taps, [one, two])) = self.fused {
+                    // A strong shrink of an 8-bit 4:2:0 source: decoded as the x pass reads the planes.
+                    let yuv = &reader.decode.expect("a row decoder for a YUV source").out;
+                    let shared_chroma = (self.transform.source.y + rows[0] as usize).is_multiple_of(2);
+                    if fresh == [true, true] && rows[1] == rows[0] + 1 && shared_chroma {
+                        let ((y0, chroma), (y1, _)) =
+                            (reader.planes(rows[0] as usize), reader.planes(rows[1] as usize));
+                        let [r0, r1] = &mut scratch.ring;
+                        let out = if rows[0] & 1 == 0 { [r0, r1] } else { [r1, r0] };
+                        unsafe { two([y0, y1], chroma, taps, out.map(|o| &mut o[..]), yuv) };
+                        scratch.ring_rows[rows[0] as usize & 1] = Some(rows[0]);
+                        scratch.ring_rows[rows[1] as usize & 1] = Some(rows[1]);
+                    }
+                    for &s in &rows {
+                        let slot = s as usize & 1;
+                        if scratch.ring_rows[slot] != Some(s) {
+                            let (luma, chroma) = reader.planes(s as usize);
+                            unsafe { one([luma, &[]], chroma, taps, [&mut scratch.ring[slot], &mut []], yuv) };
+                            scratch.ring_rows[slot] = Some(s);
+                        }
+                    }
+                } else {
+                    if fresh == [true, true] && (rows[0] ^ rows[1]) & 1 == 1 && reader.decode.is_none() {
+                        // Two new rows of a packed source: one x pass over both.
+                        let ahead = next.map_or([&[][..]; 2], |n| n.map(|s| reader.peek(s as usize)));
+                        let src = rows.map(|s| reader.peek(s as usize));
+                        let [r0, r1] = &mut scratch.ring;
+                        let out = if rows[0] & 1 == 0 { [r0, r1] } else { [r1, r0] };
+                        unsafe { (k.horizontal_linear2)(src, x, out.map(|o| &mut o[..]), ahead) };
+                        scratch.ring_rows =
+                            if rows[0] & 1 == 0 { rows.map(Some) } else { [Some(rows[1]), Some(rows[0])] };
+                    }
+                    if fresh == [true, true] && rows[1] == rows[0] + 1 && reader.pairs(rows[0] as usize) {
+                        // Two new rows of a 4:2:0 source that share their chroma: decoded together, one x pass over both.
+                        let src = reader.row_pair(rows[0] as usize);
+                        let [r0, r1] = &mut scratch.ring;
+                        let out = if rows[0] & 1 == 0 { [r0, r1] } else { [r1, r0] };
+                        unsafe { (k.horizontal_linear2)(src, x, out.map(|o| &mut o[..]), [&[]; 2]) };
+                        scratch.ring_rows =
+                            if rows[0] & 1 == 0 { rows.map(Some) } else { [Some(rows[1]), Some(rows[0])] };
+                    }
+                    for (t, &s) in rows.iter().enumerate() {
+                        let slot = s as usize & 1;
+                        if scratch.ring_rows[slot] != Some(s) {
+                            // The row the next output row reads in this place, to prefetch.
+                            let ahead = next.map_or(&[][..], |n| reader.peek(n[t] as usize));
+                            unsafe { (k.horizontal_linear)(reader.row(s as usize), x, &mut scratch.ring[slot], ahead) };
+                            scratch.ring_rows[slot] = Some(s);
+                        }
                     }
                 }
                 let values = line.len();

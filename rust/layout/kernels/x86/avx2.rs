@@ -13,9 +13,11 @@
 
 use std::arch::x86_64::*;
 
-use super::super::super::colour::SHIFT;
-use super::super::super::plan::Plan;
-use super::super::resample::{horizontal_linear, horizontal_linear_from, Linear, Resample};
+use super::super::super::colour::{HALF, SHIFT};
+use super::super::super::plan::{Plan, YuvOut};
+use super::super::resample::{
+    horizontal_linear, horizontal_linear_from, yuv_linear_from, Chroma, Linear, Resample, YuvTaps,
+};
 use super::super::scalar;
 use super::super::vector::{bf16_high, Job, Quantise, Simd, Words, F16};
 use super::tables::{chroma_422_mask, chroma_split, in_order, luma_422_mask, Permutes};
@@ -498,6 +500,23 @@ impl Resample for Avx2 {
     fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
         rows::<C, 2>(src, taps, out, ahead)
     }
+
+    #[inline(always)]
+    fn yuv_linear<const ROWS: usize>(
+        y: [&[u8]; 2],
+        chroma: Chroma<'_>,
+        taps: &YuvTaps,
+        out: [&mut [i16]; 2],
+        yuv: &YuvOut,
+    ) {
+        match (yuv.pos, yuv.pad) {
+            ([0, 1, 2], 0) => yuv_rows::<ROWS, false, false>(y, chroma, taps, out, yuv),
+            ([0, 1, 2], _) => yuv_rows::<ROWS, false, true>(y, chroma, taps, out, yuv),
+            ([2, 1, 0], 0) => yuv_rows::<ROWS, true, false>(y, chroma, taps, out, yuv),
+            ([2, 1, 0], _) => yuv_rows::<ROWS, true, true>(y, chroma, taps, out, yuv),
+            _ => yuv_linear_from::<ROWS>(0, y, chroma, &taps.linear, out, yuv),
+        }
+    }
 }
 
 /// The resize row loops for AVX2 (their features as they always were: no F16C).
@@ -578,4 +597,156 @@ pub(super) fn rows<const C: usize, const R: usize>(
     for r in 0..R {
         horizontal_linear_from::<C>(d, src[r], taps, &mut *out[r]);
     }
+}
+
+/// The 2 bytes at `base + at(k)` as word k of a vector, k in 0..8: put
+/// together in general registers, four to a 64-bit one, which leaves the
+/// vector shuffle units (the x pass's bottleneck) two moves and one unpack
+/// (`vpgatherdd`, or inserting each load, was slower on Zen 3).
+#[inline(always)]
+unsafe fn words8(base: &[u8], at: impl Fn(usize) -> usize) -> __m128i {
+    let word = |k: usize| u64::from(base.as_ptr().add(at(k)).cast::<u16>().read_unaligned());
+    let four = |k: usize| (word(k) | word(k + 1) << 16 | word(k + 2) << 32 | word(k + 3) << 48) as i64;
+    _mm_set_epi64x(four(4), four(0))
+}
+
+/// `dword(k)` as 32-bit lane k, k in 0..8, put together as `words8` does.
+#[inline(always)]
+unsafe fn dwords8(dword: impl Fn(usize) -> u32) -> __m256i {
+    let two = |k: usize| (u64::from(dword(k)) | u64::from(dword(k + 1)) << 32) as i64;
+    _mm256_set_epi64x(two(6), two(4), two(2), two(0))
+}
+
+/// The pixel of a step in each 32-bit lane of `yuv_rows`.
+const LANE: [usize; 8] = [0, 1, 4, 5, 2, 3, 6, 7];
+
+/// `Resample::yuv_linear` for AVX2 (and AVX-512, compiled with its
+/// features): 8 destination pixels a step. Each lane gathers the 4 Y bytes
+/// at its first source pixel (the pixel and the next are its two) and the 4
+/// chroma bytes of their pairs (NV12: U, V of the first pixel's pair and of
+/// the next pair; I420: 4 of each plane), decodes both pixels in 32-bit
+/// lanes as `nv12_rows` does (the second pixel's chroma shifted down by a
+/// per-lane shift where the first pixel is odd), puts each channel's two
+/// values side by side as 16-bit words, clamped to 0..=255 (the decoders'
+/// saturation), and weighs them with one `pmaddwd`: the sums of
+/// `horizontal_linear::<4>` over the decoded row, exactly. `SWAP`: R, G, B
+/// at positions 2, 1, 0 (NV21's `YuvOut`). `PAD`: a pad other than 0 (a
+/// resize decodes with 0).
+#[inline(always)]
+fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
+    y: [&[u8]; 2],
+    chroma: Chroma<'_>,
+    taps: &YuvTaps,
+    out: [&mut [i16]; 2],
+    yuv: &YuvOut,
+) {
+    let n = taps.start.len();
+    assert!(taps.linear.index.len() == n && taps.linear.weight.len() == n);
+    assert!(out[..ROWS].iter().all(|o| o.len() >= 4 * n));
+    let luma = y[..ROWS].iter().map(|r| r.len()).min().unwrap_or(0);
+    let chroma_len = match chroma {
+        Chroma::Interleaved(c) => c.len(),
+        Chroma::Planar(u, v) => u.len().min(v.len()),
+    };
+    // A lane reads 2 Y bytes at its first pixel, and its chroma (`dwords8`).
+    let fits = |x: u32| {
+        let x = x as usize;
+        let chroma_end = match chroma {
+            Chroma::Interleaved(_) => (x & !1) + 4,
+            Chroma::Planar(..) => x / 2 + 2,
+        };
+        x + 2 <= luma && chroma_end <= chroma_len
+    };
+    let vectors = taps.start.partition_point(|&x| fits(x));
+    let k = yuv.k;
+    let mut d = 0;
+    // SAFETY: the callers are compiled with AVX2. Every lane's loads lie
+    // inside the Y rows and the chroma (`fits`, for the steps' pixels
+    // d..d + 8 <= `vectors`: the starts never decrease); the weights and
+    // starts are read at d..d + 8 <= n; each step stores 32 values at 4d,
+    // inside every row of `out` (4n values, checked above).
+    unsafe {
+        let byte = _mm256_set1_epi32(0xFF);
+        let lane = _mm256_loadu_si256(LANE.map(|k| k as i32).as_ptr().cast());
+        let offset = _mm_set1_epi8(k.y_offset as i8);
+        let cy = _mm256_set1_epi32(k.cy);
+        let [cvr, cvg, cug, cub] = [k.cvr, k.cvg, k.cug, k.cub].map(|c| _mm256_set1_epi32(c));
+        // The rounding half, less the products of the 128 that centres U and V.
+        let bias = [HALF - 128 * k.cvr, HALF - 128 * (k.cvg + k.cug), HALF - 128 * k.cub].map(|b| _mm256_set1_epi32(b));
+        let pad = _mm256_set1_epi16(i16::from(yuv.pad));
+        let (zero, max) = (_mm256_setzero_si256(), _mm256_set1_epi16(255));
+        // A channel's sums of the first pixels (even) and of the second (odd):
+        // their bytes as the words of each lane, weighed.
+        let weigh = |even: __m256i, odd: __m256i, w: __m256i| {
+            let words = _mm256_srai_epi16::<4>(_mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(even), odd));
+            let bytes = _mm256_min_epi16(_mm256_max_epi16(words, zero), max);
+            _mm256_srai_epi32::<4>(_mm256_madd_epi16(bytes, w))
+        };
+        // The three chroma terms (with the bias) of U, V in 32-bit lanes.
+        let terms = |u: __m256i, v: __m256i| {
+            [
+                _mm256_add_epi32(_mm256_mullo_epi32(v, cvr), bias[0]),
+                _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(v, cvg), _mm256_mullo_epi32(u, cug)), bias[1]),
+                _mm256_add_epi32(_mm256_mullo_epi32(u, cub), bias[2]),
+            ]
+        };
+        loop {
+            if d + 8 > vectors {
+                // The last step ends at the last pixel it may read (again writing the same values for some).
+                if vectors < 8 || d >= vectors {
+                    break;
+                }
+                d = vectors - 8;
+            }
+            // Lane k holds pixel d + LANE[k]: the two unpacks of the store then leave pixels in order.
+            let starts = taps.start.as_ptr().add(d);
+            let start = |k: usize| *starts.add(LANE[k]) as usize;
+            let x = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(starts.cast()), lane);
+            let w = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(taps.linear.weight.as_ptr().add(d).cast()), lane);
+            // Each lane's low bit, moved to bit 31, then down to a shift of 16 or 8.
+            let odd = _mm256_slli_epi32::<31>(x);
+            // Each lane's chroma bytes: NV12's U, V pairs of its two pixels
+            // (one pair if the first is even), or I420's two U then two V;
+            // the second pixel's are the first's shifted down where the first is odd.
+            let (q, v_at, odd_shift) = match chroma {
+                Chroma::Interleaved(c) => {
+                    let read = |k: usize| c.as_ptr().add(start(k) & !1).cast::<u32>().read_unaligned();
+                    (dwords8(read), 8, _mm256_srli_epi32::<27>(odd))
+                }
+                Chroma::Planar(u, v) => {
+                    let pair =
+                        |p: &[u8], k: usize| u32::from(p.as_ptr().add(start(k) / 2).cast::<u16>().read_unaligned());
+                    (dwords8(|k| pair(u, k) | pair(v, k) << 16), 16, _mm256_srli_epi32::<28>(odd))
+                }
+            };
+            let q1 = _mm256_srlv_epi32(q, odd_shift);
+            let v_of = |q: __m256i| {
+                let shifted = if v_at == 8 { _mm256_srli_epi32::<8>(q) } else { _mm256_srli_epi32::<16>(q) };
+                _mm256_and_si256(shifted, byte)
+            };
+            let (u0, v0, u1, v1) = (_mm256_and_si256(q, byte), v_of(q), _mm256_and_si256(q1, byte), v_of(q1));
+            let (t0, t1) = (terms(u0, v0), terms(u1, v1));
+            let p16 =
+                if PAD { _mm256_slli_epi32::<16>(_mm256_srai_epi32::<4>(_mm256_madd_epi16(pad, w))) } else { pad };
+            for r in 0..ROWS {
+                // The Y pair of each lane's pixels, less the offset (floored at 0), as [Y0, Y1, 0, 0].
+                let l = _mm256_cvtepu16_epi32(_mm_subs_epu8(words8(y[r], start), offset));
+                let l0 = _mm256_mullo_epi32(_mm256_and_si256(l, byte), cy);
+                let l1 = _mm256_mullo_epi32(_mm256_srli_epi32::<8>(l), cy);
+                let ch = |c: usize| weigh(_mm256_add_epi32(l0, t0[c]), _mm256_add_epi32(l1, t1[c]), w);
+                let (first, last) = if SWAP { (ch(2), ch(0)) } else { (ch(0), ch(2)) };
+                // Slots 0, 1 and 2, 3 as the words of 32-bit lanes (every sum is in
+                // 0..2^15: a shift and an or, no shuffle), then interleaved.
+                let (fg, lp) = (
+                    _mm256_or_si256(first, _mm256_slli_epi32::<16>(ch(1))),
+                    if PAD { _mm256_or_si256(last, p16) } else { last },
+                );
+                let o = out[r].as_mut_ptr().add(4 * d);
+                _mm256_storeu_si256(o.cast(), _mm256_unpacklo_epi32(fg, lp));
+                _mm256_storeu_si256(o.add(16).cast(), _mm256_unpackhi_epi32(fg, lp));
+            }
+            d += 8;
+        }
+    }
+    yuv_linear_from::<ROWS>(d, y, chroma, &taps.linear, out, yuv);
 }

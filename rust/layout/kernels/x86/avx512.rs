@@ -9,7 +9,8 @@
 
 use std::arch::x86_64::*;
 
-use super::super::resample::{Linear, Resample};
+use super::super::super::plan::YuvOut;
+use super::super::resample::{Chroma, Linear, Resample, YuvTaps};
 use super::super::vector::{bf16_high, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
 use super::avx2::{arithmetic, rows, Avx2};
 use super::tables::{chroma_422_mask, chroma_split, luma_422_mask};
@@ -470,6 +471,16 @@ impl<const VBMI: bool> Resample for Avx512<VBMI> {
     #[inline(always)]
     fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
         rows::<C, 2>(src, taps, out, ahead)
+    }
+    #[inline(always)]
+    fn yuv_linear<const ROWS: usize>(
+        y: [&[u8]; 2],
+        chroma: Chroma<'_>,
+        taps: &YuvTaps,
+        out: [&mut [i16]; 2],
+        yuv: &YuvOut,
+    ) {
+        <Avx2 as Resample>::yuv_linear::<ROWS>(y, chroma, taps, out, yuv)
     }
 }
 
