@@ -443,8 +443,8 @@ pub fn describe_resize(
     let mut steps = plan.description.clone();
     if resize::fuses(src, interpolation, &transform, level) {
         // The x pass decodes what it reads: no row is decoded (or interleaved) first.
-        let fused = format!("{}/yuv420-fused", kernels::row_kernels(level, 4).1);
-        steps = steps.replacen(&yuv_decoder(src, level, 4).1, &fused, 1);
+        // (AVX2's at both x86 levels: `kernels::row_kernels`.)
+        steps = steps.replacen(&yuv_decoder(src, level, 4).1, "avx2/yuv420-fused", 1);
     } else if src == Format::I420 && resize::gathers(src, interpolation, &transform, level) {
         // A strong shrink gathers I420's chroma groups from its planes: no row is interleaved.
         steps = steps.replacen(kernels::interleaver(level, 1).1, "scalar/i420-gather", 1);

@@ -269,7 +269,15 @@ pub(crate) fn row_kernels(level: SimdLevel, channels: usize) -> (RowKernels, &'s
         #[cfg(target_arch = "x86_64")]
         SimdLevel::Avx2 => (by_channels!(x86::avx2::resample, channels), "avx2"),
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => (by_channels!(x86::avx512::resample, channels), "avx512"),
+        // The fused YUV x pass compiled for AVX2 at both x86 levels: LLVM's AVX-512 build of the same loop
+        // ran 10-30% slower on the Xeon (docs/layout.md, "The resizing gather").
+        SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => (
+            RowKernels {
+                yuv_linear: Some([x86::avx2::resample::yuv_linear::<1>, x86::avx2::resample::yuv_linear::<2>]),
+                ..by_channels!(x86::avx512::resample, channels)
+            },
+            "avx512",
+        ),
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => (RowKernels { yuv_linear: None, ..by_channels!(neon::resample, channels) }, "neon"),
         _ => (RowKernels { yuv_linear: None, ..by_channels!(scalar::resample, channels) }, "scalar"),

@@ -9,8 +9,7 @@
 
 use std::arch::x86_64::*;
 
-use super::super::super::plan::YuvOut;
-use super::super::resample::{Chroma, Linear, Resample, YuvTaps};
+use super::super::resample::{Linear, Resample};
 use super::super::vector::{bf16_high, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
 use super::avx2::{arithmetic, rows, Avx2};
 use super::tables::{chroma_422_mask, chroma_split, luma_422_mask};
@@ -472,16 +471,7 @@ impl<const VBMI: bool> Resample for Avx512<VBMI> {
     fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
         rows::<C, 2>(src, taps, out, ahead)
     }
-    #[inline(always)]
-    fn yuv_linear<const ROWS: usize>(
-        y: [&[u8]; 2],
-        chroma: Chroma<'_>,
-        taps: &YuvTaps,
-        out: [&mut [i16]; 2],
-        yuv: &YuvOut,
-    ) {
-        <Avx2 as Resample>::yuv_linear::<ROWS>(y, chroma, taps, out, yuv)
-    }
+    // No `yuv_linear`: both x86 levels run AVX2's (`kernels::row_kernels`).
 }
 
 /// The resize row loops for both AVX-512 levels (as they always were: no F16C).
