@@ -47,8 +47,8 @@ impl<'a> Chroma<'a> {
         }
     }
 
-    /// The chroma of the pixels from `x` (even) on; empty past the end.
-    pub(crate) fn from_pixel(self, x: usize) -> Chroma<'a> {
+    /// The chroma of the pixels from `x` (even) on: the first `x` skipped; empty past the end.
+    pub(crate) fn skip_pixels(self, x: usize) -> Chroma<'a> {
         match self {
             Chroma::Interleaved(uv) => Chroma::Interleaved(&uv[x.min(uv.len())..]),
             Chroma::Planar(u, v) => Chroma::Planar(&u[(x / 2).min(u.len())..], &v[(x / 2).min(v.len())..]),
@@ -177,7 +177,8 @@ impl YuvOut {
 pub(crate) enum Rearrange {
     /// Packed 4:2:2: the even and odd bytes of a row.
     Split(SplitRow),
-    /// I420: the U and V rows interleaved (I010: their u16 samples).
+    /// I010 (and I420 where a resize decodes single rows): the U and V rows
+    /// interleaved (I010: their u16 samples).
     Interleave(InterleaveRow),
 }
 

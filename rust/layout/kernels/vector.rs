@@ -415,7 +415,7 @@ fn tail_420<const ROWS: usize, const BYTES: usize>(
     out: &YuvOut,
     i: usize,
 ) {
-    let chroma = chroma.from_pixel(i);
+    let chroma = chroma.skip_pixels(i);
     for (y, dst) in y.into_iter().zip(dst) {
         let end = dst.len();
         let (y, dst) = (&y[i.min(y.len())..], &mut dst[(BYTES * i).min(end)..]);
