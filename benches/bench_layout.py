@@ -181,7 +181,7 @@ def main() -> None:
     measure("NV12 -> RGBx_BF16 (normalised)", nv12, "NV12", "RGBx_BF16", NORM,
             {"cv2.cvtColor + numpy in place + ml_dtypes": packed_float(bf16_packed, nv12, cv2.COLOR_YUV2RGBA_NV12)})
 
-    # Camera formats (V4L2 YUYV, UYVY, I420): the same decoding as NV12 after a row rearrangement.
+    # Camera formats (V4L2 YUYV, UYVY, I420): the same decoding as NV12, the packed rows and I420's planes read where they lie.
     # (Left out for an npu_zc without them: A/B runs against an older wheel.)
     yuyv = rng.integers(0, 256, (height, width, 2), dtype=np.uint8)
     i420 = nv12.copy()

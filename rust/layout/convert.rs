@@ -188,7 +188,8 @@ impl Plan {
             let (decode, name) = yuv_decoder(src, level, bytes);
             plan.rearrange = match src {
                 Format::Yuyv | Format::Uyvy => Some(Rearrange::Split(kernels::splitter(level).0)),
-                Format::I420 => Some(Rearrange::Interleave(kernels::interleaver(level, 1).0)),
+                // I420 rows are interleaved only where a resize decodes them one at a time.
+                Format::I420 if resampled => Some(Rearrange::Interleave(kernels::interleaver(level, 1).0)),
                 Format::I010 => Some(Rearrange::Interleave(kernels::interleaver(level, 2).0)),
                 _ => None,
             };
@@ -357,9 +358,12 @@ fn yuv_decoder(src: Format, level: SimdLevel, bytes: usize) -> (super::plan::Nv1
     {
         return (decode, packed.to_string());
     }
+    if src == Format::I420 {
+        // The NV12 decoder reads I420's U and V rows where they lie (`plan::Chroma`).
+        return (decode, name.replacen("nv12", "i420", 1));
+    }
     let before = match src {
         Format::Yuyv | Format::Uyvy => Some(kernels::splitter(level).1),
-        Format::I420 => Some(kernels::interleaver(level, 1).1),
         Format::I010 => Some(kernels::interleaver(level, 2).1),
         _ => None,
     };
@@ -445,9 +449,16 @@ pub fn describe_resize(
         // The x pass decodes what it reads: no row is decoded (or interleaved) first.
         // (AVX2's at both x86 levels: `kernels::row_kernels`.)
         steps = steps.replacen(&yuv_decoder(src, level, 4).1, "avx2/yuv420-fused", 1);
-    } else if src == Format::I420 && resize::gathers(src, interpolation, &transform, level) {
-        // A strong shrink gathers I420's chroma groups from its planes: no row is interleaved.
-        steps = steps.replacen(kernels::interleaver(level, 1).1, "scalar/i420-gather", 1);
+    } else if src == Format::I420 {
+        // A resize decodes NV12 rows: a strong shrink gathers I420's chroma groups from its
+        // planes, a mild one interleaves its U and V rows first.
+        let before = if resize::gathers(src, interpolation, &transform, level) {
+            "scalar/i420-gather"
+        } else {
+            kernels::interleaver(level, 1).1
+        };
+        let decode = format!("{before} + {}", kernels::nv12_decoder(level, 4).1);
+        steps = steps.replacen(&yuv_decoder(src, level, 4).1, &decode, 1);
     }
     Ok((format!("{method} + {steps}"), transform))
 }

@@ -20,15 +20,50 @@ pub(crate) type PlanarRow = unsafe fn(&Plan, &[u8], &mut [u8], &mut [u8], &mut [
 /// A Y row and its UV row to 3- or 4-byte pixels (see [`YuvOut`]); for
 /// 10-bit sources, rows of little-endian u16 samples.
 pub(crate) type Nv12Row = unsafe fn(&[u8], &[u8], &mut [u8], &YuvOut);
-/// Two Y rows that share one U,V row (NV12's, I420's) to two rows of pixels:
-/// the chroma terms computed once for both.
-pub(crate) type Nv12Pair = unsafe fn([&[u8]; 2], &[u8], [&mut [u8]; 2], &YuvOut);
+/// Two Y rows that share one chroma row (NV12's U,V row, or I420's U and V
+/// rows) to two rows of pixels: the chroma terms computed once for both.
+pub(crate) type Nv12Pair = unsafe fn([&[u8]; 2], Chroma<'_>, [&mut [u8]; 2], &YuvOut);
 /// A packed 4:2:2 row (YUYV or UYVY) decoded straight to pixels (see [`YuvOut`]).
 pub(crate) type Yuv422Row = unsafe fn(&[u8], &mut [u8], &YuvOut);
 /// A packed 4:2:2 row split into its even and its odd bytes (Y and U,V).
 pub(crate) type SplitRow = unsafe fn(&[u8], &mut [u8], &mut [u8]);
 /// A U row and a V row interleaved into one U,V row.
 pub(crate) type InterleaveRow = unsafe fn(&[u8], &[u8], &mut [u8]);
+
+/// A 4:2:0 row's chroma: NV12's interleaved U, V (V, U for NV21), or
+/// I420's two planes, read where they lie.
+#[derive(Clone, Copy)]
+pub(crate) enum Chroma<'a> {
+    Interleaved(&'a [u8]),
+    Planar(&'a [u8], &'a [u8]),
+}
+
+impl<'a> Chroma<'a> {
+    /// The pixels the row's chroma covers (two a U, V pair).
+    pub(crate) fn pixels(self) -> usize {
+        match self {
+            Chroma::Interleaved(uv) => uv.len(),
+            Chroma::Planar(u, v) => 2 * u.len().min(v.len()),
+        }
+    }
+
+    /// The chroma of the pixels from `x` (even) on: the first `x` skipped; empty past the end.
+    pub(crate) fn skip_pixels(self, x: usize) -> Chroma<'a> {
+        match self {
+            Chroma::Interleaved(uv) => Chroma::Interleaved(&uv[x.min(uv.len())..]),
+            Chroma::Planar(u, v) => Chroma::Planar(&u[(x / 2).min(u.len())..], &v[(x / 2).min(v.len())..]),
+        }
+    }
+
+    /// The U and V samples of pixel pair `j` (V, U for NV21).
+    #[inline(always)]
+    pub(crate) fn pair(self, j: usize) -> (u8, u8) {
+        match self {
+            Chroma::Interleaved(uv) => (uv[2 * j], uv[2 * j + 1]),
+            Chroma::Planar(u, v) => (u[j], v[j]),
+        }
+    }
+}
 
 #[derive(Clone, Copy)]
 pub(crate) enum Encoder {
@@ -79,7 +114,8 @@ pub(crate) struct Plan {
     pub permutes: Permutes,
     pub(crate) encoder: Encoder,
     pub(crate) nv12: Option<Nv12Plan>,
-    /// For YUYV, UYVY and I420: how a row becomes NV12's Y and U,V rows.
+    /// For YUYV, UYVY, I010 (and I420 where a resize decodes single rows):
+    /// how a row becomes NV12's Y and U,V rows.
     pub(crate) rearrange: Option<Rearrange>,
     /// Which kernels run, e.g. "avx512/bf16-native/fma" or "scalar/lut".
     pub description: String,
@@ -141,7 +177,8 @@ impl YuvOut {
 pub(crate) enum Rearrange {
     /// Packed 4:2:2: the even and odd bytes of a row.
     Split(SplitRow),
-    /// I420: the U and V rows interleaved (I010: their u16 samples).
+    /// I010 (and I420 where a resize decodes single rows): the U and V rows
+    /// interleaved (I010: their u16 samples).
     Interleave(InterleaveRow),
 }
 
@@ -188,7 +225,7 @@ impl Plan {
                 let mut decoder = Decoder::new(self, y.row_bytes());
                 // Bands start on even rows: rows 2j and 2j + 1 share U,V row j.
                 for r in (0..y.count()).step_by(2) {
-                    decoder.rows(self, y, r, uv.row(r / 2), dst);
+                    decoder.rows(self, y, r, Chroma::Interleaved(uv.row(r / 2)), dst);
                 }
             }
             SourcePixels::Yuv422 { rows, .. } if self.nv12.is_some_and(|n| n.packed.is_some()) => {
@@ -210,13 +247,10 @@ impl Plan {
                 }
             }
             SourcePixels::I420 { y, u, v } => {
-                let Some(Rearrange::Interleave(interleave)) = self.rearrange else { unreachable!("an I420 plan") };
-                let mut uv = vec![0u8; y.row_bytes()];
+                // The pair decoder reads the U and V rows where they lie.
                 let mut decoder = Decoder::new(self, y.row_bytes());
                 for r in (0..y.count()).step_by(2) {
-                    // SAFETY: the interleaver was picked for this CPU's level.
-                    unsafe { interleave(u.row(r / 2), v.row(r / 2), &mut uv) };
-                    decoder.rows(self, y, r, &uv, dst);
+                    decoder.rows(self, y, r, Chroma::Planar(u.row(r / 2), v.row(r / 2)), dst);
                 }
             }
             // 10-bit: rows of u16 samples, two bytes a sample.
@@ -290,16 +324,23 @@ impl Decoder {
     }
 
     /// Rows `r` and `r + 1` of `y` (or `r` alone, the last of an odd
-    /// count), which share the U,V row `uv`.
-    fn rows(&mut self, plan: &Plan, y: Rows<'_>, r: usize, uv: &[u8], dst: &mut [RowsMut<'_>]) {
+    /// count), which share the chroma row `chroma`.
+    fn rows(&mut self, plan: &Plan, y: Rows<'_>, r: usize, chroma: Chroma<'_>, dst: &mut [RowsMut<'_>]) {
         if r + 1 == y.count() {
-            return self.row(plan, y.row(r), uv, dst, r);
+            return match chroma {
+                Chroma::Interleaved(uv) => self.row(plan, y.row(r), uv, dst, r),
+                // One row a frame at most: its U and V interleaved for the one-row decoder.
+                Chroma::Planar(u, v) => {
+                    let uv: Vec<u8> = u.iter().zip(v).flat_map(|(&u, &v)| [u, v]).collect();
+                    self.row(plan, y.row(r), &uv, dst, r)
+                }
+            };
         }
         let nv12 = self.nv12;
         let out: [&mut [u8]; 2] =
             if nv12.direct { dst[0].row_pair_mut(r) } else { [&mut self.scratch, &mut self.second] };
         // SAFETY: the decoder was picked for this CPU's level.
-        unsafe { (nv12.pair)([y.row(r), y.row(r + 1)], uv, out, &nv12.out) };
+        unsafe { (nv12.pair)([y.row(r), y.row(r + 1)], chroma, out, &nv12.out) };
         if !nv12.direct {
             plan.encode_row(&self.scratch, dst, r);
             plan.encode_row(&self.second, dst, r + 1);

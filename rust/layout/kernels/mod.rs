@@ -203,8 +203,10 @@ pub(crate) fn int8_encoders(level: SimdLevel, channels: usize, dst_channels: usi
 /// construction. Only the rearrangement is new: for YUYV the even bytes of a
 /// row are Y and the odd ones U,V (already in NV12's U,V order); for UYVY the
 /// other way round (`splitter`, where a level has no decoder of the packed
-/// rows themselves: `yuv422_decoder`); for I420 the U and V rows are
-/// interleaved (`interleaver`; I010's by words).
+/// rows themselves: `yuv422_decoder`). I420's U and V rows are read where
+/// they lie by the two-row decoder (`plan::Chroma::Planar`); they are
+/// interleaved (`interleaver`) only where a resize decodes single rows, and
+/// I010's by words.
 pub(crate) fn splitter(level: SimdLevel) -> (SplitRow, &'static str) {
     match level {
         #[cfg(target_arch = "x86_64")]

@@ -409,6 +409,10 @@ impl Simd for Neon {
         [Self::minus_128(u), Self::minus_128(v)]
     }
     #[inline(always)]
+    unsafe fn chroma_planes(a: *const u8, b: *const u8) -> [Self::I; 2] {
+        [Self::minus_128(vld1q_u8(a)), Self::minus_128(vld1q_u8(b))]
+    }
+    #[inline(always)]
     unsafe fn chroma(_: &NeonTables, uv: *const u8) -> [Self::I; 2] {
         let c = vld2q_u8(uv);
         [Self::minus_128(c.0), Self::minus_128(c.1)]

@@ -5,6 +5,7 @@
 //! ([`Resample`]: x86/avx2.rs does, with SSSE3 shuffles and `pmaddwd`).
 
 use super::super::colour::yuv_to_rgb;
+pub(crate) use super::super::plan::Chroma;
 use super::super::plan::YuvOut;
 pub(crate) use super::super::resize::taps::{Area, Linear};
 
@@ -13,14 +14,6 @@ type VerticalLinear = unsafe fn(&[i16], &[i16], [i16; 2], &mut [u8]);
 
 /// Two rows in, their sums out, the two rows the next call reads.
 type Horizontal2 = unsafe fn([&[u8]; 2], &Linear, [&mut [i16]; 2], [&[u8]; 2]);
-
-/// A 4:2:0 row's chroma, the region's columns: NV12's interleaved U, V (V,
-/// U for NV21), or I420's two planes.
-#[derive(Clone, Copy)]
-pub(crate) enum Chroma<'a> {
-    Interleaved(&'a [u8]),
-    Planar(&'a [u8], &'a [u8]),
-}
 
 /// The x taps of a strong shrink of an 8-bit 4:2:0 source, read straight
 /// from its planes (`Resample::yuv_linear`): OpenCV's taps, and each
@@ -119,10 +112,7 @@ pub(crate) fn yuv_linear_from<const ROWS: usize>(
     let pos = yuv.pos;
     let pad_pos = 6 - pos[0] - pos[1] - pos[2];
     let pad = i32::from(yuv.pad);
-    let uv = |x: usize| match chroma {
-        Chroma::Interleaved(c) => (c[x / 2 * 2], c[x / 2 * 2 + 1]),
-        Chroma::Planar(u, v) => (u[x / 2], v[x / 2]),
-    };
+    let uv = |x: usize| chroma.pair(x / 2);
     for d in first..taps.index.len() {
         let ([x0, x1], [w0, w1]) = (taps.index[d].map(|i| i as usize), taps.weight[d].map(i32::from));
         let (c0, c1) = (uv(x0), uv(x1));

@@ -2,7 +2,7 @@
 //! entry is the scalar reference value), and the tails of every SIMD kernel.
 
 use super::super::colour::{yuv10_to_rgb, yuv_to_rgb};
-use super::super::plan::{Luts, Plan, YuvOut};
+use super::super::plan::{Chroma, Luts, Plan, YuvOut};
 use super::resample::Resample;
 
 /// A destination element: how to write it and where its tables live.
@@ -119,10 +119,13 @@ pub(crate) fn yuv422_row<const Y_FIRST: bool>(row: &[u8], dst: &mut [u8], out: &
     }
 }
 
-/// Two rows sharing `uv`, one after the other.
-pub(crate) fn nv12_pair(y: [&[u8]; 2], uv: &[u8], dst: [&mut [u8]; 2], out: &YuvOut) {
+/// Two rows sharing one chroma row, one after the other.
+pub(crate) fn nv12_pair(y: [&[u8]; 2], chroma: Chroma<'_>, dst: [&mut [u8]; 2], out: &YuvOut) {
     for (y, dst) in y.into_iter().zip(dst) {
-        nv12_row(y, uv, dst, out);
+        match chroma {
+            Chroma::Interleaved(uv) => nv12_row(y, uv, dst, out),
+            Chroma::Planar(u, v) => i420_row(y, u, v, dst, out),
+        }
     }
 }
 
@@ -130,11 +133,22 @@ pub(crate) fn nv12_pair(y: [&[u8]; 2], uv: &[u8], dst: [&mut [u8]; 2], out: &Yuv
 /// pixels of `out.bytes` bytes with R, G, B at byte positions `out.pos` (and
 /// `out.pad` in the fourth), in the arithmetic of `out.k` (see colour.rs).
 pub(crate) fn nv12_row(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
+    decode_420(y, uv.chunks_exact(2).map(|c| (c[0], c[1])), dst, out)
+}
+
+/// One I420 row (Y row, and the U and V rows it shares), as `nv12_row`.
+pub(crate) fn i420_row(y: &[u8], u: &[u8], v: &[u8], dst: &mut [u8], out: &YuvOut) {
+    decode_420(y, u.iter().copied().zip(v.iter().copied()), dst, out)
+}
+
+/// A row of pixel pairs, each pair's chroma from `chroma`.
+#[inline(always)]
+fn decode_420(y: &[u8], chroma: impl Iterator<Item = (u8, u8)>, dst: &mut [u8], out: &YuvOut) {
     let (pos, b) = (out.pos, out.bytes);
     let pad_pos = 6 - pos[0] - pos[1] - pos[2];
-    for ((ys, uv), px2) in y.chunks_exact(2).zip(uv.chunks_exact(2)).zip(dst.chunks_exact_mut(2 * b)) {
+    for ((ys, (u, v)), px2) in y.chunks_exact(2).zip(chroma).zip(dst.chunks_exact_mut(2 * b)) {
         for (&yy, px) in ys.iter().zip(px2.chunks_exact_mut(b)) {
-            let rgb = yuv_to_rgb(&out.k, yy, uv[0], uv[1]);
+            let rgb = yuv_to_rgb(&out.k, yy, u, v);
             px[pos[0]] = rgb[0];
             px[pos[1]] = rgb[1];
             px[pos[2]] = rgb[2];

@@ -42,10 +42,12 @@ macro_rules! stamp {
         $crate::layout::stamp!(@fn $f nv12_row<const BYTES: usize>(
             y: &[u8], uv: &[u8], dst: &mut [u8], out: &$crate::layout::plan::YuvOut
         ) {
-            $crate::layout::kernels::vector::nv12_rows::<$isa, BYTES, 1>([y], uv, [dst], out)
+            $crate::layout::kernels::vector::nv12_rows::<$isa, BYTES, 1>(
+                [y], $crate::layout::plan::Chroma::Interleaved(uv), [dst], out
+            )
         });
         $crate::layout::stamp!(@fn $f nv12_pair<const BYTES: usize>(
-            y: [&[u8]; 2], uv: &[u8], dst: [&mut [u8]; 2], out: &$crate::layout::plan::YuvOut
+            y: [&[u8]; 2], chroma: $crate::layout::plan::Chroma<'_>, dst: [&mut [u8]; 2], out: &$crate::layout::plan::YuvOut
         ) = $crate::layout::kernels::vector::nv12_rows::<$isa, BYTES, 2>);
         $crate::layout::stamp!(@fn $f yuv422_row<const BYTES: usize, const Y_FIRST: bool>(
             row: &[u8], dst: &mut [u8], out: &$crate::layout::plan::YuvOut

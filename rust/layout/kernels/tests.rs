@@ -118,6 +118,7 @@ fn resized_camera_formats_decode_like_nv12() {
 
 /// Every level's two-row decoder gives the per-pixel reference's bytes
 /// for every one of the 2^24 (Y, U, V) inputs, in every colour standard,
+/// reading NV12's U,V row and I420's U and V rows,
 /// into RGBx and BGR (the two store paths, and the B, G, R order): the
 /// proof that the SIMD arithmetic (a split `cy`, sums packed by their
 /// high words) is the reference's. One row per U holds every (V, Y) pair:
@@ -132,7 +133,7 @@ fn resized_camera_formats_decode_like_nv12() {
 fn every_level_decodes_every_input_exactly() {
     use crate::layout::colour::yuv_to_rgb;
     use crate::layout::kernels::{nv12_pair_decoder, yuv422_decoder};
-    use crate::layout::plan::YuvOut;
+    use crate::layout::plan::{Chroma, YuvOut};
     use crate::layout::{Colour, Matrix, Range};
     const N: usize = 1 << 16;
     let y0: Vec<u8> = (0..N).map(|p| p as u8).collect();
@@ -147,12 +148,16 @@ fn every_level_decodes_every_input_exactly() {
             for level in SimdLevel::available().into_iter().filter(|&l| l != SimdLevel::Scalar) {
                 let pair = nv12_pair_decoder(level, bytes);
                 let (mut d0, mut d1) = (vec![0u8; N * bytes], vec![0u8; N * bytes]);
-                for u in 0..=255u8 {
+                let v_row: Vec<u8> = (0..N / 2).map(|j| (j / 128) as u8).collect();
+                for (u, planar) in (0..=255u8).flat_map(|u| [(u, false), (u, true)]) {
                     let uv: Vec<u8> = (0..N / 2).flat_map(|j| [u, (j / 128) as u8]).collect();
+                    let u_row = vec![u; N / 2];
+                    // NV12's U,V row, or the same samples as I420's U and V rows.
+                    let chroma = if planar { Chroma::Planar(&u_row, &v_row) } else { Chroma::Interleaved(&uv) };
                     // SAFETY: the level is available on this CPU.
-                    unsafe { pair([&y0, &y1], &uv, [&mut d0, &mut d1], &out) };
+                    unsafe { pair([&y0, &y1], chroma, [&mut d0, &mut d1], &out) };
                     // The first row as YUYV and UYVY, decoded from the packed row.
-                    for y_first in [true, false] {
+                    for y_first in [true, false].into_iter().filter(|_| !planar) {
                         let Some((packed, _)) = yuv422_decoder(level, bytes, y_first) else { continue };
                         let row: Vec<u8> =
                             y0.iter().zip(&uv).flat_map(|(&y, &c)| if y_first { [y, c] } else { [c, y] }).collect();
@@ -174,7 +179,7 @@ fn every_level_decodes_every_input_exactly() {
                             }
                             assert!(
                                 px[..3] == bytes_want && (bytes == 3 || px[3] == 0xA5),
-                                "{colour} {level:?} {bytes}-byte pixels: Y {} U {u} V {} gave {:?}, want {bytes_want:?}",
+                                "{colour} {level:?} {bytes}-byte pixels (I420: {planar}): Y {} U {u} V {} gave {:?}, want {bytes_want:?}",
                                 y[p],
                                 p / 256,
                                 &px[..3]
@@ -187,7 +192,7 @@ fn every_level_decodes_every_input_exactly() {
     }
 }
 
-/// Every level decodes NV12 in every colour standard as the per-pixel
+/// Every level decodes NV12 and I420 in every colour standard as the per-pixel
 /// reference (`colour::yuv_to_rgb`) does, into every u8 destination,
 /// rows of any even width (SIMD steps and scalar tails), straight and
 /// through a resize that keeps the size (the decoded-rows path).
@@ -209,6 +214,10 @@ fn every_level_decodes_every_standard_as_the_reference() {
         let k = colour.coefficients();
         for (w, h) in [(2usize, 2usize), (30, 4), (66, 2), (130, 6)] {
             let data: Vec<u8> = (0..w * h * 3 / 2).map(|_| byte()).collect();
+            // The same samples as I420: the U plane, then the V plane.
+            let mut i420 = data[..w * h].to_vec();
+            i420.extend(data[w * h..].iter().step_by(2));
+            i420.extend(data[w * h..].iter().skip(1).step_by(2));
             let want = |x: usize, r: usize| {
                 let uv = w * h + (r / 2) * w + (x & !1);
                 yuv_to_rgb(&k, data[r * w + x], data[uv], data[uv + 1])
@@ -221,14 +230,20 @@ fn every_level_decodes_every_standard_as_the_reference() {
                         let resize = Resize { roi, ..Resize::default() };
                         let options =
                             Options { simd: Some(level), threads: Some(1), colour, resize, ..Options::default() };
-                        let source = Source::new(Format::Nv12, &data, w, h, None).unwrap();
-                        convert(&source, Destination::new(dst, &mut out, w, h, None).unwrap(), &options).unwrap();
-                        for (i, px) in out.chunks_exact(c).enumerate() {
-                            let mut rgb = want(i % w, i / w);
-                            if dst.name().starts_with("BGR") {
-                                rgb.reverse();
+                        for (src, data) in [(Format::Nv12, &data), (Format::I420, &i420)] {
+                            let source = Source::new(src, data, w, h, None).unwrap();
+                            convert(&source, Destination::new(dst, &mut out, w, h, None).unwrap(), &options).unwrap();
+                            for (i, px) in out.chunks_exact(c).enumerate() {
+                                let mut rgb = want(i % w, i / w);
+                                if dst.name().starts_with("BGR") {
+                                    rgb.reverse();
+                                }
+                                assert_eq!(
+                                    px[..3],
+                                    rgb,
+                                    "{colour} {level:?} {src} -> {dst} {w}x{h} at pixel {i}, roi {roi:?}"
+                                );
                             }
-                            assert_eq!(px[..3], rgb, "{colour} {level:?} -> {dst} {w}x{h} at pixel {i}, roi {roi:?}");
                         }
                     }
                 }
@@ -465,6 +480,51 @@ fn every_level_gathers_the_groups_named() {
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+    /// Every level's two-row decoder reads I420's U and V rows as it reads
+    /// NV12's interleaved row and as the scalar decoder does: any width (SIMD
+    /// steps and tails), chroma rows longer than needed, 3- and 4-byte
+    /// pixels, R, G, B in any order, several colour standards.
+    #[test]
+    fn pair_decoders_read_i420_planes_as_nv12(
+        half_width in 0usize..200,
+        spare in 0usize..40,
+        seed in proptest::prelude::any::<u64>(),
+        colour in 0usize..3,
+        bytes in 3usize..=4,
+        order in 0usize..3,
+    ) {
+        use crate::layout::colour::{Colour, Matrix, Range};
+        use crate::layout::plan::{Chroma, YuvOut};
+
+        let width = 2 * half_width;
+        let mut state = seed | 1;
+        let mut random = |n: usize| -> Vec<u8> {
+            (0..n).map(|_| { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state as u8 }).collect()
+        };
+        let (y0, y1, u, v) = (random(width), random(width), random(half_width + spare), random(half_width + spare));
+        let uv: Vec<u8> = u.iter().zip(&v).take(half_width).flat_map(|(&u, &v)| [u, v]).collect();
+        let colour = [
+            Colour::default(),
+            Colour { matrix: Matrix::Bt709, range: Range::Full },
+            Colour { matrix: Matrix::Bt2020, range: Range::Limited },
+        ][colour];
+        let pos = [[0, 1, 2], [2, 1, 0], [1, 2, 0]][order];
+        let out = YuvOut { pos, pad: (seed >> 8) as u8, bytes, k: colour.coefficients() };
+        let mut want = [vec![0u8; width * bytes], vec![0u8; width * bytes]];
+        let [w0, w1] = &mut want;
+        scalar::nv12_pair([&y0, &y1], Chroma::Interleaved(&uv), [w0, w1], &out);
+        for level in SimdLevel::available() {
+            let pair = nv12_pair_decoder(level, bytes);
+            for chroma in [Chroma::Planar(&u, &v), Chroma::Interleaved(&uv)] {
+                let mut got = [vec![0u8; width * bytes], vec![0u8; width * bytes]];
+                let [g0, g1] = &mut got;
+                // SAFETY: the level is available on this CPU.
+                unsafe { pair([&y0, &y1], chroma, [g0, g1], &out) };
+                proptest::prop_assert!(got == want, "{:?} {}-byte pixels at {:?}, width {}", level, bytes, pos, width);
+            }
+        }
+    }
+
     /// The x pass that decodes as it reads an 8-bit 4:2:0 source's planes
     /// (`Resample::yuv_linear`, where a level has one) equals decoding the
     /// whole row by the scalar decoder, then the scalar x pass: NV12 and

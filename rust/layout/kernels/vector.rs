@@ -19,7 +19,7 @@
 //! passes; the tail of a row goes to the scalar kernels.
 
 use super::super::colour::HALF;
-use super::super::plan::{Plan, YuvOut};
+use super::super::plan::{Chroma, Plan, YuvOut};
 use super::scalar;
 
 /// 16-bit float kinds of the packed kernels. BF16 rounds to nearest even;
@@ -147,6 +147,9 @@ pub(crate) trait Simd: Copy {
     /// `LANES` chroma pairs (`2 * LANES` bytes) as U - 128 and V - 128 (with
     /// `RGB_ORDER`, as V - 128 and U - 128 where `Job::Nv12` says `swapped`).
     unsafe fn chroma(t: &Self::Tables, uv: *const u8) -> [Self::I; 2];
+    /// `LANES` bytes at `a` and `LANES` at `b` (I420's U and V rows), each
+    /// less 128, lane j from byte j: as `chroma` has a pair's two bytes.
+    unsafe fn chroma_planes(a: *const u8, b: *const u8) -> [Self::I; 2];
     /// The fixed-point sums of R, G, B (each channel's byte is the sum
     /// `>> colour::SHIFT`, saturated to 0..=255 here) of the even and the
     /// odd pixels, and the pad, as `2 * LANES` 4-byte pixels at `out`
@@ -327,30 +330,55 @@ fn tail_16<const C: usize>(plan: &Plan, src: &[u8], i: usize, dst: &mut [u8]) {
     scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
 }
 
-/// `2 * LANES` pixels of NV12 a step to `BYTES`-byte pixels (3: R, G, B in
-/// some order; 4: and a pad): OpenCV's fixed-point arithmetic (colour.rs) in
-/// i32 lanes. The chroma terms, with the rounding half folded in, are
-/// computed once per pair of pixels and for `ROWS` (1 or 2) luma rows: NV12's
-/// and I420's two rows of a pair share their chroma row. The even and the odd
-/// pixels are computed apart, against the same terms, and interleaved by the
-/// store; saturating packs clamp to 0..=255 as `saturate_cast` does.
+/// `2 * LANES` pixels of NV12 or I420 a step to `BYTES`-byte pixels (3: R,
+/// G, B in some order; 4: and a pad): OpenCV's fixed-point arithmetic
+/// (colour.rs) in i32 lanes. The chroma terms, with the rounding half folded
+/// in, are computed once per pair of pixels and for `ROWS` (1 or 2) luma
+/// rows: the two rows of a pair share their chroma row, NV12's interleaved
+/// U,V row or I420's U and V rows, each read where it lies (`Simd::chroma`,
+/// `Simd::chroma_planes`: one loop, two loads). The even and the odd pixels
+/// are computed apart, against the same terms, and interleaved by the store;
+/// saturating packs clamp to 0..=255 as `saturate_cast` does.
 #[inline(always)]
 pub(crate) unsafe fn nv12_rows<S: Simd, const BYTES: usize, const ROWS: usize>(
     y: [&[u8]; ROWS],
-    uv: &[u8],
+    chroma: Chroma<'_>,
     dst: [&mut [u8]; ROWS],
     out: &YuvOut,
 ) {
     if !S::nv12_positions(out.pos) || out.bytes != BYTES {
-        for (y, dst) in y.into_iter().zip(dst) {
-            scalar::nv12_row(y, uv, dst, out);
-        }
-        return;
+        return tail_420::<ROWS, BYTES>(y, chroma, dst, out, 0);
     }
-    let n = (0..ROWS).fold(uv.len(), |n, r| n.min(y[r].len()).min(dst[r].len() / BYTES));
     let swapped = out.pos == [2, 1, 0];
-    let vector_out = if S::RGB_ORDER && swapped { out.swap_chroma() } else { *out };
     let t = S::tables::<4>(Job::Nv12 { pad: out.pad, swapped });
+    // Instantiated once per chroma layout, so that each loop has its load inline.
+    match chroma {
+        Chroma::Interleaved(uv) => {
+            rows_420::<S, BYTES, ROWS>(y, chroma, dst, out, &t, |i| S::chroma(&t, uv.as_ptr().add(i)))
+        }
+        Chroma::Planar(u, v) => {
+            // Where the vector stores write R, G, B only (`RGB_ORDER`), B, G, R
+            // reads V as U and U as V, as NV21 does (`Job::Nv12`'s `swapped`).
+            let (a, b) = if S::RGB_ORDER && swapped { (v, u) } else { (u, v) };
+            rows_420::<S, BYTES, ROWS>(y, chroma, dst, out, &t, |i| {
+                S::chroma_planes(a.as_ptr().add(i / 2), b.as_ptr().add(i / 2))
+            })
+        }
+    }
+}
+
+/// `nv12_rows`' loop, its chroma of pixels `i..i + 2 * LANES` from `load`.
+#[inline(always)]
+unsafe fn rows_420<S: Simd, const BYTES: usize, const ROWS: usize>(
+    y: [&[u8]; ROWS],
+    chroma: Chroma<'_>,
+    dst: [&mut [u8]; ROWS],
+    out: &YuvOut,
+    t: &S::Tables,
+    load: impl Fn(usize) -> [S::I; 2],
+) {
+    let n = (0..ROWS).fold(chroma.pixels(), |n, r| n.min(y[r].len()).min(dst[r].len() / BYTES));
+    let vector_out = if S::RGB_ORDER && out.pos == [2, 1, 0] { out.swap_chroma() } else { *out };
     let k = vector_out.k;
     // The rounding half, and what `luma_products` takes off, added once per chroma pair.
     let (factor, half) = (S::splat_i(S::luma_factor(k.cy)), S::splat_i(HALF - S::luma_bias(k.cy)));
@@ -358,7 +386,7 @@ pub(crate) unsafe fn nv12_rows<S: Simd, const BYTES: usize, const ROWS: usize>(
     let step = 2 * S::LANES;
     let mut i = 0;
     while i + step <= n {
-        let [u, v] = S::chroma(&t, uv.as_ptr().add(i));
+        let [u, v] = load(i);
         let terms = [
             S::add_i(S::mul_i(cvr, v), half),
             S::add_i(S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), half),
@@ -369,15 +397,32 @@ pub(crate) unsafe fn nv12_rows<S: Simd, const BYTES: usize, const ROWS: usize>(
             let [even, odd] = S::luma_products(y[r].as_ptr().add(i), k.y_offset, factor);
             let at = dst[r].as_mut_ptr().add(BYTES * i);
             if BYTES == 3 {
-                S::store_rgb_sums(&t, at, sums(even), sums(odd));
+                S::store_rgb_sums(t, at, sums(even), sums(odd));
             } else {
-                S::store_rgbx_sums(&t, at, sums(even), sums(odd));
+                S::store_rgbx_sums(t, at, sums(even), sums(odd));
             }
         }
         i += step;
     }
-    for r in 0..ROWS {
-        scalar::nv12_row(&y[r][i..], &uv[i.min(uv.len())..], &mut dst[r][BYTES * i..], out);
+    tail_420::<ROWS, BYTES>(y, chroma, dst, out, i);
+}
+
+/// Pixels `i..` of each row by the scalar decoder.
+fn tail_420<const ROWS: usize, const BYTES: usize>(
+    y: [&[u8]; ROWS],
+    chroma: Chroma<'_>,
+    dst: [&mut [u8]; ROWS],
+    out: &YuvOut,
+    i: usize,
+) {
+    let chroma = chroma.skip_pixels(i);
+    for (y, dst) in y.into_iter().zip(dst) {
+        let end = dst.len();
+        let (y, dst) = (&y[i.min(y.len())..], &mut dst[(BYTES * i).min(end)..]);
+        match chroma {
+            Chroma::Interleaved(uv) => scalar::nv12_row(y, uv, dst, out),
+            Chroma::Planar(u, v) => scalar::i420_row(y, u, v, dst, out),
+        }
     }
 }
 

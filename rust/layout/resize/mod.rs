@@ -327,7 +327,7 @@ impl<'a> RowReader<'a> {
         groups.pairs(next, gy2);
         groups.chroma(chroma, guv);
         // SAFETY: the decoder was picked for a level this CPU supports.
-        unsafe { (decode.pair)([gy, gy2], guv, [&mut self.scratch, second], &decode.out) };
+        unsafe { (decode.pair)([gy, gy2], Chroma::Interleaved(guv), [&mut self.scratch, second], &decode.out) };
         self.cached = Some(r);
         [&self.scratch, &self.second[1]]
     }

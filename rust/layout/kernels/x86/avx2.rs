@@ -267,6 +267,12 @@ impl Simd for Avx2 {
         -32768 * (cy >> 8)
     }
     #[inline(always)]
+    unsafe fn chroma_planes(a: *const u8, b: *const u8) -> [__m256i; 2] {
+        let minus_128 =
+            |p: *const u8| _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast())), _mm256_set1_epi32(128));
+        [minus_128(a), minus_128(b)]
+    }
+    #[inline(always)]
     unsafe fn chroma(t: &Avx2Tables, uv: *const u8) -> [__m256i; 2] {
         // U then V (or V then U, `swapped`): the split mask of `tables`.
         let c = _mm_shuffle_epi8(_mm_loadu_si128(uv.cast()), _mm256_castsi256_si128(t.masks[0]));

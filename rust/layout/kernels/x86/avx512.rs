@@ -311,6 +311,12 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         Avx2::luma_bias(cy)
     }
     #[inline(always)]
+    unsafe fn chroma_planes(a: *const u8, b: *const u8) -> [__m512i; 2] {
+        let minus_128 =
+            |p: *const u8| _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(p.cast())), _mm512_set1_epi32(128));
+        [minus_128(a), minus_128(b)]
+    }
+    #[inline(always)]
     unsafe fn chroma(t: &Avx512Tables, uv: *const u8) -> [__m512i; 2] {
         // Per lane U then V (or V then U, `swapped`: the split mask of
         // `tables`); then U 0-15, V 0-15.
