@@ -21,6 +21,7 @@ a burst of other work on the machine falls on both. Every timing is the best
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -70,6 +71,8 @@ def main() -> None:
     parser.add_argument("--stat", choices=("min", "median"), default="min", help="best or median of the runs (default: best)")
     parser.add_argument("--simd", default=None, help="npu_zc's code path, e.g. avx2 (default: the best this CPU has)")
     args = parser.parse_args()
+    if args.simd:  # as NPU_ZC_SIMD=... would: the results name the level (their own file, beside the best level's)
+        os.environ["NPU_ZC_SIMD"] = args.simd
     use_stat(args.stat)
     runs = args.runs
     cv2.setNumThreads(1)
