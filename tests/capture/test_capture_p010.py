@@ -14,6 +14,7 @@ camera preprocess (``CameraPreprocessor``) and a camera in ``Streams``
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,7 @@ class DriverFrame:
     def __init__(self, y: np.ndarray, uv: np.ndarray, sequence: int = 0, *, corrupt: bool = False,
                  dropped_before: int = 0, short: bool = False) -> None:
         self.sequence, self.corrupt, self.dropped_before, self.short = sequence, corrupt, dropped_before, short
+        self.views: list[weakref.ref[np.ndarray]] = []
         self.buffer = npu_zc.alloc(PITCH * ROWS, "memfd")
         rows = self.buffer.map("uint8", (ROWS, PITCH), writable=True)
         rows[:, 2 * W :] = 0xEE  # the pitch's padding: a reader that strays into it sees garbage
@@ -82,9 +84,15 @@ class DriverFrame:
             raise npu_zc.CameraFormatError(f"{W}x{H} P010: the frame holds fewer bytes than its {ROWS} rows need")
         span = PITCH * (ROWS - 1) + 2 * W
         words = self.buffer.map("uint8", writable=False)[:span].view("<u2")
-        return np.lib.stride_tricks.as_strided(words, shape=(ROWS, W), strides=(PITCH, 2), writeable=False)
+        view = np.lib.stride_tricks.as_strided(words, shape=(ROWS, W), strides=(PITCH, 2), writeable=False)
+        self.views.append(weakref.ref(view))
+        return view
 
     def release(self) -> None:
+        # As npu_zc.Frame.release: refused while a view of the frame is alive (the driver would overwrite it).
+        alive = sum(v() is not None for v in self.views)
+        if alive:
+            raise npu_zc.BufferInUseError(f"cannot release frame {self.sequence}: {alive} numpy view(s) of it are alive")
         self.released = True
 
 

@@ -73,11 +73,14 @@ class CameraSource:
                         raise SourceError(f"{self.name}: {short} frames in a row too short for their format: {exc}") from None
                     continue
                 short = 0
-                yield DecodedFrame(
+                item = DecodedFrame(
                     frame.sequence, fmt, planes, camera.width, camera.height, decoded,
                     frame.timestamp if hasattr(frame, "timestamp") else None, matrix, range_,
                     owner=frame, buffer=frame.buffer, _release=frame.release, lost_before=lost,
                 )  # fmt: skip
+                # No view of the frame may outlive the item's own: the driver's buffer is given back only when none is alive.
+                del planes
+                yield item
                 lost = 0
                 count += 1
         finally:
