@@ -82,6 +82,19 @@ def heap(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+KERNEL_FIXTURES = {"system_heap", "udmabuf", "vgem"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses a real kernel's device (a fixture above, or a `heap` other than memfd) is marked `kernel`
+    as if by hand: the VM runs only what is marked (`-m kernel`), and everything else runs on the host alone."""
+    kernel = pytest.mark.kernel
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if KERNEL_FIXTURES & set(getattr(item, "fixturenames", ())) or params.get("heap") in ("system", "udmabuf"):
+            item.add_marker(kernel)
+
+
 def open_fds() -> int:
     """Open fds, counted after a garbage collection: what an earlier test left for the collector (a buffer in a
     cycle) would otherwise close between a test's two counts and move them."""
