@@ -7,7 +7,7 @@
 //!     NPU_ZC_SIMD=avx2 perf record cargo run --release --example layout_timing
 //!
 //! Arguments: source format, destination format (normalised with ImageNet's
-//! mean and std unless it is RGBx/BGRx), WIDTHxHEIGHT (a 320x240 frame stays
+//! mean and std unless its elements are u8: RGBx, RGB...), WIDTHxHEIGHT (a 320x240 frame stays
 //! in L2: the kernel's own cost), how many calls (best of them counts), and
 //! threads (default 1; the memcpy beside it stays on one).
 
@@ -32,7 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
     let mut dst = vec![0u8; layout::frame_nbytes(dst_format, width, height, None)?];
-    let normalised = !matches!(dst_format, Format::Rgbx | Format::Bgrx);
+    let normalised = !matches!(dst_format.element(), layout::Element::U8);
     let options = Options {
         mean: normalised.then_some([123.675, 116.28, 103.53]),
         scale: normalised.then_some([58.395, 57.12, 57.375]),

@@ -20,7 +20,7 @@ use super::super::resample::{
 };
 use super::super::scalar;
 use super::super::vector::{bf16_high, Job, Quantise, Simd, Words, F16};
-use super::tables::{chroma_422_mask, chroma_split, in_order, luma_422_mask, Permutes};
+use super::tables::{chroma_422_mask, chroma_split, in_order, luma_422_mask, three_byte_pixels, Permutes};
 
 // `pixels_of_sums` takes `sum >> SHIFT` as the high word shifted by 4.
 const _: () = assert!(SHIFT == 20);
@@ -304,32 +304,31 @@ impl Simd for Avx2 {
     fn nv12_positions(pos: [usize; 3]) -> bool {
         pos == [0, 1, 2] || pos == [2, 1, 0]
     }
+    /// Each lane's 4 pixels stored by itself: 128-bit stores (a high lane's
+    /// is an extracting store) instead of two cross-lane permutes.
     #[inline(always)]
     unsafe fn store_rgbx_sums(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
         let [lo, hi] = Self::pixels_of_sums(t, even, odd);
-        _mm256_storeu_si256(out.cast(), _mm256_permute2x128_si256::<0x20>(lo, hi));
-        _mm256_storeu_si256(out.add(32).cast(), _mm256_permute2x128_si256::<0x31>(lo, hi));
+        _mm_storeu_si128(out.cast(), _mm256_castsi256_si128(lo));
+        _mm_storeu_si128(out.add(16).cast(), _mm256_castsi256_si128(hi));
+        _mm_storeu_si128(out.add(32).cast(), _mm256_extracti128_si256::<1>(lo));
+        _mm_storeu_si128(out.add(48).cast(), _mm256_extracti128_si256::<1>(hi));
     }
-    /// As `store_rgbx_sums`, then each lane's 4 pixels lose their pad bytes
-    /// (12 bytes at its start) and the lanes' 12 bytes are put together: 8
-    /// pixels in 24 bytes, stored as 16 + 8, twice.
+    /// Straight from the packed channel bytes: in each lane (8 pixels), two
+    /// pairs of byte shuffles make the 24 bytes of its 3-byte pixels, stored
+    /// as 16 + 8.
     #[inline(always)]
     unsafe fn store_rgb_sums(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
-        let [lo, hi] = Self::pixels_of_sums(t, even, odd);
-        let drop_pad = _mm256_setr_epi8(
-            0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128, //
-            0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128,
-        );
-        let gather = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7);
-        for (k, eight) in [_mm256_permute2x128_si256::<0x20>(lo, hi), _mm256_permute2x128_si256::<0x31>(lo, hi)]
-            .into_iter()
-            .enumerate()
-        {
-            let packed = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(eight, drop_pad), gather);
-            let at = out.add(24 * k);
-            _mm_storeu_si128(at.cast(), _mm256_castsi256_si128(packed));
-            _mm_storel_epi64(at.add(16).cast(), _mm256_extracti128_si256::<1>(packed));
-        }
+        let [rb, gp] = Self::channel_bytes(t, even, odd);
+        let run = |from: usize| {
+            let take = |v: __m256i, green: bool| _mm256_shuffle_epi8(v, both_lanes(three_byte_pixels(from, green)));
+            _mm256_or_si256(take(rb, false), take(gp, true))
+        };
+        let (head, tail) = (run(0), run(16));
+        _mm_storeu_si128(out.cast(), _mm256_castsi256_si128(head));
+        _mm_storel_epi64(out.add(16).cast(), _mm256_castsi256_si128(tail));
+        _mm_storeu_si128(out.add(24).cast(), _mm256_extracti128_si256::<1>(head));
+        _mm_storel_epi64(out.add(40).cast(), _mm256_extracti128_si256::<1>(tail));
     }
 }
 
@@ -341,13 +340,18 @@ impl Avx2 {
     /// it to a byte; then R, G, B and pad bytes are interleaved.
     #[inline(always)]
     unsafe fn pixels_of_sums(t: &Avx2Tables, even: [__m256i; 3], odd: [__m256i; 3]) -> [__m256i; 2] {
+        let [rb, gp] = Self::channel_bytes(t, even, odd);
+        let (rg, bp) = (_mm256_unpacklo_epi8(rb, gp), _mm256_unpackhi_epi8(rb, gp));
+        [_mm256_unpacklo_epi16(rg, bp), _mm256_unpackhi_epi16(rg, bp)]
+    }
+    /// The first half of `pixels_of_sums`: `[R 0-7, B 0-7 | R 8-15, B 8-15]`
+    /// and `[G 0-7, pad | G 8-15, pad]`.
+    #[inline(always)]
+    unsafe fn channel_bytes(t: &Avx2Tables, even: [__m256i; 3], odd: [__m256i; 3]) -> [__m256i; 2] {
         let words =
             |e: __m256i, o: __m256i| _mm256_srai_epi16::<4>(_mm256_blend_epi16::<0xAA>(_mm256_srli_epi32::<16>(e), o));
         let [r, g, b] = [words(even[0], odd[0]), words(even[1], odd[1]), words(even[2], odd[2])];
-        let rb = _mm256_packus_epi16(r, b); // R 0-7, B 0-7 | R 8-15, B 8-15
-        let gp = _mm256_packus_epi16(g, t.pad); // G, pad
-        let (rg, bp) = (_mm256_unpacklo_epi8(rb, gp), _mm256_unpackhi_epi8(rb, gp));
-        [_mm256_unpacklo_epi16(rg, bp), _mm256_unpackhi_epi16(rg, bp)]
+        [_mm256_packus_epi16(r, b), _mm256_packus_epi16(g, t.pad)]
     }
 }
 

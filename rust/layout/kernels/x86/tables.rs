@@ -112,6 +112,19 @@ pub(super) fn luma_422_mask(y_first: bool, odd: bool) -> [u8; 16] {
     std::array::from_fn(|i| if i % 4 == 1 || i % 4 == 2 { (4 * (i / 4) + at) as u8 } else { 0x80 })
 }
 
+/// In each 16-byte lane of 8 pixels' bytes packed as `[R 0-7, B 0-7]` (`rb`)
+/// and `[G 0-7, pad]` (`gp`), the mask that takes output bytes `from..from + 16`
+/// of the lane's 24-byte run of 3-byte pixels from `rb` (`green`: from `gp`);
+/// the bytes the other register gives, and those past the run, are zero.
+pub(super) fn three_byte_pixels(from: usize, green: bool) -> [u8; 16] {
+    std::array::from_fn(|i| match (from + i < 24, (from + i) / 3, (from + i) % 3) {
+        (true, p, 1) if green => p as u8,
+        (true, p, 0) if !green => p as u8,
+        (true, p, 2) if !green => (8 + p) as u8,
+        _ => 0x80,
+    })
+}
+
 /// The `shuffle_epi8` mask that puts a lane's 8 chroma pairs' first bytes
 /// in its low half and their second bytes in its high half (`swapped`: the
 /// other way round).
