@@ -20,7 +20,7 @@ use super::super::resample::{
 };
 use super::super::scalar;
 use super::super::vector::{bf16_high, Job, Quantise, Simd, Words, F16};
-use super::tables::{chroma_422_mask, chroma_split, in_order, luma_422_mask, three_byte_pixels, Permutes};
+use super::tables::{chroma_422_mask, chroma_split, in_order, luma_422_mask, Permutes, THREE_BYTE_PIXELS};
 
 // `pixels_of_sums` takes `sum >> SHIFT` as the high word shifted by 4.
 const _: () = assert!(SHIFT == 20);
@@ -304,15 +304,11 @@ impl Simd for Avx2 {
     fn nv12_positions(pos: [usize; 3]) -> bool {
         pos == [0, 1, 2] || pos == [2, 1, 0]
     }
-    /// Each lane's 4 pixels stored by itself: 128-bit stores (a high lane's
-    /// is an extracting store) instead of two cross-lane permutes.
     #[inline(always)]
     unsafe fn store_rgbx_sums(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
         let [lo, hi] = Self::pixels_of_sums(t, even, odd);
-        _mm_storeu_si128(out.cast(), _mm256_castsi256_si128(lo));
-        _mm_storeu_si128(out.add(16).cast(), _mm256_castsi256_si128(hi));
-        _mm_storeu_si128(out.add(32).cast(), _mm256_extracti128_si256::<1>(lo));
-        _mm_storeu_si128(out.add(48).cast(), _mm256_extracti128_si256::<1>(hi));
+        _mm256_storeu_si256(out.cast(), _mm256_permute2x128_si256::<0x20>(lo, hi));
+        _mm256_storeu_si256(out.add(32).cast(), _mm256_permute2x128_si256::<0x31>(lo, hi));
     }
     /// Straight from the packed channel bytes: in each lane (8 pixels), two
     /// pairs of byte shuffles make the 24 bytes of its 3-byte pixels, stored
@@ -320,11 +316,10 @@ impl Simd for Avx2 {
     #[inline(always)]
     unsafe fn store_rgb_sums(t: &Avx2Tables, out: *mut u8, even: [__m256i; 3], odd: [__m256i; 3]) {
         let [rb, gp] = Self::channel_bytes(t, even, odd);
-        let run = |from: usize| {
-            let take = |v: __m256i, green: bool| _mm256_shuffle_epi8(v, both_lanes(three_byte_pixels(from, green)));
-            _mm256_or_si256(take(rb, false), take(gp, true))
+        let run = |[from_rb, from_gp]: [[u8; 16]; 2]| {
+            _mm256_or_si256(_mm256_shuffle_epi8(rb, both_lanes(from_rb)), _mm256_shuffle_epi8(gp, both_lanes(from_gp)))
         };
-        let (head, tail) = (run(0), run(16));
+        let (head, tail) = (run(THREE_BYTE_PIXELS[0]), run(THREE_BYTE_PIXELS[1]));
         _mm_storeu_si128(out.cast(), _mm256_castsi256_si128(head));
         _mm_storel_epi64(out.add(16).cast(), _mm256_castsi256_si128(tail));
         _mm_storeu_si128(out.add(24).cast(), _mm256_extracti128_si256::<1>(head));

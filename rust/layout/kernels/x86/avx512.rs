@@ -373,9 +373,8 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     unsafe fn store_rgbx_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
         if VBMI {
             let [rb, gp] = Self::channel_bytes(t, even, odd);
-            for (k, index) in RGBX_FROM_CHANNELS.iter().enumerate() {
-                _mm512_storeu_si512(out.add(64 * k).cast(), _mm512_permutex2var_epi8(rb, table(index), gp));
-            }
+            _mm512_storeu_si512(out.cast(), _mm512_permutex2var_epi8(rb, table(&RGBX_FROM_CHANNELS[0]), gp));
+            _mm512_storeu_si512(out.add(64).cast(), _mm512_permutex2var_epi8(rb, table(&RGBX_FROM_CHANNELS[1]), gp));
             return;
         }
         let [lo, hi] = Self::pixels_of_sums(t, even, odd);
@@ -391,7 +390,8 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     unsafe fn store_rgb_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
         if VBMI {
             let [rb, gp] = Self::channel_bytes(t, even, odd);
-            let [first, second] = RGB_FROM_CHANNELS.map(|index| _mm512_permutex2var_epi8(rb, table(&index), gp));
+            let first = _mm512_permutex2var_epi8(rb, table(&RGB_FROM_CHANNELS[0]), gp);
+            let second = _mm512_permutex2var_epi8(rb, table(&RGB_FROM_CHANNELS[1]), gp);
             _mm512_storeu_si512(out.cast(), first);
             _mm256_storeu_si256(out.add(64).cast(), _mm512_castsi512_si256(second));
             return;

@@ -113,17 +113,26 @@ pub(super) fn luma_422_mask(y_first: bool, odd: bool) -> [u8; 16] {
 }
 
 /// In each 16-byte lane of 8 pixels' bytes packed as `[R 0-7, B 0-7]` (`rb`)
-/// and `[G 0-7, pad]` (`gp`), the mask that takes output bytes `from..from + 16`
-/// of the lane's 24-byte run of 3-byte pixels from `rb` (`green`: from `gp`);
-/// the bytes the other register gives, and those past the run, are zero.
-pub(super) fn three_byte_pixels(from: usize, green: bool) -> [u8; 16] {
-    std::array::from_fn(|i| match (from + i < 24, (from + i) / 3, (from + i) % 3) {
-        (true, p, 1) if green => p as u8,
-        (true, p, 0) if !green => p as u8,
-        (true, p, 2) if !green => (8 + p) as u8,
-        _ => 0x80,
-    })
-}
+/// and `[G 0-7, pad]` (`gp`), the masks that take output bytes 0-15 (`[0]`)
+/// and 16-23 (`[1]`) of the lane's 24-byte run of 3-byte pixels from `rb`
+/// (`[.][0]`) and from `gp` (`[.][1]`); the bytes the other register gives,
+/// and those past the run, are zero. A constant: computed in the kernel's
+/// loop, it was not always folded (20x slower).
+pub(super) const THREE_BYTE_PIXELS: [[[u8; 16]; 2]; 2] = {
+    let mut masks = [[[0x80u8; 16]; 2]; 2];
+    let mut byte = 0;
+    while byte < 24 {
+        let (p, c) = (byte / 3, byte % 3);
+        let (mask, from, at) = match c {
+            0 => (&mut masks[byte / 16][0], p, byte % 16),
+            1 => (&mut masks[byte / 16][1], p, byte % 16),
+            _ => (&mut masks[byte / 16][0], 8 + p, byte % 16),
+        };
+        mask[at] = from as u8;
+        byte += 1;
+    }
+    masks
+};
 
 /// The `shuffle_epi8` mask that puts a lane's 8 chroma pairs' first bytes
 /// in its low half and their second bytes in its high half (`swapped`: the
