@@ -73,25 +73,6 @@ const INTERLEAVE_WORDS: [[u8; 64]; 2] = {
     index
 };
 
-/// VBMI `vpermt2b` indices from the packed channel bytes of 32 pixels
-/// (`channel_bytes`: lane L of the first register `[R, B of pixels 8L..8L+8]`,
-/// of the second, bytes 64 on, `[G, pad]`) to pixels of `BYTES` bytes (R, G, B
-/// and for 4 the pad): output bytes 0-63, then 64-127 (for 3, only 64-95 are stored).
-const fn pixels_from_channels<const BYTES: usize>() -> [[u8; 64]; 2] {
-    let mut index = [[0u8; 64]; 2];
-    let mut i = 0;
-    while i < 128 {
-        let byte = if i < 32 * BYTES { i } else { 0 };
-        let (p, c) = (byte / BYTES, byte % BYTES);
-        let at = 16 * (p / 8) + p % 8;
-        index[i / 64][i % 64] = [at, 64 + at, 8 + at, 72 + at][c] as u8;
-        i += 1;
-    }
-    index
-}
-const RGBX_FROM_CHANNELS: [[u8; 64]; 2] = pixels_from_channels::<4>();
-const RGB_FROM_CHANNELS: [[u8; 64]; 2] = pixels_from_channels::<3>();
-
 /// The R, G, B bytes of 16 4-byte pixels.
 const COLOUR_BYTES: u64 = 0x7777_7777_7777_7777;
 
@@ -368,15 +349,8 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     }
     /// As AVX2's (`pixels_of_sums`), then the lanes (pixels 0-3, 8-11, ...
     /// and 4-7, 12-15, ...) put in order.
-    /// With VBMI, two byte permutes of the packed channel bytes.
     #[inline(always)]
     unsafe fn store_rgbx_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
-        if VBMI {
-            let [rb, gp] = Self::channel_bytes(t, even, odd);
-            _mm512_storeu_si512(out.cast(), _mm512_permutex2var_epi8(rb, table(&RGBX_FROM_CHANNELS[0]), gp));
-            _mm512_storeu_si512(out.add(64).cast(), _mm512_permutex2var_epi8(rb, table(&RGBX_FROM_CHANNELS[1]), gp));
-            return;
-        }
         let [lo, hi] = Self::pixels_of_sums(t, even, odd);
         let first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
         let second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
@@ -385,17 +359,8 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     }
     /// As `store_rgbx_sums`, then each lane's pads dropped and the lanes'
     /// 12 bytes put together: 16 pixels in 48 bytes, stored as 32 + 16, twice.
-    /// With VBMI, two byte permutes of the packed channel bytes (64 + 32 bytes).
     #[inline(always)]
     unsafe fn store_rgb_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
-        if VBMI {
-            let [rb, gp] = Self::channel_bytes(t, even, odd);
-            let first = _mm512_permutex2var_epi8(rb, table(&RGB_FROM_CHANNELS[0]), gp);
-            let second = _mm512_permutex2var_epi8(rb, table(&RGB_FROM_CHANNELS[1]), gp);
-            _mm512_storeu_si512(out.cast(), first);
-            _mm256_storeu_si256(out.add(64).cast(), _mm512_castsi512_si256(second));
-            return;
-        }
         let [lo, hi] = Self::pixels_of_sums(t, even, odd);
         let drop_pad =
             _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128));
@@ -419,19 +384,14 @@ impl<const VBMI: bool> Avx512<VBMI> {
     /// 24-27]` and `[4-7 | 12-15 | 20-23 | 28-31]`.
     #[inline(always)]
     unsafe fn pixels_of_sums(t: &Avx512Tables, even: [__m512i; 3], odd: [__m512i; 3]) -> [__m512i; 2] {
-        let [rb, gp] = Self::channel_bytes(t, even, odd);
-        let (rg, bp) = (_mm512_unpacklo_epi8(rb, gp), _mm512_unpackhi_epi8(rb, gp));
-        [_mm512_unpacklo_epi16(rg, bp), _mm512_unpackhi_epi16(rg, bp)]
-    }
-    /// The first half of `pixels_of_sums`: in lane L, `[R, B of pixels 8L..8L+8]`
-    /// and `[G of the same, pad]`.
-    #[inline(always)]
-    unsafe fn channel_bytes(t: &Avx512Tables, even: [__m512i; 3], odd: [__m512i; 3]) -> [__m512i; 2] {
         let words = |e: __m512i, o: __m512i| {
             _mm512_srai_epi16::<4>(_mm512_mask_blend_epi16(0xAAAA_AAAA, _mm512_srli_epi32::<16>(e), o))
         };
         let [r, g, b] = [words(even[0], odd[0]), words(even[1], odd[1]), words(even[2], odd[2])];
-        [_mm512_packus_epi16(r, b), _mm512_packus_epi16(g, t.pad)]
+        let rb = _mm512_packus_epi16(r, b);
+        let gp = _mm512_packus_epi16(g, t.pad);
+        let (rg, bp) = (_mm512_unpacklo_epi8(rb, gp), _mm512_unpackhi_epi8(rb, gp));
+        [_mm512_unpacklo_epi16(rg, bp), _mm512_unpackhi_epi16(rg, bp)]
     }
 }
 
