@@ -290,7 +290,7 @@ impl Simd for Avx2 {
             let words = _mm256_subs_epu8(_mm256_shuffle_epi8(q, both_lanes(mask)), offset);
             _mm256_madd_epi16(_mm256_xor_si256(words, signed), factor)
         };
-        [product(luma_422_mask(Y_FIRST, false)), product(luma_422_mask(Y_FIRST, true))]
+        [product(const { luma_422_mask(Y_FIRST, false) }), product(const { luma_422_mask(Y_FIRST, true) })]
     }
     #[inline(always)]
     unsafe fn chroma_422(t: &Avx2Tables, row: *const u8) -> [__m256i; 2] {

@@ -335,7 +335,7 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
             let words = _mm512_subs_epu8(_mm512_shuffle_epi8(q, all_lanes(mask)), offset);
             _mm512_madd_epi16(_mm512_xor_si512(words, signed), factor)
         };
-        [product(luma_422_mask(Y_FIRST, false)), product(luma_422_mask(Y_FIRST, true))]
+        [product(const { luma_422_mask(Y_FIRST, false) }), product(const { luma_422_mask(Y_FIRST, true) })]
     }
     #[inline(always)]
     unsafe fn chroma_422(t: &Avx512Tables, row: *const u8) -> [__m512i; 2] {

@@ -106,10 +106,19 @@ pub(super) fn chroma_422_mask(y_first: bool, swapped: bool, second: bool) -> [u8
 }
 
 /// In each 16-byte lane, pair k's even (`odd`) pixel's luma as the bytes
-/// [0, Y, Y, 0] of dword k (see `luma_products`).
-pub(super) fn luma_422_mask(y_first: bool, odd: bool) -> [u8; 16] {
-    let at = usize::from(!y_first) + 2 * usize::from(odd);
-    std::array::from_fn(|i| if i % 4 == 1 || i % 4 == 2 { (4 * (i / 4) + at) as u8 } else { 0x80 })
+/// [0, Y, Y, 0] of dword k (see `luma_products`). A `const fn`: the kernels'
+/// loops take it as a constant (`const { .. }`), never computed per step.
+pub(super) const fn luma_422_mask(y_first: bool, odd: bool) -> [u8; 16] {
+    let at = !y_first as usize + 2 * odd as usize;
+    let mut mask = [0x80u8; 16];
+    let mut i = 0;
+    while i < 16 {
+        if i % 4 == 1 || i % 4 == 2 {
+            mask[i] = (4 * (i / 4) + at) as u8;
+        }
+        i += 1;
+    }
+    mask
 }
 
 /// In each 16-byte lane of 8 pixels' bytes packed as `[R 0-7, B 0-7]` (`rb`)
