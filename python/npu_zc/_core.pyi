@@ -367,6 +367,8 @@ class CameraInfo:
 
 def cameras() -> list[CameraInfo]: ...
 
+CAMERA_SOURCE_FORMATS: dict[str, str]
+
 # --- detect: ByteTrack (rust/detect/track.rs; npu_zc.Tracker wraps it) ---
 
 @final

@@ -53,9 +53,12 @@ up as gaps in ``frame.sequence`` (``frame.dropped_before``, ``camera.dropped``).
 
 from __future__ import annotations
 
-from ._core import Camera, CameraFormat, CameraInfo, Frame, cameras
+from ._core import CAMERA_SOURCE_FORMATS, Camera, CameraFormat, CameraInfo, Frame, cameras
 
-__all__ = ["Camera", "CameraFormat", "CameraInfo", "Frame", "cameras", "describe_cameras"]
+# CAMERA_SOURCE_FORMATS: the camera formats (``Camera.format``'s names) the layout engine reads in place, each with
+# the engine's name for it ({"RGB3": "RGB", "GREY": "GRAY", "NV12": "NV12", ...}); the core's one table, which
+# ``CameraFormat.source_format`` also reads.
+__all__ = ["CAMERA_SOURCE_FORMATS", "Camera", "CameraFormat", "CameraInfo", "Frame", "cameras", "describe_cameras"]
 
 
 def describe_cameras(found: list[CameraInfo] | None = None) -> list[str]:

@@ -11,6 +11,22 @@ use rustix::io::Errno;
 use super::error::{Error, ErrorKind, Result};
 use super::sys;
 
+/// The camera formats the layout engine reads in place, by npu_zc's name for
+/// them (`Fourcc::name`), each with the engine's name: the one table behind
+/// `Fourcc::source_format`, `CameraFormat.source_format` and Python's
+/// `CAMERA_SOURCE_FORMATS` (the pipeline's and the streams' camera paths).
+pub const SOURCE_FORMATS: [(&str, &str); 9] = [
+    ("YUYV", "YUYV"),
+    ("UYVY", "UYVY"),
+    ("I420", "I420"),
+    ("NV12", "NV12"),
+    ("NV21", "NV21"),
+    ("P010", "P010"),
+    ("RGB3", "RGB"),
+    ("BGR3", "BGR"),
+    ("GREY", "GRAY"),
+];
+
 /// A pixel format code (`V4L2_PIX_FMT_*`), shown as its four characters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fourcc(pub u32);
@@ -63,18 +79,8 @@ impl Fourcc {
     /// place (`npu_zc.layout.SOURCE_FORMATS`); None where the engine has no
     /// decoder for it (compressed, Bayer, YVYU...).
     pub fn source_format(self) -> Option<&'static str> {
-        Some(match &self.0.to_le_bytes() {
-            b"YUYV" => "YUYV",
-            b"UYVY" => "UYVY",
-            b"YU12" => "I420",
-            b"NV12" => "NV12",
-            b"NV21" => "NV21",
-            b"P010" => "P010",
-            b"RGB3" => "RGB",
-            b"BGR3" => "BGR",
-            b"GREY" => "GRAY",
-            _ => return None,
-        })
+        let name = self.name();
+        SOURCE_FORMATS.iter().find(|(camera, _)| *camera == name).map(|(_, engine)| *engine)
     }
 
     /// The name npu_zc uses: I420 for YU12, `Y16-BE` for a big-endian twin

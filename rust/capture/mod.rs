@@ -13,7 +13,9 @@ mod image;
 mod stream;
 mod sys;
 
-pub use device::{cameras, CameraInfo, ControlInfo, Device, DeviceInfo, Format, FormatInfo, Fourcc, FrameSizes};
+pub use device::{
+    cameras, CameraInfo, ControlInfo, Device, DeviceInfo, Format, FormatInfo, Fourcc, FrameSizes, SOURCE_FORMATS,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use image::ImageView;
 pub use stream::{Buffers, Frame, Memory, Stream, WhenFull};

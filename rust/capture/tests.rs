@@ -157,3 +157,14 @@ proptest::proptest! {
         proptest::prop_assert!(f.view(v.span - 1).is_err());
     }
 }
+
+#[test]
+fn every_camera_format_the_engine_reads_is_named_and_a_layout_source() {
+    for (camera, engine) in SOURCE_FORMATS {
+        let fourcc = Fourcc::parse(camera).unwrap();
+        assert_eq!(fourcc.name(), camera, "npu_zc's own name, as Camera.format gives it");
+        assert_eq!(fourcc.source_format(), Some(engine));
+        let format: crate::layout::Format = engine.parse().unwrap();
+        assert!(format.is_source(), "{engine} is not a layout source");
+    }
+}

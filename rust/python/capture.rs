@@ -701,5 +701,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCameraFormat>()?;
     m.add_class::<PyCameraInfo>()?;
     m.add_function(wrap_pyfunction!(cameras, m)?)?;
+    let source_formats = PyDict::new(m.py()); // in the table's order
+    for (camera, engine) in capture::SOURCE_FORMATS {
+        source_formats.set_item(camera, engine)?;
+    }
+    m.add("CAMERA_SOURCE_FORMATS", source_formats)?;
     Ok(())
 }

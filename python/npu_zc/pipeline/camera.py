@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import layout
-from ..capture import Camera, Frame
+from ..capture import CAMERA_SOURCE_FORMATS, Camera, Frame
 from ..errors import CameraFormatError
 from .image import opencv
 from .pipeline import Pipeline
@@ -30,8 +30,8 @@ from .timing import Timings, progress_bar
 CAMERA_STAGES = ("capture", "preprocess", "infer", "postprocess")
 """``capture``: waiting for the driver's next frame (DQBUF); the rest as for file streams."""
 
-# Camera formats the layout engine converts to BGR itself (SIMD, one pass),
-# and those OpenCV converts (cv2.cvtColor codes by name).
+# Camera formats OpenCV converts to BGR (cv2.cvtColor codes by name): the way in for those the layout engine does not
+# read in place (CAMERA_SOURCE_FORMATS), e.g. YVYU.
 _OPENCV_CODES = {
     "YUYV": "COLOR_YUV2BGR_YUYV",
     "UYVY": "COLOR_YUV2BGR_UYVY",
@@ -44,8 +44,6 @@ _OPENCV_CODES = {
 }
 
 
-# V4L2 names of the camera formats whose layout-engine names differ.
-_V4L2_TO_LAYOUT = {"BGR3": "BGR", "RGB3": "RGB", "GREY": "GRAY"}
 
 
 class CameraPreprocessor:
@@ -83,9 +81,9 @@ class CameraPreprocessor:
         self.bgr: np.ndarray | None = None
         self._preprocess: Preprocessor | None = None
         self._convert: Callable[[np.ndarray], object] = lambda src: None
-        engine_name = _V4L2_TO_LAYOUT.get(fmt, fmt)
+        engine_name = CAMERA_SOURCE_FORMATS.get(fmt)
         matrix, range_ = colour or ("bt601", "limited")
-        if engine_name in layout.SOURCE_FORMATS:
+        if engine_name is not None:
             rows, cols = spec.region(height, width)
             self._one_pass = layout.Converter(
                 engine_name, spec.format, spec.width, spec.height, threads=1,
@@ -98,8 +96,7 @@ class CameraPreprocessor:
             )  # fmt: skip
             return
         if fmt not in _OPENCV_CODES:
-            supported = sorted(set(_OPENCV_CODES) | {k for k, v in _V4L2_TO_LAYOUT.items() if v in layout.SOURCE_FORMATS}
-                               | set(layout.SOURCE_FORMATS) & {"YUYV", "UYVY", "I420", "NV12", "NV21", "P010"})  # fmt: skip
+            supported = sorted(set(_OPENCV_CODES) | set(CAMERA_SOURCE_FORMATS))
             raise CameraFormatError(f"the pipeline cannot convert {fmt} camera frames; capture in one of: {', '.join(supported)}")
         self._buffer = alloc(height * width * 3, heap)
         self.bgr = self._buffer.map("uint8", (height, width, 3))

@@ -8,11 +8,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..capture import CAMERA_SOURCE_FORMATS
 from ..errors import CameraFormatError, SourceError, SourceNotFoundError
 from .frame import DecodedFrame
 
-# V4L2 names of the camera formats whose layout-engine names differ.
-_V4L2_TO_LAYOUT = {"BGR3": "BGR", "RGB3": "RGB", "GREY": "GRAY"}
 # Frames in a row too short for their format before a camera stream fails: a glitch is skipped, a driver that
 # always sends short frames is an error.
 SHORT_FRAMES_IN_A_ROW = 30
@@ -29,16 +28,15 @@ class CameraSource:
     live = True
 
     def __init__(self, camera: Any, *, name: str | None = None, limit: int | None = None, **camera_args: Any) -> None:
-        from .. import layout
-
         self._camera = None if isinstance(camera, (str, os.PathLike)) else camera
         self._device = os.fspath(camera) if self._camera is None else camera.device
         self._args = camera_args
         self.name = name or self._device
         self.limit = limit
         fmt = self._camera.format if self._camera is not None else camera_args.get("format", "YUYV")
-        if _V4L2_TO_LAYOUT.get(fmt, fmt) not in layout.SOURCE_FORMATS:
-            raise SourceError(f"{self.name}: the layout engine reads no {fmt} frames; capture YUYV, UYVY, NV12, P010, I420 or BGR3")
+        if fmt not in CAMERA_SOURCE_FORMATS:
+            readable = ", ".join(sorted(CAMERA_SOURCE_FORMATS))
+            raise SourceError(f"{self.name}: the layout engine reads no {fmt} frames; capture one of {readable}")
 
     def __repr__(self) -> str:
         return f"<CameraSource {self.name!r}>"
@@ -49,7 +47,7 @@ class CameraSource:
         stop = stop or threading.Event()
         camera = self._camera or Camera(self._device, **self._args)
         try:
-            fmt = _V4L2_TO_LAYOUT.get(camera.format, camera.format)
+            fmt = CAMERA_SOURCE_FORMATS[camera.format]  # checked above, or by the Camera this source opened
             matrix, range_ = getattr(camera, "colour", None) or (None, None)  # what the driver says of its YUV frames
             count = lost = short = 0
             while not stop.is_set() and (self.limit is None or count < self.limit):
