@@ -94,18 +94,46 @@ fn may_gather(format: Format) -> bool {
 
 /// Whether resizing `src` as `transform` says gathers the chroma groups the
 /// x taps read (a strong shrink; see `compact_columns`), as `run` would.
-pub(crate) fn gathers(src: Format, interpolation: Interpolation, transform: &Transform, level: SimdLevel) -> bool {
+pub(crate) fn gathers(
+    src: Format,
+    plan: &Plan,
+    interpolation: Interpolation,
+    transform: &Transform,
+    level: SimdLevel,
+) -> bool {
     may_gather(src)
         && Tables::cached(interpolation, transform.source.size(), transform.content.size(), true).groups.is_some()
-        && !fuses(src, interpolation, transform, level)
+        && !fuses(src, plan, interpolation, transform, level)
 }
 
 /// Whether resizing `src` as `transform` says decodes in the x pass, from
 /// the planes (`Resample::yuv_linear`), as `run` would.
-pub(crate) fn fuses(src: Format, interpolation: Interpolation, transform: &Transform, level: SimdLevel) -> bool {
-    fused_source(src)
-        && row_kernels(level, 4).0.yuv_linear.is_some()
-        && Tables::cached(interpolation, transform.source.size(), transform.content.size(), true).yuv_taps.is_some()
+pub(crate) fn fuses(
+    src: Format,
+    plan: &Plan,
+    interpolation: Interpolation,
+    transform: &Transform,
+    level: SimdLevel,
+) -> bool {
+    let tables = Tables::cached(interpolation, transform.source.size(), transform.content.size(), may_gather(src));
+    fused_pass(src, plan, &tables, &row_kernels(level, plan.src_channels).0).is_some()
+}
+
+/// The fused x pass's taps and kernel, where resizing with `tables` takes it:
+/// an 8-bit 4:2:0 source decoded to 4-byte pixels, a bilinear shrink strong
+/// enough for `YuvTaps`, and a level that has the kernel. `run` and `fuses`
+/// both ask here.
+fn fused_pass<'t>(
+    src: Format,
+    plan: &Plan,
+    tables: &'t Tables,
+    kernels: &RowKernels,
+) -> Option<(&'t YuvTaps, [YuvLinear; 2])> {
+    let decodes_to_4_bytes = plan.nv12.as_ref().is_some_and(|d| d.out.bytes == 4);
+    match (&tables.yuv_taps, kernels.yuv_linear) {
+        (Some(taps), Some(kernel)) if fused_source(src) && decodes_to_4_bytes => Some((taps, kernel)),
+        _ => None,
+    }
 }
 
 /// The sources whose bilinear shrinks the fused x pass reads: 8-bit 4:2:0.
@@ -168,13 +196,10 @@ pub(crate) fn run(
     let tables = Tables::cached(interpolation, source.size(), content.size(), may_gather(src.format()));
     let (method, mut groups) = (&tables.method, tables.groups.as_deref());
     let (kernels, _) = row_kernels(level, channels);
-    let fused = match (&tables.yuv_taps, kernels.yuv_linear) {
-        (Some(taps), Some(k)) if fused_source(src.format()) && decode.is_some_and(|d| d.out.bytes == 4) => {
-            groups = None; // nothing is gathered
-            Some((taps, k))
-        }
-        _ => None,
-    };
+    let fused = fused_pass(src.format(), plan, &tables, &kernels);
+    if fused.is_some() {
+        groups = None; // nothing is gathered
+    }
 
     // The fill pixel as a source pixel: destination channel k sits at plan.map[k].
     let mut fill_pixel = [0u8; 4];
