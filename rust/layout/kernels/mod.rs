@@ -249,7 +249,7 @@ macro_rules! kernels_of {
             blocks: $($m)::+::blocks::<$c>,
             weigh_rows: $($m)::+::weigh_rows,
             area_horizontal: $($m)::+::area_horizontal::<$c>,
-            yuv_linear: Some([$($m)::+::yuv_linear::<1>, $($m)::+::yuv_linear::<2>]),
+            yuv_linear: None, // a level's own, where it has one: `row_kernels`
         }
     };
 }
@@ -264,24 +264,27 @@ macro_rules! by_channels {
     };
 }
 
+/// The fused YUV x pass: AVX2's, the only one stamped (`stamp!`'s `fused`).
+#[cfg(target_arch = "x86_64")]
+const AVX2_FUSED: Option<[resample::YuvLinear; 2]> =
+    Some([x86::avx2::resample::yuv_linear::<1>, x86::avx2::resample::yuv_linear::<2>]);
+
 /// The row loops for `channels`-value pixels (1, 3 or 4) at `level`, and the
 /// name of the instruction set they were compiled for.
 pub(crate) fn row_kernels(level: SimdLevel, channels: usize) -> (RowKernels, &'static str) {
     match level {
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 => (by_channels!(x86::avx2::resample, channels), "avx2"),
+        SimdLevel::Avx2 => {
+            (RowKernels { yuv_linear: AVX2_FUSED, ..by_channels!(x86::avx2::resample, channels) }, "avx2")
+        }
         #[cfg(target_arch = "x86_64")]
         // The fused YUV x pass compiled for AVX2 at both x86 levels: LLVM's AVX-512 build of the same loop
         // ran 10-30% slower on the Xeon (docs/layout.md, "The resizing gather").
-        SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => (
-            RowKernels {
-                yuv_linear: Some([x86::avx2::resample::yuv_linear::<1>, x86::avx2::resample::yuv_linear::<2>]),
-                ..by_channels!(x86::avx512::resample, channels)
-            },
-            "avx512",
-        ),
+        SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => {
+            (RowKernels { yuv_linear: AVX2_FUSED, ..by_channels!(x86::avx512::resample, channels) }, "avx512")
+        }
         #[cfg(target_arch = "aarch64")]
-        SimdLevel::Neon => (RowKernels { yuv_linear: None, ..by_channels!(neon::resample, channels) }, "neon"),
-        _ => (RowKernels { yuv_linear: None, ..by_channels!(scalar::resample, channels) }, "scalar"),
+        SimdLevel::Neon => (by_channels!(neon::resample, channels), "neon"),
+        _ => (by_channels!(scalar::resample, channels), "scalar"),
     }
 }

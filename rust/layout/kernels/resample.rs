@@ -85,7 +85,9 @@ pub(crate) trait Resample {
     /// decoders decode them (`out.bytes` 4), then weighed as
     /// `horizontal_linear::<4>` weighs them. A strong shrink (4K -> 224)
     /// decodes only the two pixels a destination pixel reads, with nothing
-    /// gathered into scratch first.
+    /// gathered into scratch first. (Stamped for AVX2 alone, `stamp!`'s
+    /// `fused`: unused where there is no x86.)
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     #[inline(always)]
     fn yuv_linear<const ROWS: usize>(
         y: [&[u8]; 2],
@@ -100,6 +102,7 @@ pub(crate) trait Resample {
 
 /// Destination pixels `first..` of `Resample::yuv_linear`, one pixel at a
 /// time by the scalar decoder (the reference, and the SIMD loops' tails).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn yuv_linear_from<const ROWS: usize>(
     first: usize,

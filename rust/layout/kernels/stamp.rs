@@ -12,7 +12,8 @@
 //!   the wrappers of each family below for `Type`, as `pub(crate) unsafe fn`s
 //!   of the module it is written in; `[]` for portable code (no features).
 //!   Families: `conversion` (every `Simd`), `quads` (`Quads`), `words`
-//!   (`Words`: 10-bit YUV), `int8` (`Quantise`), `resample` (`Resample`).
+//!   (`Words`: 10-bit YUV), `int8` (`Quantise`), `resample` (`Resample`),
+//!   `fused` (`Resample::yuv_linear`: AVX2 alone).
 //! * `stamp!(@fn ["features"] name<const G: T, ...>(args) = callee)`, or
 //!   with `{ body }` in place of `= callee`: one such wrapper, for code in no
 //!   family (x86/avx2.rs's RGB <-> BGR swap).
@@ -80,11 +81,6 @@ macro_rules! stamp {
         $crate::layout::stamp!(@fn $f horizontal_linear2<const C: usize>(
             src: [&[u8]; 2], taps: &$crate::layout::kernels::resample::Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]
         ) = <$isa as $crate::layout::kernels::resample::Resample>::horizontal_linear2::<C>);
-        $crate::layout::stamp!(@fn $f yuv_linear<const ROWS: usize>(
-            y: [&[u8]; 2], chroma: $crate::layout::kernels::resample::Chroma<'_>,
-            taps: &$crate::layout::kernels::resample::YuvTaps, out: [&mut [i16]; 2],
-            yuv: &$crate::layout::plan::YuvOut
-        ) = <$isa as $crate::layout::kernels::resample::Resample>::yuv_linear::<ROWS>);
         $crate::layout::stamp!(@fn $f vertical_linear<>(r0: &[i16], r1: &[i16], w: [i16; 2], out: &mut [u8])
             = $crate::layout::kernels::resample::vertical_linear);
         $crate::layout::stamp!(@fn $f gather<const C: usize>(src: &[u8], index: &[u32], out: &mut [u8])
@@ -100,6 +96,15 @@ macro_rules! stamp {
         $crate::layout::stamp!(@fn $f area_horizontal<const C: usize>(
             acc: &[f32], taps: &$crate::layout::kernels::resample::Area, out: &mut [u8]
         ) = $crate::layout::kernels::resample::area_horizontal::<C>);
+    };
+    // The resize's x pass that decodes 8-bit 4:2:0 as it reads (`Resample::yuv_linear`): only where a level's
+    // own beats gathering and decoding rows (AVX2's, used at both x86 levels: `kernels::row_kernels`).
+    (@fused $isa:ty, $f:tt) => {
+        $crate::layout::stamp!(@fn $f yuv_linear<const ROWS: usize>(
+            y: [&[u8]; 2], chroma: $crate::layout::kernels::resample::Chroma<'_>,
+            taps: &$crate::layout::kernels::resample::YuvTaps, out: [&mut [i16]; 2],
+            yuv: &$crate::layout::plan::YuvOut
+        ) = <$isa as $crate::layout::kernels::resample::Resample>::yuv_linear::<ROWS>);
     };
     // One wrapper, with const generics (a level need not use every wrapper it
     // stamps, hence `allow(dead_code)`).

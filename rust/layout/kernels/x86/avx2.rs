@@ -526,7 +526,7 @@ impl Resample for Avx2 {
 
 /// The resize row loops for AVX2 (their features as they always were: no F16C).
 pub(crate) mod resample {
-    crate::layout::stamp!(super::Avx2, ["avx2,fma"]: resample);
+    crate::layout::stamp!(super::Avx2, ["avx2,fma"]: resample, fused);
 }
 
 #[inline(always)]
