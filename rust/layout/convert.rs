@@ -445,18 +445,16 @@ pub fn describe_resize(
     let interpolation = options.resize.interpolation;
     let method = resize::describe(interpolation, &transform, level, plan.src_channels);
     let mut steps = plan.description.clone();
-    if resize::fuses(src, &plan, interpolation, &transform, level) {
+    let path = resize::yuv_path(src, &plan, interpolation, &transform, level);
+    if path == resize::YuvPath::Fused {
         // The x pass decodes what it reads: no row is decoded (or interleaved) first.
         // (AVX2's at both x86 levels: `kernels::row_kernels`.)
         steps = steps.replacen(&yuv_decoder(src, level, 4).1, "avx2/yuv420-fused", 1);
     } else if src == Format::I420 {
         // A resize decodes NV12 rows: a strong shrink gathers I420's chroma groups from its
         // planes, a mild one interleaves its U and V rows first.
-        let before = if resize::gathers(src, &plan, interpolation, &transform, level) {
-            "scalar/i420-gather"
-        } else {
-            kernels::interleaver(level, 1).1
-        };
+        let before =
+            if path == resize::YuvPath::Gathered { "scalar/i420-gather" } else { kernels::interleaver(level, 1).1 };
         let decode = format!("{before} + {}", kernels::nv12_decoder(level, 4).1);
         steps = steps.replacen(&yuv_decoder(src, level, 4).1, &decode, 1);
     }

@@ -92,37 +92,40 @@ fn may_gather(format: Format) -> bool {
     format.is_yuv() && !format.is_10bit()
 }
 
-/// Whether resizing `src` as `transform` says gathers the chroma groups the
-/// x taps read (a strong shrink; see `compact_columns`), as `run` would.
-pub(crate) fn gathers(
-    src: Format,
-    plan: &Plan,
-    interpolation: Interpolation,
-    transform: &Transform,
-    level: SimdLevel,
-) -> bool {
-    may_gather(src)
-        && Tables::cached(interpolation, transform.source.size(), transform.content.size(), true).groups.is_some()
-        && !fuses(src, plan, interpolation, transform, level)
+/// How a resize of a YUV source reads it, as `run` does (what `describe` names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum YuvPath {
+    /// The x pass decodes as it reads, from the planes (`Resample::yuv_linear`).
+    Fused,
+    /// The chroma groups the x taps read are gathered, then decoded (a strong
+    /// shrink; see `compact_columns`).
+    Gathered,
+    /// Whole rows are decoded.
+    Rows,
 }
 
-/// Whether resizing `src` as `transform` says decodes in the x pass, from
-/// the planes (`Resample::yuv_linear`), as `run` would.
-pub(crate) fn fuses(
+/// How resizing `src` as `transform` says reads it at `level`.
+pub(crate) fn yuv_path(
     src: Format,
     plan: &Plan,
     interpolation: Interpolation,
     transform: &Transform,
     level: SimdLevel,
-) -> bool {
+) -> YuvPath {
     let tables = Tables::cached(interpolation, transform.source.size(), transform.content.size(), may_gather(src));
-    fused_pass(src, plan, &tables, &row_kernels(level, plan.src_channels).0).is_some()
+    if fused_pass(src, plan, &tables, &row_kernels(level, plan.src_channels).0).is_some() {
+        YuvPath::Fused
+    } else if tables.groups.is_some() {
+        YuvPath::Gathered
+    } else {
+        YuvPath::Rows
+    }
 }
 
 /// The fused x pass's taps and kernel, where resizing with `tables` takes it:
 /// an 8-bit 4:2:0 source decoded to 4-byte pixels, a bilinear shrink strong
-/// enough for `YuvTaps`, and a level that has the kernel. `run` and `fuses`
-/// both ask here.
+/// enough for `YuvTaps`, and a level that has the kernel. `run` and
+/// `yuv_path` both ask here.
 fn fused_pass<'t>(
     src: Format,
     plan: &Plan,
