@@ -79,12 +79,13 @@ vm_tests() {  # [test binary]
     [ -n "$files" ] || { echo "found no test marked kernel" >&2; return 1; }
     scripts/vm-run.sh bash -c "
         set -e
-        echo '--- rust core tests on the real kernel'
+        echo \"--- [\${SECONDS}s in the guest] rust core tests on the real kernel\"
         '$bin' --quiet buffer::
-        echo '--- pytest on the real kernel: every test marked kernel (each backend of the buffer API, vgem, vivid)'
+        echo \"--- [\${SECONDS}s] pytest on the real kernel: every test marked kernel (each backend of the buffer API, vgem, vivid)\"
         '$PY' -m pytest -q -p no:cacheprovider --durations=10 -m kernel $files
-        echo '--- soak: a camera and a file stream under injected faults, resources sampled (docs/soak.md)'
-        '$PY' scripts/soak.py --seconds 60"
+        echo \"--- [\${SECONDS}s] soak: a camera and a file stream under injected faults, resources sampled (docs/soak.md)\"
+        '$PY' scripts/soak.py --seconds 60
+        echo \"--- [\${SECONDS}s] done\""
 }
 vm() { step "$VM_STEP" vm_tests; }
 

@@ -27,7 +27,8 @@
 #     defaults to /tmp/hypothesis in the guest (thrown away with the VM).
 #
 # Environment:
-#   VM_TIMEOUT   limit for the whole VM run, in seconds or a `timeout` duration (1200)
+#   VM_TIMEOUT   limit for the whole VM run, in seconds or a `timeout` duration (1500: CI's
+#                machines emulate 1.5x slower than ours, and the step runs beside the aarch64 one)
 #   VM_MEMORY    guest memory, as for `qemu -m` (1G)
 #   VM_CPUS      guest vCPUs (1: the steadiest under software emulation)
 #   VM_OUT_DIR   host folder shared read-write as $NPU_ZC_VM_OUT (.cache/vm/out)
@@ -53,7 +54,7 @@ KERNEL_CACHE=$CACHE_DIR/kernel
 RUN_DIR=$CACHE_DIR/run
 OUT_DIR=${VM_OUT_DIR:-$CACHE_DIR/out}
 VENV=${VENV:-$REPO/.venv}
-VM_TIMEOUT=${VM_TIMEOUT:-1200}
+VM_TIMEOUT=${VM_TIMEOUT:-1500}
 VM_MEMORY=${VM_MEMORY:-1G}
 VM_CPUS=${VM_CPUS:-1}
 
@@ -368,7 +369,7 @@ ensure_kernel
 flock -u "$setup_lock"
 exec {setup_lock}>&-
 
-say "kernel $KERNEL_VERSION (Debian $KERNEL_PACKAGE), $VM_CPUS vCPU, $VM_MEMORY, software emulation, timeout ${VM_TIMEOUT}s"
+say "kernel $KERNEL_VERSION (Debian $KERNEL_PACKAGE), $VM_CPUS vCPU, $VM_MEMORY, software emulation, timeout ${VM_TIMEOUT}s (host set-up took ${SECONDS}s)"
 
 guest_script=$(mktemp --suffix=.sh "$RUN_DIR/run.XXXXXXXX")
 status_file=${guest_script%.sh}.status
