@@ -30,7 +30,7 @@ def _options(args: argparse.Namespace) -> CompileOptions:
     )
 
 
-def _pipeline(args: argparse.Namespace, mode: Mode) -> Pipeline:
+def _pipeline(args: argparse.Namespace, mode: Mode, latency_budget_ms: float | None = None) -> Pipeline:
     if args.hint == "throughput" and args.command == "compare":
         raise ValueError("compare times one frame at a time in both modes: drop --hint throughput (use run or stream)")
     if args.hint == "throughput" and mode == "copy":
@@ -48,7 +48,7 @@ def _pipeline(args: argparse.Namespace, mode: Mode) -> Pipeline:
         interpolation=args.interpolation,
         heap=args.heap,
         hint=args.hint,
-        options=_options(args),
+        options=_options(args) if latency_budget_ms is None else _options(args).with_latency_budget(latency_budget_ms),
         detect=_detect_options(args),
     )
 
@@ -228,6 +228,7 @@ def _streams(args: argparse.Namespace) -> int:
 
     from ..pipeline.outputs import AnnotatedVideos, JsonLines
     from ..pipeline.streams import Streams
+    from ..sources.video import is_network
 
     if args.non_zero_copy or args.two_process or args.drop:
         raise ValueError("several streams run zero-copy in one process, live sources dropping on their own "
@@ -249,7 +250,11 @@ def _streams(args: argparse.Namespace) -> int:
     if videos is not None:
         outputs.append(videos)
     live = None if args.no_progress or (args.json and not args.jsonl) or not sys.stderr.isatty() else report.LiveTable(sys.stderr)
-    streams = Streams(sources, _pipeline(args, "zero-copy"), requests=args.depth, realtime=args.realtime,
+    if args.latency_budget < 0:
+        raise ValueError(f"--latency-budget must be 0 (off) or positive, got {args.latency_budget:g}")
+    is_live = bool(args.realtime or args.camera or any(is_network(i) for i in args.input))
+    budget = args.latency_budget if is_live and args.latency_budget > 0 else None
+    streams = Streams(sources, _pipeline(args, "zero-copy", budget), requests=args.depth, realtime=args.realtime,
                       source_options=options, keep_frames=videos is not None, feeders=args.feeders,
                       deliverers=args.deliverers)  # fmt: skip
     try:

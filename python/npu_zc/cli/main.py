@@ -223,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--deliverers", type=_positive, metavar="N",
                       help="threads reading results and writing the outputs side by side, each stream's in order "
                       "(default: one per four cores, at least two)")
+    many.add_argument("--latency-budget", type=float, default=100.0, metavar="MS",
+                      help="with a live source (camera, URL, --realtime): frame to result; the CPU plugin's streams "
+                      "are fitted to it, fewer with more threads each (default 100; 0: the throughput hint's own)")
     cam = stream.add_argument_group("camera")
     cam.add_argument("--frames", type=_positive, help="with --camera: stop after this many frames (default: until Ctrl-C)")
     cam.add_argument("--size", type=_wxh, default=(640, 480), metavar="WxH", help="camera capture size (default 640x480)")

@@ -218,6 +218,7 @@ def streams_text(report: Any, saved: dict[int, Any] | None = None) -> str:
         f"model    {report.model} on {report.device}, zero-copy, {report.requests} requests in flight",
         f"streams  {len(report.streams)}: {report.frames} frames in {report.seconds:.2f} s, {report.fps:.1f} FPS in all, "
         f"{report.cpu_seconds / report.frames * 1000 if report.frames else 0:.2f} ms of CPU a frame",
+        *([f"fitted   {report.streams_fit}"] if report.streams_fit is not None else []),
         "",
         *stream_rows(report.streams),
     ]

@@ -47,6 +47,7 @@ from .camera import _even
 from .pipeline import DEFAULT_MODEL, Pipeline
 from .postprocess import for_frame
 from .preprocess import _LAYOUT_INTERPOLATION
+from ..runtime.latency_fit import StreamsFit
 from ..runtime.session import usable_cores
 from .throughput import default_requests
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
@@ -60,6 +61,9 @@ FILE_LANE_FRAMES = 2
 IDLE_CREDIT = 1
 """Frames a lane that had none may still be behind the others when its next one comes (it catches up that much):
 a decoder a moment late keeps its share, one idle for long gets no turns in a row for the time it was idle."""
+
+DEFAULT_LATENCY_BUDGET_MS = 100.0
+"""Frame to result, for live sources: the CPU plugin's streams are fitted to it (:mod:`npu_zc.runtime.latency_fit`)."""
 
 
 @dataclass
@@ -142,6 +146,8 @@ class StreamsReport:
     cpu_seconds: float
     streams: list[StreamStats]
     stages: dict[str, StageStats]
+    streams_fit: StreamsFit | None = None
+    """How the CPU plugin's streams were fitted to the latency budget (:attr:`Streams.streams_fit`)."""
 
     @property
     def frames(self) -> int:
@@ -159,7 +165,8 @@ class StreamsReport:
         return {"model": self.model, "device": self.device, "requests": self.requests, "seconds": self.seconds,
                 "cpu_seconds": self.cpu_seconds, "frames": self.frames, "fps": self.fps,
                 "streams": [s.to_dict() for s in self.streams],
-                "stages_ms": {k: v.to_dict() for k, v in self.stages.items()}}  # fmt: skip
+                "stages_ms": {k: v.to_dict() for k, v in self.stages.items()},
+                "streams_fit": None if self.streams_fit is None else self.streams_fit.to_dict()}  # fmt: skip
 
 
 Overlay = Callable[[np.ndarray, Any], np.ndarray]
@@ -246,7 +253,13 @@ class Streams:
     ``deliverers``: threads that read the results and call the outputs, side by
     side, each stream's results still in its frame order (default
     :func:`default_deliverers`; with more than one, an output is called from
-    several threads at once, for different streams).
+    several threads at once, for different streams). ``latency_budget_ms``:
+    frame to result for live sources; where a live source is among them and
+    the model is compiled here for the CPU, the plugin's streams are fitted to
+    it (fewer, with more threads each, until one inference takes a fifth of
+    it: :attr:`streams_fit` says what was tried); ``None`` keeps the
+    throughput hint's own (the most frames a second). Files alone are not
+    fitted: nothing waits for their results.
 
     Use :meth:`run` (blocks, Ctrl-C stops it cleanly) with ``on_result``
     callbacks, and read the :class:`StreamsReport`.
@@ -265,24 +278,22 @@ class Streams:
         keep_frames: bool = False,
         feeders: int | None = None,
         deliverers: int | None = None,
+        latency_budget_ms: float | None = DEFAULT_LATENCY_BUDGET_MS,
         **pipeline_options: Any,
     ) -> None:
         from ..sources import open_source
 
         if not sources:
             raise InvalidArgumentError("Streams needs at least one source")
-        self._owns_pipeline = not isinstance(model, Pipeline)
-        self.pipeline: Pipeline = model if isinstance(model, Pipeline) else Pipeline(model, device, hint="throughput", **pipeline_options)
-        if not self.pipeline.zero_copy:
-            raise InvalidArgumentError("Streams runs zero-copy (its buffers are bound to the model): drop copy mode")
-        self.requests = int(requests) if requests is not None else default_requests(self.pipeline.session.optimal_requests)
-        if self.requests < 1:
-            raise InvalidArgumentError(f"requests must be at least 1, got {self.requests}")
+        if requests is not None and int(requests) < 1:
+            raise InvalidArgumentError(f"requests must be at least 1, got {requests}")
         self.keep_frames = keep_frames
         if feeders is not None and int(feeders) < 1:
             raise InvalidArgumentError(f"feeders must be at least 1, got {feeders}")
         if deliverers is not None and int(deliverers) < 1:
             raise InvalidArgumentError(f"deliverers must be at least 1, got {deliverers}")
+        if latency_budget_ms is not None and not latency_budget_ms > 0:
+            raise InvalidArgumentError(f"latency_budget_ms must be positive (or None), got {latency_budget_ms}")
         options = dict(source_options or {})
         if realtime:
             options["realtime"] = True
@@ -300,6 +311,21 @@ class Streams:
                 error = exc
             self.lanes.append(_Lane(stream, source if source is not None else _Named(spec), error,
                                     tracker() if tracker is not None else None, self._lock))  # fmt: skip
+        self._owns_pipeline = not isinstance(model, Pipeline)
+        if isinstance(model, Pipeline):
+            self.pipeline: Pipeline = model
+        else:
+            if latency_budget_ms is not None and any(lane.live for lane in self.lanes):
+                from ..runtime import CompileOptions
+
+                given = pipeline_options.get("options") or CompileOptions()
+                pipeline_options["options"] = given.with_latency_budget(latency_budget_ms)
+            self.pipeline = Pipeline(model, device, hint="throughput", **pipeline_options)
+        if not self.pipeline.zero_copy:
+            raise InvalidArgumentError("Streams runs zero-copy (its buffers are bound to the model): drop copy mode")
+        self.streams_fit: StreamsFit | None = self.pipeline.session.streams_fit
+        """How NUM_STREAMS was fitted to ``latency_budget_ms`` (CPU, live sources, a model compiled here); else None."""
+        self.requests = int(requests) if requests is not None else default_requests(self.pipeline.session.optimal_requests)
         # N decoders side by side: each gets its share of the cores (frame threads beyond that only add threads,
         # and each frame thread delays a live stream's output by a frame).
         videos = [lane.source for lane in self.lanes if hasattr(lane.source, "thread_count")]
@@ -411,7 +437,7 @@ class Streams:
             raise outcome["error"]
         return StreamsReport(
             model=self.pipeline.model_name, device=self.pipeline.device, requests=self.requests, seconds=seconds,
-            cpu_seconds=_cpu_seconds() - cpu0, streams=self.stats, stages=self.timings.stats(),
+            cpu_seconds=_cpu_seconds() - cpu0, streams=self.stats, stages=self.timings.stats(), streams_fit=self.streams_fit,
         )  # fmt: skip
 
     def _read(self, lane: _Lane) -> None:
@@ -680,5 +706,5 @@ def _cpu_seconds() -> float:
     return times.user + times.system
 
 
-__all__ = ["IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_deliverers",
+__all__ = ["DEFAULT_LATENCY_BUDGET_MS", "IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_deliverers",
            "default_feeders"]  # fmt: skip

@@ -23,6 +23,7 @@ from .device import DeviceChoice, choose_device, core, is_available, plugin_mess
 from .model import ImageInput, Mode, Normalisation, PreparedModel, TensorSpec, prepare
 from .quantisation import InputQuantisation
 from .binding import BindingReport, copy_report
+from .latency_fit import StreamsFit, fit_streams, median_inference_ms
 from .queue import AsyncQueue
 from .request import Request
 from .target import Target
@@ -67,6 +68,11 @@ class CompileOptions:
     npu_enable_strides_for: str | None = None
     """NPU_ENABLE_STRIDES_FOR: the inputs/outputs (names, comma-separated) whose tensors may be strided, so that a
     camera frame with padded rows is read as it is."""
+    latency_budget_ms: float | None = None
+    """CPU, throughput hint: fit NUM_STREAMS to a live stream's budget from frame to result. The compiled model's
+    streams are halved (each inference gets twice the threads) until one inference takes at most a fifth of it,
+    or one stream is left (:func:`npu_zc.runtime.latency_fit.fit_streams`; :attr:`Session.streams_fit` says what
+    was tried). Unless NUM_STREAMS or INFERENCE_NUM_THREADS is given."""
     run_inferences_sequentially: bool | None = None
     """RUN_INFERENCES_SEQUENTIALLY (NPU): requests run one after the other in submission order; async only (a
     request's ``infer()`` then starts and waits)."""
@@ -91,6 +97,14 @@ class CompileOptions:
     NPU_ONLY = ("NPU_TURBO", "NPU_ENABLE_STRIDES_FOR", "RUN_INFERENCES_SEQUENTIALLY")
     """What NPU users ask for by name: refused, in one sentence, where the session does not run on an NPU (the
     other ``npu_*`` options are tuning, dropped and listed in :attr:`Session.ignored_options`)."""
+
+    def with_latency_budget(self, budget_ms: float) -> "CompileOptions":
+        """These options with :attr:`latency_budget_ms`, unless they have one or fix the CPU's streams themselves."""
+        if self.latency_budget_ms is not None or self.num_threads is not None:
+            return self
+        if {"NUM_STREAMS", "INFERENCE_NUM_THREADS"} & {str(key) for key in self.extra}:
+            return self
+        return dataclasses.replace(self, latency_budget_ms=budget_ms)
 
     def to_config(self, supported: Sequence[str] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
         """``(config, ignored)``: the property map for ``compile_model``, and the options left out and why.
@@ -165,6 +179,8 @@ class Session:
         self.config = config
         """The properties passed to ``compile_model``."""
         self.ignored_options = ignored_options
+        self.streams_fit: StreamsFit | None = None
+        """What fitting NUM_STREAMS to :attr:`CompileOptions.latency_budget_ms` tried and kept; None when not asked."""
         self._first_lock = threading.Lock()
         self.target = Target(
             compiled, choice.device, prepared.inputs, prepared.outputs, context, self._record_first_inference,
@@ -317,39 +333,66 @@ def compile_model(
         what = f"{refused[0]} is an NPU option" if len(refused) == 1 else f"{', '.join(refused)} are NPU options"
         fix = "ask for device='NPU'" if is_available("NPU") else "no NPU is usable here (npu-zc info says why)"
         raise DeviceNotFoundError(f"{what} and this session runs on the {choice.device}: {fix}; or leave {'it' if len(refused) == 1 else 'them'} out")
-    if (
-        options.reserved_cores > 0
-        and choice.device == "CPU"
-        and str(config.get("PERFORMANCE_HINT", "")).upper() == "THROUGHPUT"
-        and not {"NUM_STREAMS", "INFERENCE_NUM_THREADS"} & config.keys()
-    ):
+    if options.latency_budget_ms is not None and not options.latency_budget_ms > 0:
+        raise InvalidArgumentError(f"latency_budget_ms must be positive, got {options.latency_budget_ms}")
+    throughput_cpu = choice.device == "CPU" and str(config.get("PERFORMANCE_HINT", "")).upper() == "THROUGHPUT"
+    streams_given = bool({"NUM_STREAMS", "INFERENCE_NUM_THREADS"} & config.keys())
+    if options.reserved_cores > 0 and throughput_cpu and not streams_given:
         config["NUM_STREAMS"] = max(1, usable_cores() - options.reserved_cores)
     if config.get("CACHE_DIR"):
         Path(config["CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
 
     context = remote.default_context(choice.device) if choice.device.split(".")[0] in ("NPU", "GPU") else None
+
+    def session_of(config: dict[str, Any]) -> Session:
+        compiled, startup = _compile(prepared, choice.device, context, config)
+        return Session(prepared, compiled, choice, context, startup, config, ignored)
+
+    session = session_of(config)
+    if options.latency_budget_ms is not None and throughput_cpu and not streams_given:
+        session, fit = fit_streams(
+            session,
+            int(session.property("NUM_STREAMS")),
+            lambda streams: session_of({**config, "NUM_STREAMS": streams}),
+            _inference_ms,
+            options.latency_budget_ms,
+        )
+        session.streams_fit = fit
+    return session
+
+
+def _compile(prepared: PreparedModel, device: str, context: Any | None, config: dict[str, Any]) -> tuple[Any, Startup]:
+    """The plugin's compiled model and how long it took, or one sentence (a typed error) of why not."""
     started = time.perf_counter()
     try:
         if context is not None:
             # Compiled in the device's default context, so its remote tensors can be bound.
             compiled = core().compile_model(prepared.model, context, config)
         else:
-            compiled = core().compile_model(prepared.model, choice.device, config)
+            compiled = core().compile_model(prepared.model, device, config)
     except RuntimeError as exc:
         message = plugin_message(exc)
         lowered = message.lower()
-        if choice.device != "CPU" and any(sign in lowered for sign in _NO_DEVICE_SIGNS):
-            raise DeviceNotFoundError(why_unavailable(choice.device)) from None
+        if device != "CPU" and any(sign in lowered for sign in _NO_DEVICE_SIGNS):
+            raise DeviceNotFoundError(why_unavailable(device)) from None
         if "property" in lowered or "configuration key" in lowered:
-            raise InvalidArgumentError(f"{choice.device} refused a property: {message}") from None
-        raise ModelError(f"{choice.device} cannot compile {prepared.source or 'the model'}: {message}") from None
+            raise InvalidArgumentError(f"{device} refused a property: {message}") from None
+        raise ModelError(f"{device} cannot compile {prepared.source or 'the model'}: {message}") from None
     compile_ms = (time.perf_counter() - started) * 1000
     try:
         from_cache = bool(compiled.get_property("LOADED_FROM_CACHE"))
     except RuntimeError:
         from_cache = False
-    startup = Startup(compile_ms, from_cache, config.get("CACHE_DIR"))
-    return Session(prepared, compiled, choice, context, startup, config, ignored)
+    return compiled, Startup(compile_ms, from_cache, config.get("CACHE_DIR"))
+
+
+def _inference_ms(session: Session) -> float:
+    """One inference's median time on zero inputs, in the request's own memory."""
+    import numpy as np
+
+    request = session.create_request()
+    zeros = [np.zeros(spec.shape, spec.dtype) for spec in session.inputs]
+    return median_inference_ms(lambda: request.infer_copy(zeros))
 
 
 def measure_startup(

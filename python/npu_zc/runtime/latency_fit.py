@@ -1,0 +1,115 @@
+"""Fitting the CPU plugin's streams to a latency budget.
+
+Under the throughput hint the CPU plugin runs as many inferences side by side
+as it has cores (``NUM_STREAMS``), each on one core: the most frames a second,
+but every frame waits for the whole model on a single core. For a small
+classifier that is a few milliseconds; for a detector it can be most of a live
+stream's budget (YOLOv8n on the 16-core Xeon: 42-46 ms an inference, a p99 of
+107-124 ms inside the plugin, so no stream held a p99 under 100 ms). Fewer
+streams give each inference more threads: lower latency, fewer frames a second.
+
+:func:`fit_streams` halves ``NUM_STREAMS`` (doubling the threads of each
+inference) until one inference, measured on the compiled model, takes at most
+:data:`LATENCY_SHARE` of the budget, or one stream is left. The share leaves
+room for what a live frame also waits for: the plugin's own tail (its p99 was
+2.5-3.5x its mean on the Xeon), decoding, the queue and delivery. On the Xeon's
+figures it keeps every stream for EfficientNet-Lite0 (6.4 ms) and picks four
+streams of four threads for YOLOv8n, the setting that held the most streams
+there by hand (``docs/streams.md``).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable, TypeVar
+
+LATENCY_SHARE = 0.2
+"""The part of the latency budget one inference may take."""
+
+MEASURE_RUNS = 7
+"""Timed inferences per candidate (after one warm-up), fewer for a slow model: see :data:`MEASURE_SECONDS`."""
+
+MEASURE_SECONDS = 1.0
+"""Per candidate, timing stops after this long once three inferences are timed."""
+
+Compiled = TypeVar("Compiled")
+
+
+@dataclass(frozen=True)
+class StreamsFit:
+    """What :func:`fit_streams` tried, in order: ``(NUM_STREAMS, median ms of one inference)``; the last is kept."""
+
+    budget_ms: float
+    tried: tuple[tuple[int, float], ...]
+
+    @property
+    def num_streams(self) -> int:
+        return self.tried[-1][0]
+
+    @property
+    def latency_ms(self) -> float:
+        """One inference's median time with :attr:`num_streams`."""
+        return self.tried[-1][1]
+
+    @property
+    def limit_ms(self) -> float:
+        """What one inference may take: :data:`LATENCY_SHARE` of the budget."""
+        return self.budget_ms * LATENCY_SHARE
+
+    @property
+    def fits(self) -> bool:
+        return self.latency_ms <= self.limit_ms
+
+    @property
+    def changed(self) -> bool:
+        """Whether fewer streams were chosen than the hint's own."""
+        return len(self.tried) > 1
+
+    def to_dict(self) -> dict[str, object]:
+        return {"budget_ms": self.budget_ms, "limit_ms": round(self.limit_ms, 3), "num_streams": self.num_streams,
+                "fits": self.fits, "tried": [{"num_streams": n, "latency_ms": round(ms, 3)} for n, ms in self.tried]}  # fmt: skip
+
+    def __str__(self) -> str:
+        steps = ", ".join(f"{n}: {ms:.1f} ms" for n, ms in self.tried)
+        verdict = "within" if self.fits else "still above"
+        return (f"NUM_STREAMS {self.num_streams}: one inference {self.latency_ms:.1f} ms, {verdict} "
+                f"{self.limit_ms:.1f} ms ({LATENCY_SHARE:.0%} of the {self.budget_ms:g} ms budget; tried NUM_STREAMS {steps})")  # fmt: skip
+
+
+def fit_streams(
+    compiled: Compiled,
+    streams: int,
+    recompile: Callable[[int], Compiled],
+    measure_ms: Callable[[Compiled], float],
+    budget_ms: float,
+) -> tuple[Compiled, StreamsFit]:
+    """Halve ``streams`` until one inference takes at most :data:`LATENCY_SHARE` of ``budget_ms``, or 1 is left.
+
+    ``compiled`` was compiled with ``streams`` streams; ``recompile(n)`` compiles
+    with ``n``; ``measure_ms`` times one inference of a compiled model. Returns
+    the last compiled model and what was tried.
+    """
+    if not budget_ms > 0:
+        raise ValueError(f"a latency budget must be positive, got {budget_ms}")
+    limit = budget_ms * LATENCY_SHARE
+    tried = [(streams, measure_ms(compiled))]
+    while tried[-1][1] > limit and streams > 1:
+        streams = max(1, streams // 2)
+        compiled = recompile(streams)
+        tried.append((streams, measure_ms(compiled)))
+    return compiled, StreamsFit(budget_ms, tuple(tried))
+
+
+def median_inference_ms(infer: Callable[[], object]) -> float:
+    """The median time of ``infer()`` over :data:`MEASURE_RUNS` calls after a warm-up (at least three, fewer than
+    all when they pass :data:`MEASURE_SECONDS`)."""
+    infer()
+    times: list[float] = []
+    started = time.perf_counter()
+    while len(times) < MEASURE_RUNS and (len(times) < 3 or time.perf_counter() - started < MEASURE_SECONDS):
+        t0 = time.perf_counter()
+        infer()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)

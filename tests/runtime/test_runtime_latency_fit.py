@@ -1,0 +1,151 @@
+"""Fitting the CPU plugin's streams to a latency budget: the halving rule, then real compilations read back."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from npu_zc.errors import InvalidArgumentError
+from npu_zc.runtime.latency_fit import LATENCY_SHARE, StreamsFit, fit_streams, median_inference_ms
+
+# --- the rule, on a cost model: an inference of W ms of work spread over the threads of one stream of N cores ---
+
+
+def _fit(work_ms: float, cores: int, budget_ms: float) -> tuple[int, StreamsFit, list[int]]:
+    compiled: list[int] = []
+
+    def recompile(streams: int) -> int:
+        compiled.append(streams)
+        return streams
+
+    kept, fit = fit_streams(cores, cores, recompile, lambda streams: work_ms / (cores // streams), budget_ms)
+    return kept, fit, compiled
+
+
+def test_a_model_within_the_budget_keeps_the_hints_streams() -> None:
+    kept, fit, compiled = _fit(6.4, 16, 100.0)
+    assert (kept, compiled, fit.num_streams, fit.changed, fit.fits) == (16, [], 16, False, True)
+    assert fit.tried == ((16, 6.4),)
+
+
+def test_a_slow_model_gets_fewer_streams_until_one_inference_fits() -> None:
+    # 44 ms on one core: 22 ms on two (above 20 = a fifth of 100), 11 ms on four.
+    kept, fit, compiled = _fit(44.0, 16, 100.0)
+    assert compiled == [8, 4] and kept == 4
+    assert [n for n, _ in fit.tried] == [16, 8, 4]
+    assert fit.latency_ms == pytest.approx(11.0) and fit.fits and fit.changed
+    assert fit.limit_ms == pytest.approx(100.0 * LATENCY_SHARE)
+
+
+def test_it_stops_at_one_stream_and_says_it_does_not_fit() -> None:
+    kept, fit, compiled = _fit(1000.0, 16, 100.0)
+    assert compiled == [8, 4, 2, 1] and kept == 1
+    assert not fit.fits and fit.num_streams == 1
+    assert "still above" in str(fit) and "tried NUM_STREAMS 16: 1000.0 ms, 8" in str(fit)
+    assert fit.to_dict()["tried"][-1] == {"num_streams": 1, "latency_ms": 62.5}
+
+
+def test_odd_core_counts_halve_down_to_one() -> None:
+    compiled: list[int] = []
+    fit_streams(15, 15, lambda n: compiled.append(n) or n, lambda n: 1e6, 100.0)
+    assert compiled == [7, 3, 1]
+
+
+@pytest.mark.parametrize("budget", [0.0, -5.0, math.nan])
+def test_the_rule_refuses_a_budget_that_is_not_positive(budget: float) -> None:
+    with pytest.raises(ValueError, match="positive"):
+        fit_streams(4, 4, lambda n: n, lambda n: 1.0, budget)
+
+
+def test_each_candidate_is_timed_after_a_warm_up_and_a_slow_one_briefly() -> None:
+    import time
+
+    from npu_zc.runtime.latency_fit import MEASURE_RUNS, MEASURE_SECONDS
+
+    calls: list[float] = []
+    median_inference_ms(lambda: calls.append(0.0))
+    assert len(calls) == 1 + MEASURE_RUNS
+    calls.clear()
+    slow = MEASURE_SECONDS / 2.5  # three of them pass the time allowed
+    ms = median_inference_ms(lambda: calls.append(time.sleep(slow) or slow))
+    assert len(calls) == 1 + 3
+    assert ms >= slow * 1000
+
+
+# --- real compilations on the CPU plugin, read back ---
+
+openvino = pytest.importorskip("openvino")
+
+
+def _model() -> Any:
+    """A small real model (a strided convolution over a 224x224 picture): milliseconds on one core."""
+    import openvino.opset13 as ops
+
+    image = ops.parameter([1, 3, 224, 224], np.float32, name="image")
+    weights = ops.constant(np.random.default_rng(0).standard_normal((16, 3, 3, 3)).astype(np.float32))
+    conv = ops.convolution(image, weights, [2, 2], [1, 1], [1, 1], [1, 1])
+    return openvino.Model([ops.result(ops.relu(conv))], [image], "conv")
+
+
+def _compile(**options: Any) -> Any:
+    from npu_zc.runtime import CompileOptions, compile_model
+
+    hint = options.pop("performance_hint", "THROUGHPUT")
+    return compile_model(_model(), "CPU", options=CompileOptions(performance_hint=hint, inference_precision="f32", **options))
+
+
+def test_a_budget_nothing_meets_leaves_one_stream_compiled() -> None:
+    own = int(_compile().property("NUM_STREAMS"))
+    session = _compile(latency_budget_ms=1e-6)
+    fit = session.streams_fit
+    assert fit is not None and not fit.fits
+    assert fit.tried[0][0] == own
+    assert [n for n, _ in fit.tried] == [max(1, own >> k) for k in range(len(fit.tried))]
+    assert fit.num_streams == 1 and int(session.property("NUM_STREAMS")) == 1
+    if own > 1:
+        assert session.config["NUM_STREAMS"] == 1
+    # The kept session infers.
+    out = session.create_request().infer_copy([np.full(session.inputs[0].shape, 9, np.uint8)])  # the RGBx input
+    assert out[0].shape == (1, 16, 112, 112) and np.isfinite(out[0]).all()
+
+
+def test_a_generous_budget_keeps_the_hints_streams() -> None:
+    own = int(_compile().property("NUM_STREAMS"))
+    session = _compile(latency_budget_ms=1e9)
+    fit = session.streams_fit
+    assert fit is not None and fit.fits and not fit.changed
+    assert fit.num_streams == own == int(session.property("NUM_STREAMS"))
+    assert fit.latency_ms > 0
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"extra": {"NUM_STREAMS": 2}},
+        {"num_threads": 1},
+        {"performance_hint": "LATENCY"},
+        {},
+    ],
+    ids=["NUM_STREAMS given", "threads given", "latency hint", "no budget"],
+)
+def test_no_fit_where_the_streams_are_fixed_or_no_budget_is_asked(options: dict[str, Any]) -> None:
+    budget = {} if not options else {"latency_budget_ms": 1e-6}
+    assert _compile(**options, **budget).streams_fit is None
+
+
+def test_with_latency_budget_leaves_fixed_streams_alone() -> None:
+    from npu_zc.runtime import CompileOptions
+
+    assert CompileOptions().with_latency_budget(50).latency_budget_ms == 50
+    assert CompileOptions(latency_budget_ms=20).with_latency_budget(50).latency_budget_ms == 20
+    assert CompileOptions(num_threads=2).with_latency_budget(50).latency_budget_ms is None
+    assert CompileOptions(extra={"NUM_STREAMS": 3}).with_latency_budget(50).latency_budget_ms is None
+
+
+@pytest.mark.parametrize("budget", [0, -1, math.nan])
+def test_compile_refuses_a_budget_that_is_not_positive(budget: float) -> None:
+    with pytest.raises(InvalidArgumentError, match="latency_budget_ms must be positive"):
+        _compile(latency_budget_ms=budget)
