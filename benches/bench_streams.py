@@ -10,7 +10,7 @@ libx264 (``--preset``, default veryfast), made once in a temporary folder. Every
 * **npu_zc Streams**, paced: N sources ``VideoSource(clip, realtime=True)`` into one ``npu_zc.Streams`` (one
   compiled model with the throughput hint, its streams fitted to the latency budget as ``Streams`` does for live
   sources (``--latency-budget``, default 100 ms: fewer CPU streams of more threads each where one inference takes
-  more than a fifth of it), twice its optimal number of requests, PyAV frame-threaded decoding, the decoder's
+  more than half of it), twice its optimal number of requests, PyAV frame-threaded decoding, the decoder's
   planes converted in place). A count of streams is **held** when, over ``--seconds``, no frame was
   dropped, every stream delivered at least 95% of 30 FPS and every stream's p99 latency (decoder hand-over to
   result) stayed under 100 ms.

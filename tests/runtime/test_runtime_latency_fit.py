@@ -26,18 +26,23 @@ def _fit(work_ms: float, cores: int, budget_ms: float) -> tuple[int, StreamsFit,
 
 
 def test_a_model_within_the_budget_keeps_the_hints_streams() -> None:
-    kept, fit, compiled = _fit(6.4, 16, 100.0)
+    kept, fit, compiled = _fit(45.0, 16, 100.0)  # YOLOv8n on one of the Xeon's cores
     assert (kept, compiled, fit.num_streams, fit.changed, fit.fits) == (16, [], 16, False, True)
-    assert fit.tried == ((16, 6.4),)
+    assert fit.tried == ((16, 45.0),)
 
 
 def test_a_slow_model_gets_fewer_streams_until_one_inference_fits() -> None:
-    # 44 ms on one core: 22 ms on two (above 20 = a fifth of 100), 11 ms on four.
-    kept, fit, compiled = _fit(44.0, 16, 100.0)
+    # 180 ms on one core: 90 ms on two, 45 ms on four (within 50 = half of 100).
+    kept, fit, compiled = _fit(180.0, 16, 100.0)
     assert compiled == [8, 4] and kept == 4
     assert [n for n, _ in fit.tried] == [16, 8, 4]
-    assert fit.latency_ms == pytest.approx(11.0) and fit.fits and fit.changed
+    assert fit.latency_ms == pytest.approx(45.0) and fit.fits and fit.changed
     assert fit.limit_ms == pytest.approx(100.0 * LATENCY_SHARE)
+
+
+def test_the_limit_itself_fits() -> None:
+    kept, fit, compiled = _fit(100.0 * LATENCY_SHARE, 8, 100.0)
+    assert (kept, compiled, fit.fits) == (8, [], True)
 
 
 def test_it_stops_at_one_stream_and_says_it_does_not_fit() -> None:

@@ -2,20 +2,18 @@
 
 Under the throughput hint the CPU plugin runs as many inferences side by side
 as it has cores (``NUM_STREAMS``), each on one core: the most frames a second,
-but every frame waits for the whole model on a single core. For a small
-classifier that is a few milliseconds; for a detector it can be most of a live
-stream's budget (YOLOv8n on the 16-core Xeon: 42-46 ms an inference, a p99 of
-107-124 ms inside the plugin, so no stream held a p99 under 100 ms). Fewer
-streams give each inference more threads: lower latency, fewer frames a second.
+but every frame waits for the whole model on a single core. A model whose one
+inference takes most of a live stream's budget there cannot hold any stream;
+fewer streams give each inference more threads: lower latency, fewer frames a
+second.
 
 :func:`fit_streams` halves ``NUM_STREAMS`` (doubling the threads of each
-inference) until one inference, measured on the compiled model, takes at most
-:data:`LATENCY_SHARE` of the budget, or one stream is left. The share leaves
-room for what a live frame also waits for: the plugin's own tail (its p99 was
-2.5-3.5x its mean on the Xeon), decoding, the queue and delivery. On the Xeon's
-figures it keeps every stream for EfficientNet-Lite0 (6.4 ms) and picks four
-streams of four threads for YOLOv8n, the setting that held the most streams
-there by hand (``docs/streams.md``).
+inference) while one inference, measured on the compiled model, takes more
+than :data:`LATENCY_SHARE` of the budget, down to one stream. Only a model that
+alone takes more than half the budget is fitted: below that, the hint's own
+streams held more live streams on the Xeon (YOLOv8n, 45 ms an inference with
+15 streams: 10 streams held at a p99 of 81 ms; fitted to a fifth of the budget,
+3 streams of 13 ms, 6 held; ``docs/streams.md``).
 """
 
 from __future__ import annotations
@@ -25,8 +23,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
-LATENCY_SHARE = 0.2
-"""The part of the latency budget one inference may take."""
+LATENCY_SHARE = 0.5
+"""The part of the latency budget one inference may take before the streams are fitted (the rest: decoding, the
+queue, delivery and the plugin's tail under load)."""
 
 MEASURE_RUNS = 7
 """Timed inferences per candidate (after one warm-up), fewer for a slow model: see :data:`MEASURE_SECONDS`."""
@@ -85,7 +84,7 @@ def fit_streams(
     measure_ms: Callable[[Compiled], float],
     budget_ms: float,
 ) -> tuple[Compiled, StreamsFit]:
-    """Halve ``streams`` until one inference takes at most :data:`LATENCY_SHARE` of ``budget_ms``, or 1 is left.
+    """Halve ``streams`` while one inference takes more than :data:`LATENCY_SHARE` of ``budget_ms``, down to 1.
 
     ``compiled`` was compiled with ``streams`` streams; ``recompile(n)`` compiles
     with ``n``; ``measure_ms`` times one inference of a compiled model. Returns
