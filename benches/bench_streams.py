@@ -30,7 +30,7 @@ libx264 (``--preset``, default veryfast), made once in a temporary folder. Every
 The count of held streams is searched by doubling, then bisection. CPU: whatever this runs on (the table records it).
 A YOLOv8n-sized detector: pass its IR with ``--model`` (made by Ultralytics' exporter at bench time: its exports are
 AGPL and never committed); the baseline then runs the same model with a letterbox-free 640 stretch.
-``--config KEY=VALUE`` (repeatable) sets an OpenVINO property of the compiled model for both ``Streams`` and the
+``--requests N`` sets ``Streams``' inferences in flight. ``--config KEY=VALUE`` (repeatable) sets an OpenVINO property of the compiled model for both ``Streams`` and the
 baseline (e.g. ``NUM_STREAMS=4``: fewer CPU streams of more threads each, so each inference takes less time, what
 a detector's p99 needs); the bound keeps benchmark_app's own choice (the most the device does).
 """
@@ -105,12 +105,12 @@ def held(stats: list[dict[str, float]]) -> bool:
 
 
 def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: bool, threads: int | None = None,
-             feeders: int | None = None, deliverers: int | None = None) -> dict[str, Any]:
+             feeders: int | None = None, deliverers: int | None = None, requests: int | None = None) -> dict[str, Any]:
     import npu_zc
     from npu_zc.sources import VideoSource
 
     sources = [VideoSource(clip, name=f"s{i}", realtime=paced, live=paced, thread_count=threads) for i in range(streams)]
-    run = npu_zc.Streams(sources, pipeline, feeders=feeders, deliverers=deliverers)
+    run = npu_zc.Streams(sources, pipeline, feeders=feeders, deliverers=deliverers, requests=requests)
     report = run.run(duration=seconds)
     run.close()
     per = [{"dropped": s.dropped, "fps": s.fps, "p99": s.latency().p99, "frames": s.frames} for s in report.streams]
@@ -261,6 +261,7 @@ def main() -> int:
                         help="Streams' delivery threads (default: its own, one per four cores, at least two; 1: one serial stage)")
     parser.add_argument("--config", action="append", type=_property, default=[], metavar="KEY=VALUE",
                         help="an OpenVINO property of the compiled model, e.g. NUM_STREAMS=4 (repeatable; Streams and baseline)")
+    parser.add_argument("--requests", type=int, help="Streams' inferences in flight (default: its own, twice the optimal number)")
     parser.add_argument("--latency-budget", type=float, default=None, metavar="MS",
                         help="the paced trials' Streams fits the CPU plugin's streams to this budget, as Streams does for "
                              "live sources (default: Streams' own, 100; 0: the throughput hint's own streams)")
@@ -316,16 +317,17 @@ def main() -> int:
           f"(shared cores: {shared:.1f})", flush=True)  # fmt: skip
 
     # One untimed trial each first, so that first inferences and lazy compilation fall outside the trials.
-    run_ours(live_pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders, args.deliverers)
+    run_ours(live_pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders, args.deliverers, args.requests)
     print(f"paced    npu_zc Streams (decoder threads: {args.decoder_threads or 'a share of the cores'}, "
           f"feeding threads: {args.feeders or 'one per two cores'}, "
           f"delivery threads: {args.deliverers or 'one per four cores, at least two'})", flush=True)  # fmt: skip
     ours_n, ours_runs = most_held(
-        lambda n: run_ours(live_pipeline, clip, n, args.seconds, True, args.decoder_threads, args.feeders, args.deliverers),
+        lambda n: run_ours(live_pipeline, clip, n, args.seconds, True, args.decoder_threads, args.feeders, args.deliverers,
+                           args.requests),
         args.max_streams,
     )
     if args.ours_only:
-        free = run_ours(pipeline, clip, args.unpaced, args.seconds, False, None, args.feeders, args.deliverers)
+        free = run_ours(pipeline, clip, args.unpaced, args.seconds, False, None, args.feeders, args.deliverers, args.requests)
         print(f"npu_zc Streams held {ours_n} streams (bound {bound:.1f}, shared-core bound {shared:.1f}); "
               f"unpaced {args.unpaced} files: {free['fps']:.0f} FPS, {free['cpu_ms_per_frame']:.1f} ms CPU a frame")
         return 0
@@ -334,7 +336,7 @@ def main() -> int:
     print("paced    baseline (thread per stream, cv2.VideoCapture, AsyncInferQueue)", flush=True)
     base_n, base_runs = most_held(lambda n: baseline.run(clip, n, args.seconds, True), args.max_streams)
     print(f"unpaced  {args.unpaced} files", flush=True)
-    ours_free = run_ours(pipeline, clip, args.unpaced, args.seconds, False, None, args.feeders, args.deliverers)
+    ours_free = run_ours(pipeline, clip, args.unpaced, args.seconds, False, None, args.feeders, args.deliverers, args.requests)
     base_free = baseline.run(clip, args.unpaced, args.seconds, False)
     pipeline.close()
     if live_pipeline is not pipeline:
