@@ -324,7 +324,8 @@ class Streams:
         if not self.pipeline.zero_copy:
             raise InvalidArgumentError("Streams runs zero-copy (its buffers are bound to the model): drop copy mode")
         self.streams_fit: StreamsFit | None = self.pipeline.session.streams_fit
-        """How NUM_STREAMS was fitted to ``latency_budget_ms`` (CPU, live sources, a model compiled here); else None."""
+        """How the pipeline's NUM_STREAMS was fitted to a latency budget (here: the CPU, a live source, the model
+        compiled here; or a pipeline passed in that was compiled with one); else None."""
         self.requests = int(requests) if requests is not None else default_requests(self.pipeline.session.optimal_requests)
         # N decoders side by side: each gets its share of the cores (frame threads beyond that only add threads,
         # and each frame thread delays a live stream's output by a frame).
