@@ -88,7 +88,8 @@ def test_cli_fits_live_streams_and_says_so(clips: dict[str, Path], model_xml: Pa
     assert code == 0 and report["streams_fit"] is None and report["frames"] == 24
 
 
-def test_cli_refuses_a_negative_budget(clips: dict[str, Path], model_xml: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["stream", "-i", str(clips["nv12"]), "--realtime", "-m", str(model_xml), "-d", "CPU", "--latency-budget", "-5"])
+@pytest.mark.parametrize("budget", ["-5", "nan"])
+def test_cli_refuses_a_negative_budget(clips: dict[str, Path], model_xml: Path, capsys: pytest.CaptureFixture[str], budget: str) -> None:
+    code = main(["stream", "-i", str(clips["nv12"]), "--realtime", "-m", str(model_xml), "-d", "CPU", "--latency-budget", budget])
     assert code != 0
     assert "--latency-budget must be 0 (off) or positive" in capsys.readouterr().err

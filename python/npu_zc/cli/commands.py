@@ -230,6 +230,8 @@ def _streams(args: argparse.Namespace) -> int:
     from ..pipeline.streams import Streams
     from ..sources.video import is_network
 
+    if not args.latency_budget >= 0:  # NaN too
+        raise ValueError(f"--latency-budget must be 0 (off) or positive, got {args.latency_budget:g}")
     if args.non_zero_copy or args.two_process or args.drop:
         raise ValueError("several streams run zero-copy in one process, live sources dropping on their own "
                          "(drop -c, --two-process and --drop)")
@@ -250,8 +252,6 @@ def _streams(args: argparse.Namespace) -> int:
     if videos is not None:
         outputs.append(videos)
     live = None if args.no_progress or (args.json and not args.jsonl) or not sys.stderr.isatty() else report.LiveTable(sys.stderr)
-    if args.latency_budget < 0:
-        raise ValueError(f"--latency-budget must be 0 (off) or positive, got {args.latency_budget:g}")
     is_live = bool(args.realtime or args.camera or any(is_network(i) for i in args.input))
     budget = args.latency_budget if is_live and args.latency_budget > 0 else None
     streams = Streams(sources, _pipeline(args, "zero-copy", budget), requests=args.depth, realtime=args.realtime,

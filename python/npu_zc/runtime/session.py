@@ -98,11 +98,14 @@ class CompileOptions:
     """What NPU users ask for by name: refused, in one sentence, where the session does not run on an NPU (the
     other ``npu_*`` options are tuning, dropped and listed in :attr:`Session.ignored_options`)."""
 
+    @property
+    def fixes_cpu_streams(self) -> bool:
+        """NUM_STREAMS or INFERENCE_NUM_THREADS is given: neither reserved cores nor a latency budget change them."""
+        return self.num_threads is not None or bool({"NUM_STREAMS", "INFERENCE_NUM_THREADS"} & {str(k) for k in self.extra})
+
     def with_latency_budget(self, budget_ms: float) -> "CompileOptions":
         """These options with :attr:`latency_budget_ms`, unless they have one or fix the CPU's streams themselves."""
-        if self.latency_budget_ms is not None or self.num_threads is not None:
-            return self
-        if {"NUM_STREAMS", "INFERENCE_NUM_THREADS"} & {str(key) for key in self.extra}:
+        if self.latency_budget_ms is not None or self.fixes_cpu_streams:
             return self
         return dataclasses.replace(self, latency_budget_ms=budget_ms)
 
@@ -322,6 +325,8 @@ def compile_model(
     :class:`ModelError` or :class:`InvalidArgumentError`, each with one sentence.
     """
     options = options or CompileOptions()
+    if options.latency_budget_ms is not None and not options.latency_budget_ms > 0:
+        raise InvalidArgumentError(f"latency_budget_ms must be positive, got {options.latency_budget_ms}")
     choice = choose_device(device)
     prepared = prepare(
         model, choice.device, mode=mode, hw_format=hw_format, mean=mean, scale=scale, color=color, input_size=input_size
@@ -333,10 +338,8 @@ def compile_model(
         what = f"{refused[0]} is an NPU option" if len(refused) == 1 else f"{', '.join(refused)} are NPU options"
         fix = "ask for device='NPU'" if is_available("NPU") else "no NPU is usable here (npu-zc info says why)"
         raise DeviceNotFoundError(f"{what} and this session runs on the {choice.device}: {fix}; or leave {'it' if len(refused) == 1 else 'them'} out")
-    if options.latency_budget_ms is not None and not options.latency_budget_ms > 0:
-        raise InvalidArgumentError(f"latency_budget_ms must be positive, got {options.latency_budget_ms}")
     throughput_cpu = choice.device == "CPU" and str(config.get("PERFORMANCE_HINT", "")).upper() == "THROUGHPUT"
-    streams_given = bool({"NUM_STREAMS", "INFERENCE_NUM_THREADS"} & config.keys())
+    streams_given = options.fixes_cpu_streams
     if options.reserved_cores > 0 and throughput_cpu and not streams_given:
         config["NUM_STREAMS"] = max(1, usable_cores() - options.reserved_cores)
     if config.get("CACHE_DIR"):
