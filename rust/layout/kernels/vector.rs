@@ -18,7 +18,7 @@
 //! and every store by the destination slice, whatever lengths the caller
 //! passes; the tail of a row goes to the scalar kernels.
 
-use super::super::colour::HALF;
+use super::super::colour::{Coefficients, HALF};
 use super::super::plan::{Chroma, Plan, YuvOut};
 use super::scalar;
 
@@ -133,7 +133,8 @@ pub(crate) trait Simd: Copy {
     /// `luma_pairs` times `cy`, exactly, plus `luma_bias(cy)`: `factor` is
     /// `luma_factor(cy)` splatted (an instruction set may split `cy` to
     /// multiply in 16-bit halves, which costs a constant that the chroma
-    /// terms give back).
+    /// terms give back). An instruction set with a fused multiply-add may
+    /// leave the product to `add_luma` and return its operands.
     unsafe fn luma_products(y: *const u8, offset: u8, factor: Self::I) -> [Self::I; 2] {
         let [even, odd] = Self::luma_pairs(y, offset);
         [Self::mul_i(even, factor), Self::mul_i(odd, factor)]
@@ -144,8 +145,26 @@ pub(crate) trait Simd: Copy {
     fn luma_bias(_cy: i32) -> i32 {
         0
     }
+    /// `acc` plus a lane of `luma_products` (`factor` as it has it).
+    unsafe fn add_luma(acc: Self::I, luma: Self::I, _factor: Self::I) -> Self::I {
+        Self::add_i(acc, luma)
+    }
+    /// `acc + x * c` exactly for a lane `x` of `chroma`, `chroma_planes` or
+    /// `chroma_422`, plus `chroma_bias(c)`: `factor` is `chroma_factor(c)`
+    /// splatted (as `luma_products`, an instruction set may load the chroma
+    /// as 16-bit halves and multiply them by `c`'s).
+    unsafe fn add_chroma(acc: Self::I, x: Self::I, factor: Self::I) -> Self::I {
+        Self::add_i(acc, Self::mul_i(x, factor))
+    }
+    fn chroma_factor(c: i32) -> i32 {
+        c
+    }
+    fn chroma_bias(_c: i32) -> i32 {
+        0
+    }
     /// `LANES` chroma pairs (`2 * LANES` bytes) as U - 128 and V - 128 (with
-    /// `RGB_ORDER`, as V - 128 and U - 128 where `Job::Nv12` says `swapped`).
+    /// `RGB_ORDER`, as V - 128 and U - 128 where `Job::Nv12` says `swapped`),
+    /// in the form `add_chroma` multiplies.
     unsafe fn chroma(t: &Self::Tables, uv: *const u8) -> [Self::I; 2];
     /// `LANES` bytes at `a` and `LANES` at `b` (I420's U and V rows), each
     /// less 128, lane j from byte j: as `chroma` has a pair's two bytes.
@@ -330,6 +349,33 @@ fn tail_16<const C: usize>(plan: &Plan, src: &[u8], i: usize, dst: &mut [u8]) {
     scalar::packed::<u16, C>(plan, &src[(i * C).min(src.len())..], &mut dst[i * 8..]);
 }
 
+/// The chroma's share of R, G and B: `cvr v`, `cvg v + cug u` and `cub u`
+/// of `chroma`'s lanes, each with the rounding half, less what
+/// `add_chroma` and `luma_products` add (`chroma_bias`, `luma_bias`).
+struct ChromaTerms<S: Simd> {
+    factors: [S::I; 4],
+    halves: [S::I; 3],
+}
+
+impl<S: Simd> ChromaTerms<S> {
+    #[inline(always)]
+    unsafe fn new(k: &Coefficients) -> Self {
+        let half = HALF - S::luma_bias(k.cy);
+        let f = |c: i32| S::splat_i(S::chroma_factor(c));
+        let b = S::chroma_bias;
+        ChromaTerms {
+            factors: [f(k.cvr), f(k.cvg), f(k.cug), f(k.cub)],
+            halves: [S::splat_i(half - b(k.cvr)), S::splat_i(half - b(k.cvg) - b(k.cug)), S::splat_i(half - b(k.cub))],
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn of(&self, [u, v]: [S::I; 2]) -> [S::I; 3] {
+        let ([cvr, cvg, cug, cub], [hr, hg, hb]) = (self.factors, self.halves);
+        [S::add_chroma(hr, v, cvr), S::add_chroma(S::add_chroma(hg, v, cvg), u, cug), S::add_chroma(hb, u, cub)]
+    }
+}
+
 /// `2 * LANES` pixels of NV12 or I420 a step to `BYTES`-byte pixels (3: R,
 /// G, B in some order; 4: and a pad): OpenCV's fixed-point arithmetic
 /// (colour.rs) in i32 lanes. The chroma terms, with the rounding half folded
@@ -380,19 +426,13 @@ unsafe fn rows_420<S: Simd, const BYTES: usize, const ROWS: usize>(
     let n = (0..ROWS).fold(chroma.pixels(), |n, r| n.min(y[r].len()).min(dst[r].len() / BYTES));
     let vector_out = if S::RGB_ORDER && out.pos == [2, 1, 0] { out.swap_chroma() } else { *out };
     let k = vector_out.k;
-    // The rounding half, and what `luma_products` takes off, added once per chroma pair.
-    let (factor, half) = (S::splat_i(S::luma_factor(k.cy)), S::splat_i(HALF - S::luma_bias(k.cy)));
-    let [cvr, cvg, cug, cub] = [S::splat_i(k.cvr), S::splat_i(k.cvg), S::splat_i(k.cug), S::splat_i(k.cub)];
+    // The rounding half, and what the products add, once per chroma pair.
+    let (factor, chroma_terms) = (S::splat_i(S::luma_factor(k.cy)), ChromaTerms::<S>::new(&k));
     let step = 2 * S::LANES;
     let mut i = 0;
     while i + step <= n {
-        let [u, v] = load(i);
-        let terms = [
-            S::add_i(S::mul_i(cvr, v), half),
-            S::add_i(S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), half),
-            S::add_i(S::mul_i(cub, u), half),
-        ];
-        let sums = |l: S::I| [S::add_i(l, terms[0]), S::add_i(l, terms[1]), S::add_i(l, terms[2])];
+        let terms = chroma_terms.of(load(i));
+        let sums = |l: S::I| terms.map(|t| S::add_luma(t, l, factor));
         for r in 0..ROWS {
             let [even, odd] = S::luma_products(y[r].as_ptr().add(i), k.y_offset, factor);
             let at = dst[r].as_mut_ptr().add(BYTES * i);
@@ -443,17 +483,11 @@ pub(crate) unsafe fn yuv422_row<S: Simd, const BYTES: usize, const Y_FIRST: bool
         let vector_out = if S::RGB_ORDER && swapped { out.swap_chroma() } else { *out };
         let t = S::tables::<4>(Job::Yuv422 { pad: out.pad, swapped, y_first: Y_FIRST });
         let k = vector_out.k;
-        let (factor, half) = (S::splat_i(S::luma_factor(k.cy)), S::splat_i(HALF - S::luma_bias(k.cy)));
-        let [cvr, cvg, cug, cub] = [S::splat_i(k.cvr), S::splat_i(k.cvg), S::splat_i(k.cug), S::splat_i(k.cub)];
+        let (factor, chroma_terms) = (S::splat_i(S::luma_factor(k.cy)), ChromaTerms::<S>::new(&k));
         while i + step <= n {
             let at = row.as_ptr().add(2 * i);
-            let [u, v] = S::chroma_422(&t, at);
-            let terms = [
-                S::add_i(S::mul_i(cvr, v), half),
-                S::add_i(S::add_i(S::mul_i(cvg, v), S::mul_i(cug, u)), half),
-                S::add_i(S::mul_i(cub, u), half),
-            ];
-            let sums = |l: S::I| [S::add_i(l, terms[0]), S::add_i(l, terms[1]), S::add_i(l, terms[2])];
+            let terms = chroma_terms.of(S::chroma_422(&t, at));
+            let sums = |l: S::I| terms.map(|t| S::add_luma(t, l, factor));
             let [even, odd] = S::luma_products_422::<Y_FIRST>(at, k.y_offset, factor);
             let to = dst.as_mut_ptr().add(BYTES * i);
             if BYTES == 3 {

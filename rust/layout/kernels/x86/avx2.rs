@@ -20,7 +20,9 @@ use super::super::resample::{
 };
 use super::super::scalar;
 use super::super::vector::{bf16_high, Job, Quantise, Simd, Words, F16};
-use super::tables::{chroma_422_mask, chroma_split, in_order, luma_422_mask, Permutes, THREE_BYTE_PIXELS};
+use super::tables::{
+    chroma_422_mask, in_order, luma_422_mask, Permutes, CHROMA_PLANE_WORDS, PAIR_WORDS, THREE_BYTE_PIXELS,
+};
 
 // `pixels_of_sums` takes `sum >> SHIFT` as the high word shifted by 4.
 const _: () = assert!(SHIFT == 20);
@@ -141,7 +143,9 @@ impl Simd for Avx2 {
                 t.pad = _mm256_set1_epi16(i16::from(pad));
             }
             Job::Nv12 { swapped, pad } => {
-                t.masks[0] = both_lanes(chroma_split(swapped));
+                // U then V (or V then U, `swapped`).
+                let words = |first: bool| _mm256_loadu_si256(PAIR_WORDS[usize::from(first)].as_ptr().cast());
+                t.masks = [words(swapped), words(!swapped), zero];
                 t.pad = _mm256_set1_epi16(i16::from(pad));
             }
         }
@@ -266,18 +270,33 @@ impl Simd for Avx2 {
     fn luma_bias(cy: i32) -> i32 {
         -32768 * (cy >> 8)
     }
+    /// `vpmaddwd`, one uop, multiplies exactly as in `luma_products`: the
+    /// chroma byte c as the words `256 (c - 128)` and `c`
+    /// (`tables::chroma_pair_words`), the factor `c >> 8` and `c & 255`.
+    #[inline(always)]
+    unsafe fn add_chroma(acc: __m256i, x: __m256i, factor: __m256i) -> __m256i {
+        _mm256_add_epi32(acc, _mm256_madd_epi16(x, factor))
+    }
+    fn chroma_factor(c: i32) -> i32 {
+        ((c & 0xFF) << 16) | ((c >> 8) & 0xFFFF)
+    }
+    fn chroma_bias(c: i32) -> i32 {
+        128 * (c & 0xFF)
+    }
     #[inline(always)]
     unsafe fn chroma_planes(a: *const u8, b: *const u8) -> [__m256i; 2] {
-        let minus_128 =
-            |p: *const u8| _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast())), _mm256_set1_epi32(128));
-        [minus_128(a), minus_128(b)]
+        let mask = _mm256_loadu_si256(CHROMA_PLANE_WORDS.as_ptr().cast());
+        let words = |p: *const u8| {
+            let bytes = _mm256_broadcastq_epi64(_mm_loadl_epi64(p.cast()));
+            _mm256_xor_si256(_mm256_shuffle_epi8(bytes, mask), _mm256_set1_epi32(0x8000))
+        };
+        [words(a), words(b)]
     }
     #[inline(always)]
     unsafe fn chroma(t: &Avx2Tables, uv: *const u8) -> [__m256i; 2] {
-        // U then V (or V then U, `swapped`): the split mask of `tables`.
-        let c = _mm_shuffle_epi8(_mm_loadu_si128(uv.cast()), _mm256_castsi256_si128(t.masks[0]));
-        let minus_128 = |h: __m128i| _mm256_sub_epi32(_mm256_cvtepu8_epi32(h), _mm256_set1_epi32(128));
-        [minus_128(c), minus_128(_mm_srli_si128::<8>(c))]
+        let pairs = _mm256_broadcastsi128_si256(_mm_loadu_si128(uv.cast()));
+        let words = |mask: __m256i| _mm256_xor_si256(_mm256_shuffle_epi8(pairs, mask), _mm256_set1_epi32(0x8000));
+        [words(t.masks[0]), words(t.masks[1])]
     }
     /// 32 bytes are 8 pixel pairs, pairs 0-3 in lane 0 and 4-7 in lane 1,
     /// as `chroma` has them: byte shuffles alone make `luma_products`' words.
@@ -295,8 +314,8 @@ impl Simd for Avx2 {
     #[inline(always)]
     unsafe fn chroma_422(t: &Avx2Tables, row: *const u8) -> [__m256i; 2] {
         let q = _mm256_loadu_si256(row.cast());
-        let minus_128 = |mask: __m256i| _mm256_sub_epi32(_mm256_shuffle_epi8(q, mask), _mm256_set1_epi32(128));
-        [minus_128(t.masks[0]), minus_128(t.masks[1])]
+        let words = |mask: __m256i| _mm256_xor_si256(_mm256_shuffle_epi8(q, mask), _mm256_set1_epi32(0x8000));
+        [words(t.masks[0]), words(t.masks[1])]
     }
     /// R, G, B (`RGB_ORDER`) and the pad of 16 pixels in pixel order, as
     /// `[pixels 0-3 | 8-11]` and `[pixels 4-7 | 12-15]`.

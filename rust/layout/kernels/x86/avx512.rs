@@ -12,20 +12,20 @@ use std::arch::x86_64::*;
 use super::super::resample::{Linear, Resample};
 use super::super::vector::{bf16_high, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
 use super::avx2::{arithmetic, rows, Avx2};
-use super::tables::{chroma_422_mask, chroma_split, luma_422_mask};
+use super::tables::{chroma_422_mask, luma_422_mask, CHROMA_PLANE_WORDS, PAIR_WORDS};
 
 crate::layout::stamp!(Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"]: conversion, quads, words, int8);
 
 /// The kernels with VBMI byte permutes.
 pub(super) mod vbmi {
     use super::Avx512;
-    crate::layout::stamp!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c"]: conversion, quads, int8);
+    crate::layout::stamp!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vnni,avx2,fma,f16c"]: conversion, quads, int8);
 }
 
 /// VBMI kernels with the AVX512-BF16 conversion instruction (`BF16_NATIVE`).
 pub(super) mod vbmi_bf16 {
     use super::Avx512;
-    crate::layout::stamp!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512bf16,avx2,fma,f16c"]: conversion);
+    crate::layout::stamp!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vnni,avx512bf16,avx2,fma,f16c"]: conversion);
 }
 
 /// AVX-512 F/BW/DQ/VL: 16 pixels a step. Without VBMI, source bytes are
@@ -187,7 +187,9 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
                 t.pad = _mm512_set1_epi16(i16::from(pad));
             }
             Job::Nv12 { swapped, pad } => {
-                t.shuffle = all_lanes(chroma_split(swapped));
+                // U then V (or V then U, `swapped`).
+                t.index[0] = table(&PAIR_WORDS[usize::from(swapped)]);
+                t.index[1] = table(&PAIR_WORDS[usize::from(!swapped)]);
                 t.pad = _mm512_set1_epi16(i16::from(pad));
             }
         }
@@ -301,7 +303,14 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         );
         let odd = _mm512_add_epi8(even, _mm512_set1_epi32(0x0001_0100));
         let signed = _mm512_set1_epi32(0x8000);
-        let product = |mask: __m512i| _mm512_madd_epi16(_mm512_xor_si512(_mm512_shuffle_epi8(l, mask), signed), factor);
+        let product = |mask: __m512i| {
+            let words = _mm512_xor_si512(_mm512_shuffle_epi8(l, mask), signed);
+            if VBMI {
+                words
+            } else {
+                _mm512_madd_epi16(words, factor)
+            }
+        };
         [product(even), product(odd)]
     }
     fn luma_factor(cy: i32) -> i32 {
@@ -310,20 +319,48 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     fn luma_bias(cy: i32) -> i32 {
         Avx2::luma_bias(cy)
     }
+    /// As AVX2's (`vpmaddwd` on `256 (c - 128)` and `c`); with VBMI (the
+    /// level also has VNNI) fused with the sum (`vpdpwssd`).
     #[inline(always)]
-    unsafe fn chroma_planes(a: *const u8, b: *const u8) -> [__m512i; 2] {
-        let minus_128 =
-            |p: *const u8| _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(p.cast())), _mm512_set1_epi32(128));
-        [minus_128(a), minus_128(b)]
+    unsafe fn add_chroma(acc: __m512i, x: __m512i, factor: __m512i) -> __m512i {
+        if VBMI {
+            _mm512_dpwssd_epi32(acc, x, factor)
+        } else {
+            _mm512_add_epi32(acc, _mm512_madd_epi16(x, factor))
+        }
+    }
+    /// With VBMI, `luma_products` left the product to this `vpdpwssd`.
+    #[inline(always)]
+    unsafe fn add_luma(acc: __m512i, luma: __m512i, factor: __m512i) -> __m512i {
+        if VBMI {
+            _mm512_dpwssd_epi32(acc, luma, factor)
+        } else {
+            _mm512_add_epi32(acc, luma)
+        }
+    }
+    fn chroma_factor(c: i32) -> i32 {
+        Avx2::chroma_factor(c)
+    }
+    fn chroma_bias(c: i32) -> i32 {
+        Avx2::chroma_bias(c)
     }
     #[inline(always)]
+    unsafe fn chroma_planes(a: *const u8, b: *const u8) -> [__m512i; 2] {
+        let mask = table(&CHROMA_PLANE_WORDS);
+        let words = |p: *const u8| {
+            let bytes = _mm512_broadcast_i32x4(_mm_loadu_si128(p.cast()));
+            _mm512_xor_si512(_mm512_shuffle_epi8(bytes, mask), _mm512_set1_epi32(0x8000))
+        };
+        [words(a), words(b)]
+    }
+    /// Lanes 0, 1 hold chroma bytes 0-15 and lanes 2, 3 bytes 16-31, so
+    /// lane j's shuffle reaches pairs 4j to 4j + 3.
+    #[inline(always)]
     unsafe fn chroma(t: &Avx512Tables, uv: *const u8) -> [__m512i; 2] {
-        // Per lane U then V (or V then U, `swapped`: the split mask of
-        // `tables`); then U 0-15, V 0-15.
-        let c = _mm256_shuffle_epi8(_mm256_loadu_si256(uv.cast()), _mm512_castsi512_si256(t.shuffle));
-        let c = _mm256_permute4x64_epi64::<0b11_01_10_00>(c);
-        let minus_128 = |h: __m128i| _mm512_sub_epi32(_mm512_cvtepu8_epi32(h), _mm512_set1_epi32(128));
-        [minus_128(_mm256_castsi256_si128(c)), minus_128(_mm256_extracti128_si256::<1>(c))]
+        let pairs = _mm512_castsi256_si512(_mm256_loadu_si256(uv.cast()));
+        let pairs = _mm512_shuffle_i64x2::<0b01_01_00_00>(pairs, pairs);
+        let words = |mask: __m512i| _mm512_xor_si512(_mm512_shuffle_epi8(pairs, mask), _mm512_set1_epi32(0x8000));
+        [words(t.index[0]), words(t.index[1])]
     }
     /// As AVX2's: 64 bytes are 16 pixel pairs, 4 to a lane.
     #[inline(always)]
@@ -332,16 +369,20 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         let offset = _mm512_set1_epi32(i32::from(offset) * 0x0001_0100);
         let signed = _mm512_set1_epi32(0x8000);
         let product = |mask: [u8; 16]| {
-            let words = _mm512_subs_epu8(_mm512_shuffle_epi8(q, all_lanes(mask)), offset);
-            _mm512_madd_epi16(_mm512_xor_si512(words, signed), factor)
+            let words = _mm512_xor_si512(_mm512_subs_epu8(_mm512_shuffle_epi8(q, all_lanes(mask)), offset), signed);
+            if VBMI {
+                words
+            } else {
+                _mm512_madd_epi16(words, factor)
+            }
         };
         [product(const { luma_422_mask(Y_FIRST, false) }), product(const { luma_422_mask(Y_FIRST, true) })]
     }
     #[inline(always)]
     unsafe fn chroma_422(t: &Avx512Tables, row: *const u8) -> [__m512i; 2] {
         let q = _mm512_loadu_si512(row.cast());
-        let minus_128 = |mask: __m512i| _mm512_sub_epi32(_mm512_shuffle_epi8(q, mask), _mm512_set1_epi32(128));
-        [minus_128(t.index[0]), minus_128(t.index[1])]
+        let words = |mask: __m512i| _mm512_xor_si512(_mm512_shuffle_epi8(q, mask), _mm512_set1_epi32(0x8000));
+        [words(t.index[0]), words(t.index[1])]
     }
     const RGB_ORDER: bool = true;
     fn nv12_positions(pos: [usize; 3]) -> bool {

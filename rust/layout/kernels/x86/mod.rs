@@ -85,24 +85,27 @@ pub(crate) fn nv12_decoder(level: SimdLevel, bytes: usize) -> (Nv12Row, &'static
     match (level, bytes) {
         (SimdLevel::Avx512, 3) => (avx512::nv12_row::<3>, "avx512/nv12-rgb"),
         (SimdLevel::Avx512, _) => (avx512::nv12_row::<4>, "avx512/nv12"),
-        (SimdLevel::Avx512Vbmi, 3) => (avx512::nv12_row::<3>, "avx512vbmi/nv12-rgb"),
-        (SimdLevel::Avx512Vbmi, _) => (avx512::nv12_row::<4>, "avx512vbmi/nv12"),
+        (SimdLevel::Avx512Vbmi, 3) => (avx512::vbmi::nv12_row::<3>, "avx512vbmi/nv12-rgb"),
+        (SimdLevel::Avx512Vbmi, _) => (avx512::vbmi::nv12_row::<4>, "avx512vbmi/nv12"),
         (_, 3) => (avx2::nv12_row::<3>, "avx2/nv12-rgb"),
         _ => (avx2::nv12_row::<4>, "avx2/nv12"),
     }
 }
 
 pub(crate) fn yuv422_decoder(level: SimdLevel, bytes: usize, y_first: bool) -> (Yuv422Row, &'static str) {
-    let avx512 = matches!(level, SimdLevel::Avx512 | SimdLevel::Avx512Vbmi);
-    match (avx512, bytes, y_first) {
-        (true, 3, true) => (avx512::yuv422_row::<3, true>, "avx512/yuyv-rgb"),
-        (true, 3, false) => (avx512::yuv422_row::<3, false>, "avx512/uyvy-rgb"),
-        (true, _, true) => (avx512::yuv422_row::<4, true>, "avx512/yuyv"),
-        (true, _, false) => (avx512::yuv422_row::<4, false>, "avx512/uyvy"),
-        (false, 3, true) => (avx2::yuv422_row::<3, true>, "avx2/yuyv-rgb"),
-        (false, 3, false) => (avx2::yuv422_row::<3, false>, "avx2/uyvy-rgb"),
-        (false, _, true) => (avx2::yuv422_row::<4, true>, "avx2/yuyv"),
-        (false, _, false) => (avx2::yuv422_row::<4, false>, "avx2/uyvy"),
+    match (level, bytes, y_first) {
+        (SimdLevel::Avx512Vbmi, 3, true) => (avx512::vbmi::yuv422_row::<3, true>, "avx512vbmi/yuyv-rgb"),
+        (SimdLevel::Avx512Vbmi, 3, false) => (avx512::vbmi::yuv422_row::<3, false>, "avx512vbmi/uyvy-rgb"),
+        (SimdLevel::Avx512Vbmi, _, true) => (avx512::vbmi::yuv422_row::<4, true>, "avx512vbmi/yuyv"),
+        (SimdLevel::Avx512Vbmi, _, false) => (avx512::vbmi::yuv422_row::<4, false>, "avx512vbmi/uyvy"),
+        (SimdLevel::Avx512, 3, true) => (avx512::yuv422_row::<3, true>, "avx512/yuyv-rgb"),
+        (SimdLevel::Avx512, 3, false) => (avx512::yuv422_row::<3, false>, "avx512/uyvy-rgb"),
+        (SimdLevel::Avx512, _, true) => (avx512::yuv422_row::<4, true>, "avx512/yuyv"),
+        (SimdLevel::Avx512, _, false) => (avx512::yuv422_row::<4, false>, "avx512/uyvy"),
+        (_, 3, true) => (avx2::yuv422_row::<3, true>, "avx2/yuyv-rgb"),
+        (_, 3, false) => (avx2::yuv422_row::<3, false>, "avx2/uyvy-rgb"),
+        (_, _, true) => (avx2::yuv422_row::<4, true>, "avx2/yuyv"),
+        (_, _, false) => (avx2::yuv422_row::<4, false>, "avx2/uyvy"),
     }
 }
 
@@ -163,8 +166,10 @@ pub(crate) fn yuv10_decoder(level: SimdLevel, bytes: usize, low: bool) -> (Nv12R
 
 pub(crate) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
     match (level, bytes) {
-        (SimdLevel::Avx512 | SimdLevel::Avx512Vbmi, 3) => avx512::nv12_pair::<3>,
-        (SimdLevel::Avx512 | SimdLevel::Avx512Vbmi, _) => avx512::nv12_pair::<4>,
+        (SimdLevel::Avx512Vbmi, 3) => avx512::vbmi::nv12_pair::<3>,
+        (SimdLevel::Avx512Vbmi, _) => avx512::vbmi::nv12_pair::<4>,
+        (SimdLevel::Avx512, 3) => avx512::nv12_pair::<3>,
+        (SimdLevel::Avx512, _) => avx512::nv12_pair::<4>,
         (_, 3) => avx2::nv12_pair::<3>,
         _ => avx2::nv12_pair::<4>,
     }

@@ -98,12 +98,49 @@ impl Permutes {
 }
 
 /// In each 16-byte lane (4 pixel pairs of a packed 4:2:2 row), the mask
-/// that puts pair k's first (`second`: its second) chroma byte in dword k,
-/// zero-extended; with `swapped` the other way round.
+/// that puts pair k's first (`second`: its second) chroma byte c in dword k
+/// as the bytes [0, c, c, 0] (`chroma_pair_words`); with `swapped` the other way
+/// round.
 pub(super) fn chroma_422_mask(y_first: bool, swapped: bool, second: bool) -> [u8; 16] {
     let at = usize::from(y_first) + 2 * usize::from(second != swapped);
-    std::array::from_fn(|i| if i % 4 == 0 { (4 * (i / 4) + at) as u8 } else { 0x80 })
+    std::array::from_fn(|i| if i % 4 == 1 || i % 4 == 2 { (4 * (i / 4) + at) as u8 } else { 0x80 })
 }
+
+/// Chroma bytes as `vpmaddwd` multiplies them exactly: byte c as the bytes
+/// [0, c, c, 0] of a dword, whose high byte, xored with 0x80, makes the
+/// words `256 (c - 128)` and `c` (as `luma_products` has the luma). Dword j
+/// of 16-byte lane L takes byte `8 (L % 2) + 2 j + first` of that lane:
+/// chroma pair 4 L + j where the lanes hold pairs 0-7, 0-7 (AVX2: 16 bytes
+/// in both lanes) or 0-7, 0-7, 8-15, 8-15 (AVX-512), its first byte, or its
+/// second with `first` 1.
+const fn chroma_pair_words(first: usize) -> [u8; 64] {
+    let mut mask = [0x80u8; 64];
+    let mut i = 1;
+    while i < 64 {
+        let (lane, j) = (i / 16, i % 16 / 4);
+        mask[i] = (8 * (lane % 2) + 2 * j + first) as u8;
+        mask[i + 1] = mask[i];
+        i += 4;
+    }
+    mask
+}
+
+/// [`chroma_pair_words`] of the first bytes and of the second bytes.
+pub(super) const PAIR_WORDS: [[u8; 64]; 2] = [chroma_pair_words(0), chroma_pair_words(1)];
+
+/// As [`chroma_pair_words`] for a plane of single bytes (I420's U or V row)
+/// loaded into every lane: dword j of lane L takes byte 4 L + j.
+pub(super) const CHROMA_PLANE_WORDS: [u8; 64] = {
+    let mut mask = [0x80u8; 64];
+    let mut i = 1;
+    while i < 64 {
+        let (lane, j) = (i / 16, i % 16 / 4);
+        mask[i] = (4 * lane + j) as u8;
+        mask[i + 1] = mask[i];
+        i += 4;
+    }
+    mask
+};
 
 /// In each 16-byte lane, pair k's even (`odd`) pixel's luma as the bytes
 /// [0, Y, Y, 0] of dword k (see `luma_products`). A `const fn`: the kernels'
@@ -142,14 +179,6 @@ pub(super) const THREE_BYTE_PIXELS: [[[u8; 16]; 2]; 2] = {
     }
     masks
 };
-
-/// The `shuffle_epi8` mask that puts a lane's 8 chroma pairs' first bytes
-/// in its low half and their second bytes in its high half (`swapped`: the
-/// other way round).
-pub(super) fn chroma_split(swapped: bool) -> [u8; 16] {
-    let first = if swapped { 1 } else { 0 };
-    std::array::from_fn(|i| (2 * (i % 8) + (first + i / 8) % 2) as u8)
-}
 
 /// Where AVX2's `channels` moves the source dwords of 8 pixels so that 4
 /// pixels start each 16-byte lane, in pixel order (`Job::Planar`): one byte
