@@ -344,6 +344,8 @@ impl Simd for Neon {
         add_i(a: Self::I, b: Self::I) -> Self::I = vaddq_s32(a, b);
         and_i(a: Self::I, b: Self::I) -> Self::I = vandq_s32(a, b);
         mul_i(a: Self::I, b: Self::I) -> Self::I = vmulq_s32(a, b);
+        // One multiply-accumulate per register for the chroma terms.
+        add_chroma(acc: Self::I, x: Self::I, factor: Self::I) -> Self::I = vmlaq_s32(acc, x, factor);
     }
     #[inline(always)]
     unsafe fn shr16(a: Self::I) -> Self::I {

@@ -29,6 +29,13 @@ const _: () = assert!(SHIFT == 20);
 
 crate::layout::stamp!(Avx2, ["avx2,fma,f16c"]: conversion, words, int8);
 
+/// The YUV decoders with AVX-VNNI (`Avx2<true>`), which the AVX2 level runs
+/// where the CPU has it.
+pub(super) mod vnni {
+    use super::Avx2;
+    crate::layout::stamp!(Avx2<true>, ["avx2,avxvnni,fma,f16c"]: conversion);
+}
+
 /// `Simd`'s arithmetic for one x86 vector width: the intrinsic of each operation.
 macro_rules! arithmetic {
     ($f:ty, $i:ty, $splat:ident, $splat_i:ident, $to_f32:ident, $sub:ident, $mul:ident, $div:ident, $fmadd:ident,
@@ -90,8 +97,10 @@ macro_rules! arithmetic {
 pub(super) use arithmetic;
 
 /// AVX2, FMA and F16C: 8 pixels a step, in-lane byte shuffles (`Permutes`).
+/// With `VNNI` (AVX-VNNI: Alder Lake, Core Ultra, Sapphire Rapids, Zen 5),
+/// the YUV decoders fuse their products into their sums (`vpdpwssd`).
 #[derive(Clone, Copy)]
-pub(super) struct Avx2;
+pub(super) struct Avx2<const VNNI: bool = false>;
 
 pub(super) struct Avx2Tables {
     /// Source dwords to 16-byte lanes (`channels`).
@@ -109,7 +118,7 @@ unsafe fn both_lanes(mask: [u8; 16]) -> __m256i {
     _mm256_set_m128i(lane, lane)
 }
 
-impl Simd for Avx2 {
+impl<const VNNI: bool> Simd for Avx2<VNNI> {
     const LANES: usize = 8;
     type I = __m256i;
     type F = __m256;
@@ -261,7 +270,14 @@ impl Simd for Avx2 {
         );
         let odd = _mm256_add_epi8(even, _mm256_set1_epi32(0x0001_0100));
         let signed = _mm256_set1_epi32(0x8000);
-        let product = |mask: __m256i| _mm256_madd_epi16(_mm256_xor_si256(_mm256_shuffle_epi8(l, mask), signed), factor);
+        let product = |mask: __m256i| {
+            let words = _mm256_xor_si256(_mm256_shuffle_epi8(l, mask), signed);
+            if VNNI {
+                words
+            } else {
+                _mm256_madd_epi16(words, factor)
+            }
+        };
         [product(even), product(odd)]
     }
     fn luma_factor(cy: i32) -> i32 {
@@ -273,9 +289,23 @@ impl Simd for Avx2 {
     /// `vpmaddwd`, one uop, multiplies exactly as in `luma_products`: the
     /// chroma byte c as the words `256 (c - 128)` and `c`
     /// (`tables::chroma_pair_words`), the factor `c >> 8` and `c & 255`.
+    /// With `VNNI`, fused with the sum (`vpdpwssd`).
     #[inline(always)]
     unsafe fn add_chroma(acc: __m256i, x: __m256i, factor: __m256i) -> __m256i {
-        _mm256_add_epi32(acc, _mm256_madd_epi16(x, factor))
+        if VNNI {
+            _mm256_dpwssd_avx_epi32(acc, x, factor)
+        } else {
+            _mm256_add_epi32(acc, _mm256_madd_epi16(x, factor))
+        }
+    }
+    /// With `VNNI`, `luma_products` left the product to this `vpdpwssd`.
+    #[inline(always)]
+    unsafe fn add_luma(acc: __m256i, luma: __m256i, factor: __m256i) -> __m256i {
+        if VNNI {
+            _mm256_dpwssd_avx_epi32(acc, luma, factor)
+        } else {
+            _mm256_add_epi32(acc, luma)
+        }
     }
     fn chroma_factor(c: i32) -> i32 {
         ((c & 0xFF) << 16) | ((c >> 8) & 0xFFFF)
@@ -306,8 +336,12 @@ impl Simd for Avx2 {
         let offset = _mm256_set1_epi32(i32::from(offset) * 0x0001_0100);
         let signed = _mm256_set1_epi32(0x8000);
         let product = |mask: [u8; 16]| {
-            let words = _mm256_subs_epu8(_mm256_shuffle_epi8(q, both_lanes(mask)), offset);
-            _mm256_madd_epi16(_mm256_xor_si256(words, signed), factor)
+            let words = _mm256_xor_si256(_mm256_subs_epu8(_mm256_shuffle_epi8(q, both_lanes(mask)), offset), signed);
+            if VNNI {
+                words
+            } else {
+                _mm256_madd_epi16(words, factor)
+            }
         };
         [product(const { luma_422_mask(Y_FIRST, false) }), product(const { luma_422_mask(Y_FIRST, true) })]
     }
@@ -346,7 +380,7 @@ impl Simd for Avx2 {
     }
 }
 
-impl Avx2 {
+impl<const VNNI: bool> Avx2<VNNI> {
     /// 16 pixels' bytes from the sums of their even and odd pixels (pairs
     /// 0-3 | 4-7 in the lanes): each even sum's high word beside its odd
     /// neighbour's puts the pixels in order (0-7 | 8-15) as `sum >> 16`, an

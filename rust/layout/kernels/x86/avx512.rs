@@ -314,10 +314,10 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         [product(even), product(odd)]
     }
     fn luma_factor(cy: i32) -> i32 {
-        Avx2::luma_factor(cy)
+        <Avx2>::luma_factor(cy)
     }
     fn luma_bias(cy: i32) -> i32 {
-        Avx2::luma_bias(cy)
+        <Avx2>::luma_bias(cy)
     }
     /// As AVX2's (`vpmaddwd` on `256 (c - 128)` and `c`); with VBMI (the
     /// level also has VNNI) fused with the sum (`vpdpwssd`).
@@ -339,10 +339,10 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         }
     }
     fn chroma_factor(c: i32) -> i32 {
-        Avx2::chroma_factor(c)
+        <Avx2>::chroma_factor(c)
     }
     fn chroma_bias(c: i32) -> i32 {
-        Avx2::chroma_bias(c)
+        <Avx2>::chroma_bias(c)
     }
     #[inline(always)]
     unsafe fn chroma_planes(a: *const u8, b: *const u8) -> [__m512i; 2] {

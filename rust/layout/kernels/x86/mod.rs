@@ -87,9 +87,17 @@ pub(crate) fn nv12_decoder(level: SimdLevel, bytes: usize) -> (Nv12Row, &'static
         (SimdLevel::Avx512, _) => (avx512::nv12_row::<4>, "avx512/nv12"),
         (SimdLevel::Avx512Vbmi, 3) => (avx512::vbmi::nv12_row::<3>, "avx512vbmi/nv12-rgb"),
         (SimdLevel::Avx512Vbmi, _) => (avx512::vbmi::nv12_row::<4>, "avx512vbmi/nv12"),
+        (_, 3) if avx_vnni() => (avx2::vnni::nv12_row::<3>, "avx2-vnni/nv12-rgb"),
+        _ if avx_vnni() => (avx2::vnni::nv12_row::<4>, "avx2-vnni/nv12"),
         (_, 3) => (avx2::nv12_row::<3>, "avx2/nv12-rgb"),
         _ => (avx2::nv12_row::<4>, "avx2/nv12"),
     }
+}
+
+/// Whether the AVX2 level's YUV decoders can fuse their products into their
+/// sums (AVX-VNNI; `Avx2<true>`).
+fn avx_vnni() -> bool {
+    is_x86_feature_detected!("avxvnni")
 }
 
 pub(crate) fn yuv422_decoder(level: SimdLevel, bytes: usize, y_first: bool) -> (Yuv422Row, &'static str) {
@@ -102,6 +110,10 @@ pub(crate) fn yuv422_decoder(level: SimdLevel, bytes: usize, y_first: bool) -> (
         (SimdLevel::Avx512, 3, false) => (avx512::yuv422_row::<3, false>, "avx512/uyvy-rgb"),
         (SimdLevel::Avx512, _, true) => (avx512::yuv422_row::<4, true>, "avx512/yuyv"),
         (SimdLevel::Avx512, _, false) => (avx512::yuv422_row::<4, false>, "avx512/uyvy"),
+        (_, 3, true) if avx_vnni() => (avx2::vnni::yuv422_row::<3, true>, "avx2-vnni/yuyv-rgb"),
+        (_, 3, false) if avx_vnni() => (avx2::vnni::yuv422_row::<3, false>, "avx2-vnni/uyvy-rgb"),
+        (_, _, true) if avx_vnni() => (avx2::vnni::yuv422_row::<4, true>, "avx2-vnni/yuyv"),
+        (_, _, false) if avx_vnni() => (avx2::vnni::yuv422_row::<4, false>, "avx2-vnni/uyvy"),
         (_, 3, true) => (avx2::yuv422_row::<3, true>, "avx2/yuyv-rgb"),
         (_, 3, false) => (avx2::yuv422_row::<3, false>, "avx2/uyvy-rgb"),
         (_, _, true) => (avx2::yuv422_row::<4, true>, "avx2/yuyv"),
@@ -170,6 +182,8 @@ pub(crate) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
         (SimdLevel::Avx512Vbmi, _) => avx512::vbmi::nv12_pair::<4>,
         (SimdLevel::Avx512, 3) => avx512::nv12_pair::<3>,
         (SimdLevel::Avx512, _) => avx512::nv12_pair::<4>,
+        (_, 3) if avx_vnni() => avx2::vnni::nv12_pair::<3>,
+        _ if avx_vnni() => avx2::vnni::nv12_pair::<4>,
         (_, 3) => avx2::nv12_pair::<3>,
         _ => avx2::nv12_pair::<4>,
     }
