@@ -21,7 +21,7 @@ use super::super::resample::{
 use super::super::scalar;
 use super::super::vector::{bf16_high, Job, Quantise, Simd, Words, F16};
 use super::tables::{
-    chroma_422_mask, in_order, luma_422_mask, Permutes, CHROMA_PLANE_WORDS, PAIR_WORDS, THREE_BYTE_PIXELS,
+    chroma_422_mask, dword_words, in_order, luma_422_mask, Permutes, CHROMA_PLANE_WORDS, PAIR_WORDS, THREE_BYTE_PIXELS,
 };
 
 // `pixels_of_sums` takes `sum >> SHIFT` as the high word shifted by 4.
@@ -724,13 +724,19 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
     // starts are read at d..d + 8 <= n; each step stores 32 values at 4d,
     // inside every row of `out` (4n values, checked above).
     unsafe {
-        let byte = _mm256_set1_epi32(0xFF);
         let lane = _mm256_loadu_si256(LANE.map(|k| k as i32).as_ptr().cast());
         let offset = _mm_set1_epi8(k.y_offset as i8);
-        let cy = _mm256_set1_epi32(k.cy);
-        let [cvr, cvg, cug, cub] = [k.cvr, k.cvg, k.cug, k.cub].map(|c| _mm256_set1_epi32(c));
-        // The rounding half, less the products of the 128 that centres U and V.
-        let bias = [HALF - 128 * k.cvr, HALF - 128 * (k.cvg + k.cug), HALF - 128 * k.cub].map(|b| _mm256_set1_epi32(b));
+        // Y, U and V multiplied by `vpmaddwd` as the row decoders do (`luma_products`, `add_chroma`).
+        let cy = _mm256_set1_epi32(<Avx2>::luma_factor(k.cy));
+        let [cvr, cvg, cug, cub] = [k.cvr, k.cvg, k.cug, k.cub].map(|c| _mm256_set1_epi32(<Avx2>::chroma_factor(c)));
+        // The rounding half, less what those products add.
+        let (luma_bias, chroma_bias) = (<Avx2>::luma_bias(k.cy), <Avx2>::chroma_bias);
+        let bias = [chroma_bias(k.cvr), chroma_bias(k.cvg) + chroma_bias(k.cug), chroma_bias(k.cub)]
+            .map(|b| _mm256_set1_epi32(HALF - luma_bias - b));
+        let mask = |b: usize| _mm256_loadu_si256(dword_words(b).as_ptr().cast());
+        let signed = _mm256_set1_epi32(0x8000);
+        let words = |x: __m256i, mask: __m256i| _mm256_xor_si256(_mm256_shuffle_epi8(x, mask), signed);
+        let (first_byte, second_byte) = (mask(0), mask(1));
         let pad = _mm256_set1_epi16(i16::from(yuv.pad));
         let (zero, max) = (_mm256_setzero_si256(), _mm256_set1_epi16(255));
         // A channel's sums of the first pixels (even) and of the second (odd):
@@ -740,12 +746,12 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
             let bytes = _mm256_min_epi16(_mm256_max_epi16(words, zero), max);
             _mm256_srai_epi32::<4>(_mm256_madd_epi16(bytes, w))
         };
-        // The three chroma terms (with the bias) of U, V in 32-bit lanes.
+        // The three chroma terms (with the bias) of U, V as `vpmaddwd` words.
         let terms = |u: __m256i, v: __m256i| {
             [
-                _mm256_add_epi32(_mm256_mullo_epi32(v, cvr), bias[0]),
-                _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(v, cvg), _mm256_mullo_epi32(u, cug)), bias[1]),
-                _mm256_add_epi32(_mm256_mullo_epi32(u, cub), bias[2]),
+                _mm256_add_epi32(_mm256_madd_epi16(v, cvr), bias[0]),
+                _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(v, cvg), _mm256_madd_epi16(u, cug)), bias[1]),
+                _mm256_add_epi32(_mm256_madd_epi16(u, cub), bias[2]),
             ]
         };
         loop {
@@ -778,19 +784,17 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
                 }
             };
             let q1 = _mm256_srlv_epi32(q, odd_shift);
-            let v_of = |q: __m256i| {
-                let shifted = if v_at == 8 { _mm256_srli_epi32::<8>(q) } else { _mm256_srli_epi32::<16>(q) };
-                _mm256_and_si256(shifted, byte)
-            };
-            let (u0, v0, u1, v1) = (_mm256_and_si256(q, byte), v_of(q), _mm256_and_si256(q1, byte), v_of(q1));
+            let v_byte = if v_at == 8 { second_byte } else { mask(2) };
+            let (u0, v0) = (words(q, first_byte), words(q, v_byte));
+            let (u1, v1) = (words(q1, first_byte), words(q1, v_byte));
             let (t0, t1) = (terms(u0, v0), terms(u1, v1));
             let p16 =
                 if PAD { _mm256_slli_epi32::<16>(_mm256_srai_epi32::<4>(_mm256_madd_epi16(pad, w))) } else { pad };
             for r in 0..ROWS {
                 // The Y pair of each lane's pixels, less the offset (floored at 0), as [Y0, Y1, 0, 0].
                 let l = _mm256_cvtepu16_epi32(_mm_subs_epu8(words8(y[r], start), offset));
-                let l0 = _mm256_mullo_epi32(_mm256_and_si256(l, byte), cy);
-                let l1 = _mm256_mullo_epi32(_mm256_srli_epi32::<8>(l), cy);
+                let l0 = _mm256_madd_epi16(words(l, first_byte), cy);
+                let l1 = _mm256_madd_epi16(words(l, second_byte), cy);
                 let ch = |c: usize| weigh(_mm256_add_epi32(l0, t0[c]), _mm256_add_epi32(l1, t1[c]), w);
                 let (first, last) = if SWAP { (ch(2), ch(0)) } else { (ch(0), ch(2)) };
                 // Slots 0, 1 and 2, 3 as the words of 32-bit lanes (every sum is in

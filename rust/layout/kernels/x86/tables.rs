@@ -142,6 +142,20 @@ pub(super) const CHROMA_PLANE_WORDS: [u8; 64] = {
     mask
 };
 
+/// Byte `b` of every dword as the bytes [0, c, c, 0] of that dword: the
+/// words `vpmaddwd` multiplies exactly (as [`chroma_pair_words`]); AVX2's
+/// fused resize pass takes its Y pair and chroma this way.
+pub(super) const fn dword_words(b: usize) -> [u8; 32] {
+    let mut mask = [0x80u8; 32];
+    let mut i = 1;
+    while i < 32 {
+        mask[i] = (i % 16 - 1 + b) as u8;
+        mask[i + 1] = mask[i];
+        i += 4;
+    }
+    mask
+}
+
 /// In each 16-byte lane, pair k's even (`odd`) pixel's luma as the bytes
 /// [0, Y, Y, 0] of dword k (see `luma_products`). A `const fn`: the kernels'
 /// loops take it as a constant (`const { .. }`), never computed per step.
