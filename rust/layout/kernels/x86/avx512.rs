@@ -12,7 +12,7 @@ use std::arch::x86_64::*;
 use super::super::resample::{Linear, Resample};
 use super::super::vector::{bf16_high, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
 use super::avx2::{arithmetic, rows, Avx2};
-use super::tables::{chroma_422_mask, luma_422_mask, CHROMA_PLANE_WORDS, PAIR_WORDS};
+use super::tables::{chroma_422_mask, luma_422_mask, CHROMA_PLANE_WORDS, PAIR_WORDS, PIXELS_OF_CHANNEL_BYTES};
 
 crate::layout::stamp!(Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"]: conversion, quads, words, int8);
 
@@ -389,9 +389,16 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         pos == [0, 1, 2] || pos == [2, 1, 0]
     }
     /// As AVX2's (`pixels_of_sums`), then the lanes (pixels 0-3, 8-11, ...
-    /// and 4-7, 12-15, ...) put in order.
+    /// and 4-7, 12-15, ...) put in order; with VBMI, the pixels straight
+    /// from the channel bytes (`pixels_of_bytes`).
     #[inline(always)]
     unsafe fn store_rgbx_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
+        if VBMI {
+            let [first, second] = Self::pixels_of_bytes(t, even, odd, 0);
+            _mm512_storeu_si512(out.cast(), first);
+            _mm512_storeu_si512(out.add(64).cast(), second);
+            return;
+        }
         let [lo, hi] = Self::pixels_of_sums(t, even, odd);
         let first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
         let second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
@@ -399,9 +406,16 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         _mm512_storeu_si512(out.add(64).cast(), _mm512_permutex2var_epi64(lo, second, hi));
     }
     /// As `store_rgbx_sums`, then each lane's pads dropped and the lanes'
-    /// 12 bytes put together: 16 pixels in 48 bytes, stored as 32 + 16, twice.
+    /// 12 bytes put together: 16 pixels in 48 bytes, stored as 32 + 16,
+    /// twice; with VBMI, the 96 bytes straight from the channel bytes.
     #[inline(always)]
     unsafe fn store_rgb_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
+        if VBMI {
+            let [head, tail] = Self::pixels_of_bytes(t, even, odd, 2);
+            _mm512_storeu_si512(out.cast(), head);
+            _mm256_storeu_si256(out.add(64).cast(), _mm512_castsi512_si256(tail));
+            return;
+        }
         let [lo, hi] = Self::pixels_of_sums(t, even, odd);
         let drop_pad =
             _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128));
@@ -425,14 +439,27 @@ impl<const VBMI: bool> Avx512<VBMI> {
     /// 24-27]` and `[4-7 | 12-15 | 20-23 | 28-31]`.
     #[inline(always)]
     unsafe fn pixels_of_sums(t: &Avx512Tables, even: [__m512i; 3], odd: [__m512i; 3]) -> [__m512i; 2] {
+        let [rb, gp] = Self::channel_bytes(t, even, odd);
+        let (rg, bp) = (_mm512_unpacklo_epi8(rb, gp), _mm512_unpackhi_epi8(rb, gp));
+        [_mm512_unpacklo_epi16(rg, bp), _mm512_unpackhi_epi16(rg, bp)]
+    }
+    /// As `Avx2::channel_bytes`, in four lanes: `[R 0-7, B 0-7 | R 8-15, B
+    /// 8-15 | ...]` and `[G 0-7, pad | ...]`.
+    #[inline(always)]
+    unsafe fn channel_bytes(t: &Avx512Tables, even: [__m512i; 3], odd: [__m512i; 3]) -> [__m512i; 2] {
         let words = |e: __m512i, o: __m512i| {
             _mm512_srai_epi16::<4>(_mm512_mask_blend_epi16(0xAAAA_AAAA, _mm512_srli_epi32::<16>(e), o))
         };
         let [r, g, b] = [words(even[0], odd[0]), words(even[1], odd[1]), words(even[2], odd[2])];
-        let rb = _mm512_packus_epi16(r, b);
-        let gp = _mm512_packus_epi16(g, t.pad);
-        let (rg, bp) = (_mm512_unpacklo_epi8(rb, gp), _mm512_unpackhi_epi8(rb, gp));
-        [_mm512_unpacklo_epi16(rg, bp), _mm512_unpackhi_epi16(rg, bp)]
+        [_mm512_packus_epi16(r, b), _mm512_packus_epi16(g, t.pad)]
+    }
+    /// VBMI: pixels (`tables::PIXELS_OF_CHANNEL_BYTES` `[first]` and
+    /// `[first + 1]`) straight from the channel bytes, one `vpermt2b` each.
+    #[inline(always)]
+    unsafe fn pixels_of_bytes(t: &Avx512Tables, even: [__m512i; 3], odd: [__m512i; 3], first: usize) -> [__m512i; 2] {
+        let [rb, gp] = Self::channel_bytes(t, even, odd);
+        let idx = |k: usize| table(&PIXELS_OF_CHANNEL_BYTES[k]);
+        [_mm512_permutex2var_epi8(rb, idx(first), gp), _mm512_permutex2var_epi8(rb, idx(first + 1), gp)]
     }
 }
 

@@ -156,6 +156,36 @@ pub(super) const fn dword_words(b: usize) -> [u8; 32] {
     mask
 }
 
+/// VBMI: the `vpermt2b` indices that make 32 pixels from their channel
+/// bytes packed as `[R 0-7, B 0-7]` (the first operand, a 16-byte lane per 8
+/// pixels) and `[G 0-7, pad]` (the second: index + 64): 4-byte pixels 0-15
+/// (`[0]`) and 16-31 (`[1]`), and bytes 0-63 (`[2]`) and 64-95 (`[3]`, the
+/// rest unused) of 3-byte ones.
+pub(super) const PIXELS_OF_CHANNEL_BYTES: [[u8; 64]; 4] = {
+    let mut idx = [[0u8; 64]; 4];
+    let mut t = 0;
+    while t < 4 {
+        let mut o = 0;
+        while o < 64 {
+            let bytes = if t < 2 { 4 } else { 3 };
+            let at = 64 * (t % 2) + o;
+            let (p, c) = (at / bytes, at % bytes);
+            if p < 32 {
+                let lane = 16 * (p / 8) + p % 8;
+                idx[t][o] = match c {
+                    0 => lane,
+                    1 => 64 + lane,
+                    2 => lane + 8,
+                    _ => 64 + lane + 8,
+                } as u8;
+            }
+            o += 1;
+        }
+        t += 1;
+    }
+    idx
+};
+
 /// In each 16-byte lane, pair k's even (`odd`) pixel's luma as the bytes
 /// [0, Y, Y, 0] of dword k (see `luma_products`). A `const fn`: the kernels'
 /// loops take it as a constant (`const { .. }`), never computed per step.
