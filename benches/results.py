@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 RESULTS = Path(__file__).resolve().parent / "results"
-_FLAGS = ("sse4_2", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vbmi", "avx512_bf16", "avx512_fp16", "amx_bf16", "asimd", "sve")
+_FLAGS = ("sse4_2", "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512bw", "avx512vbmi", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+          "amx_bf16", "asimd", "sve")
 
 
 def machine() -> dict[str, Any]:
