@@ -151,6 +151,22 @@ pub(crate) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
     }
 }
 
+/// The two-row YUV decoders of `level` this CPU runs, each with its YUYV and
+/// UYVY row decoders (none at the scalar level): the level's own and, at
+/// x86's AVX2 level on a CPU with AVX-VNNI, also the plain AVX2 ones that
+/// CPUs without it run, so that the tests prove both.
+#[cfg(test)]
+pub(crate) fn yuv_decoder_variants(level: SimdLevel, bytes: usize) -> Vec<(Nv12Pair, [Option<Yuv422Row>; 2])> {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => x86::yuv_decoder_variants(level, bytes),
+        _ => {
+            let packed = [true, false].map(|y_first| yuv422_decoder(level, bytes, y_first).map(|(row, _)| row));
+            vec![(nv12_pair_decoder(level, bytes), packed)]
+        }
+    }
+}
+
 /// The decoder of packed YUYV (`y_first`) or UYVY rows into pixels of
 /// `bytes` bytes at this level, where it has one (else the rows are split
 /// into NV12's first, `splitter`).
