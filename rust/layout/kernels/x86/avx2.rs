@@ -547,7 +547,7 @@ pub(crate) unsafe fn interleave_row<const BYTES: usize>(u: &[u8], v: &[u8], uv: 
 /// Each step also prefetches a cache line of `ahead`, the row the next
 /// call reads: a shrink's rows lie several rows apart, so the hardware
 /// prefetchers start each one cold (1080p -> 224x224: 10% faster).
-impl Resample for Avx2 {
+impl<const VNNI: bool> Resample for Avx2<VNNI> {
     #[inline(always)]
     fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
         rows::<C, 1>([src], taps, [out], [ahead])
@@ -568,10 +568,10 @@ impl Resample for Avx2 {
         yuv: &YuvOut,
     ) {
         match (yuv.pos, yuv.pad) {
-            ([0, 1, 2], 0) => yuv_rows::<ROWS, false, false>(y, chroma, taps, out, yuv),
-            ([0, 1, 2], _) => yuv_rows::<ROWS, false, true>(y, chroma, taps, out, yuv),
-            ([2, 1, 0], 0) => yuv_rows::<ROWS, true, false>(y, chroma, taps, out, yuv),
-            ([2, 1, 0], _) => yuv_rows::<ROWS, true, true>(y, chroma, taps, out, yuv),
+            ([0, 1, 2], 0) => yuv_rows::<ROWS, false, false, VNNI>(y, chroma, taps, out, yuv),
+            ([0, 1, 2], _) => yuv_rows::<ROWS, false, true, VNNI>(y, chroma, taps, out, yuv),
+            ([2, 1, 0], 0) => yuv_rows::<ROWS, true, false, VNNI>(y, chroma, taps, out, yuv),
+            ([2, 1, 0], _) => yuv_rows::<ROWS, true, true, VNNI>(y, chroma, taps, out, yuv),
             _ => yuv_linear_from::<ROWS>(0, y, chroma, &taps.linear, out, yuv),
         }
     }
@@ -580,6 +580,11 @@ impl Resample for Avx2 {
 /// The resize row loops for AVX2 (their features as they always were: no F16C).
 pub(crate) mod resample {
     crate::layout::stamp!(super::Avx2, ["avx2,fma"]: resample, fused);
+}
+
+/// The fused YUV x pass with AVX-VNNI (`Avx2<true>`), where the CPU has it.
+pub(crate) mod resample_vnni {
+    crate::layout::stamp!(super::Avx2<true>, ["avx2,avxvnni,fma"]: fused);
 }
 
 #[inline(always)]
@@ -691,7 +696,7 @@ const LANE: [usize; 8] = [0, 1, 4, 5, 2, 3, 6, 7];
 /// at positions 2, 1, 0 (NV21's `YuvOut`). `PAD`: a pad other than 0 (a
 /// resize decodes with 0).
 #[inline(always)]
-fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
+fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool, const VNNI: bool>(
     y: [&[u8]; 2],
     chroma: Chroma<'_>,
     taps: &YuvTaps,
@@ -746,14 +751,17 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
             let bytes = _mm256_min_epi16(_mm256_max_epi16(words, zero), max);
             _mm256_srai_epi32::<4>(_mm256_madd_epi16(bytes, w))
         };
-        // The three chroma terms (with the bias) of U, V as `vpmaddwd` words.
-        let terms = |u: __m256i, v: __m256i| {
-            [
-                _mm256_add_epi32(_mm256_madd_epi16(v, cvr), bias[0]),
-                _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(v, cvg), _mm256_madd_epi16(u, cug)), bias[1]),
-                _mm256_add_epi32(_mm256_madd_epi16(u, cub), bias[2]),
-            ]
+        // `acc` plus the products of `vpmaddwd` words, fused with VNNI (as `add_chroma`).
+        let add = |acc: __m256i, x: __m256i, factor: __m256i| {
+            if VNNI {
+                _mm256_dpwssd_avx_epi32(acc, x, factor)
+            } else {
+                _mm256_add_epi32(acc, _mm256_madd_epi16(x, factor))
+            }
         };
+        // The three chroma terms (with the bias) of U, V as `vpmaddwd` words.
+        let terms =
+            |u: __m256i, v: __m256i| [add(bias[0], v, cvr), add(add(bias[1], v, cvg), u, cug), add(bias[2], u, cub)];
         loop {
             if d + 8 > vectors {
                 // The last step ends at the last pixel it may read (again writing the same values for some).
@@ -793,9 +801,17 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
             for r in 0..ROWS {
                 // The Y pair of each lane's pixels, less the offset (floored at 0), as [Y0, Y1, 0, 0].
                 let l = _mm256_cvtepu16_epi32(_mm_subs_epu8(words8(y[r], start), offset));
-                let l0 = _mm256_madd_epi16(words(l, first_byte), cy);
-                let l1 = _mm256_madd_epi16(words(l, second_byte), cy);
-                let ch = |c: usize| weigh(_mm256_add_epi32(l0, t0[c]), _mm256_add_epi32(l1, t1[c]), w);
+                let (w0, w1) = (words(l, first_byte), words(l, second_byte));
+                // Without VNNI the luma products once, then a sum per channel.
+                let (l0, l1) = (_mm256_madd_epi16(w0, cy), _mm256_madd_epi16(w1, cy));
+                let sum = |t: __m256i, w: __m256i, l: __m256i| {
+                    if VNNI {
+                        _mm256_dpwssd_avx_epi32(t, w, cy)
+                    } else {
+                        _mm256_add_epi32(l, t)
+                    }
+                };
+                let ch = |c: usize| weigh(sum(t0[c], w0, l0), sum(t1[c], w1, l1), w);
                 let (first, last) = if SWAP { (ch(2), ch(0)) } else { (ch(0), ch(2)) };
                 // Slots 0, 1 and 2, 3 as the words of 32-bit lanes (every sum is in
                 // 0..2^15: a shift and an or, no shuffle), then interleaved.
