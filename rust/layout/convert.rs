@@ -449,10 +449,7 @@ pub fn describe_resize(
     if path == resize::YuvPath::Fused {
         // The x pass decodes what it reads: no row is decoded (or interleaved) first.
         // (AVX2's at both x86 levels: `kernels::row_kernels`.)
-        #[cfg(target_arch = "x86_64")]
-        {
-            steps = steps.replacen(&yuv_decoder(src, level, 4).1, kernels::avx2_fused().1, 1);
-        }
+        steps = steps.replacen(&yuv_decoder(src, level, 4).1, "avx2/yuv420-fused", 1);
     } else if src == Format::I420 {
         // A resize decodes NV12 rows: a strong shrink gathers I420's chroma groups from its
         // planes, a mild one interleaves its U and V rows first.

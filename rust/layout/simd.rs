@@ -16,9 +16,8 @@ pub enum SimdLevel {
     Avx2,
     /// x86_64 with AVX-512 F, BW, DQ and VL on top of AVX2 (Skylake-SP and later).
     Avx512,
-    /// AVX-512 with VBMI byte permutes and VNNI multiply-adds too (Ice Lake,
-    /// Zen 4 and later); the AVX512-BF16 conversion instruction is used where
-    /// the CPU also has it.
+    /// AVX-512 with VBMI byte permutes too (Ice Lake, Zen 4 and later); the
+    /// AVX512-BF16 conversion instruction is used where the CPU also has it.
     Avx512Vbmi,
     /// aarch64 Advanced SIMD (every 64-bit Arm core).
     Neon,
@@ -55,11 +54,7 @@ impl SimdLevel {
                     && is_x86_feature_detected!("avx512vl")
             }
             #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx512Vbmi => {
-                SimdLevel::Avx512.is_supported()
-                    && is_x86_feature_detected!("avx512vbmi")
-                    && is_x86_feature_detected!("avx512vnni")
-            }
+            SimdLevel::Avx512Vbmi => SimdLevel::Avx512.is_supported() && is_x86_feature_detected!("avx512vbmi"),
             #[cfg(target_arch = "aarch64")]
             SimdLevel::Neon => std::arch::is_aarch64_feature_detected!("neon"),
             #[allow(unreachable_patterns)]

@@ -151,22 +151,6 @@ pub(crate) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
     }
 }
 
-/// The two-row YUV decoders of `level` this CPU runs, each with its YUYV and
-/// UYVY row decoders (none at the scalar level): the level's own and, at
-/// x86's AVX2 level on a CPU with AVX-VNNI, also the plain AVX2 ones that
-/// CPUs without it run, so that the tests prove both.
-#[cfg(test)]
-pub(crate) fn yuv_decoder_variants(level: SimdLevel, bytes: usize) -> Vec<(Nv12Pair, [Option<Yuv422Row>; 2])> {
-    match level {
-        #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => x86::yuv_decoder_variants(level, bytes),
-        _ => {
-            let packed = [true, false].map(|y_first| yuv422_decoder(level, bytes, y_first).map(|(row, _)| row));
-            vec![(nv12_pair_decoder(level, bytes), packed)]
-        }
-    }
-}
-
 /// The decoder of packed YUYV (`y_first`) or UYVY rows into pixels of
 /// `bytes` bytes at this level, where it has one (else the rows are split
 /// into NV12's first, `splitter`).
@@ -280,31 +264,10 @@ macro_rules! by_channels {
     };
 }
 
-/// The fused YUV x pass: AVX2's, the only one stamped (`stamp!`'s `fused`),
-/// with AVX-VNNI where the CPU has it, and the name of its kernel.
+/// The fused YUV x pass: AVX2's, the only one stamped (`stamp!`'s `fused`).
 #[cfg(target_arch = "x86_64")]
-pub(crate) fn avx2_fused() -> ([resample::YuvLinear; 2], &'static str) {
-    if is_x86_feature_detected!("avxvnni") {
-        use x86::avx2::resample_vnni::yuv_linear;
-        ([yuv_linear::<1>, yuv_linear::<2>], "avx2-vnni/yuv420-fused")
-    } else {
-        use x86::avx2::resample::yuv_linear;
-        ([yuv_linear::<1>, yuv_linear::<2>], "avx2/yuv420-fused")
-    }
-}
-
-/// Every fused YUV x pass this CPU runs: AVX2's plain one, and with AVX-VNNI
-/// also that variant (the tests prove both).
-#[cfg(test)]
-pub(crate) fn fused_variants() -> Vec<[resample::YuvLinear; 2]> {
-    #[cfg(target_arch = "x86_64")]
-    if SimdLevel::Avx2.is_supported() {
-        use x86::avx2::resample::yuv_linear;
-        let plain = [yuv_linear::<1> as resample::YuvLinear, yuv_linear::<2>];
-        return if is_x86_feature_detected!("avxvnni") { vec![plain, avx2_fused().0] } else { vec![plain] };
-    }
-    Vec::new()
-}
+const AVX2_FUSED: Option<[resample::YuvLinear; 2]> =
+    Some([x86::avx2::resample::yuv_linear::<1>, x86::avx2::resample::yuv_linear::<2>]);
 
 /// The row loops for `channels`-value pixels (1, 3 or 4) at `level`, and the
 /// name of the instruction set they were compiled for.
@@ -312,13 +275,13 @@ pub(crate) fn row_kernels(level: SimdLevel, channels: usize) -> (RowKernels, &'s
     match level {
         #[cfg(target_arch = "x86_64")]
         SimdLevel::Avx2 => {
-            (RowKernels { yuv_linear: Some(avx2_fused().0), ..by_channels!(x86::avx2::resample, channels) }, "avx2")
+            (RowKernels { yuv_linear: AVX2_FUSED, ..by_channels!(x86::avx2::resample, channels) }, "avx2")
         }
         #[cfg(target_arch = "x86_64")]
         // The fused YUV x pass compiled for AVX2 at both x86 levels: LLVM's AVX-512 build of the same loop
         // ran 10-30% slower on the Xeon (docs/layout.md, "The resizing gather").
         SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => {
-            (RowKernels { yuv_linear: Some(avx2_fused().0), ..by_channels!(x86::avx512::resample, channels) }, "avx512")
+            (RowKernels { yuv_linear: AVX2_FUSED, ..by_channels!(x86::avx512::resample, channels) }, "avx512")
         }
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => (by_channels!(neon::resample, channels), "neon"),

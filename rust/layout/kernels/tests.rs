@@ -132,7 +132,7 @@ fn resized_camera_formats_decode_like_nv12() {
 #[ignore = "exhaustive: run with --release -- --ignored"]
 fn every_level_decodes_every_input_exactly() {
     use crate::layout::colour::yuv_to_rgb;
-    use crate::layout::kernels::yuv_decoder_variants;
+    use crate::layout::kernels::{nv12_pair_decoder, yuv422_decoder};
     use crate::layout::plan::{Chroma, YuvOut};
     use crate::layout::{Colour, Matrix, Range};
     const N: usize = 1 << 16;
@@ -145,10 +145,8 @@ fn every_level_decodes_every_input_exactly() {
         let k = colour.coefficients();
         for (bytes, pos) in [(4usize, [0usize, 1, 2]), (3, [2, 1, 0])] {
             let out = YuvOut { pos, pad: 0xA5, bytes, k };
-            let levels = SimdLevel::available().into_iter().filter(|&l| l != SimdLevel::Scalar);
-            for (level, variant, (pair, packed_rows)) in
-                levels.flat_map(|l| yuv_decoder_variants(l, bytes).into_iter().enumerate().map(move |(v, d)| (l, v, d)))
-            {
+            for level in SimdLevel::available().into_iter().filter(|&l| l != SimdLevel::Scalar) {
+                let pair = nv12_pair_decoder(level, bytes);
                 let (mut d0, mut d1) = (vec![0u8; N * bytes], vec![0u8; N * bytes]);
                 let v_row: Vec<u8> = (0..N / 2).map(|j| (j / 128) as u8).collect();
                 for (u, planar) in (0..=255u8).flat_map(|u| [(u, false), (u, true)]) {
@@ -159,8 +157,8 @@ fn every_level_decodes_every_input_exactly() {
                     // SAFETY: the level is available on this CPU.
                     unsafe { pair([&y0, &y1], chroma, [&mut d0, &mut d1], &out) };
                     // The first row as YUYV and UYVY, decoded from the packed row.
-                    for (y_first, packed) in [true, false].into_iter().zip(packed_rows).filter(|_| !planar) {
-                        let Some(packed) = packed else { continue };
+                    for y_first in [true, false].into_iter().filter(|_| !planar) {
+                        let Some((packed, _)) = yuv422_decoder(level, bytes, y_first) else { continue };
                         let row: Vec<u8> =
                             y0.iter().zip(&uv).flat_map(|(&y, &c)| if y_first { [y, c] } else { [c, y] }).collect();
                         let mut d = vec![0u8; N * bytes];
@@ -168,7 +166,7 @@ fn every_level_decodes_every_input_exactly() {
                         unsafe { packed(&row, &mut d, &out) };
                         assert!(
                             d == d0,
-                            "{colour} {level:?} (variant {variant}) {bytes}-byte pixels, packed 4:2:2 (Y first: {y_first}), U {u}"
+                            "{colour} {level:?} {bytes}-byte pixels, packed 4:2:2 (Y first: {y_first}), U {u}"
                         );
                     }
                     for (y, d) in [(&y0, &d0), (&y1, &d1)] {
@@ -181,7 +179,7 @@ fn every_level_decodes_every_input_exactly() {
                             }
                             assert!(
                                 px[..3] == bytes_want && (bytes == 3 || px[3] == 0xA5),
-                                "{colour} {level:?} (variant {variant}) {bytes}-byte pixels (I420: {planar}): Y {} U {u} V {} gave {:?}, want {bytes_want:?}",
+                                "{colour} {level:?} {bytes}-byte pixels (I420: {planar}): Y {} U {u} V {} gave {:?}, want {bytes_want:?}",
                                 y[p],
                                 p / 256,
                                 &px[..3]
@@ -515,10 +513,8 @@ proptest::proptest! {
         let mut want = [vec![0u8; width * bytes], vec![0u8; width * bytes]];
         let [w0, w1] = &mut want;
         scalar::nv12_pair([&y0, &y1], Chroma::Interleaved(&uv), [w0, w1], &out);
-        for (level, pair) in SimdLevel::available()
-            .into_iter()
-            .flat_map(|l| yuv_decoder_variants(l, bytes).into_iter().map(move |(pair, _)| (l, pair)))
-        {
+        for level in SimdLevel::available() {
+            let pair = nv12_pair_decoder(level, bytes);
             for chroma in [Chroma::Planar(&u, &v), Chroma::Interleaved(&uv)] {
                 let mut got = [vec![0u8; width * bytes], vec![0u8; width * bytes]];
                 let [g0, g1] = &mut got;
@@ -576,8 +572,8 @@ proptest::proptest! {
         }
         let chroma = if planar { Chroma::Planar(&u, &v) } else { Chroma::Interleaved(&uv) };
         let taps = YuvTaps::new(x);
-        // The levels' fused passes are these (AVX2's at both x86 levels).
-        for (variant, [one, pair]) in crate::layout::kernels::fused_variants().into_iter().enumerate() {
+        for level in SimdLevel::available() {
+            let Some([one, pair]) = row_kernels(level, 4).0.yuv_linear else { continue };
             let mut got = [vec![-1i16; 4 * n], vec![-1i16; 4 * n]];
             let [g0, g1] = &mut got;
             // SAFETY: the level is available on this CPU.
@@ -590,7 +586,7 @@ proptest::proptest! {
                 }
             }
             for r in 0..2 {
-                proptest::prop_assert_eq!(&got[r][..], &want[r][..4 * n], "variant {} row {} of {}", variant, r, width);
+                proptest::prop_assert_eq!(&got[r][..], &want[r][..4 * n], "{:?} row {} of {}", level, r, width);
             }
         }
         // The portable loop, the SIMD loops' tail, on its own.

@@ -133,8 +133,7 @@ pub(crate) trait Simd: Copy {
     /// `luma_pairs` times `cy`, exactly, plus `luma_bias(cy)`: `factor` is
     /// `luma_factor(cy)` splatted (an instruction set may split `cy` to
     /// multiply in 16-bit halves, which costs a constant that the chroma
-    /// terms give back). An instruction set with a fused multiply-add may
-    /// leave the product to `add_luma` and return its operands.
+    /// terms give back).
     unsafe fn luma_products(y: *const u8, offset: u8, factor: Self::I) -> [Self::I; 2] {
         let [even, odd] = Self::luma_pairs(y, offset);
         [Self::mul_i(even, factor), Self::mul_i(odd, factor)]
@@ -144,10 +143,6 @@ pub(crate) trait Simd: Copy {
     }
     fn luma_bias(_cy: i32) -> i32 {
         0
-    }
-    /// `acc` plus a lane of `luma_products` (`factor` as it has it).
-    unsafe fn add_luma(acc: Self::I, luma: Self::I, _factor: Self::I) -> Self::I {
-        Self::add_i(acc, luma)
     }
     /// `acc + x * c` exactly for a lane `x` of `chroma`, `chroma_planes` or
     /// `chroma_422`, plus `chroma_bias(c)`: `factor` is `chroma_factor(c)`
@@ -432,7 +427,7 @@ unsafe fn rows_420<S: Simd, const BYTES: usize, const ROWS: usize>(
     let mut i = 0;
     while i + step <= n {
         let terms = chroma_terms.of(load(i));
-        let sums = |l: S::I| terms.map(|t| S::add_luma(t, l, factor));
+        let sums = |l: S::I| [S::add_i(l, terms[0]), S::add_i(l, terms[1]), S::add_i(l, terms[2])];
         for r in 0..ROWS {
             let [even, odd] = S::luma_products(y[r].as_ptr().add(i), k.y_offset, factor);
             let at = dst[r].as_mut_ptr().add(BYTES * i);
@@ -487,7 +482,7 @@ pub(crate) unsafe fn yuv422_row<S: Simd, const BYTES: usize, const Y_FIRST: bool
         while i + step <= n {
             let at = row.as_ptr().add(2 * i);
             let terms = chroma_terms.of(S::chroma_422(&t, at));
-            let sums = |l: S::I| terms.map(|t| S::add_luma(t, l, factor));
+            let sums = |l: S::I| [S::add_i(l, terms[0]), S::add_i(l, terms[1]), S::add_i(l, terms[2])];
             let [even, odd] = S::luma_products_422::<Y_FIRST>(at, k.y_offset, factor);
             let to = dst.as_mut_ptr().add(BYTES * i);
             if BYTES == 3 {

@@ -29,13 +29,6 @@ const _: () = assert!(SHIFT == 20);
 
 crate::layout::stamp!(Avx2, ["avx2,fma,f16c"]: conversion, words, int8);
 
-/// The YUV decoders with AVX-VNNI (`Avx2<true>`), which the AVX2 level runs
-/// where the CPU has it.
-pub(super) mod vnni {
-    use super::Avx2;
-    crate::layout::stamp!(Avx2<true>, ["avx2,avxvnni,fma,f16c"]: conversion);
-}
-
 /// `Simd`'s arithmetic for one x86 vector width: the intrinsic of each operation.
 macro_rules! arithmetic {
     ($f:ty, $i:ty, $splat:ident, $splat_i:ident, $to_f32:ident, $sub:ident, $mul:ident, $div:ident, $fmadd:ident,
@@ -97,10 +90,8 @@ macro_rules! arithmetic {
 pub(super) use arithmetic;
 
 /// AVX2, FMA and F16C: 8 pixels a step, in-lane byte shuffles (`Permutes`).
-/// With `VNNI` (AVX-VNNI: Alder Lake, Core Ultra, Sapphire Rapids, Zen 5),
-/// the YUV decoders fuse their products into their sums (`vpdpwssd`).
 #[derive(Clone, Copy)]
-pub(super) struct Avx2<const VNNI: bool = false>;
+pub(super) struct Avx2;
 
 pub(super) struct Avx2Tables {
     /// Source dwords to 16-byte lanes (`channels`).
@@ -118,7 +109,7 @@ unsafe fn both_lanes(mask: [u8; 16]) -> __m256i {
     _mm256_set_m128i(lane, lane)
 }
 
-impl<const VNNI: bool> Simd for Avx2<VNNI> {
+impl Simd for Avx2 {
     const LANES: usize = 8;
     type I = __m256i;
     type F = __m256;
@@ -270,14 +261,7 @@ impl<const VNNI: bool> Simd for Avx2<VNNI> {
         );
         let odd = _mm256_add_epi8(even, _mm256_set1_epi32(0x0001_0100));
         let signed = _mm256_set1_epi32(0x8000);
-        let product = |mask: __m256i| {
-            let words = _mm256_xor_si256(_mm256_shuffle_epi8(l, mask), signed);
-            if VNNI {
-                words
-            } else {
-                _mm256_madd_epi16(words, factor)
-            }
-        };
+        let product = |mask: __m256i| _mm256_madd_epi16(_mm256_xor_si256(_mm256_shuffle_epi8(l, mask), signed), factor);
         [product(even), product(odd)]
     }
     fn luma_factor(cy: i32) -> i32 {
@@ -289,23 +273,9 @@ impl<const VNNI: bool> Simd for Avx2<VNNI> {
     /// `vpmaddwd`, one uop, multiplies exactly as in `luma_products`: the
     /// chroma byte c as the words `256 (c - 128)` and `c`
     /// (`tables::chroma_pair_words`), the factor `c >> 8` and `c & 255`.
-    /// With `VNNI`, fused with the sum (`vpdpwssd`).
     #[inline(always)]
     unsafe fn add_chroma(acc: __m256i, x: __m256i, factor: __m256i) -> __m256i {
-        if VNNI {
-            _mm256_dpwssd_avx_epi32(acc, x, factor)
-        } else {
-            _mm256_add_epi32(acc, _mm256_madd_epi16(x, factor))
-        }
-    }
-    /// With `VNNI`, `luma_products` left the product to this `vpdpwssd`.
-    #[inline(always)]
-    unsafe fn add_luma(acc: __m256i, luma: __m256i, factor: __m256i) -> __m256i {
-        if VNNI {
-            _mm256_dpwssd_avx_epi32(acc, luma, factor)
-        } else {
-            _mm256_add_epi32(acc, luma)
-        }
+        _mm256_add_epi32(acc, _mm256_madd_epi16(x, factor))
     }
     fn chroma_factor(c: i32) -> i32 {
         ((c & 0xFF) << 16) | ((c >> 8) & 0xFFFF)
@@ -337,11 +307,7 @@ impl<const VNNI: bool> Simd for Avx2<VNNI> {
         let signed = _mm256_set1_epi32(0x8000);
         let product = |mask: [u8; 16]| {
             let words = _mm256_xor_si256(_mm256_subs_epu8(_mm256_shuffle_epi8(q, both_lanes(mask)), offset), signed);
-            if VNNI {
-                words
-            } else {
-                _mm256_madd_epi16(words, factor)
-            }
+            _mm256_madd_epi16(words, factor)
         };
         [product(const { luma_422_mask(Y_FIRST, false) }), product(const { luma_422_mask(Y_FIRST, true) })]
     }
@@ -380,7 +346,7 @@ impl<const VNNI: bool> Simd for Avx2<VNNI> {
     }
 }
 
-impl<const VNNI: bool> Avx2<VNNI> {
+impl Avx2 {
     /// 16 pixels' bytes from the sums of their even and odd pixels (pairs
     /// 0-3 | 4-7 in the lanes): each even sum's high word beside its odd
     /// neighbour's puts the pixels in order (0-7 | 8-15) as `sum >> 16`, an
@@ -547,7 +513,7 @@ pub(crate) unsafe fn interleave_row<const BYTES: usize>(u: &[u8], v: &[u8], uv: 
 /// Each step also prefetches a cache line of `ahead`, the row the next
 /// call reads: a shrink's rows lie several rows apart, so the hardware
 /// prefetchers start each one cold (1080p -> 224x224: 10% faster).
-impl<const VNNI: bool> Resample for Avx2<VNNI> {
+impl Resample for Avx2 {
     #[inline(always)]
     fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
         rows::<C, 1>([src], taps, [out], [ahead])
@@ -568,10 +534,10 @@ impl<const VNNI: bool> Resample for Avx2<VNNI> {
         yuv: &YuvOut,
     ) {
         match (yuv.pos, yuv.pad) {
-            ([0, 1, 2], 0) => yuv_rows::<ROWS, false, false, VNNI>(y, chroma, taps, out, yuv),
-            ([0, 1, 2], _) => yuv_rows::<ROWS, false, true, VNNI>(y, chroma, taps, out, yuv),
-            ([2, 1, 0], 0) => yuv_rows::<ROWS, true, false, VNNI>(y, chroma, taps, out, yuv),
-            ([2, 1, 0], _) => yuv_rows::<ROWS, true, true, VNNI>(y, chroma, taps, out, yuv),
+            ([0, 1, 2], 0) => yuv_rows::<ROWS, false, false>(y, chroma, taps, out, yuv),
+            ([0, 1, 2], _) => yuv_rows::<ROWS, false, true>(y, chroma, taps, out, yuv),
+            ([2, 1, 0], 0) => yuv_rows::<ROWS, true, false>(y, chroma, taps, out, yuv),
+            ([2, 1, 0], _) => yuv_rows::<ROWS, true, true>(y, chroma, taps, out, yuv),
             _ => yuv_linear_from::<ROWS>(0, y, chroma, &taps.linear, out, yuv),
         }
     }
@@ -580,11 +546,6 @@ impl<const VNNI: bool> Resample for Avx2<VNNI> {
 /// The resize row loops for AVX2 (their features as they always were: no F16C).
 pub(crate) mod resample {
     crate::layout::stamp!(super::Avx2, ["avx2,fma"]: resample, fused);
-}
-
-/// The fused YUV x pass with AVX-VNNI (`Avx2<true>`), where the CPU has it.
-pub(crate) mod resample_vnni {
-    crate::layout::stamp!(super::Avx2<true>, ["avx2,avxvnni,fma"]: fused);
 }
 
 #[inline(always)]
@@ -696,7 +657,7 @@ const LANE: [usize; 8] = [0, 1, 4, 5, 2, 3, 6, 7];
 /// at positions 2, 1, 0 (NV21's `YuvOut`). `PAD`: a pad other than 0 (a
 /// resize decodes with 0).
 #[inline(always)]
-fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool, const VNNI: bool>(
+fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
     y: [&[u8]; 2],
     chroma: Chroma<'_>,
     taps: &YuvTaps,
@@ -751,14 +712,8 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool, const VNNI: bo
             let bytes = _mm256_min_epi16(_mm256_max_epi16(words, zero), max);
             _mm256_srai_epi32::<4>(_mm256_madd_epi16(bytes, w))
         };
-        // `acc` plus the products of `vpmaddwd` words, fused with VNNI (as `add_chroma`).
-        let add = |acc: __m256i, x: __m256i, factor: __m256i| {
-            if VNNI {
-                _mm256_dpwssd_avx_epi32(acc, x, factor)
-            } else {
-                _mm256_add_epi32(acc, _mm256_madd_epi16(x, factor))
-            }
-        };
+        // `acc` plus the products of `vpmaddwd` words (as `add_chroma`).
+        let add = |acc: __m256i, x: __m256i, factor: __m256i| _mm256_add_epi32(acc, _mm256_madd_epi16(x, factor));
         // The three chroma terms (with the bias) of U, V as `vpmaddwd` words.
         let terms =
             |u: __m256i, v: __m256i| [add(bias[0], v, cvr), add(add(bias[1], v, cvg), u, cug), add(bias[2], u, cub)];
@@ -801,17 +756,9 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool, const VNNI: bo
             for r in 0..ROWS {
                 // The Y pair of each lane's pixels, less the offset (floored at 0), as [Y0, Y1, 0, 0].
                 let l = _mm256_cvtepu16_epi32(_mm_subs_epu8(words8(y[r], start), offset));
-                let (w0, w1) = (words(l, first_byte), words(l, second_byte));
-                // Without VNNI the luma products once, then a sum per channel.
-                let (l0, l1) = (_mm256_madd_epi16(w0, cy), _mm256_madd_epi16(w1, cy));
-                let sum = |t: __m256i, w: __m256i, l: __m256i| {
-                    if VNNI {
-                        _mm256_dpwssd_avx_epi32(t, w, cy)
-                    } else {
-                        _mm256_add_epi32(l, t)
-                    }
-                };
-                let ch = |c: usize| weigh(sum(t0[c], w0, l0), sum(t1[c], w1, l1), w);
+                let l0 = _mm256_madd_epi16(words(l, first_byte), cy);
+                let l1 = _mm256_madd_epi16(words(l, second_byte), cy);
+                let ch = |c: usize| weigh(_mm256_add_epi32(l0, t0[c]), _mm256_add_epi32(l1, t1[c]), w);
                 let (first, last) = if SWAP { (ch(2), ch(0)) } else { (ch(0), ch(2)) };
                 // Slots 0, 1 and 2, 3 as the words of 32-bit lanes (every sum is in
                 // 0..2^15: a shift and an or, no shuffle), then interleaved.

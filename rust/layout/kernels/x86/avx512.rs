@@ -19,13 +19,13 @@ crate::layout::stamp!(Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,f
 /// The kernels with VBMI byte permutes.
 pub(super) mod vbmi {
     use super::Avx512;
-    crate::layout::stamp!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vnni,avx2,fma,f16c"]: conversion, quads, int8);
+    crate::layout::stamp!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c"]: conversion, quads, int8);
 }
 
 /// VBMI kernels with the AVX512-BF16 conversion instruction (`BF16_NATIVE`).
 pub(super) mod vbmi_bf16 {
     use super::Avx512;
-    crate::layout::stamp!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vnni,avx512bf16,avx2,fma,f16c"]: conversion);
+    crate::layout::stamp!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512bf16,avx2,fma,f16c"]: conversion);
 }
 
 /// AVX-512 F/BW/DQ/VL: 16 pixels a step. Without VBMI, source bytes are
@@ -303,14 +303,7 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         );
         let odd = _mm512_add_epi8(even, _mm512_set1_epi32(0x0001_0100));
         let signed = _mm512_set1_epi32(0x8000);
-        let product = |mask: __m512i| {
-            let words = _mm512_xor_si512(_mm512_shuffle_epi8(l, mask), signed);
-            if VBMI {
-                words
-            } else {
-                _mm512_madd_epi16(words, factor)
-            }
-        };
+        let product = |mask: __m512i| _mm512_madd_epi16(_mm512_xor_si512(_mm512_shuffle_epi8(l, mask), signed), factor);
         [product(even), product(odd)]
     }
     fn luma_factor(cy: i32) -> i32 {
@@ -319,24 +312,10 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
     fn luma_bias(cy: i32) -> i32 {
         <Avx2>::luma_bias(cy)
     }
-    /// As AVX2's (`vpmaddwd` on `256 (c - 128)` and `c`); with VBMI (the
-    /// level also has VNNI) fused with the sum (`vpdpwssd`).
+    /// As AVX2's (`vpmaddwd` on `256 (c - 128)` and `c`).
     #[inline(always)]
     unsafe fn add_chroma(acc: __m512i, x: __m512i, factor: __m512i) -> __m512i {
-        if VBMI {
-            _mm512_dpwssd_epi32(acc, x, factor)
-        } else {
-            _mm512_add_epi32(acc, _mm512_madd_epi16(x, factor))
-        }
-    }
-    /// With VBMI, `luma_products` left the product to this `vpdpwssd`.
-    #[inline(always)]
-    unsafe fn add_luma(acc: __m512i, luma: __m512i, factor: __m512i) -> __m512i {
-        if VBMI {
-            _mm512_dpwssd_epi32(acc, luma, factor)
-        } else {
-            _mm512_add_epi32(acc, luma)
-        }
+        _mm512_add_epi32(acc, _mm512_madd_epi16(x, factor))
     }
     fn chroma_factor(c: i32) -> i32 {
         <Avx2>::chroma_factor(c)
@@ -370,11 +349,7 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         let signed = _mm512_set1_epi32(0x8000);
         let product = |mask: [u8; 16]| {
             let words = _mm512_xor_si512(_mm512_subs_epu8(_mm512_shuffle_epi8(q, all_lanes(mask)), offset), signed);
-            if VBMI {
-                words
-            } else {
-                _mm512_madd_epi16(words, factor)
-            }
+            _mm512_madd_epi16(words, factor)
         };
         [product(const { luma_422_mask(Y_FIRST, false) }), product(const { luma_422_mask(Y_FIRST, true) })]
     }

@@ -87,26 +87,12 @@ pub(crate) fn nv12_decoder(level: SimdLevel, bytes: usize) -> (Nv12Row, &'static
         (SimdLevel::Avx512, _) => (avx512::nv12_row::<4>, "avx512/nv12"),
         (SimdLevel::Avx512Vbmi, 3) => (avx512::vbmi::nv12_row::<3>, "avx512vbmi/nv12-rgb"),
         (SimdLevel::Avx512Vbmi, _) => (avx512::vbmi::nv12_row::<4>, "avx512vbmi/nv12"),
-        (_, 3) if avx_vnni() => (avx2::vnni::nv12_row::<3>, "avx2-vnni/nv12-rgb"),
-        _ if avx_vnni() => (avx2::vnni::nv12_row::<4>, "avx2-vnni/nv12"),
         (_, 3) => (avx2::nv12_row::<3>, "avx2/nv12-rgb"),
         _ => (avx2::nv12_row::<4>, "avx2/nv12"),
     }
 }
 
-/// Whether the AVX2 level's YUV decoders can fuse their products into their
-/// sums (AVX-VNNI; `Avx2<true>`).
-fn avx_vnni() -> bool {
-    is_x86_feature_detected!("avxvnni")
-}
-
 pub(crate) fn yuv422_decoder(level: SimdLevel, bytes: usize, y_first: bool) -> (Yuv422Row, &'static str) {
-    yuv422_variant(level, bytes, y_first, avx_vnni())
-}
-
-/// The YUYV/UYVY decoder of `level`; at the AVX2 level, with `vnni` its
-/// AVX-VNNI variant.
-fn yuv422_variant(level: SimdLevel, bytes: usize, y_first: bool, vnni: bool) -> (Yuv422Row, &'static str) {
     match (level, bytes, y_first) {
         (SimdLevel::Avx512Vbmi, 3, true) => (avx512::vbmi::yuv422_row::<3, true>, "avx512vbmi/yuyv-rgb"),
         (SimdLevel::Avx512Vbmi, 3, false) => (avx512::vbmi::yuv422_row::<3, false>, "avx512vbmi/uyvy-rgb"),
@@ -116,10 +102,6 @@ fn yuv422_variant(level: SimdLevel, bytes: usize, y_first: bool, vnni: bool) -> 
         (SimdLevel::Avx512, 3, false) => (avx512::yuv422_row::<3, false>, "avx512/uyvy-rgb"),
         (SimdLevel::Avx512, _, true) => (avx512::yuv422_row::<4, true>, "avx512/yuyv"),
         (SimdLevel::Avx512, _, false) => (avx512::yuv422_row::<4, false>, "avx512/uyvy"),
-        (_, 3, true) if vnni => (avx2::vnni::yuv422_row::<3, true>, "avx2-vnni/yuyv-rgb"),
-        (_, 3, false) if vnni => (avx2::vnni::yuv422_row::<3, false>, "avx2-vnni/uyvy-rgb"),
-        (_, _, true) if vnni => (avx2::vnni::yuv422_row::<4, true>, "avx2-vnni/yuyv"),
-        (_, _, false) if vnni => (avx2::vnni::yuv422_row::<4, false>, "avx2-vnni/uyvy"),
         (_, 3, true) => (avx2::yuv422_row::<3, true>, "avx2/yuyv-rgb"),
         (_, 3, false) => (avx2::yuv422_row::<3, false>, "avx2/uyvy-rgb"),
         (_, _, true) => (avx2::yuv422_row::<4, true>, "avx2/yuyv"),
@@ -183,32 +165,12 @@ pub(crate) fn yuv10_decoder(level: SimdLevel, bytes: usize, low: bool) -> (Nv12R
 }
 
 pub(crate) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
-    nv12_pair_variant(level, bytes, avx_vnni())
-}
-
-/// The two-row decoder of `level`; at the AVX2 level, with `vnni` its
-/// AVX-VNNI variant.
-fn nv12_pair_variant(level: SimdLevel, bytes: usize, vnni: bool) -> Nv12Pair {
     match (level, bytes) {
         (SimdLevel::Avx512Vbmi, 3) => avx512::vbmi::nv12_pair::<3>,
         (SimdLevel::Avx512Vbmi, _) => avx512::vbmi::nv12_pair::<4>,
         (SimdLevel::Avx512, 3) => avx512::nv12_pair::<3>,
         (SimdLevel::Avx512, _) => avx512::nv12_pair::<4>,
-        (_, 3) if vnni => avx2::vnni::nv12_pair::<3>,
-        _ if vnni => avx2::vnni::nv12_pair::<4>,
         (_, 3) => avx2::nv12_pair::<3>,
         _ => avx2::nv12_pair::<4>,
     }
-}
-
-/// What `kernels::yuv_decoder_variants` says, for the x86 levels.
-#[cfg(test)]
-pub(crate) fn yuv_decoder_variants(level: SimdLevel, bytes: usize) -> Vec<(Nv12Pair, [Option<Yuv422Row>; 2])> {
-    let vnni: &[bool] = if level == SimdLevel::Avx2 && avx_vnni() { &[false, true] } else { &[false] };
-    vnni.iter()
-        .map(|&v| {
-            let packed = [true, false].map(|y_first| Some(yuv422_variant(level, bytes, y_first, v).0));
-            (nv12_pair_variant(level, bytes, v), packed)
-        })
-        .collect()
 }
