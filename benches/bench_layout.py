@@ -267,20 +267,7 @@ def main() -> None:
         "note": f"OpenCV {cv2.__version__}, numpy {np.__version__}; ratios above 1 in the composition and EdgeFirst "
                 "columns mean npu_zc is faster",
         "columns": columns, "rows": table_rows}], title="Layout conversions against memcpy, OpenCV and EdgeFirst")
-    print(f"recorded in {saved}")
-    print()
-
-    stat = "best" if args.stat == "min" else "median"
-    saved = results.save("bench_layout", [{
-        "title": f"Conversions, {width}x{height}, {threads} thread(s), SIMD {layout.simd_levels()[1]}",
-        "note": f"{stat} of {runs} runs, npu_zc and memcpy in alternating blocks; memcpy = a copy of as many bytes as the "
-                f"conversion reads and writes; composition = the fastest way a user would write it (OpenCV {cv2.__version__}, "
-                f"numpy {np.__version__}, ml_dtypes)",
-        "columns": ["conversion", "npu_zc ms", "memcpy ms", "vs memcpy", "composition ms", "speed-up", "composition"],
-        "rows": [[r.case, round(r.ours, 3), round(r.memcpy, 3), f"{r.ours / r.memcpy:.2f}x",
-                  None if r.composition is None else round(r.composition, 3),
-                  None if r.composition is None else f"{r.composition / r.ours:.1f}x", r.composition_name] for r in rows],
-    }], title="Layout engine: conversions against memcpy and the composition")
+    # One record: a second save to the same file used to replace this one (EdgeFirst's columns were lost).
     print(f"results: {saved}\n")
 
     by = {r.case: r for r in rows}
