@@ -162,7 +162,8 @@ pub(crate) trait Simd: Copy {
     /// in the form `add_chroma` multiplies.
     unsafe fn chroma(t: &Self::Tables, uv: *const u8) -> [Self::I; 2];
     /// `LANES` bytes at `a` and `LANES` at `b` (I420's U and V rows), each
-    /// less 128, lane j from byte j: as `chroma` has a pair's two bytes.
+    /// less 128, lane j from byte j: as `chroma` has a pair's two bytes (in
+    /// the same form).
     unsafe fn chroma_planes(a: *const u8, b: *const u8) -> [Self::I; 2];
     /// The fixed-point sums of R, G, B (each channel's byte is the sum
     /// `>> colour::SHIFT`, saturated to 0..=255 here) of the even and the

@@ -21,7 +21,7 @@ use super::super::resample::{
 use super::super::scalar;
 use super::super::vector::{bf16_high, Job, Quantise, Simd, Words, F16};
 use super::tables::{
-    chroma_422_mask, dword_words, in_order, luma_422_mask, Permutes, CHROMA_PLANE_WORDS, PAIR_WORDS, THREE_BYTE_PIXELS,
+    chroma_422_mask, in_dword, in_order, luma_422_mask, Permutes, CHROMA_PLANE_WORDS, PAIR_WORDS, THREE_BYTE_PIXELS,
 };
 
 // `pixels_of_sums` takes `sum >> SHIFT` as the high word shifted by 4.
@@ -272,7 +272,7 @@ impl Simd for Avx2 {
     }
     /// `vpmaddwd`, one uop, multiplies exactly as in `luma_products`: the
     /// chroma byte c as the words `256 (c - 128)` and `c`
-    /// (`tables::chroma_pair_words`), the factor `c >> 8` and `c & 255`.
+    /// (`tables::dword_words`), the factor `c >> 8` and `c & 255`.
     #[inline(always)]
     unsafe fn add_chroma(acc: __m256i, x: __m256i, factor: __m256i) -> __m256i {
         _mm256_add_epi32(acc, _mm256_madd_epi16(x, factor))
@@ -699,9 +699,9 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
         let (luma_bias, chroma_bias) = (<Avx2>::luma_bias(k.cy), <Avx2>::chroma_bias);
         let bias = [chroma_bias(k.cvr), chroma_bias(k.cvg) + chroma_bias(k.cug), chroma_bias(k.cub)]
             .map(|b| _mm256_set1_epi32(HALF - luma_bias - b));
-        let mask = |b: usize| _mm256_loadu_si256(dword_words(b).as_ptr().cast());
         let signed = _mm256_set1_epi32(0x8000);
         let words = |x: __m256i, mask: __m256i| _mm256_xor_si256(_mm256_shuffle_epi8(x, mask), signed);
+        let mask = |b: usize| _mm256_loadu_si256(in_dword(b).as_ptr().cast());
         let (first_byte, second_byte) = (mask(0), mask(1));
         let pad = _mm256_set1_epi16(i16::from(yuv.pad));
         let (zero, max) = (_mm256_setzero_si256(), _mm256_set1_epi16(255));
@@ -735,19 +735,20 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
             // Each lane's chroma bytes: NV12's U, V pairs of its two pixels
             // (one pair if the first is even), or I420's two U then two V;
             // the second pixel's are the first's shifted down where the first is odd.
-            let (q, v_at, odd_shift) = match chroma {
+            // V is the second byte of an NV12 pair, the third of I420's U, U, V, V.
+            let (q, v_byte, odd_shift) = match chroma {
                 Chroma::Interleaved(c) => {
                     let read = |k: usize| c.as_ptr().add(start(k) & !1).cast::<u32>().read_unaligned();
-                    (dwords8(read), 8, _mm256_srli_epi32::<27>(odd))
+                    (dwords8(read), 1, _mm256_srli_epi32::<27>(odd))
                 }
                 Chroma::Planar(u, v) => {
                     let pair =
                         |p: &[u8], k: usize| u32::from(p.as_ptr().add(start(k) / 2).cast::<u16>().read_unaligned());
-                    (dwords8(|k| pair(u, k) | pair(v, k) << 16), 16, _mm256_srli_epi32::<28>(odd))
+                    (dwords8(|k| pair(u, k) | pair(v, k) << 16), 2, _mm256_srli_epi32::<28>(odd))
                 }
             };
             let q1 = _mm256_srlv_epi32(q, odd_shift);
-            let v_byte = if v_at == 8 { second_byte } else { mask(2) };
+            let v_byte = if v_byte == 1 { second_byte } else { mask(2) };
             let (u0, v0) = (words(q, first_byte), words(q, v_byte));
             let (u1, v1) = (words(q1, first_byte), words(q1, v_byte));
             let (t0, t1) = (terms(u0, v0), terms(u1, v1));

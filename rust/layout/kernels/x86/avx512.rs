@@ -35,9 +35,10 @@ pub(super) mod vbmi_bf16 {
 pub(super) struct Avx512<const VBMI: bool>;
 
 pub(super) struct Avx512Tables {
-    /// `shuffle_epi8` mask, the same in every 16-byte lane (without VBMI; NV12).
+    /// `shuffle_epi8` mask, the same in every 16-byte lane (without VBMI).
     shuffle: __m512i,
-    /// VBMI byte permutes (`Permutes`).
+    /// VBMI byte permutes (`Permutes`); for YUV rows, the chroma's
+    /// `shuffle_epi8` masks (`tables::PAIR_WORDS`, `chroma_422_mask`).
     index: [__m512i; 4],
     /// The pad, where it goes in a 32-bit lane.
     pad: __m512i,

@@ -97,63 +97,57 @@ impl Permutes {
     }
 }
 
-/// In each 16-byte lane (4 pixel pairs of a packed 4:2:2 row), the mask
-/// that puts pair k's first (`second`: its second) chroma byte c in dword k
-/// as the bytes [0, c, c, 0] (`chroma_pair_words`); with `swapped` the other way
-/// round.
+/// The byte-shuffle masks that make the words `vpmaddwd` multiplies
+/// exactly: byte c as the bytes [0, c, c, 0] of a dword, whose high byte,
+/// xored with 0x80, makes the words `256 (c - 128)` and `c` (`Simd::
+/// luma_products`, `add_chroma`). Dword j of 16-byte lane L takes byte
+/// `lane_start[L] + step * j + first` of that lane.
+const fn dword_words(lane_start: [usize; 4], step: usize, first: usize) -> [u8; 64] {
+    let mut mask = [0x80u8; 64];
+    let mut i = 1;
+    while i < 64 {
+        let (lane, j) = (i / 16, i % 16 / 4);
+        mask[i] = (lane_start[lane] + step * j + first) as u8;
+        mask[i + 1] = mask[i];
+        i += 4;
+    }
+    mask
+}
+
+/// A mask of [`dword_words`] for one 16-byte lane (every lane alike).
+const fn first_lane(mask: [u8; 64]) -> [u8; 16] {
+    let mut lane = [0u8; 16];
+    let mut i = 0;
+    while i < 16 {
+        lane[i] = mask[i];
+        i += 1;
+    }
+    lane
+}
+
+/// Byte `b` of every dword as its words (AVX2's fused resize pass: the Y
+/// pair and chroma bytes of each lane's pixel).
+pub(super) const fn in_dword(b: usize) -> [u8; 64] {
+    dword_words([0; 4], 4, b)
+}
+
+/// NV12 chroma pairs, each byte as its words: dword j of lane L takes pair
+/// 4 L + j where the lanes hold pairs 0-7, 0-7 (AVX2: 16 bytes in both
+/// lanes) or 0-7, 0-7, 8-15, 8-15 (AVX-512); `[0]` its first byte, `[1]` its
+/// second.
+pub(super) const PAIR_WORDS: [[u8; 64]; 2] = [dword_words([0, 8, 0, 8], 2, 0), dword_words([0, 8, 0, 8], 2, 1)];
+
+/// A plane of single chroma bytes (I420's U or V row) loaded into every
+/// lane, each byte as its words: dword j of lane L takes byte 4 L + j.
+pub(super) const CHROMA_PLANE_WORDS: [u8; 64] = dword_words([0, 4, 8, 12], 1, 0);
+
+/// In each 16-byte lane (4 pixel pairs of a packed 4:2:2 row), pair k's
+/// first (`second`: its second) chroma byte as the words of dword k; with
+/// `swapped` the other way round.
 pub(super) fn chroma_422_mask(y_first: bool, swapped: bool, second: bool) -> [u8; 16] {
-    let at = usize::from(y_first) + 2 * usize::from(second != swapped);
-    std::array::from_fn(|i| if i % 4 == 1 || i % 4 == 2 { (4 * (i / 4) + at) as u8 } else { 0x80 })
-}
-
-/// Chroma bytes as `vpmaddwd` multiplies them exactly: byte c as the bytes
-/// [0, c, c, 0] of a dword, whose high byte, xored with 0x80, makes the
-/// words `256 (c - 128)` and `c` (as `luma_products` has the luma). Dword j
-/// of 16-byte lane L takes byte `8 (L % 2) + 2 j + first` of that lane:
-/// chroma pair 4 L + j where the lanes hold pairs 0-7, 0-7 (AVX2: 16 bytes
-/// in both lanes) or 0-7, 0-7, 8-15, 8-15 (AVX-512), its first byte, or its
-/// second with `first` 1.
-const fn chroma_pair_words(first: usize) -> [u8; 64] {
-    let mut mask = [0x80u8; 64];
-    let mut i = 1;
-    while i < 64 {
-        let (lane, j) = (i / 16, i % 16 / 4);
-        mask[i] = (8 * (lane % 2) + 2 * j + first) as u8;
-        mask[i + 1] = mask[i];
-        i += 4;
-    }
-    mask
-}
-
-/// [`chroma_pair_words`] of the first bytes and of the second bytes.
-pub(super) const PAIR_WORDS: [[u8; 64]; 2] = [chroma_pair_words(0), chroma_pair_words(1)];
-
-/// As [`chroma_pair_words`] for a plane of single bytes (I420's U or V row)
-/// loaded into every lane: dword j of lane L takes byte 4 L + j.
-pub(super) const CHROMA_PLANE_WORDS: [u8; 64] = {
-    let mut mask = [0x80u8; 64];
-    let mut i = 1;
-    while i < 64 {
-        let (lane, j) = (i / 16, i % 16 / 4);
-        mask[i] = (4 * lane + j) as u8;
-        mask[i + 1] = mask[i];
-        i += 4;
-    }
-    mask
-};
-
-/// Byte `b` of every dword as the bytes [0, c, c, 0] of that dword: the
-/// words `vpmaddwd` multiplies exactly (as [`chroma_pair_words`]); AVX2's
-/// fused resize pass takes its Y pair and chroma this way.
-pub(super) const fn dword_words(b: usize) -> [u8; 32] {
-    let mut mask = [0x80u8; 32];
-    let mut i = 1;
-    while i < 32 {
-        mask[i] = (i % 16 - 1 + b) as u8;
-        mask[i + 1] = mask[i];
-        i += 4;
-    }
-    mask
+    const BYTE: [[u8; 16]; 4] =
+        [first_lane(in_dword(0)), first_lane(in_dword(1)), first_lane(in_dword(2)), first_lane(in_dword(3))];
+    BYTE[usize::from(y_first) + 2 * usize::from(second != swapped)]
 }
 
 /// VBMI: the `vpermt2b` indices that make 32 pixels from their channel
@@ -186,20 +180,11 @@ pub(super) const PIXELS_OF_CHANNEL_BYTES: [[u8; 64]; 4] = {
     idx
 };
 
-/// In each 16-byte lane, pair k's even (`odd`) pixel's luma as the bytes
-/// [0, Y, Y, 0] of dword k (see `luma_products`). A `const fn`: the kernels'
-/// loops take it as a constant (`const { .. }`), never computed per step.
+/// In each 16-byte lane, pair k's even (`odd`) pixel's luma as the words
+/// of dword k (see `luma_products`). A `const fn`: the kernels' loops take
+/// it as a constant (`const { .. }`), never computed per step.
 pub(super) const fn luma_422_mask(y_first: bool, odd: bool) -> [u8; 16] {
-    let at = !y_first as usize + 2 * odd as usize;
-    let mut mask = [0x80u8; 16];
-    let mut i = 0;
-    while i < 16 {
-        if i % 4 == 1 || i % 4 == 2 {
-            mask[i] = (4 * (i / 4) + at) as u8;
-        }
-        i += 1;
-    }
-    mask
+    first_lane(in_dword(!y_first as usize + 2 * odd as usize))
 }
 
 /// In each 16-byte lane of 8 pixels' bytes packed as `[R 0-7, B 0-7]` (`rb`)
