@@ -77,6 +77,8 @@ from .errors import (
     SourceError,
     SourceNotFoundError,
     SourceTimeoutError,
+    StreamNotFoundError,
+    StreamsRunError,
 )
 
 __all__ = [
@@ -167,4 +169,6 @@ __all__ = [
     "SourceError",
     "SourceNotFoundError",
     "SourceTimeoutError",
+    "StreamNotFoundError",
+    "StreamsRunError",
 ]
