@@ -34,8 +34,8 @@ impl<T> OrValueError<T> for Result<T, LayoutError> {
     }
 }
 
-fn parse<T: std::str::FromStr<Err = LayoutError>>(name: &str) -> PyResult<T> {
-    name.parse().or_value_error()
+fn parse<T: std::str::FromStr<Err: Into<LayoutError>>>(name: &str) -> PyResult<T> {
+    name.parse::<T>().map_err(Into::into).or_value_error()
 }
 
 fn borrow_error(what: &str, e: BorrowError) -> PyErr {

@@ -20,7 +20,7 @@
 
 use super::format::Element;
 use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Pair, Nv12Row, PackedRow, SplitRow, Yuv422Row};
-use super::simd::SimdLevel;
+use crate::simd::SimdLevel;
 use resample::RowKernels;
 
 #[cfg(target_arch = "aarch64")]
@@ -28,7 +28,7 @@ pub(crate) mod neon;
 pub(crate) mod resample;
 pub(crate) mod scalar;
 mod stamp;
-pub(crate) use stamp::stamp;
+pub(crate) use stamp::stamp_kernels;
 #[cfg(test)]
 mod tests;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

@@ -254,5 +254,5 @@ pub(crate) struct Portable;
 impl Resample for Portable {}
 
 pub(crate) mod resample {
-    crate::layout::stamp!(super::Portable, []: resample);
+    crate::layout::kernels::stamp_kernels!(super::Portable, []: resample);
 }

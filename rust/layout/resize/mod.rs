@@ -30,7 +30,7 @@ use super::kernels::row_kernels;
 use super::parallel;
 use super::plan::{Nv12Plan, Plan, Rearrange};
 use super::recent::Recent;
-use super::simd::SimdLevel;
+use crate::simd::SimdLevel;
 use taps::Method;
 
 /// Bytes of work (source read + destination written) below which a resize stays on one thread.
