@@ -15,11 +15,10 @@ mod float;
 mod level;
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod neon;
+mod slices;
 mod stamp;
 
-pub use float::{
-    bf16_slice_to_f32, bf16_to_f32, f16_slice_to_f32, f16_to_f32, f32_slice_to_bf16, f32_slice_to_f16, f32_to_bf16,
-    f32_to_f16,
-};
+pub use float::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 pub use level::{LevelError, SimdLevel};
+pub use slices::{bf16_slice_to_f32, f16_slice_to_f32, f32_slice_to_bf16, f32_slice_to_f16};
 pub(crate) use stamp::stamp;
