@@ -184,13 +184,12 @@ impl<'a> RowReader<'a> {
 /// The 2-pixel groups a strong shrink decodes (see `compact_columns`), and
 /// the largest of them, which bounds every read of their gathers.
 ///
-/// A 4K NV12 -> 224x224 shrink spent a third of its time gathering when
-/// the Y and chroma groups were copied by checked 2-byte copies: the copies
-/// are independent, and the time went on instructions more than on waiting
-/// for memory (the same shrink of a frame that fits in L2 took 80-100% as long
-/// a row; prefetching the rows ahead, or reading them through first, made
-/// it slower). These loops are checked once a row, one row at a time
-/// (interleaving the Y and chroma rows' copies was slower).
+/// A strong shrink's gathers are many independent 2-byte copies whose time
+/// goes on instructions more than on waiting for memory (a frame that fits
+/// in L2 gathers hardly faster), so a bounds check per copy showed: these
+/// loops check once a row, against `last`, one row at a time. Prefetching
+/// the rows ahead, reading them through first, and interleaving the Y and
+/// chroma rows' copies were each slower.
 #[derive(Clone, Copy)]
 pub(super) struct Groups<'a> {
     list: &'a [u32],
