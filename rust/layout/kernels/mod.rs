@@ -279,7 +279,7 @@ pub(crate) fn row_kernels(level: SimdLevel, channels: usize) -> (RowKernels, &'s
         }
         #[cfg(target_arch = "x86_64")]
         // The fused YUV x pass compiled for AVX2 at both x86 levels: LLVM's AVX-512 build of the same loop
-        // is slower (docs/layout.md, "The resizing gather").
+        // is slower (docs/layout.md, "Resizing YUV sources").
         SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => {
             (RowKernels { yuv_linear: AVX2_FUSED, ..by_channels!(x86::avx512::resample, channels) }, "avx512")
         }
