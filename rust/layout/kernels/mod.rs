@@ -5,7 +5,7 @@
 //! * Written once: `scalar.rs` (the reference, and the tails of every SIMD
 //!   loop), `vector.rs` (the conversion and YUV kernels over the `Simd`
 //!   traits), `resample.rs` (the resize row loops), stamped per instruction
-//!   set by `stamp!` (`stamp.rs`, the one stamping mechanism).
+//!   set by `stamp_kernels!` (`stamp.rs`, over `crate::simd::stamp!`, the one stamping mechanism).
 //! * One home per instruction set: `x86/` (`avx2.rs`, `avx512.rs`, the
 //!   plans' byte shuffles in `tables.rs`, which kernels each level offers in
 //!   `mod.rs`) and `neon.rs`: the traits implemented, the kernels stamped,
@@ -264,7 +264,7 @@ macro_rules! by_channels {
     };
 }
 
-/// The fused YUV x pass: AVX2's, the only one stamped (`stamp!`'s `fused`).
+/// The fused YUV x pass: AVX2's, the only one stamped (`stamp_kernels!`'s `fused`).
 #[cfg(target_arch = "x86_64")]
 const AVX2_FUSED: Option<[resample::YuvLinear; 2]> =
     Some([x86::avx2::resample::yuv_linear::<1>, x86::avx2::resample::yuv_linear::<2>]);
