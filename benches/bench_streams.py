@@ -19,12 +19,12 @@ libx264 (``--preset``, default veryfast), made once in a temporary folder. Every
   normalisation into NCHW float, ``start_async`` on one shared ``ov.AsyncInferQueue`` of the original model compiled
   with the THROUGHPUT hint (under a lock), top-5 in its callback; a thread more than a frame behind its pace drops
   the frame (counted). Held on the same three conditions.
-* **bound**: min(``benchmark_app`` FPS on the model npu_zc compiles, the all-core decode rate) / 30 (the issue's
+* **bound**: min(``benchmark_app`` FPS on the model npu_zc compiles, the all-core decode rate) / 30 (the all-core
   bound: the 85% target is measured against it). The decode rate: one PyAV decoder per core (one thread each,
   processes side by side) reading the clip's planes, frames summed.
 * **shared-core bound**: decoding and inference share the same cores, so a frame costs a core 1/benchmark_app FPS
   plus 1/decode FPS of its time: 1 / (1/benchmark_app + 1/decode) / 30 streams (what one process could hold if
-  nothing else cost anything). Reported beside the issue's bound.
+  nothing else cost anything). Reported beside the all-core bound.
 * **unpaced**: N files as fast as they go (``Streams`` and the baseline without pacing), FPS in all.
 
 The count of held streams is searched by doubling, then bisection. CPU: whatever this runs on (the table records it).
@@ -361,7 +361,7 @@ def main() -> int:
                   + (f", switch interval {args.switch_interval * 1e3:g} ms" if args.switch_interval is not None else ""),
          "note": f"held: at most one frame dropped per stream (the start), every stream >= 27 FPS, p99 decode-to-result < 100 ms over {args.seconds:g} s trials; "
                  f"unpaced: {args.unpaced} files as fast as they go. Targets: >= 2x the baseline, >= 85% of the bound "
-                 "(the issue's: min(benchmark_app, decode) / 30); the shared-core bound (decode and inference on the same "
+                 "(the all-core bound: min(benchmark_app, decode) / 30); the shared-core bound (decode and inference on the same "
                  "cores) is the one a process can reach. "
                  + (f"Paced Streams: {fit}." if fit is not None else "Paced Streams: the throughput hint's own streams."),
          "columns": ["", "streams held", "share of bound", "share of shared-core bound", "x baseline",

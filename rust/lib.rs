@@ -7,6 +7,8 @@
 //!   and tracks what they find (ByteTrack).
 //! * [`layout`] owns every hot loop: conversion of frames into the packed
 //!   layouts NPUs read (RGBx u8, RGBx_BF16, RGBx_FP16) and back.
+//! * [`simd`]: the instruction sets those loops run (the level, stamping code
+//!   written once per instruction set, the 16-bit floats), for `layout` and `detect`.
 //!
 //! The Python bindings live in `python` behind the `python` cargo feature, so
 //! the core builds, tests and benches without a Python interpreter.
@@ -15,6 +17,7 @@ pub mod buffer;
 pub mod capture;
 pub mod detect;
 pub mod layout;
+pub mod simd;
 
 #[cfg(feature = "python")]
 mod python;

@@ -1,5 +1,7 @@
-//! One error type for the buffer core: a kind (what the caller can do about it),
-//! the errno when the kernel gave one, and a sentence for a person.
+//! The error shape of the cores that make syscalls: a kind (what the caller
+//! can do about it), the errno when the kernel gave one, and a sentence for a
+//! person. The buffer core's kinds are here; the capture core uses the same
+//! type with its own kinds (`capture::Error`).
 
 use std::fmt;
 
@@ -36,20 +38,29 @@ pub enum ErrorKind {
     Os,
 }
 
+/// An error of kind `K` (the buffer core's by default).
 #[derive(Debug, Clone)]
-pub struct Error {
-    pub kind: ErrorKind,
+pub struct Error<K = ErrorKind> {
+    pub kind: K,
     pub errno: Option<i32>,
     pub message: String,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
 
-impl Error {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+impl<K> Error<K> {
+    pub fn new(kind: K, message: impl Into<String>) -> Self {
         Error { kind, errno: None, message: message.into() }
     }
 
+    /// The same error with a hint appended (what to do about it).
+    pub fn hint(mut self, hint: impl fmt::Display) -> Self {
+        self.message = format!("{} ({hint})", self.message);
+        self
+    }
+}
+
+impl Error {
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidInput, message)
     }
@@ -71,12 +82,6 @@ impl Error {
         };
         Error { kind, errno: Some(errno.raw_os_error()), message: format!("{context}: {}", errno_text(errno)) }
     }
-
-    /// The same error with a hint appended (what to do about it).
-    pub fn hint(mut self, hint: impl fmt::Display) -> Self {
-        self.message = format!("{} ({hint})", self.message);
-        self
-    }
 }
 
 /// The kernel's words for an errno ("No such file or directory"), without
@@ -89,13 +94,13 @@ pub fn errno_text(errno: rustix::io::Errno) -> String {
     }
 }
 
-impl fmt::Display for Error {
+impl<K> fmt::Display for Error<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for Error {}
+impl<K: fmt::Debug> std::error::Error for Error<K> {}
 
 /// `?` on a bare errno inside a function that has no better context.
 pub(crate) trait Context<T> {

@@ -1,6 +1,7 @@
-//! Errors of the capture core. Each says which device, what went wrong and
-//! what to do; the Python layer maps each kind to a class of `npu_zc.errors`
-//! (a `CameraError` that is also the matching built-in).
+//! Errors of the capture core: the buffer core's error shape with the
+//! capture's own kinds. Each says which device, what went wrong and what to
+//! do; the Python layer maps each kind to a class of `npu_zc.errors` (a
+//! `CameraError` that is also the matching built-in).
 
 use std::fmt;
 
@@ -33,20 +34,12 @@ pub enum ErrorKind {
     Buffer(buffer::ErrorKind),
 }
 
-#[derive(Debug, Clone)]
-pub struct Error {
-    pub kind: ErrorKind,
-    pub errno: Option<i32>,
-    pub message: String,
-}
+/// The capture core's error: `buffer::Error`'s shape, the capture's kinds.
+pub type Error = buffer::Error<ErrorKind>;
 
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, errno: None, message: message.into() }
-    }
-
     /// A syscall's failure: the kind follows the errno unless `kind` is given.
     pub fn os(errno: rustix::io::Errno, kind: Option<ErrorKind>, context: impl fmt::Display) -> Self {
         use rustix::io::Errno;
@@ -62,11 +55,6 @@ impl Error {
         let message = format!("{context}: {}", buffer::errno_text(errno));
         Error { kind, errno: Some(errno.raw_os_error()), message }
     }
-
-    pub fn hint(mut self, hint: impl fmt::Display) -> Self {
-        self.message = format!("{} ({hint})", self.message);
-        self
-    }
 }
 
 impl From<buffer::Error> for Error {
@@ -74,11 +62,3 @@ impl From<buffer::Error> for Error {
         Error { kind: ErrorKind::Buffer(e.kind), errno: e.errno, message: e.message }
     }
 }
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Error {}

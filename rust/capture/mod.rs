@@ -6,10 +6,13 @@
 //! * [`Stream`]: streaming into DMA-BUFs; frames held until released.
 //! * [`cameras`]: the capture nodes of this machine.
 //! * [`ImageView`]: where a frame's pixels lie in its buffer, checked.
+//! * [`BufferPlan`], [`start`]: where a camera's frame memory comes from,
+//!   and the driver's own when it refuses ours.
 
 mod device;
 mod error;
 mod image;
+mod memory;
 mod stream;
 mod sys;
 
@@ -18,6 +21,7 @@ pub use device::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use image::ImageView;
+pub use memory::{auto_heap, start, BufferPlan};
 pub use stream::{Buffers, Frame, Memory, Stream, WhenFull};
 
 #[cfg(test)]

@@ -168,3 +168,39 @@ fn every_camera_format_the_engine_reads_is_named_and_a_layout_source() {
         assert!(format.is_source(), "{engine} is not a layout source");
     }
 }
+
+#[test]
+fn the_memory_policy_refuses_what_cannot_work_before_opening_a_device() {
+    use crate::buffer::{self, HeapSpec};
+    let invalid = ErrorKind::Buffer(buffer::ErrorKind::InvalidInput);
+    let refused = |memory: &str, heap: &str, pool: bool| BufferPlan::choose(memory, heap, pool).unwrap_err();
+    assert_eq!(refused("mmap", "auto", true).kind, invalid);
+    assert_eq!(refused("dmabuf", "memfd", false).kind, invalid);
+    let unknown = refused("mapped", "auto", false);
+    assert_eq!(unknown.kind, invalid);
+    assert!(unknown.message.contains("\"mapped\""), "{}", unknown.message);
+    // A bad heap name is the buffer core's own error, kept as it was.
+    let bad_heap = refused("dmabuf", "a/b", false);
+    assert_eq!((bad_heap.kind, bad_heap.message.as_str()), (invalid, "heap name \"a/b\" contains '/'"));
+
+    assert_eq!(BufferPlan::choose("mmap", "auto", false).unwrap(), BufferPlan::Driver);
+    assert_eq!(BufferPlan::choose("auto", "auto", true).unwrap(), BufferPlan::Caller);
+    let named = HeapSpec::DmaHeap("system".into());
+    assert_eq!(
+        BufferPlan::choose("dmabuf", "system", false).unwrap(),
+        BufferPlan::Heap { spec: named.clone(), fallback: false }
+    );
+    // "auto" falls back to the driver's buffers when the driver refuses ours.
+    assert_eq!(BufferPlan::choose("auto", "system", false).unwrap(), BufferPlan::Heap { spec: named, fallback: true });
+    // memfd is no DMA-BUF: "auto" takes the first usable heap instead, or the driver's buffers.
+    match (BufferPlan::choose("auto", "memfd", false).unwrap(), auto_heap()) {
+        (BufferPlan::Heap { spec, fallback: true }, Some(auto)) => assert_eq!(spec, auto),
+        (BufferPlan::Driver, None) => {}
+        (plan, auto) => panic!("memory=auto, heap=memfd chose {plan:?} with auto_heap() {auto:?}"),
+    }
+    match BufferPlan::choose("dmabuf", "auto", false) {
+        Ok(BufferPlan::Heap { spec, fallback: false }) => assert_eq!(Some(spec), auto_heap()),
+        Err(e) => assert!(e.kind == ErrorKind::Unsupported && auto_heap().is_none(), "{e:?}"),
+        Ok(plan) => panic!("memory=dmabuf chose {plan:?}"),
+    }
+}

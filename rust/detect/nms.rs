@@ -17,7 +17,7 @@ pub const MAX_WH: f32 = 7680.0;
 /// Indices (into the sorted candidates) of the boxes kept, in order.
 /// `boxes`: x1, y1, x2, y2.
 pub fn nms(boxes: &[[f32; 4]], classes: &[u32], iou: f32, agnostic: bool, max_det: usize) -> Vec<usize> {
-    use crate::layout::{stamp, SimdLevel};
+    use crate::simd::{stamp, SimdLevel};
     // Boxes of different classes never meet: NMS per class (a run of the
     // candidates ordered by class, score order kept within it), then the kept
     // boxes of all classes in score order (their index order).

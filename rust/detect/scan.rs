@@ -165,11 +165,11 @@ impl Half for F16 {
     const NAN_ABOVE: i16 = 0x7c00;
     #[inline(always)]
     fn value(raw: u16) -> f32 {
-        crate::layout::f16_to_f32(raw)
+        crate::simd::f16_to_f32(raw)
     }
     #[inline(always)]
     fn bits(value: f32) -> u16 {
-        crate::layout::f32_to_f16(value)
+        crate::simd::f32_to_f16(value)
     }
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
@@ -183,7 +183,7 @@ impl Half for Bf16 {
     const NAN_ABOVE: i16 = 0x7f80;
     #[inline(always)]
     fn value(raw: u16) -> f32 {
-        crate::layout::bf16_to_f32(raw)
+        crate::simd::bf16_to_f32(raw)
     }
     #[inline(always)]
     fn bits(value: f32) -> u16 {
@@ -250,7 +250,7 @@ impl Kernel {
     fn get() -> Kernel {
         #[cfg(target_arch = "x86_64")]
         {
-            use crate::layout::SimdLevel;
+            use crate::simd::SimdLevel;
             // The AVX2 levels include F16C (SimdLevel checks it at run time).
             if matches!(SimdLevel::default_level(), SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi) {
                 return Kernel::Avx2;
@@ -396,7 +396,7 @@ mod tests {
         #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut kernels = vec![Kernel::Portable];
         #[cfg(target_arch = "x86_64")]
-        if crate::layout::SimdLevel::Avx2.is_supported() {
+        if crate::simd::SimdLevel::Avx2.is_supported() {
             kernels.push(Kernel::Avx2);
         }
         for kernel in kernels {
@@ -434,7 +434,7 @@ mod tests {
                 })
                 .collect();
             check::<F32>(&values, nc, width, conf)?;
-            let f16s: Vec<u16> = values.iter().map(|&v| crate::layout::f32_to_f16(v)).collect();
+            let f16s: Vec<u16> = values.iter().map(|&v| crate::simd::f32_to_f16(v)).collect();
             check::<F16>(&f16s, nc, width, conf)?;
             let bf16s: Vec<u16> = values.iter().map(|&v| (v.to_bits() >> 16) as u16).collect();
             check::<Bf16>(&bf16s, nc, width, conf)?;

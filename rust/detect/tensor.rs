@@ -5,7 +5,7 @@
 //! address lies inside the slice, so reads never go out of bounds.
 
 use super::error::{bail, Result};
-use crate::layout::{bf16_slice_to_f32, f16_slice_to_f32, SimdLevel};
+use crate::simd::{bf16_slice_to_f32, f16_slice_to_f32, SimdLevel};
 
 /// How the model wrote its numbers.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -72,8 +72,8 @@ impl Element {
     fn load(self, b: &[u8]) -> f32 {
         match self {
             Element::F32 => f32::from_ne_bytes([b[0], b[1], b[2], b[3]]),
-            Element::F16 => crate::layout::f16_to_f32(u16::from_ne_bytes([b[0], b[1]])),
-            Element::Bf16 => crate::layout::bf16_to_f32(u16::from_ne_bytes([b[0], b[1]])),
+            Element::F16 => crate::simd::f16_to_f32(u16::from_ne_bytes([b[0], b[1]])),
+            Element::Bf16 => crate::simd::bf16_to_f32(u16::from_ne_bytes([b[0], b[1]])),
             Element::I8 { scale, zero_point } => (b[0] as i8 as i32 - zero_point) as f32 * scale,
             Element::U8 { scale, zero_point } => (b[0] as i32 - zero_point) as f32 * scale,
         }

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use super::colour::Colour;
 use super::error::{bail, Result};
-use super::float::{f32_to_bf16, f32_to_f16};
 use super::format::{frame_geometry, Channel, Element, Format};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
 use super::kernels;
@@ -16,7 +15,8 @@ use super::parallel;
 use super::plan::{build_luts, Encoder, Nv12Plan, Plan, Rearrange, YuvOut};
 use super::recent::Recent;
 use super::resize::{self, Resize, Transform};
-use super::simd::SimdLevel;
+use crate::simd::SimdLevel;
+use crate::simd::{f32_to_bf16, f32_to_f16};
 
 /// How to convert. `mean` and `scale` are in the destination's channel order
 /// (R, G, B for RGBx, B, G, R for BGRx); each value becomes `(x - mean) / scale`.

@@ -30,6 +30,13 @@ impl fmt::Display for LayoutError {
 
 impl std::error::Error for LayoutError {}
 
+/// An instruction set this CPU cannot run is a bad argument of the call.
+impl From<crate::simd::LevelError> for LayoutError {
+    fn from(e: crate::simd::LevelError) -> Self {
+        LayoutError::new(e.0)
+    }
+}
+
 pub type Result<T> = std::result::Result<T, LayoutError>;
 
 /// `return Err(...)` with a formatted message.

@@ -15,30 +15,30 @@
 mod colour;
 mod convert;
 mod error;
-mod float;
 mod format;
 mod frame;
 mod kernels;
-pub(crate) use kernels::stamp;
 mod output;
 mod parallel;
 mod plan;
 mod recent;
 mod resize;
-mod simd;
 
 pub use colour::{Colour, Matrix, Range};
 pub use convert::{convert, describe, describe_resize, Options};
 pub use error::{LayoutError, Result};
-pub use float::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 pub use format::{
     frame_geometry, frame_nbytes, select_format, Channel, Element, ElementType, Format, FrameGeometry, TensorLayout,
 };
 pub use frame::{check_destination_size, Destination, Rows, RowsMut, Source, SourcePixels};
 pub use output::{
-    bf16_slice_to_f32, dequantize, f16_slice_to_f32, f32_slice_to_bf16, f32_slice_to_f16, from_float32,
-    packed_to_planar, planar_to_packed, quantize, to_float32, topk, QuantInt, Quantization,
+    dequantize, from_float32, packed_to_planar, planar_to_packed, quantize, to_float32, topk, QuantInt, Quantization,
 };
 pub use parallel::memcpy_seconds;
 pub use resize::{Fit, Interpolation, Rect, Resize, Transform};
-pub use simd::SimdLevel;
+// The instruction set and the 16-bit floats are the `simd` room's; the layout
+// API takes and gives them, so they are named here too.
+pub use crate::simd::{
+    bf16_slice_to_f32, bf16_to_f32, f16_slice_to_f32, f16_to_f32, f32_slice_to_bf16, f32_slice_to_f16, f32_to_bf16,
+    f32_to_f16, SimdLevel,
+};

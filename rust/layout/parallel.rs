@@ -1,15 +1,14 @@
 //! The threads a conversion is split across: a small pool whose workers
 //! wait actively for a short while after each call before they sleep.
 //!
-//! Why not rayon: a 1080p conversion takes 0.05-0.5 ms, and rayon's idle
-//! workers go to sleep within tens of microseconds, so every call paid
-//! futex wake-ups, one per helper (slow under KVM): on the 16-core Xeon,
-//! 1080p BGR -> RGBx took 1.3x OpenCV's time on 8 and 16 threads, whose
-//! pool spins between calls. Here a call publishes its work with one atomic
-//! store that spinning workers see at once; sleeping workers are woken
-//! together (one `notify_all`). And each thread starts on its own run of
-//! bands, the same rows call after call, still in its core's cache
-//! (`for_each`): with both, 0.67x and 0.75x OpenCV's time.
+//! Why not rayon: a conversion is short, and rayon's idle workers go to
+//! sleep within tens of microseconds, so every call of a stream of frames
+//! paid futex wake-ups, one per helper (slow under KVM), and lost to
+//! OpenCV, whose pool spins between calls. Here a call publishes its work
+//! with one atomic store that spinning workers see at once; sleeping
+//! workers are woken together (one `notify_all`). And each thread starts on
+//! its own run of bands, the same rows call after call, still in its core's
+//! cache (`for_each`). docs/benchmarks.md has the threaded figures.
 //!
 //! One call uses the pool at a time: a call that finds it busy (another
 //! thread converting) runs its work on its own thread, which is never wrong,

@@ -7,11 +7,11 @@
 //! x86 home's plain tables, `kernels/x86/tables.rs`, which import nothing).
 
 use super::colour::Coefficients;
-use super::float::{f32_to_bf16, f32_to_f16};
 use super::format::{Element, Format};
 use super::frame::{Rows, RowsMut, SourcePixels};
 #[cfg(target_arch = "x86_64")]
 use super::kernels::x86::tables::Permutes;
+use crate::simd::{f32_to_bf16, f32_to_f16};
 
 /// A source row of pixels to one packed destination row.
 pub(crate) type PackedRow = unsafe fn(&Plan, &[u8], &mut [u8]);

@@ -16,8 +16,8 @@ use pyo3::types::{PyDict, PyTuple};
 use super::buffer::{PyBufferPool, PyDmaBuf};
 use super::errors::{capture_to_py, invalid, Count};
 use super::timeout::Timeout;
-use crate::buffer::{self, HeapSpec, Wait};
-use crate::capture::{self, Buffers, Device, ErrorKind, Fourcc, FrameSizes, Stream, WhenFull};
+use crate::buffer::{self, Wait};
+use crate::capture::{self, BufferPlan, ErrorKind, Fourcc, FrameSizes, Stream, WhenFull};
 
 trait CaptureResult<T> {
     fn cam_err(self) -> PyResult<T>;
@@ -37,15 +37,6 @@ fn seconds(t: Timeout) -> Duration {
 /// What a camera's wait "for ever" is: about a century (a deadline that far
 /// is still an Instant).
 const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-
-/// Which heap `memory="auto"` imports from: the first usable dma-heap or
-/// udmabuf; None when only memfd is left (then the driver allocates).
-fn auto_heap() -> Option<HeapSpec> {
-    buffer::heap::auto_plan()
-        .into_iter()
-        .find(|(spec, why)| why.is_none() && *spec != HeapSpec::Memfd)
-        .map(|(spec, _)| spec)
-}
 
 /// A camera streaming into DMA-BUFs.
 #[pyclass(frozen, name = "Camera", module = "npu_zc._core")]
@@ -101,36 +92,7 @@ impl PyCamera {
             return Err(invalid("a camera needs at least 1 buffer, got buffers=0"));
         }
         // What to import, if anything: a caller's pool, a heap, or nothing (mmap).
-        let import_from: Option<HeapSpec> = match (memory, pool.is_some()) {
-            (_, true) if memory == "mmap" => {
-                return Err(invalid("memory=\"mmap\" has the driver allocate: it cannot take a pool"))
-            }
-            (_, true) => None,
-            ("mmap", false) => None,
-            ("dmabuf", false) => match HeapSpec::parse(heap).map_err(super::errors::to_py)? {
-                HeapSpec::Auto => Some(auto_heap().ok_or_else(|| {
-                    capture_to_py(capture::Error::new(
-                        ErrorKind::Unsupported,
-                        "memory=\"dmabuf\" needs a dma-heap or udmabuf and this machine has neither usable \
-                         (npu_zc.heaps() says why): use memory=\"mmap\" or memory=\"auto\"",
-                    ))
-                })?),
-                HeapSpec::Memfd => {
-                    return Err(invalid(
-                        "a camera cannot import memfd memory (not a DMA-BUF): use a dma-heap or udmabuf",
-                    ))
-                }
-                spec => Some(spec),
-            },
-            ("auto", false) => match HeapSpec::parse(heap).map_err(super::errors::to_py)? {
-                HeapSpec::Auto | HeapSpec::Memfd => auto_heap(),
-                spec => Some(spec),
-            },
-            (other, _) => {
-                return Err(invalid(format!("memory must be \"auto\", \"dmabuf\" or \"mmap\", got {other:?}")))
-            }
-        };
-        let try_mmap_on_refusal = memory == "auto";
+        let plan = BufferPlan::choose(memory, heap, pool.is_some()).cam_err()?;
 
         // A caller's pool: take every buffer of it (none may be in use).
         let (pool_bufs, pool_objs) = match &pool {
@@ -165,28 +127,7 @@ impl PyCamera {
             }
         };
 
-        let started = py.detach(|| -> capture::Result<(Stream, Option<String>)> {
-            let dev = Device::open(&path)?;
-            let fmt = dev.set_format(width, height, fourcc)?;
-            if let Some(bufs) = pool_bufs {
-                return Ok((Stream::start(dev, fmt, Buffers::Import(bufs))?, None));
-            }
-            let Some(spec) = import_from else {
-                return Ok((Stream::start(dev, fmt, Buffers::Mmap(buffers))?, None));
-            };
-            let pool = buffer::BufferPool::new(buffers, fmt.sizeimage as usize, &spec)?;
-            let heap = pool.buffers()[0].kind().to_string();
-            match Stream::start(dev, fmt, Buffers::Import(pool.buffers().to_vec())) {
-                Ok(s) => Ok((s, Some(heap))),
-                Err(e) if try_mmap_on_refusal && e.kind == ErrorKind::Unsupported => {
-                    // The driver cannot import these buffers: let it allocate.
-                    let dev = Device::open(&path)?;
-                    let fmt = dev.set_format(width, height, fourcc)?;
-                    Ok((Stream::start(dev, fmt, Buffers::Mmap(buffers))?, None))
-                }
-                Err(e) => Err(e),
-            }
-        });
+        let started = py.detach(|| capture::start(&path, (width, height, fourcc), buffers, &plan, pool_bufs));
         let (stream, heap) = match started {
             Ok(s) => s,
             Err(e) => {

@@ -34,8 +34,8 @@ impl<T> OrValueError<T> for Result<T, LayoutError> {
     }
 }
 
-fn parse<T: std::str::FromStr<Err = LayoutError>>(name: &str) -> PyResult<T> {
-    name.parse().or_value_error()
+fn parse<T: std::str::FromStr<Err: Into<LayoutError>>>(name: &str) -> PyResult<T> {
+    name.parse::<T>().map_err(Into::into).or_value_error()
 }
 
 fn borrow_error(what: &str, e: BorrowError) -> PyErr {
@@ -168,6 +168,118 @@ unsafe fn source_rows<'a>(p: &Placement, plane: usize, rows: usize, row_bytes: u
     Rows::from_raw_parts(p.starts[plane], rows, row_bytes, p.pitch)
 }
 
+/// A source frame's arrays: one array, or planes given apart ((Y, UV) for
+/// NV12, NV21 and P010; (Y, U, V) for I420 and I010), each placed (where its
+/// rows lie, checked against the frame's geometry).
+struct SourcePlanes {
+    format: Format,
+    width: usize,
+    height: usize,
+    /// Bytes of one sample: planes given apart are rows of `width * sample` bytes.
+    sample: usize,
+    /// The first array (the whole frame, or its Y plane) and its (rows, row bytes).
+    luma: (Placement, (usize, usize)),
+    /// The chroma planes given apart: (place, rows, row bytes, name) each.
+    chroma: Vec<(Placement, usize, usize, &'static str)>,
+}
+
+impl SourcePlanes {
+    /// Places `src` and `[uv, v]` (the planes given apart, if any) with
+    /// their pitches, refusing planes that do not go with `format`.
+    fn place(
+        format: Format,
+        (width, height): (usize, usize),
+        src: &Bound<'_, PyArrayDyn<u8>>,
+        [uv, v]: [Option<&Bound<'_, PyArrayDyn<u8>>>; 2],
+        [src_pitch, uv_pitch, v_pitch]: [Option<usize>; 3],
+    ) -> PyResult<SourcePlanes> {
+        if v.is_some() && !(matches!(format, Format::I420 | Format::I010) && uv.is_some()) {
+            return Err(invalid(format!(
+                "a separate V plane only goes with an I420 or I010 source given as (Y, U, V) planes, not {format}"
+            )));
+        }
+        let sample = if format.is_10bit() { 2 } else { 1 };
+        let mut chroma = Vec::new();
+        let luma = match (format, uv) {
+            (Format::I420 | Format::I010, Some(u)) => {
+                let Some(v) = v else {
+                    return Err(invalid(format!(
+                        "an {format} source in planes needs its V plane as well as its U plane"
+                    )));
+                };
+                let (cw, ch) = ((width / 2).max(1) * sample, (height / 2).max(1));
+                let yg = layout::frame_geometry(Format::Gray, width * sample, height, src_pitch).or_value_error()?;
+                let ug = layout::frame_geometry(Format::Gray, cw, ch, uv_pitch).or_value_error()?;
+                let vg = layout::frame_geometry(Format::Gray, cw, ch, v_pitch).or_value_error()?;
+                chroma.push((place(u, &ug, uv_pitch, false, "U plane")?, ug.rows, ug.row_bytes, "U plane"));
+                chroma.push((place(v, &vg, v_pitch, false, "V plane")?, vg.rows, vg.row_bytes, "V plane"));
+                (place(src, &yg, src_pitch, false, "Y plane")?, (height, width))
+            }
+            (Format::Nv12 | Format::Nv21 | Format::P010, Some(uv)) => {
+                let yg = layout::frame_geometry(Format::Gray, width * sample, height, src_pitch).or_value_error()?;
+                let uvg =
+                    layout::frame_geometry(Format::Gray, width * sample, height / 2, uv_pitch).or_value_error()?;
+                chroma.push((place(uv, &uvg, uv_pitch, false, "UV plane")?, uvg.rows, uvg.row_bytes, "UV plane"));
+                (place(src, &yg, src_pitch, false, "Y plane")?, (height, width))
+            }
+            (_, Some(_)) => {
+                return Err(invalid(format!("a separate UV plane only goes with NV12, NV21 and P010, not {format}")))
+            }
+            (_, None) => {
+                let sg = layout::frame_geometry(format, width, height, src_pitch).or_value_error()?;
+                (place(src, &sg, src_pitch, false, "source")?, (sg.rows, sg.row_bytes))
+            }
+        };
+        Ok(SourcePlanes { format, width, height, sample, luma, chroma })
+    }
+
+    /// The bytes the source's rows span, each named (for the aliasing rule).
+    fn reads(&self) -> Vec<(Region, &'static str)> {
+        let (p, (rows, row_bytes)) = &self.luma;
+        let mut reads = vec![(Region::rows(p.starts[0], *rows, *row_bytes, p.pitch), "source")];
+        for (p, rows, row_bytes, what) in &self.chroma {
+            reads.push((Region::rows(p.starts[0], *rows, *row_bytes, p.pitch), *what));
+        }
+        reads
+    }
+
+    /// The layout engine's view of the rows.
+    ///
+    /// # Safety
+    /// The arrays placed must stay borrowed (readonly) and claimed for `'a`.
+    unsafe fn source<'a>(&self) -> layout::Result<layout::Source<'a>> {
+        let (format, width, height, sample) = (self.format, self.width, self.height, self.sample);
+        let (src_place, src_rows) = &self.luma;
+        // SAFETY (each `source_rows`): rows checked by `place`; the caller
+        // keeps the arrays borrowed and claimed.
+        match (format, self.chroma.as_slice()) {
+            (Format::I420 | Format::I010, [(up, urows, ubytes, _), (vp, vrows, vbytes, _)]) => {
+                let (y, u, v) = unsafe {
+                    (
+                        source_rows(src_place, 0, height, width * sample),
+                        source_rows(up, 0, *urows, *ubytes),
+                        source_rows(vp, 0, *vrows, *vbytes),
+                    )
+                };
+                if format == Format::I010 {
+                    layout::Source::i010(width, height, y, u, v)
+                } else {
+                    layout::Source::i420(width, height, y, u, v)
+                }
+            }
+            (_, [(uvp, uvrows, _, _)]) => {
+                let row = width * sample;
+                let (y, uv) = unsafe { (source_rows(src_place, 0, height, row), source_rows(uvp, 0, *uvrows, row)) };
+                layout::Source::from_rows(format, width, height, y, Some(uv))
+            }
+            _ => {
+                let rows = unsafe { source_rows(src_place, 0, src_rows.0, src_rows.1) };
+                layout::Source::from_rows(format, width, height, rows, None)
+            }
+        }
+    }
+}
+
 /// (x, y, width, height) of a rectangle.
 type RectTuple = (usize, usize, usize, usize);
 /// ((scale x, scale y), (offset x, offset y), content, destination rectangle, source region).
@@ -265,51 +377,17 @@ fn convert(
     // Where each argument's rows are, from its shape and strides (nothing read yet).
     let dg = layout::frame_geometry(dst_format, dst_width, dst_height, dst_pitch).or_value_error()?;
     let dst_place = place(&dst, &dg, dst_pitch, true, "destination")?;
-    if v.is_some() && !(matches!(src_format, Format::I420 | Format::I010) && uv.is_some()) {
-        return Err(invalid(format!(
-            "a separate V plane only goes with an I420 or I010 source given as (Y, U, V) planes, not {src_format}"
-        )));
-    }
-    // Bytes of one sample: planes given apart are rows of `width * sample` bytes.
-    let sample = if src_format.is_10bit() { 2 } else { 1 };
-    // The chroma planes given apart from the luma: (place, rows, row bytes) each.
-    let mut chroma = Vec::new();
-    let (src_place, src_rows) = match (src_format, &uv) {
-        (Format::I420 | Format::I010, Some(u)) => {
-            let Some(v) = &v else {
-                return Err(invalid(format!(
-                    "an {src_format} source in planes needs its V plane as well as its U plane"
-                )));
-            };
-            let (cw, ch) = ((width / 2).max(1) * sample, (height / 2).max(1));
-            let yg = layout::frame_geometry(Format::Gray, width * sample, height, src_pitch).or_value_error()?;
-            let ug = layout::frame_geometry(Format::Gray, cw, ch, uv_pitch).or_value_error()?;
-            let vg = layout::frame_geometry(Format::Gray, cw, ch, v_pitch.map(|p| p.0)).or_value_error()?;
-            chroma.push((place(u, &ug, uv_pitch, false, "U plane")?, ug.rows, ug.row_bytes, "U plane"));
-            chroma.push((place(v, &vg, v_pitch.map(|p| p.0), false, "V plane")?, vg.rows, vg.row_bytes, "V plane"));
-            (place(&src, &yg, src_pitch, false, "Y plane")?, (height, width))
-        }
-        (Format::Nv12 | Format::Nv21 | Format::P010, Some(uv)) => {
-            let yg = layout::frame_geometry(Format::Gray, width * sample, height, src_pitch).or_value_error()?;
-            let uvg = layout::frame_geometry(Format::Gray, width * sample, height / 2, uv_pitch).or_value_error()?;
-            chroma.push((place(uv, &uvg, uv_pitch, false, "UV plane")?, uvg.rows, uvg.row_bytes, "UV plane"));
-            (place(&src, &yg, src_pitch, false, "Y plane")?, (height, width))
-        }
-        (_, Some(_)) => {
-            return Err(invalid(format!("a separate UV plane only goes with NV12, NV21 and P010, not {src_format}")))
-        }
-        (_, None) => {
-            let sg = layout::frame_geometry(src_format, width, height, src_pitch).or_value_error()?;
-            (place(&src, &sg, src_pitch, false, "source")?, (sg.rows, sg.row_bytes))
-        }
-    };
+    let src_planes = SourcePlanes::place(
+        src_format,
+        (width, height),
+        &src,
+        [uv.as_ref(), v.as_ref()],
+        [src_pitch, uv_pitch, v_pitch.map(|p| p.0)],
+    )?;
 
     // The aliasing rule (alias.rs): the destination's rows share no byte with
     // the source's, and no other call is writing either right now.
-    let mut reads = vec![(Region::rows(src_place.starts[0], src_rows.0, src_rows.1, src_place.pitch), "source")];
-    for (p, rows, row_bytes, what) in &chroma {
-        reads.push((Region::rows(p.starts[0], *rows, *row_bytes, p.pitch), *what));
-    }
+    let reads = src_planes.reads();
     let writes: Vec<_> = dst_place
         .starts
         .iter()
@@ -334,34 +412,9 @@ fn convert(
         .collect();
     let destination = layout::Destination::from_planes(dst_format, dst_width, dst_height, planes).or_value_error()?;
 
-    // SAFETY: rows checked by `place`; the arrays stay borrowed (readonly) and
+    // SAFETY: the arrays stay borrowed (readonly: the guards above) and
     // claimed until we return.
-    let source = match (src_format, chroma.as_slice()) {
-        (Format::I420 | Format::I010, [(up, urows, ubytes, _), (vp, vrows, vbytes, _)]) => {
-            let (y, u, v) = unsafe {
-                (
-                    source_rows(&src_place, 0, height, width * sample),
-                    source_rows(up, 0, *urows, *ubytes),
-                    source_rows(vp, 0, *vrows, *vbytes),
-                )
-            };
-            if src_format == Format::I010 {
-                layout::Source::i010(width, height, y, u, v)
-            } else {
-                layout::Source::i420(width, height, y, u, v)
-            }
-        }
-        (_, [(uvp, uvrows, _, _)]) => {
-            let row = width * sample;
-            let (y, uv) = unsafe { (source_rows(&src_place, 0, height, row), source_rows(uvp, 0, *uvrows, row)) };
-            layout::Source::from_rows(src_format, width, height, y, Some(uv))
-        }
-        _ => {
-            let rows = unsafe { source_rows(&src_place, 0, src_rows.0, src_rows.1) };
-            layout::Source::from_rows(src_format, width, height, rows, None)
-        }
-    }
-    .or_value_error()?;
+    let source = unsafe { src_planes.source() }.or_value_error()?;
 
     let transform = py.detach(|| layout::convert(&source, destination, &options)).or_value_error()?;
     Ok(transform_tuple(&transform))

@@ -1,8 +1,9 @@
-"""The layout engine's files import one way: no file of rust/layout/ reaches
-itself through the items it names (docs/architecture.md, "Arrows inside
-layout/"). Each file's `use` trees and inline paths (`super::x::f`,
+"""The crate's files import one way: no file of rust/ reaches itself through
+the items it names (docs/architecture.md, "Arrows inside layout/" and the
+rooms' arrows). Each file's `use` trees and inline paths (`super::x::f`,
 `crate::layout::...`, `scalar::tail`) are resolved, through re-exports, to
-the file that defines the item; the graph of those edges must have no cycle.
+the file that defines the item; the graph of those edges must have no cycle,
+and `detect/` and `simd/` must not reach into `layout/`.
 """
 
 from __future__ import annotations
@@ -11,17 +12,16 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "rust"
-LAYOUT = ROOT / "layout"
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
 def module_files() -> dict[tuple[str, ...], Path]:
-    """Module path (("layout", "kernels", "x86"), ...) -> its file."""
+    """Module path (("layout", "kernels", "x86"), ...; () for lib.rs) -> its file."""
     files: dict[tuple[str, ...], Path] = {}
-    for path in LAYOUT.rglob("*.rs"):
+    for path in ROOT.rglob("*.rs"):
         parts = path.relative_to(ROOT).with_suffix("").parts
-        if parts[-1] == "mod":
+        if parts[-1] in ("mod", "lib") and (parts[-1] == "mod" or len(parts) == 1):
             parts = parts[:-1]
         files[tuple(parts)] = path
     return files
@@ -75,7 +75,8 @@ def use_trees(code: str) -> list[list[str]]:
     return paths
 
 
-def test_no_file_of_the_layout_engine_imports_itself_in_a_circle() -> None:
+def import_graph() -> tuple[dict[tuple[str, ...], Path], dict[tuple[str, ...], set[tuple[str, ...]]]]:
+    """The crate's files, and for each the files that define the items it names."""
     files = module_files()
     codes = {m: code_of(p) for m, p in files.items()}
     # Re-exports: `pub... use path::name;` in a module makes `module::name` mean the original.
@@ -103,7 +104,7 @@ def test_no_file_of_the_layout_engine_imports_itself_in_a_circle() -> None:
         elif rest[0] in aliases.get(module, {}):
             return list(aliases[module][rest[0]]) + rest[1:]
         else:
-            return []  # std, core, half, a local item: not a layout file
+            return []  # std, core, pyo3, a local item: not a file of the crate
         return base + rest
 
     for module, code in codes.items():
@@ -144,8 +145,13 @@ def test_no_file_of_the_layout_engine_imports_itself_in_a_circle() -> None:
                 continue
             full = absolute(module, parts)
             target = defining_file(full) if full else None
-            if target is not None and target != module and target[0] == "layout":
+            if target is not None and target != module:
                 edges[module].add(target)
+    return files, edges
+
+
+def test_no_file_of_the_crate_imports_itself_in_a_circle() -> None:
+    files, edges = import_graph()
 
     # Depth-first search for a cycle; report it as a chain of files.
     state: dict[tuple[str, ...], int] = {}
@@ -166,9 +172,21 @@ def test_no_file_of_the_layout_engine_imports_itself_in_a_circle() -> None:
     for m in sorted(files):
         if m not in state and (cycle := visit(m)):
             chain = " -> ".join(str(files[x].relative_to(ROOT)) for x in cycle)
-            raise AssertionError(f"rust/layout imports in a circle: {chain}")
+            raise AssertionError(f"rust/ imports in a circle: {chain}")
     # The check sees the arrows it must: the homes read the written-once kernels.
     kernels = ("layout", "kernels")
     assert kernels + ("vector",) in edges[kernels + ("neon",)]
     assert kernels + ("x86",) in edges[kernels]
     assert ("layout", "plan") in edges[kernels + ("scalar",)]
+    # ...and across the rooms: the binding reads the cores, detect the simd room.
+    assert ("python", "buffer", "dmabuf") in edges[("python", "buffer")]
+    assert ("simd", "level") in edges[("detect", "nms")]
+    assert ("buffer", "error") in edges[("capture", "error")]
+
+
+def test_detect_and_simd_do_not_reach_into_layout() -> None:
+    _, edges = import_graph()
+    for module, targets in edges.items():
+        if module[:1] in (("detect",), ("simd",)) and module[-1] != "tests":
+            into_layout = sorted("/".join(t) for t in targets if t[:1] == ("layout",))
+            assert not into_layout, f"rust/{'/'.join(module)} reaches into layout: {into_layout}"

@@ -5,7 +5,7 @@
 //! * Written once: `scalar.rs` (the reference, and the tails of every SIMD
 //!   loop), `vector.rs` (the conversion and YUV kernels over the `Simd`
 //!   traits), `resample.rs` (the resize row loops), stamped per instruction
-//!   set by `stamp!` (`stamp.rs`, the one stamping mechanism).
+//!   set by `stamp_kernels!` (`stamp.rs`, over `crate::simd::stamp!`, the one stamping mechanism).
 //! * One home per instruction set: `x86/` (`avx2.rs`, `avx512.rs`, the
 //!   plans' byte shuffles in `tables.rs`, which kernels each level offers in
 //!   `mod.rs`) and `neon.rs`: the traits implemented, the kernels stamped,
@@ -20,7 +20,7 @@
 
 use super::format::Element;
 use super::plan::{Encoder, InterleaveRow, Kernel, Nv12Pair, Nv12Row, PackedRow, SplitRow, Yuv422Row};
-use super::simd::SimdLevel;
+use crate::simd::SimdLevel;
 use resample::RowKernels;
 
 #[cfg(target_arch = "aarch64")]
@@ -28,7 +28,7 @@ pub(crate) mod neon;
 pub(crate) mod resample;
 pub(crate) mod scalar;
 mod stamp;
-pub(crate) use stamp::stamp;
+pub(crate) use stamp::stamp_kernels;
 #[cfg(test)]
 mod tests;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -264,7 +264,7 @@ macro_rules! by_channels {
     };
 }
 
-/// The fused YUV x pass: AVX2's, the only one stamped (`stamp!`'s `fused`).
+/// The fused YUV x pass: AVX2's, the only one stamped (`stamp_kernels!`'s `fused`).
 #[cfg(target_arch = "x86_64")]
 const AVX2_FUSED: Option<[resample::YuvLinear; 2]> =
     Some([x86::avx2::resample::yuv_linear::<1>, x86::avx2::resample::yuv_linear::<2>]);
@@ -279,7 +279,7 @@ pub(crate) fn row_kernels(level: SimdLevel, channels: usize) -> (RowKernels, &'s
         }
         #[cfg(target_arch = "x86_64")]
         // The fused YUV x pass compiled for AVX2 at both x86 levels: LLVM's AVX-512 build of the same loop
-        // ran 10-30% slower on the Xeon (docs/layout.md, "The resizing gather").
+        // is slower (docs/layout.md, "Resizing YUV sources").
         SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => {
             (RowKernels { yuv_linear: AVX2_FUSED, ..by_channels!(x86::avx512::resample, channels) }, "avx512")
         }

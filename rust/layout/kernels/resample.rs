@@ -1,5 +1,5 @@
 //! The resize row loops, written once as plain Rust over fixed-size channel
-//! groups and stamped per instruction set (`stamp!`'s `resample` family), so
+//! groups and stamped per instruction set (`stamp_kernels!`'s `resample` family), so
 //! that LLVM vectorises the same description for AVX2, AVX-512 and NEON.
 //! An instruction set may replace the bilinear x pass with its own
 //! ([`Resample`]: x86/avx2.rs does, with SSSE3 shuffles and `pmaddwd`).
@@ -85,7 +85,7 @@ pub(crate) trait Resample {
     /// decoders decode them (`out.bytes` 4), then weighed as
     /// `horizontal_linear::<4>` weighs them. A strong shrink (4K -> 224)
     /// decodes only the two pixels a destination pixel reads, with nothing
-    /// gathered into scratch first. (Stamped for AVX2 alone, `stamp!`'s
+    /// gathered into scratch first. (Stamped for AVX2 alone, `stamp_kernels!`'s
     /// `fused`: unused where there is no x86.)
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     #[inline(always)]

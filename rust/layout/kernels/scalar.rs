@@ -193,8 +193,8 @@ pub(crate) fn yuv10_row<const LOW: bool>(y: &[u8], uv: &[u8], dst: &mut [u8], ou
 
 /// 4-byte pixels to 3-byte ones with no arithmetic (RGBx/RGBA or decoded
 /// YUV rows into RGB or BGR): the pad dropped, R and B swapped if `SWAP`.
-/// Also the tail of the SIMD versions (LLVM's vectorisation of this loop was
-/// 4x slower than those).
+/// Also the tail of the SIMD versions (LLVM's vectorisation of this loop is
+/// several times slower than those).
 #[inline(always)]
 pub(crate) fn drop_pad_pixels<const SWAP: bool>(src: &[u8], dst: &mut [u8]) {
     for (s, d) in src.chunks_exact(4).zip(dst.chunks_exact_mut(3)) {
@@ -254,5 +254,5 @@ pub(crate) struct Portable;
 impl Resample for Portable {}
 
 pub(crate) mod resample {
-    crate::layout::stamp!(super::Portable, []: resample);
+    crate::layout::kernels::stamp_kernels!(super::Portable, []: resample);
 }

@@ -1,159 +1,101 @@
-//! `stamp!`: the one way code written once becomes per-instruction-set code.
+//! `stamp_kernels!`: the layout engine's kernel families, stamped for one
+//! instruction set through `crate::simd::stamp!` (the one stamping mechanism).
 //!
-//! A body is written once, `#[inline(always)]`: generic over an instruction
-//! set's type (the conversion and YUV kernels of vector.rs over `Simd`, the
-//! resize row loops of resample.rs over `Resample`) or plain Rust (the float
-//! slices, quantisation, detect's NMS). `stamp!` wraps it in functions compiled with one
-//! instruction set's `#[target_feature]`s, so the body, the trait methods and
-//! the intrinsics they call become one loop of that set's instructions
-//! (docs/layout.md, "One kernel, every instruction set").
+//! `stamp_kernels!(Type, ["features"]: family, ...)`, in an instruction set's
+//! home: the wrappers of each family below for `Type`, as `pub(crate) unsafe
+//! fn`s of the module it is written in; `[]` for portable code (no features).
+//! Families: `conversion` (every `Simd`), `quads` (`Quads`), `words`
+//! (`Words`: 10-bit YUV), `int8` (`Quantise`), `resample` (`Resample`),
+//! `fused` (`Resample::yuv_linear`: AVX2 alone).
 //!
-//! * `stamp!(Type, ["features"]: family, ...)`, in an instruction set's home:
-//!   the wrappers of each family below for `Type`, as `pub(crate) unsafe fn`s
-//!   of the module it is written in; `[]` for portable code (no features).
-//!   Families: `conversion` (every `Simd`), `quads` (`Quads`), `words`
-//!   (`Words`: 10-bit YUV), `int8` (`Quantise`), `resample` (`Resample`),
-//!   `fused` (`Resample::yuv_linear`: AVX2 alone).
-//! * `stamp!(@fn ["features"] name<const G: T, ...>(args) = callee)`, or
-//!   with `{ body }` in place of `= callee`: one such wrapper, for code in no
-//!   family (x86/avx2.rs's RGB <-> BGR swap).
-//! * `stamp!(for level, fn name(args) { body })`: a body written in place,
-//!   stamped portable, for AVX2 and for AVX-512, and a closure that runs the
-//!   copy of `level` (which the caller checked this CPU supports).
-//!
-//! A new kernel: its body once, then one line in its family here. A new
-//! instruction set: a home that implements the traits and stamps the
-//! families it offers.
+//! A new kernel: its body once (vector.rs or resample.rs), then one line in
+//! its family here. A new instruction set: a home that implements the traits
+//! and stamps the families it offers.
 //!
 //! # Safety (every function stamped)
 //! The caller must have checked that the CPU supports the features
 //! (`SimdLevel::is_supported`); plans only hold kernels of such a level.
 
-macro_rules! stamp {
+macro_rules! stamp_kernels {
     // The conversion and YUV kernels of vector.rs, for every `Simd`.
     (@conversion $isa:ty, $f:tt) => {
-        $crate::layout::stamp!(@fn $f packed_u8<const C: usize>(plan: &$crate::layout::plan::Plan, src: &[u8], dst: &mut [u8])
+        $crate::simd::stamp!(@fn $f packed_u8<const C: usize>(plan: &$crate::layout::plan::Plan, src: &[u8], dst: &mut [u8])
             = $crate::layout::kernels::vector::packed_u8::<$isa, C>);
-        $crate::layout::stamp!(@fn $f packed_16<const C: usize, const KIND: u8, const ARITH: u8>(
+        $crate::simd::stamp!(@fn $f packed_16<const C: usize, const KIND: u8, const ARITH: u8>(
             plan: &$crate::layout::plan::Plan, src: &[u8], dst: &mut [u8]
         ) = $crate::layout::kernels::vector::packed_16::<$isa, C, KIND, ARITH>);
-        $crate::layout::stamp!(@fn $f planar<const C: usize, const HALF: bool, const ARITH: u8>(
+        $crate::simd::stamp!(@fn $f planar<const C: usize, const HALF: bool, const ARITH: u8>(
             plan: &$crate::layout::plan::Plan, src: &[u8], p0: &mut [u8], p1: &mut [u8], p2: &mut [u8]
         ) = $crate::layout::kernels::vector::planar::<$isa, C, HALF, ARITH>);
-        $crate::layout::stamp!(@fn $f nv12_row<const BYTES: usize>(
+        $crate::simd::stamp!(@fn $f nv12_row<const BYTES: usize>(
             y: &[u8], uv: &[u8], dst: &mut [u8], out: &$crate::layout::plan::YuvOut
         ) {
             $crate::layout::kernels::vector::nv12_rows::<$isa, BYTES, 1>(
                 [y], $crate::layout::plan::Chroma::Interleaved(uv), [dst], out
             )
         });
-        $crate::layout::stamp!(@fn $f nv12_pair<const BYTES: usize>(
+        $crate::simd::stamp!(@fn $f nv12_pair<const BYTES: usize>(
             y: [&[u8]; 2], chroma: $crate::layout::plan::Chroma<'_>, dst: [&mut [u8]; 2], out: &$crate::layout::plan::YuvOut
         ) = $crate::layout::kernels::vector::nv12_rows::<$isa, BYTES, 2>);
-        $crate::layout::stamp!(@fn $f yuv422_row<const BYTES: usize, const Y_FIRST: bool>(
+        $crate::simd::stamp!(@fn $f yuv422_row<const BYTES: usize, const Y_FIRST: bool>(
             row: &[u8], dst: &mut [u8], out: &$crate::layout::plan::YuvOut
         ) = $crate::layout::kernels::vector::yuv422_row::<$isa, BYTES, Y_FIRST>);
     };
     // Packed 16-bit floats a whole pixel to a vector (`Quads`).
     (@quads $isa:ty, $f:tt) => {
-        $crate::layout::stamp!(@fn $f packed_16_quads<const C: usize, const KIND: u8, const ARITH: u8>(
+        $crate::simd::stamp!(@fn $f packed_16_quads<const C: usize, const KIND: u8, const ARITH: u8>(
             plan: &$crate::layout::plan::Plan, src: &[u8], dst: &mut [u8]
         ) = $crate::layout::kernels::vector::packed_16_quads::<$isa, C, KIND, ARITH>);
     };
     // 10-bit YUV rows (`Words`).
     (@words $isa:ty, $f:tt) => {
-        $crate::layout::stamp!(@fn $f yuv10_row<const BYTES: usize, const LOW: bool>(
+        $crate::simd::stamp!(@fn $f yuv10_row<const BYTES: usize, const LOW: bool>(
             y: &[u8], uv: &[u8], dst: &mut [u8], out: &$crate::layout::plan::YuvOut
         ) = $crate::layout::kernels::vector::yuv10_row::<$isa, BYTES, LOW>);
     };
     // Int8 destinations (`Quantise`).
     (@int8 $isa:ty, $f:tt) => {
-        $crate::layout::stamp!(@fn $f packed_i8<const C: usize, const BYTES: usize, const ARITH: u8>(
+        $crate::simd::stamp!(@fn $f packed_i8<const C: usize, const BYTES: usize, const ARITH: u8>(
             plan: &$crate::layout::plan::Plan, src: &[u8], dst: &mut [u8]
         ) = $crate::layout::kernels::vector::packed_i8::<$isa, C, BYTES, ARITH>);
     };
     // The resize row loops of resample.rs (`Resample`: an instruction set
     // may replace the bilinear x pass with its own).
     (@resample $isa:ty, $f:tt) => {
-        $crate::layout::stamp!(@fn $f horizontal_linear<const C: usize>(
+        $crate::simd::stamp!(@fn $f horizontal_linear<const C: usize>(
             src: &[u8], taps: &$crate::layout::kernels::resample::Linear, out: &mut [i16], ahead: &[u8]
         ) = <$isa as $crate::layout::kernels::resample::Resample>::horizontal_linear::<C>);
-        $crate::layout::stamp!(@fn $f horizontal_linear2<const C: usize>(
+        $crate::simd::stamp!(@fn $f horizontal_linear2<const C: usize>(
             src: [&[u8]; 2], taps: &$crate::layout::kernels::resample::Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]
         ) = <$isa as $crate::layout::kernels::resample::Resample>::horizontal_linear2::<C>);
-        $crate::layout::stamp!(@fn $f vertical_linear<>(r0: &[i16], r1: &[i16], w: [i16; 2], out: &mut [u8])
+        $crate::simd::stamp!(@fn $f vertical_linear<>(r0: &[i16], r1: &[i16], w: [i16; 2], out: &mut [u8])
             = $crate::layout::kernels::resample::vertical_linear);
-        $crate::layout::stamp!(@fn $f gather<const C: usize>(src: &[u8], index: &[u32], out: &mut [u8])
+        $crate::simd::stamp!(@fn $f gather<const C: usize>(src: &[u8], index: &[u32], out: &mut [u8])
             = $crate::layout::kernels::resample::gather::<C>);
-        $crate::layout::stamp!(@fn $f groups<>(src: &[u8], index: &[u32], out: &mut [u8])
+        $crate::simd::stamp!(@fn $f groups<>(src: &[u8], index: &[u32], out: &mut [u8])
             = $crate::layout::kernels::resample::groups);
-        $crate::layout::stamp!(@fn $f sum_rows<>(row: &[u8], acc: &mut [u32])
+        $crate::simd::stamp!(@fn $f sum_rows<>(row: &[u8], acc: &mut [u32])
             = $crate::layout::kernels::resample::sum_rows);
-        $crate::layout::stamp!(@fn $f blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8])
+        $crate::simd::stamp!(@fn $f blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8])
             = $crate::layout::kernels::resample::blocks::<C>);
-        $crate::layout::stamp!(@fn $f weigh_rows<>(row: &[u8], w: f32, acc: &mut [f32], first: bool)
+        $crate::simd::stamp!(@fn $f weigh_rows<>(row: &[u8], w: f32, acc: &mut [f32], first: bool)
             = $crate::layout::kernels::resample::weigh_rows);
-        $crate::layout::stamp!(@fn $f area_horizontal<const C: usize>(
+        $crate::simd::stamp!(@fn $f area_horizontal<const C: usize>(
             acc: &[f32], taps: &$crate::layout::kernels::resample::Area, out: &mut [u8]
         ) = $crate::layout::kernels::resample::area_horizontal::<C>);
     };
     // The resize's x pass that decodes 8-bit 4:2:0 as it reads (`Resample::yuv_linear`): only where a level's
     // own beats gathering and decoding rows (AVX2's, used at both x86 levels: `kernels::row_kernels`).
     (@fused $isa:ty, $f:tt) => {
-        $crate::layout::stamp!(@fn $f yuv_linear<const ROWS: usize>(
+        $crate::simd::stamp!(@fn $f yuv_linear<const ROWS: usize>(
             y: [&[u8]; 2], chroma: $crate::layout::kernels::resample::Chroma<'_>,
             taps: &$crate::layout::kernels::resample::YuvTaps, out: [&mut [i16]; 2],
             yuv: &$crate::layout::plan::YuvOut
         ) = <$isa as $crate::layout::kernels::resample::Resample>::yuv_linear::<ROWS>);
     };
-    // One wrapper, with const generics (a level need not use every wrapper it
-    // stamps, hence `allow(dead_code)`).
-    (@fn [$($features:literal)?] $name:ident<$(const $g:ident: $gt:ty),*>($($arg:ident: $ty:ty),*) = $call:expr) => {
-        #[allow(dead_code)]
-        $(#[target_feature(enable = $features)])?
-        pub(crate) unsafe fn $name<$(const $g: $gt),*>($($arg: $ty),*) {
-            ($call)($($arg),*)
-        }
-    };
-    // One wrapper with a body of its own.
-    (@fn [$($features:literal)?] $name:ident<$(const $g:ident: $gt:ty),*>($($arg:ident: $ty:ty),*) $body:block) => {
-        #[allow(dead_code)]
-        $(#[target_feature(enable = $features)])?
-        pub(crate) unsafe fn $name<$(const $g: $gt),*>($($arg: $ty),*) $body
-    };
-    // One wrapper, with a type generic.
-    (@fn [$($features:literal)?] $name:ident<$g:ident: $bound:path>($($arg:ident: $ty:ty),*) = $call:expr) => {
-        #[allow(dead_code)]
-        $(#[target_feature(enable = $features)])?
-        pub(crate) unsafe fn $name<$g: $bound>($($arg: $ty),*) {
-            ($call)($($arg),*)
-        }
-    };
-    // A body written in place, and the copy that `level` runs.
-    (for $level:expr, fn $name:ident $(<$g:ident: $bound:path>)? ($($arg:ident: $ty:ty),*) $body:block) => {{
-        #[inline(always)]
-        fn portable $(<$g: $bound>)? ($($arg: $ty),*) $body
-        #[cfg(target_arch = "x86_64")]
-        $crate::layout::stamp!(@fn ["avx2,fma,f16c"] avx2<$($g: $bound)?>($($arg: $ty),*) = portable$(::<$g>)?);
-        #[cfg(target_arch = "x86_64")]
-        $crate::layout::stamp!(@fn ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"] avx512<$($g: $bound)?>(
-            $($arg: $ty),*
-        ) = portable$(::<$g>)?);
-        let run = |$($arg: $ty),*| match $level {
-            // SAFETY: `$level` is a level this CPU supports (SimdLevel::resolve
-            // or is_supported checked it), so its instructions are present.
-            #[cfg(target_arch = "x86_64")]
-            $crate::layout::SimdLevel::Avx2 => unsafe { avx2($($arg),*) },
-            // SAFETY: as above.
-            #[cfg(target_arch = "x86_64")]
-            $crate::layout::SimdLevel::Avx512 | $crate::layout::SimdLevel::Avx512Vbmi => unsafe { avx512($($arg),*) },
-            _ => portable($($arg),*),
-        };
-        run
-    }};
     // What an instruction set's home writes: its type, its features, its families.
     ($isa:ty, $features:tt: $($family:ident),+) => {
-        $( $crate::layout::stamp!(@$family $isa, $features); )+
+        $( $crate::layout::kernels::stamp_kernels!(@$family $isa, $features); )+
     };
 }
-pub(crate) use stamp;
+pub(crate) use stamp_kernels;

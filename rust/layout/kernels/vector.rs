@@ -6,7 +6,7 @@
 //! bytes are packed. The loops, the normalisation, the bf16 rounding and the
 //! tails are here.
 //!
-//! A kernel here is `#[inline(always)]` and generic; `stamp!` (stamp.rs)
+//! A kernel here is `#[inline(always)]` and generic; `stamp_kernels!` (stamp.rs)
 //! instantiates it per instruction set inside a `#[target_feature]` function, so the
 //! trait's methods (also `#[inline(always)]`) and the intrinsics they call
 //! are compiled into one loop with that instruction set's features.

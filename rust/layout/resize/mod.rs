@@ -16,6 +16,7 @@
 //! 3. `Plan::encode_span` writes the row, and the fill on either side of it.
 
 mod geometry;
+mod rows;
 pub(crate) mod taps;
 
 use std::sync::Arc;
@@ -25,12 +26,13 @@ pub use geometry::{place, Fit, Interpolation, Rect, Resize, Transform};
 use super::error::{bail, Result};
 use super::format::Format;
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
-use super::kernels::resample::{Chroma, RowKernels, YuvLinear, YuvTaps};
+use super::kernels::resample::{RowKernels, YuvLinear, YuvTaps};
 use super::kernels::row_kernels;
 use super::parallel;
 use super::plan::{Nv12Plan, Plan, Rearrange};
 use super::recent::Recent;
-use super::simd::SimdLevel;
+use crate::simd::SimdLevel;
+use rows::{Groups, RowReader};
 use taps::Method;
 
 /// Bytes of work (source read + destination written) below which a resize stays on one thread.
@@ -59,8 +61,8 @@ struct Job<'p> {
 
 /// A resize's tap tables (and, for YUV sources, the pixel groups to
 /// decode), kept for the next call with the same sizes: a pipeline resizes
-/// every frame alike, and building the tables cost 3-4% of a 1080p ->
-/// 224x224 bilinear resize.
+/// every frame alike, and building them is a visible share of a small
+/// bilinear resize.
 struct Tables {
     method: Method,
     groups: Option<Vec<u32>>,
@@ -280,225 +282,6 @@ fn reserve_working_memory(transform: &Transform, channels: usize, threads: usize
         }
     }
     Ok(())
-}
-
-/// Source rows of the region as u8 pixels: borrowed from the frame, or
-/// decoded into a row of scratch (the last one kept: neighbouring
-/// destination rows often read the same source row).
-struct RowReader<'a> {
-    pixels: SourcePixels<'a>,
-    region: Rect,
-    channels: usize,
-    decode: Option<Nv12Plan>,
-    /// Decode only these 2-pixel groups (see `compact_columns`), gathered first.
-    groups: Option<Groups<'a>>,
-    gather_groups: unsafe fn(&[u8], &[u32], &mut [u8]),
-    /// The 4-byte groups of packed 4:2:2 rows (the x pass's `gather` of 4-byte pixels).
-    gather_quads: unsafe fn(&[u8], &[u32], &mut [u8]),
-    /// Gathered groups: Y and U,V bytes (4 bytes a group of packed 4:2:2 in the first).
-    gathered: [Vec<u8>; 2],
-    /// `row_pair`: the second row's gathered Y groups, and its decoded pixels.
-    second: [Vec<u8>; 2],
-    /// YUYV/UYVY and I420: the region's Y and U,V bytes rearranged as NV12's.
-    rearrange: Option<Rearrange>,
-    split: [Vec<u8>; 2],
-    scratch: Vec<u8>,
-    cached: Option<usize>,
-}
-
-impl<'a> RowReader<'a> {
-    /// Row `r` of the region (0: its top row), only the region's columns.
-    /// Source row `r` of a packed frame, read in place, or nothing for YUV
-    /// sources (whose rows are decoded): what the x pass may prefetch.
-    fn peek(&self, r: usize) -> &'a [u8] {
-        let Rect { x, y, width, .. } = self.region;
-        match self.pixels {
-            SourcePixels::Packed { rows, .. } => &rows.row(y + r)[x * self.channels..(x + width) * self.channels],
-            _ => &[],
-        }
-    }
-
-    /// Row `r`'s Y bytes and its chroma row (the region's columns), of an
-    /// 8-bit 4:2:0 source, read in place.
-    fn planes(&self, r: usize) -> (&'a [u8], Chroma<'a>) {
-        let Rect { x, y, width, .. } = self.region;
-        let row = y + r;
-        // The region starts and ends on even columns (see geometry::subsampling).
-        match self.pixels {
-            SourcePixels::Nv12 { y: luma, uv, .. } => {
-                (&luma.row(row)[x..x + width], Chroma::Interleaved(&uv.row(row / 2)[x..x + width]))
-            }
-            SourcePixels::I420 { y: luma, u, v } => (
-                &luma.row(row)[x..x + width],
-                Chroma::Planar(&u.row(row / 2)[x / 2..(x + width) / 2], &v.row(row / 2)[x / 2..(x + width) / 2]),
-            ),
-            _ => unreachable!("planes of an 8-bit 4:2:0 source"),
-        }
-    }
-
-    /// Whether rows `r` and `r + 1` can be read by `row_pair`.
-    fn pairs(&self, r: usize) -> bool {
-        let shared_chroma = (self.region.y + r).is_multiple_of(2);
-        shared_chroma && !self.second[0].is_empty()
-    }
-
-    /// Rows `r` and `r + 1` of an 8-bit 4:2:0 source decoded by groups
-    /// (where `pairs`): they share a chroma row, whose groups are gathered
-    /// once, and the two rows are decoded together (the chroma terms once).
-    fn row_pair(&mut self, r: usize) -> [&[u8]; 2] {
-        let decode = self.decode.expect("a row decoder for a YUV source");
-        let groups = self.groups.expect("groups to decode");
-        let ((luma, chroma), (next, _)) = (self.planes(r), self.planes(r + 1));
-        let [gy, guv] = &mut self.gathered;
-        let [gy2, second] = &mut self.second;
-        groups.pairs(luma, gy);
-        groups.pairs(next, gy2);
-        groups.chroma(chroma, guv);
-        // SAFETY: the decoder was picked for a level this CPU supports.
-        unsafe { (decode.pair)([gy, gy2], Chroma::Interleaved(guv), [&mut self.scratch, second], &decode.out) };
-        self.cached = Some(r);
-        [&self.scratch, &self.second[1]]
-    }
-
-    fn row(&mut self, r: usize) -> &[u8] {
-        let Rect { x, y, width, .. } = self.region;
-        match self.pixels {
-            SourcePixels::Packed { .. } => self.peek(r),
-            // YUV sources: NV12's Y and U,V rows (the camera formats' rearranged
-            // first), decoded into R, G, B, pad.
-            pixels => {
-                let decode = self.decode.expect("a row decoder for a YUV source");
-                if let (SourcePixels::Yuv422 { rows, .. }, Some(packed)) = (pixels, decode.packed) {
-                    // Packed 4:2:2 rows decoded as they are (no split); a group is 4 bytes there.
-                    if self.cached != Some(r) {
-                        let mut row = &rows.row(y + r)[2 * x..2 * (x + width)];
-                        if let Some(groups) = self.groups {
-                            // SAFETY: the kernels were picked for a level this CPU supports.
-                            unsafe { (self.gather_quads)(row, groups.list, &mut self.gathered[0]) };
-                            row = &self.gathered[0];
-                        }
-                        // SAFETY: as above.
-                        unsafe { packed(row, &mut self.scratch, &decode.out) };
-                        self.cached = Some(r);
-                    }
-                    return &self.scratch;
-                }
-                if let (Some(groups), SourcePixels::Nv12 { .. } | SourcePixels::I420 { .. }) = (self.groups, pixels) {
-                    if self.cached != Some(r) {
-                        // 8-bit 4:2:0: the groups straight from the planes (I420's not interleaved first).
-                        let (luma, chroma) = self.planes(r);
-                        let [gy, guv] = &mut self.gathered;
-                        groups.pairs(luma, gy);
-                        groups.chroma(chroma, guv);
-                        // SAFETY: the decoder was picked for a level this CPU supports.
-                        unsafe { (decode.decode)(gy, guv, &mut self.scratch, &decode.out) };
-                        self.cached = Some(r);
-                    }
-                    return &self.scratch;
-                }
-                if self.cached != Some(r) {
-                    let row = y + r;
-                    let [split_y, split_uv] = &mut self.split;
-                    let (mut luma, mut chroma): (&[u8], &[u8]) = match (pixels, self.rearrange) {
-                        (SourcePixels::Nv12 { y: luma, uv, .. }, _) => {
-                            (&luma.row(row)[x..x + width], &uv.row(row / 2)[x..x + width])
-                        }
-                        (SourcePixels::Yuv422 { rows, y_even }, Some(Rearrange::Split(split))) => {
-                            let (even, odd) =
-                                if y_even { (&mut *split_y, &mut *split_uv) } else { (&mut *split_uv, &mut *split_y) };
-                            // SAFETY: the splitter was picked for a level this CPU supports.
-                            unsafe { split(&rows.row(row)[2 * x..2 * (x + width)], even, odd) };
-                            (&split_y[..], &split_uv[..])
-                        }
-                        (SourcePixels::I420 { y: luma, u, v }, Some(Rearrange::Interleave(interleave))) => {
-                            // The region starts and ends on even columns (see geometry::subsampling).
-                            let (u, v) =
-                                (&u.row(row / 2)[x / 2..(x + width) / 2], &v.row(row / 2)[x / 2..(x + width) / 2]);
-                            // SAFETY: the interleaver was picked for a level this CPU supports.
-                            unsafe { interleave(u, v, split_uv) };
-                            (&luma.row(row)[x..x + width], &split_uv[..])
-                        }
-                        // 10-bit: two bytes a sample.
-                        (SourcePixels::P010 { y: luma, uv }, _) => {
-                            (&luma.row(row)[2 * x..2 * (x + width)], &uv.row(row / 2)[2 * x..2 * (x + width)])
-                        }
-                        (SourcePixels::I010 { y: luma, u, v }, Some(Rearrange::Interleave(interleave))) => {
-                            let (u, v) = (&u.row(row / 2)[x..x + width], &v.row(row / 2)[x..x + width]);
-                            // SAFETY: the interleaver was picked for a level this CPU supports.
-                            unsafe { interleave(u, v, split_uv) };
-                            (&luma.row(row)[2 * x..2 * (x + width)], &split_uv[..2 * width])
-                        }
-                        _ => unreachable!("a YUV source with its rearrangement"),
-                    };
-                    if let Some(groups) = self.groups {
-                        let [gy, guv] = &mut self.gathered;
-                        // SAFETY: the kernels were picked for a level this CPU supports.
-                        unsafe {
-                            (self.gather_groups)(luma, groups.list, gy);
-                            (self.gather_groups)(chroma, groups.list, guv);
-                        }
-                        (luma, chroma) = (gy, guv);
-                    }
-                    // SAFETY: the decoder was picked for a level this CPU supports.
-                    unsafe { (decode.decode)(luma, chroma, &mut self.scratch, &decode.out) };
-                    self.cached = Some(r);
-                }
-                &self.scratch
-            }
-        }
-    }
-}
-
-/// The 2-pixel groups a strong shrink decodes (see `compact_columns`), and
-/// the largest of them, which bounds every read of their gathers.
-///
-/// A 4K NV12 -> 224x224 shrink spent a third of its time gathering when
-/// the Y and chroma groups were copied by checked 2-byte copies: the copies
-/// are independent, and the time went on instructions more than on waiting
-/// for memory (the same shrink of a frame that fits in L2 took 80-100% as long
-/// a row; prefetching the rows ahead, or reading them through first, made
-/// it slower). These loops are checked once a row, one row at a time
-/// (interleaving the Y and chroma rows' copies was slower).
-#[derive(Clone, Copy)]
-struct Groups<'a> {
-    list: &'a [u32],
-    last: usize,
-}
-
-impl<'a> Groups<'a> {
-    fn new(list: &'a [u32]) -> Groups<'a> {
-        Groups { list, last: list.iter().copied().max().unwrap_or(0) as usize }
-    }
-
-    /// The 2-byte pairs `2g, 2g + 1` of `row` for each group g, side by side into `out`.
-    fn pairs(&self, row: &[u8], out: &mut [u8]) {
-        let (list, last) = (self.list, self.last);
-        assert!(list.is_empty() || (2 * last + 2 <= row.len() && out.len() >= 2 * list.len()));
-        let out = out.as_mut_ptr();
-        for (k, &g) in list.iter().enumerate() {
-            // SAFETY: g <= last, so bytes 2g, 2g + 1 lie in `row`, and
-            // k < list.len(), so bytes 2k, 2k + 1 in `out` (checked above).
-            unsafe { out.add(2 * k).cast::<[u8; 2]>().write(row.as_ptr().add(2 * g as usize).cast::<[u8; 2]>().read()) }
-        }
-    }
-
-    /// The groups' chroma pairs: NV12's, or I420's U and V bytes side by side (as NV12's).
-    fn chroma(&self, chroma: Chroma<'_>, uv: &mut [u8]) {
-        let (list, last) = (self.list, self.last);
-        match chroma {
-            Chroma::Interleaved(c) => self.pairs(c, uv),
-            Chroma::Planar(u, v) => {
-                assert!(list.is_empty() || (last < u.len() && last < v.len() && uv.len() >= 2 * list.len()));
-                for (k, &g) in list.iter().enumerate() {
-                    let g = g as usize;
-                    // SAFETY: g <= last < the planes' lengths, and 2k + 1 < uv.len() (checked above).
-                    unsafe {
-                        uv.as_mut_ptr().add(2 * k).cast::<[u8; 2]>().write([*u.as_ptr().add(g), *v.as_ptr().add(g)])
-                    }
-                }
-            }
-        }
-    }
 }
 
 impl Job<'_> {

@@ -1,8 +1,8 @@
 //! Python types over the buffer core, one module per module of `rust/buffer/`:
 //!
-//! * `dmabuf`: `DmaBuf`, its numpy views (`map`), close.
+//! * `dmabuf`: `DmaBuf`, its numpy views (`map`), close, and `CpuAccess`,
+//!   the CPU-access bracket.
 //! * `view`: `_Mapping`, the base object that keeps a view's mapping alive.
-//! * `access`: `CpuAccess`, the CPU-access bracket.
 //! * `heap`: `alloc`, `heaps`, `auto_plan`.
 //! * `transfer`: `send_fds` / `recv_fds`.
 //! * `pool`: `BufferPool` and `PoolSlot`.
@@ -11,7 +11,6 @@ use pyo3::prelude::*;
 
 use crate::buffer;
 
-mod access;
 mod dmabuf;
 mod heap;
 mod pool;
@@ -21,7 +20,7 @@ mod view;
 pub use dmabuf::PyDmaBuf;
 pub use pool::PyBufferPool;
 
-use access::PyCpuAccess;
+use dmabuf::PyCpuAccess;
 use heap::{alloc, auto_plan, heaps, PyHeapInfo};
 use pool::PySlot;
 use transfer::{recv_fds, send_fds};

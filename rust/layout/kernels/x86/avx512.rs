@@ -14,18 +14,18 @@ use super::super::vector::{bf16_high, Job, Quads, Quantise, Simd, Words, BF16_NA
 use super::avx2::{arithmetic, rows, Avx2};
 use super::tables::{chroma_422_mask, luma_422_mask, CHROMA_PLANE_WORDS, PAIR_WORDS, PIXELS_OF_CHANNEL_BYTES};
 
-crate::layout::stamp!(Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"]: conversion, quads, words, int8);
+crate::layout::kernels::stamp_kernels!(Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"]: conversion, quads, words, int8);
 
 /// The kernels with VBMI byte permutes.
 pub(super) mod vbmi {
     use super::Avx512;
-    crate::layout::stamp!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c"]: conversion, quads, int8);
+    crate::layout::kernels::stamp_kernels!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c"]: conversion, quads, int8);
 }
 
 /// VBMI kernels with the AVX512-BF16 conversion instruction (`BF16_NATIVE`).
 pub(super) mod vbmi_bf16 {
     use super::Avx512;
-    crate::layout::stamp!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512bf16,avx2,fma,f16c"]: conversion);
+    crate::layout::kernels::stamp_kernels!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512bf16,avx2,fma,f16c"]: conversion);
 }
 
 /// AVX-512 F/BW/DQ/VL: 16 pixels a step. Without VBMI, source bytes are
@@ -526,5 +526,5 @@ impl<const VBMI: bool> Resample for Avx512<VBMI> {
 
 /// The resize row loops for both AVX-512 levels (as they always were: no F16C).
 pub(crate) mod resample {
-    crate::layout::stamp!(super::Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"]: resample);
+    crate::layout::kernels::stamp_kernels!(super::Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"]: resample);
 }

@@ -5,8 +5,8 @@
 
 use super::super::format::Element;
 use super::super::plan::{Encoder, Kernel, Nv12Pair, Nv12Row, PackedRow, Yuv422Row};
-use super::super::simd::SimdLevel;
 use super::vector::{BF16, BF16_FAST, BF16_NATIVE, DIV, F16, FMA, REFINED};
+use crate::simd::SimdLevel;
 
 pub(super) mod avx2;
 pub(super) mod avx512;

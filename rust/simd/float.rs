@@ -1,6 +1,6 @@
 //! Scalar conversions between f32 and the 16-bit float formats: the
 //! reference every SIMD path must match bit for bit (the slice conversions,
-//! which pick the fastest path the CPU offers, are in output.rs).
+//! which run the instruction set they are given, are in slices.rs).
 
 use half::f16;
 

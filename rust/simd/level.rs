@@ -6,8 +6,6 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
-use super::error::{bail, LayoutError, Result};
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SimdLevel {
     /// Portable Rust, no explicit SIMD: the reference every other path must equal.
@@ -86,14 +84,14 @@ impl SimdLevel {
     }
 
     /// `level` if given and supported (an error otherwise), else the default.
-    pub fn resolve(level: Option<SimdLevel>) -> Result<SimdLevel> {
+    pub fn resolve(level: Option<SimdLevel>) -> Result<SimdLevel, LevelError> {
         match level {
             None => Ok(Self::default_level()),
             Some(level) if level.is_supported() => Ok(level),
-            Some(level) => bail!(
+            Some(level) => Err(LevelError(format!(
                 "this CPU cannot run the {level} code path; the available ones are {}",
                 Self::available().iter().map(|l| l.name()).collect::<Vec<_>>().join(", ")
-            ),
+            ))),
         }
     }
 }
@@ -105,12 +103,27 @@ impl fmt::Display for SimdLevel {
 }
 
 impl FromStr for SimdLevel {
-    type Err = LayoutError;
+    type Err = LevelError;
 
-    fn from_str(name: &str) -> Result<SimdLevel> {
+    fn from_str(name: &str) -> Result<SimdLevel, LevelError> {
         match Self::ALL.into_iter().find(|l| l.name().eq_ignore_ascii_case(name)) {
             Some(level) => Ok(level),
-            None => bail!("unknown SIMD level {name:?}: use scalar, avx2, avx512, avx512vbmi or neon"),
+            None => {
+                Err(LevelError(format!("unknown SIMD level {name:?}: use scalar, avx2, avx512, avx512vbmi or neon")))
+            }
         }
     }
 }
+
+/// A level this CPU cannot run, or a name that is no level: a bad argument,
+/// told as a sentence (the layout engine and the binding pass it on as theirs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LevelError(pub String);
+
+impl fmt::Display for LevelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LevelError {}
