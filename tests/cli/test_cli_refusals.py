@@ -62,6 +62,21 @@ def test_labels_from_a_device_are_refused(files: dict[str, Path]) -> None:
     one_line_error(npu_zc("run", "-i", files["good"], "-m", files["colours"], "--labels", "/dev/zero"), "regular file")
 
 
+def test_names_from_a_fifo_or_a_device_are_refused(files: dict[str, Path]) -> None:
+    for names, kind in ((files["fifo"], "FIFO"), ("/dev/zero", "character device")):
+        line = one_line_error(npu_zc("run", "-i", files["good"], "-m", files["colours"], "--names", names, timeout=60), "regular file")
+        assert kind in line
+
+
+def test_a_names_file_of_nested_aliases_is_refused(files: dict[str, Path], tmp_path: Path) -> None:
+    levels = ['l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    levels += [f"l{k}: &l{k} [" + ", ".join([f"*l{k - 1}"] * 9) + "]" for k in range(1, 9)]
+    path = tmp_path / "names.yaml"
+    path.write_text("\n".join(levels) + "\nnames: *l8\n")  # nine levels: 9**9 strings from 700 bytes
+    assert path.stat().st_size < 1024
+    one_line_error(npu_zc("run", "-i", files["good"], "-m", files["colours"], "--names", path, timeout=60), "aliases")
+
+
 def test_stream_from_a_fifo_is_refused(files: dict[str, Path]) -> None:
     one_line_error(npu_zc("stream", "-i", files["fifo"], "-m", files["colours"], timeout=60), "regular file")
 
