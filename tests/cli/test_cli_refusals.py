@@ -77,6 +77,13 @@ def test_a_names_file_of_nested_aliases_is_refused(files: dict[str, Path], tmp_p
     one_line_error(npu_zc("run", "-i", files["good"], "-m", files["colours"], "--names", path, timeout=60), "aliases")
 
 
+@pytest.mark.parametrize("flag", ["--timeout", "--duration"])
+@pytest.mark.parametrize("value", ["nan", "-1", "0", "-inf", "soon"])
+def test_seconds_that_are_no_seconds_are_refused(files: dict[str, Path], flag: str, value: str) -> None:
+    line = one_line_error(npu_zc("stream", "-i", files["good"], "-m", files["colours"], f"{flag}={value}", timeout=60), flag, code=2)
+    assert "seconds" in line
+
+
 def test_stream_from_a_fifo_is_refused(files: dict[str, Path]) -> None:
     one_line_error(npu_zc("stream", "-i", files["fifo"], "-m", files["colours"], timeout=60), "regular file")
 

@@ -119,6 +119,21 @@ def test_a_url_that_never_answers_times_out() -> None:
         assert isinstance(caught.value, TimeoutError) and caught.value.errno == errno.ETIMEDOUT
 
 
+@pytest.mark.parametrize("timeout", [float("nan"), -1.0, float("-inf"), 0, -(10**400)])
+def test_a_timeout_that_is_no_number_of_seconds_is_refused(timeout: float) -> None:
+    """The one timeout rule: NaN would compare false with everything and so never time out."""
+    for url in ("rtsp://127.0.0.1:9/cam", "http://127.0.0.1:9/clip.mp4"):
+        with pytest.raises(npu_zc.InvalidArgumentError, match="timeout"):
+            VideoSource(url, timeout=timeout)
+    with pytest.raises(TypeError, match="timeout"):
+        VideoSource("rtsp://127.0.0.1:9/cam", timeout="5")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("timeout", [None, float("inf"), 10**400])
+def test_no_limit_is_said_as_the_rule_says(timeout: float | None) -> None:
+    assert VideoSource("rtsp://127.0.0.1:9/cam", timeout=timeout).timeout == float("inf")
+
+
 def test_realtime_paces_a_file(clips: dict[str, Path]) -> None:
     source = VideoSource(clips["nv12"], realtime=True)
     assert source.live

@@ -94,6 +94,17 @@ def _ids(text: str) -> tuple[int, ...]:
     return ids
 
 
+def _seconds(text: str) -> float:
+    """A number of seconds, more than 0: ``inf`` is no limit; NaN, 0 and negatives are refused."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"expected a number of seconds more than 0 (or inf: no limit), got {text!r}")
+    return value
+
+
 def _size(text: str) -> tuple[int, int]:
     try:
         height, width = (int(v) for v in text.lower().split("x"))
@@ -215,8 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--realtime", action="store_true", help="pace files at their frame rate, as live sources (newest frame wins)")
     many.add_argument("--save", metavar="DIR", help="write an annotated video per stream into DIR (PyAV, H.264)")
     many.add_argument("--jsonl", metavar="FILE", help="one JSON line per result into FILE ('-': stdout)")
-    many.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-    many.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds a network stream may stay silent (default 5)")
+    many.add_argument("--duration", type=_seconds, metavar="S", help="stop after S seconds")
+    many.add_argument("--timeout", type=_seconds, default=5.0, metavar="S",
+                      help="seconds a network stream may stay silent (default 5; inf: no limit)")
     many.add_argument("--hwaccel", choices=("vaapi", "qsv", "drm"), help="decode on a GPU (DRM PRIME frames imported as DmaBufs)")
     many.add_argument("--feeders", type=_positive, metavar="N",
                       help="threads converting frames into the model's inputs side by side (default: one per two cores)")

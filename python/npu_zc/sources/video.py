@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import functools
 import inspect
+import math
 import os
 import threading
 import time
@@ -29,6 +30,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .._timeouts import timeout_seconds
 from ..errors import InvalidArgumentError, SourceError, SourceNotFoundError, SourceTimeoutError
 from .frame import DecodedFrame, colour_of
 from .hardware import hardware_frame, is_hardware_frame
@@ -51,7 +53,8 @@ class VideoSource:
     ``live``: keep only the newest frame when the model falls behind (default:
     network streams yes, files no). ``realtime``: pace a file at its frame rate
     (and treat it as live), as a camera would deliver it. ``timeout``: seconds
-    to wait for a network stream to answer or send. ``reconnect``: attempts
+    to wait for a network stream to answer or send (the one rule of
+    ``docs/safety.md``; None or inf: no limit; NaN, negative or 0 refused). ``reconnect``: attempts
     in a row after a network stream fails (default 5; files 0).
     ``hardware``: "vaapi", "qsv" or "drm" to decode on a GPU and import its
     DRM PRIME frames as DmaBufs (:mod:`.hardware`); refused with
@@ -67,7 +70,7 @@ class VideoSource:
         name: str | None = None,
         live: bool | None = None,
         realtime: bool = False,
-        timeout: float = 5.0,
+        timeout: float | None = 5.0,
         reconnect: int | None = None,
         limit: int | None = None,
         hardware: str | None = None,
@@ -85,12 +88,14 @@ class VideoSource:
                 raise SourceNotFoundError(f"no such video: {self.url}")
             if path.is_dir():
                 raise SourceError(f"{self.url} is a folder, not a video (a folder of images is an ImageSource)")
-        if timeout <= 0:
-            raise InvalidArgumentError(f"timeout must be positive, got {timeout}")
+        seconds = timeout_seconds(timeout)  # the one rule: NaN and negatives refused, None and inf for ever
+        if seconds == 0:
+            raise InvalidArgumentError("timeout must be more than 0 s (or None: no limit): a stream needs time to answer")
         self.name = name or (self.url if self.network else Path(self.url).name)
         self.realtime = bool(realtime)
         self.live = (self.network or self.realtime) if live is None else bool(live)
-        self.timeout = float(timeout)
+        self.timeout = math.inf if seconds is None else seconds
+        """Seconds a network stream may take to answer or stay silent (``inf``: no limit)."""
         self.reconnect = (5 if self.network else 0) if reconnect is None else max(0, int(reconnect))
         self.limit = limit
         self.threads = threads
@@ -150,7 +155,7 @@ class VideoSource:
         import av
 
         kwargs: dict[str, Any] = {"options": self.options}
-        if self.network:
+        if self.network and math.isfinite(self.timeout):
             kwargs["timeout"] = (self.timeout, self.timeout)
         if self.hardware is not None:
             kwargs["hwaccel"] = self.hardware
