@@ -11,9 +11,14 @@ engine that reads I420 only tightly packed) are converted by FFmpeg's swscale
 into NV12 first: a copy, flagged on the frame (``copied``) and counted per
 stream. The colour matrix and range come from the stream.
 
-A network stream that fails or ends reconnects with back-off (0.5 s, doubling,
-up to 8 s) ``reconnect`` times in a row; a URL that never answers fails after
-``timeout`` seconds with :class:`npu_zc.SourceTimeoutError`.
+A source that reaches its end has ended: a file, and a clip of known length
+served over the network (HTTP, or RTSP of a file) once its last frame came.
+A network stream that fails, or stops before its end (a live stream has no
+end: its peer went away), reconnects with back-off (0.5 s, doubling, up to
+8 s), at most ``reconnect`` times; a connection that held for
+:data:`STEADY_S` gives the stream its ``reconnect`` attempts back. A URL that
+never answers fails after ``timeout`` seconds with
+:class:`npu_zc.SourceTimeoutError`.
 """
 
 from __future__ import annotations
@@ -41,6 +46,10 @@ NETWORK_SCHEMES = ("rtsp", "rtsps", "rtmp", "http", "https", "udp", "tcp", "srt"
 BACKOFF_S = (0.5, 8.0)
 """First and longest wait between reconnection attempts (doubling in between)."""
 
+STEADY_S = 30.0
+"""How long a connection must hold for the stream to get its ``reconnect`` attempts back: a peer that drops
+the stream every few seconds is given up after ``reconnect`` attempts, not reconnected for ever."""
+
 
 def is_network(url: str) -> bool:
     scheme, sep, _ = url.partition("://")
@@ -55,7 +64,8 @@ class VideoSource:
     (and treat it as live), as a camera would deliver it. ``timeout``: seconds
     to wait for a network stream to answer or send (the one rule of
     ``docs/safety.md``; None or inf: no limit; NaN, negative or 0 refused). ``reconnect``: attempts
-    in a row after a network stream fails (default 5; files 0).
+    after a network stream fails or stops before its end (default 5; files 0),
+    given back once a connection holds for :data:`STEADY_S`.
     ``hardware``: "vaapi", "qsv" or "drm" to decode on a GPU and import its
     DRM PRIME frames as DmaBufs (:mod:`.hardware`); refused with
     :class:`npu_zc.HardwareDecodeError` where there is none. ``options``:
@@ -111,6 +121,7 @@ class VideoSource:
             self.hardware = hwaccel(hardware)
         self.reconnects = 0
         """Reconnections made (network streams)."""
+        self._last_seconds: float | None = None  # the time of the last frame decoded from this connection
         self.copied = 0
         """Frames whose planes FFmpeg had to convert (a copy) before the engine could read them."""
 
@@ -129,21 +140,44 @@ class VideoSource:
                     raise
                 failures = self._back_off(failures, stop)
                 continue
+            connected = time.monotonic()
+            self._last_seconds = None
             try:
                 for frame in self._decode(container, index, stop):
                     yield frame
                     index += 1
-                    failures = 0
                     if self.limit is not None and index >= self.limit:
                         return
+                if not self.network or self._reached_end(container):
+                    return  # the source ended: a file's end, or a served clip's
             except SourceError:
                 if not self.network or failures >= self.reconnect:
                     raise
             finally:
                 container.close()
-            if not self.network or stop.is_set() or failures >= self.reconnect:
-                return  # a file's end, or a stream that keeps ending
-            failures = self._back_off(failures, stop)  # a network stream ended or broke: reconnect
+            if stop.is_set():
+                return
+            if time.monotonic() - connected >= STEADY_S:
+                failures = 0  # it held a while: a new failure, not the same one again
+            if failures >= self.reconnect:
+                return  # a live stream that keeps ending: given up
+            failures = self._back_off(failures, stop)  # a network stream broke or stopped early: reconnect
+
+    def _reached_end(self, container: Any) -> bool:
+        """Whether a network stream that stopped sending had come to its own end: a clip of known length whose
+        last frame came. A live stream has no length: its peer went away (as a server killed mid-clip)."""
+        import av
+
+        duration, last = container.duration, self._last_seconds
+        if not duration or duration <= 0 or last is None:
+            return False
+        stream = container.streams.video[0]
+        rate = float(stream.average_rate or stream.guessed_rate or 0)
+        frame_s = 1 / rate if rate > 0 else 0.04
+        end = ((container.start_time or 0) + duration) / av.time_base
+        # A frame's time is where it starts, and a demuxer's start time may or may not shift frame times:
+        # within a few frames of the end is the end.
+        return bool(last + frame_s >= end - max(0.25, 3 * frame_s))
 
     def _back_off(self, failures: int, stop: threading.Event) -> int:
         wait = min(BACKOFF_S[1], BACKOFF_S[0] * 2**failures)
@@ -204,6 +238,8 @@ class VideoSource:
                 if delay > 0 and stop.wait(delay):
                     return
                 decoded = clock()
+            if seconds is not None:
+                self._last_seconds = seconds
             yield self._frame(frame, index, decoded, seconds)
             index += 1
 
