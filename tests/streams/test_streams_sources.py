@@ -84,6 +84,43 @@ def test_colour_from_the_stream() -> None:
     assert colour_of(2, 0, 480, "yuvj420p") == ("bt601", "full")
 
 
+@pytest.mark.parametrize("height", [480, 720, 1080])
+@pytest.mark.parametrize("codec, pix_fmt", [("rawvideo", "rgb24"), ("rawvideo", "yuv422p")])
+def test_a_converted_frame_is_read_in_the_matrix_it_was_made_in(tmp_path: Path, height: int, codec: str, pix_fmt: str) -> None:
+    """A frame FFmpeg converts to NV12 (an RGB-coded video, 4:2:2) is made in the matrix the frame then declares:
+    a solid colour arrives as itself, at every height (BT.709 from 720 lines up, BT.601 below)."""
+    import av
+
+    from npu_zc import layout
+    from npu_zc.sources.video import engine_takes_colour
+
+    if not engine_takes_colour():
+        pytest.skip("this layout engine has no colour standards (matrix=, range=)")
+    colour, width = (200, 50, 50), height * 4 // 3
+    path = tmp_path / f"solid-{height}.nut"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream(codec, rate=30)
+        stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
+        rgb = np.empty((height, width, 3), np.uint8)
+        rgb[:] = colour
+        # YUV made as players assume a stream that does not say: BT.709 from 720 lines up
+        made = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+        made = made.reformat(format=pix_fmt, dst_colorspace="itu709" if height >= 720 else "itu601")
+        for _ in range(2):
+            for packet in stream.encode(made):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    frames = list(VideoSource(path).frames())
+    assert len(frames) == 2
+    for frame in frames:
+        assert frame.format == "NV12" and frame.copied
+        got = np.zeros((height, width, 3), np.uint8)
+        layout.convert(frame.planes, got, "NV12", "RGB", matrix=frame.matrix, range=frame.range)
+        assert np.abs(got[height // 2, width // 2].astype(int) - colour).max() <= 3, (frame.matrix, got[height // 2, width // 2])
+        assert np.abs(frame.bgr()[height // 2, width // 2, ::-1].astype(int) - colour).max() <= 3
+
+
 @pytest.mark.parametrize(
     "clip, error, message",
     [

@@ -51,6 +51,10 @@ STEADY_S = 30.0
 the stream every few seconds is given up after ``reconnect`` attempts, not reconnected for ever."""
 
 
+SWSCALE_MATRICES = {"bt601": "itu601", "bt709": "itu709", "bt2020": "bt2020"}
+"""PyAV's names (swscale's tables) of the matrices a frame declares."""
+
+
 def is_network(url: str) -> bool:
     scheme, sep, _ = url.partition("://")
     return bool(sep) and scheme.lower() in NETWORK_SCHEMES
@@ -271,7 +275,11 @@ class VideoSource:
             return DecodedFrame(index, "I010", planes, width, height, decoded_ns, seconds, matrix, rng, False, owner)
         if name != "nv12":  # FFmpeg converts (a copy): yuv420p on an engine without I420 planes, 4:2:2, 10 bits...
             keep = {"src_color_range": 2, "dst_color_range": 2} if rng == "full" else {}  # no range squeeze
-            owner, copied = frame.reformat(format="nv12", **keep), True
+            # The NV12 is made in the matrix the frame declares (swscale would take BT.601 for a stream that does
+            # not say, where HD is read as BT.709); from YUV, the same matrix both sides: no matrix change.
+            standard = SWSCALE_MATRICES[matrix]
+            owner = frame.reformat(format="nv12", src_colorspace=standard, dst_colorspace=standard, **keep)
+            copied = True
             self.copied += 1
         width, height = owner.width & ~1, owner.height & ~1  # 4:2:0 covers whole pairs: an odd last row/column is left out
         planes = (plane_view(owner.planes[0], height, width), plane_view(owner.planes[1], height // 2, width))
