@@ -84,6 +84,19 @@ def test_seconds_that_are_no_seconds_are_refused(files: dict[str, Path], flag: s
     assert "seconds" in line
 
 
+@pytest.mark.parametrize(
+    "flag, value",
+    [("--classes", "5000000000"), ("--classes", "0,99999999999999999999999"), ("--max-det", "1e30"),
+     ("--max-det", "5000000000"), ("--requests", "1e30"), ("--threads", "1e30")],
+)  # fmt: skip
+def test_numbers_beyond_what_the_runtime_holds_are_refused(
+    files: dict[str, Path], red_square_yolo: Path, flag: str, value: str
+) -> None:
+    """A YOLO model, so that the numbers would reach the decoder: one line naming the flag, not "internal error"."""
+    done = npu_zc("run", "-i", files["good"], "-m", red_square_yolo, "-d", "CPU", flag, value, timeout=120)
+    one_line_error(done, flag)
+
+
 def test_stream_from_a_fifo_is_refused(files: dict[str, Path]) -> None:
     one_line_error(npu_zc("stream", "-i", files["fifo"], "-m", files["colours"], timeout=60), "regular file")
 

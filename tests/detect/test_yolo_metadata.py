@@ -278,3 +278,37 @@ def test_huge_rt_info_labels_are_one_model_error() -> None:
     model.set_rt_info("a " * (1 << 20), ["model_info", "labels"])
     with pytest.raises(npu_zc.ModelError, match="over the limit"):
         metadata.from_rt_info(model)
+
+
+def int8_output_model(**info: str) -> object:
+    """A real model with an i8 output [1, 6, 8400], and ``info`` in its rt_info model_info."""
+    from openvino import opset13 as ops
+
+    x = ops.parameter([1, 3, 64, 64], np.float32, name="images")
+    pooled = ops.reduce_mean(x, [2, 3], keep_dims=False)
+    y = ops.reshape(ops.matmul(pooled, ops.constant(np.ones((3, 6 * 8400), np.float32)), False, False), [1, 6, 8400], False)
+    model = ov.Model([ops.convert(y, "i8")], [x], "tiny-int8")
+    for key, value in info.items():
+        model.set_rt_info(value, ["model_info", key])
+    return model
+
+
+@pytest.mark.parametrize(
+    "info, complaint",
+    [
+        ({"output_scale": "0.1", "output_zero_point": "inf"}, "output_zero_point"),
+        ({"output_scale": "0.1", "output_zero_point": "nan"}, "output_zero_point"),
+        ({"output_scale": "0.1", "output_zero_point": "1e300"}, "output_zero_point"),
+        ({"output_scale": "0.1", "output_zero_point": "1099511627776"}, "output_zero_point"),
+        ({"output_scale": "nan", "output_zero_point": "0"}, "output_scale"),
+        ({"output_scale": "-1", "output_zero_point": "0"}, "output_scale"),
+        ({"output_scale": "inf"}, "output_scale"),
+        ({"output_zero_point": "0"}, "no output_scale"),
+    ],
+)
+def test_an_int8_output_with_impossible_quantisation_is_one_model_error(info: dict[str, str], complaint: str) -> None:
+    from npu_zc.pipeline.yolo import _quantisation
+
+    with pytest.raises(npu_zc.ModelError, match=complaint):
+        _quantisation(int8_output_model(**info))
+    assert _quantisation(int8_output_model(output_scale="0.5", output_zero_point="-3")) == (0.5, -3)

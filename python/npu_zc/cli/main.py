@@ -29,6 +29,10 @@ examples:
 """
 
 
+MAX_COUNT = 2**31 - 1
+"""The largest count or class id a flag takes."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (the usage is one `--help` away)."""
 
@@ -49,6 +53,8 @@ def _positive(text: str) -> int:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value > MAX_COUNT:  # beyond what OpenVINO's and the decoder's integers hold
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_COUNT}, got {text}")
     return value
 
 
@@ -89,8 +95,8 @@ def _ids(text: str) -> tuple[int, ...]:
         ids = tuple(int(v) for v in text.replace(" ", ",").split(",") if v)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected class ids such as '0,2', got {text!r}") from None
-    if not ids or min(ids) < 0:
-        raise argparse.ArgumentTypeError(f"expected class ids of 0 or more, such as '0,2', got {text!r}")
+    if not ids or min(ids) < 0 or max(ids) > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected class ids from 0 to {MAX_COUNT}, such as '0,2', got {text!r}")
     return ids
 
 

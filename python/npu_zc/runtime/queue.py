@@ -548,6 +548,8 @@ class AsyncQueue:
     def _raise_failure(self) -> None:
         if self._failure is not None:
             failure, self._failure = self._failure, None
+            if not isinstance(failure, Exception):  # SystemExit, KeyboardInterrupt: a way out, not an error
+                raise failure
             raise ModelError(f"an asynchronous inference or its callback failed: {failure}") from failure
 
     def _check_open(self) -> None:
