@@ -374,6 +374,10 @@ class AsyncQueue:
                 pool.close()
             except BufferInUseError:  # the caller still holds views of a frame; freed when they go
                 pass
+        # A closed pool keeps its fds until it is dropped: the queue lets go of its pools and their buffers, so a
+        # closed queue that lives on holds none.
+        for pools in (self._in_pools, self._out_pools, self._set_in_buffers, self._set_out_buffers):
+            pools.clear()
 
     def __enter__(self) -> "AsyncQueue":
         return self
