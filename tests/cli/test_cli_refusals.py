@@ -62,6 +62,41 @@ def test_labels_from_a_device_are_refused(files: dict[str, Path]) -> None:
     one_line_error(npu_zc("run", "-i", files["good"], "-m", files["colours"], "--labels", "/dev/zero"), "regular file")
 
 
+def test_names_from_a_fifo_or_a_device_are_refused(files: dict[str, Path]) -> None:
+    for names, kind in ((files["fifo"], "FIFO"), ("/dev/zero", "character device")):
+        line = one_line_error(npu_zc("run", "-i", files["good"], "-m", files["colours"], "--names", names, timeout=60), "regular file")
+        assert kind in line
+
+
+def test_a_names_file_of_nested_aliases_is_refused(files: dict[str, Path], tmp_path: Path) -> None:
+    levels = ['l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    levels += [f"l{k}: &l{k} [" + ", ".join([f"*l{k - 1}"] * 9) + "]" for k in range(1, 9)]
+    path = tmp_path / "names.yaml"
+    path.write_text("\n".join(levels) + "\nnames: *l8\n")  # nine levels: 9**9 strings from 700 bytes
+    assert path.stat().st_size < 1024
+    one_line_error(npu_zc("run", "-i", files["good"], "-m", files["colours"], "--names", path, timeout=60), "aliases")
+
+
+@pytest.mark.parametrize("flag", ["--timeout", "--duration"])
+@pytest.mark.parametrize("value", ["nan", "-1", "0", "-inf", "soon"])
+def test_seconds_that_are_no_seconds_are_refused(files: dict[str, Path], flag: str, value: str) -> None:
+    line = one_line_error(npu_zc("stream", "-i", files["good"], "-m", files["colours"], f"{flag}={value}", timeout=60), flag, code=2)
+    assert "seconds" in line
+
+
+@pytest.mark.parametrize(
+    "flag, value",
+    [("--classes", "5000000000"), ("--classes", "0,99999999999999999999999"), ("--max-det", "1e30"),
+     ("--max-det", "5000000000"), ("--requests", "1e30"), ("--threads", "1e30")],
+)  # fmt: skip
+def test_numbers_beyond_what_the_runtime_holds_are_refused(
+    files: dict[str, Path], red_square_yolo: Path, flag: str, value: str
+) -> None:
+    """A YOLO model, so that the numbers would reach the decoder: one line naming the flag, not "internal error"."""
+    done = npu_zc("run", "-i", files["good"], "-m", red_square_yolo, "-d", "CPU", flag, value, timeout=120)
+    one_line_error(done, flag)
+
+
 def test_stream_from_a_fifo_is_refused(files: dict[str, Path]) -> None:
     one_line_error(npu_zc("stream", "-i", files["fifo"], "-m", files["colours"], timeout=60), "regular file")
 

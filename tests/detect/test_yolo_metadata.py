@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -185,3 +186,129 @@ def test_bad_names_files(tmp_path: Path) -> None:
     (tmp_path / "empty.txt").write_text("\n\n")
     with pytest.raises(npu_zc.InvalidArgumentError, match="no class names"):
         metadata.read_names(tmp_path / "empty.txt")
+
+
+def laughs(levels: int) -> str:
+    """A "billion laughs": each level a list of nine aliases of the one before (9**levels strings)."""
+    lines = ['l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for k in range(1, levels):
+        lines.append(f"l{k}: &l{k} [" + ", ".join([f"*l{k - 1}"] * 9) + "]")
+    return "\n".join(lines) + f"\nnames: *l{levels - 1}\n"
+
+
+HOSTILE_YAML = [
+    # small enough that the old reader ends (the 1 KB nine-level file takes it minutes and gigabytes)
+    pytest.param(laughs(4), "aliases", id="aliases"),
+    pytest.param("names:\n  0: &a person\n  1: cat\n", "aliases", id="an-anchor"),
+    pytest.param("names: " + "[" * 5000 + "]" * 5000 + "\n", "nest", id="deep-flow"),
+    pytest.param("names:\n" + "".join(" " * k + "-\n" for k in range(1000)), "nest", id="deep-block"),
+    pytest.param("imgsz: " + "9" * 5000 + "\n", "integer of 5,000 characters", id="5000-digits"),
+    pytest.param("imgsz: " + "9" * 30 + "\n", "imgsz should be", id="imgsz-1e30"),
+    pytest.param("stride: 4294967296\n", "stride should be", id="stride-2**32"),
+    pytest.param("names: {99999999999999999999: person}\n", "class id", id="class-id-1e20"),
+    pytest.param("names: [a]\n# " + "x" * (2 << 20) + "\n", "over the limit", id="2-MiB"),
+]
+
+
+@pytest.mark.parametrize("text, complaint", HOSTILE_YAML)
+def test_hostile_metadata_yaml_is_one_model_error_at_once(tmp_path: Path, text: str, complaint: str) -> None:
+    xml = save_ir(tmp_path, tiny_model())
+    (tmp_path / "metadata.yaml").write_text(text)
+    with pytest.raises(npu_zc.ModelError, match=complaint) as caught:
+        metadata.read(xml)
+    message = str(caught.value)
+    assert len(message) < 400, message  # never the repr of what was read
+    assert "lol" not in message
+
+
+@pytest.mark.parametrize("text, complaint", HOSTILE_YAML[:5])
+def test_hostile_names_file_is_refused_at_once(tmp_path: Path, text: str, complaint: str) -> None:
+    path = tmp_path / "data.yaml"
+    path.write_text(text)
+    with pytest.raises(npu_zc.InvalidArgumentError, match=complaint) as caught:
+        metadata.read_names(path)
+    assert len(str(caught.value)) < 400
+
+
+def test_deeply_nested_json_names_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "names.json"
+    path.write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(npu_zc.InvalidArgumentError, match="nested"):
+        metadata.read_names(path)
+
+
+def test_names_from_a_device_or_a_fifo_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(npu_zc.InvalidArgumentError, match="character device"):
+        metadata.read_names("/dev/zero")
+    fifo = tmp_path / "names.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(npu_zc.InvalidArgumentError, match="FIFO"):
+        metadata.read_names(fifo)
+
+
+def test_a_fifo_beside_the_model_is_refused(tmp_path: Path) -> None:
+    xml = save_ir(tmp_path, tiny_model())
+    os.mkfifo(tmp_path / "metadata.yaml")
+    with pytest.raises(npu_zc.ModelError, match="FIFO"):
+        metadata.read(xml)
+
+
+@pytest.mark.parametrize(
+    "key, value, complaint",
+    [
+        pytest.param("names", "-" * 10000 + "1", "not a Python literal", id="parser-MemoryError"),
+        pytest.param("names", "1+" * 3000 + "1", "not a Python literal", id="parser-RecursionError"),
+        pytest.param("names", "[" * 20 + "{0: 'a'}" + "]" * 20, "names should be", id="nested-20"),
+        pytest.param("names", "[" * 40 + "]" * 40, "nested more than", id="nested-40"),
+        pytest.param("names", "'" + "a" * (2 << 20) + "'", "over the limit", id="2-MiB"),
+        pytest.param("imgsz", "9" * 4000, "imgsz should be", id="imgsz-4000-digits"),
+        pytest.param("names", "{" + "9" * 40 + ": 'a'}", "class id", id="class-id-1e40"),
+    ],
+)
+def test_hostile_onnx_metadata_is_one_model_error(key: str, value: str, complaint: str) -> None:
+    model = tiny_model()
+    model.set_rt_info(value, ["framework", key])
+    with pytest.raises(npu_zc.ModelError, match=complaint) as caught:
+        metadata.from_rt_info(model)
+    assert len(str(caught.value)) < 400
+
+
+def test_huge_rt_info_labels_are_one_model_error() -> None:
+    model = tiny_model()
+    model.set_rt_info("a " * (1 << 20), ["model_info", "labels"])
+    with pytest.raises(npu_zc.ModelError, match="over the limit"):
+        metadata.from_rt_info(model)
+
+
+def int8_output_model(**info: str) -> object:
+    """A real model with an i8 output [1, 6, 8400], and ``info`` in its rt_info model_info."""
+    from openvino import opset13 as ops
+
+    x = ops.parameter([1, 3, 64, 64], np.float32, name="images")
+    pooled = ops.reduce_mean(x, [2, 3], keep_dims=False)
+    y = ops.reshape(ops.matmul(pooled, ops.constant(np.ones((3, 6 * 8400), np.float32)), False, False), [1, 6, 8400], False)
+    model = ov.Model([ops.convert(y, "i8")], [x], "tiny-int8")
+    for key, value in info.items():
+        model.set_rt_info(value, ["model_info", key])
+    return model
+
+
+@pytest.mark.parametrize(
+    "info, complaint",
+    [
+        ({"output_scale": "0.1", "output_zero_point": "inf"}, "output_zero_point"),
+        ({"output_scale": "0.1", "output_zero_point": "nan"}, "output_zero_point"),
+        ({"output_scale": "0.1", "output_zero_point": "1e300"}, "output_zero_point"),
+        ({"output_scale": "0.1", "output_zero_point": "1099511627776"}, "output_zero_point"),
+        ({"output_scale": "nan", "output_zero_point": "0"}, "output_scale"),
+        ({"output_scale": "-1", "output_zero_point": "0"}, "output_scale"),
+        ({"output_scale": "inf"}, "output_scale"),
+        ({"output_zero_point": "0"}, "no output_scale"),
+    ],
+)
+def test_an_int8_output_with_impossible_quantisation_is_one_model_error(info: dict[str, str], complaint: str) -> None:
+    from npu_zc.pipeline.yolo import _quantisation
+
+    with pytest.raises(npu_zc.ModelError, match=complaint):
+        _quantisation(int8_output_model(**info))
+    assert _quantisation(int8_output_model(output_scale="0.5", output_zero_point="-3")) == (0.5, -3)

@@ -334,3 +334,23 @@ def test_top_classes_gives_probabilities_read_from_the_output_buffer(zero_copy: 
     request.infer()
     (index, name, probability), *_ = top_classes(logits, 5)
     assert (index, name) == (967, "espresso") and probability > 0.8
+
+
+def test_request_wait_follows_the_one_timeout_rule(zero_copy: Session) -> None:
+    """Request.wait(timeout_ms): NaN and negatives refused as InvalidArgumentError, not the plugin's error or a
+    TypeError; a wait longer than any (10**400 ms, inf) waits until the inference is done."""
+    request = zero_copy.create_request()
+    request.bind_input(npu_zc.alloc(zero_copy.inputs[0].nbytes))
+    for spec in zero_copy.outputs:
+        request.bind_output(npu_zc.alloc(spec.nbytes), spec.name)
+    for bad in (float("nan"), -1, float("-inf")):
+        request.start()
+        with pytest.raises(npu_zc.InvalidArgumentError, match="timeout_ms"):
+            request.wait(bad)
+        assert request.wait(60_000)
+    with pytest.raises(TypeError, match="timeout_ms"):
+        request.wait("5")  # type: ignore[arg-type]
+    for forever in (10**400, float("inf"), None, 1e20):
+        request.start()
+        assert request.wait(forever)
+    assert request.wait(0)  # done already

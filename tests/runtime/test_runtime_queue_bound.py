@@ -192,3 +192,21 @@ def test_sets_follow_their_lifecycle(session: Session, steps: list[str], sets: i
             queue.discard(frame)
         for result in results:
             result.release()
+
+
+def test_closed_queues_that_live_on_hold_no_fds(session: Session) -> None:
+    """close() lets go of the pools' fds at once, not when the queue object goes."""
+    from conftest import open_fds
+
+    for _ in range(3):  # whatever OpenVINO opens once for the first requests
+        session.queue(2, heap="memfd").close()
+    before = open_fds()
+    kept = []
+    for _ in range(10):
+        queue = session.queue(2, heap="memfd")
+        queue.close()
+        kept.append(queue)
+    # Each queue has 2 sets of 1 input and 2 output buffers: 6 fds, all given back by close().
+    assert open_fds() - before < 4, f"10 closed queues kept alive hold {open_fds() - before} fds"
+    with pytest.raises(npu_zc.InvalidArgumentError, match="closed"):
+        kept[0].acquire()

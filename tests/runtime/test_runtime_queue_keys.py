@@ -181,6 +181,25 @@ def test_a_failing_callback_is_raised_and_the_rest_delivered(session: Session) -
     assert queue.pending == 0
 
 
+@pytest.mark.parametrize("way_out", [SystemExit(3), KeyboardInterrupt()])
+@pytest.mark.parametrize("deliverers", [1, 2])
+def test_a_callbacks_way_out_propagates_as_itself(session: Session, way_out: BaseException, deliverers: int) -> None:
+    """SystemExit or KeyboardInterrupt raised in a callback is not an inference error: it comes out of join() (or
+    the next submit) as itself, not wrapped in an npu_zc.ModelError."""
+
+    def callback(result) -> None:  # type: ignore[no-untyped-def]
+        raise way_out
+
+    queue = session.queue(2, heap="memfd", callback=callback, buffers=4, deliverers=deliverers)
+    try:
+        with pytest.raises(type(way_out)) as caught:
+            submit(queue, 0, 0)
+            queue.join(timeout=60)
+        assert caught.value is way_out
+    finally:
+        queue.close()
+
+
 def test_close_delivers_what_is_pending(session: Session) -> None:
     """close() right after the submissions, with slow callbacks: every result pending is still delivered, each key
     in order, and the delivery threads end."""

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -83,6 +84,43 @@ def test_colour_from_the_stream() -> None:
     assert colour_of(2, 0, 480, "yuvj420p") == ("bt601", "full")
 
 
+@pytest.mark.parametrize("height", [480, 720, 1080])
+@pytest.mark.parametrize("codec, pix_fmt", [("rawvideo", "rgb24"), ("rawvideo", "yuv422p")])
+def test_a_converted_frame_is_read_in_the_matrix_it_was_made_in(tmp_path: Path, height: int, codec: str, pix_fmt: str) -> None:
+    """A frame FFmpeg converts to NV12 (an RGB-coded video, 4:2:2) is made in the matrix the frame then declares:
+    a solid colour arrives as itself, at every height (BT.709 from 720 lines up, BT.601 below)."""
+    import av
+
+    from npu_zc import layout
+    from npu_zc.sources.video import engine_takes_colour
+
+    if not engine_takes_colour():
+        pytest.skip("this layout engine has no colour standards (matrix=, range=)")
+    colour, width = (200, 50, 50), height * 4 // 3
+    path = tmp_path / f"solid-{height}.nut"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream(codec, rate=30)
+        stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
+        rgb = np.empty((height, width, 3), np.uint8)
+        rgb[:] = colour
+        # YUV made as players assume a stream that does not say: BT.709 from 720 lines up
+        made = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+        made = made.reformat(format=pix_fmt, dst_colorspace="itu709" if height >= 720 else "itu601")
+        for _ in range(2):
+            for packet in stream.encode(made):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    frames = list(VideoSource(path).frames())
+    assert len(frames) == 2
+    for frame in frames:
+        assert frame.format == "NV12" and frame.copied
+        got = np.zeros((height, width, 3), np.uint8)
+        layout.convert(frame.planes, got, "NV12", "RGB", matrix=frame.matrix, range=frame.range)
+        assert np.abs(got[height // 2, width // 2].astype(int) - colour).max() <= 3, (frame.matrix, got[height // 2, width // 2])
+        assert np.abs(frame.bgr()[height // 2, width // 2, ::-1].astype(int) - colour).max() <= 3
+
+
 @pytest.mark.parametrize(
     "clip, error, message",
     [
@@ -117,6 +155,103 @@ def test_a_url_that_never_answers_times_out() -> None:
             list(source.frames())
         assert time.monotonic() - started < 10
         assert isinstance(caught.value, TimeoutError) and caught.value.errno == errno.ETIMEDOUT
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), -1.0, float("-inf"), 0, -(10**400)])
+def test_a_timeout_that_is_no_number_of_seconds_is_refused(timeout: float) -> None:
+    """The one timeout rule: NaN would compare false with everything and so never time out."""
+    for url in ("rtsp://127.0.0.1:9/cam", "http://127.0.0.1:9/clip.mp4"):
+        with pytest.raises(npu_zc.InvalidArgumentError, match="timeout"):
+            VideoSource(url, timeout=timeout)
+    with pytest.raises(TypeError, match="timeout"):
+        VideoSource("rtsp://127.0.0.1:9/cam", timeout="5")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("timeout", [None, float("inf"), 10**400])
+def test_no_limit_is_said_as_the_rule_says(timeout: float | None) -> None:
+    assert VideoSource("rtsp://127.0.0.1:9/cam", timeout=timeout).timeout == float("inf")
+
+
+class _Http:
+    """A real HTTP server on 127.0.0.1 in a thread: ``serve(name, data, length=)`` then ``url(name)``."""
+
+    def __init__(self) -> None:
+        import http.server
+
+        files: dict[str, tuple[bytes, bool]] = {}
+        self.files, self.requests = files, 0
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.requests += 1
+                data, length = files[self.path.lstrip("/")]
+                self.send_response(200)
+                self.send_header("Content-Type", "video/mp4" if length else "video/mp2t")
+                if length:  # a file of known size; else a live stream, ended by closing the connection
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def serve(self, name: str, data: bytes, length: bool = True) -> str:
+        self.files[name] = (data, length)
+        return f"http://127.0.0.1:{self.server.server_address[1]}/{name}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def http_server() -> Any:
+    server = _Http()
+    yield server
+    server.close()
+
+
+def test_a_clip_served_over_http_ends_once(clips: dict[str, Path], http_server: _Http) -> None:
+    """A finite clip over HTTP is a network source that ends: its frames once, no reconnection."""
+    url = http_server.serve("pan.mp4", clips["h264"].read_bytes())
+    source = VideoSource(url, timeout=5, limit=200)  # the limit: what a source replayed for ever would reach
+    assert source.network
+    frames = [(frame.index, frame.pts) for frame in source.frames()]
+    assert [index for index, _ in frames] == list(range(45))
+    times = [t for _, t in frames]
+    assert times == sorted(times) and len(set(times)) == 45  # no restart of the clip's times
+    assert source.reconnects == 0 and http_server.requests == 1
+
+
+def test_a_stream_that_keeps_ending_is_given_up(http_server: _Http) -> None:
+    """A live stream (no length) whose peer closes it after each second: ``reconnect`` attempts, then the end."""
+    import io
+
+    import av
+    from streams_helpers import FPS, pan_frames
+
+    data = io.BytesIO()
+    with av.open(data, "w", format="mpegts") as out:
+        stream = out.add_stream("libx264", rate=FPS)
+        stream.width, stream.height, stream.pix_fmt = 160, 120, "yuv420p"
+        for rgb in pan_frames(160, 120, 20):
+            for packet in stream.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    source = VideoSource(http_server.serve("live.ts", data.getvalue(), length=False), timeout=5, reconnect=2, limit=1000)
+    indices: list[int] = []
+    try:
+        indices.extend(frame.index for frame in source.frames())
+    except npu_zc.SourceError:
+        pass  # FFmpeg may call the closed connection an I/O error: a failure as good as an end
+    assert source.reconnects == 2 and http_server.requests == 3
+    assert 3 <= len(indices) <= 60 and indices == list(range(len(indices)))
 
 
 def test_realtime_paces_a_file(clips: dict[str, Path]) -> None:

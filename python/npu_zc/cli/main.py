@@ -29,6 +29,10 @@ examples:
 """
 
 
+MAX_COUNT = 2**31 - 1
+"""The largest count or class id a flag takes."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (the usage is one `--help` away)."""
 
@@ -49,6 +53,8 @@ def _positive(text: str) -> int:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value > MAX_COUNT:  # beyond what OpenVINO's and the decoder's integers hold
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_COUNT}, got {text}")
     return value
 
 
@@ -89,9 +95,20 @@ def _ids(text: str) -> tuple[int, ...]:
         ids = tuple(int(v) for v in text.replace(" ", ",").split(",") if v)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected class ids such as '0,2', got {text!r}") from None
-    if not ids or min(ids) < 0:
-        raise argparse.ArgumentTypeError(f"expected class ids of 0 or more, such as '0,2', got {text!r}")
+    if not ids or min(ids) < 0 or max(ids) > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected class ids from 0 to {MAX_COUNT}, such as '0,2', got {text!r}")
     return ids
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds, more than 0: ``inf`` is no limit; NaN, 0 and negatives are refused."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"expected a number of seconds more than 0 (or inf: no limit), got {text!r}")
+    return value
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -215,8 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--realtime", action="store_true", help="pace files at their frame rate, as live sources (newest frame wins)")
     many.add_argument("--save", metavar="DIR", help="write an annotated video per stream into DIR (PyAV, H.264)")
     many.add_argument("--jsonl", metavar="FILE", help="one JSON line per result into FILE ('-': stdout)")
-    many.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-    many.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds a network stream may stay silent (default 5)")
+    many.add_argument("--duration", type=_seconds, metavar="S", help="stop after S seconds")
+    many.add_argument("--timeout", type=_seconds, default=5.0, metavar="S",
+                      help="seconds a network stream may stay silent (default 5; inf: no limit)")
     many.add_argument("--hwaccel", choices=("vaapi", "qsv", "drm"), help="decode on a GPU (DRM PRIME frames imported as DmaBufs)")
     many.add_argument("--feeders", type=_positive, metavar="N",
                       help="threads converting frames into the model's inputs side by side (default: one per two cores)")

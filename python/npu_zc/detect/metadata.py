@@ -2,7 +2,7 @@
 
 Three places, read in this order (a later one only fills what an earlier one left out):
 
-1. ``metadata.yaml`` beside the IR (an ``*_openvino_model/`` folder), read with PyYAML's ``safe_load``
+1. ``metadata.yaml`` beside the IR (an ``*_openvino_model/`` folder), read with PyYAML's safe loader
    (Ultralytics writes it with PyYAML; a hand-written subset parser would trip on its quoting);
 2. ONNX metadata properties, which OpenVINO keeps when it reads an ONNX file, under the model's
    ``rt_info["framework"]`` (the values are Python literals as text: ``"{0: 'person'}"``, read
@@ -11,6 +11,11 @@ Three places, read in this order (a later one only fills what an earlier one lef
 
 A model without any of them is still served: its kind comes from its output shapes. A file that is
 there but does not parse, or holds values of the wrong kind, is one :class:`npu_zc.ModelError`.
+
+These files come with a model from anywhere, so every read is bounded: the file's size
+(:data:`MAX_FILE_BYTES`), a text value's length (:data:`MAX_TEXT`), the nesting (:data:`MAX_DEPTH`), a
+number's size (:data:`MAX_NUMBER`); YAML aliases are refused (a kilobyte of nested aliases expands to
+billions of nodes), and an error quotes at most a short prefix of what it read.
 """
 
 from __future__ import annotations
@@ -21,9 +26,116 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from .._files import read_regular_file
 from ..errors import InvalidArgumentError, ModelError
 
 TASKS = ("detect", "segment", "pose", "obb", "classify")
+
+MAX_FILE_BYTES = 1 << 20
+"""The most bytes a ``metadata.yaml`` or ``--names`` file may have: room for tens of thousands of class names."""
+MAX_TEXT = 1 << 20
+"""The most characters of one ONNX metadata or ``rt_info`` value, or of one YAML scalar."""
+MAX_DEPTH = 32
+"""The deepest nesting of lists and mappings read (Ultralytics writes 2 levels)."""
+MAX_NUMBER = 1 << 31
+"""The largest stride, image side, batch, keypoint count or class id taken."""
+MAX_DIGITS = 32
+"""The most characters of an integer scalar (int() of thousands of digits is refused by Python itself)."""
+
+
+def brief(value: Any, limit: int = 60) -> str:
+    """A short description of an untrusted value for an error message: never the repr of a whole structure
+    (which could be billions of nodes, or nested past the recursion limit)."""
+    if isinstance(value, (list, tuple, dict, set)):
+        return f"a {type(value).__name__} of {len(value)} item(s)"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    if isinstance(value, (str, bytes, int, float, bool)) or value is None:
+        text = repr(value[: limit + 1] if isinstance(value, (str, bytes)) else value)
+        return text if len(text) <= limit else text[:limit] + "..."
+    return f"a {type(value).__name__}"
+
+
+def _safe_loader() -> type:
+    """PyYAML's safe loading without aliases, without deep nesting, without huge scalars or integers; its
+    refusals are ``yaml.YAMLError``. PyYAML's own composer (the step that resolves aliases and builds the
+    node tree) is bounded here; it reads events from libyaml's parser where PyYAML has it (five times
+    faster than the pure-Python one)."""
+    import yaml
+    from yaml.composer import Composer
+    from yaml.constructor import SafeConstructor
+    from yaml.events import AliasEvent, ScalarEvent
+    from yaml.resolver import Resolver
+
+    class Refused(yaml.YAMLError):
+        def __init__(self, problem: str) -> None:
+            super().__init__(problem)
+            self.problem = problem
+
+    parser: type
+    if getattr(yaml, "__with_libyaml__", False):
+        from yaml._yaml import CParser as parser
+    else:
+        from yaml.parser import Parser
+        from yaml.reader import Reader
+        from yaml.scanner import Scanner
+
+        class parser(Reader, Scanner, Parser):  # type: ignore[no-redef]
+            def __init__(self, stream: str) -> None:
+                Reader.__init__(self, stream)
+                Scanner.__init__(self)
+                Parser.__init__(self)
+
+    class BoundedLoader(Composer, parser, SafeConstructor, Resolver):  # type: ignore[misc]
+        """Composer first: its node building (bounded below) over the parser's events."""
+
+        def __init__(self, stream: str) -> None:
+            parser.__init__(self, stream)  # type: ignore[misc]
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self.depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()
+            if isinstance(event, AliasEvent) or getattr(event, "anchor", None) is not None:
+                line = event.start_mark.line + 1
+                raise Refused(f"YAML anchors and aliases are not read (line {line})")
+            if isinstance(event, ScalarEvent) and len(event.value) > MAX_TEXT:
+                raise Refused(f"a value of {len(event.value):,} characters, over the limit of {MAX_TEXT:,}")
+            if self.depth >= MAX_DEPTH:
+                raise Refused(f"lists or mappings nested more than {MAX_DEPTH} deep")
+            self.depth += 1
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+        def construct_yaml_int(self, node: Any) -> Any:
+            if len(node.value) > MAX_DIGITS:
+                raise Refused(f"an integer of {len(node.value):,} characters (line {node.start_mark.line + 1})")
+            return super().construct_yaml_int(node)
+
+    BoundedLoader.add_constructor("tag:yaml.org,2002:int", BoundedLoader.construct_yaml_int)
+    return BoundedLoader
+
+
+def load_yaml(text: str) -> Any:
+    """``text`` as YAML through the bounded safe loader; ``yaml.YAMLError`` for what it cannot or will not read."""
+    loader = _loader()(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+_LOADER: list[type] = []
+
+
+def _loader() -> type:
+    if not _LOADER:
+        _LOADER.append(_safe_loader())
+    return _LOADER[0]
 
 
 @dataclass(frozen=True)
@@ -92,7 +204,7 @@ def read(model_path: str | Path, model: Any = None) -> YoloMetadata:
     path = model_file(model_path)
     found = YoloMetadata()
     beside = path.parent / "metadata.yaml"
-    if beside.is_file():
+    if beside.exists():  # a FIFO or a device there is refused, not skipped
         found = found.merged(read_yaml(beside))
     if model is None and path.suffix in (".xml", ".onnx") and path.is_file():
         from ..runtime.device import core
@@ -110,17 +222,21 @@ def read_yaml(path: Path) -> YoloMetadata:
     """Ultralytics' ``metadata.yaml``."""
     import yaml
 
+    raw = read_regular_file(path, "the model's metadata", ModelError, limit=MAX_FILE_BYTES)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ModelError(f"cannot read {path}: {exc.strerror or exc}") from None
+        data = load_yaml(raw.decode("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f" (line {where.line + 1})" if where is not None else ""
-        raise ModelError(f"{path} is not valid YAML{at}: {getattr(exc, 'problem', None) or exc}") from None
+        raise ModelError(f"{path} is not valid YAML{_yaml_problem(exc)}") from None
     if not isinstance(data, dict):
         raise ModelError(f"{path} should hold a mapping of keys (names, task, imgsz...), not {type(data).__name__}")
     return _checked(data, str(path), "metadata.yaml")
+
+
+def _yaml_problem(exc: BaseException) -> str:
+    """``" (line N): problem"``, from what PyYAML raised, at most a line long."""
+    where = getattr(exc, "problem_mark", None)
+    at = f" (line {where.line + 1})" if where is not None else ""
+    return f"{at}: {str(getattr(exc, 'problem', None) or exc)[:160]}"
 
 
 def from_rt_info(model: Any, path: Path | str = "the model") -> YoloMetadata:
@@ -137,6 +253,8 @@ def from_rt_info(model: Any, path: Path | str = "the model") -> YoloMetadata:
     info = _rt_section(model, "model_info")
     if info and "labels" in info:
         labels = info["labels"]
+        if len(labels) > MAX_TEXT:
+            raise ModelError(f"{path}: the rt_info labels hold {len(labels):,} items, over the limit of {MAX_TEXT:,}")
         names = labels.split(" ") if isinstance(labels, str) else [str(v) for v in labels]
         found = found.merged(YoloMetadata(names=dict(enumerate(names)), sources=("rt_info model_info",)))
     return found
@@ -170,32 +288,59 @@ def _rt_section(model: Any, key: str) -> dict[str, Any]:
 def _literal(text: Any, key: str, path: Path | str) -> Any:
     if not isinstance(text, str):
         return text
+    if len(text) > MAX_TEXT:
+        raise ModelError(f"{path}: the ONNX metadata {key!r} has {len(text):,} characters, over the limit of {MAX_TEXT:,}")
     try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        # RecursionError and MemoryError: how the parser says "nested too deep" (a bounded text: not an OOM)
         if key == "task":
             return text
-        raise ModelError(f"{path}: the ONNX metadata {key!r} is not a Python literal: {text[:80]!r}") from None
+        raise ModelError(f"{path}: the ONNX metadata {key!r} is not a Python literal: {brief(text)}") from None
+    if _depth(value) > MAX_DEPTH:
+        raise ModelError(f"{path}: the ONNX metadata {key!r} is nested more than {MAX_DEPTH} deep")
+    return value
+
+
+def _depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """How deep lists, tuples, sets and dicts nest in ``value`` (counting stops past ``limit``); no recursion."""
+    level, deepest = [value], 0
+    while level and deepest <= limit:
+        deepest += 1
+        inner: list[Any] = []
+        for item in level:
+            if isinstance(item, dict):
+                inner.extend(item.keys())
+                inner.extend(item.values())
+            elif isinstance(item, (list, tuple, set, frozenset)):
+                inner.extend(item)
+        level = [item for item in inner if isinstance(item, (list, tuple, set, frozenset, dict))]
+    return deepest
 
 
 def _checked(data: Mapping[str, Any], where: str, source: str) -> YoloMetadata:
     """The known keys, each checked for its kind; unknown keys are ignored."""
 
     def bad(key: str, expected: str) -> ModelError:
-        return ModelError(f"{where}: {key} should be {expected}, got {data[key]!r:.80}")
+        return ModelError(f"{where}: {key} should be {expected}, got {brief(data[key])}")
+
+    def whole(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_NUMBER
 
     names: dict[int, str] = {}
     if data.get("names") is not None:
         try:
             names = parse_names(data["names"])
-        except ValueError:
-            raise bad("names", "a list of class names or a mapping of class id to name") from None
+        except ValueError as exc:
+            raise ModelError(
+                f"{where}: names should be a list of class names or a mapping of class id to name ({exc})"
+            ) from None
     task = data.get("task")
     if task is not None and task not in TASKS:
         raise bad("task", "one of " + ", ".join(TASKS))
     stride = data.get("stride")
-    if stride is not None and (isinstance(stride, bool) or not isinstance(stride, int) or stride <= 0):
-        raise bad("stride", "a positive whole number")
+    if stride is not None and not whole(stride):
+        raise bad("stride", f"a whole number from 1 to {MAX_NUMBER}")
     imgsz = data.get("imgsz")
     size: tuple[int, int] | None = None
     if imgsz is not None:
@@ -203,9 +348,9 @@ def _checked(data: Mapping[str, Any], where: str, source: str) -> YoloMetadata:
         if (
             not isinstance(dims, (list, tuple))
             or not 1 <= len(dims) <= 2
-            or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)
+            or not all(whole(d) for d in dims)
         ):
-            raise bad("imgsz", "a size or [height, width]")
+            raise bad("imgsz", f"a size or [height, width], each from 1 to {MAX_NUMBER}")
         size = (int(dims[0]), int(dims[-1]))
     end2end = data.get("end2end")
     if end2end is not None and not isinstance(end2end, bool):
@@ -216,14 +361,14 @@ def _checked(data: Mapping[str, Any], where: str, source: str) -> YoloMetadata:
         if (
             not isinstance(kpt, (list, tuple))
             or len(kpt) != 2
-            or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in kpt)
+            or not all(whole(d) for d in kpt)
             or kpt[1] not in (2, 3)
         ):
             raise bad("kpt_shape", "[keypoints, 2 or 3]")
         kpt_shape = (int(kpt[0]), int(kpt[1]))
     batch = data.get("batch")
-    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0):
-        raise bad("batch", "a positive whole number")
+    if batch is not None and not whole(batch):
+        raise bad("batch", f"a whole number from 1 to {MAX_NUMBER}")
     return YoloMetadata(names, task, stride, size, end2end, kpt_shape, batch, (source,))
 
 
@@ -237,10 +382,14 @@ def parse_names(value: Any) -> dict[int, str]:
         raise ValueError("not a list or mapping")
     names: dict[int, str] = {}
     for key, name in pairs:
+        if isinstance(key, str) and len(key) > MAX_DIGITS or isinstance(key, int) and key.bit_length() > 64:
+            raise ValueError(f"class id {brief(key)}")
         if isinstance(key, bool) or not isinstance(key, (int, str)) or not str(key).isdigit():
-            raise ValueError(f"class id {key!r}")
+            raise ValueError(f"class id {brief(key)}")
+        if int(key) > MAX_NUMBER:
+            raise ValueError(f"class id {brief(key)}, over {MAX_NUMBER}")
         if not isinstance(name, (str, int, float)) or isinstance(name, bool):
-            raise ValueError(f"class name {name!r}")
+            raise ValueError(f"class name {brief(name)}")
         names[int(key)] = str(name)
     return dict(sorted(names.items()))
 
@@ -251,23 +400,29 @@ def read_names(path: str | Path) -> dict[int, str]:
     import yaml
 
     path = Path(path)
+    raw = read_regular_file(path, "the class names file", InvalidArgumentError, limit=MAX_FILE_BYTES)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgumentError(f"cannot read class names from {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(f"cannot read class names from {path}: not UTF-8 text (at byte {exc.start})") from None
     try:
         if path.suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(text)
+            data = load_yaml(text)
         elif path.suffix == ".json":
             data = json.loads(text)
+            if _depth(data) > MAX_DEPTH:
+                raise ValueError(f"lists or mappings nested more than {MAX_DEPTH} deep")
         else:
             data = [line.strip() for line in text.splitlines() if line.strip()]
         if isinstance(data, dict) and "names" in data:
             data = data["names"]
         names = parse_names(data)
-    except (yaml.YAMLError, json.JSONDecodeError, ValueError) as exc:
+    except yaml.YAMLError as exc:
+        raise InvalidArgumentError(f"{path} is not valid YAML{_yaml_problem(exc)}") from None
+    except (ValueError, RecursionError) as exc:  # json: RecursionError for a deep nesting
+        problem = "nested too deep" if isinstance(exc, RecursionError) else str(exc)[:160]
         raise InvalidArgumentError(
-            f"{path} holds no class names (a list, an id -> name mapping, or names: in YAML): {exc}"
+            f"{path} holds no class names (a list, an id -> name mapping, or names: in YAML): {problem}"
         ) from None
     if not names:
         raise InvalidArgumentError(f"{path} holds no class names")

@@ -10,6 +10,7 @@ frame with Ultralytics' ``scale_boxes`` arithmetic (gain and rounded padding), s
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -188,8 +189,13 @@ def _quantisation(model: Any) -> tuple[float, int] | None:
 
     info = model_info(model)
     try:
-        return float(info["output_scale"]), int(float(info.get("output_zero_point", 0)))
+        scale, zero = float(info["output_scale"]), float(info.get("output_zero_point", 0))
     except (KeyError, ValueError):
         raise ModelError(
             "the model's output is 8-bit, but it records no output_scale / output_zero_point in its model_info"
         ) from None
+    if not (math.isfinite(scale) and scale > 0):
+        raise ModelError(f"the model's output_scale is {scale}: a quantisation scale is a finite number above 0")
+    if not (math.isfinite(zero) and zero == round(zero) and -128 <= zero <= 255):
+        raise ModelError(f"the model's output_zero_point is {zero}: an 8-bit zero point is a whole number from -128 to 255")
+    return scale, int(zero)

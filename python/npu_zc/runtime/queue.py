@@ -374,6 +374,10 @@ class AsyncQueue:
                 pool.close()
             except BufferInUseError:  # the caller still holds views of a frame; freed when they go
                 pass
+        # A closed pool keeps its fds until it is dropped: the queue lets go of its pools and their buffers, so a
+        # closed queue that lives on holds none.
+        for pools in (self._in_pools, self._out_pools, self._set_in_buffers, self._set_out_buffers):
+            pools.clear()
 
     def __enter__(self) -> "AsyncQueue":
         return self
@@ -548,6 +552,8 @@ class AsyncQueue:
     def _raise_failure(self) -> None:
         if self._failure is not None:
             failure, self._failure = self._failure, None
+            if not isinstance(failure, Exception):  # SystemExit, KeyboardInterrupt: a way out, not an error
+                raise failure
             raise ModelError(f"an asynchronous inference or its callback failed: {failure}") from failure
 
     def _check_open(self) -> None:

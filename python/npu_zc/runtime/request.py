@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Sequence
 
 import numpy as np
 
 from .. import _core
+from .._timeouts import SLICE_S, timeout_seconds
 from ..errors import AliasingError, InvalidArgumentError, ModelError
 from .binding import BindingReport, BoundBuffer, bind, copy_report, report
 from .device import plugin_message
 from .model import TensorSpec, ov_type
 from .target import Target
+
+
+_SLICE_MS = int(SLICE_S * 1000)
 
 
 class Request:
@@ -140,13 +145,22 @@ class Request:
         self._check_bound()
         self.request.start_async()
 
-    def wait(self, timeout_ms: int | None = None) -> bool:
-        """Wait for :meth:`start`'s inference; False if ``timeout_ms`` passed first."""
+    def wait(self, timeout_ms: float | None = None) -> bool:
+        """Wait for :meth:`start`'s inference; False if ``timeout_ms`` passed first.
+
+        ``timeout_ms`` follows the one timeout rule (docs/safety.md), in milliseconds: None, inf or more than a
+        wait can hold wait for ever; NaN or a negative number is an :class:`npu_zc.InvalidArgumentError`. The
+        wait runs in slices, so Ctrl-C stops it."""
+        ms = timeout_seconds(timeout_ms, "timeout_ms")  # the rule does not depend on the unit
+        deadline = None if ms is None else time.monotonic() + ms / 1000
         try:
-            if timeout_ms is None:
-                self.request.wait()
-                return True
-            return bool(self.request.wait_for(timeout_ms))
+            while True:
+                left_ms = None if deadline is None else max(0.0, (deadline - time.monotonic()) * 1000)
+                step = _SLICE_MS if left_ms is None else min(_SLICE_MS, math.ceil(left_ms))
+                if self.request.wait_for(step):
+                    return True
+                if left_ms is not None and left_ms <= _SLICE_MS:
+                    return False
         except RuntimeError as exc:
             raise ModelError(f"inference failed on {self.target.device}: {plugin_message(exc)}") from None
 

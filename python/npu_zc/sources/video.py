@@ -11,9 +11,14 @@ engine that reads I420 only tightly packed) are converted by FFmpeg's swscale
 into NV12 first: a copy, flagged on the frame (``copied``) and counted per
 stream. The colour matrix and range come from the stream.
 
-A network stream that fails or ends reconnects with back-off (0.5 s, doubling,
-up to 8 s) ``reconnect`` times in a row; a URL that never answers fails after
-``timeout`` seconds with :class:`npu_zc.SourceTimeoutError`.
+A source that reaches its end has ended: a file, and a clip of known length
+served over the network (HTTP, or RTSP of a file) once its last frame came.
+A network stream that fails, or stops before its end (a live stream has no
+end: its peer went away), reconnects with back-off (0.5 s, doubling, up to
+8 s), at most ``reconnect`` times; a connection that held for
+:data:`STEADY_S` gives the stream its ``reconnect`` attempts back. A URL that
+never answers fails after ``timeout`` seconds with
+:class:`npu_zc.SourceTimeoutError`.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import errno
 import functools
 import inspect
+import math
 import os
 import threading
 import time
@@ -29,6 +35,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .._timeouts import timeout_seconds
 from ..errors import InvalidArgumentError, SourceError, SourceNotFoundError, SourceTimeoutError
 from .frame import DecodedFrame, colour_of
 from .hardware import hardware_frame, is_hardware_frame
@@ -38,6 +45,14 @@ NETWORK_SCHEMES = ("rtsp", "rtsps", "rtmp", "http", "https", "udp", "tcp", "srt"
 
 BACKOFF_S = (0.5, 8.0)
 """First and longest wait between reconnection attempts (doubling in between)."""
+
+STEADY_S = 30.0
+"""How long a connection must hold for the stream to get its ``reconnect`` attempts back: a peer that drops
+the stream every few seconds is given up after ``reconnect`` attempts, not reconnected for ever."""
+
+
+SWSCALE_MATRICES = {"bt601": "itu601", "bt709": "itu709", "bt2020": "bt2020"}
+"""PyAV's names (swscale's tables) of the matrices a frame declares."""
 
 
 def is_network(url: str) -> bool:
@@ -51,8 +66,10 @@ class VideoSource:
     ``live``: keep only the newest frame when the model falls behind (default:
     network streams yes, files no). ``realtime``: pace a file at its frame rate
     (and treat it as live), as a camera would deliver it. ``timeout``: seconds
-    to wait for a network stream to answer or send. ``reconnect``: attempts
-    in a row after a network stream fails (default 5; files 0).
+    to wait for a network stream to answer or send (the one rule of
+    ``docs/safety.md``; None or inf: no limit; NaN, negative or 0 refused). ``reconnect``: attempts
+    after a network stream fails or stops before its end (default 5; files 0),
+    given back once a connection holds for :data:`STEADY_S`.
     ``hardware``: "vaapi", "qsv" or "drm" to decode on a GPU and import its
     DRM PRIME frames as DmaBufs (:mod:`.hardware`); refused with
     :class:`npu_zc.HardwareDecodeError` where there is none. ``options``:
@@ -67,7 +84,7 @@ class VideoSource:
         name: str | None = None,
         live: bool | None = None,
         realtime: bool = False,
-        timeout: float = 5.0,
+        timeout: float | None = 5.0,
         reconnect: int | None = None,
         limit: int | None = None,
         hardware: str | None = None,
@@ -85,12 +102,14 @@ class VideoSource:
                 raise SourceNotFoundError(f"no such video: {self.url}")
             if path.is_dir():
                 raise SourceError(f"{self.url} is a folder, not a video (a folder of images is an ImageSource)")
-        if timeout <= 0:
-            raise InvalidArgumentError(f"timeout must be positive, got {timeout}")
+        seconds = timeout_seconds(timeout)  # the one rule: NaN and negatives refused, None and inf for ever
+        if seconds == 0:
+            raise InvalidArgumentError("timeout must be more than 0 s (or None: no limit): a stream needs time to answer")
         self.name = name or (self.url if self.network else Path(self.url).name)
         self.realtime = bool(realtime)
         self.live = (self.network or self.realtime) if live is None else bool(live)
-        self.timeout = float(timeout)
+        self.timeout = math.inf if seconds is None else seconds
+        """Seconds a network stream may take to answer or stay silent (``inf``: no limit)."""
         self.reconnect = (5 if self.network else 0) if reconnect is None else max(0, int(reconnect))
         self.limit = limit
         self.threads = threads
@@ -106,6 +125,7 @@ class VideoSource:
             self.hardware = hwaccel(hardware)
         self.reconnects = 0
         """Reconnections made (network streams)."""
+        self._last_seconds: float | None = None  # the time of the last frame decoded from this connection
         self.copied = 0
         """Frames whose planes FFmpeg had to convert (a copy) before the engine could read them."""
 
@@ -124,21 +144,44 @@ class VideoSource:
                     raise
                 failures = self._back_off(failures, stop)
                 continue
+            connected = time.monotonic()
+            self._last_seconds = None
             try:
                 for frame in self._decode(container, index, stop):
                     yield frame
                     index += 1
-                    failures = 0
                     if self.limit is not None and index >= self.limit:
                         return
+                if not self.network or self._reached_end(container):
+                    return  # the source ended: a file's end, or a served clip's
             except SourceError:
                 if not self.network or failures >= self.reconnect:
                     raise
             finally:
                 container.close()
-            if not self.network or stop.is_set() or failures >= self.reconnect:
-                return  # a file's end, or a stream that keeps ending
-            failures = self._back_off(failures, stop)  # a network stream ended or broke: reconnect
+            if stop.is_set():
+                return
+            if time.monotonic() - connected >= STEADY_S:
+                failures = 0  # it held a while: a new failure, not the same one again
+            if failures >= self.reconnect:
+                return  # a live stream that keeps ending: given up
+            failures = self._back_off(failures, stop)  # a network stream broke or stopped early: reconnect
+
+    def _reached_end(self, container: Any) -> bool:
+        """Whether a network stream that stopped sending had come to its own end: a clip of known length whose
+        last frame came. A live stream has no length: its peer went away (as a server killed mid-clip)."""
+        import av
+
+        duration, last = container.duration, self._last_seconds
+        if not duration or duration <= 0 or last is None:
+            return False
+        stream = container.streams.video[0]
+        rate = float(stream.average_rate or stream.guessed_rate or 0)
+        frame_s = 1 / rate if rate > 0 else 0.04
+        end = ((container.start_time or 0) + duration) / av.time_base
+        # A frame's time is where it starts, and a demuxer's start time may or may not shift frame times:
+        # within a few frames of the end is the end.
+        return bool(last + frame_s >= end - max(0.25, 3 * frame_s))
 
     def _back_off(self, failures: int, stop: threading.Event) -> int:
         wait = min(BACKOFF_S[1], BACKOFF_S[0] * 2**failures)
@@ -150,7 +193,7 @@ class VideoSource:
         import av
 
         kwargs: dict[str, Any] = {"options": self.options}
-        if self.network:
+        if self.network and math.isfinite(self.timeout):
             kwargs["timeout"] = (self.timeout, self.timeout)
         if self.hardware is not None:
             kwargs["hwaccel"] = self.hardware
@@ -199,6 +242,8 @@ class VideoSource:
                 if delay > 0 and stop.wait(delay):
                     return
                 decoded = clock()
+            if seconds is not None:
+                self._last_seconds = seconds
             yield self._frame(frame, index, decoded, seconds)
             index += 1
 
@@ -230,7 +275,11 @@ class VideoSource:
             return DecodedFrame(index, "I010", planes, width, height, decoded_ns, seconds, matrix, rng, False, owner)
         if name != "nv12":  # FFmpeg converts (a copy): yuv420p on an engine without I420 planes, 4:2:2, 10 bits...
             keep = {"src_color_range": 2, "dst_color_range": 2} if rng == "full" else {}  # no range squeeze
-            owner, copied = frame.reformat(format="nv12", **keep), True
+            # The NV12 is made in the matrix the frame declares (swscale would take BT.601 for a stream that does
+            # not say, where HD is read as BT.709); from YUV, the same matrix both sides: no matrix change.
+            standard = SWSCALE_MATRICES[matrix]
+            owner = frame.reformat(format="nv12", src_colorspace=standard, dst_colorspace=standard, **keep)
+            copied = True
             self.copied += 1
         width, height = owner.width & ~1, owner.height & ~1  # 4:2:0 covers whole pairs: an odd last row/column is left out
         planes = (plane_view(owner.planes[0], height, width), plane_view(owner.planes[1], height // 2, width))
