@@ -1,0 +1,182 @@
+"""The detector path under hostile arguments: every bad frame size, count, layout, class id or quantisation is a
+typed ``npu_zc.Error`` naming it, never a panic, an abort or a raw ``OverflowError``; a decode reads its outputs
+under the one overlap rule (docs/safety.md)."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import npu_zc
+from npu_zc import InvalidArgumentError, OutOfMemoryError, Transform, YoloLayout, decode_yolo
+from npu_zc import _core
+from npu_zc.detect import YoloDecoder
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def synth() -> tuple[np.ndarray, YoloLayout]:
+    out = np.load(FIXTURES / "detect_synth.npz")["output"]
+    return out, YoloLayout.from_outputs([out.shape])
+
+
+@pytest.mark.parametrize("size", [(-5, -5), (math.nan, math.nan), (640, math.inf), (0, 480)])
+def test_a_bad_frame_size_is_refused_naming_it(size: tuple[float, float]) -> None:
+    out, layout = synth()
+    assert len(decode_yolo([out], layout, conf=0.3)) > 0  # boxes are kept: each would be clipped to the frame
+    with pytest.raises(InvalidArgumentError, match="frame_size"):
+        decode_yolo([out], layout, conf=0.3, frame_size=size)
+
+
+@pytest.mark.parametrize("frame", [(-5.0, -5.0), (math.nan, 10.0)])
+def test_the_binding_refuses_a_bad_frame_too(frame: tuple[float, float]) -> None:
+    """The Rust decoder checks its frame itself (the clip to [0, size] needs a size): no panic reaches Python."""
+    out, layout = synth()
+    with pytest.raises(npu_zc.DetectError, match="frame_size"):
+        _core._YoloDecoder(layout.family, layout.task, layout.nc, 0.3, 0.7, None, False, 300, 30000,
+                           (1.0, 1.0), (0.0, 0.0), frame)
+
+
+def segment() -> tuple[list[np.ndarray], YoloLayout]:
+    f = np.load(FIXTURES / "segment.npz")
+    outputs = [f["output"], f["protos"]]
+    return outputs, YoloLayout.from_outputs([o.shape for o in outputs])
+
+
+def test_masks_of_a_huge_frame_are_an_out_of_memory_error_not_an_abort() -> None:
+    outputs, layout = segment()
+    assert len(decode_yolo(outputs, layout)) > 0
+    # 1e6 x 1e6 pixels per mask: terabytes, asked for (and refused) before anything is written.
+    with pytest.raises(OutOfMemoryError, match="mask"):
+        decode_yolo(outputs, layout, frame_size=(1e6, 1e6))
+    # Past what a size can count: refused.
+    with pytest.raises(npu_zc.Error, match="too large"):
+        decode_yolo(outputs, layout, frame_size=(1e30, 1e30))
+    # Still decodes afterwards.
+    assert len(decode_yolo(outputs, layout, frame_size=(64, 48))) > 0
+
+
+@pytest.mark.parametrize("field", ["nc", "nm"])
+def test_a_hand_made_layout_with_a_huge_count_is_refused(field: str) -> None:
+    outputs, layout = segment()
+    with pytest.raises(InvalidArgumentError, match=field):
+        YoloLayout(layout.family, layout.task, **{**dict(nc=layout.nc, nm=layout.nm, output=0, protos=1),
+                                                   field: 2**64 - 2})
+    # The binding itself (a layout that skipped the dataclass): the channel count cannot wrap past the shape check.
+    nc, nm = (2**64 - 2, 32) if field == "nc" else (layout.nc, 2**64 - 2)
+    with pytest.raises(npu_zc.DetectError, match="cannot exist"):
+        _core._YoloDecoder("anchor-free", "segment", nc, 0.25, 0.7, None, False, 300, 30000,
+                           (1.0, 1.0), (0.0, 0.0), None, nm)
+
+
+@pytest.mark.parametrize(("kwargs", "named"), [
+    (dict(max_det=2**70), "max_det"),
+    (dict(max_nms=2**64), "max_nms"),
+    (dict(max_det=-1), "max_det"),
+    (dict(classes=[2**70]), "classes"),
+    (dict(classes=[-1]), "classes"),
+])
+def test_out_of_range_counts_are_typed_errors_naming_the_argument(kwargs: dict, named: str) -> None:  # type: ignore[type-arg]
+    out, layout = synth()
+    with pytest.raises(InvalidArgumentError, match=named):
+        decode_yolo([out], layout, **kwargs)
+
+
+def test_a_quantised_zero_point_out_of_range_is_a_typed_error() -> None:
+    out, layout = synth()
+    q = np.clip(np.round(out / 0.01), -128, 127).astype(np.int8)
+    assert len(decode_yolo([q], layout, conf=0.3, quant=(0.01, 0))) > 0
+    with pytest.raises(InvalidArgumentError, match="zero point"):
+        decode_yolo([q], layout, quant=(0.01, 2**40))
+    with pytest.raises(npu_zc.DetectError, match="zero point"):
+        decode_yolo([q], layout, quant=(0.01, 300))  # fits an int32, not an int8
+
+
+def test_the_binding_names_its_arguments_too() -> None:
+    out, layout = synth()
+    for args, named in [((2**70, 30000, None), "max_det"), ((300, 2**64, None), "max_nms"),
+                        ((300, 30000, [2**70]), "class id")]:
+        max_det, max_nms, classes = args
+        with pytest.raises(InvalidArgumentError, match=named):
+            _core._YoloDecoder(layout.family, layout.task, layout.nc, 0.25, 0.7, classes, False, max_det, max_nms,
+                               (1.0, 1.0), (0.0, 0.0))
+    with pytest.raises(InvalidArgumentError, match="zero point"):
+        _core._YoloDecoder(layout.family, layout.task, layout.nc, 0.25, 0.7, None, False, 300, 30000,
+                           (1.0, 1.0), (0.0, 0.0), quant=(0.01, 2**40))
+
+
+def end_to_end(rows: list[list[float]], k: int = 8) -> np.ndarray:
+    out = np.zeros((1, k, 6), np.float32)
+    out[0, :len(rows)] = rows
+    return out
+
+
+def test_end_to_end_class_ids_at_or_above_nc_are_no_detection() -> None:
+    out = end_to_end([[10, 10, 50, 50, 0.9, 79.0], [60, 60, 90, 90, 0.8, 79.6], [1, 1, 5, 5, 0.7, 80.0],
+                      [2, 2, 6, 6, 0.6, 3.0]])
+    layout = YoloLayout("end2end", "detect", 80)
+    dets = decode_yolo([out], layout)
+    assert dets.class_ids.tolist() == [79, 3]  # 79.6 rounds to 80, and 80 of 80 classes is none of them
+    np.testing.assert_array_equal(dets.scores, np.array([0.9, 0.6], np.float32))
+    # With the class count unknown (0), every whole id is taken as it comes.
+    assert decode_yolo([out], YoloLayout("end2end", "detect", 0)).class_ids.tolist() == [79, 80, 80, 3]
+
+
+def test_a_decode_of_a_buffer_another_call_writes_is_refused() -> None:
+    """Every reader goes through the one overlap rule: decoding a view of a DmaBuf while ``convert`` writes it
+    is refused (BufferInUseError), as ``topk`` is; once the write is done the decode reads it."""
+    from npu_zc.layout import convert
+
+    buf = npu_zc.alloc(64 * 64 * 4, "memfd")
+    big = np.random.default_rng(1).integers(0, 256, (3000, 4500, 3), np.uint8)
+    writing, done = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            for _ in range(3):
+                while True:
+                    try:
+                        writing.set()
+                        convert(big, buf, "BGR", "RGBx", dst_size=(64, 64), interpolation="area", threads=1)
+                        break
+                    except npu_zc.BufferInUseError:
+                        time.sleep(0.001)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        finally:
+            done.set()
+
+    layout = YoloLayout("anchor-free", "detect", 2)
+    thread = threading.Thread(target=writer)
+    thread.start()
+    writing.wait()
+    refused = 0
+    while not done.is_set():
+        view = buf.map().view(np.float32)[: 6 * 512].reshape(1, 6, 512)
+        try:
+            decode_yolo([view], layout)
+        except npu_zc.BufferInUseError:
+            refused += 1
+        del view
+        time.sleep(0.001)
+    thread.join()
+    assert not errors, errors
+    assert refused > 0
+    view = buf.map().view(np.float32)[: 6 * 512].reshape(1, 6, 512)
+    decode_yolo([view], layout)  # nothing writes it now: read (whatever floats the pixels' bytes are)
+
+
+def test_a_decoder_rebuilt_per_call_and_once_agree() -> None:
+    """decode_yolo keeps its signature; YoloDecoder builds the Rust decoder once."""
+    out, layout = synth()
+    t = Transform((0.5, 0.5), (0.0, 40.0), (0, 40, 320, 240), (0, 0, 320, 320), (0, 0, 640, 480))
+    a = YoloDecoder(layout, conf=0.3, transform=t, frame_size=(640, 480))([out])
+    b = decode_yolo([out], layout, conf=0.3, transform=t, frame_size=(640, 480))
+    np.testing.assert_array_equal(a.xyxy, b.xyxy)
+    assert len(a) > 10 and (a.xyxy[:, 2] <= 640).all()
