@@ -180,3 +180,39 @@ def test_a_decoder_rebuilt_per_call_and_once_agree() -> None:
     b = decode_yolo([out], layout, conf=0.3, transform=t, frame_size=(640, 480))
     np.testing.assert_array_equal(a.xyxy, b.xyxy)
     assert len(a) > 10 and (a.xyxy[:, 2] <= 640).all()
+
+
+def save_end_to_end_model(folder: Path, rows: list[list[float]], *, end2end_key: bool) -> Path:
+    """An end-to-end detector as Ultralytics exports YOLO26 (output [1, 300, 6]: x1, y1, x2, y2, score, class),
+    with an export folder's metadata.yaml listing 80 names; the rows are constants (the image is read, times 0)."""
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    image = ops.parameter([1, 3, 64, 64], np.float32, name="images")
+    zero = ops.multiply(ops.reduce_mean(image, np.array([0, 1, 2, 3], np.int64), keep_dims=False), np.float32(0))
+    out = ops.add(ops.constant(end_to_end(rows, 300)), zero)
+    out.output(0).get_tensor().set_names({"output0"})
+    folder.mkdir(parents=True, exist_ok=True)
+    ov.save_model(ov.Model([out], [image], "yolo26n"), str(folder / "yolo26n.xml"), compress_to_fp16=False)
+    names = "\n".join(f"  {i}: class{i}" for i in range(80))
+    (folder / "metadata.yaml").write_text(
+        "description: Ultralytics YOLO26n model\ntask: detect\nstride: 32\nbatch: 1\nimgsz:\n- 64\n- 64\n"
+        f"names:\n{names}\n" + ("end2end: true\n" if end2end_key else "") + "channels: 3\n"
+    )
+    return folder
+
+
+@pytest.mark.parametrize("end2end_key", [True, False])
+def test_an_end_to_end_export_takes_its_class_count_from_its_names(tmp_path: Path, end2end_key: bool) -> None:
+    pytest.importorskip("openvino")
+    from npu_zc.pipeline import Pipeline
+
+    rows = [[10, 12, 30, 40, 0.9, 2.0], [5, 5, 20, 20, 0.8, 79.6], [40, 40, 60, 60, 0.7, 79.0]]
+    folder = save_end_to_end_model(tmp_path / "yolo26n_openvino_model", rows, end2end_key=end2end_key)
+    with Pipeline(folder, "CPU") as pipeline:
+        assert pipeline.kind == "yolo"
+        assert pipeline.postprocess.layout.family == "end2end" and pipeline.postprocess.layout.nc == 80
+        dets = pipeline.process(np.full((64, 64, 3), 90, np.uint8))
+    # 79.6 rounds to class 80, which 80 names do not have: no detection.
+    assert dets.labels() == ["class2", "class79"]
+    np.testing.assert_allclose(dets.xyxy, [[10, 12, 30, 40], [40, 40, 60, 60]], atol=1e-4)
