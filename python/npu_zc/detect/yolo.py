@@ -314,7 +314,8 @@ class YoloDecoder:
             masks=None if r.masks is None else r.masks.view(np.bool_),
             keypoints=None if r.keypoints is None else r.keypoints.reshape(n, kpt[0], kpt[1]),
             xywhr=r.xywhr,
-            input_masks=None if r.input_rects is None else InputMasks.of(r.input_rects, r.input_bits, *self._polygons),
+            input_masks=None if r.input_rects is None or r.input_bits is None
+            else InputMasks.of(r.input_rects, r.input_bits, *self._polygons),
         )
 
 
