@@ -1,4 +1,4 @@
-"""ByteTrack over a stream's detections: :class:`Tracker` (the work is in Rust, ``rust/detect/track.rs``).
+"""ByteTrack over a stream's detections: :class:`Tracker` (the work is in Rust, ``rust/detect/track/``).
 
 Ultralytics' ``BYTETracker`` with its ``bytetrack.yaml`` defaults, step for step, so that the ids are
 Ultralytics' frame by frame (tests/detect/test_track_ultralytics.py checks fixtures made by Ultralytics).
