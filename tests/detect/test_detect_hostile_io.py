@@ -83,3 +83,11 @@ def test_to_dict_is_strict_json_non_finite_values_are_none() -> None:
     assert out["detections"][0]["score"] is None
     kp = dets([[1, 2, 3, 4]], task="pose", keypoints=np.array([[[math.nan, 2.0, 1.0]]], np.float32))
     assert kp.to_dict()["detections"][0]["keypoints"] == [[None, 2.0, 1.0]]
+
+
+def test_the_tracker_binding_names_its_counts() -> None:
+    from npu_zc._core import _ByteTracker
+
+    for buffer, rate, named in ((-1, 30, "track_buffer"), (2**40, 30, "track_buffer"), (30, 2**70, "frame_rate")):
+        with pytest.raises(InvalidArgumentError, match=named):
+            _ByteTracker(0.25, 0.1, 0.25, buffer, 0.8, True, rate)
