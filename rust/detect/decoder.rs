@@ -60,6 +60,10 @@ impl Decoder {
             if !(w >= 0.0 && h >= 0.0 && w.is_finite() && h.is_finite()) {
                 bail!("frame_size (the frame's width and height) must be finite and 0 or more, got ({w}, {h})");
             }
+            // Masks are arrays of frame pixels: each side must be a size an array can have.
+            if matches!(layout.task, Task::Segment { .. }) && w.max(h).round() > (isize::MAX / 2) as f64 {
+                bail!("frame_size ({w}, {h}) is too large for masks of the frame");
+            }
         }
         if let Some(([iw, ih], [left, top, right, bottom])) = input {
             area(iw, ih, "the model input")?;

@@ -335,7 +335,7 @@ fn zeros<'py>(py: Python<'py>, dims: [usize; 3]) -> PyResult<Bound<'py, PyArrayD
     let too_large =
         || error(ErrorKind::OutOfMemory, format!("the masks array {dims:?} (detections, height, width) is too large"));
     let bytes = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(too_large)?;
-    if bytes > isize::MAX as usize {
+    if bytes > isize::MAX as usize || dims.iter().any(|&d| d > isize::MAX as usize) {
         return Err(too_large());
     }
     let mut shape = dims.map(|d| d as npyffi::npy_intp);

@@ -57,6 +57,9 @@ def test_masks_of_a_huge_frame_are_an_out_of_memory_error_not_an_abort() -> None
     # Past what a size can count: refused.
     with pytest.raises(npu_zc.Error, match="too large"):
         decode_yolo(outputs, layout, frame_size=(1e30, 1e30))
+    # A side no array can have, even with no detection to mask.
+    with pytest.raises(npu_zc.Error, match="too large"):
+        decode_yolo(outputs, layout, conf=1.0, frame_size=(1e30, 1))
     # Still decodes afterwards.
     assert len(decode_yolo(outputs, layout, frame_size=(64, 48))) > 0
 
