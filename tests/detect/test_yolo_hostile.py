@@ -219,3 +219,22 @@ def test_an_end_to_end_export_takes_its_class_count_from_its_names(tmp_path: Pat
     # 79.6 rounds to class 80, which 80 names do not have: no detection.
     assert dets.labels() == ["class2", "class79"]
     np.testing.assert_allclose(dets.xyxy, [[10, 12, 30, 40], [40, 40, 60, 60]], atol=1e-4)
+
+
+@pytest.mark.parametrize(("scale", "zero_point"), [("0.1", "inf"), ("0.1", "1e40"), ("nan", "0"), ("0.1", "2.5")])
+def test_a_model_info_quantisation_out_of_range_is_a_model_error(scale: str, zero_point: str) -> None:
+    pytest.importorskip("openvino")
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    from npu_zc.pipeline.yolo import YoloDetections
+
+    image = ops.parameter([1, 3, 64, 64], np.float32, name="images")
+    zero = ops.multiply(ops.reduce_mean(image, np.array([0, 1, 2, 3], np.int64), keep_dims=False), np.float32(0))
+    # An int8 anchor-free output of 2 classes for a 64x64 input: [1, 6, 84].
+    out = ops.convert(ops.add(ops.constant(np.zeros((1, 6, 84), np.float32)), zero), "i8")
+    model = ov.Model([out], [image], "int8_yolo")
+    model.set_rt_info(scale, ["model_info", "output_scale"])
+    model.set_rt_info(zero_point, ["model_info", "output_zero_point"])
+    with pytest.raises(npu_zc.ModelError, match="output_zero_point"):
+        YoloDetections(model)
