@@ -1,6 +1,8 @@
-//! Python binding of the YOLO decoder: each output array is read where it
-//! lies (any strides, no copy), the whole decode runs with the GIL released,
-//! and small numpy arrays come back.
+//! Python binding of the YOLO decoder: `_YoloDecoder` holds a
+//! [`crate::detect::Decoder`] built (and checked) once; its `decode` reads
+//! each output array where it lies (any strides, no copy) under the overlap
+//! rule (`alias.rs`), runs the whole decode with the GIL released, and hands
+//! back small numpy arrays (`_YoloOutput`).
 
 use numpy::{
     npyffi, Element as _, PyArray1, PyArray2, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn,
