@@ -238,3 +238,34 @@ def test_a_model_info_quantisation_out_of_range_is_a_model_error(scale: str, zer
     model.set_rt_info(zero_point, ["model_info", "output_zero_point"])
     with pytest.raises(npu_zc.ModelError, match="output_zero_point"):
         YoloDetections(model)
+
+
+def test_a_masks_array_numpy_cannot_allocate_is_an_out_of_memory_error() -> None:
+    """Masks that fit the machine but not the process (an address-space limit): numpy's allocation fails,
+    and that is an OutOfMemoryError, not a panic on the null it returns. In a child process, limited."""
+    import subprocess
+    import sys
+
+    code = f"""
+import math, os, resource, sys
+import numpy as np
+sys.path[:0] = {sys.path!r}
+import npu_zc
+from npu_zc import YoloLayout, decode_yolo
+f = np.load({str(FIXTURES / "segment.npz")!r})
+outputs = [f["output"], f["protos"]]
+layout = YoloLayout.from_outputs([o.shape for o in outputs])
+n = len(decode_yolo(outputs, layout))
+total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+side = int(math.sqrt(min(total // 4, 8 << 30) / n))  # masks within the machine's memory
+with open("/proc/self/status") as s:
+    vm = next(int(l.split()[1]) * 1024 for l in s if l.startswith("VmSize:"))
+resource.setrlimit(resource.RLIMIT_AS, (vm + (512 << 20), resource.RLIM_INFINITY))
+try:
+    decode_yolo(outputs, layout, frame_size=(side, side))
+except npu_zc.OutOfMemoryError as e:
+    print("refused:", e)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "refused:" in done.stdout and "mask" in done.stdout, done.stdout
