@@ -199,32 +199,56 @@ def planar_to_packed(src: np.ndarray, planes: int, dst: np.ndarray, element: str
 def topk(src: np.ndarray, element: str, row_len: int, k: int) -> tuple[np.ndarray, np.ndarray]: ...
 
 # --- detectors ---
-def decode_yolo(
-    output: np.ndarray,
-    element: str,
-    family: str,
-    task: str,
-    nc: int,
-    conf: float,
-    iou: float,
-    classes: list[int] | None,
-    agnostic: bool,
-    max_det: int,
-    max_nms: int,
-    scale: tuple[float, float],
-    offset: tuple[float, float],
-    frame: tuple[float, float] | None = None,
-    protos: np.ndarray | None = None,
-    protos_element: str | None = None,
-    nm: int = 32,
-    kpt: tuple[int, int] = ...,
-    input: tuple[int, int] | None = None,
-    image: tuple[int, int, int, int] | None = None,
-    quant: tuple[float, int] | None = None,
-) -> tuple[
-    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None,
-    tuple[np.ndarray, np.ndarray] | None,
-]: ...
+@final
+class _YoloDecoder:
+    """A YOLO decode's settings, checked once (rust/detect/decoder.rs); ``decode`` runs it on one frame."""
+
+    def __new__(
+        cls,
+        family: str,
+        task: str,
+        nc: int,
+        conf: float,
+        iou: float,
+        classes: list[int] | None,
+        agnostic: bool,
+        max_det: int,
+        max_nms: int,
+        scale: tuple[float, float],
+        offset: tuple[float, float],
+        frame: tuple[float, float] | None = None,
+        nm: int | None = None,
+        kpt: tuple[int, int] | None = None,
+        input: tuple[int, int] | None = None,
+        image: tuple[int, int, int, int] | None = None,
+        quant: tuple[float, int] | None = None,
+    ) -> _YoloDecoder: ...
+    def decode(
+        self, output: np.ndarray, element: str, protos: np.ndarray | None = None, protos_element: str | None = None
+    ) -> _YoloOutput: ...
+
+@final
+class _YoloOutput:
+    """One frame's detections as arrays (``_YoloDecoder.decode``)."""
+
+    @property
+    def xyxy(self) -> np.ndarray: ...
+    @property
+    def scores(self) -> np.ndarray: ...
+    @property
+    def class_ids(self) -> np.ndarray: ...
+    @property
+    def anchors(self) -> np.ndarray: ...
+    @property
+    def xywhr(self) -> np.ndarray | None: ...
+    @property
+    def keypoints(self) -> np.ndarray | None: ...
+    @property
+    def masks(self) -> np.ndarray | None: ...
+    @property
+    def input_rects(self) -> np.ndarray | None: ...
+    @property
+    def input_bits(self) -> np.ndarray | None: ...
 
 def _claim_seconds(repeat: int) -> float:
     """For the benchmarks: seconds per check of the aliasing rule on a 64 x 64 frame (docs/safety.md)."""

@@ -204,7 +204,8 @@ fn yolov5_candidates(m: Matrix<'_>, nc: usize, params: &Params) -> Vec<Candidate
 }
 
 /// End-to-end: rows with score above `conf` (and a wanted class), in the
-/// model's order, at most `max_det`.
+/// model's order, at most `max_det`. The class is the row's value rounded; a
+/// row whose class is not a number in 0..nc (when nc is known) is skipped.
 fn end_to_end(m: Matrix<'_>, layout: &Layout, params: &Params) -> Decoded {
     let mut out = Decoded::default();
     for row in 0..m.rows {
@@ -218,7 +219,9 @@ fn end_to_end(m: Matrix<'_>, layout: &Layout, params: &Params) -> Decoded {
             continue;
         }
         let class = class_value.round() as u32;
-        if !params.wants(class) {
+        // An id at or above the class count names no class (79.6 of 80 classes
+        // rounds to 80): that row is no detection either.
+        if layout.nc > 0 && class as usize >= layout.nc || !params.wants(class) {
             continue;
         }
         if layout.task == Task::Obb {

@@ -9,6 +9,8 @@ pub enum ErrorKind {
     Layout,
     /// Any other bad argument: thresholds, quantization, strides, sizes.
     Value,
+    /// Memory for the results could not be had (MemoryError).
+    Memory,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,4 +52,29 @@ pub(crate) use {bail, bail_layout};
 /// `Err(...)` of a value error (for callers outside this module).
 pub fn bail_value<T>(message: &str) -> Result<T> {
     Err(DetectError::new(ErrorKind::Value, message))
+}
+
+/// An empty vector with room for `len` values, or a `Memory` error naming
+/// `what` (never an abort on a failed allocation).
+pub fn try_vec<T>(len: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        DetectError::new(
+            ErrorKind::Memory,
+            format!("not enough memory for {what} ({len} values of {} bytes)", std::mem::size_of::<T>()),
+        )
+    })?;
+    Ok(v)
+}
+
+/// `len` copies of `value`, allocated as [`try_vec`] does.
+pub fn try_filled<T: Clone>(value: T, len: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = try_vec(len, what)?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+/// `a * b` for sizes, or a value error naming `what` where it overflows.
+pub fn area(a: usize, b: usize, what: &str) -> Result<usize> {
+    a.checked_mul(b).ok_or_else(|| DetectError::new(ErrorKind::Value, format!("{what} ({a} x {b}) is too large")))
 }

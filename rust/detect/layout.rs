@@ -1,7 +1,7 @@
 //! What a YOLO output holds: the family (how boxes and scores are laid out)
 //! and the task (what follows the scores).
 
-use super::error::{bail_layout, Result};
+use super::error::{bail, bail_layout, Result};
 use super::tensor::Matrix;
 
 /// How boxes and scores are laid out.
@@ -34,12 +34,13 @@ pub enum Task {
 }
 
 impl Task {
-    /// Values per candidate after the scores.
+    /// Values per candidate after the scores (`usize::MAX` where the count
+    /// does not fit a `usize`: no output has that many, so the shape check refuses it).
     pub fn extra(self) -> usize {
         match self {
             Task::Detect => 0,
             Task::Segment { nm } => nm,
-            Task::Pose { k, dim } => k * dim,
+            Task::Pose { k, dim } => k.saturating_mul(dim),
             Task::Obb => 1,
         }
     }
@@ -63,14 +64,39 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Values per candidate: the length of the channel axis.
-    pub fn channels(&self) -> usize {
-        let extra = self.task.extra();
+    /// Values per candidate: the length of the channel axis (None where the
+    /// count overflows a `usize`: a layout no output can have).
+    pub fn checked_channels(&self) -> Option<usize> {
+        let extra = match self.task {
+            Task::Pose { k, dim } => k.checked_mul(dim)?,
+            task => task.extra(),
+        };
         match self.family {
-            Family::AnchorFree => 4 + self.nc + extra,
-            Family::End2End => 6 + extra,
-            Family::Yolov5 => 5 + self.nc + extra,
+            Family::AnchorFree => 4usize.checked_add(self.nc)?.checked_add(extra),
+            Family::End2End => 6usize.checked_add(extra),
+            Family::Yolov5 => 5usize.checked_add(self.nc)?.checked_add(extra),
         }
+    }
+
+    /// Values per candidate: the length of the channel axis (`usize::MAX`
+    /// where it overflows, which no output's shape matches).
+    pub fn channels(&self) -> usize {
+        self.checked_channels().unwrap_or(usize::MAX)
+    }
+
+    /// Refuses a layout whose channel count overflows (a hand-made `nc`, `nm`
+    /// or keypoint shape near `usize::MAX`), before any output is read.
+    pub fn check(&self) -> Result<()> {
+        if self.checked_channels().is_none() {
+            bail!(
+                "a {} output of {} classes and {} values per candidate after the scores cannot exist: \
+                 nc, nm and the keypoint shape are counts of channels",
+                self.task.name(),
+                self.nc,
+                self.task.extra()
+            );
+        }
+        Ok(())
     }
 
     /// The output as a matrix of candidates (rows) by channels (columns),
@@ -80,6 +106,7 @@ impl Layout {
             Family::AnchorFree => output.transposed(),
             Family::End2End | Family::Yolov5 => output,
         };
+        self.check()?;
         if m.cols != self.channels() {
             let (want, got) = match self.family {
                 Family::AnchorFree => (format!("[1, {}, N]", self.channels()), [output.rows, output.cols]),

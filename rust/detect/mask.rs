@@ -12,7 +12,7 @@
 //! Only the pixels a box can reach are computed: the input pixels in the box,
 //! the prototype pixels their bilinear taps read, and their reach in the frame.
 
-use super::error::{bail, Result};
+use super::error::{area, bail, try_filled, try_vec, DetectError, ErrorKind, Result};
 use super::tensor::Tensor;
 
 /// Where the model input's image lies and the frame it came from.
@@ -46,17 +46,17 @@ struct Tap {
     w1: f32,
 }
 
-fn taps(in_size: usize, out_size: usize, range: std::ops::Range<usize>) -> Vec<Tap> {
+fn taps(in_size: usize, out_size: usize, range: std::ops::Range<usize>) -> Result<Vec<Tap>> {
     let scale = in_size as f32 / out_size as f32;
-    range
-        .map(|d| {
-            let src = (scale * (d as f32 + 0.5) - 0.5).max(0.0);
-            let i0 = (src as usize).min(in_size - 1);
-            let l1 = (src - i0 as f32).clamp(0.0, 1.0);
-            let i1 = if i0 < in_size - 1 { i0 + 1 } else { i0 };
-            Tap { i0, i1, w0: 1.0 - l1, w1: l1 }
-        })
-        .collect()
+    let mut taps = try_vec(range.len(), "a mask's resize")?;
+    taps.extend(range.map(|d| {
+        let src = (scale * (d as f32 + 0.5) - 0.5).max(0.0);
+        let i0 = (src as usize).min(in_size - 1);
+        let l1 = (src - i0 as f32).clamp(0.0, 1.0);
+        let i1 = if i0 < in_size - 1 { i0 + 1 } else { i0 };
+        Tap { i0, i1, w0: 1.0 - l1, w1: l1 }
+    }));
+    Ok(taps)
 }
 
 /// Output indices whose taps can read input indices `lo..hi` of `in_size`
@@ -88,20 +88,22 @@ impl Patch {
     /// Bilinear resize of the plane this patch lies in (`in_size` -> `out_size`,
     /// (w, h)), over the output pixels the patch reaches, each kept as
     /// `keep(value)` 1.0 or 0.0.
-    fn resize(&self, in_size: [usize; 2], out_size: [usize; 2], keep: impl Fn(f32) -> bool) -> Patch {
+    /// Each value is `keep(value)` as 0 or 1; the memory is asked for first
+    /// (a frame far larger than memory is an error, not an abort).
+    fn resize(&self, in_size: [usize; 2], out_size: [usize; 2], keep: impl Fn(f32) -> bool) -> Result<MaskPatch> {
         let x = reach(self.x.start, self.x.end, in_size[0], out_size[0]);
         let y = reach(self.y.start, self.y.end, in_size[1], out_size[1]);
-        let (tx, ty) = (taps(in_size[0], out_size[0], x.clone()), taps(in_size[1], out_size[1], y.clone()));
-        let mut values = Vec::with_capacity(x.len() * y.len());
+        let mut values = try_vec(area(x.len(), y.len(), "a mask's reach in the frame")?, "a mask in the frame")?;
+        let (tx, ty) = (taps(in_size[0], out_size[0], x.clone())?, taps(in_size[1], out_size[1], y.clone())?);
         for t in &ty {
             for s in &tx {
                 let top = s.w0 * self.at(s.i0, t.i0) + s.w1 * self.at(s.i1, t.i0);
                 let bottom = s.w0 * self.at(s.i0, t.i1) + s.w1 * self.at(s.i1, t.i1);
                 let v = t.w0 * top + t.w1 * bottom;
-                values.push(if keep(v) { 1.0 } else { 0.0 });
+                values.push(keep(v) as u8);
             }
         }
-        Patch { x, y, values }
+        Ok(MaskPatch { x, y, values })
     }
 }
 
@@ -151,6 +153,20 @@ pub fn masks(
     if nm == 0 || mh == 0 || mw == 0 || iw == 0 || ih == 0 || fw == 0 || fh == 0 {
         bail!("masks need non-empty prototypes, input and frame, got {nm} prototypes of {mw}x{mh}, input {iw}x{ih}, frame {fw}x{fh}");
     }
+    // The masks' planes (one byte per frame pixel per box, which bounds every
+    // patch written here) must fit in memory: refused before anything is
+    // allocated, rather than written until the machine runs out.
+    area(iw, ih, "the model input")?;
+    let planes = area(area(fw, fh, "the frame")?, boxes.len(), "the masks (detections x frame pixels)")?;
+    if planes > physical_memory() {
+        return Err(DetectError::new(
+            ErrorKind::Memory,
+            format!(
+                "the masks of {} detections in a {fw}x{fh} frame need {planes} bytes, more than this machine's memory",
+                boxes.len()
+            ),
+        ));
+    }
     if left >= right || top >= bottom || right > iw || bottom > ih {
         bail!(
             "the image rectangle {:?} (left, top, right, bottom) does not lie in the {iw}x{ih} input",
@@ -163,7 +179,8 @@ pub fn masks(
     let planes: &[f32] = match p.packed_f32() {
         Some(planes) => planes,
         None => {
-            let mut all = vec![0f32; if boxes.is_empty() { 0 } else { nm * mh * mw }];
+            let len = if boxes.is_empty() { 0 } else { area(nm, area(mh, mw, "the prototypes")?, "the prototypes")? };
+            let mut all = try_filled(0f32, len, "the prototypes as f32")?;
             for (k, plane) in all.chunks_exact_mut((mh * mw).max(1)).enumerate() {
                 for (y, row) in plane.chunks_exact_mut(mw).enumerate() {
                     for (x, v) in row.iter_mut().enumerate() {
@@ -185,11 +202,12 @@ pub fn masks(
             found.push(None);
             continue;
         }
-        let (tx, ty) = (taps(mw, iw, bx.clone()), taps(mh, ih, by.clone()));
+        let (tx, ty) = (taps(mw, iw, bx.clone())?, taps(mh, ih, by.clone())?);
         let span = |t: &[Tap]| t[0].i0..t[t.len() - 1].i1 + 1;
         let (px, py) = (span(&tx), span(&ty));
         // Coefficients times prototypes, plane by plane (rows of contiguous values).
-        let mut proto = Patch { x: px.clone(), y: py.clone(), values: vec![0f32; px.len() * py.len()] };
+        let values = try_filled(0f32, area(px.len(), py.len(), "a box's prototypes")?, "a box's prototypes")?;
+        let mut proto = Patch { x: px.clone(), y: py.clone(), values };
         for (&w, plane) in c.iter().zip(planes.chunks_exact(mh * mw)) {
             for (y, acc) in py.clone().zip(proto.values.chunks_exact_mut(px.len())) {
                 for (a, &v) in acc.iter_mut().zip(&plane[y * mw + px.start..y * mw + px.end]) {
@@ -201,13 +219,13 @@ pub fn masks(
         // Separable: each prototype row of the patch interpolated along x once
         // (the taps lie in the patch: it spans them).
         let pw = px.len();
-        let mut rows = vec![0f32; py.len() * bx.len()];
+        let mut rows = try_filled(0f32, area(py.len(), bx.len(), "a box's mask rows")?, "a box's mask rows")?;
         for (row, src) in rows.chunks_exact_mut(bx.len()).zip(proto.values.chunks_exact(pw)) {
             for (r, s) in row.iter_mut().zip(&tx) {
                 *r = s.w0 * src[s.i0 - px.start] + s.w1 * src[s.i1 - px.start];
             }
         }
-        let mut on = vec![0u8; bx.len() * by.len()];
+        let mut on = try_filled(0u8, area(bx.len(), by.len(), "a box's mask")?, "a box's mask at the input")?;
         for (out, t) in on.chunks_exact_mut(bx.len()).zip(&ty) {
             let upper = &rows[(t.i0 - py.start) * bx.len()..][..bx.len()];
             let lower = &rows[(t.i1 - py.start) * bx.len()..][..bx.len()];
@@ -228,23 +246,37 @@ pub fn masks(
             continue;
         }
         // scale_masks: the image's rectangle of the input, resized to the frame.
-        let input = Patch { x: bx.clone(), y: by.clone(), values: at_input.bits.iter().map(|&v| v as f32).collect() };
+        let mut values = try_vec(at_input.bits.len(), "a box's mask at the input")?;
+        values.extend(at_input.bits.iter().map(|&v| v as f32));
+        let input = Patch { x: bx.clone(), y: by.clone(), values };
         let (cx, cy) =
             (input.x.start.max(left)..input.x.end.min(right), input.y.start.max(top)..input.y.end.min(bottom));
         if cx.is_empty() || cy.is_empty() {
             found.push(Some((MaskPatch { x: 0..0, y: 0..0, values: Vec::new() }, at_input)));
             continue;
         }
-        let mut cropped =
-            Patch { x: cx.start - left..cx.end - left, y: cy.start - top..cy.end - top, values: Vec::new() };
+        let values = try_vec(cx.len() * cy.len(), "a box's mask in the image")?;
+        let mut cropped = Patch { x: cx.start - left..cx.end - left, y: cy.start - top..cy.end - top, values };
         for y in cy.clone() {
             for x in cx.clone() {
                 cropped.values.push(input.at(x, y));
             }
         }
-        let frame = cropped.resize([right - left, bottom - top], [fw, fh], |v| v > 0.5);
-        let values = frame.values.iter().map(|&v| v as u8).collect();
-        found.push(Some((MaskPatch { x: frame.x, y: frame.y, values }, at_input)));
+        let patch = cropped.resize([right - left, bottom - top], [fw, fh], |v| v > 0.5)?;
+        found.push(Some((patch, at_input)));
     }
     Ok(found)
+}
+
+/// The machine's physical memory in bytes (`usize::MAX` where it cannot be read).
+fn physical_memory() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        let info = rustix::system::sysinfo();
+        (info.totalram as u128 * info.mem_unit.max(1) as u128).try_into().unwrap_or(usize::MAX)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        usize::MAX
+    }
 }

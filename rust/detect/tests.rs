@@ -199,3 +199,27 @@ mod props {
         }
     }
 }
+
+#[test]
+fn a_layout_whose_channel_count_overflows_is_refused_not_wrapped() {
+    let data = anchor_free(2, &[([50.0, 50.0, 20.0, 20.0], vec![0.1, 0.9])]);
+    let t = Tensor::contiguous(&data, Element::F32, &[1, 6, 1]).unwrap();
+    // 4 + (2**64 - 2) + 0 would wrap to 6 channels, the output's shape.
+    let huge = Layout { family: Family::AnchorFree, task: Task::Detect, nc: usize::MAX - 1 };
+    assert_eq!(huge.channels(), usize::MAX);
+    assert!(decode(t.matrix().unwrap(), &huge, &Params::default()).is_err());
+    let pose = Layout { family: Family::End2End, task: Task::Pose { k: usize::MAX / 2, dim: 3 }, nc: 1 };
+    assert!(pose.check().is_err());
+}
+
+#[test]
+fn a_decoder_refuses_frames_no_clip_can_take() {
+    let l = layout(2);
+    for frame in [[-5.0, -5.0], [f64::NAN, 10.0], [f64::INFINITY, 10.0]] {
+        let g = Geometry { frame: Some(frame), ..Geometry::default() };
+        let e = Decoder::new(l, Params::default(), g, None).unwrap_err();
+        assert!(e.message.contains("frame_size"), "{}", e.message);
+    }
+    let g = Geometry { scale: [0.0, 1.0], ..Geometry::default() };
+    assert!(Decoder::new(l, Params::default(), g, None).is_err());
+}

@@ -1,19 +1,27 @@
-//! Python binding of the YOLO decoder: each output array is read where it
-//! lies (any strides, no copy), the whole decode runs with the GIL released,
-//! and small numpy arrays come back.
+//! Python binding of the YOLO decoder: `_YoloDecoder` holds a
+//! [`crate::detect::Decoder`] built (and checked) once; its `decode` reads
+//! each output array where it lies (any strides, no copy) under the overlap
+//! rule (`alias.rs`), runs the whole decode with the GIL released, and hands
+//! back small numpy arrays (`_YoloOutput`).
 
-use numpy::{PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use numpy::{
+    npyffi, Element as _, PyArray1, PyArray2, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn,
+    PyUntypedArray, PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 
-use super::errors::invalid;
+use super::alias;
+use super::errors::{error, invalid, Count};
+use crate::buffer::ErrorKind;
 use crate::detect::{
-    self,
-    mask::{InputMask, MaskGeometry, MaskPatch},
-    DetectError, Element, ErrorKind, Family, Geometry, Layout, Params, Task, Tensor,
+    self, mask::MaskPatch, Decoder, DetectError, Element, Family, Geometry, Layout, Output, Params, Task, Tensor,
 };
 
 fn detect_error(e: DetectError) -> PyErr {
-    super::errors::detect(e.kind == ErrorKind::Layout, e.message)
+    match e.kind {
+        detect::ErrorKind::Memory => error(ErrorKind::OutOfMemory, e.message),
+        kind => super::errors::detect(kind == detect::ErrorKind::Layout, e.message),
+    }
 }
 
 /// An output array as numpy holds it: f32, or the bits of 16-bit floats, or bytes.
@@ -34,6 +42,15 @@ enum Borrowed<'py> {
 }
 
 impl<'py> OutputArray<'py> {
+    fn untyped(&self) -> &Bound<'py, PyUntypedArray> {
+        match self {
+            OutputArray::F32(a) => a.as_untyped(),
+            OutputArray::U16(a) => a.as_untyped(),
+            OutputArray::U8(a) => a.as_untyped(),
+            OutputArray::I8(a) => a.as_untyped(),
+        }
+    }
+
     fn borrow(&self) -> PyResult<Borrowed<'py>> {
         let busy = |_| invalid("an output array is being written by another call");
         Ok(match self {
@@ -126,164 +143,139 @@ fn layout_of(family: &str, task: &str, nc: usize, nm: usize, kpt: (usize, usize)
     Ok(Layout { family, task, nc })
 }
 
-/// What `decode` returns: xyxy (n, 4), scores, class ids, anchors,
-/// xywhr (n, 5) for obb, extra (n, e) keypoints, masks (n, h, w) as 0/1 bytes,
-/// and each mask at the model input: rects (n, 4) x, y, w, h and their 0/1 bytes, one after another.
-type Decoded<'py> = (
-    Bound<'py, PyArray2<f32>>,
-    Bound<'py, PyArray1<f32>>,
-    Bound<'py, PyArray1<i32>>,
-    Bound<'py, PyArray1<i64>>,
-    Option<Bound<'py, PyArray2<f32>>>,
-    Option<Bound<'py, PyArray2<f32>>>,
-    Option<Bound<'py, PyArrayDyn<u8>>>,
-    Option<(Bound<'py, PyArray2<i64>>, Bound<'py, PyArray1<u8>>)>,
-);
-
-struct Request {
-    layout: Layout,
-    params: Params,
-    geometry: Geometry,
-    /// Model input (w, h) and the image's rectangle in it, for masks.
-    input: Option<([usize; 2], [usize; 4])>,
-    element: Element,
-    protos_element: Option<Element>,
-}
-
-struct Result_ {
-    decoded: detect::Decoded,
-    xywhr: Option<Vec<[f32; 5]>>,
-    keypoints: Option<(Vec<f32>, usize)>,
-    /// Each detection's mask patch, and the frame's (w, h).
-    masks: Option<(Vec<MaskPatch>, [usize; 2])>,
-    input_masks: Option<Vec<InputMask>>,
-}
-
-fn run(output: &Span, protos: Option<&Span>, r: &Request) -> detect::Result<Result_> {
-    // SAFETY: `decode_yolo` keeps both arrays borrowed until this returns.
-    let output = unsafe { output.tensor(r.element)? };
-    let mut d = detect::decode(output.matrix()?, &r.layout, &r.params)?;
-    let mut masks = None;
-    let mut input_masks = None;
-    if let Task::Segment { nm } = r.layout.task {
-        let (Some(protos), Some(pe)) = (protos, r.protos_element) else {
-            detect::bail_value("a segmentation model needs its prototypes output [1, 32, H/4, W/4]")?
-        };
-        // SAFETY: as above.
-        let protos = unsafe { protos.tensor(pe)? };
-        let p = protos.squeeze_to(3).map_err(|e| DetectError::new(ErrorKind::Layout, e.message))?;
-        if p.shape()[0] != nm {
-            detect::bail_value(&format!(
-                "{nm} mask coefficients per box need {nm} prototypes, got shape {:?}",
-                protos.shape()
-            ))?;
+/// An integer argument that must fit `T` (a count, a class id, a zero
+/// point): out of range is an InvalidArgumentError naming it, not PyO3's OverflowError.
+fn int_arg<T>(value: &Bound<'_, PyAny>, what: &str, range: &str) -> PyResult<T>
+where
+    T: for<'a, 'py> FromPyObject<'a, 'py, Error = PyErr>,
+{
+    match value.extract::<T>() {
+        Ok(v) => Ok(v),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(value.py()) => {
+            Err(invalid(format!("{what} must lie in {range}, got {value}")))
         }
-        let (input, image) =
-            r.input.unwrap_or(([p.shape()[2] * 4, p.shape()[1] * 4], [0, 0, p.shape()[2] * 4, p.shape()[1] * 4]));
-        let frame = match r.geometry.frame {
-            Some([w, h]) => [w.round() as usize, h.round() as usize],
-            None => input,
-        };
-        let g = MaskGeometry { input, image, frame };
-        let found = detect::mask::masks(&p, &d.extra, &d.boxes, &g)?;
-        if found.contains(&None) {
-            // Ultralytics keeps only the boxes whose mask has a pixel.
-            let keep: Vec<bool> = found.iter().map(Option::is_some).collect();
-            d = keep_where(d, &keep, nm);
-        }
-        let (out, inputs): (Vec<MaskPatch>, Vec<InputMask>) = found.into_iter().flatten().unzip();
-        masks = Some((out, frame));
-        input_masks = Some(inputs);
+        Err(e) => Err(e),
     }
-    let mut xywhr = None;
-    if r.layout.task == Task::Obb {
-        let bounds = r.geometry.rotated(&mut d.boxes, &d.angles);
-        xywhr = Some(d.boxes.iter().zip(&d.angles).map(|(b, &t)| [b[0], b[1], b[2], b[3], t]).collect());
-        d.boxes = bounds;
-    } else {
-        r.geometry.boxes(&mut d.boxes);
-    }
-    let mut keypoints = None;
-    if let Task::Pose { k, dim } = r.layout.task {
-        let mut values = std::mem::take(&mut d.extra);
-        r.geometry.points(&mut values, dim);
-        keypoints = Some((values, k * dim));
-    }
-    Ok(Result_ { decoded: d, xywhr, keypoints, masks, input_masks })
 }
 
-/// The detections where `keep` is true (`extra` values per detection).
-fn keep_where(d: detect::Decoded, keep: &[bool], extra: usize) -> detect::Decoded {
-    let mut out = detect::Decoded::default();
-    for (i, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
-        out.boxes.push(d.boxes[i]);
-        out.scores.push(d.scores[i]);
-        out.classes.push(d.classes[i]);
-        out.anchors.push(d.anchors[i]);
-        if let Some(&a) = d.angles.get(i) {
-            out.angles.push(a);
-        }
-        out.extra.extend_from_slice(&d.extra[i * extra..(i + 1) * extra]);
-    }
-    out
-}
-
-/// Decodes one YOLO output (and the prototypes of a segmentation model).
-#[allow(clippy::too_many_arguments)]
-#[pyfunction]
-#[pyo3(signature = (output, element, family, task, nc, conf, iou, classes, agnostic, max_det, max_nms,
-    scale, offset, frame=None, protos=None, protos_element=None, nm=32, kpt=(17, 3), input=None, image=None, quant=None))]
-fn decode_yolo<'py>(
-    py: Python<'py>,
-    output: OutputArray<'py>,
-    element: &str,
-    family: &str,
-    task: &str,
-    nc: usize,
-    conf: f32,
-    iou: f32,
-    classes: Option<Vec<u32>>,
-    agnostic: bool,
-    max_det: usize,
-    max_nms: usize,
-    scale: (f64, f64),
-    offset: (f64, f64),
-    frame: Option<(f64, f64)>,
-    protos: Option<OutputArray<'py>>,
-    protos_element: Option<&str>,
-    nm: usize,
-    kpt: (usize, usize),
-    input: Option<(usize, usize)>,
-    image: Option<(usize, usize, usize, usize)>,
+/// The decode's settings, checked once; `decode` runs it on one frame's
+/// outputs. `npu_zc.YoloDecoder` wraps it.
+#[pyclass(module = "npu_zc._core", name = "_YoloDecoder", frozen)]
+pub struct PyYoloDecoder {
+    decoder: Decoder,
     quant: Option<(f32, i32)>,
-) -> PyResult<Decoded<'py>> {
-    let request = Request {
-        layout: layout_of(family, task, nc, nm, kpt)?,
-        params: Params { conf, iou, classes, agnostic, max_det, max_nms },
-        geometry: Geometry {
-            scale: [scale.0, scale.1],
-            offset: [offset.0, offset.1],
-            frame: frame.map(|f| [f.0, f.1]),
-        },
-        input: input.map(|i| {
-            let image = image.unwrap_or((0, 0, i.0, i.1));
-            ([i.0, i.1], [image.0, image.1, image.2, image.3])
-        }),
-        element: element_of(&output, element, quant)?,
-        protos_element: match (&protos, protos_element) {
-            (Some(p), Some(e)) => Some(element_of(p, e, quant)?),
-            _ => None,
-        },
-    };
-    if !(scale.0 > 0.0 && scale.1 > 0.0 && scale.0.is_finite() && scale.1.is_finite()) {
-        return Err(invalid(format!("the transform's scale must be positive, got {scale:?}")));
-    }
-    let out_guard = output.borrow()?;
-    let protos_guard = protos.as_ref().map(|p| p.borrow()).transpose()?;
-    let (out_span, protos_span) = (span(&out_guard), protos_guard.as_ref().map(span));
-    let r = py.detach(|| run(&out_span, protos_span.as_ref(), &request)).map_err(detect_error)?;
-    drop((out_guard, protos_guard));
+}
 
+/// One frame's detections as numpy arrays (`decode`'s result): xyxy (n, 4),
+/// scores, class ids, anchors, xywhr (n, 5) for obb, keypoints (n, e), masks
+/// (n, h, w) as 0/1 bytes, and each mask at the model input: rects (n, 4) x,
+/// y, w, h and their 0/1 bytes, one after another.
+#[pyclass(module = "npu_zc._core", name = "_YoloOutput", frozen, get_all)]
+pub struct PyYoloOutput {
+    xyxy: Py<PyArray2<f32>>,
+    scores: Py<PyArray1<f32>>,
+    class_ids: Py<PyArray1<i32>>,
+    anchors: Py<PyArray1<i64>>,
+    xywhr: Option<Py<PyArray2<f32>>>,
+    keypoints: Option<Py<PyArray2<f32>>>,
+    masks: Option<Py<PyArrayDyn<u8>>>,
+    input_rects: Option<Py<PyArray2<i64>>>,
+    input_bits: Option<Py<PyArray1<u8>>>,
+}
+
+#[pymethods]
+impl PyYoloDecoder {
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (family, task, nc, conf, iou, classes, agnostic, max_det, max_nms,
+        scale, offset, frame=None, nm=None, kpt=None, input=None, image=None, quant=None))]
+    fn new(
+        family: &str,
+        task: &str,
+        nc: Count,
+        conf: f32,
+        iou: f32,
+        classes: Option<Vec<Bound<'_, PyAny>>>,
+        agnostic: bool,
+        max_det: &Bound<'_, PyAny>,
+        max_nms: &Bound<'_, PyAny>,
+        scale: (f64, f64),
+        offset: (f64, f64),
+        frame: Option<(f64, f64)>,
+        nm: Option<Count>,
+        kpt: Option<(Count, Count)>,
+        input: Option<(Count, Count)>,
+        image: Option<(Count, Count, Count, Count)>,
+        quant: Option<(f32, Bound<'_, PyAny>)>,
+    ) -> PyResult<Self> {
+        let classes = classes
+            .map(|c| c.iter().map(|v| int_arg::<u32>(v, "a class id in classes", "0..2**32")).collect())
+            .transpose()?;
+        let max_det = int_arg::<usize>(max_det, "max_det", "0..2**64")?;
+        let max_nms = int_arg::<usize>(max_nms, "max_nms", "0..2**64")?;
+        let quant = quant
+            .map(|(s, z)| Ok::<_, PyErr>((s, int_arg::<i32>(&z, "quant's zero point", "-2**31..2**31")?)))
+            .transpose()?;
+        let layout = layout_of(family, task, nc.0, nm.map_or(32, |n| n.0), kpt.map_or((17, 3), |(k, d)| (k.0, d.0)))?;
+        let input = input.map(|(w, h)| {
+            let (l, t, r, b) = image.unwrap_or((Count(0), Count(0), w, h));
+            ([w.0, h.0], [l.0, t.0, r.0, b.0])
+        });
+        let decoder = Decoder::new(
+            layout,
+            Params { conf, iou, classes, agnostic, max_det, max_nms },
+            Geometry { scale: [scale.0, scale.1], offset: [offset.0, offset.1], frame: frame.map(|f| [f.0, f.1]) },
+            input,
+        )
+        .map_err(detect_error)?;
+        Ok(Self { decoder, quant })
+    }
+
+    /// Decodes one frame's output (and a segmentation model's prototypes),
+    /// read in place with the GIL released.
+    #[pyo3(signature = (output, element, protos=None, protos_element=None))]
+    fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        output: OutputArray<'py>,
+        element: &str,
+        protos: Option<OutputArray<'py>>,
+        protos_element: Option<&str>,
+    ) -> PyResult<PyYoloOutput> {
+        let element = element_of(&output, element, self.quant)?;
+        let protos_element = match (&protos, protos_element) {
+            (Some(p), Some(e)) => Some(element_of(p, e, self.quant)?),
+            _ => None,
+        };
+        // The one overlap rule (alias.rs): no call may be writing what this reads.
+        let mut reads = vec![(alias::extent(output.untyped()), "output")];
+        if let Some(p) = &protos {
+            reads.push((alias::extent(p.untyped()), "prototypes output"));
+        }
+        let _claim = alias::claim(&reads, &[])?;
+        let out_guard = output.borrow()?;
+        let protos_guard = protos.as_ref().map(|p| p.borrow()).transpose()?;
+        let (out_span, protos_span) = (span(&out_guard), protos_guard.as_ref().map(span));
+        let decoder = &self.decoder;
+        let r = py
+            .detach(|| {
+                // SAFETY: both arrays stay borrowed (and claimed) until this returns.
+                let output = unsafe { out_span.tensor(element)? };
+                let protos = match (&protos_span, protos_element) {
+                    // SAFETY: as above.
+                    (Some(p), Some(e)) => Some(unsafe { p.tensor(e)? }),
+                    _ => None,
+                };
+                decoder.decode(&output, protos.as_ref())
+            })
+            .map_err(detect_error)?;
+        drop((out_guard, protos_guard));
+        arrays(py, r)
+    }
+}
+
+/// The detections as numpy arrays.
+fn arrays(py: Python<'_>, r: Output) -> PyResult<PyYoloOutput> {
     let d = r.decoded;
     let n = d.len();
     let xyxy = PyArray1::from_vec(py, d.boxes.concat()).reshape([n, 4])?;
@@ -292,25 +284,25 @@ fn decode_yolo<'py>(
     let xywhr = r.xywhr.map(|v| PyArray1::from_vec(py, v.concat()).reshape([n, 5])).transpose()?;
     let keypoints = r.keypoints.map(|(v, e)| PyArray1::from_vec(py, v).reshape([n, e])).transpose()?;
     let masks = r.masks.map(|(patches, [w, h])| paint_masks(py, &patches, n, w, h)).transpose()?;
-    let input_masks = r
-        .input_masks
-        .map(|m| -> PyResult<_> {
-            let rects: Vec<i64> =
-                m.iter().flat_map(|m| [m.x.start, m.y.start, m.x.len(), m.y.len()].map(|v| v as i64)).collect();
-            let bits: Vec<u8> = m.into_iter().flat_map(|m| m.bits).collect();
-            Ok((PyArray1::from_vec(py, rects).reshape([n, 4])?, PyArray1::from_vec(py, bits)))
-        })
-        .transpose()?;
-    Ok((
-        xyxy,
-        PyArray1::from_vec(py, d.scores),
-        PyArray1::from_vec(py, classes),
-        PyArray1::from_vec(py, anchors),
-        xywhr,
-        keypoints,
-        masks,
-        input_masks,
-    ))
+    let (mut input_rects, mut input_bits) = (None, None);
+    if let Some(m) = r.input_masks {
+        let rects: Vec<i64> =
+            m.iter().flat_map(|m| [m.x.start, m.y.start, m.x.len(), m.y.len()].map(|v| v as i64)).collect();
+        let bits: Vec<u8> = m.into_iter().flat_map(|m| m.bits).collect();
+        input_rects = Some(PyArray1::from_vec(py, rects).reshape([n, 4])?.unbind());
+        input_bits = Some(PyArray1::from_vec(py, bits).unbind());
+    }
+    Ok(PyYoloOutput {
+        xyxy: xyxy.unbind(),
+        scores: PyArray1::from_vec(py, d.scores).unbind(),
+        class_ids: PyArray1::from_vec(py, classes).unbind(),
+        anchors: PyArray1::from_vec(py, anchors).unbind(),
+        xywhr: xywhr.map(Bound::unbind),
+        keypoints: keypoints.map(Bound::unbind),
+        masks: masks.map(Bound::unbind),
+        input_rects,
+        input_bits,
+    })
 }
 
 /// The masks as one `(n, h, w)` array of 0/1 bytes. Numpy's zeroed
@@ -324,7 +316,7 @@ fn paint_masks<'py>(
     w: usize,
     h: usize,
 ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
-    let masks = PyArrayDyn::<u8>::zeros(py, vec![n, h, w], false);
+    let masks = zeros(py, [n, h, w])?;
     // SAFETY: the array was just made here, C-contiguous, and no one else
     // holds it yet; nothing reads or resizes it while the patches are written.
     let planes = unsafe { masks.as_slice_mut() }.map_err(|_| invalid("the masks array is not contiguous"))?;
@@ -337,6 +329,29 @@ fn paint_masks<'py>(
         }
     });
     Ok(masks)
+}
+
+/// A zeroed C-contiguous u8 array of `dims`, or OutOfMemoryError where numpy
+/// cannot have the memory (numpy's own `zeros` would panic on the null it returns).
+fn zeros<'py>(py: Python<'py>, dims: [usize; 3]) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let too_large =
+        || error(ErrorKind::OutOfMemory, format!("the masks array {dims:?} (detections, height, width) is too large"));
+    let bytes = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(too_large)?;
+    if bytes > isize::MAX as usize || dims.iter().any(|&d| d > isize::MAX as usize) {
+        return Err(too_large());
+    }
+    let mut shape = dims.map(|d| d as npyffi::npy_intp);
+    // SAFETY: the shape's 3 dims are valid npy_intp (checked above), the
+    // descriptor is a new reference that PyArray_Zeros steals, and a null
+    // result (with numpy's MemoryError set) is taken as the error, not used.
+    unsafe {
+        let ptr = npyffi::PY_ARRAY_API.PyArray_Zeros(py, 3, shape.as_mut_ptr(), u8::get_dtype(py).into_dtype_ptr(), 0);
+        match Bound::from_owned_ptr_or_err(py, ptr) {
+            Ok(a) => Ok(a.cast_into_unchecked()),
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyMemoryError>(py) => Err(too_large()),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// Numpy asks for transparent huge pages on arrays of 4 MiB and more: the
@@ -367,6 +382,7 @@ struct Unshared<'a>(&'a mut [u8]);
 unsafe impl Send for Unshared<'_> {}
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(decode_yolo, m)?)?;
+    m.add_class::<PyYoloDecoder>()?;
+    m.add_class::<PyYoloOutput>()?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
-use super::errors::invalid;
+use super::errors::{invalid, non_negative};
 use crate::detect::track::{Bbox, ByteTracker, Detection, TrackerConfig};
 
 /// One stream's ByteTrack state.
@@ -28,11 +28,16 @@ impl PyByteTracker {
         track_high_thresh: f32,
         track_low_thresh: f32,
         new_track_thresh: f32,
-        track_buffer: u32,
+        track_buffer: &Bound<'_, PyAny>,
         match_thresh: f32,
         fuse_score: bool,
-        frame_rate: u32,
+        frame_rate: &Bound<'_, PyAny>,
     ) -> PyResult<Self> {
+        // A count out of u32's range is an InvalidArgumentError naming it, not PyO3's OverflowError.
+        let count = |v: &Bound<'_, PyAny>, what: &str| {
+            u32::try_from(non_negative(v, what)?).map_err(|_| invalid(format!("{what} must be below 2**32, got {v}")))
+        };
+        let (track_buffer, frame_rate) = (count(track_buffer, "track_buffer")?, count(frame_rate, "frame_rate")?);
         let config = TrackerConfig {
             track_high_thresh,
             track_low_thresh,

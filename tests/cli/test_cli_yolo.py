@@ -109,3 +109,8 @@ def test_stream_tracks_the_squares(red_square_yolo: Path, tmp_path: Path) -> Non
     assert "found    12 detections in 6 frames, 2 tracks" in text
     untracked = json.loads(ok("stream", "-i", folder, "-m", red_square_yolo, "-d", "CPU", "--json", "-c", "--no-track"))
     assert all("track_id" not in d for f in untracked["results"] for d in f["detections"]["detections"])
+
+
+def test_out_of_range_classes_and_max_det_are_refused_naming_them(red_square_yolo: Path, photo: Path) -> None:
+    fails("run", "-i", photo, "-m", red_square_yolo, "-d", "CPU", "--classes", "5000000000", match="classes")
+    fails("run", "-i", photo, "-m", red_square_yolo, "-d", "CPU", "--max-det", str(2**70), match="max_det")

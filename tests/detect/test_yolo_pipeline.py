@@ -14,6 +14,7 @@ import pytest
 import npu_zc
 from npu_zc.pipeline import Pipeline
 from npu_zc.pipeline.yolo import DetectOptions
+from npu_zc.runtime import CompileOptions
 
 from conftest import RED_SQUARE, red_square_input_box, save_red_square_yolo, ultralytics_letterbox
 
@@ -23,7 +24,9 @@ ov = pytest.importorskip("openvino")
 def reference_detect(model_path: Path, frame: np.ndarray, conf: float = 0.25, iou: float = 0.7, max_det: int = 300,
                      max_nms: int = 30000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What Ultralytics' predict does for an anchor-free [1, 4+nc, N] export, with numpy and cv2."""
-    compiled = ov.Core().compile_model(str(model_path), "CPU")
+    # f32 as the pipeline under test is pinned (bf16, the CPU plugin's default on AVX-512 BF16 / AMX, moves
+    # boxes by a pixel and scores near the threshold across it).
+    compiled = ov.Core().compile_model(str(model_path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     h, w = (int(d) for d in compiled.inputs[0].shape[2:])
     x = ultralytics_letterbox(frame, (h, w))[0][..., ::-1].transpose(2, 0, 1)[None].astype(np.float32) / 255
     out = compiled(x)[0][0]  # [4+nc, N]
@@ -138,7 +141,8 @@ def test_real_detector_finds_the_astronaut(fall_detector_onnx: Path) -> None:
     from npu_zc.pipeline import sample_photo
 
     photo = sample_photo("astronaut")
-    with Pipeline(fall_detector_onnx, "CPU") as pipeline:
+    f32 = CompileOptions(inference_precision="f32")  # the same numbers on every CPU, as the reference's
+    with Pipeline(fall_detector_onnx, "CPU", options=f32) as pipeline:
         assert pipeline.kind == "yolo"
         dets = pipeline.process(photo)
     assert dets.labels()[0] == "Normal"

@@ -36,6 +36,7 @@ _LIMB_BGR = [tuple(int(c) for c in _POSE_RGB[i][::-1]) for i in (9, 9, 9, 9, 7, 
 _KPT_BGR = [tuple(int(c) for c in _POSE_RGB[i][::-1]) for i in (16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 9, 9, 9, 9, 9, 9)]
 KEYPOINT_MIN_VISIBILITY = 0.25  # Ultralytics' Annotator.kpts conf_thres
 MASK_ALPHA = 0.5
+MAX_LINE_WIDTH = 1024
 
 
 def color(index: int) -> tuple[int, int, int]:
@@ -52,7 +53,11 @@ def draw(
     keypoints: bool = True,
     line_width: int | None = None,
 ) -> np.ndarray:
-    """Draw ``result`` onto ``frame`` (H x W x 3 uint8 BGR, written in place) and return the frame."""
+    """Draw ``result`` onto ``frame`` (H x W x 3 uint8 BGR, written in place) and return the frame.
+
+    Boxes reaching outside the frame are clipped to it (what lies outside is not drawn); a box, rotated box or
+    keypoint with a value that is not a finite number (NaN, infinity) is skipped. ``line_width``: pixels, a
+    whole number from 1 to 1024 (None: Ultralytics' default for the frame's size)."""
     import cv2
 
     if not isinstance(frame, np.ndarray) or frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
@@ -62,24 +67,41 @@ def draw(
         )
     if not frame.flags.writeable or not frame.flags.c_contiguous:
         raise InvalidArgumentError("draw writes into the frame: pass a writable, C-contiguous array (a copy)")
+    if line_width is not None and (
+            not isinstance(line_width, (int, np.integer)) or isinstance(line_width, bool) or not 1 <= line_width <= MAX_LINE_WIDTH):
+        raise InvalidArgumentError(f"line_width is a whole number of pixels from 1 to {MAX_LINE_WIDTH}, got {line_width!r}")
     height, width = frame.shape[:2]
-    lw = line_width or max(round((height + width + 3) / 2 * 0.003), 2)
+    lw = int(line_width) if line_width is not None else max(round((height + width + 3) / 2 * 0.003), 2)
+    # Coordinates beyond the frame by more than a line's width draw nothing more: clipped there, so that
+    # OpenCV's integer coordinates hold them.
+    margin = lw + 1
     n = len(result)
     classes = np.asarray(result.class_ids).reshape(-1)
     if masks and getattr(result, "masks", None) is not None and n:
         _masks(frame, np.asarray(result.masks), classes)
     xywhr = getattr(result, "xywhr", None)
     boxes = np.asarray(result.xyxy, np.float64).reshape(-1, 4)
+    lo, hi = np.array([-margin, -margin]), np.array([width + margin, height + margin])
     for i in range(n):
         c = color(int(classes[i]))
         if xywhr is not None:
             cx, cy, w, h, r = (float(v) for v in xywhr[i])
-            corners = cv2.boxPoints(((cx, cy), (w, h), np.degrees(r)))
+            if not all(np.isfinite((cx, cy, w, h, r))):
+                continue
+            corners = cv2.boxPoints(((cx, cy), (w, h), np.degrees(r))).astype(np.float64)
+            if not np.isfinite(corners).all():
+                continue
+            # OpenCV takes int32 points: corners further out than a few frame sizes are clipped there (a box
+            # that large is drawn approximately; one inside the frame exactly).
+            reach = 4.0 * (width + height)
+            corners = corners.clip(-reach, reach)
             cv2.polylines(frame, [np.round(corners).astype(np.int32)], True, c, lw, cv2.LINE_AA)
-            top = corners[np.argmin(corners[:, 1] * 1e4 + corners[:, 0])]
+            top = corners[np.argmin(corners[:, 1] * 1e4 + corners[:, 0])].clip(lo, hi)
             anchor = (int(top[0]), int(top[1]))
         else:
-            x1, y1, x2, y2 = (int(round(v)) for v in boxes[i])
+            if not np.isfinite(boxes[i]).all():
+                continue
+            x1, y1, x2, y2 = (int(round(v)) for v in np.concatenate([boxes[i, :2].clip(lo, hi), boxes[i, 2:].clip(lo, hi)]))
             cv2.rectangle(frame, (x1, y1), (x2, y2), c, lw, cv2.LINE_AA)
             anchor = (x1, y1)
         if labels:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
@@ -114,6 +115,12 @@ def _merge_multi_segment(segments: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
+def _finite(value: Any, digits: int) -> float | None:
+    """``value`` rounded to ``digits``, or None where it is not a finite number (strict JSON has no NaN)."""
+    v = float(value)
+    return round(v, digits) if math.isfinite(v) else None
+
+
 @dataclass
 class Detections:
     """Detections of one frame, best first (the order Ultralytics returns).
@@ -160,27 +167,29 @@ class Detections:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: one dict per detection (masks as their pixel count and
-        bounding box, not the bitmap; their outlines as ``polygon``)."""
+        bounding box, not the bitmap; their outlines as ``polygon``). Strict
+        JSON: a value that is not a finite number (NaN, infinity) is ``None``
+        (``null``), never the ``NaN`` / ``Infinity`` tokens that JSON parsers refuse."""
         items: list[dict[str, Any]] = []
         labels = self.labels()
         polygons = self.polygons
         for i in range(len(self)):
             item: dict[str, Any] = {
-                "box": [round(float(v), 2) for v in self.xyxy[i]],
-                "score": round(float(self.scores[i]), 5),
+                "box": [_finite(v, 2) for v in self.xyxy[i]],
+                "score": _finite(self.scores[i], 5),
                 "class_id": int(self.class_ids[i]),
                 "label": labels[i],
             }
             if self.track_ids is not None:
                 item["track_id"] = int(self.track_ids[i])
             if self.xywhr is not None:
-                item["xywhr"] = [round(float(v), 4) for v in self.xywhr[i]]
+                item["xywhr"] = [_finite(v, 4) for v in self.xywhr[i]]
             if self.keypoints is not None:
-                item["keypoints"] = [[round(float(v), 2) for v in k] for k in self.keypoints[i]]
+                item["keypoints"] = [[_finite(v, 2) for v in k] for k in self.keypoints[i]]
             if self.masks is not None:
                 item["mask_pixels"] = int(np.count_nonzero(self.masks[i]))
             if polygons is not None:
-                item["polygon"] = [[round(float(x), 2), round(float(y), 2)] for x, y in polygons[i]]
+                item["polygon"] = [[_finite(x, 2), _finite(y, 2)] for x, y in polygons[i]]
             items.append(item)
         return {"task": self.task, "detections": items}
 

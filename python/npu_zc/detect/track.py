@@ -1,4 +1,4 @@
-"""ByteTrack over a stream's detections: :class:`Tracker` (the work is in Rust, ``rust/detect/track.rs``).
+"""ByteTrack over a stream's detections: :class:`Tracker` (the work is in Rust, ``rust/detect/track/``).
 
 Ultralytics' ``BYTETracker`` with its ``bytetrack.yaml`` defaults, step for step, so that the ids are
 Ultralytics' frame by frame (tests/detect/test_track_ultralytics.py checks fixtures made by Ultralytics).
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._core import _ByteTracker
+from ..errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from .results import Detections
@@ -37,6 +38,9 @@ class Tracker:
         fuse_score: bool = True,
         frame_rate: int = 30,
     ) -> None:
+        for what, value, low in (("track_buffer", track_buffer, 0), ("frame_rate", frame_rate, 1)):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not low <= value < 2**32:
+                raise InvalidArgumentError(f"{what} must be a whole number from {low} below 2**32, got {value!r}")
         self.config: dict[str, float | int | bool] = {
             "track_high_thresh": float(track_high_thresh),
             "track_low_thresh": float(track_low_thresh),
@@ -66,14 +70,26 @@ class Tracker:
         """One frame as arrays: boxes ``(n, 4)`` corners or ``(n, 5)`` rotated (centre, size, angle in
         radians), scores, class ids. Returns the confirmed tracks' boxes (``(m, 4)`` or ``(m, 5)`` f32, as
         given), track ids ``(m,)`` i64, scores, class ids and ``index``, the position of each one's
-        detection in the input."""
+        detection in the input. Boxes of another shape, scores or class ids of another length, and class ids
+        outside int32 are refused (:class:`~npu_zc.InvalidArgumentError`)."""
         b = np.asarray(boxes, np.float32)
-        width = b.shape[-1] if b.ndim == 2 and b.shape[-1] in (4, 5) else 4
-        return self._inner.update(
-            np.ascontiguousarray(b.reshape(-1, width)),
-            np.ascontiguousarray(scores, np.float32).reshape(-1),
-            np.ascontiguousarray(class_ids, np.int32).reshape(-1),
-        )
+        if b.size == 0 and b.ndim == 1:
+            b = b.reshape(0, 4)  # no detections, however the empty array was made
+        if b.ndim != 2 or b.shape[1] not in (4, 5):
+            raise InvalidArgumentError(
+                f"boxes are (n, 4) corners or (n, 5) rotated boxes (centre, size, angle), got shape {b.shape}")
+        n = b.shape[0]
+        s = np.asarray(scores, np.float32)
+        c = np.asarray(class_ids)
+        if s.shape != (n,) or c.shape != (n,):
+            raise InvalidArgumentError(
+                f"n boxes need n scores and n class ids: {n} boxes, scores of shape {s.shape}, class ids of shape {c.shape}")
+        if c.dtype.kind not in "iu" and not (c.dtype.kind == "f" and np.all(np.isfinite(c)) and np.all(c == np.round(c))):
+            raise InvalidArgumentError(f"class ids are whole numbers, got {c.dtype} values")
+        if n and (c.min() < -2**31 or c.max() >= 2**31):
+            raise InvalidArgumentError(
+                f"class ids must lie in the int32 range, got {c.min()}..{c.max()}: each would be tracked as another id")
+        return self._inner.update(np.ascontiguousarray(b), np.ascontiguousarray(s), np.ascontiguousarray(c, np.int32))
 
     def update(self, detections: Detections) -> Detections:
         """This frame's detections in; those of confirmed tracks out, with ``track_ids`` set. Rotated

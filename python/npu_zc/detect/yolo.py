@@ -4,6 +4,7 @@ read where the model wrote them (:func:`decode_yolo`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
@@ -11,7 +12,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import _core
-from ..errors import DetectError, DetectLayoutError
+from ..errors import DetectError, DetectLayoutError, InvalidArgumentError
 from .results import TASKS, Detections, InputMasks
 
 FAMILIES = ("anchor-free", "end2end", "yolov5")
@@ -49,6 +50,19 @@ class YoloLayout:
     output: int = 0
     protos: int | None = None
     input_size: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        # A hand-made layout is checked as the shapes would check it: counts a model can have.
+        if self.family not in FAMILIES:
+            raise InvalidArgumentError(f"family is one of {', '.join(FAMILIES)}, got {self.family!r}")
+        if self.task not in TASKS:
+            raise InvalidArgumentError(f"task is one of {', '.join(TASKS)}, got {self.task!r}")
+        for what, value in (("nc", self.nc), ("nm", self.nm), ("output", self.output)):
+            if not isinstance(value, (int, np.integer)) or not 0 <= value < 2**31:
+                raise InvalidArgumentError(f"{what} is a count of channels, from 0 below 2**31, got {value!r}")
+        if self.kpt_shape is not None and (
+                len(self.kpt_shape) != 2 or not all(isinstance(v, (int, np.integer)) and 0 < v < 2**16 for v in self.kpt_shape)):
+            raise InvalidArgumentError(f"kpt_shape is (keypoints, values per keypoint), got {self.kpt_shape!r}")
 
     @property
     def extra(self) -> int:
@@ -214,7 +228,7 @@ class YoloDecoder:
     """:func:`decode_yolo` with its layout, settings and geometry checked once (same arguments, same errors):
     ``decoder(outputs)`` decodes one frame's outputs. A stream's frames of one size share one decoder."""
 
-    __slots__ = ("layout", "names", "quant", "_args", "_geometry", "_polygons", "_kpt", "_elements")
+    __slots__ = ("layout", "names", "quant", "_decoder", "_polygons", "_kpt", "_elements")
 
     def __init__(
         self,
@@ -235,11 +249,11 @@ class YoloDecoder:
             raise DetectError(f"the model's output has {layout.nc} classes but {len(names)} names were given")
         if not (0.0 <= conf <= 1.0 and 0.0 <= iou <= 1.0):
             raise DetectError(f"conf and iou must lie in 0..1, got conf={conf}, iou={iou}")
-        if max_det < 0 or max_nms < 0:
-            raise DetectError(f"max_det and max_nms must be 0 or more, got {max_det} and {max_nms}")
+        max_det, max_nms = _count(max_det, "max_det"), _count(max_nms, "max_nms")
         wanted = None if classes is None else [int(c) for c in classes]
-        if wanted is not None and any(c < 0 for c in wanted):
-            raise DetectError(f"class ids are 0 or more, got {wanted}")
+        if wanted is not None and any(not 0 <= c < 2**32 for c in wanted):
+            raise InvalidArgumentError(f"classes are class ids, each 0 or more and below 2**32, got {wanted}")
+        quant = _quant(quant)
         scale, offset, frame, input_wh, image = (1.0, 1.0), (0.0, 0.0), None, None, None
         if transform is not None:
             scale, offset = tuple(transform.scale), tuple(transform.offset)
@@ -252,15 +266,17 @@ class YoloDecoder:
         elif layout.input_size is not None:
             input_wh = layout.input_size
         if frame_size is not None:
-            frame = (float(frame_size[0]), float(frame_size[1]))
+            frame = _frame_size(frame_size)
         self.layout = layout
         # One read-only mapping shared by every frame's Detections (not a copy per frame).
         self.names: Mapping[int, str] = MappingProxyType(dict(names or {}))
         self.quant = quant
         self._kpt = layout.kpt_shape or (17, 3)
-        self._args = (layout.family, layout.task, layout.nc, float(conf), float(iou), wanted, bool(agnostic),
-                      int(max_det), int(max_nms), scale, offset, frame)
-        self._geometry = (layout.nm or 32, self._kpt, input_wh, image, quant)
+        # Checked once here (Rust): the layout's channel count, the transform, the frame, the input rectangle.
+        self._decoder = _core._YoloDecoder(
+            layout.family, layout.task, layout.nc, float(conf), float(iou), wanted, bool(agnostic), max_det, max_nms,
+            scale, offset, frame, layout.nm or 32, self._kpt, input_wh, image, quant,
+        )
         self._polygons: tuple[Sequence[float], Sequence[float], Sequence[float] | None] = (scale, offset, frame)
         self._elements: dict[tuple[Any, Any], tuple[str, str | None]] = {}
 
@@ -288,16 +304,52 @@ class YoloDecoder:
             output = output.view(np.uint16)
         if protos_element in ("f16", "bf16"):
             protos = protos.view(np.uint16)  # type: ignore[union-attr]
-        xyxy, scores, class_ids, _anchor, xywhr, kpts, masks, inputs = _core.decode_yolo(
-            output, element, *self._args, protos, protos_element, *self._geometry,
-        )
-        if masks is None and kpts is None:
-            return Detections(xyxy, scores, class_ids, self.names, layout.task, xywhr=xywhr)
+        r = self._decoder.decode(output, element, protos, protos_element)
+        if r.masks is None and r.keypoints is None:
+            return Detections(r.xyxy, r.scores, r.class_ids, self.names, layout.task, xywhr=r.xywhr)
         kpt = self._kpt
+        n = len(r.scores)
         return Detections(
-            xyxy, scores, class_ids, self.names, layout.task,
-            masks=None if masks is None else masks.view(np.bool_),
-            keypoints=None if kpts is None else kpts.reshape(len(scores), kpt[0], kpt[1]),
-            xywhr=xywhr,
-            input_masks=None if inputs is None else InputMasks.of(inputs[0], inputs[1], *self._polygons),
+            r.xyxy, r.scores, r.class_ids, self.names, layout.task,
+            masks=None if r.masks is None else r.masks.view(np.bool_),
+            keypoints=None if r.keypoints is None else r.keypoints.reshape(n, kpt[0], kpt[1]),
+            xywhr=r.xywhr,
+            input_masks=None if r.input_rects is None or r.input_bits is None
+            else InputMasks.of(r.input_rects, r.input_bits, *self._polygons),
         )
+
+
+def _count(value: Any, what: str) -> int:
+    """A count argument (max_det, max_nms): a whole number from 0 below 2**64."""
+    try:
+        n = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidArgumentError(f"{what} must be a whole number, got {value!r}") from None
+    if n != value or not 0 <= n < 2**64:
+        raise InvalidArgumentError(f"{what} must be a whole number from 0 below 2**64, got {value!r}")
+    return n
+
+
+def _quant(quant: tuple[float, int] | None) -> tuple[float, int] | None:
+    """``quant=(scale, zero_point)`` as numbers the decode can take (the dtype's range is checked in Rust)."""
+    if quant is None:
+        return None
+    try:
+        scale, zero_point = float(quant[0]), int(quant[1])
+    except (TypeError, ValueError, OverflowError, IndexError):
+        raise InvalidArgumentError(f"quant is (scale, zero_point), two numbers, got {quant!r}") from None
+    if not -2**31 <= zero_point < 2**31 or zero_point != quant[1]:
+        raise InvalidArgumentError(
+            f"quant's zero point must be a whole number in -128..127 (int8) or 0..255 (uint8), got {quant[1]!r}")
+    return scale, zero_point
+
+
+def _frame_size(frame_size: Any) -> tuple[float, float]:
+    """``frame_size`` (width, height): two finite numbers above 0 (what boxes are clipped to)."""
+    try:
+        w, h = (float(v) for v in frame_size)
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidArgumentError(f"frame_size is (width, height), two numbers, got {frame_size!r}") from None
+    if not (math.isfinite(w) and math.isfinite(h) and w > 0 and h > 0):
+        raise InvalidArgumentError(f"frame_size (width, height) must be two finite numbers above 0, got {frame_size!r}")
+    return w, h

@@ -48,8 +48,10 @@ class DetectOptions:
     def __post_init__(self) -> None:
         if not 0.0 <= self.conf <= 1.0 or not 0.0 <= self.iou <= 1.0:
             raise InvalidArgumentError(f"conf and iou are between 0 and 1, got conf {self.conf}, iou {self.iou}")
-        if self.max_det < 1:
-            raise InvalidArgumentError(f"max_det must be at least 1, got {self.max_det}")
+        if not isinstance(self.max_det, int) or not 1 <= self.max_det < 2**63:
+            raise InvalidArgumentError(f"max_det must be a whole number from 1 below 2**63, got {self.max_det!r}")
+        if self.classes is not None and any(not isinstance(c, int) or not 0 <= c < 2**32 for c in self.classes):
+            raise InvalidArgumentError(f"classes are class ids, whole numbers from 0 below 2**32, got {self.classes}")
         if self.task is not None and self.task not in YOLO_TASKS:
             raise InvalidArgumentError(f"unknown task {self.task!r}: use one of {', '.join(YOLO_TASKS)}")
 
@@ -124,6 +126,10 @@ class YoloDetections(Postprocessor):
         self.options = options or DetectOptions()
         self.layout = layout_for(model, meta, self.options)
         names = dict(self.options.names or (meta.names if meta else {}) or {})
+        if self.layout.family == "end2end" and self.layout.nc == 0 and names:
+            # An end-to-end output carries each detection's class id, not a score per class: the names say how
+            # many classes there are (ids at or above that are no detection).
+            self.layout = replace(self.layout, nc=len(names))
         nc = int(self.layout.nc)
         if names and len(names) != nc:
             said = "the names given" if self.options.names else "the model's metadata"
@@ -190,7 +196,7 @@ def _quantisation(model: Any) -> tuple[float, int] | None:
     info = model_info(model)
     try:
         scale, zero = float(info["output_scale"]), float(info.get("output_zero_point", 0))
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, TypeError):
         raise ModelError(
             "the model's output is 8-bit, but it records no output_scale / output_zero_point in its model_info"
         ) from None
