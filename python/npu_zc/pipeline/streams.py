@@ -49,7 +49,7 @@ from .postprocess import for_frame
 from .preprocess import _LAYOUT_INTERPOLATION
 from ..runtime.latency_fit import StreamsFit
 from ..runtime.session import usable_cores
-from .throughput import default_requests
+from .throughput import STOP_GRACE_S, default_requests
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 
 STREAMS_STAGES = ("preprocess", "infer", "postprocess", "latency")
@@ -347,6 +347,7 @@ class Streams:
         self._readers: list[threading.Thread] = []
         self._run_stats: dict[int, StreamStats] = {}
         """Every stream that took part in the current (or last) run, removed ones too: the report's streams."""
+        self._abandoned = False
         self._delivering = threading.local()
         """Set on a delivery thread while it runs the outputs (:meth:`remove` called there does not wait for them)."""
         lanes: list[_Lane] = []
@@ -593,22 +594,39 @@ class Streams:
         except KeyboardInterrupt as exc:
             interrupted = exc
         finally:
-            self.stop()
-            while True:  # frames in flight finish (milliseconds); a second Ctrl-C does not cut that short
+            # Frames in flight finish (milliseconds). After a Ctrl-C, an output that does not return (a stuck
+            # consumer) is waited for STOP_GRACE_S, or until a second Ctrl-C: then the run's threads (daemons) are
+            # left to finish on their own (:attr:`abandoned`), as run_throughput does. Everything here may be
+            # interrupted (a Ctrl-C lands between any two bytecodes), stop() too: it is in the loop.
+            given_up_at = None if interrupted is None else time.monotonic() + STOP_GRACE_S
+            stopped = False
+            while True:
                 try:
+                    if not stopped:
+                        self.stop()
+                        stopped = True
                     if finished.wait(0.25):
                         break
+                    if given_up_at is not None and time.monotonic() > given_up_at:
+                        self._abandoned = True
+                        break
                 except KeyboardInterrupt as exc:
-                    interrupted = interrupted or exc
-            with self._lock:
-                self._running = False
-                readers = list(self._readers)
-            for reader in readers:
-                reader.join(timeout=10)  # a network read ends within its timeout
-            with self._ready:
-                for lane in self.lanes:  # frames decoded but never taken (a removed lane's went at its removal)
-                    while lane.frames:
-                        lane.frames.popleft().release()
+                    if interrupted is not None:
+                        self._abandoned = True  # a second Ctrl-C: at once
+                        break
+                    interrupted, given_up_at = exc, time.monotonic() + STOP_GRACE_S
+            if not self._abandoned:
+                with self._lock:
+                    self._running = False
+                    readers = list(self._readers)
+                for reader in readers:
+                    reader.join(timeout=10)  # a network read ends within its timeout
+                with self._ready:
+                    for lane in self.lanes:  # frames decoded but never taken (a removed lane's went at its removal)
+                        while lane.frames:
+                            lane.frames.popleft().release()
+        if self._abandoned and interrupted is not None:
+            raise interrupted
         seconds = time.perf_counter() - wall0
         ran = [stats for _, stats in sorted(self._run_stats.items())]
         if tick is not None:
@@ -644,7 +662,7 @@ class Streams:
             if stop.is_set():
                 lane.stats.stopped = True
             elif yielded == 0:
-                lane.stats.error = f"{lane.name} yielded no frame: nothing FFmpeg could decode in it"
+                lane.stats.error = f"{lane.name} yielded no frame: nothing in it could be decoded"
             else:
                 lane.stats.done = True
         except BaseException as exc:  # this stream's error; the others go on
@@ -869,10 +887,16 @@ class Streams:
             **colour,
         )  # fmt: skip
 
+    @property
+    def abandoned(self) -> bool:
+        """A run given up at Ctrl-C while an output had not returned: its threads (daemons) still hold the
+        pipeline's buffers, so :meth:`close` leaves the pipeline to the process's end (and so should its owner)."""
+        return self._abandoned
+
     def close(self) -> None:
-        """Free the pipeline (when made here)."""
+        """Free the pipeline (when made here; not after an :attr:`abandoned` run)."""
         self.stop()
-        if self._owns_pipeline:
+        if self._owns_pipeline and not self._abandoned:
             self.pipeline.close()
         self._owns_pipeline = False  # closed once
 
