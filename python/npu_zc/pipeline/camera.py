@@ -21,7 +21,7 @@ import numpy as np
 from .. import layout
 from ..capture import CAMERA_SOURCE_FORMATS, Camera, Frame
 from ..errors import CameraFormatError
-from .image import opencv
+from ..sources.image import opencv
 from .pipeline import Pipeline
 from .preprocess import _LAYOUT_INTERPOLATION, PreprocessSpec, Preprocessor
 from .stream import FrameResult, StreamReport

@@ -49,6 +49,8 @@ from .postprocess import for_frame
 from .preprocess import _LAYOUT_INTERPOLATION
 from ..runtime.latency_fit import StreamsFit
 from ..runtime.session import usable_cores
+from ..sources import open_source
+from ..sources.video import engine_takes_colour
 from .throughput import STOP_GRACE_S, default_requests
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 
@@ -304,8 +306,6 @@ class Streams:
         latency_budget_ms: float | None = DEFAULT_LATENCY_BUDGET_MS,
         **pipeline_options: Any,
     ) -> None:
-        from ..sources import open_source
-
         sources = list(sources)
         if not sources and not persistent:
             raise InvalidArgumentError("Streams needs at least one source (or persistent=True, to add them later)")
@@ -426,8 +426,6 @@ class Streams:
         is opened first, here: its error is raised and nothing is added. During a
         run its reader starts at once. Thread-safe.
         """
-        from ..sources import open_source
-
         if name is not None:
             _check_name(name)
             with self._lock:
@@ -872,8 +870,6 @@ class Streams:
         return transform
 
     def _converter(self, frame: Any) -> layout.Converter:
-        from ..sources.video import engine_takes_colour
-
         spec = self.pipeline.spec
         rows, cols = spec.region(frame.height, frame.width)
         colour: dict[str, Any] = {}
