@@ -43,10 +43,8 @@ import numpy as np
 
 from .. import layout
 from ..errors import Error, InvalidArgumentError, StreamNotFoundError, StreamsRunError
-from .camera import _even
 from .pipeline import DEFAULT_MODEL, Pipeline
 from .postprocess import for_frame
-from .preprocess import _LAYOUT_INTERPOLATION
 from ..runtime.latency_fit import StreamsFit
 from ..runtime.session import usable_cores
 from ..sources import open_source
@@ -870,18 +868,10 @@ class Streams:
         return transform
 
     def _converter(self, frame: Any) -> layout.Converter:
-        spec = self.pipeline.spec
-        rows, cols = spec.region(frame.height, frame.width)
-        colour: dict[str, Any] = {}
-        if frame.matrix is not None and engine_takes_colour():
-            colour = {"matrix": frame.matrix, "range": frame.range}
-        return layout.Converter(
-            frame.format, spec.format, spec.width, spec.height, threads=1, src_size=(frame.width, frame.height),
-            roi=_even(frame.format, cols.start, rows.start, cols.stop - cols.start, rows.stop - rows.start),
-            fit="letterbox" if spec.fit == "letterbox" else "stretch", fill=spec.fill,
-            interpolation=_LAYOUT_INTERPOLATION[spec.interpolation], **spec.normalisation,
-            **colour,
-        )  # fmt: skip
+        colour = frame.matrix is not None and engine_takes_colour()
+        return self.pipeline.spec.converter(frame.format, frame.width, frame.height,
+                                            matrix=frame.matrix if colour else None,
+                                            range=frame.range if colour else None)  # fmt: skip
 
     @property
     def abandoned(self) -> bool:
