@@ -309,8 +309,8 @@ class InputWriter:
     """Writes one source array into input buffers of one spec: a :class:`npu_zc.layout.Converter`.
 
     ``layout.convert`` checks every argument in Python on each call. Right after an
-    inference, with the caches cold, those checks cost about 0.1 ms a frame: more
-    than the conversion itself. The preprocess converts the same array into
+    inference, with the caches cold, those checks can cost more than the
+    conversion itself. The preprocess converts the same array into
     buffers of one shape every frame, so the converter checks the arguments once,
     and each buffer fully only the first time it sees one like it (anything else
     gets ``layout.convert``'s clear errors).

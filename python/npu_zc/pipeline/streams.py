@@ -43,7 +43,7 @@ import numpy as np
 from .. import layout
 from ..errors import Error, InvalidArgumentError, StreamNotFoundError, StreamsRunError
 from .pipeline import DEFAULT_MODEL, Pipeline
-from .postprocess import for_frame
+from .postprocess import Prediction, ResultReader
 from .scheduler import IDLE_CREDIT, Lane, Scheduler
 from ..runtime.latency_fit import StreamsFit
 from ..runtime.session import usable_cores
@@ -74,18 +74,17 @@ class StreamResult:
     """Presentation time in seconds, from the stream."""
     latency_ms: float
     """From the decoder handing the frame over to this result."""
-    prediction: Any
-    """The pipeline's postprocess result (class scores, detections), after the stream's tracker."""
+    prediction: Prediction | object
+    """What the model found, in frame pixels: a classifier's ``list[ClassScore]``, a detector's
+    :class:`npu_zc.Detections` (with ``track_ids`` when the stream's tracker is :class:`npu_zc.Tracker`), an SSD-style
+    ``list[Detection]``; with a postprocess or tracker of your own, what it returns."""
     frame: Any = field(default=None, repr=False)
     """The decoded frame (:class:`npu_zc.sources.DecodedFrame`), only while an output that draws needs it."""
 
     def to_dict(self) -> dict[str, Any]:
         prediction = self.prediction
-        if hasattr(prediction, "to_dict"):
-            found: Any = prediction.to_dict()
-        else:
-            found = [p.to_dict() if hasattr(p, "to_dict") else p.tolist() if hasattr(p, "tolist") else p
-                     for p in prediction or []]  # fmt: skip
+        found = [] if prediction is None else [_plain(p) for p in prediction] if isinstance(prediction, (list, tuple)) \
+            else _plain(prediction)  # fmt: skip
         return {"stream": self.stream, "name": self.name, "index": self.index, "pts": self.pts,
                 "latency_ms": round(self.latency_ms, 3), "result": found}  # fmt: skip
 
@@ -208,14 +207,14 @@ def default_deliverers(streams: int, cores: int | None = None) -> int:
 def default_feeders(streams: int, cores: int | None = None) -> int:
     """Feeding threads: one per two cores (at least one, at most one per stream).
 
-    Each frame's conversion (a 1080p frame's crop, resize and YUV decode into
-    the model input: about 0.3-1 ms of one core, the GIL released) and its
-    hand-over run on a feeding thread; with one alone, every frame of every
-    stream waits for the same core. Among many busy Python threads, each time a
-    feeding thread gives the GIL up (the conversion, ``start_async``) it waits
-    to take it back; more feeding threads overlap those waits. On the 16-core
-    Xeon, 32 streams went from 792 to 915 FPS with 12 feeding threads instead
-    of 4 (docs/streams.md); an idle feeding thread sleeps and costs nothing.
+    Each frame's conversion (a frame's crop, resize and YUV decode into the
+    model input, the GIL released) and its hand-over run on a feeding thread;
+    with one alone, every frame of every stream waits for the same core. Among
+    many busy Python threads, each time a feeding thread gives the GIL up (the
+    conversion, ``start_async``) it waits to take it back; more feeding threads
+    overlap those waits, so they scale with the cores that run the decoders and
+    the model (docs/streams.md, ``benches/bench_streams.py``). An idle feeding
+    thread sleeps and costs nothing.
     """
     return max(1, min(streams, (usable_cores() if cores is None else cores) // 2))
 
@@ -630,7 +629,6 @@ class Streams:
         clock = time.perf_counter_ns
 
         # Per frame, on the delivery threads: names bound once, samples appended to the lists themselves.
-        own_for_frame = getattr(postprocess, "for_frame", None)
         samples = timings.samples
         pre_ns, infer_ns, post_ns, latency_ns = (samples[stage] for stage in STREAMS_STAGES)
         delivering = self._delivering
@@ -638,16 +636,7 @@ class Streams:
         def deliver(result: Any) -> None:  # a delivery thread: each stream's results one at a time, in order
             started = clock()
             lane, frame_index, pts, decoded_ns, transform, frame_size, prepared_ns, decoded = result.userdata
-            outs = result.outputs
-            if dmabuf_outputs:
-                with contextlib.ExitStack() as access:
-                    for buffer in result.output_buffers:
-                        access.enter_context(buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                    prediction = for_frame(postprocess, outs, transform, input_size, frame_size)
-            elif own_for_frame is not None:
-                prediction = own_for_frame(outs, transform, input_size, frame_size)
-            else:
-                prediction = for_frame(postprocess, outs, transform, input_size, frame_size)
+            prediction = read(result, transform, frame_size)
             if lane.track is not None:
                 prediction = lane.track(prediction)
             done = clock()
@@ -677,7 +666,7 @@ class Streams:
         # each result being read; a set is taken from its acquire until its result is released.
         queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver,
                               buffers=self.requests + self.feeders + self.deliverers, deliverers=self.deliverers)  # fmt: skip
-        dmabuf_outputs = any(pool.buffers[0].is_dmabuf for pool in queue._out_pools)
+        read = ResultReader(postprocess, input_size, dmabuf_outputs=queue.dmabuf_outputs)
         failures: list[BaseException] = []
 
         def feeding() -> None:
@@ -789,6 +778,16 @@ class _Named:
 
     def __init__(self, spec: Any) -> None:
         self.name = os.fspath(spec) if isinstance(spec, (str, os.PathLike)) else repr(spec)
+
+
+def _plain(value: object) -> Any:
+    """``value`` as JSON-ready data: its ``to_dict()`` (Detections, ClassScore...), an array's ``tolist()``, else
+    itself."""
+    to_dict = getattr(value, "to_dict", None)
+    if to_dict is not None:
+        return to_dict()
+    tolist = getattr(value, "tolist", None)
+    return tolist() if tolist is not None else value
 
 
 def _name_of(source: Any) -> str:
