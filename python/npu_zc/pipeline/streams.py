@@ -55,6 +55,11 @@ from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 STREAMS_STAGES = ("preprocess", "infer", "postprocess", "latency")
 """Per frame; ``latency``: from the decoder handing the frame over to its result being ready."""
 
+FIGURES_WINDOW = 10_000
+"""A persistent run's figures (latency percentiles per stream, the stages) are over its latest frames: between this
+many and twice this many (a service runs for days; every frame's sample would grow without bound). Frame counts and
+drops stay whole."""
+
 DEFAULT_LATENCY_BUDGET_MS = 100.0
 """Frame to result, for live sources: the CPU plugin's streams are fitted to it (:mod:`npu_zc.runtime.latency_fit`)."""
 
@@ -632,6 +637,7 @@ class Streams:
         samples = timings.samples
         pre_ns, infer_ns, post_ns, latency_ns = (samples[stage] for stage in STREAMS_STAGES)
         delivering = self._delivering
+        window = FIGURES_WINDOW if self.persistent else 0
 
         def deliver(result: Any) -> None:  # a delivery thread: each stream's results one at a time, in order
             started = clock()
@@ -651,6 +657,11 @@ class Streams:
             infer_ns.append(int(result.latency_ms * 1e6))
             post_ns.append(done - started)
             latency_ns.append(latency)
+            if window and len(stats.latencies_ns) > 2 * window:  # a persistent run: over its latest frames
+                del stats.latencies_ns[:-window]
+            if window and len(latency_ns) > 2 * window:
+                for samples_ns in (pre_ns, infer_ns, post_ns, latency_ns):
+                    del samples_ns[:-window]
             out = StreamResult(lane.stream, stats.name, frame_index, pts, latency / 1e6, prediction, decoded)
             delivering.active = True
             try:
@@ -804,5 +815,5 @@ def _cpu_seconds() -> float:
     return times.user + times.system
 
 
-__all__ = ["DEFAULT_LATENCY_BUDGET_MS", "IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_deliverers",
+__all__ = ["DEFAULT_LATENCY_BUDGET_MS", "FIGURES_WINDOW", "IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_deliverers",
            "default_feeders"]  # fmt: skip
