@@ -282,3 +282,19 @@ def writing_to_a_full_pipe(pid: int) -> bool:
         except OSError:  # the thread ended meanwhile
             continue
     return False
+
+
+def test_a_failure_before_the_run_starts_feeding_is_raised_not_waited_on(picture_pipeline: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A reader thread that cannot be made (a process out of threads): the run raises it, where it waited for ever
+    for a feeding thread that had never started."""
+    streams = npu_zc.Streams([Frames("a", 3)], picture_pipeline)
+
+    def no_thread(lane: Any) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(streams, "_reader", no_thread)
+    run = Background(streams)
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        run.join()
+    streams.close()

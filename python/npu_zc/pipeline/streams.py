@@ -560,6 +560,8 @@ class Streams:
             # left to finish on their own (:attr:`abandoned`), as run_throughput does. Everything here may be
             # interrupted (a Ctrl-C lands between any two bytecodes), stop() too: it is in the loop.
             given_up_at = None if interrupted is None else time.monotonic() + STOP_GRACE_S
+            if feeder.ident is None:  # it never started (a Ctrl-C or a failure while starting the readers)
+                finished.set()
             stopped = False
             while True:
                 try:
