@@ -40,7 +40,7 @@ STANDARDS = [("bt709", "limited"), ("bt2020", "full")]
 
 
 def photo() -> np.ndarray:
-    from npu_zc.pipeline.image import sample_photo
+    from npu_zc.sources.image import sample_photo
 
     return np.ascontiguousarray(sample_photo("coffee")[:H, :W])
 

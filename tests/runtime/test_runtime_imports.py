@@ -130,6 +130,22 @@ def test_pipeline_modules_import_without_a_circle() -> None:
     assert cycle is None, "import circle in npu_zc.pipeline: " + " -> ".join(cycle or [])
 
 
+def test_sources_are_a_floor_below_the_pipeline() -> None:
+    """Nothing in sources/ imports pipeline/, directly or through another module: the pipeline reads sources,
+    never the other way round (so a source can be understood, tested and added without the pipeline)."""
+    graph = import_graph(PACKAGE_ROOT)
+    sources = [name for name in graph if name == "npu_zc.sources" or name.startswith("npu_zc.sources.")]
+    assert "npu_zc.sources.image" in sources and "npu_zc.sources" in graph["npu_zc.pipeline.streams"]
+    for start in sources:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in graph[todo.pop()]:
+                assert not nxt.startswith("npu_zc.pipeline"), f"{start} reaches {nxt}"
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+
+
 def test_requests_and_queues_do_not_know_the_session() -> None:
     graph = graph_without_package("runtime")
     for name in ("runtime.queue", "runtime.request", "runtime.target", "runtime.binding"):

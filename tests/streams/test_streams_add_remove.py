@@ -272,3 +272,25 @@ def test_add_and_remove_from_many_threads_during_a_run(picture_pipeline: Any) ->
     assert len(set(ids)) == 80 and min(ids) == 2
     assert {s.name for s in report.streams} == {"steady0", "steady1", *(name for name, _, _ in added)}
     assert report.frames == len(out.results)
+
+
+def test_a_persistent_runs_figures_are_over_its_latest_frames(picture_pipeline: Any,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A service runs for days: its per-frame samples (latency per stream, the stages) are kept over the latest
+    FIGURES_WINDOW frames, not all of them; the frame counts stay whole."""
+    import npu_zc.pipeline.streams as streams_module
+
+    monkeypatch.setattr(streams_module, "FIGURES_WINDOW", 8)
+    streams = npu_zc.Streams([Frames("a", 100), Frames("b", 60)], picture_pipeline, persistent=True)
+    out = Results()
+    run = Background(streams, out)
+    assert out.after("a", 100).wait(WAIT_S) and out.after("b", 60).wait(WAIT_S)
+    streams.stop()
+    report = run.join()
+    streams.close()
+    assert [s.frames for s in report.streams] == [100, 60]
+    assert all(8 <= len(s.latencies_ns) <= 16 for s in report.streams)
+    assert 8 <= report.stages["latency"].count <= 16 and report.streams[0].latency().count <= 16
+    # Not persistent: every frame's sample.
+    report, _ = run_streams([Frames("a", 30)], picture_pipeline)
+    assert len(report.streams[0].latencies_ns) == 30 == report.stages["latency"].count

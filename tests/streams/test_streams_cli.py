@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streams_helpers import picture_model
 
@@ -91,3 +92,65 @@ def test_stream_plugin_option_and_delivery_threads(clips: dict[str, Path], model
     if len(os.sched_getaffinity(0)) >= 2:  # the hint alone gives a stream per core or so
         assert main(args) == 0
         assert json.loads(capsys.readouterr().out.splitlines()[-1])["report"]["requests"] > 2
+
+
+def squares_clip(path: Path, frames: int = 8) -> tuple[Path, list[list[tuple[int, int, int, int]]]]:
+    """A 640x640 NV12 clip (rawvideo: no loss past 4:2:0) of two red squares moving one anchor a frame, where the
+    red-square YOLO's anchors fire; and each frame's squares in pixels."""
+    import av
+    import cv2
+
+    from conftest import red_square_input_box
+
+    boxes = []
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("rawvideo", rate=30)
+        stream.width, stream.height, stream.pix_fmt = 640, 640, "nv12"
+        for t in range(frames):
+            img = np.full((640, 640, 3), 90, np.uint8)
+            here = [red_square_input_box(8 + t, 10), red_square_input_box(30 - t, 25)]
+            for x1, y1, x2, y2 in here:
+                img[y1:y2, x1:x2] = (0, 0, 255)
+            boxes.append(here)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(cv2.cvtColor(img, cv2.COLOR_BGR2RGB), format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path, boxes
+
+
+def test_stream_detector_on_the_many_streams_path_tracks_and_draws(red_square_yolo: Path, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """Several -i with a detector: each stream tracked by default (track ids in the JSON lines, --no-track none), and
+    --save draws the boxes with npu_zc.draw (it wrote the text of a Detections repr in a corner and drew no box)."""
+    import av
+
+    clip, boxes = squares_clip(tmp_path / "squares.mkv")
+    out, saved = tmp_path / "results.jsonl", tmp_path / "video"
+    code = main(["stream", "-i", str(clip), "-i", str(clip), "-m", str(red_square_yolo), "-d", "CPU", "--jsonl", str(out),
+                 "--save", str(saved), "--no-progress"])  # fmt: skip
+    assert code == 0, capsys.readouterr().out
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 16
+    for r in records:
+        found = r["result"]["detections"]
+        assert sorted(d["track_id"] for d in found) == [1, 2], r
+        got = sorted(d["box"] for d in found)
+        want = sorted(boxes[r["index"]])
+        assert np.abs(np.array(got) - np.array(want)).max() < 4, (r["index"], got, want)  # the tracker's boxes
+    for stream in range(2):
+        (video,) = saved.glob(f"{stream:02d}-*.mp4")
+        with av.open(str(video)) as container:
+            drawn = [f.to_ndarray(format="bgr24") for f in container.decode(video=0)]
+        assert len(drawn) == 8
+        for t in (0, 7):
+            for x1, y1, x2, y2 in boxes[t]:
+                # Above the square: grey in the clip, the label's filled box (the class colour) in the saved video.
+                label = drawn[t][y1 - 14 : y1 - 4, x1 + 4 : x1 + 40].astype(int)
+                assert (label[..., 0] - label[..., 2]).mean() > 80, (stream, t, label.mean(axis=(0, 1)))
+            # Far from any square: the grey is left alone (no overlay text in the corner).
+            assert np.abs(drawn[t][600:630, 5:200].astype(int) - 90).mean() < 6
+    code = main(["stream", "-i", str(clip), "-i", str(clip), "-m", str(red_square_yolo), "-d", "CPU", "--jsonl", str(out),
+                 "--no-track", "--no-progress"])  # fmt: skip
+    assert code == 0
+    assert all("track_id" not in d for line in out.read_text().splitlines() for d in json.loads(line)["result"]["detections"])

@@ -110,13 +110,19 @@ def test_many_feeders_with_real_clips(clips: dict[str, Path], picture_pipeline: 
 
 def test_many_feeders_fair_share(picture_pipeline: Any) -> None:
     """Sources that always have a frame ready (1080p pictures: the feeding threads, not the sources, are the limit):
-    the feeding threads take the lanes in turn, so no stream runs ahead by more than a frame per feeding thread."""
+    the feeding threads take the lanes in turn, so no stream runs ahead by more than a frame per feeding thread.
+
+    One delivery thread: results then come in submission order, the order the feeding threads chose (with several,
+    a loaded host may deliver one stream's results late, by design). Counted from when every source has had a frame
+    (a source thread that starts last on a loaded host joins within IDLE_CREDIT of the others)."""
     feeders = 3
     sources = [Big(f"s{i}", 40, i) for i in range(5)]
-    report, results = run_streams(sources, picture_pipeline, feeders=feeders)
+    report, results = run_streams(sources, picture_pipeline, feeders=feeders, deliverers=1)
     assert [s.frames for s in report.streams] == [40] * 5
+    start = max([r.stream for r in results].index(stream) for stream in range(5))
+    assert start < 60, f"a source had no turn in the first {start} frames"
     counts = [0] * 5
-    for r in results[:180]:
+    for r in results[start : start + 120]:
         counts[r.stream] += 1
         assert max(counts) - min(counts) <= feeders + 2, counts
     assert all(s.released == 40 for s in sources)
@@ -276,59 +282,3 @@ def test_cli_feeders(clips: dict[str, Path], tmp_path: Path, capsys: pytest.Capt
         assert [r["index"] for r in records if r["stream"] == stream] == list(range(count))
     with pytest.raises(SystemExit):  # argparse refuses 0
         main(["stream", "-i", str(clips["nv12"]), "-m", str(model), "--feeders", "0"])
-
-
-class _Dummy:
-    lost_before = 0  # as a DecodedFrame whose source lost nothing before it
-
-    def __init__(self, released: list[int]) -> None:
-        self.released = released
-
-    def release(self) -> None:
-        self.released.append(1)
-
-
-def test_scheduler_least_served_no_credit_for_idle_time(picture_pipeline: Any) -> None:
-    """The pick itself, driven by hand: a lane that was idle starts again level with the others (it does not take
-    every turn to catch up), and a lane held by one feeding thread while the others went round is served first."""
-    from test_streams_run import Synthetic
-
-    streams = npu_zc.Streams([Synthetic(f"s{i}", 1) for i in range(3)], picture_pipeline, feeders=2)
-    a, b, c = streams.lanes
-    released: list[int] = []
-
-    def pick() -> Any:
-        """One pick by a feeding thread, and the lane's decoder putting its next frame in."""
-        picked = streams._next()
-        assert picked is not None
-        streams._let_go(picked[0])
-        with streams._ready:
-            streams._arrive(picked[0], _Dummy(released))
-        return picked[0]
-
-    with streams._ready:
-        for _ in range(2):
-            streams._arrive(a, _Dummy(released))
-            streams._arrive(b, _Dummy(released))
-    order = []
-    for _ in range(40):  # a and b always have a frame; c has none
-        order.append(pick().stream)
-    assert order.count(0) == order.count(1) == 20
-    with streams._ready:
-        streams._arrive(c, _Dummy(released))  # c starts late: level with a and b, not 20 frames behind
-    order = []
-    for _ in range(30):
-        order.append(pick().stream)
-    # a third each, give or take the frame of catching up a lane may take (with full credit c would take 20 of 30)
-    assert all(abs(order.count(s) - 10) <= 1 for s in (0, 1, 2)), order
-    assert order[:4].count(2) <= 2, order
-
-    held = streams._next()  # one feeding thread holds a lane...
-    assert held is not None
-    others = [pick().stream for _ in range(4)]  # ...while the other goes round the rest
-    assert held[0].stream not in others
-    with streams._ready:
-        streams._arrive(held[0], _Dummy(released))  # its decoder had put the next frame in meanwhile
-    streams._let_go(held[0])
-    assert pick() is held[0]  # the lane it held is behind: served first
-    streams.close()

@@ -253,9 +253,12 @@ def _streams(args: argparse.Namespace) -> int:
     live = None if args.no_progress or (args.json and not args.jsonl) or not sys.stderr.isatty() else report.LiveTable(sys.stderr)
     is_live = bool(args.realtime or args.camera or any(is_network(i) for i in args.input))
     budget = args.latency_budget if is_live and args.latency_budget > 0 else None
-    streams = Streams(sources, _pipeline(args, "zero-copy", budget), requests=args.depth, realtime=args.realtime,
-                      source_options=options, keep_frames=videos is not None, feeders=args.feeders,
-                      deliverers=args.deliverers)  # fmt: skip
+    pipeline = _pipeline(args, "zero-copy", budget)
+    # A detector's streams are tracked by default, as on the single-stream path: one tracker per stream.
+    tracker = Tracker if pipeline.kind == "yolo" and not args.no_track else None
+    streams = Streams(sources, pipeline, requests=args.depth, realtime=args.realtime, source_options=options,
+                      keep_frames=videos is not None, feeders=args.feeders, deliverers=args.deliverers,
+                      tracker=tracker)  # fmt: skip
     try:
         result = streams.run(outputs, duration=args.duration, tick=live)  # type: ignore[arg-type]
     except KeyboardInterrupt:
@@ -266,7 +269,8 @@ def _streams(args: argparse.Namespace) -> int:
                 output.close()
         if live is not None:
             live.close()
-        streams.pipeline.close()
+        if not streams.abandoned:  # else an output that never returned still holds the pipeline's buffers
+            pipeline.close()
         streams.close()
     if args.json and not args.jsonl:
         print(_json({"report": result.to_dict()}))

@@ -277,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return info.run(args.json)
         if getattr(args, "max_pixels", None):
-            from ..pipeline.image import set_max_pixels
+            from ..sources.image import set_max_pixels
 
             set_max_pixels(args.max_pixels)
         from . import commands

@@ -1,6 +1,6 @@
 """Preprocess -> infer -> postprocess pipelines, zero-copy or copy mode, one frame, a stream, or two processes."""
 
-from .image import FrameSource, ImageError, ImageNotFoundError, full_hd, load_image, sample_photo
+from ..sources.image import FrameSource, ImageError, ImageNotFoundError, full_hd, load_image, sample_photo
 from .pipeline import DEFAULT_MODEL, Pipeline, RunReport
 from .postprocess import ClassScore, Detection, Postprocessor, Prediction, model_kind
 from .preprocess import PreprocessSpec, Preprocessor

@@ -21,9 +21,9 @@ import numpy as np
 from .. import layout
 from ..capture import CAMERA_SOURCE_FORMATS, Camera, Frame
 from ..errors import CameraFormatError
-from .image import opencv
+from ..sources.image import opencv
 from .pipeline import Pipeline
-from .preprocess import _LAYOUT_INTERPOLATION, PreprocessSpec, Preprocessor
+from .preprocess import PreprocessSpec, Preprocessor
 from .stream import FrameResult, StreamReport
 from .timing import Timings, progress_bar
 
@@ -84,16 +84,7 @@ class CameraPreprocessor:
         engine_name = CAMERA_SOURCE_FORMATS.get(fmt)
         matrix, range_ = colour or ("bt601", "limited")
         if engine_name is not None:
-            rows, cols = spec.region(height, width)
-            self._one_pass = layout.Converter(
-                engine_name, spec.format, spec.width, spec.height, threads=1,
-                src_size=(width, height),
-                roi=_even(engine_name, cols.start, rows.start, cols.stop - cols.start, rows.stop - rows.start),
-                fit="letterbox" if spec.fit == "letterbox" else "stretch", fill=spec.fill,
-                interpolation=_LAYOUT_INTERPOLATION[spec.interpolation],
-                **spec.normalisation,
-                matrix=matrix, range=range_,
-            )  # fmt: skip
+            self._one_pass = spec.converter(engine_name, width, height, matrix=matrix, range=range_)
             return
         if fmt not in _OPENCV_CODES:
             supported = sorted(set(_OPENCV_CODES) | set(CAMERA_SOURCE_FORMATS))
@@ -128,14 +119,6 @@ class CameraPreprocessor:
             self._buffer = None
         if self._preprocess is not None:
             self._preprocess.close()
-
-
-def _even(fmt: str, x: int, y: int, w: int, h: int) -> tuple[int, int, int, int]:
-    """A crop rounded inwards to the chroma grid of a subsampled format (even
-    columns for 4:2:2, even rows and columns for 4:2:0), at most a pixel a side."""
-    ax, ay = {"YUYV": (2, 1), "UYVY": (2, 1), "I420": (2, 2), "NV12": (2, 2), "NV21": (2, 2), "P010": (2, 2)}.get(fmt, (1, 1))
-    x2, y2 = -(-x // ax) * ax, -(-y // ay) * ay
-    return x2, y2, (x + w - x2) // ax * ax, (y + h - y2) // ay * ay
 
 
 def run_camera(

@@ -15,6 +15,7 @@ Anything else is refused up front with :class:`npu_zc.ModelError`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, replace
@@ -24,6 +25,7 @@ import numpy as np
 
 from .. import layout
 from ..errors import ModelError
+from .timing import FENCE_TIMEOUT_S
 
 if TYPE_CHECKING:
     from ..detect.results import Detections
@@ -240,6 +242,35 @@ def for_frame(
     if own is not None:
         return own(outputs, transform, input_size, frame_size)  # type: ignore[no-any-return]
     return to_frame(postprocess(outputs), transform, input_size, frame_size)
+
+
+class ResultReader:
+    """A finished inference's outputs, read in place, into the frame's prediction: the one result reader of the
+    many-frames paths (:mod:`.throughput`, :mod:`.streams`), called on the queue's delivery threads.
+
+    ``dmabuf_outputs`` (:attr:`npu_zc.runtime.AsyncQueue.dmabuf_outputs`): the outputs are read between
+    ``cpu_access("read")`` brackets (each a sync ioctl; memfd buffers need none, so they are skipped there).
+    """
+
+    def __init__(self, postprocess: Callable[[Sequence[np.ndarray]], Prediction], input_size: tuple[int, int], *,
+                 dmabuf_outputs: bool) -> None:  # fmt: skip
+        self.postprocess = postprocess
+        self.input_size = input_size
+        """The model input's (width, height)."""
+        self.dmabuf_outputs = dmabuf_outputs
+        self._own = getattr(postprocess, "for_frame", None)  # looked up once: it runs per frame
+
+    def __call__(self, result: Any, transform: Any, frame_size: tuple[int, int]) -> Prediction:
+        """``result`` (an :class:`npu_zc.runtime.queue.Result`)'s prediction in the pixels of the ``frame_size``
+        (width, height) frame that ``transform`` made the input from."""
+        if self.dmabuf_outputs:
+            with contextlib.ExitStack() as access:
+                for buffer in result.output_buffers:
+                    access.enter_context(buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
+                return for_frame(self.postprocess, result.outputs, transform, self.input_size, frame_size)
+        if self._own is not None:
+            return self._own(result.outputs, transform, self.input_size, frame_size)  # type: ignore[no-any-return]
+        return to_frame(self.postprocess(result.outputs), transform, self.input_size, frame_size)
 
 
 def to_frame(prediction: Prediction, transform: Any, input_size: tuple[int, int], frame_size: tuple[int, int]) -> Prediction:

@@ -151,6 +151,43 @@ class PreprocessSpec:
                 values[key] = tuple(values[key])
         return cls(**values)
 
+    def converter(
+        self,
+        fmt: str,
+        width: int,
+        height: int,
+        *,
+        matrix: str | None = None,
+        range: str | None = None,
+        threads: int = 1,
+        inspect: bool = False,
+        dst_rect: tuple[int, int, int, int] | None = None,
+    ) -> layout.Converter:
+        """The one-pass conversion of a ``width`` x ``height`` frame in ``fmt`` (``"BGR"``, ``"NV12"``, ``"I420"``,
+        a camera's ``"YUYV"``...) into this spec's input: the region the model sees (:meth:`region`, rounded inwards
+        to the chroma grid of a subsampled ``fmt``), fitted, resampled and normalised as the spec says.
+
+        ``matrix``/``range``: the frame's colour standard (None: the engine's default, BT.601 limited).
+        ``threads``: of each conversion (one by default: a model input is small, and the inference that follows
+        wants every core). ``inspect``: into BGR u8 at the input size, un-normalised (what the model sees, for
+        people and tests). ``dst_rect``: the letterbox's image rectangle only (its bars left as they are).
+        """
+        rows, cols = self.region(height, width)
+        options: dict[str, Any] = {} if inspect else self.normalisation
+        if dst_rect is not None:
+            options.update(fit="stretch", dst_rect=dst_rect)
+        else:
+            options.update(fit="letterbox" if self.fit == "letterbox" else "stretch", fill=self.fill)
+        if matrix is not None:
+            options["matrix"] = matrix
+        if range is not None:
+            options["range"] = range
+        return layout.Converter(
+            fmt, "BGR" if inspect else self.format, self.width, self.height, threads=threads, src_size=(width, height),
+            roi=_chroma_grid(fmt, cols.start, rows.start, cols.stop - cols.start, rows.stop - rows.start),
+            interpolation=_LAYOUT_INTERPOLATION[self.interpolation], **options,
+        )  # fmt: skip
+
     def region(self, height: int, width: int) -> tuple[slice, slice]:
         """The rows and columns of a ``height`` x ``width`` frame that the model sees."""
         if self.fit in ("stretch", "letterbox"):
@@ -193,22 +230,9 @@ class Preprocessor:
         cache = self._inspect if inspect else self._converters
         conv = cache.get((height, width))
         if conv is None:
-            spec = self.spec
-            rows, cols = spec.region(height, width)
-            geometry: dict[str, Any] = dict(
-                src_size=(width, height),
-                roi=(cols.start, rows.start, cols.stop - cols.start, rows.stop - rows.start),
-                fit="letterbox" if spec.fit == "letterbox" else "stretch",
-                fill=spec.fill,
-                interpolation=_LAYOUT_INTERPOLATION[spec.interpolation],
-            )
-            norm: dict[str, Any] = {} if inspect else spec.normalisation
-            # One thread by default: a model input is small, and the inference that follows wants every core
-            # (the engine's idle helper threads would compete with it). Throughput mode asks for more.
-            threads = 1 if inspect else self.threads
-            conv = layout.Converter(
-                "BGR", "BGR" if inspect else spec.format, spec.width, spec.height, threads=threads, **geometry, **norm
-            )
+            # One thread by default (the engine's idle helper threads would compete with the inference that
+            # follows); throughput mode asks for more.
+            conv = self.spec.converter("BGR", width, height, threads=1 if inspect else self.threads, inspect=inspect)
             if len(cache) >= 8:
                 cache.clear()
             cache[(height, width)] = conv
@@ -219,14 +243,8 @@ class Preprocessor:
         into the image's rectangle only (the rest of the input left as it is)."""
         conv = self._content.get((height, width))
         if conv is None:
-            spec, full = self.spec, self.converter(height, width)
-            rows, cols = spec.region(height, width)
-            conv = layout.Converter(
-                "BGR", spec.format, spec.width, spec.height, threads=self.threads, src_size=(width, height),
-                roi=(cols.start, rows.start, cols.stop - cols.start, rows.stop - rows.start), fit="stretch",
-                dst_rect=full.transform.rect, interpolation=_LAYOUT_INTERPOLATION[spec.interpolation],
-                **spec.normalisation,
-            )
+            full = self.converter(height, width)
+            conv = self.spec.converter("BGR", width, height, threads=self.threads, dst_rect=full.transform.rect)
             if len(self._content) >= 8:
                 self._content.clear()
             self._content[(height, width)] = conv
@@ -291,8 +309,8 @@ class InputWriter:
     """Writes one source array into input buffers of one spec: a :class:`npu_zc.layout.Converter`.
 
     ``layout.convert`` checks every argument in Python on each call. Right after an
-    inference, with the caches cold, those checks cost about 0.1 ms a frame: more
-    than the conversion itself. The preprocess converts the same array into
+    inference, with the caches cold, those checks can cost more than the
+    conversion itself. The preprocess converts the same array into
     buffers of one shape every frame, so the converter checks the arguments once,
     and each buffer fully only the first time it sees one like it (anything else
     gets ``layout.convert``'s clear errors).
@@ -307,6 +325,14 @@ class InputWriter:
 
     def __call__(self, dst: np.ndarray) -> None:
         self.converter(self.source, dst)
+
+
+def _chroma_grid(fmt: str, x: int, y: int, w: int, h: int) -> tuple[int, int, int, int]:
+    """A crop rounded inwards to the chroma grid of a subsampled format (even
+    columns for 4:2:2, even rows and columns for 4:2:0), at most a pixel a side."""
+    ax, ay = {"YUYV": (2, 1), "UYVY": (2, 1), "I420": (2, 2), "NV12": (2, 2), "NV21": (2, 2), "P010": (2, 2)}.get(fmt, (1, 1))
+    x2, y2 = -(-x // ax) * ax, -(-y // ay) * ay
+    return x2, y2, (x + w - x2) // ax * ax, (y + h - y2) // ay * ay
 
 
 def _reversed(values: tuple[float, ...] | None) -> tuple[float, ...] | None:

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from ..buffers import BufferPool, recv_buffers, send_buffers
 from ..errors import Error, PeerError, PoolExhaustedError
-from .image import FrameSource
+from ..sources.image import FrameSource
 from .preprocess import PreprocessSpec, Preprocessor
 from .stream import timed_frames
 from .timing import FENCE_TIMEOUT_S, Timings

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..errors import PoolExhaustedError
-from .image import FrameSource
+from ..sources.image import FrameSource
 from .pipeline import Pipeline
 from .postprocess import Prediction, for_frame
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings, progress_bar

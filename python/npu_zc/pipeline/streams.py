@@ -31,7 +31,6 @@ its :class:`StreamStats`); network streams reconnect on their own.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
 import threading
@@ -43,24 +42,23 @@ import numpy as np
 
 from .. import layout
 from ..errors import Error, InvalidArgumentError, StreamNotFoundError, StreamsRunError
-from .camera import _even
 from .pipeline import DEFAULT_MODEL, Pipeline
-from .postprocess import for_frame
-from .preprocess import _LAYOUT_INTERPOLATION
+from .postprocess import Prediction, ResultReader
+from .scheduler import IDLE_CREDIT, Lane, Scheduler
 from ..runtime.latency_fit import StreamsFit
 from ..runtime.session import usable_cores
-from .throughput import default_requests
+from ..sources import open_source
+from ..sources.video import engine_takes_colour
+from .throughput import STOP_GRACE_S, default_requests
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 
 STREAMS_STAGES = ("preprocess", "infer", "postprocess", "latency")
 """Per frame; ``latency``: from the decoder handing the frame over to its result being ready."""
 
-FILE_LANE_FRAMES = 2
-"""Decoded frames a file's lane holds before its decoder waits (one being read, one ready)."""
-
-IDLE_CREDIT = 1
-"""Frames a lane that had none may still be behind the others when its next one comes (it catches up that much):
-a decoder a moment late keeps its share, one idle for long gets no turns in a row for the time it was idle."""
+FIGURES_WINDOW = 10_000
+"""A persistent run's figures (latency percentiles per stream, the stages) are over its latest frames: between this
+many and twice this many (a service runs for days; every frame's sample would grow without bound). Frame counts and
+drops stay whole."""
 
 DEFAULT_LATENCY_BUDGET_MS = 100.0
 """Frame to result, for live sources: the CPU plugin's streams are fitted to it (:mod:`npu_zc.runtime.latency_fit`)."""
@@ -81,18 +79,17 @@ class StreamResult:
     """Presentation time in seconds, from the stream."""
     latency_ms: float
     """From the decoder handing the frame over to this result."""
-    prediction: Any
-    """The pipeline's postprocess result (class scores, detections), after the stream's tracker."""
+    prediction: Prediction | object
+    """What the model found, in frame pixels: a classifier's ``list[ClassScore]``, a detector's
+    :class:`npu_zc.Detections` (with ``track_ids`` when the stream's tracker is :class:`npu_zc.Tracker`), an SSD-style
+    ``list[Detection]``; with a postprocess or tracker of your own, what it returns."""
     frame: Any = field(default=None, repr=False)
     """The decoded frame (:class:`npu_zc.sources.DecodedFrame`), only while an output that draws needs it."""
 
     def to_dict(self) -> dict[str, Any]:
         prediction = self.prediction
-        if hasattr(prediction, "to_dict"):
-            found: Any = prediction.to_dict()
-        else:
-            found = [p.to_dict() if hasattr(p, "to_dict") else p.tolist() if hasattr(p, "tolist") else p
-                     for p in prediction or []]  # fmt: skip
+        found = [] if prediction is None else [_plain(p) for p in prediction] if isinstance(prediction, (list, tuple)) \
+            else _plain(prediction)  # fmt: skip
         return {"stream": self.stream, "name": self.name, "index": self.index, "pts": self.pts,
                 "latency_ms": round(self.latency_ms, 3), "result": found}  # fmt: skip
 
@@ -177,43 +174,26 @@ class StreamsReport:
 Overlay = Callable[[np.ndarray, Any], np.ndarray]
 
 
-class _Lane:
-    """One source's decoded frames waiting for the model, and its figures."""
+class _Lane(Lane):
+    """A stream's lane (:class:`~npu_zc.pipeline.scheduler.Lane`) with its source, figures, tracker and converters."""
 
     def __init__(self, stream: int, name: str, source: Any, error: BaseException | None, tracker: Any,
-                 lock: threading.Lock) -> None:  # fmt: skip
-        self.stream = stream
-        self.name = name
+                 lock: threading.RLock) -> None:  # fmt: skip
+        super().__init__(stream, name, bool(getattr(source, "live", False)), lock)
         self.source = source
-        self.live = bool(getattr(source, "live", False))
         self.stats = StreamStats(stream, name, self.live)
-        self.frames: collections.deque[Any] = collections.deque()
         self.ended = error is not None
-        """Its reader has ended (or never started: a source that could not be opened)."""
         if error is not None:
             self.stats.error = str(error)
         self.tracker = tracker
-        self.stop = threading.Event()
-        """Stops this source's thread (the run's stop, or this stream's failure)."""
-        self.room = threading.Condition(lock)
-        """Notified when the feeder takes a frame: a file's decoder waiting for room wakes, and no other."""
-        self.waiting = False
-        """Its decoder waits on :attr:`room` (notified only then: a notify costs a handful of Python calls)."""
         self.converters: dict[tuple[Any, ...], tuple[layout.Converter, Any]] = {}
         """Per format, size and colours of its frames: the converter and its transform."""
         self.track: Callable[[Any], Any] | None = None if tracker is None else getattr(tracker, "update", tracker)
         """The tracker's update, looked up once (it runs per frame)."""
-        self.served = 0
-        """Frames taken by the feeding threads (raised to the scheduler's clock when the lane was idle)."""
-        self.owned = False
-        """A feeding thread has taken one of its frames and not yet submitted it: the others leave the lane alone,
-        so that its frames are submitted in order (and its converters are used by one thread at a time)."""
         self.submitted = 0
         """Frames submitted (by the feeding thread that holds the lane: one at a time)."""
         self.delivered = 0
         """Results handed to the outputs, or lost with their request (one of the lane's results at a time)."""
-        self.removed = False
-        """Taken out by :meth:`Streams.remove`: its frames no longer reach the scheduler."""
 
 
 def default_deliverers(streams: int, cores: int | None = None) -> int:
@@ -232,14 +212,14 @@ def default_deliverers(streams: int, cores: int | None = None) -> int:
 def default_feeders(streams: int, cores: int | None = None) -> int:
     """Feeding threads: one per two cores (at least one, at most one per stream).
 
-    Each frame's conversion (a 1080p frame's crop, resize and YUV decode into
-    the model input: about 0.3-1 ms of one core, the GIL released) and its
-    hand-over run on a feeding thread; with one alone, every frame of every
-    stream waits for the same core. Among many busy Python threads, each time a
-    feeding thread gives the GIL up (the conversion, ``start_async``) it waits
-    to take it back; more feeding threads overlap those waits. On the 16-core
-    Xeon, 32 streams went from 792 to 915 FPS with 12 feeding threads instead
-    of 4 (docs/streams.md); an idle feeding thread sleeps and costs nothing.
+    Each frame's conversion (a frame's crop, resize and YUV decode into the
+    model input, the GIL released) and its hand-over run on a feeding thread;
+    with one alone, every frame of every stream waits for the same core. Among
+    many busy Python threads, each time a feeding thread gives the GIL up (the
+    conversion, ``start_async``) it waits to take it back; more feeding threads
+    overlap those waits, so they scale with the cores that run the decoders and
+    the model (docs/streams.md, ``benches/bench_streams.py``). An idle feeding
+    thread sleeps and costs nothing.
     """
     return max(1, min(streams, (usable_cores() if cores is None else cores) // 2))
 
@@ -304,8 +284,6 @@ class Streams:
         latency_budget_ms: float | None = DEFAULT_LATENCY_BUDGET_MS,
         **pipeline_options: Any,
     ) -> None:
-        from ..sources import open_source
-
         sources = list(sources)
         if not sources and not persistent:
             raise InvalidArgumentError("Streams needs at least one source (or persistent=True, to add them later)")
@@ -333,20 +311,16 @@ class Streams:
         self.persistent = bool(persistent)
         self._options = options
         self._tracker = tracker
-        self._lock = threading.Lock()
-        self._ready = threading.Condition(self._lock)
-        """Notified when a lane gets a frame or ends: only the feeding threads wait on it."""
-        self._idle_feeders = 0
-        """Feeding threads waiting on :attr:`_ready` (per frame, it is notified only when one is)."""
-        self.lanes: list[_Lane] = []
-        """The streams now, in the order they came (replaced, never changed in place: a reader may hold the old
-        list while :meth:`add` or :meth:`remove` makes a new one, under the lock)."""
+        self._scheduler: Scheduler[_Lane] = Scheduler(persistent=self.persistent)
+        self._lock = self._scheduler.lock
+        """The scheduler's (re-entrant) lock: it also guards the run's state and the names here."""
         self._next_id = 0
         self._running = False
         self._ran = False
         self._readers: list[threading.Thread] = []
         self._run_stats: dict[int, StreamStats] = {}
         """Every stream that took part in the current (or last) run, removed ones too: the report's streams."""
+        self._abandoned = False
         self._delivering = threading.local()
         """Set on a delivery thread while it runs the outputs (:meth:`remove` called there does not wait for them)."""
         lanes: list[_Lane] = []
@@ -359,7 +333,8 @@ class Streams:
             shown = source if source is not None else _Named(spec)
             name = names[k] if names is not None else self._free_name(_name_of(shown), [lane.name for lane in lanes])
             lanes.append(_Lane(self._new_id(), name, shown, error, tracker() if tracker is not None else None, self._lock))
-        self.lanes = lanes
+        for lane in lanes:
+            self._scheduler.add(lane)
         self._owns_pipeline = not isinstance(model, Pipeline)
         if isinstance(model, Pipeline):
             self.pipeline: Pipeline = model
@@ -389,11 +364,6 @@ class Streams:
         """Feeding threads of a run."""
         self.deliverers = int(deliverers) if deliverers is not None else default_deliverers(planned)
         """Delivery threads of a run (each stream's results in order on any of them)."""
-        self._turn = 0
-        """Where the next pick's round robin starts: a position in :attr:`lanes` (under the lock)."""
-        self._clock = 0
-        """The served count of the last frame taken: where an idle lane starts again."""
-        self._stop = threading.Event()
         self.timings = Timings(STREAMS_STAGES)
 
     def _new_id(self) -> int:
@@ -411,6 +381,11 @@ class Streams:
         return f"{name} ({k})"
 
     @property
+    def lanes(self) -> list[_Lane]:
+        """The streams' lanes now, in the order they came."""
+        return self._scheduler.lanes
+
+    @property
     def stats(self) -> list[StreamStats]:
         """Each current stream's figures so far (safe to read while running); a removed stream leaves them."""
         return [lane.stats for lane in self.lanes]
@@ -425,8 +400,6 @@ class Streams:
         is opened first, here: its error is raised and nothing is added. During a
         run its reader starts at once. Thread-safe.
         """
-        from ..sources import open_source
-
         if name is not None:
             _check_name(name)
             with self._lock:
@@ -445,21 +418,19 @@ class Streams:
             videos = 1 + sum(hasattr(lane.source, "thread_count") for lane in self.lanes)
             opened.thread_count = max(1, usable_cores() // videos)
         tracker = self._tracker() if self._tracker is not None else None
-        with self._ready:
+        with self._lock:
             taken = [lane.name for lane in self.lanes]
             if name is not None and name in taken:  # added by another thread meanwhile
                 raise InvalidArgumentError(f"a stream named {name!r} is already running: names are unique")
             lane = _Lane(self._new_id(), name if name is not None else self._free_name(_name_of(opened), taken),
                          opened, None, tracker, self._lock)  # fmt: skip
-            # The new lane starts level with the others (no credit for the time before it came).
-            lane.served = self._clock
-            self.lanes = [*self.lanes, lane]
+            self._scheduler.add(lane)  # level with the others; told to stop at once when the run is ending
+            reader = None
             if self._running:
                 self._run_stats[lane.stream] = lane.stats
-                if self._stop.is_set():  # the run is ending: its reader ends at once
-                    lane.stop.set()
-                self._start_reader(lane)
-            self._ready.notify_all()
+                reader = self._reader(lane)
+        if reader is not None:
+            reader.start()
         return lane.stats
 
     def remove(self, name: str | int) -> StreamStats:
@@ -470,17 +441,11 @@ class Streams:
         timeout, except when called from an output). The other streams go on,
         their order and figures untouched. Unknown: :class:`StreamNotFoundError`.
         """
-        with self._ready:
+        with self._lock:
             lane = self._find(name)
-            self.lanes = [other for other in self.lanes if other is not lane]
-            lane.removed = True
             if not lane.ended:
                 lane.stats.stopped = True  # its reader, told to stop, may take a moment (a network read) to end
-            lane.stop.set()
-            lane.room.notify_all()
-            while lane.frames:
-                lane.frames.popleft().release()
-            self._ready.notify_all()
+            self._scheduler.remove(lane)
             running = self._running
         if running and not getattr(self._delivering, "active", False):
             deadline = time.monotonic() + FENCE_TIMEOUT_S
@@ -501,23 +466,20 @@ class Streams:
             raise StreamNotFoundError(f"no stream {name!r}: streams are {[lane.name for lane in self.lanes]}")
         return found[0]
 
-    def _start_reader(self, lane: _Lane) -> None:
-        """The lane's reader thread, during a run (the lock held)."""
+    def _reader(self, lane: _Lane) -> threading.Thread | None:
+        """The lane's reader thread, made during a run (the lock held) and started by the caller once the lock is
+        let go (a reader's first frame waits for the lock: started under it, the readers would race for it)."""
         if lane.ended:
-            return
+            return None
         reader = threading.Thread(target=self._read, args=(lane,), name=f"npu_zc-src{lane.stream}", daemon=True)
-        self._readers = [other for other in self._readers if other.is_alive()]  # streams come and go for long
+        # Streams come and go for long: the readers that ended are forgotten.
+        self._readers = [other for other in self._readers if other.ident is None or other.is_alive()]
         self._readers.append(reader)
-        reader.start()
+        return reader
 
     def stop(self) -> None:
         """Ask a run to finish: sources stop, frames in flight are delivered."""
-        self._stop.set()
-        with self._ready:
-            for lane in self.lanes:
-                lane.stop.set()
-                lane.room.notify_all()
-            self._ready.notify_all()
+        self._scheduler.stop()
 
     # --- the run ---
 
@@ -567,11 +529,11 @@ class Streams:
         interrupted: BaseException | None = None
         try:
             with self._lock:
-                self._stop.clear()
+                self._scheduler.start()
                 self._run_stats = {lane.stream: lane.stats for lane in self.lanes}
-                for lane in self.lanes:
-                    lane.stop.clear()
-                    self._start_reader(lane)
+                readers = [reader for lane in self.lanes if (reader := self._reader(lane)) is not None]
+            for reader in readers:
+                reader.start()
             feeder.start()
             deadline = None if duration is None else time.monotonic() + duration
             next_tick = time.monotonic() + tick_seconds
@@ -593,22 +555,39 @@ class Streams:
         except KeyboardInterrupt as exc:
             interrupted = exc
         finally:
-            self.stop()
-            while True:  # frames in flight finish (milliseconds); a second Ctrl-C does not cut that short
+            # Frames in flight finish (milliseconds). After a Ctrl-C, an output that does not return (a stuck
+            # consumer) is waited for STOP_GRACE_S, or until a second Ctrl-C: then the run's threads (daemons) are
+            # left to finish on their own (:attr:`abandoned`), as run_throughput does. Everything here may be
+            # interrupted (a Ctrl-C lands between any two bytecodes), stop() too: it is in the loop.
+            given_up_at = None if interrupted is None else time.monotonic() + STOP_GRACE_S
+            if feeder.ident is None:  # it never started (a Ctrl-C or a failure while starting the readers)
+                finished.set()
+            stopped = False
+            while True:
                 try:
+                    if not stopped:
+                        self.stop()
+                        stopped = True
                     if finished.wait(0.25):
                         break
+                    if given_up_at is not None and time.monotonic() > given_up_at:
+                        self._abandoned = True
+                        break
                 except KeyboardInterrupt as exc:
-                    interrupted = interrupted or exc
-            with self._lock:
-                self._running = False
-                readers = list(self._readers)
-            for reader in readers:
-                reader.join(timeout=10)  # a network read ends within its timeout
-            with self._ready:
-                for lane in self.lanes:  # frames decoded but never taken (a removed lane's went at its removal)
-                    while lane.frames:
-                        lane.frames.popleft().release()
+                    if interrupted is not None:
+                        self._abandoned = True  # a second Ctrl-C: at once
+                        break
+                    interrupted, given_up_at = exc, time.monotonic() + STOP_GRACE_S
+            if not self._abandoned:
+                with self._lock:
+                    self._running = False
+                    readers = list(self._readers)
+                for reader in readers:
+                    if reader.ident is not None:  # one an add() has not started yet ends at once: its lane is stopped
+                        reader.join(timeout=10)  # a network read ends within its timeout
+                self._scheduler.drain()  # frames decoded but never taken (a removed lane's went at its removal)
+        if self._abandoned and interrupted is not None:
+            raise interrupted
         seconds = time.perf_counter() - wall0
         ran = [stats for _, stats in sorted(self._run_stats.items())]
         if tick is not None:
@@ -624,27 +603,21 @@ class Streams:
 
     def _read(self, lane: _Lane) -> None:
         """A source's thread: decode into the lane until the source ends, fails, or the run stops."""
-        ready, lock, stop, queued = self._ready, self._lock, lane.stop, lane.frames
-        live = lane.live
+        scheduler, lock, stop = self._scheduler, self._lock, lane.stop
         yielded = 0
         try:
             for frame in lane.source.frames(stop):
                 yielded += 1
-                with lock:  # the condition's lock itself: entering the condition is a Python call more
-                    if not live and len(queued) >= FILE_LANE_FRAMES:
-                        lane.waiting = True
-                        while len(queued) >= FILE_LANE_FRAMES and not stop.is_set():
-                            lane.room.wait(0.1)  # back-pressure: the decoder waits for the model
-                        lane.waiting = False
-                    if stop.is_set():
+                with lock:  # the lock itself: entering the condition is a Python call more
+                    if not scheduler.wait_for_room(lane):
                         frame.release()
                         lane.stats.stopped = True
                         return
-                    self._arrive(lane, frame)
+                    lane.stats.dropped += scheduler.arrive(lane, frame)
             if stop.is_set():
                 lane.stats.stopped = True
             elif yielded == 0:
-                lane.stats.error = f"{lane.name} yielded no frame: nothing FFmpeg could decode in it"
+                lane.stats.error = f"{lane.name} yielded no frame: nothing in it could be decoded"
             else:
                 lane.stats.done = True
         except BaseException as exc:  # this stream's error; the others go on
@@ -652,66 +625,7 @@ class Streams:
         finally:
             lane.stats.reconnects = getattr(lane.source, "reconnects", 0)
             lane.stats.copied = getattr(lane.source, "copied", 0)
-            with ready:
-                lane.ended = True
-                ready.notify_all()
-
-    def _arrive(self, lane: _Lane, frame: Any) -> None:
-        """A decoded frame into its lane (the lock held): a live lane keeps only the newest."""
-        if not lane.frames and not lane.owned:  # it had nothing: no credit for the time it waited, beyond a frame
-            lane.served = max(lane.served, self._clock - IDLE_CREDIT)
-        lane.stats.dropped += frame.lost_before
-        if lane.live:
-            while lane.frames:  # the newest frame wins
-                lane.frames.popleft().release()
-                lane.stats.dropped += 1
-        lane.frames.append(frame)
-        if self._idle_feeders:
-            self._ready.notify()
-
-    def _next(self) -> tuple[_Lane, Any] | None:
-        """The next frame to feed: of the lanes with a frame that no other feeding thread holds, the one served
-        least (ties: round robin from the last one served); the lane is then held (:meth:`_let_go`).
-        Waits; None when every lane has ended.
-
-        "Served least" counts frames taken, with a lane that had no frame brought up to within
-        :data:`IDLE_CREDIT` of the others when its next one comes (:meth:`_arrive`): a lane held by a feeding
-        thread while the others go round is served first when let go, and a lane that was idle or late earns no
-        run of turns over the ones that kept up."""
-        ready = self._ready
-        with self._lock:
-            while True:
-                lanes = self.lanes  # streams come and go (a new list each time, under this lock)
-                count = len(lanes)
-                start, best, at = self._turn % count if count else 0, None, 0
-                for k in range(count):
-                    lane = lanes[(start + k) % count]
-                    if lane.frames and not lane.owned and (best is None or lane.served < best.served):
-                        best, at = lane, (start + k) % count
-                if best is not None:
-                    frame = best.frames.popleft()
-                    best.owned = True
-                    self._clock = best.served
-                    best.served += 1
-                    self._turn = at + 1
-                    if best.waiting:
-                        best.room.notify()  # its decoder waits for room
-                    return best, frame
-                if self._stop.is_set() or (not self.persistent and all(lane.ended for lane in lanes)):
-                    # A lane another feeding thread holds may still have frames: that thread takes them next.
-                    return None
-                self._idle_feeders += 1
-                try:
-                    ready.wait(0.1)
-                finally:
-                    self._idle_feeders -= 1
-
-    def _let_go(self, lane: _Lane) -> None:
-        """The lane's frame is submitted (or refused): another feeding thread may take its next one."""
-        with self._lock:
-            lane.owned = False
-            if lane.frames and self._idle_feeders:
-                self._ready.notify()
+            scheduler.ended(lane)
 
     def _feed(self, outputs: list[Callable[[StreamResult], None]]) -> None:
         """Runs the feeding threads (this one and ``feeders - 1`` more) into one queue, then waits for the results."""
@@ -722,24 +636,15 @@ class Streams:
         clock = time.perf_counter_ns
 
         # Per frame, on the delivery threads: names bound once, samples appended to the lists themselves.
-        own_for_frame = getattr(postprocess, "for_frame", None)
         samples = timings.samples
         pre_ns, infer_ns, post_ns, latency_ns = (samples[stage] for stage in STREAMS_STAGES)
         delivering = self._delivering
+        window = FIGURES_WINDOW if self.persistent else 0
 
         def deliver(result: Any) -> None:  # a delivery thread: each stream's results one at a time, in order
             started = clock()
             lane, frame_index, pts, decoded_ns, transform, frame_size, prepared_ns, decoded = result.userdata
-            outs = result.outputs
-            if dmabuf_outputs:
-                with contextlib.ExitStack() as access:
-                    for buffer in result.output_buffers:
-                        access.enter_context(buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                    prediction = for_frame(postprocess, outs, transform, input_size, frame_size)
-            elif own_for_frame is not None:
-                prediction = own_for_frame(outs, transform, input_size, frame_size)
-            else:
-                prediction = for_frame(postprocess, outs, transform, input_size, frame_size)
+            prediction = read(result, transform, frame_size)
             if lane.track is not None:
                 prediction = lane.track(prediction)
             done = clock()
@@ -754,6 +659,11 @@ class Streams:
             infer_ns.append(int(result.latency_ms * 1e6))
             post_ns.append(done - started)
             latency_ns.append(latency)
+            if window and len(stats.latencies_ns) > 2 * window:  # a persistent run: over its latest frames
+                del stats.latencies_ns[:-window]
+            if window and len(latency_ns) > 2 * window:
+                for samples_ns in (pre_ns, infer_ns, post_ns, latency_ns):
+                    del samples_ns[:-window]
             out = StreamResult(lane.stream, stats.name, frame_index, pts, latency / 1e6, prediction, decoded)
             delivering.active = True
             try:
@@ -769,7 +679,7 @@ class Streams:
         # each result being read; a set is taken from its acquire until its result is released.
         queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver,
                               buffers=self.requests + self.feeders + self.deliverers, deliverers=self.deliverers)  # fmt: skip
-        dmabuf_outputs = any(pool.buffers[0].is_dmabuf for pool in queue._out_pools)
+        read = ResultReader(postprocess, input_size, dmabuf_outputs=queue.dmabuf_outputs)
         failures: list[BaseException] = []
 
         def feeding() -> None:
@@ -798,7 +708,7 @@ class Streams:
         keep = self.keep_frames
         while True:
             slot = queue.acquire()
-            picked = self._next()
+            picked = self._scheduler.next()
             if picked is None:
                 queue.discard(slot)
                 return
@@ -822,16 +732,11 @@ class Streams:
                 queue.submit(slot, userdata, lane)  # the lane as the key: its results in its order
                 lane.submitted += 1
             finally:
-                self._let_go(lane)
+                self._scheduler.let_go(lane)
 
     def _fail(self, lane: _Lane, exc: BaseException) -> None:
         lane.stats.error = str(exc)
-        with self._ready:
-            lane.ended = True
-            while lane.frames:
-                lane.frames.popleft().release()
-            lane.stop.set()
-            self._ready.notify_all()
+        self._scheduler.fail(lane)
 
     def _prepare(self, lane: _Lane, frame: Any, slot: Any) -> Any:
         """The decoded frame, read in place, into the slot's input buffer in one pass; returns the transform."""
@@ -854,25 +759,21 @@ class Streams:
         return transform
 
     def _converter(self, frame: Any) -> layout.Converter:
-        from ..sources.video import engine_takes_colour
+        colour = frame.matrix is not None and engine_takes_colour()
+        return self.pipeline.spec.converter(frame.format, frame.width, frame.height,
+                                            matrix=frame.matrix if colour else None,
+                                            range=frame.range if colour else None)  # fmt: skip
 
-        spec = self.pipeline.spec
-        rows, cols = spec.region(frame.height, frame.width)
-        colour: dict[str, Any] = {}
-        if frame.matrix is not None and engine_takes_colour():
-            colour = {"matrix": frame.matrix, "range": frame.range}
-        return layout.Converter(
-            frame.format, spec.format, spec.width, spec.height, threads=1, src_size=(frame.width, frame.height),
-            roi=_even(frame.format, cols.start, rows.start, cols.stop - cols.start, rows.stop - rows.start),
-            fit="letterbox" if spec.fit == "letterbox" else "stretch", fill=spec.fill,
-            interpolation=_LAYOUT_INTERPOLATION[spec.interpolation], **spec.normalisation,
-            **colour,
-        )  # fmt: skip
+    @property
+    def abandoned(self) -> bool:
+        """A run given up at Ctrl-C while an output had not returned: its threads (daemons) still hold the
+        pipeline's buffers, so :meth:`close` leaves the pipeline to the process's end (and so should its owner)."""
+        return self._abandoned
 
     def close(self) -> None:
-        """Free the pipeline (when made here)."""
+        """Free the pipeline (when made here; not after an :attr:`abandoned` run)."""
         self.stop()
-        if self._owns_pipeline:
+        if self._owns_pipeline and not self._abandoned:
             self.pipeline.close()
         self._owns_pipeline = False  # closed once
 
@@ -892,6 +793,16 @@ class _Named:
         self.name = os.fspath(spec) if isinstance(spec, (str, os.PathLike)) else repr(spec)
 
 
+def _plain(value: object) -> Any:
+    """``value`` as JSON-ready data: its ``to_dict()`` (Detections, ClassScore...), an array's ``tolist()``, else
+    itself."""
+    to_dict = getattr(value, "to_dict", None)
+    if to_dict is not None:
+        return to_dict()
+    tolist = getattr(value, "tolist", None)
+    return tolist() if tolist is not None else value
+
+
 def _name_of(source: Any) -> str:
     return str(getattr(source, "name", None) or source)
 
@@ -906,5 +817,5 @@ def _cpu_seconds() -> float:
     return times.user + times.system
 
 
-__all__ = ["DEFAULT_LATENCY_BUDGET_MS", "IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_deliverers",
+__all__ = ["DEFAULT_LATENCY_BUDGET_MS", "FIGURES_WINDOW", "IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_deliverers",
            "default_feeders"]  # fmt: skip

@@ -1,8 +1,8 @@
 """Throughput mode: many frames in flight, so that every core the device offers is busy.
 
 With the THROUGHPUT hint the CPU plugin splits the machine into several
-streams and asks for OPTIMAL_NUMBER_OF_INFER_REQUESTS requests in flight (16
-on a 16-core Xeon). :class:`ThroughputRunner` keeps them all busy:
+streams and asks for OPTIMAL_NUMBER_OF_INFER_REQUESTS requests in flight (about
+one per core). :class:`ThroughputRunner` keeps them all busy:
 
 * an :class:`~npu_zc.runtime.AsyncQueue` of twice that many sets of buffers
   in flight (one queued behind each running one, see :func:`default_requests`),
@@ -41,7 +41,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..runtime.session import usable_cores
-from .postprocess import Postprocessor, Prediction, for_frame
+from .postprocess import Postprocessor, Prediction, ResultReader
 from .preprocess import PreprocessSpec, Preprocessor
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
 
@@ -56,12 +56,12 @@ STOP_GRACE_S = 5.0
 def default_workers() -> int:
     """Preprocessing threads a frame is split among: 1, the feeding thread alone.
 
-    A 1080p frame's crop-resize-convert costs about 0.3 ms of one core with the
-    caches cold (right after an inference). Splitting it among more threads
-    wakes the engine's sleeping workers for every frame, which costs more than
-    it saves: on a 16-core Xeon, 1 worker gave the most FPS in every run
-    (2510 FPS against 1773 with 2 and one core left to us, see
-    :func:`reserved_cores`). The feeding thread needs a core of its own instead.
+    A frame's crop-resize-convert is a fraction of a millisecond of one core.
+    Splitting it among more threads wakes the engine's sleeping workers for
+    every frame, which costs more than it saves, and those workers take cores
+    from the inference: the feeding thread needs a core of its own instead
+    (:func:`reserved_cores`). ``benches/bench_throughput.py`` measures it
+    (docs/benchmarks.md).
     """
     return 1
 
@@ -70,12 +70,12 @@ def reserved_cores(cores: int | None = None) -> int:
     """Cores the CPU plugin leaves to the feeding thread in throughput mode: 1 from 8 cores up, else 0.
 
     With the throughput hint the CPU plugin runs one stream per core, each
-    thread pinned, so the feeding thread (about 0.35 ms of CPU a frame) has to
-    take its time from an inference thread and falls behind: on a 16-core Xeon,
-    1938 FPS with 16 streams (71% of benchmark_app's), 2510 with 15 (88%). On a
-    few cores the inference, not the feeding, is the limit (a 2-core machine
-    infers about 300 frames a second: a tenth of a core's feeding), so nothing
-    is reserved there.
+    thread pinned, so the feeding thread (a fraction of a millisecond of CPU a
+    frame, for every frame) has to take its time from an inference thread and
+    the whole run waits for it. With many cores the feeding is the limit and a
+    core of its own gives more frames a second than the stream it costs; on a
+    few cores the inference, not the feeding, is the limit, so nothing is
+    reserved there (``benches/bench_throughput.py``, docs/benchmarks.md).
     """
     return 1 if (usable_cores() if cores is None else cores) >= 8 else 0
 
@@ -86,8 +86,8 @@ def default_requests(optimal: int) -> int:
     Results are taken in submission order, so a request that finishes before an
     older one waits to be reused; with only the optimal number, its stream would
     idle meanwhile. A second request per stream, queued behind the first, keeps
-    every stream busy (on the 2-core development machine: 80% of benchmark_app's
-    FPS with 2 requests, 95% with 8).
+    every stream busy (``benches/bench_throughput.py`` compares it with
+    benchmark_app's).
     """
     return max(2, 2 * optimal)
 
@@ -299,13 +299,7 @@ class ThroughputRunner:
         def deliver(result: Any) -> None:  # the queue's delivery thread, in submission (= frame) order
             started = clock()
             index, prepared_ns, transform, frame_size = result.userdata
-            if dmabuf_outputs:  # a DMA-BUF output is read between sync brackets; memfd needs none
-                with contextlib.ExitStack() as access:
-                    for buffer in result.output_buffers:
-                        access.enter_context(buffer.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-                    prediction = for_frame(postprocess, result.outputs, transform, input_size, frame_size)
-            else:
-                prediction = for_frame(postprocess, result.outputs, transform, input_size, frame_size)
+            prediction = read(result, transform, frame_size)
             infer = int(result.latency_ms * 1e6)
             post = clock() - started
             preprocess_ns.append(prepared_ns)
@@ -321,7 +315,7 @@ class ThroughputRunner:
         submitted = 0
         queue = self.session.queue(self.requests, heap=self.heap, callback=deliver, buffers=self.buffers)
         self._queue = queue
-        dmabuf_outputs = any(pool.buffers[0].is_dmabuf for pool in queue._out_pools)
+        read = ResultReader(postprocess, input_size, dmabuf_outputs=queue.dmabuf_outputs)
         acquire, prepare, submit, stopping = queue.acquire, self._prepare, queue.submit, stop.is_set
         try:
             for index, image in enumerate(frames):

@@ -224,6 +224,12 @@ class AsyncQueue:
             return len(self._pending)
 
     @property
+    def dmabuf_outputs(self) -> bool:
+        """The output buffers are DMA-BUFs: a result's outputs are read between ``cpu_access("read")`` brackets
+        (memfd buffers need none)."""
+        return any(pool.buffers[0].is_dmabuf for pool in self._out_pools)
+
+    @property
     def in_flight(self) -> int:
         """Requests started and not yet seen complete."""
         with self._mutex:

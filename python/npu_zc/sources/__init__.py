@@ -1,5 +1,9 @@
 """Where frames come from: video files and network streams (PyAV), cameras, folders and images.
 
+A floor below :mod:`npu_zc.pipeline`: nothing here imports it. A new kind of
+source goes here, as a class with the :class:`Source` protocol (and a case in
+:func:`open_source` when a string should pick it).
+
 Every source has a ``name``, ``live`` (keep only the newest frame when the
 model falls behind) and ``frames(stop)``, an iterator of
 :class:`DecodedFrame` run on the source's own thread by
@@ -13,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol
 
 from .frame import DecodedFrame, colour_of
+from .image import IMAGE_SUFFIXES, FrameSource, ImageError, ImageNotFoundError, load_image
 from .others import CameraSource, ImageSource
 from .video import VideoSource, is_network
 
@@ -30,8 +35,6 @@ class Source(Protocol):
 def open_source(spec: Any, **options: Any) -> Source:
     """The source for ``spec``: a source object as it is, an open :class:`npu_zc.Camera`, ``/dev/videoN``,
     a folder or image file, or a video file / network URL (``options`` go to its class)."""
-    from ..pipeline.image import IMAGE_SUFFIXES
-
     if hasattr(spec, "frames") and hasattr(spec, "live"):
         source: Source = spec
         return source
@@ -47,4 +50,5 @@ def open_source(spec: Any, **options: Any) -> Source:
     return VideoSource(text, **options)
 
 
-__all__ = ["CameraSource", "DecodedFrame", "ImageSource", "Source", "VideoSource", "colour_of", "open_source"]
+__all__ = ["IMAGE_SUFFIXES", "CameraSource", "DecodedFrame", "FrameSource", "ImageError", "ImageNotFoundError", "ImageSource", "Source",
+           "VideoSource", "colour_of", "load_image", "open_source"]

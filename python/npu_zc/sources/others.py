@@ -11,6 +11,7 @@ from typing import Any, Iterator
 from ..capture import CAMERA_SOURCE_FORMATS
 from ..errors import CameraFormatError, SourceError, SourceNotFoundError
 from .frame import DecodedFrame
+from .image import IMAGE_SUFFIXES, ImageError, load_image
 
 # Frames in a row too short for their format before a camera stream fails: a glitch is skipped, a driver that
 # always sends short frames is an error.
@@ -92,8 +93,6 @@ class ImageSource:
     live = False
 
     def __init__(self, path: str | os.PathLike[str], *, name: str | None = None, limit: int | None = None) -> None:
-        from ..pipeline.image import IMAGE_SUFFIXES
-
         self.path = Path(path)
         if not self.path.exists():
             raise SourceNotFoundError(f"no such image or folder: {path}")
@@ -110,8 +109,6 @@ class ImageSource:
         return f"<ImageSource {self.name!r}>"
 
     def frames(self, stop: threading.Event | None = None) -> Iterator[DecodedFrame]:
-        from ..pipeline.image import ImageError, load_image
-
         for index, file in enumerate(self.files):
             if stop is not None and stop.is_set():
                 return
