@@ -23,6 +23,7 @@ from . import runtime
 from . import detect
 from .detect import Detections, YoloLayout, decode_yolo
 from .detect import Tracker, draw
+from .analytics import LineCounter, Zone
 from .pipeline import Pipeline
 from .pipeline.streams import StreamResult, Streams, StreamsReport, StreamStats
 from .layout import (
@@ -121,6 +122,9 @@ __all__ = [
     "decode_yolo",
     "Tracker",
     "draw",
+    # analytics
+    "LineCounter",
+    "Zone",
     # pipeline
     "Pipeline",
     "Streams",
