@@ -30,6 +30,9 @@ impl Direction {
     }
 }
 
+/// (class, count) pairs, by class.
+pub type ClassCounts = Vec<(i32, u64)>;
+
 /// One box that crossed this frame: its position in the frame's tracks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Crossing {
@@ -130,7 +133,7 @@ impl LineCounter {
     }
 
     /// Per class: (class, crossings in), (class, crossings out).
-    pub fn counts_per_class(&self) -> (Vec<(i32, u64)>, Vec<(i32, u64)>) {
+    pub fn counts_per_class(&self) -> (ClassCounts, ClassCounts) {
         (
             self.in_counts.iter().map(|(k, v)| (*k, *v)).collect(),
             self.out_counts.iter().map(|(k, v)| (*k, *v)).collect(),

@@ -9,7 +9,7 @@ pub mod line;
 pub mod zone;
 
 pub use anchor::Anchor;
-pub use line::{Crossing, Direction, LineCounter};
+pub use line::{ClassCounts, Crossing, Direction, LineCounter};
 pub use zone::{Zone, ZoneEvent, ZoneEventKind};
 
 /// A line or zone that cannot be built, or a frame whose arrays disagree: one sentence.

@@ -211,13 +211,13 @@ impl Zone {
         let mut flags = vec![false; tracks.len()];
         let mut events = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        for i in 0..tracks.len() {
+        for (i, flag) in flags.iter_mut().enumerate() {
             let (id, class) = (tracks.ids[i], tracks.classes[i]);
             if id < 0 || !counted(&self.classes, class) {
                 continue;
             }
             let now = self.box_inside(&tracks.boxes[i]);
-            flags[i] = now;
+            *flag = now;
             seen.insert(id);
             match (self.inside.get_mut(&id), now) {
                 (Some(state), true) => {

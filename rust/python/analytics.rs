@@ -4,7 +4,7 @@ use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods}
 use pyo3::prelude::*;
 
 use super::errors::invalid;
-use crate::analytics::{AnalyticsError, Anchor, LineCounter, Tracks, Zone};
+use crate::analytics::{AnalyticsError, Anchor, ClassCounts, LineCounter, Tracks, Zone};
 
 fn anchors(names: Vec<String>) -> PyResult<Vec<Anchor>> {
     names.iter().map(|n| Anchor::from_name(n).map_err(err)).collect()
@@ -75,7 +75,7 @@ impl PyLineCounter {
     }
 
     /// ((class, in), ...), ((class, out), ...).
-    fn counts_per_class(&self) -> (Vec<(i32, u64)>, Vec<(i32, u64)>) {
+    fn counts_per_class(&self) -> (ClassCounts, ClassCounts) {
         self.inner.counts_per_class()
     }
 
