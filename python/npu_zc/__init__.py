@@ -78,6 +78,8 @@ from .errors import (
     SourceError,
     SourceNotFoundError,
     SourceTimeoutError,
+    StreamNotFoundError,
+    StreamsRunError,
 )
 
 __all__ = [
@@ -171,4 +173,6 @@ __all__ = [
     "SourceError",
     "SourceNotFoundError",
     "SourceTimeoutError",
+    "StreamNotFoundError",
+    "StreamsRunError",
 ]

@@ -61,6 +61,18 @@ class InvalidArgumentError(Error, ValueError):
     """A bad size, fd, range, dtype, shape or format."""
 
 
+class StreamNotFoundError(InvalidArgumentError, KeyError):
+    """No stream of that name or id in a :class:`npu_zc.Streams` (never added, or already removed)."""
+
+    def __str__(self) -> str:  # KeyError's own would quote the sentence
+        return str(self.args[0]) if self.args else ""
+
+
+class StreamsRunError(Error, RuntimeError):
+    """:meth:`npu_zc.Streams.run` called while it runs (from another thread or from its own callback), or again
+    after its run ended (a :class:`npu_zc.Streams` runs once)."""
+
+
 class AliasingError(InvalidArgumentError):
     """A call would write memory it also reads (or writes through another
     argument): its destination overlaps a source, whatever the arrays' bases
@@ -209,6 +221,8 @@ __all__ = [
     "BufferOSError",
     "OutOfMemoryError",
     "InvalidArgumentError",
+    "StreamNotFoundError",
+    "StreamsRunError",
     "BufferInUseError",
     "BufferClosedError",
     "PoolExhaustedError",

@@ -14,7 +14,7 @@ import pytest
 from streams_helpers import by_stream, reference_frames, run_streams
 
 import npu_zc
-from npu_zc.pipeline.outputs import AnnotatedVideos, JsonLines
+from npu_zc.sinks import AnnotatedVideos, JsonLines
 from npu_zc.sources import DecodedFrame, VideoSource
 
 pytest.importorskip("openvino")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     result = _measure(args, "copy" if args.non_zero_copy else "zero-copy", image, args.image)
     if args.save:
         _save_drawn(image, result, args.save)
-    print(json.dumps(result.to_dict()) if args.json else report.run_text(result))
+    print(_json(result.to_dict()) if args.json else report.run_text(result))
     return INTERRUPTED if result.interrupted else 0
 
 
@@ -117,14 +116,14 @@ def compare(args: argparse.Namespace) -> int:
     image = load_image(args.image)
     zero = _measure(args, "zero-copy", image, args.image)
     if zero.interrupted:  # Ctrl-C in the first mode: what it measured, no comparison
-        print(json.dumps({"zero-copy": zero.to_dict()}) if args.json else report.run_text(zero))
+        print(_json({"zero-copy": zero.to_dict()}) if args.json else report.run_text(zero))
         return INTERRUPTED
     copy = _measure(args, "copy", image, args.image)
     if args.plot:
         report.plot_compare(zero, copy, args.plot)
     if args.json:
         ratios = {stage: copy.stages[stage].mean / zero.stages[stage].mean for stage in zero.stages if zero.stages[stage].mean}
-        print(json.dumps({"zero-copy": zero.to_dict(), "copy": copy.to_dict(), "ratio_copy_to_zero_copy": ratios}))
+        print(_json({"zero-copy": zero.to_dict(), "copy": copy.to_dict(), "ratio_copy_to_zero_copy": ratios}))
     else:
         print(report.compare_text(zero, copy))
         if args.plot:
@@ -182,7 +181,7 @@ def stream(args: argparse.Namespace) -> int:
             f"{args.input} yielded no frame: not a video OpenCV's FFmpeg can decode, nor a folder of images"
         )
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(_json(result.to_dict()))
     else:
         print(report.stream_text(result))
     return 0
@@ -205,7 +204,7 @@ def _stream_camera(args: argparse.Namespace) -> int:
             except KeyboardInterrupt:
                 return 130
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(_json(result.to_dict()))
     else:
         print(report.stream_text(result))
     return 0
@@ -226,7 +225,7 @@ def _streams(args: argparse.Namespace) -> int:
     """`npu-zc stream -i a.mp4 -i rtsp://... --camera /dev/video0`: every source into one model at once."""
     import sys
 
-    from ..pipeline.outputs import AnnotatedVideos, JsonLines
+    from ..sinks import AnnotatedVideos, JsonLines
     from ..pipeline.streams import Streams
     from ..sources.video import is_network
 
@@ -270,7 +269,14 @@ def _streams(args: argparse.Namespace) -> int:
         streams.pipeline.close()
         streams.close()
     if args.json and not args.jsonl:
-        print(json.dumps({"report": result.to_dict()}))
+        print(_json({"report": result.to_dict()}))
     else:
         print(report.streams_text(result, saved=videos.paths if videos else None))
     return 1 if result.errors else 0
+
+
+def _json(value: object) -> str:
+    """``--json``'s text: strict JSON (a NaN or an infinity, which strict parsers refuse, written as null)."""
+    from ..sinks.jsonl import strict_json
+
+    return strict_json(value)

@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .. import layout
-from ..errors import Error, InvalidArgumentError
+from ..errors import Error, InvalidArgumentError, StreamNotFoundError, StreamsRunError
 from .camera import _even
 from .pipeline import DEFAULT_MODEL, Pipeline
 from .postprocess import for_frame
@@ -71,8 +71,10 @@ class StreamResult:
     """One frame's result: which stream, which frame, when, and what the model found."""
 
     stream: int
-    """The stream's id: its position in the list of sources."""
+    """The stream's id: its position in the list of sources, then counting on for each :meth:`Streams.add`
+    (never reused after a :meth:`Streams.remove`)."""
     name: str
+    """The stream's name (unique among the streams)."""
     index: int
     """The frame's position in its source (0-based; a live stream's dropped frames leave gaps)."""
     pts: float | None
@@ -111,6 +113,9 @@ class StreamStats:
     reconnects: int = 0
     error: str | None = None
     done: bool = False
+    """The source ended on its own (a file's last frame)."""
+    stopped: bool = False
+    """The source was stopped before it ended: :meth:`Streams.stop`, a duration, Ctrl-C, :meth:`Streams.remove`."""
     latencies_ns: list[int] = field(default_factory=list, repr=False)
     first_ns: int | None = None
     last_ns: int | None = None
@@ -126,7 +131,7 @@ class StreamStats:
 
     @property
     def state(self) -> str:
-        return "error" if self.error else "done" if self.done else "running"
+        return "error" if self.error else "done" if self.done else "stopped" if self.stopped else "running"
 
     def to_dict(self) -> dict[str, Any]:
         lat = self.latency()
@@ -175,16 +180,18 @@ Overlay = Callable[[np.ndarray, Any], np.ndarray]
 class _Lane:
     """One source's decoded frames waiting for the model, and its figures."""
 
-    def __init__(self, stream: int, source: Any, error: BaseException | None, tracker: Any, lock: threading.Lock) -> None:
+    def __init__(self, stream: int, name: str, source: Any, error: BaseException | None, tracker: Any,
+                 lock: threading.Lock) -> None:  # fmt: skip
         self.stream = stream
+        self.name = name
         self.source = source
-        name = getattr(source, "name", None) or str(source)
         self.live = bool(getattr(source, "live", False))
         self.stats = StreamStats(stream, name, self.live)
         self.frames: collections.deque[Any] = collections.deque()
         self.ended = error is not None
+        """Its reader has ended (or never started: a source that could not be opened)."""
         if error is not None:
-            self.stats.error, self.stats.done = str(error), True
+            self.stats.error = str(error)
         self.tracker = tracker
         self.stop = threading.Event()
         """Stops this source's thread (the run's stop, or this stream's failure)."""
@@ -201,6 +208,12 @@ class _Lane:
         self.owned = False
         """A feeding thread has taken one of its frames and not yet submitted it: the others leave the lane alone,
         so that its frames are submitted in order (and its converters are used by one thread at a time)."""
+        self.submitted = 0
+        """Frames submitted (by the feeding thread that holds the lane: one at a time)."""
+        self.delivered = 0
+        """Results handed to the outputs, or lost with their request (one of the lane's results at a time)."""
+        self.removed = False
+        """Taken out by :meth:`Streams.remove`: its frames no longer reach the scheduler."""
 
 
 def default_deliverers(streams: int, cores: int | None = None) -> int:
@@ -263,13 +276,23 @@ class Streams:
 
     Use :meth:`run` (blocks, Ctrl-C stops it cleanly) with ``on_result``
     callbacks, and read the :class:`StreamsReport`.
+
+    ``names``: one per source (else each source's own name, numbered where two
+    sources share one); names are unique. ``persistent``: the run goes on while
+    no stream is running (all ended, or none yet) until :meth:`stop`,
+    ``duration`` or Ctrl-C, as a service's does; streams come and go with
+    :meth:`add` and :meth:`remove` (both thread-safe, before or during the
+    run). Without it an empty list of sources is refused and the run ends when
+    every stream has.
     """
 
     def __init__(
         self,
-        sources: Sequence[Any],
+        sources: Sequence[Any] = (),
         model: str | os.PathLike[str] | Pipeline | Any = DEFAULT_MODEL,
         *,
+        names: Sequence[str] | None = None,
+        persistent: bool = False,
         device: str = "AUTO",
         requests: int | None = None,
         tracker: Callable[[], Any] | None = None,
@@ -283,8 +306,18 @@ class Streams:
     ) -> None:
         from ..sources import open_source
 
-        if not sources:
-            raise InvalidArgumentError("Streams needs at least one source")
+        sources = list(sources)
+        if not sources and not persistent:
+            raise InvalidArgumentError("Streams needs at least one source (or persistent=True, to add them later)")
+        if names is not None:
+            names = list(names)
+            if len(names) != len(sources):
+                raise InvalidArgumentError(f"names gives {len(names)} names for {len(sources)} sources: one per source")
+            for name in names:
+                _check_name(name)
+            twice = sorted({name for name in names if names.count(name) > 1})
+            if twice:
+                raise InvalidArgumentError(f"names must be unique: {', '.join(map(repr, twice))} given twice")
         if requests is not None and int(requests) < 1:
             raise InvalidArgumentError(f"requests must be at least 1, got {requests}")
         self.keep_frames = keep_frames
@@ -297,25 +330,42 @@ class Streams:
         options = dict(source_options or {})
         if realtime:
             options["realtime"] = True
+        self.persistent = bool(persistent)
+        self._options = options
+        self._tracker = tracker
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         """Notified when a lane gets a frame or ends: only the feeding threads wait on it."""
         self._idle_feeders = 0
         """Feeding threads waiting on :attr:`_ready` (per frame, it is notified only when one is)."""
         self.lanes: list[_Lane] = []
-        for stream, spec in enumerate(sources):
+        """The streams now, in the order they came (replaced, never changed in place: a reader may hold the old
+        list while :meth:`add` or :meth:`remove` makes a new one, under the lock)."""
+        self._next_id = 0
+        self._running = False
+        self._ran = False
+        self._readers: list[threading.Thread] = []
+        self._run_stats: dict[int, StreamStats] = {}
+        """Every stream that took part in the current (or last) run, removed ones too: the report's streams."""
+        self._delivering = threading.local()
+        """Set on a delivery thread while it runs the outputs (:meth:`remove` called there does not wait for them)."""
+        lanes: list[_Lane] = []
+        for k, spec in enumerate(sources):
             source, error = None, None
             try:
                 source = open_source(spec, **options) if isinstance(spec, (str, os.PathLike)) else open_source(spec)
             except Error as exc:  # this stream's error; the others go on
                 error = exc
-            self.lanes.append(_Lane(stream, source if source is not None else _Named(spec), error,
-                                    tracker() if tracker is not None else None, self._lock))  # fmt: skip
+            shown = source if source is not None else _Named(spec)
+            name = names[k] if names is not None else self._free_name(_name_of(shown), [lane.name for lane in lanes])
+            lanes.append(_Lane(self._new_id(), name, shown, error, tracker() if tracker is not None else None, self._lock))
+        self.lanes = lanes
         self._owns_pipeline = not isinstance(model, Pipeline)
         if isinstance(model, Pipeline):
             self.pipeline: Pipeline = model
         else:
-            if latency_budget_ms is not None and any(lane.live for lane in self.lanes):
+            # A persistent run is a service's: the streams it will be given are cameras and network streams.
+            if latency_budget_ms is not None and (self.persistent or any(lane.live for lane in self.lanes)):
                 from ..runtime import CompileOptions
 
                 given = pipeline_options.get("options") or CompileOptions()
@@ -333,21 +383,132 @@ class Streams:
         for video in videos:
             if video.thread_count is None:
                 video.thread_count = max(1, usable_cores() // len(videos))
-        self.feeders = int(feeders) if feeders is not None else default_feeders(len(self.lanes))
+        # A persistent run's streams are not known yet: as many threads as the cores give (idle ones sleep).
+        planned = usable_cores() if self.persistent else len(self.lanes)
+        self.feeders = int(feeders) if feeders is not None else default_feeders(planned)
         """Feeding threads of a run."""
-        self.deliverers = int(deliverers) if deliverers is not None else default_deliverers(len(self.lanes))
+        self.deliverers = int(deliverers) if deliverers is not None else default_deliverers(planned)
         """Delivery threads of a run (each stream's results in order on any of them)."""
         self._turn = 0
-        """Where the next pick's round robin starts (shared by the feeding threads; under the lock)."""
+        """Where the next pick's round robin starts: a position in :attr:`lanes` (under the lock)."""
         self._clock = 0
         """The served count of the last frame taken: where an idle lane starts again."""
         self._stop = threading.Event()
         self.timings = Timings(STREAMS_STAGES)
 
+    def _new_id(self) -> int:
+        stream, self._next_id = self._next_id, self._next_id + 1
+        return stream
+
+    @staticmethod
+    def _free_name(name: str, taken: Sequence[str]) -> str:
+        """``name``, or ``name (2)``, ``name (3)``... where a stream already has it."""
+        if name not in taken:
+            return name
+        k = 2
+        while f"{name} ({k})" in taken:
+            k += 1
+        return f"{name} ({k})"
+
     @property
     def stats(self) -> list[StreamStats]:
-        """Each stream's figures so far (safe to read while running)."""
+        """Each current stream's figures so far (safe to read while running); a removed stream leaves them."""
         return [lane.stats for lane in self.lanes]
+
+    def add(self, source: Any, *, name: str | None = None, realtime: bool | None = None,
+            **source_options: Any) -> StreamStats:  # fmt: skip
+        """Add a stream, before or during a run; returns its :class:`StreamStats` (updated as it runs).
+
+        ``source``: as one of ``sources``; ``name``: unique among the streams
+        (else the source's own, numbered where taken). ``realtime`` and
+        ``source_options`` default to the ones ``Streams`` was given. The source
+        is opened first, here: its error is raised and nothing is added. During a
+        run its reader starts at once. Thread-safe.
+        """
+        from ..sources import open_source
+
+        if name is not None:
+            _check_name(name)
+            with self._lock:
+                if any(lane.name == name for lane in self.lanes):
+                    raise InvalidArgumentError(f"a stream named {name!r} is already running: names are unique")
+        options = {**self._options, **source_options}
+        if realtime is not None:
+            options["realtime"] = bool(realtime)
+        if isinstance(source, (str, os.PathLike)):
+            opened = open_source(source, **options)
+        else:
+            if source_options or realtime is not None:
+                raise InvalidArgumentError("source options and realtime apply to a path or URL, not to a source object")
+            opened = open_source(source)
+        if hasattr(opened, "thread_count") and opened.thread_count is None:
+            videos = 1 + sum(hasattr(lane.source, "thread_count") for lane in self.lanes)
+            opened.thread_count = max(1, usable_cores() // videos)
+        tracker = self._tracker() if self._tracker is not None else None
+        with self._ready:
+            taken = [lane.name for lane in self.lanes]
+            if name is not None and name in taken:  # added by another thread meanwhile
+                raise InvalidArgumentError(f"a stream named {name!r} is already running: names are unique")
+            lane = _Lane(self._new_id(), name if name is not None else self._free_name(_name_of(opened), taken),
+                         opened, None, tracker, self._lock)  # fmt: skip
+            # The new lane starts level with the others (no credit for the time before it came).
+            lane.served = self._clock
+            self.lanes = [*self.lanes, lane]
+            if self._running:
+                self._run_stats[lane.stream] = lane.stats
+                if self._stop.is_set():  # the run is ending: its reader ends at once
+                    lane.stop.set()
+                self._start_reader(lane)
+            self._ready.notify_all()
+        return lane.stats
+
+    def remove(self, name: str | int) -> StreamStats:
+        """Take a stream out, by name or id, before or during a run; returns its final :class:`StreamStats`.
+
+        Its reader stops and its waiting frames are let go; its results already
+        in flight are still delivered (waited for here, within the fence
+        timeout, except when called from an output). The other streams go on,
+        their order and figures untouched. Unknown: :class:`StreamNotFoundError`.
+        """
+        with self._ready:
+            lane = self._find(name)
+            self.lanes = [other for other in self.lanes if other is not lane]
+            lane.removed = True
+            if not lane.ended:
+                lane.stats.stopped = True  # its reader, told to stop, may take a moment (a network read) to end
+            lane.stop.set()
+            lane.room.notify_all()
+            while lane.frames:
+                lane.frames.popleft().release()
+            self._ready.notify_all()
+            running = self._running
+        if running and not getattr(self._delivering, "active", False):
+            deadline = time.monotonic() + FENCE_TIMEOUT_S
+            # A feeding thread may hold one of its frames (then submits it) and results may be in flight.
+            while (lane.owned or lane.delivered < lane.submitted) and time.monotonic() < deadline:
+                time.sleep(0.005)
+        return lane.stats
+
+    def _find(self, name: str | int) -> _Lane:
+        """The current lane called ``name`` (a str) or of id ``name`` (an int); the lock held."""
+        if isinstance(name, str):
+            found = [lane for lane in self.lanes if lane.name == name]
+        elif isinstance(name, int) and not isinstance(name, bool):
+            found = [lane for lane in self.lanes if lane.stream == name]
+        else:
+            raise InvalidArgumentError(f"a stream is named by its name (str) or id (int), got {type(name).__name__}")
+        if not found:
+            raise StreamNotFoundError(f"no stream {name!r}: streams are {[lane.name for lane in self.lanes]}")
+        return found[0]
+
+    def _start_reader(self, lane: _Lane) -> None:
+        """The lane's reader thread, during a run (the lock held)."""
+        if lane.ended:
+            return
+        reader = threading.Thread(target=self._read, args=(lane,), name=f"npu_zc-src{lane.stream}", daemon=True)
+        self._readers = [other for other in self._readers if other.is_alive()]  # streams come and go for long
+        self._readers.append(reader)
+        reader.start()
 
     def stop(self) -> None:
         """Ask a run to finish: sources stop, frames in flight are delivered."""
@@ -368,20 +529,28 @@ class Streams:
         tick: Callable[[list[StreamStats]], None] | None = None,
         tick_seconds: float = 0.5,
     ) -> StreamsReport:
-        """Every stream until each ends (or ``duration`` seconds, or :meth:`stop`, or Ctrl-C).
+        """Every stream until each ends (or ``duration`` seconds, or :meth:`stop`, or Ctrl-C); with
+        ``persistent``, until one of the latter three.
 
         ``on_result``: one callable or several, called on the delivery threads
         with each result, each stream's in frame order, one result of a stream
         at a time (results of different streams may come at once from
         different threads; an exception there stops the run and is raised). ``tick(stats)`` is called on the calling thread
-        every ``tick_seconds`` (a live table).
+        every ``tick_seconds`` (a live table). A ``Streams`` runs once: a second
+        call, at the same time or after, raises :class:`StreamsRunError`.
         """
+        if duration is not None and not duration > 0:  # NaN too
+            raise InvalidArgumentError(f"duration must be a positive number of seconds (or None), got {duration}")
+        if not 0 < tick_seconds < float("inf"):
+            raise InvalidArgumentError(f"tick_seconds must be a positive number of seconds, got {tick_seconds}")
         outputs = [on_result] if callable(on_result) else list(on_result or [])
-        self._stop.clear()
-        for lane in self.lanes:
-            lane.stop.clear()
-        readers = [threading.Thread(target=self._read, args=(lane,), name=f"npu_zc-src{lane.stream}", daemon=True)
-                   for lane in self.lanes if not lane.ended]  # fmt: skip
+        with self._lock:
+            if self._running:
+                raise StreamsRunError("Streams.run is already running (called from another thread or from its own "
+                                      "output): one run at a time")  # fmt: skip
+            if self._ran:
+                raise StreamsRunError("this Streams has already run (its sources were read): make a new Streams to run again")
+            self._running = self._ran = True
         outcome: dict[str, Any] = {}
         finished = threading.Event()
 
@@ -397,8 +566,12 @@ class Streams:
         feeder = threading.Thread(target=feed, name="npu_zc-streams", daemon=True)
         interrupted: BaseException | None = None
         try:
-            for reader in readers:
-                reader.start()
+            with self._lock:
+                self._stop.clear()
+                self._run_stats = {lane.stream: lane.stats for lane in self.lanes}
+                for lane in self.lanes:
+                    lane.stop.clear()
+                    self._start_reader(lane)
             feeder.start()
             deadline = None if duration is None else time.monotonic() + duration
             next_tick = time.monotonic() + tick_seconds
@@ -427,9 +600,17 @@ class Streams:
                         break
                 except KeyboardInterrupt as exc:
                     interrupted = interrupted or exc
+            with self._lock:
+                self._running = False
+                readers = list(self._readers)
             for reader in readers:
                 reader.join(timeout=10)  # a network read ends within its timeout
+            with self._ready:
+                for lane in self.lanes:  # frames decoded but never taken (a removed lane's went at its removal)
+                    while lane.frames:
+                        lane.frames.popleft().release()
         seconds = time.perf_counter() - wall0
+        ran = [stats for _, stats in sorted(self._run_stats.items())]
         if tick is not None:
             tick(self.stats)
         if interrupted is not None:
@@ -438,15 +619,17 @@ class Streams:
             raise outcome["error"]
         return StreamsReport(
             model=self.pipeline.model_name, device=self.pipeline.device, requests=self.requests, seconds=seconds,
-            cpu_seconds=_cpu_seconds() - cpu0, streams=self.stats, stages=self.timings.stats(), streams_fit=self.streams_fit,
+            cpu_seconds=_cpu_seconds() - cpu0, streams=ran, stages=self.timings.stats(), streams_fit=self.streams_fit,
         )  # fmt: skip
 
     def _read(self, lane: _Lane) -> None:
         """A source's thread: decode into the lane until the source ends, fails, or the run stops."""
         ready, lock, stop, queued = self._ready, self._lock, lane.stop, lane.frames
         live = lane.live
+        yielded = 0
         try:
             for frame in lane.source.frames(stop):
+                yielded += 1
                 with lock:  # the condition's lock itself: entering the condition is a Python call more
                     if not live and len(queued) >= FILE_LANE_FRAMES:
                         lane.waiting = True
@@ -455,8 +638,15 @@ class Streams:
                         lane.waiting = False
                     if stop.is_set():
                         frame.release()
+                        lane.stats.stopped = True
                         return
                     self._arrive(lane, frame)
+            if stop.is_set():
+                lane.stats.stopped = True
+            elif yielded == 0:
+                lane.stats.error = f"{lane.name} yielded no frame: nothing FFmpeg could decode in it"
+            else:
+                lane.stats.done = True
         except BaseException as exc:  # this stream's error; the others go on
             lane.stats.error = str(exc) or type(exc).__name__
         finally:
@@ -488,28 +678,27 @@ class Streams:
         :data:`IDLE_CREDIT` of the others when its next one comes (:meth:`_arrive`): a lane held by a feeding
         thread while the others go round is served first when let go, and a lane that was idle or late earns no
         run of turns over the ones that kept up."""
-        lanes, ready = self.lanes, self._ready
-        count = len(lanes)
+        ready = self._ready
         with self._lock:
             while True:
-                start, best = self._turn, None
+                lanes = self.lanes  # streams come and go (a new list each time, under this lock)
+                count = len(lanes)
+                start, best, at = self._turn % count if count else 0, None, 0
                 for k in range(count):
                     lane = lanes[(start + k) % count]
                     if lane.frames and not lane.owned and (best is None or lane.served < best.served):
-                        best = lane
+                        best, at = lane, (start + k) % count
                 if best is not None:
                     frame = best.frames.popleft()
                     best.owned = True
                     self._clock = best.served
                     best.served += 1
-                    self._turn = best.stream + 1
+                    self._turn = at + 1
                     if best.waiting:
                         best.room.notify()  # its decoder waits for room
                     return best, frame
-                if self._stop.is_set() or all(lane.ended for lane in lanes):
+                if self._stop.is_set() or (not self.persistent and all(lane.ended for lane in lanes)):
                     # A lane another feeding thread holds may still have frames: that thread takes them next.
-                    for lane in lanes:
-                        lane.stats.done = lane.ended
                     return None
                 self._idle_feeders += 1
                 try:
@@ -536,6 +725,7 @@ class Streams:
         own_for_frame = getattr(postprocess, "for_frame", None)
         samples = timings.samples
         pre_ns, infer_ns, post_ns, latency_ns = (samples[stage] for stage in STREAMS_STAGES)
+        delivering = self._delivering
 
         def deliver(result: Any) -> None:  # a delivery thread: each stream's results one at a time, in order
             started = clock()
@@ -565,10 +755,13 @@ class Streams:
             post_ns.append(done - started)
             latency_ns.append(latency)
             out = StreamResult(lane.stream, stats.name, frame_index, pts, latency / 1e6, prediction, decoded)
+            delivering.active = True
             try:
                 for output in outputs:
                     output(out)
             finally:
+                delivering.active = False
+                lane.delivered += 1
                 if decoded is not None:
                     decoded.release()
 
@@ -598,10 +791,6 @@ class Streams:
             queue.join()
         finally:
             queue.close()
-            for lane in self.lanes:  # frames decoded but never taken
-                with self._ready:
-                    while lane.frames:
-                        lane.frames.popleft().release()
 
     def _feed_frames(self, queue: Any) -> None:
         """A feeding thread: a free set of buffers, the next lane's frame converted into it in place, submitted."""
@@ -631,6 +820,7 @@ class Streams:
                 if not keep:
                     frame.release()  # the decoder's buffer goes back: the input holds the frame now
                 queue.submit(slot, userdata, lane)  # the lane as the key: its results in its order
+                lane.submitted += 1
             finally:
                 self._let_go(lane)
 
@@ -700,6 +890,15 @@ class _Named:
 
     def __init__(self, spec: Any) -> None:
         self.name = os.fspath(spec) if isinstance(spec, (str, os.PathLike)) else repr(spec)
+
+
+def _name_of(source: Any) -> str:
+    return str(getattr(source, "name", None) or source)
+
+
+def _check_name(name: Any) -> None:
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"a stream's name is a non-empty str, got {name!r}")
 
 
 def _cpu_seconds() -> float:

@@ -1,30 +1,19 @@
-"""Where :class:`~npu_zc.pipeline.streams.Streams` results go: JSON lines, annotated video per stream, a callback.
-
-Each output is a callable taking a :class:`StreamResult`, called on the
-delivery thread in each stream's frame order.
-"""
+"""Results drawn onto their frames: an H.264 video per stream (PyAV's libx264)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import sys
-import threading
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable
 
 import numpy as np
 
-from .streams import StreamResult
+from ..pipeline.streams import StreamResult
 
 
 def draw_top_label(bgr: np.ndarray, prediction: Any) -> np.ndarray:
-    """The overlay today: the top label and its score in the top-left corner (in place).
-
-    A small function on purpose: swap it (``AnnotatedVideos(..., overlay=...)``)
-    for a detector's drawer, e.g. ``npu_zc.draw`` once detections come in.
-    """
+    """A classifier's overlay: the top label and its score in the top-left corner (in place)."""
     import cv2
 
     if prediction is None or len(prediction) == 0:
@@ -37,28 +26,14 @@ def draw_top_label(bgr: np.ndarray, prediction: Any) -> np.ndarray:
     return bgr
 
 
-class JsonLines:
-    """One JSON object per result, a line each, to a file (or stdout with ``"-"``)."""
+def draw_prediction(bgr: np.ndarray, prediction: Any) -> np.ndarray:
+    """The default overlay: what the model gives, drawn: a detector's :class:`npu_zc.Detections` with
+    :func:`npu_zc.draw` (boxes, labels, track ids, masks, keypoints), a classifier's top label otherwise."""
+    from ..detect import Detections, draw
 
-    def __init__(self, target: str | os.PathLike[str] | TextIO = "-") -> None:
-        self._owned = False
-        if not isinstance(target, (str, os.PathLike)):
-            self.file: TextIO = target
-        elif os.fspath(target) == "-":
-            self.file = sys.stdout
-        else:
-            self.file, self._owned = open(target, "w", encoding="utf-8"), True
-        self._lock = threading.Lock()
-
-    def __call__(self, result: StreamResult) -> None:
-        line = json.dumps(result.to_dict())
-        with self._lock:
-            self.file.write(line + "\n")
-            self.file.flush()
-
-    def close(self) -> None:
-        if self._owned:
-            self.file.close()
+    if isinstance(prediction, Detections):
+        return draw(np.ascontiguousarray(bgr), prediction)
+    return draw_top_label(bgr, prediction)
 
 
 class AnnotatedVideos:
@@ -69,7 +44,7 @@ class AnnotatedVideos:
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, fps: float = 30.0,
-                 overlay: Callable[[np.ndarray, Any], np.ndarray] = draw_top_label) -> None:  # fmt: skip
+                 overlay: Callable[[np.ndarray, Any], np.ndarray] = draw_prediction) -> None:  # fmt: skip
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.fps = fps
@@ -108,4 +83,4 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")[-60:] or "stream"
 
 
-__all__ = ["AnnotatedVideos", "JsonLines", "draw_top_label"]
+__all__ = ["AnnotatedVideos", "draw_prediction", "draw_top_label"]
