@@ -26,6 +26,7 @@ from .detect import Tracker, draw
 from .analytics import LineCounter, Zone
 from .pipeline import Pipeline
 from .pipeline.streams import StreamResult, Streams, StreamsReport, StreamStats
+from .serve import Service
 from .layout import (
     Converter,
     TopK,
@@ -133,6 +134,8 @@ __all__ = [
     "StreamResult",
     "StreamStats",
     "StreamsReport",
+    # the service (npu-zc serve; its MQTT, metrics and HTTP parts need the serve extra)
+    "Service",
     # runtime (OpenVINO is imported on first use)
     "runtime",
     "CompileOptions",

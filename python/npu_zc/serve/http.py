@@ -23,7 +23,7 @@ import logging
 import socket
 import threading
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -36,7 +36,25 @@ from ..errors import Error
 from .config import ConfigError, HttpConfig
 
 if TYPE_CHECKING:
-    from .service import Service
+    from .live import LiveView
+    from .metrics import Metrics
+
+
+class Served(Protocol):
+    """What the routes call: the service (:class:`npu_zc.serve.Service`), known here by its shape only."""
+
+    metrics: Metrics
+    live: LiveView | None
+
+    def health(self) -> dict[str, Any]: ...
+
+    def streams_info(self) -> list[dict[str, Any]]: ...
+
+    def stream_names(self) -> list[str]: ...
+
+    def add_stream(self, spec: Any) -> dict[str, Any]: ...
+
+    def remove_stream(self, name: str) -> dict[str, Any]: ...
 
 log = logging.getLogger("npu_zc.serve")
 
@@ -57,7 +75,7 @@ def status_of(exc: BaseException) -> int:
     return 422
 
 
-def make_app(service: Service, config: HttpConfig) -> Starlette:
+def make_app(service: Served, config: HttpConfig) -> Starlette:
     token = config.token.encode() if config.token else None
 
     def health(request: Request) -> Response:

@@ -32,12 +32,12 @@ from urllib.parse import urlsplit, urlunsplit
 from ..analytics import Event, LineCounter, Zone
 from ..errors import Error, InvalidArgumentError
 from .config import Config, ConfigError, StreamConfig, load, parse, stream_config
-from .metrics import Metrics
 
 if TYPE_CHECKING:
     from ..pipeline.streams import StreamResult, Streams, StreamStats
     from .http import HttpServer
     from .live import LiveView
+    from .metrics import Metrics
     from .mqtt import MqttSink
 
 log = logging.getLogger("npu_zc.serve")
@@ -112,7 +112,9 @@ class Service:
             self.config = parse(config)
         else:
             self.config = load(config)
-        self.metrics = Metrics()
+        from .metrics import Metrics  # the serve extra: imported when a service is made, not with npu_zc
+
+        self.metrics: Metrics = Metrics()
         self.mqtt: MqttSink | None = None
         self.live: LiveView | None = None
         self.http: HttpServer | None = None
