@@ -61,7 +61,8 @@ def test_streams_come_and_go_over_rest_while_the_others_keep_their_order(red_squ
                            30, "a's results")  # fmt: skip
         for name in ("a", "c", "d"):
             assert [d["index"] for d in results if d["name"] == name] == list(range(frames[name]))
-        b = [d["index"] for d in results if d["name"] == "b"]
+        wait_for(lambda: len([d for d in sub.json("/detections") if d["name"] == "b"]) >= removed["frames"], 30, "b's results")
+        b = [d["index"] for d in sub.json("/detections") if d["name"] == "b"]
         assert b == list(range(len(b))) and len(b) == removed["frames"]  # in order up to its removal, each once
     finally:
         service.stop()
@@ -126,6 +127,7 @@ def test_two_serve_processes_into_one_broker_and_sigterm_drains(red_square_yolo:
     for box in ("box1", "box2"):
         c = config(red_square_yolo, [{"name": "gate", "source": str(clip)}], broker, prefix=f"site/{box}")
         c["http"] = {"port": 0}
+        c["mqtt"]["detections_every"] = 1 if box == "box1" else 10  # box2 thins its results to one in ten
         path = tmp_path / f"{box}.yaml"
         path.write_text(yaml.safe_dump(c))
         processes.append(serve_process(path))
@@ -135,6 +137,10 @@ def test_two_serve_processes_into_one_broker_and_sigterm_drains(red_square_yolo:
                               180, f"{box}'s events")  # fmt: skip
             assert [e["event"] for e in events] == ["line_crossed", "zone_entered", "zone_left"]
             assert sub.texts(f"site/{box}/status")[-1] == "online"
+        frames = len(across_and_down())
+        wait_for(lambda: len(sub.json("site/box1/gate/detections")) == frames, 30, "box1's results")
+        wait_for(lambda: len(sub.json("site/box2/gate/detections")) == len(range(0, frames, 10)), 30, "box2's results")
+        assert [d["index"] for d in sub.json("site/box2/gate/detections")] == list(range(0, frames, 10))
         for p in processes:
             p.send_signal(signal.SIGTERM)
         for p in processes:
@@ -161,3 +167,30 @@ def test_a_bad_config_is_one_line_and_no_process_left(tmp_path: Path) -> None:
     assert done.stderr.strip() == "npu-zc: error: lines[0].stream names 'b', which is not in streams (a)"
 
 
+
+
+def test_an_rtsp_camera_added_over_rest_beside_a_file(red_square_yolo: Path, tmp_path: Path, broker: Broker) -> None:
+    """GStreamer's RTSP server (the streams tests'): a live stream added over REST, its results on MQTT in order."""
+    from streams_helpers import RtspServer, rtsp_available
+
+    if not rtsp_available():
+        pytest.fail("GStreamer's RTSP server is missing: scripts/setup.sh installs gir1.2-gst-rtsp-server-1.0")
+    clip = square_clip(tmp_path / "walk.mp4", across_and_down())
+    server = RtspServer({"cam": clip})
+    server.start()
+    sub = Subscriber(broker, ["npu_zc/test/cam/detections"])
+    service = Service(config(red_square_yolo, [{"name": "gate", "source": str(clip)}], broker))
+    service.start()
+    try:
+        port = service.port or 0
+        status, body = http(port, "POST", "/streams", {"name": "cam", "source": server.url("cam")}, token=TOKEN)
+        assert status == 201 and body["live"], body
+        wait_for(lambda: len(sub.json("/detections")) >= 10, 120, "the camera's results")
+        (cam,) = [s for s in http(port, "GET", "/streams", token=TOKEN)[1]["streams"] if s["name"] == "cam"]
+        assert cam["live"] and cam["source"] == server.url("cam")
+        indices = [d["index"] for d in sub.json("/detections")]
+        assert indices == sorted(set(indices))  # in order, each once (a live stream may drop some)
+    finally:
+        service.stop()
+        server.stop()
+        sub.close()

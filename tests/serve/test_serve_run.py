@@ -79,7 +79,9 @@ def test_a_square_crossing_a_line_and_a_zone_is_counted_everywhere(red_square_yo
         assert all(len(d["result"]["detections"]) == 1 and "track_id" in d["result"]["detections"][0] for d in detections[1:])
         assert sub.texts("npu_zc/test/status")[-1] == "online"
 
-        m = metrics(port)
+        # The last result's outputs may still run when its frame is counted: wait for its latency sample.
+        m = wait_for(lambda: (m := metrics(port)) and m[("npu_zc_latency_seconds_count", (("stream", "gate"),))] == frames and m,
+                     20, "the last result's metrics")  # fmt: skip
         assert m[("npu_zc_frames_total", (("stream", "gate"),))] == frames
         assert m[("npu_zc_dropped_frames_total", (("stream", "gate"),))] == 0
         assert m[("npu_zc_line_crossings_total", (("direction", "in"), ("line", "door")))] == 1
@@ -109,7 +111,7 @@ def test_a_square_crossing_a_line_and_a_zone_is_counted_everywhere(red_square_yo
         assert http(port, "GET", "/streams", token=TOKEN)[1]["streams"][0]["frames"] == frames
     finally:
         service.stop()
-    assert sub.texts("npu_zc/test/status")[-1] == "offline"
+    wait_for(lambda: sub.texts("npu_zc/test/status")[-1:] == ["offline"], 10, "the offline status")
     sub.close()
 
 

@@ -212,8 +212,6 @@ class Service:
         self._runner = threading.Thread(target=self._run_streams, name="npu_zc-serve", daemon=True)
         self._runner.start()
         self.started = True
-        if self.mqtt is not None:
-            self.mqtt.status("online")
         log.info("serving %d streams%s", len(c.streams), f" on http://{c.http.host}:{self.port}/" if c.http else "")
 
     @property
