@@ -206,3 +206,16 @@ def http(port: int, method: str, path: str, body: Any = None, token: str | None 
     except urllib.error.HTTPError as exc:
         status, payload, kind = exc.code, exc.read(), exc.headers.get("content-type", "")
     return status, json.loads(payload) if "json" in kind else payload
+
+
+def metrics_value(port: int, name: str, token: str | None = None, **labels: str) -> float:
+    """One sample of GET /metrics (prometheus-client's parser); 0 when absent."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status, text = http(port, "GET", "/metrics", token=token)
+    assert status == 200, text
+    for family in text_string_to_metric_families(text.decode()):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return float(sample.value)
+    return 0.0

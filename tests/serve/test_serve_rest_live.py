@@ -194,3 +194,49 @@ def test_an_rtsp_camera_added_over_rest_beside_a_file(red_square_yolo: Path, tmp
         service.stop()
         server.stop()
         sub.close()
+
+
+def test_a_second_signal_exits_at_once(red_square_yolo: Path, tmp_path: Path, broker: Broker) -> None:
+    """The broker frozen (SIGSTOP) with events in flight: the first SIGTERM's drain waits for it (here up to a
+    minute); the second signal ends the process at once, status 128 + 15, without the drain's end."""
+    import yaml
+
+    from serve_helpers import metrics_value
+
+    clip = square_clip(tmp_path / "pace.mp4", back_and_forth(12))
+    c = config(red_square_yolo, [{"name": "gate", "source": str(clip), "realtime": True}], broker)
+    c["http"] = {"port": 0}
+    c["mqtt"]["drain_timeout"] = 60
+    path = tmp_path / "site.yaml"
+    path.write_text(yaml.safe_dump(c))
+    process = serve_process(path)
+    assert process.stderr is not None
+    try:
+        port = int(wait_for(lambda: _serving_port(process), 120, "the service to listen"))
+        wait_for(lambda: metrics_value(port, "npu_zc_mqtt_events_published_total") >= 1, 120, "a first event")
+        assert broker.process is not None
+        broker.process.send_signal(signal.SIGSTOP)
+        after = metrics_value(port, "npu_zc_mqtt_events_published_total")
+        # An event handed to paho after the freeze: unacknowledged, so the drain has something to wait for.
+        wait_for(lambda: metrics_value(port, "npu_zc_mqtt_events_published_total") > after, 120, "an event after the freeze")
+        process.send_signal(signal.SIGTERM)
+        wait_for(lambda: "stopping" in process.stderr.readline(), 30, "the first signal's stop")  # type: ignore[union-attr]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 128 + signal.SIGTERM
+        assert "stopped" not in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if broker.process is not None:
+            broker.process.send_signal(signal.SIGCONT)
+
+
+def _serving_port(process: subprocess.Popen[str]) -> int | None:
+    """The port from the service's first log line ("serving N streams on http://127.0.0.1:PORT/")."""
+    import re
+
+    assert process.stderr is not None
+    line = process.stderr.readline()
+    found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+    return int(found.group(1)) if found else None

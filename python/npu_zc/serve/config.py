@@ -82,6 +82,8 @@ class MqttConfig:
     """Events held while the broker is away; past this the oldest are dropped (and counted)."""
     detections_every: int = 1
     """Publish every Nth result of each stream on {prefix}/{stream}/detections (0: none)."""
+    drain_timeout: float = 5.0
+    """At a stop: seconds queued events may take to reach the broker before they are given up."""
 
 
 @dataclass
@@ -300,7 +302,7 @@ def _mqtt(value: Any, where: str = "mqtt") -> MqttConfig | None:
     if value is None:
         return None
     d = _keys(value, where, ("host", "port", "prefix", "username", "password", "tls", "client_id", "keepalive", "queue",
-                             "detections_every"))  # fmt: skip
+                             "detections_every", "drain_timeout"))  # fmt: skip
     prefix = _str(d.get("prefix", "npu_zc"), f"{where}.prefix").strip("/")
     if any(c in prefix for c in "+#") or not prefix or "//" in prefix:
         raise ConfigError(f"{where}.prefix {prefix!r} must be topic levels without '+', '#' or empty levels")
@@ -315,6 +317,7 @@ def _mqtt(value: Any, where: str = "mqtt") -> MqttConfig | None:
         keepalive=_int(d.get("keepalive", 30), f"{where}.keepalive", 5, 3600),
         queue=_int(d.get("queue", 10000), f"{where}.queue", 1, 10_000_000),
         detections_every=_int(d.get("detections_every", 1), f"{where}.detections_every", 0),
+        drain_timeout=_number(d.get("drain_timeout", 5.0), f"{where}.drain_timeout", 0.0, 3600.0),
     )  # fmt: skip
 
 

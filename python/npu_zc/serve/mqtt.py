@@ -41,8 +41,6 @@ RECONNECT_MIN_S = 1
 RECONNECT_MAX_S = 30
 CONNECT_TIMEOUT_S = 5.0
 """The first connection at start: how long to wait for the broker's answer."""
-DRAIN_TIMEOUT_S = 5.0
-"""At a stop: how long queued events may take to reach the broker before they are given up."""
 
 # MQTT 3.1.1 CONNACK codes and MQTT 5 reason codes that mean "your credentials or certificate are refused".
 _REFUSED = {4, 5, 134, 135, 138}
@@ -121,8 +119,8 @@ class MqttSink:
         self._thread.start()
 
     def close(self) -> None:
-        """Queued events get :data:`DRAIN_TIMEOUT_S` to reach the broker; then ``offline`` (retained), disconnect."""
-        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        """Queued events get ``mqtt.drain_timeout`` seconds to reach the broker; then ``offline`` (retained), disconnect."""
+        deadline = time.monotonic() + self.config.drain_timeout
         with self._lock:
             self._lock.notify_all()
             while (self._queue or self._inflight) and self._connected and time.monotonic() < deadline:
