@@ -68,6 +68,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--model")
     parser.add_argument("--device", default="CPU")
+    parser.add_argument("--no-mqtt", action="store_true", help="the service without MQTT (what its share costs)")
+    parser.add_argument("--no-http", action="store_true", help="the service without HTTP, metrics scrapes and the live view")
     args = parser.parse_args()
 
     import npu_zc
@@ -91,7 +93,7 @@ def main() -> None:
 
     broker = None
     mqtt: dict[str, Any] | None = None
-    if shutil.which("mosquitto"):
+    if shutil.which("mosquitto") and not args.no_mqtt:
         port = free_port()
         (tmp / "m.conf").write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\n")
         broker = subprocess.Popen(["mosquitto", "-c", str(tmp / "m.conf")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -101,7 +103,7 @@ def main() -> None:
         "model": str(model), "device": args.device, "streams": [{"name": n, "source": str(video)} for n in names],
         "lines": [{"name": f"{n}-line", "stream": n, "start": [320, 20], "end": [320, 620]} for n in names],
         "zones": [{"name": f"{n}-zone", "stream": n, "polygon": [[400, 0], [639, 0], [639, 400], [400, 400]]} for n in names],
-        "http": {"port": 0}, "latency_budget_ms": 0,
+        "http": False if args.no_http else {"port": 0}, "latency_budget_ms": 0,
     }  # fmt: skip
     if mqtt is not None:
         config["mqtt"] = mqtt
@@ -119,7 +121,8 @@ def main() -> None:
                     pass
 
     browser = threading.Thread(target=browse, daemon=True)
-    browser.start()
+    if not args.no_http:
+        browser.start()
     assert service.streams is not None
     served = measure(lambda: service.streams.stats if service.streams else [], args.warmup, args.seconds)
     events = service.mqtt._seq if service.mqtt is not None else None

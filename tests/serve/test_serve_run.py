@@ -57,6 +57,9 @@ def test_a_square_crossing_a_line_and_a_zone_is_counted_everywhere(red_square_yo
     service = Service(config(red_square_yolo, [{"name": "gate", "source": str(clip)}], broker))
     service.start()
     try:
+        from npu_zc.sinks import Sink
+
+        assert isinstance(service.mqtt, Sink) and isinstance(service.live, Sink)  # the brief's sink protocol
         port = service.port
         assert port
         wait_for(lambda: [s for s in http(port, "GET", "/streams", token=TOKEN)[1]["streams"] if s["frames"] == frames],
