@@ -219,3 +219,21 @@ def metrics_value(port: int, name: str, token: str | None = None, **labels: str)
             if sample.name == name and sample.labels == labels:
                 return float(sample.value)
     return 0.0
+
+
+TOKEN = "t0ken-for-the-tests-0123456789"
+
+
+def config(model: Path, streams: list[dict[str, Any]], broker: Broker | None, prefix: str = "npu_zc/test", **more: Any) -> dict[str, Any]:
+    """A service config over the red-square YOLO on the CPU in f32: the line and the zone on the first stream, HTTP
+    on any free port with :data:`TOKEN`, MQTT to ``broker`` under ``prefix``."""
+    c: dict[str, Any] = {
+        "model": str(model), "device": "CPU", "options": {"INFERENCE_PRECISION_HINT": "f32"}, "streams": streams,
+        "lines": [{**LINE, "stream": streams[0]["name"], "classes": ["person"]}] if streams else [],
+        "zones": [{**ZONE, "stream": streams[0]["name"]}] if streams else [],
+        "http": {"port": 0, "token": TOKEN},
+    }  # fmt: skip
+    if broker is not None:
+        c["mqtt"] = broker.mqtt(prefix)
+    c.update(more)
+    return c

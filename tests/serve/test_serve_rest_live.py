@@ -15,8 +15,7 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from serve_helpers import Broker, Subscriber, across_and_down, back_and_forth, http, needs, square_clip, wait_for
-from test_serve_run import TOKEN, config
+from serve_helpers import TOKEN, Broker, Subscriber, across_and_down, back_and_forth, config, http, needs, square_clip, wait_for
 
 from npu_zc.serve import Service
 

@@ -5,16 +5,14 @@ API and /metrics parsed with prometheus-client's parser."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
-from serve_helpers import (ENTER_FRAME, LEAVE_FRAME, LINE, ZONE, Broker, Subscriber, across_and_down,
-                           back_and_forth, http, make_tls, square_clip, wait_for)  # fmt: skip
+from serve_helpers import (ENTER_FRAME, LEAVE_FRAME, TOKEN, Broker, Subscriber, across_and_down, back_and_forth, config,
+                           http, make_tls, square_clip, wait_for)  # fmt: skip
 
 from npu_zc.serve import ConfigError, Service
-
-TOKEN = "t0ken-for-the-tests-0123456789"
 
 
 @pytest.fixture
@@ -23,19 +21,6 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
     b.start()
     yield b
     b.stop()
-
-
-def config(model: Path, streams: list[dict[str, Any]], broker: Broker | None, prefix: str = "npu_zc/test", **more: Any) -> dict[str, Any]:
-    c: dict[str, Any] = {
-        "model": str(model), "device": "CPU", "options": {"INFERENCE_PRECISION_HINT": "f32"}, "streams": streams,
-        "lines": [{**LINE, "stream": streams[0]["name"], "classes": ["person"]}] if streams else [],
-        "zones": [{**ZONE, "stream": streams[0]["name"]}] if streams else [],
-        "http": {"port": 0, "token": TOKEN},
-    }  # fmt: skip
-    if broker is not None:
-        c["mqtt"] = broker.mqtt(prefix)
-    c.update(more)
-    return c
 
 
 def metrics(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
