@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", parents=[debug], help="run as a service: streams, lines and zones, MQTT, metrics, "
                            "an HTTP API and live view (docs/serve.md)")  # fmt: skip
     serve.add_argument("--config", required=True, metavar="FILE", help="the service's YAML file")
-    serve.add_argument("--check", action="store_true", help="check the config and exit (nothing started)")
+    serve.add_argument("--check", action="store_true", help="check the config and its sources and exit (nothing started)")
     return parser
 
 
