@@ -15,7 +15,7 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from serve_helpers import TOKEN, Broker, Subscriber, across_and_down, back_and_forth, config, http, needs, square_clip, wait_for
+from serve_helpers import LINE, TOKEN, ZONE, Broker, Subscriber, across_and_down, back_and_forth, config, http, needs, square_clip, wait_for
 
 from npu_zc.serve import Service
 
@@ -42,7 +42,15 @@ def test_streams_come_and_go_over_rest_while_the_others_keep_their_order(red_squ
     service.start()
     try:
         port = service.port or 0
-        status, added = http(port, "POST", "/streams", {"name": "c", "source": str(short)}, token=TOKEN)
+        # A stream may bring its own line and zone (as in the config, less "stream"); their names are unique.
+        zero = {"name": "c", "source": str(short), "lines": [{"name": "c-door", "start": [5, 5], "end": [5, 5]}]}
+        status, body = http(port, "POST", "/streams", zero, token=TOKEN)
+        assert status == 422 and body["error"] == "the stream.lines[0]: start and end are the same point [5.0, 5.0] (a line of zero length)"
+        taken = {"name": "c", "source": str(short), "lines": [{**LINE}]}
+        status, body = http(port, "POST", "/streams", taken, token=TOKEN)
+        assert status == 409 and body["error"] == "the stream.lines[0].name 'door': another line has that name"
+        own = {"name": "c", "source": str(short), "lines": [{**LINE, "name": "c-door"}], "zones": [{**ZONE, "name": "c-lobby"}]}
+        status, added = http(port, "POST", "/streams", own, token=TOKEN)
         assert status == 201 and added["name"] == "c"
         status, removed = http(port, "DELETE", "/streams/b", token=TOKEN)
         assert status == 200 and removed["name"] == "b"
@@ -60,6 +68,9 @@ def test_streams_come_and_go_over_rest_while_the_others_keep_their_order(red_squ
                            30, "a's results")  # fmt: skip
         for name in ("a", "c", "d"):
             assert [d["index"] for d in results if d["name"] == name] == list(range(frames[name]))
+        (c,) = [s for s in http(port, "GET", "/streams", token=TOKEN)[1]["streams"] if s["name"] == "c"]
+        assert c["lines"] == [{"name": "c-door", "in": 1, "out": 0}]
+        assert c["zones"] == [{"name": "c-lobby", "occupancy": 0, "entries": 1, "exits": 1}]
         wait_for(lambda: len([d for d in sub.json("/detections") if d["name"] == "b"]) >= removed["frames"], 30, "b's results")
         b = [d["index"] for d in sub.json("/detections") if d["name"] == "b"]
         assert b == list(range(len(b))) and len(b) == removed["frames"]  # in order up to its removal, each once

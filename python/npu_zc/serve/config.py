@@ -32,6 +32,9 @@ class StreamConfig:
     source: str
     realtime: bool = False
     timeout: float = 5.0
+    lines: list[LineConfig] = field(default_factory=list)
+    """A POST /streams body's own lines (their ``stream`` is this one)."""
+    zones: list[ZoneConfig] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "source": self.source, "realtime": self.realtime, "timeout": self.timeout}
@@ -237,15 +240,30 @@ def is_loopback(host: str) -> bool:
 STREAM_KEYS = ("name", "source", "realtime", "timeout")
 
 
-def stream_config(value: Any, where: str) -> StreamConfig:
-    """One stream (``streams[i]`` of the file, or a POST /streams body)."""
-    d = _keys(value, where, STREAM_KEYS, ("name", "source"))
-    return StreamConfig(
-        name=_name(d["name"], f"{where}.name"),
+def stream_config(value: Any, where: str, *, analytics: bool = False) -> StreamConfig:
+    """One stream (``streams[i]`` of the file, or a POST /streams body: ``analytics`` lets it carry its own
+    ``lines`` and ``zones``, each as in the file less ``stream``)."""
+    d = _keys(value, where, STREAM_KEYS + (("lines", "zones") if analytics else ()), ("name", "source"))
+    name = _name(d["name"], f"{where}.name")
+
+    def own(item: Any) -> Any:
+        return {**item, "stream": name} if isinstance(item, Mapping) and "stream" not in item else item
+
+    stream = StreamConfig(
+        name=name,
         source=_str(d["source"], f"{where}.source"),
         realtime=_bool(d.get("realtime", False), f"{where}.realtime"),
         timeout=_number(d.get("timeout", 5.0), f"{where}.timeout", 0.0, 3600.0, open_low=True),
+        lines=[_line(own(v), f"{where}.lines[{k}]") for k, v in enumerate(_list(d.get("lines"), f"{where}.lines"))],
+        zones=[_zone(own(v), f"{where}.zones[{k}]") for k, v in enumerate(_list(d.get("zones"), f"{where}.zones"))],
     )
+    owners = [("lines", k, v.stream) for k, v in enumerate(stream.lines)] + [("zones", k, v.stream) for k, v in enumerate(stream.zones)]
+    for kind, k, owner in owners:
+        if owner != name:
+            raise ConfigError(f"{where}.{kind}[{k}].stream must be this stream ({name!r}) or left out")
+    _unique([v.name for v in stream.lines], f"{where}.lines", "line")
+    _unique([v.name for v in stream.zones], f"{where}.zones", "zone")
+    return stream
 
 
 def _line(value: Any, where: str) -> LineConfig:

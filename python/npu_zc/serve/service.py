@@ -31,7 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..analytics import Event, LineCounter, Zone
 from ..errors import Error, InvalidArgumentError
-from .config import Config, ConfigError, StreamConfig, load, parse, stream_config
+from .config import Config, ConfigError, LineConfig, StreamConfig, ZoneConfig, load, parse, stream_config
 
 if TYPE_CHECKING:
     from ..pipeline.streams import StreamResult, Streams, StreamStats
@@ -123,6 +123,10 @@ class Service:
         self._lines: dict[str, list[LineCounter]] = {}
         self._zones: dict[str, list[Zone]] = {}
         self._recent: dict[str, collections.deque[dict[str, Any]]] = {}
+        self._stream_of: dict[tuple[str, str], str] = {}
+        """Each line's and zone's stream, by ("lines" or "zones", its name)."""
+        self._added: dict[str, tuple[list[LineCounter], list[Zone]]] = {}
+        """The lines and zones a POST /streams brought, by stream: they leave with it."""
         self._names: dict[int, str] = {}
         self._lock = threading.RLock()
         self._stopped = threading.Event()
@@ -232,16 +236,31 @@ class Service:
             raise type(exc)(f"{where}: {exc}") from None
 
     def _build_analytics(self) -> None:
-        for k, line in enumerate(self.config.lines):
-            counter = LineCounter(line.start, line.end, anchors=line.anchors, classes=self._class_ids(line.classes, f"lines[{k}].classes"),
-                                  minimum_crossing_threshold=line.minimum_crossing_threshold, name=line.name)  # fmt: skip
-            self._lines.setdefault(line.stream, []).append(counter)
+        lines, zones = self._analytics(self.config.lines, self.config.zones, "")
+        for line in lines:
+            self._lines.setdefault(self._stream_of["lines", line.name], []).append(line)
+        for zone in zones:
+            self._zones.setdefault(self._stream_of["zones", zone.name], []).append(zone)
+
+    def _analytics(self, lines: list[LineConfig], zones: list[ZoneConfig], where: str) -> tuple[list[LineCounter], list[Zone]]:
+        """The counters of ``lines`` and ``zones`` (their classes resolved by the model's names), registered
+        in the metrics; a name another line or zone has is refused (names are metric labels)."""
+        named = [("lines", k, v.name) for k, v in enumerate(lines)] + [("zones", k, v.name) for k, v in enumerate(zones)]
+        for kind, k, name in named:
+            if (kind, name) in self._stream_of:
+                raise ServiceError(f"{where}{kind}[{k}].name {name!r}: another {kind[:-1]} has that name", conflict=True)
+        made_lines = [LineCounter(v.start, v.end, anchors=v.anchors, classes=self._class_ids(v.classes, f"{where}lines[{k}].classes"),
+                                  minimum_crossing_threshold=v.minimum_crossing_threshold, name=v.name)
+                      for k, v in enumerate(lines)]  # fmt: skip
+        made_zones = [Zone(v.polygon, anchor=v.anchor, classes=self._class_ids(v.classes, f"{where}zones[{k}].classes"),
+                           lost_frames=v.lost_frames, name=v.name) for k, v in enumerate(zones)]  # fmt: skip
+        for line in lines:
+            self._stream_of["lines", line.name] = line.stream
             self.metrics.add_line(line.name)
-        for k, zone in enumerate(self.config.zones):
-            z = Zone(zone.polygon, anchor=zone.anchor, classes=self._class_ids(zone.classes, f"zones[{k}].classes"),
-                     lost_frames=zone.lost_frames, name=zone.name)  # fmt: skip
-            self._zones.setdefault(zone.stream, []).append(z)
+        for zone in zones:
+            self._stream_of["zones", zone.name] = zone.stream
             self.metrics.add_zone(zone.name)
+        return made_lines, made_zones
 
     def _class_ids(self, classes: list[int | str] | None, where: str) -> list[int] | None:
         if classes is None:
@@ -361,8 +380,9 @@ class Service:
         return out
 
     def add_stream(self, spec: Any) -> dict[str, Any]:
-        """A stream added while the others run (``{name, source, realtime, timeout}``): checked and opened first."""
-        s = stream_config(spec, "the stream")
+        """A stream added while the others run (``{name, source, realtime, timeout, lines, zones}``; its lines
+        and zones as in the config, less ``stream``): checked and opened first."""
+        s = stream_config(spec, "the stream", analytics=True)
         with self._lock:
             streams = self.streams
             if streams is None or self._stopped.is_set():
@@ -376,17 +396,25 @@ class Service:
             check_source(s.source, self.config.base)
             if not hasattr(streams, "add"):
                 raise ServiceError("this build's Streams cannot add a stream while it runs", conflict=True)
-            source = self._open(s, "source")
-            try:
-                stats = streams.add(source, name=s.name)
-            except BaseException:
-                getattr(source, "close", lambda: None)()
-                raise
-            self._sources[s.name] = s
             for line in self._lines.get(s.name, ()):
                 line.reset()  # a new run of the stream: new tracks
             for zone in self._zones.get(s.name, ()):
                 zone.reset()
+            lines, zones = self._analytics(s.lines, s.zones, "the stream.")
+            self._lines[s.name] = [*self._lines.get(s.name, ()), *lines]
+            self._zones[s.name] = [*self._zones.get(s.name, ()), *zones]
+            self._added[s.name] = (lines, zones)
+            try:
+                source = self._open(s, "source")
+                try:
+                    stats = streams.add(source, name=s.name)
+                except BaseException:
+                    getattr(source, "close", lambda: None)()
+                    raise
+            except BaseException:
+                self._drop_added(s.name)
+                raise
+            self._sources[s.name] = s
         log.info("stream %s added (%s)", s.name, redact(s.source))
         d: dict[str, Any] = stats.to_dict()
         d.pop("stream", None)
@@ -405,12 +433,21 @@ class Service:
             stats = streams.remove(name)
             self._sources.pop(name, None)
             self._recent.pop(name, None)
+            self._drop_added(name)
         if self.live is not None:
             self.live.forget(name)
         log.info("stream %s removed", name)
         d: dict[str, Any] = stats.to_dict()
         d.pop("stream", None)
         return d
+
+    def _drop_added(self, stream: str) -> None:
+        """The lines and zones a stream's POST brought leave with it (their metric series stay, as counters do)."""
+        lines, zones = self._added.pop(stream, ([], []))
+        self._lines[stream] = [v for v in self._lines.get(stream, ()) if v not in lines]
+        self._zones[stream] = [v for v in self._zones.get(stream, ()) if v not in zones]
+        for key in [("lines", v.name) for v in lines] + [("zones", v.name) for v in zones]:
+            self._stream_of.pop(key, None)
 
     # --- stop ---------------------------------------------------------------------------------------------
 
