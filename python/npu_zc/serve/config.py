@@ -96,7 +96,7 @@ class HttpConfig:
     token: str | None = None
     max_streams: int = 64
     """Streams the service runs at most (a POST past it is refused with 409)."""
-    live_fps: float = 5.0
+    live_fps: float = 2.0
     """Frames a second each stream's tile in the live view is drawn at, at most (drawing is off the inference
     path: only while a browser watches)."""
 
@@ -347,7 +347,7 @@ def _http(value: Any, where: str = "http") -> HttpConfig | None:
         host=_host(d.get("host", "127.0.0.1"), f"{where}.host"), port=_int(d.get("port", 8080), f"{where}.port", 0, 65535),
         token=None if d.get("token") is None else _str(d["token"], f"{where}.token"),
         max_streams=_int(d.get("max_streams", 64), f"{where}.max_streams", 1, 4096),
-        live_fps=_number(d.get("live_fps", 5.0), f"{where}.live_fps", 0.0, 60.0, open_low=True),
+        live_fps=_number(d.get("live_fps", 2.0), f"{where}.live_fps", 0.0, 60.0, open_low=True),
     )  # fmt: skip
     if http.token is not None and len(http.token) < 16:
         raise ConfigError(f"{where}.token must be at least 16 characters (e.g. python -c 'import secrets; print(secrets.token_urlsafe())')")

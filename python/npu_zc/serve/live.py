@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 WATCH_S = 10.0
 """A stream is drawn while its tile was asked for within this many seconds."""
 JPEG_QUALITY = 80
+TILE_WIDTH = 960
+"""Tiles wider than this are scaled down after drawing (a browser's grid shows them smaller still)."""
 LINE_BGR = (0, 255, 255)
 ZONE_BGR = (255, 160, 0)
 
@@ -89,6 +91,9 @@ class LiveView:
                 name, (bgr, prediction) = self._pending.popitem()
             try:
                 canvas = self.draw(name, np.ascontiguousarray(bgr), prediction)
+                if canvas.shape[1] > TILE_WIDTH:
+                    height = round(canvas.shape[0] * TILE_WIDTH / canvas.shape[1])
+                    canvas = cv2.resize(canvas, (TILE_WIDTH, height), interpolation=cv2.INTER_AREA)
                 ok, encoded = cv2.imencode(".jpg", canvas, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
             except Exception:  # a frame that cannot be drawn loses its tile, never the service
                 continue
