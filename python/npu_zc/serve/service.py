@@ -16,7 +16,6 @@ queued events get a few seconds to reach the broker, ``offline`` is published, t
 from __future__ import annotations
 
 import collections
-import inspect
 import logging
 import os
 import re
@@ -181,17 +180,12 @@ class Service:
                                   "tracker need one (set tracker: none and drop lines and zones to serve it)")  # fmt: skip
             self._names = dict(getattr(pipeline.postprocess, "names", None) or (pipeline.metadata.names if pipeline.metadata else {}))
             self._build_analytics()
-            kwargs: dict[str, Any] = {}
-            params = inspect.signature(Streams).parameters
-            if "persistent" in params:
-                kwargs["persistent"] = True
-            if "names" in params:
-                kwargs["names"] = [s.name for s in c.streams]
             most = max(len(c.streams), c.http.max_streams if c.http is not None else len(c.streams), 1)
-            try:
-                self.streams = Streams(opened, pipeline, tracker=Tracker if c.tracker == "bytetrack" else None,
+            try:  # persistent: the service runs on while no stream does (all ended, or none yet)
+                self.streams = Streams(opened, pipeline, names=[s.name for s in c.streams], persistent=True,
+                                       tracker=Tracker if c.tracker == "bytetrack" else None,
                                        keep_frames=c.http is not None, feeders=default_feeders(most),
-                                       deliverers=default_deliverers(most), **kwargs)  # fmt: skip
+                                       deliverers=default_deliverers(most))  # fmt: skip
             except InvalidArgumentError as exc:
                 raise ConfigError(f"streams: {exc}") from None
             for s in c.streams:
@@ -212,6 +206,9 @@ class Service:
                 except Exception:  # undoing: the first error is the one to report
                     pass
             self.mqtt = self.live = self.http = self.streams = None
+            self._lines.clear()
+            self._zones.clear()
+            self._stream_of.clear()
             raise
         self._runner = threading.Thread(target=self._run_streams, name="npu_zc-serve", daemon=True)
         self._runner.start()
@@ -394,8 +391,6 @@ class Service:
             if len(names) >= most:
                 raise ServiceError(f"the service runs {len(names)} streams, its most (http.max_streams): remove one first", conflict=True)
             check_source(s.source, self.config.base)
-            if not hasattr(streams, "add"):
-                raise ServiceError("this build's Streams cannot add a stream while it runs", conflict=True)
             for line in self._lines.get(s.name, ()):
                 line.reset()  # a new run of the stream: new tracks
             for zone in self._zones.get(s.name, ()):
@@ -428,8 +423,6 @@ class Service:
                 raise ServiceError("the service is not running", conflict=True)
             if name not in self.stream_names():
                 raise KeyError(f"no stream is named {name!r}")
-            if not hasattr(streams, "remove"):
-                raise ServiceError("this build's Streams cannot remove a stream while it runs", conflict=True)
             stats = streams.remove(name)
             self._sources.pop(name, None)
             self._recent.pop(name, None)
