@@ -147,6 +147,19 @@ def test_past_the_bound_the_oldest_events_are_dropped_and_counted(red_square_yol
         assert m[("npu_zc_mqtt_events_dropped_total", ())] == 10
         assert m[("npu_zc_mqtt_connected", ())] == 0
         assert get(service.port or 0, "GET", "/health", token=TOKEN)[1]["mqtt"] == "disconnected"
+        # Months of frames: the per-frame samples stay bounded, the inference summary's count goes on rising.
+        from npu_zc.serve.service import KEEP_SAMPLES
+
+        assert service.streams is not None
+        frames = m[("npu_zc_inference_seconds_count", ())]
+        service.streams.timings.samples["infer"].extend([1_000_000] * (3 * KEEP_SAMPLES))
+        service.streams.stats[0].latencies_ns.extend([1] * (3 * KEEP_SAMPLES))
+        service._tick(service.streams.stats)
+        assert len(service.streams.timings.samples["infer"]) == KEEP_SAMPLES
+        assert len(service.streams.stats[0].latencies_ns) == KEEP_SAMPLES
+        after = metrics(service.port or 0)
+        assert after[("npu_zc_inference_seconds_count", ())] == frames + 3 * KEEP_SAMPLES
+        assert after[("npu_zc_inference_seconds_sum", ())] >= 3 * KEEP_SAMPLES * 1e-3
     finally:
         service.stop()
 

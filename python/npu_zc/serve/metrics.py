@@ -6,7 +6,8 @@ result). Per event: ``npu_zc_line_crossings_total{line,direction}``, ``npu_zc_zo
 ``npu_zc_zone_exits_total{zone}``, ``npu_zc_zone_dwell_seconds{zone}``, ``npu_zc_zone_occupancy{zone}``.
 Read from the streams' own figures at each scrape (nothing counted twice): ``npu_zc_frames_total{stream}``,
 ``npu_zc_dropped_frames_total{stream}``, ``npu_zc_reconnects_total{stream}``, ``npu_zc_stream_up{stream}``,
-``npu_zc_inference_seconds`` (the median, p99 and mean of the recent inferences, as a summary's quantiles).
+``npu_zc_inference_seconds`` (a summary: every inference's count and total time) and
+``npu_zc_inference_quantile_seconds`` (the recent ones' median and p99).
 The MQTT side: ``npu_zc_mqtt_connected``, ``npu_zc_mqtt_events_queued``, ``npu_zc_mqtt_events_published_total``,
 ``npu_zc_mqtt_events_dropped_total``.
 """
@@ -32,7 +33,7 @@ class _StreamFigures(Collector):
     """The streams' counters as they stand, read at each scrape from :attr:`Streams.stats` (and the stage
     timings), so they can never disagree with ``GET /streams``."""
 
-    def __init__(self, stats: Callable[[], list[StreamStats]], inference: Callable[[], Any]) -> None:
+    def __init__(self, stats: Callable[[], list[StreamStats]], inference: Callable[[], tuple[int, float, Any] | None]) -> None:
         self._stats = stats
         self._inference = inference
 
@@ -50,15 +51,15 @@ class _StreamFigures(Collector):
             up.add_metric([s.name], 1.0 if s.state == "running" else 0.0)
             fps.add_metric([s.name], s.fps)
         yield from (frames, dropped, reconnects, up, fps)
-        infer = self._inference()
-        if infer is not None and infer.count:
-            summary = SummaryMetricFamily("npu_zc_inference_seconds", "One inference (the runtime's own time), recent frames",
-                                          count_value=infer.count, sum_value=infer.mean * infer.count / 1e3)  # fmt: skip
-            yield summary
-            quantiles = GaugeMetricFamily("npu_zc_inference_quantile_seconds", "Recent inferences' median and p99",
+        inference = self._inference()
+        if inference is not None and inference[0]:
+            count, seconds, recent = inference
+            yield SummaryMetricFamily("npu_zc_inference_seconds", "Inferences (the runtime's own time of each)",
+                                      count_value=count, sum_value=seconds)  # fmt: skip
+            quantiles = GaugeMetricFamily("npu_zc_inference_quantile_seconds", "The recent inferences' median and p99",
                                           labels=["quantile"])  # fmt: skip
-            quantiles.add_metric(["0.5"], infer.median / 1e3)
-            quantiles.add_metric(["0.99"], infer.p99 / 1e3)
+            quantiles.add_metric(["0.5"], recent.median / 1e3)
+            quantiles.add_metric(["0.99"], recent.p99 / 1e3)
             yield quantiles
 
 
@@ -80,7 +81,7 @@ class Metrics:
         self.mqtt_published = Counter("npu_zc_mqtt_events_published", "Events handed to the broker", registry=r)
         self.mqtt_dropped = Counter("npu_zc_mqtt_events_dropped", "Events dropped, oldest first, past the queue's bound", registry=r)
 
-    def watch(self, stats: Callable[[], list[StreamStats]], inference: Callable[[], Any]) -> None:
+    def watch(self, stats: Callable[[], list[StreamStats]], inference: Callable[[], tuple[int, float, Any] | None]) -> None:
         """Read the streams' figures at each scrape."""
         self.registry.register(_StreamFigures(stats, inference))
 

@@ -122,6 +122,8 @@ class Service:
         self._lines: dict[str, list[LineCounter]] = {}
         self._zones: dict[str, list[Zone]] = {}
         self._recent: dict[str, collections.deque[dict[str, Any]]] = {}
+        self._infer_gone: tuple[int, int] = (0, 0)
+        """Inferences whose samples were let go (:meth:`_tick`): their count and nanoseconds."""
         self._stream_of: dict[tuple[str, str], str] = {}
         """Each line's and zone's stream, by ("lines" or "zones", its name)."""
         self._added: dict[str, tuple[list[LineCounter], list[Zone]]] = {}
@@ -331,21 +333,28 @@ class Service:
             if len(s.latencies_ns) > 2 * KEEP_SAMPLES:
                 del s.latencies_ns[:-KEEP_SAMPLES]
         if self.streams is not None:
-            for samples in self.streams.timings.samples.values():
-                if len(samples) > 2 * KEEP_SAMPLES:
-                    del samples[:-KEEP_SAMPLES]
+            for stage, samples in self.streams.timings.samples.items():
+                cut = len(samples) - KEEP_SAMPLES  # appends go on at the end meanwhile: the first `cut` stay put
+                if cut > KEEP_SAMPLES:
+                    if stage == "infer":  # the summary's count and sum go on rising
+                        gone = samples[:cut]
+                        self._infer_gone = (self._infer_gone[0] + len(gone), self._infer_gone[1] + sum(gone))
+                    del samples[:cut]
         if self.mqtt is not None:
             self.metrics.mqtt_queued.set(self.mqtt.queued)
 
     def _stats(self) -> list[StreamStats]:
         return list(self.streams.stats) if self.streams is not None else []
 
-    def _inference(self) -> Any:
+    def _inference(self) -> tuple[int, float, Any] | None:
+        """Inferences so far: (count, seconds in all, the recent ones' :class:`StageStats`)."""
         if self.streams is None:
             return None
         from ..pipeline.timing import StageStats
 
-        return StageStats.of(list(self.streams.timings.samples["infer"][-KEEP_SAMPLES:]))
+        recent = list(self.streams.timings.samples["infer"])
+        count, total_ns = self._infer_gone
+        return count + len(recent), (total_ns + sum(recent)) / 1e9, StageStats.of(recent[-KEEP_SAMPLES:])
 
     # --- what the HTTP API calls ---------------------------------------------------------------------------
 
