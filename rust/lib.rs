@@ -1,5 +1,7 @@
 //! npu_zc: the Rust core of a zero-copy NPU inference pipeline.
 //!
+//! * [`analytics`] counts over a stream's tracks: lines crossed, zones entered and
+//!   left, dwell (supervision's rules).
 //! * [`buffer`] owns every syscall: DMA-BUF allocation (dma-buf heaps, udmabuf,
 //!   memfd), import/export, fd passing, mmap, CPU-access sync and pools.
 //! * [`capture`] brings camera frames in: V4L2 capture straight into DMA-BUFs.
@@ -13,6 +15,7 @@
 //! The Python bindings live in `python` behind the `python` cargo feature, so
 //! the core builds, tests and benches without a Python interpreter.
 
+pub mod analytics;
 pub mod buffer;
 pub mod capture;
 pub mod detect;

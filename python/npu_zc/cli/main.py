@@ -25,6 +25,7 @@ examples:
   npu-zc stream --camera /dev/video0 --frames 100   a camera, zero copy from the driver to the result
   npu-zc stream -i a.mp4 -i rtsp://127.0.0.1:8554/cam1 --camera /dev/video0 --save out/   many streams, one model
   npu-zc run -i cat.jpg -n 2000 --hint throughput   every core busy: many frames in flight
+  npu-zc serve --config site.yaml                a service: lines, zones, MQTT, metrics, a live view
   npu-zc info
 """
 
@@ -262,6 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--json", action="store_true", help="print one JSON object, with every frame's result "
                         "(several streams: a JSON line per result, then the report)")
     stream.add_argument("--no-track", action="store_true", help="detectors: no ByteTrack ids (tracked by default)")
+
+    serve = sub.add_parser("serve", parents=[debug], help="run as a service: streams, lines and zones, MQTT, metrics, "
+                           "an HTTP API and live view (docs/serve.md)")  # fmt: skip
+    serve.add_argument("--config", required=True, metavar="FILE", help="the service's YAML file")
+    serve.add_argument("--check", action="store_true", help="check the config and its sources and exit (nothing started)")
     return parser
 
 
@@ -276,6 +282,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from . import info
 
             return info.run(args.json)
+        if args.command == "serve":
+            from ..serve.cli import run as serve
+
+            return serve(args.config, check=args.check)
         if getattr(args, "max_pixels", None):
             from ..sources.image import set_max_pixels
 

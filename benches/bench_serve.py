@@ -1,0 +1,143 @@
+"""The service's own cost: N streams through ``Streams`` alone, then the same streams through ``npu-zc serve``'s
+``Service`` (a line and a zone on every stream, MQTT to a local mosquitto, /metrics scraped every second, every
+stream's live tile fetched every second as the live view's page does), in one run; frames a second of each and
+their ratio (the issue's target: at most 5% fewer with the service).
+
+    python3 benches/bench_serve.py [--streams 32] [--seconds 20] [--warmup 5] [--model DIR_OR_XML] [--device CPU]
+
+The clip: a red square going back and forth on grey (640x640, H.264), unpaced (files: no frame dropped, the
+frame rate is what the machine does). The model: ``--model``, or the tests' red-square YOLOv8 (a real YOLO head
+built with OpenVINO's opset API, tests/conftest.py) that finds the square, so that the tracker, lines and zones
+have work on every frame. Without ``mosquitto`` on PATH the service runs without MQTT (said in the output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def red_square_model(folder: Path) -> Path:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import save_red_square_yolo  # the tests' builder: one definition of the model
+
+    return save_red_square_yolo(folder / "red_square_openvino_model")
+
+
+def clip(folder: Path) -> Path:
+    sys.path.insert(0, str(ROOT / "tests" / "serve"))
+    sys.path.insert(0, str(ROOT / "tests"))
+    from serve_helpers import back_and_forth, square_clip
+
+    return square_clip(folder / "square.mp4", back_and_forth(40))
+
+
+def frames(stats: list[Any]) -> int:
+    return sum(s.frames for s in stats)
+
+
+def measure(stats: Any, warmup: float, seconds: float) -> float:
+    time.sleep(warmup)
+    f0, t0 = frames(stats()), time.monotonic()
+    time.sleep(seconds)
+    return (frames(stats()) - f0) / (time.monotonic() - t0)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--streams", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--model")
+    parser.add_argument("--device", default="CPU")
+    parser.add_argument("--no-mqtt", action="store_true", help="the service without MQTT (what its share costs)")
+    parser.add_argument("--no-http", action="store_true", help="the service without HTTP, metrics scrapes and the live view")
+    args = parser.parse_args()
+
+    import npu_zc
+    from npu_zc.pipeline import Pipeline
+    from npu_zc.serve import Service
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_serve-"))
+    model = Path(args.model) if args.model else red_square_model(tmp)
+    video = clip(tmp)
+    names = [f"cam{k:02d}" for k in range(args.streams)]
+
+    # Streams alone: the same pipeline settings the service uses (throughput hint, ByteTrack).
+    pipeline = Pipeline(model, args.device, hint="throughput")
+    streams = npu_zc.Streams([str(video)] * args.streams, pipeline, names=names, tracker=npu_zc.Tracker)
+    runner = threading.Thread(target=streams.run, kwargs={"duration": args.warmup + args.seconds + 2})
+    runner.start()
+    alone = measure(lambda: streams.stats, args.warmup, args.seconds)
+    runner.join()
+    streams.close()
+    pipeline.close()
+
+    broker = None
+    mqtt: dict[str, Any] | None = None
+    if shutil.which("mosquitto") and not args.no_mqtt:
+        port = free_port()
+        (tmp / "m.conf").write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\n")
+        broker = subprocess.Popen(["mosquitto", "-c", str(tmp / "m.conf")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        mqtt = {"host": "127.0.0.1", "port": port, "prefix": "bench"}
+    config: dict[str, Any] = {
+        "model": str(model), "device": args.device, "streams": [{"name": n, "source": str(video)} for n in names],
+        "lines": [{"name": f"{n}-line", "stream": n, "start": [320, 20], "end": [320, 620]} for n in names],
+        "zones": [{"name": f"{n}-zone", "stream": n, "polygon": [[400, 0], [639, 0], [639, 400], [400, 400]]} for n in names],
+        "http": False if args.no_http else {"port": 0}, "latency_budget_ms": 0,
+    }  # fmt: skip
+    if mqtt is not None:
+        config["mqtt"] = mqtt
+    service = Service(config)
+    service.start()
+    stop = threading.Event()
+
+    def browse() -> None:  # the live view's page: /streams, every tile, /metrics, once a second
+        base = f"http://127.0.0.1:{service.port}"
+        while not stop.wait(1.0):
+            for path in ["/streams", "/metrics", *(f"/live/{n}.jpg" for n in names)]:
+                try:
+                    urllib.request.urlopen(base + path, timeout=5).read()
+                except OSError:
+                    pass
+
+    browser = threading.Thread(target=browse, daemon=True)
+    if not args.no_http:
+        browser.start()
+    assert service.streams is not None
+    served = measure(lambda: service.streams.stats if service.streams else [], args.warmup, args.seconds)
+    events = service.mqtt._seq if service.mqtt is not None else None
+    stop.set()
+    service.stop()
+    if broker is not None:
+        broker.terminate()
+        broker.wait()
+    result = {"streams": args.streams, "seconds": args.seconds, "model": model.name, "device": args.device,
+              "streams_fps": round(alone, 1), "service_fps": round(served, 1), "ratio": round(served / alone, 3) if alone else None,
+              "mqtt": mqtt is not None, "events": events}  # fmt: skip
+    print(f"{args.streams} streams: Streams alone {alone:.1f} FPS, with the service {served:.1f} FPS "
+          f"({served / alone:.1%} of it); MQTT {'on' if mqtt else 'off (no mosquitto)'}, events {events}")  # fmt: skip
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

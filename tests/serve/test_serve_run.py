@@ -1,0 +1,202 @@
+"""The service end to end on real components: a clip where a red square crosses a line and passes through a
+zone (so the counts are known), the red-square YOLO, ByteTrack, mosquitto with a password (and TLS), the HTTP
+API and /metrics parsed with prometheus-client's parser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from serve_helpers import (ENTER_FRAME, LEAVE_FRAME, TOKEN, Broker, Subscriber, across_and_down, back_and_forth, config,
+                           http, make_tls, square_clip, wait_for)  # fmt: skip
+
+from npu_zc.serve import ConfigError, Service
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[Broker]:
+    b = Broker(tmp_path / "broker")
+    b.start()
+    yield b
+    b.stop()
+
+
+def metrics(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status, text = http(port, "GET", "/metrics", token=TOKEN)
+    assert status == 200
+    out = {}
+    for family in text_string_to_metric_families(text.decode()):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def test_a_square_crossing_a_line_and_a_zone_is_counted_everywhere(red_square_yolo: Path, tmp_path: Path, broker: Broker) -> None:
+    clip = square_clip(tmp_path / "walk.mp4", across_and_down())
+    frames = len(across_and_down())
+    sub = Subscriber(broker, ["npu_zc/test/#"])
+    service = Service(config(red_square_yolo, [{"name": "gate", "source": str(clip)}], broker))
+    service.start()
+    try:
+        from npu_zc.sinks import Sink
+
+        assert isinstance(service.mqtt, Sink) and isinstance(service.live, Sink)  # the brief's sink protocol
+        port = service.port
+        assert port
+        wait_for(lambda: [s for s in http(port, "GET", "/streams", token=TOKEN)[1]["streams"] if s["frames"] == frames],
+                 120, "every frame's result")  # fmt: skip
+        (gate,) = http(port, "GET", "/streams", token=TOKEN)[1]["streams"]
+        assert gate["frames"] == frames and gate["error"] is None
+        assert gate["lines"] == [{"name": "door", "in": 1, "out": 0}]
+        assert gate["zones"][0] | {"occupancy": 0} == {"name": "lobby", "occupancy": 0, "entries": 1, "exits": 1}
+        events = wait_for(lambda: (e := sub.json("/gate/events")) and len(e) >= 3 and e, 20, "three events")
+        kinds = [(e["event"], e.get("direction")) for e in events]
+        assert kinds == [("line_crossed", "in"), ("zone_entered", None), ("zone_left", None)]
+        entered, left = events[1], events[2]
+        assert abs(entered["frame"] - ENTER_FRAME) <= 2 and abs(left["frame"] - LEAVE_FRAME) <= 2
+        assert left["dwell_frames"] == left["frame"] - entered["frame"]
+        assert left["dwell_s"] == pytest.approx(left["dwell_frames"] / 30, abs=1e-3)  # the clip's pts, 30 fps
+        assert {e["track_id"] for e in events} == {events[0]["track_id"]} and events[0]["label"] == "person"
+        assert [e["seq"] for e in events] == [1, 2, 3]
+        detections = wait_for(lambda: (d := sub.json("/gate/detections")) and len(d) == frames and d, 20, "every result")
+        assert [d["index"] for d in detections] == list(range(frames))
+        assert all(len(d["result"]["detections"]) == 1 and "track_id" in d["result"]["detections"][0] for d in detections[1:])
+        assert sub.texts("npu_zc/test/status")[-1] == "online"
+
+        # The last result's outputs may still run when its frame is counted: wait for its latency sample.
+        m = wait_for(lambda: (m := metrics(port)) and m[("npu_zc_latency_seconds_count", (("stream", "gate"),))] == frames and m,
+                     20, "the last result's metrics")  # fmt: skip
+        assert m[("npu_zc_frames_total", (("stream", "gate"),))] == frames
+        assert m[("npu_zc_dropped_frames_total", (("stream", "gate"),))] == 0
+        assert m[("npu_zc_line_crossings_total", (("direction", "in"), ("line", "door")))] == 1
+        assert m[("npu_zc_line_crossings_total", (("direction", "out"), ("line", "door")))] == 0
+        assert m[("npu_zc_zone_entries_total", (("zone", "lobby"),))] == 1
+        assert m[("npu_zc_zone_exits_total", (("zone", "lobby"),))] == 1
+        assert m[("npu_zc_zone_occupancy", (("zone", "lobby"),))] == 0
+        assert m[("npu_zc_latency_seconds_count", (("stream", "gate"),))] == frames
+        assert m[("npu_zc_inference_seconds_count", ())] == frames
+        assert m[("npu_zc_mqtt_events_published_total", ())] == 3
+        assert m[("npu_zc_mqtt_events_dropped_total", ())] == 0
+
+        # Every request carries the token; REST refusals are JSON with the right status, the stream unharmed.
+        assert http(port, "GET", "/health")[0] == 401
+        assert http(port, "GET", "/metrics", token="x" * 30)[0] == 401
+        assert http(port, "GET", "/health", token=TOKEN)[1]["mqtt"] == "connected"
+        status, body = http(port, "POST", "/streams", raw=b"{not json", token=TOKEN)
+        assert status == 400 and body["error"].startswith("the request body is not JSON")
+        status, body = http(port, "POST", "/streams", {"name": "gate", "source": str(clip)}, token=TOKEN)
+        assert status == 409 and "already runs" in body["error"]
+        status, body = http(port, "POST", "/streams", {"name": "x", "source": "/dev/zero"}, token=TOKEN)
+        assert status == 422 and "character device" in body["error"]
+        status, body = http(port, "POST", "/streams", {"name": "x", "sauce": "a.mp4"}, token=TOKEN)
+        assert status == 422 and "the stream.sauce: unknown key" in body["error"]
+        status, body = http(port, "DELETE", "/streams/nope", token=TOKEN)
+        assert status == 404 and body == {"error": "no stream is named 'nope'"}
+        assert http(port, "GET", "/streams", token=TOKEN)[1]["streams"][0]["frames"] == frames
+    finally:
+        service.stop()
+    wait_for(lambda: sub.texts("npu_zc/test/status")[-1:] == ["offline"], 10, "the offline status")
+    sub.close()
+
+
+def test_the_broker_goes_away_and_every_event_arrives_when_it_is_back(red_square_yolo: Path, tmp_path: Path, broker: Broker) -> None:
+    """Killed (SIGTERM) after the first event, restarted once events have queued: every event the analytics
+    counted arrives, each once by its seq (QoS 1 may repeat one), none dropped."""
+    clip = square_clip(tmp_path / "pace.mp4", back_and_forth(6), fps=30)
+    sub = Subscriber(broker, ["npu_zc/test/+/events"])
+    service = Service(config(red_square_yolo, [{"name": "gate", "source": str(clip), "realtime": True}], broker,
+                             mqtt=broker.mqtt("npu_zc/test", detections_every=0)))  # fmt: skip
+    service.start()
+    try:
+        assert service.mqtt is not None
+        wait_for(lambda: sub.json("/events"), 60, "the first event")
+        broker.stop()
+        wait_for(lambda: service.mqtt is not None and service.mqtt.queued >= 2, 60, "events to queue while the broker is away")
+        assert not service.mqtt.connected
+        broker.start()
+        wait_for(lambda: service.streams is not None and service.streams.stats[0].frames == len(back_and_forth(6)), 120,
+                 "every frame's result")  # fmt: skip
+        counted = service.mqtt._seq
+        assert counted >= 4  # a paced stream may drop frames (and a track with them): the count is what was counted
+        wait_for(lambda: {e["seq"] for e in sub.json("/events")} >= set(range(1, counted + 1)), 60, "every event")
+        assert service.mqtt.dropped == 0
+    finally:
+        service.stop()
+        sub.close()
+
+
+def test_past_the_bound_the_oldest_events_are_dropped_and_counted(red_square_yolo: Path, tmp_path: Path) -> None:
+    """No broker at start (the service runs and queues), a queue of 2: the oldest go, counted in the metric."""
+    from streams_helpers import free_port
+
+    from serve_helpers import http as get
+
+    clip = square_clip(tmp_path / "pace.mp4", back_and_forth(3))
+    absent = {"host": "127.0.0.1", "port": free_port(), "prefix": "p", "queue": 2}
+    service = Service(config(red_square_yolo, [{"name": "gate", "source": str(clip)}], None, mqtt=absent))
+    service.start()
+    try:
+        wait_for(lambda: service.streams is not None and service.streams.stats[0].frames == len(back_and_forth(3)), 120,
+                 "every frame's result")  # fmt: skip
+        assert service.mqtt is not None and service.mqtt.queued == 2 and service.mqtt.dropped == 3 * 4 - 2
+        m = metrics(service.port or 0)
+        assert m[("npu_zc_mqtt_events_dropped_total", ())] == 10
+        assert m[("npu_zc_mqtt_connected", ())] == 0
+        assert get(service.port or 0, "GET", "/health", token=TOKEN)[1]["mqtt"] == "disconnected"
+        # Months of frames: the per-frame samples stay bounded, the inference summary's count goes on rising.
+        from npu_zc.serve.service import KEEP_SAMPLES
+
+        assert service.streams is not None
+        frames = m[("npu_zc_inference_seconds_count", ())]
+        service.streams.timings.samples["infer"].extend([1_000_000] * (3 * KEEP_SAMPLES))
+        service.streams.stats[0].latencies_ns.extend([1] * (3 * KEEP_SAMPLES))
+        service._tick(service.streams.stats)
+        assert len(service.streams.timings.samples["infer"]) == KEEP_SAMPLES
+        assert len(service.streams.stats[0].latencies_ns) == KEEP_SAMPLES
+        after = metrics(service.port or 0)
+        assert after[("npu_zc_inference_seconds_count", ())] == frames + 3 * KEEP_SAMPLES
+        assert after[("npu_zc_inference_seconds_sum", ())] >= 3 * KEEP_SAMPLES * 1e-3
+    finally:
+        service.stop()
+
+
+def test_credentials_the_broker_refuses_stop_the_start(red_square_yolo: Path, tmp_path: Path, broker: Broker) -> None:
+    clip = square_clip(tmp_path / "walk.mp4", across_and_down()[:3])
+    bad = broker.mqtt("p")
+    bad["password"] = "wrong"
+    service = Service(config(red_square_yolo, [{"name": "gate", "source": str(clip)}], None, mqtt=bad))
+    with pytest.raises(ConfigError, match=r"^mqtt: the broker at 127\.0\.0\.1:\d+ refused the connection \(.*\): check mqtt\.username"):
+        service.start()
+    assert service.streams is None and service.http is None and not service.started
+
+
+def test_tls_with_a_certificate_made_here(red_square_yolo: Path, tmp_path: Path) -> None:
+    import ssl
+
+    certs = make_tls(tmp_path / "certs")
+    broker = Broker(tmp_path / "tls-broker", tls=certs)
+    broker.start()
+    try:
+        sub = Subscriber(broker, ["npu_zc/tls/#"], client_id="tls-sub", ca_certs=str(certs / "ca.crt"), cert_reqs=ssl.CERT_REQUIRED)
+        clip = square_clip(tmp_path / "walk.mp4", across_and_down())
+        tls = broker.mqtt("npu_zc/tls", tls={"ca": str(certs / "ca.crt")})
+        service = Service(config(red_square_yolo, [{"name": "gate", "source": str(clip)}], None, mqtt=tls))
+        service.start()
+        try:
+            events = wait_for(lambda: (e := sub.json("/gate/events")) and len(e) >= 3 and e, 120, "the events over TLS")
+            assert [e["event"] for e in events] == ["line_crossed", "zone_entered", "zone_left"]
+        finally:
+            service.stop()
+        sub.close()
+        # Without the CA the handshake fails: one sentence, nothing started.
+        plain = Service(config(red_square_yolo, [{"name": "gate", "source": str(clip)}], None,
+                               mqtt=broker.mqtt("p", tls=True)))  # fmt: skip
+        with pytest.raises(ConfigError, match=r"^mqtt\.tls: the TLS handshake with the broker at 127\.0\.0\.1:\d+ failed"):
+            plain.start()
+        assert plain.streams is None
+    finally:
+        broker.stop()
