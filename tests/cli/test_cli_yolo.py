@@ -113,4 +113,4 @@ def test_stream_tracks_the_squares(red_square_yolo: Path, tmp_path: Path) -> Non
 
 def test_out_of_range_classes_and_max_det_are_refused_naming_them(red_square_yolo: Path, photo: Path) -> None:
     fails("run", "-i", photo, "-m", red_square_yolo, "-d", "CPU", "--classes", "5000000000", match="classes")
-    fails("run", "-i", photo, "-m", red_square_yolo, "-d", "CPU", "--max-det", str(2**70), match="max_det")
+    fails("run", "-i", photo, "-m", red_square_yolo, "-d", "CPU", "--max-det", str(2**70), match="--max-det")
