@@ -147,19 +147,18 @@ def test_past_the_bound_the_oldest_events_are_dropped_and_counted(red_square_yol
         assert m[("npu_zc_mqtt_events_dropped_total", ())] == 10
         assert m[("npu_zc_mqtt_connected", ())] == 0
         assert get(service.port or 0, "GET", "/health", token=TOKEN)[1]["mqtt"] == "disconnected"
-        # Months of frames: the per-frame samples stay bounded, the inference summary's count goes on rising.
-        from npu_zc.serve.service import KEEP_SAMPLES
+        # Months of frames: a persistent Streams keeps its latest samples (Timings.trim on delivery), and the
+        # inference summary's count and sum go on rising over the ones it let go.
+        from npu_zc.pipeline.streams import FIGURES_WINDOW
 
         assert service.streams is not None
         frames = m[("npu_zc_inference_seconds_count", ())]
-        service.streams.timings.samples["infer"].extend([1_000_000] * (3 * KEEP_SAMPLES))
-        service.streams.stats[0].latencies_ns.extend([1] * (3 * KEEP_SAMPLES))
-        service._tick(service.streams.stats)
-        assert len(service.streams.timings.samples["infer"]) == KEEP_SAMPLES
-        assert len(service.streams.stats[0].latencies_ns) == KEEP_SAMPLES
+        service.streams.timings.samples["infer"].extend([1_000_000] * (3 * FIGURES_WINDOW))
+        service.streams.timings.trim(FIGURES_WINDOW)
+        assert len(service.streams.timings.samples["infer"]) == FIGURES_WINDOW
         after = metrics(service.port or 0)
-        assert after[("npu_zc_inference_seconds_count", ())] == frames + 3 * KEEP_SAMPLES
-        assert after[("npu_zc_inference_seconds_sum", ())] >= 3 * KEEP_SAMPLES * 1e-3
+        assert after[("npu_zc_inference_seconds_count", ())] == frames + 3 * FIGURES_WINDOW
+        assert after[("npu_zc_inference_seconds_sum", ())] >= 3 * FIGURES_WINDOW * 1e-3
     finally:
         service.stop()
 

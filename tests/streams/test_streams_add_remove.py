@@ -291,6 +291,7 @@ def test_a_persistent_runs_figures_are_over_its_latest_frames(picture_pipeline: 
     assert [s.frames for s in report.streams] == [100, 60]
     assert all(8 <= len(s.latencies_ns) <= 16 for s in report.streams)
     assert 8 <= report.stages["latency"].count <= 16 and report.streams[0].latency().count <= 16
+    assert streams.timings.total("latency")[0] == 160  # the samples let go are still counted
     # Not persistent: every frame's sample.
     report, _ = run_streams([Frames("a", 30)], picture_pipeline)
     assert len(report.streams[0].latencies_ns) == 30 == report.stages["latency"].count

@@ -662,8 +662,7 @@ class Streams:
             if window and len(stats.latencies_ns) > 2 * window:  # a persistent run: over its latest frames
                 del stats.latencies_ns[:-window]
             if window and len(latency_ns) > 2 * window:
-                for samples_ns in (pre_ns, infer_ns, post_ns, latency_ns):
-                    del samples_ns[:-window]
+                timings.trim(window)
             out = StreamResult(lane.stream, stats.name, frame_index, pts, latency / 1e6, prediction, decoded)
             delivering.active = True
             try:

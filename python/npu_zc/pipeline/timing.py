@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
@@ -47,6 +49,9 @@ class Timings:
 
     def __init__(self, stages: Iterable[str] = STAGES) -> None:
         self.samples: dict[str, list[int]] = {stage: [] for stage in stages}
+        self.trimmed: dict[str, tuple[int, int]] = {}
+        """Per stage, the samples :meth:`trim` let go: their count and sum in ns (totals keep rising)."""
+        self._trim_lock = threading.Lock()
 
     def add(self, stage: str, ns: int) -> None:
         self.samples.setdefault(stage, []).append(ns)
@@ -61,6 +66,24 @@ class Timings:
     def extend(self, other: "Timings") -> None:
         for stage, values in other.samples.items():
             self.samples.setdefault(stage, []).extend(values)
+
+    def trim(self, keep: int) -> None:
+        """Keep each stage's latest ``keep`` samples (a run that goes on for months), counting the rest in
+        :attr:`trimmed`. Other threads may append meanwhile: they append at the end, which is kept."""
+        with self._trim_lock:
+            for stage, values in self.samples.items():
+                cut = len(values) - keep
+                if cut > 0:
+                    gone = values[:cut]
+                    del values[:cut]
+                    count, total = self.trimmed.get(stage, (0, 0))
+                    self.trimmed[stage] = (count + len(gone), total + sum(gone))
+
+    def total(self, stage: str) -> tuple[int, int]:
+        """Every sample of ``stage`` so far, trimmed ones included: (count, sum in ns)."""
+        count, total = self.trimmed.get(stage, (0, 0))
+        values = list(self.samples.get(stage, ()))
+        return count + len(values), total + sum(values)
 
     def stats(self) -> dict[str, StageStats]:
         return {stage: StageStats.of(values) for stage, values in self.samples.items()}

@@ -43,9 +43,6 @@ log = logging.getLogger("npu_zc.serve")
 
 RECENT_EVENTS = 20
 """Events of each stream the live view and ``GET /streams`` show."""
-KEEP_SAMPLES = 10_000
-"""Per-frame timing samples kept per stream and stage while a service runs (older ones are let go at each
-tick): a service runs for months, its figures are over the recent frames."""
 
 
 class ServiceError(InvalidArgumentError):
@@ -122,8 +119,6 @@ class Service:
         self._lines: dict[str, list[LineCounter]] = {}
         self._zones: dict[str, list[Zone]] = {}
         self._recent: dict[str, collections.deque[dict[str, Any]]] = {}
-        self._infer_gone: tuple[int, int] = (0, 0)
-        """Inferences whose samples were let go (:meth:`_tick`): their count and nanoseconds."""
         self._stream_of: dict[tuple[str, str], str] = {}
         """Each line's and zone's stream, by ("lines" or "zones", its name)."""
         self._added: dict[str, tuple[list[LineCounter], list[Zone]]] = {}
@@ -329,17 +324,7 @@ class Service:
         return events
 
     def _tick(self, stats: list[StreamStats]) -> None:
-        for s in stats:  # bounded figures: a service runs for months
-            if len(s.latencies_ns) > 2 * KEEP_SAMPLES:
-                del s.latencies_ns[:-KEEP_SAMPLES]
-        if self.streams is not None:
-            for stage, samples in self.streams.timings.samples.items():
-                cut = len(samples) - KEEP_SAMPLES  # appends go on at the end meanwhile: the first `cut` stay put
-                if cut > KEEP_SAMPLES:
-                    if stage == "infer":  # the summary's count and sum go on rising
-                        gone = samples[:cut]
-                        self._infer_gone = (self._infer_gone[0] + len(gone), self._infer_gone[1] + sum(gone))
-                    del samples[:cut]
+        # The figures stay bounded on their own: a persistent Streams keeps its latest frames' samples.
         if self.mqtt is not None:
             self.metrics.mqtt_queued.set(self.mqtt.queued)
 
@@ -352,9 +337,9 @@ class Service:
             return None
         from ..pipeline.timing import StageStats
 
-        recent = list(self.streams.timings.samples["infer"])
-        count, total_ns = self._infer_gone
-        return count + len(recent), (total_ns + sum(recent)) / 1e9, StageStats.of(recent[-KEEP_SAMPLES:])
+        timings = self.streams.timings
+        count, total_ns = timings.total("infer")
+        return count, total_ns / 1e9, StageStats.of(list(timings.samples["infer"]))
 
     # --- what the HTTP API calls ---------------------------------------------------------------------------
 
