@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from ..analytics import Event, LineCounter, Zone
+from ..detect import Detections
 from ..errors import Error, InvalidArgumentError
 from .config import Config, ConfigError, LineConfig, StreamConfig, ZoneConfig, load, parse, stream_config
 
@@ -312,7 +313,7 @@ class Service:
     def _analyse(self, result: StreamResult) -> list[Event]:
         lines, zones = self._lines.get(result.name), self._zones.get(result.name)
         dets = result.prediction
-        if not (lines or zones) or getattr(dets, "track_ids", None) is None:
+        if not (lines or zones) or not isinstance(dets, Detections) or dets.track_ids is None:
             return []
         t = result.pts if result.pts is not None else time.monotonic() - self._t0
         events: list[Event] = []
