@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from ..analytics import ANCHORS, LINE_ANCHORS, LOST_FRAMES, ZONE_ANCHOR
 from ..errors import InvalidArgumentError
+from ..sinks.mqtt import MqttConfig, TlsConfig
 
 MAX_CONFIG_BYTES = 1 << 20
 """A config file larger than this is refused before it is parsed (no YAML a person writes is that long)."""
@@ -59,34 +60,6 @@ class ZoneConfig:
     classes: list[int | str] | None = None
     anchor: list[str] = field(default_factory=lambda: [ZONE_ANCHOR])
     lost_frames: int = LOST_FRAMES
-
-
-@dataclass
-class TlsConfig:
-    ca: str | None = None
-    """The CA certificate that signed the broker's (None: the system's)."""
-    cert: str | None = None
-    key: str | None = None
-    insecure: bool = False
-    """Skip the host name check (a test broker's certificate made for another name)."""
-
-
-@dataclass
-class MqttConfig:
-    host: str = "127.0.0.1"
-    port: int = 1883
-    prefix: str = "npu_zc"
-    username: str | None = None
-    password: str | None = None
-    tls: TlsConfig | None = None
-    client_id: str | None = None
-    keepalive: int = 30
-    queue: int = 10000
-    """Events held while the broker is away; past this the oldest are dropped (and counted)."""
-    detections_every: int = 1
-    """Publish every Nth result of each stream on {prefix}/{stream}/detections (0: none)."""
-    drain_timeout: float = 5.0
-    """At a stop: seconds queued events may take to reach the broker before they are given up."""
 
 
 @dataclass

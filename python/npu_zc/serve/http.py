@@ -36,8 +36,8 @@ from ..errors import Error
 from .config import ConfigError, HttpConfig
 
 if TYPE_CHECKING:
-    from .live import LiveView
-    from .metrics import Metrics
+    from ..sinks.live import LiveView
+    from ..sinks.metrics import Metrics
 
 
 class Served(Protocol):

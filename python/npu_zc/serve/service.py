@@ -36,9 +36,9 @@ from .config import Config, ConfigError, LineConfig, StreamConfig, ZoneConfig, l
 if TYPE_CHECKING:
     from ..pipeline.streams import StreamResult, Streams, StreamStats
     from .http import HttpServer
-    from .live import LiveView
-    from .metrics import Metrics
-    from .mqtt import MqttSink
+    from ..sinks.live import LiveView
+    from ..sinks.metrics import Metrics
+    from ..sinks.mqtt import MqttSink
 
 log = logging.getLogger("npu_zc.serve")
 
@@ -109,7 +109,7 @@ class Service:
             self.config = parse(config)
         else:
             self.config = load(config)
-        from .metrics import Metrics  # the serve extra: imported when a service is made, not with npu_zc
+        from ..sinks.metrics import Metrics  # the serve extra: imported when a service is made, not with npu_zc
 
         self.metrics: Metrics = Metrics()
         self.mqtt: MqttSink | None = None
@@ -154,10 +154,13 @@ class Service:
                 sock = bind(c.http)
                 undo.append(sock.close)
             if c.mqtt is not None:
-                from .mqtt import MqttSink
+                from ..sinks.mqtt import MqttSink
 
-                self.mqtt = MqttSink(c.mqtt, self.metrics, base=c.base)
-                self.mqtt.start()
+                try:  # the sink's refusals (certificates, credentials) name the mqtt key: the config's error here
+                    self.mqtt = MqttSink(c.mqtt, self.metrics, base=c.base)
+                    self.mqtt.start()
+                except InvalidArgumentError as exc:
+                    raise ConfigError(str(exc)) from None
                 undo.append(self.mqtt.close)
             opened = []
             for k, s in enumerate(c.streams):
@@ -190,9 +193,9 @@ class Service:
                 self._sources[s.name] = s
             if c.http is not None and sock is not None:
                 from .http import HttpServer, make_app
-                from .live import LiveView
+                from ..sinks.live import LiveConfig, LiveView
 
-                self.live = LiveView(c.http.live_fps, self.overlays)
+                self.live = LiveView(LiveConfig(fps=c.http.live_fps), self.overlays)
                 undo.append(self.live.close)
                 self.http = HttpServer(make_app(self, c.http), sock)
                 self.http.start()
@@ -291,7 +294,7 @@ class Service:
         """A sink of sinks: never raises (a failing sink would stop every stream)."""
         try:
             events = self._analyse(result)
-            self.metrics.result(result)
+            self.metrics(result)
             if events:
                 self.metrics.events(events)
                 recent = self._recent.setdefault(result.name, collections.deque(maxlen=RECENT_EVENTS))

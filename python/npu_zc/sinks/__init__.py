@@ -9,11 +9,18 @@ run: a sink does not know when the last stream has ended.
 
 * :class:`JsonLines` (:mod:`.jsonl`): one strict JSON object per result, a line each.
 * :class:`AnnotatedVideos` (:mod:`.video`): an H.264 video per stream, each frame drawn.
+* :class:`MqttSink` (:mod:`.mqtt`, settings :class:`MqttConfig`): results and events to an MQTT broker (paho-mqtt).
+* :class:`Metrics` (:mod:`.metrics`, settings :class:`MetricsConfig`): Prometheus metrics (prometheus-client).
+* :class:`LiveView` (:mod:`.live`, settings :class:`LiveConfig`): each stream's newest result drawn, as JPEG.
+
+The last three are imported on first use (``npu_zc.sinks.MqttSink``), so that ``import npu_zc`` needs neither
+paho-mqtt nor prometheus-client (both in the ``serve`` extra: ``pip install 'npu_zc[serve]'``).
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import importlib
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..pipeline.streams import StreamResult
 from .jsonl import JsonLines, finite, strict_json
@@ -29,4 +36,22 @@ class Sink(Protocol):
     def close(self) -> None: ...
 
 
-__all__ = ["AnnotatedVideos", "JsonLines", "Sink", "draw_prediction", "draw_top_label", "finite", "strict_json"]
+if TYPE_CHECKING:
+    from .live import LiveConfig, LiveView
+    from .metrics import Metrics, MetricsConfig
+    from .mqtt import MqttConfig, MqttSink, TlsConfig
+
+# Imported on first use: their modules need the serve extra's packages (paho-mqtt when started, prometheus-client).
+_LAZY = {"MqttSink": "mqtt", "MqttConfig": "mqtt", "TlsConfig": "mqtt", "Metrics": "metrics",
+         "MetricsConfig": "metrics", "LiveView": "live", "LiveConfig": "live"}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+__all__ = ["AnnotatedVideos", "JsonLines", "LiveConfig", "LiveView", "Metrics", "MetricsConfig", "MqttConfig", "MqttSink",
+           "Sink", "TlsConfig", "draw_prediction", "draw_top_label", "finite", "strict_json"]  # fmt: skip

@@ -24,16 +24,17 @@ import logging
 import ssl
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import ConfigError, MqttConfig
+from ..errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from ..pipeline.streams import StreamResult
     from .metrics import Metrics
 
-log = logging.getLogger("npu_zc.serve")
+log = logging.getLogger("npu_zc.sinks.mqtt")
 
 WINDOW = 100
 """Events handed to paho and not yet acknowledged by the broker, at most."""
@@ -42,20 +43,69 @@ RECONNECT_MAX_S = 30
 CONNECT_TIMEOUT_S = 5.0
 """The first connection at start: how long to wait for the broker's answer."""
 
+@dataclass
+class TlsConfig:
+    ca: str | None = None
+    """The CA certificate that signed the broker's (None: the system's)."""
+    cert: str | None = None
+    key: str | None = None
+    insecure: bool = False
+    """Skip the host name check (a test broker's certificate made for another name)."""
+
+
+@dataclass
+class MqttConfig:
+    """The sink's settings (the service's ``mqtt:`` section, each key a field)."""
+
+    host: str = "127.0.0.1"
+    port: int = 1883
+    prefix: str = "npu_zc"
+    username: str | None = None
+    password: str | None = None
+    tls: TlsConfig | None = None
+    client_id: str | None = None
+    keepalive: int = 30
+    queue: int = 10000
+    """Events held while the broker is away; past this the oldest are dropped (and counted)."""
+    detections_every: int = 1
+    """Publish every Nth result of each stream on {prefix}/{stream}/detections (0: none)."""
+    drain_timeout: float = 5.0
+    """At a stop: seconds queued events may take to reach the broker before they are given up."""
+
+    def check(self) -> None:
+        """Refuse settings the sink cannot run with (:class:`~npu_zc.InvalidArgumentError`, naming the key)."""
+        if not 1 <= self.port <= 65535:
+            raise InvalidArgumentError(f"mqtt.port must be from 1 to 65535, got {self.port}")
+        prefix = self.prefix.strip("/")
+        if not prefix or any(c in prefix for c in "+#") or "//" in prefix:
+            raise InvalidArgumentError(f"mqtt.prefix {self.prefix!r} must be topic levels without '+', '#' or empty levels")
+        if self.password is not None and self.username is None:
+            raise InvalidArgumentError("mqtt.password is given without mqtt.username")
+        for key, low in (("keepalive", 5), ("queue", 1), ("detections_every", 0)):
+            if getattr(self, key) < low:
+                raise InvalidArgumentError(f"mqtt.{key} must be at least {low}, got {getattr(self, key)}")
+        if not self.drain_timeout >= 0:
+            raise InvalidArgumentError(f"mqtt.drain_timeout must be at least 0, got {self.drain_timeout}")
+
+
 # MQTT 3.1.1 CONNACK codes and MQTT 5 reason codes that mean "your credentials or certificate are refused".
 _REFUSED = {4, 5, 134, 135, 138}
 
 
 class MqttSink:
-    """A :class:`~npu_zc.sinks.Sink` (``__call__(result)``, ``close()``) publishing to one broker."""
+    """A :class:`~npu_zc.sinks.Sink` (``__call__(result)``, ``close()``) publishing to one broker.
+
+    ``start()`` connects; ``event(stream, payload)`` queues an event; ``metrics`` (a :class:`~npu_zc.sinks.Metrics`,
+    optional) counts what is published and dropped; ``base`` is the folder relative certificate paths are read from."""
 
     def __init__(self, config: MqttConfig, metrics: Metrics | None = None, *, base: Path | None = None) -> None:
         import paho.mqtt.client as mqtt
         from paho.mqtt.enums import CallbackAPIVersion
 
+        config.check()
         self.config = config
         self.metrics = metrics
-        self.prefix = config.prefix
+        self.prefix = config.prefix.strip("/")
         self.status_topic = f"{self.prefix}/status"
         self._mqtt = mqtt
         self._queue: collections.deque[tuple[str, bytes]] = collections.deque()
@@ -83,7 +133,7 @@ class MqttSink:
                 client.tls_set(ca_certs=path(tls.ca), certfile=path(tls.cert), keyfile=path(tls.key),
                                cert_reqs=ssl.CERT_REQUIRED, tls_version=ssl.PROTOCOL_TLS_CLIENT)  # fmt: skip
             except (OSError, ValueError, ssl.SSLError) as exc:
-                raise ConfigError(f"mqtt.tls: cannot load the certificates: {exc}") from None
+                raise InvalidArgumentError(f"mqtt.tls: cannot load the certificates: {exc}") from None
             client.tls_insecure_set(tls.insecure)
         client.will_set(self.status_topic, "offline", qos=1, retain=True)
         client.reconnect_delay_set(RECONNECT_MIN_S, RECONNECT_MAX_S)
@@ -98,14 +148,14 @@ class MqttSink:
 
     def start(self) -> None:
         """Connect (at most :data:`CONNECT_TIMEOUT_S`): refused credentials or a failed TLS handshake are a
-        :class:`ConfigError`; a broker that is not there is not (the service runs, events queue, paho retries)."""
+        :class:`~npu_zc.InvalidArgumentError` naming the key; a broker that is not there is not (the service runs, events queue, paho retries)."""
         c = self.config
         where = f"{c.host}:{c.port}"
         self.client.connect_timeout = CONNECT_TIMEOUT_S
         try:
             self.client.connect(c.host, c.port, c.keepalive)
         except ssl.SSLError as exc:
-            raise ConfigError(f"mqtt.tls: the TLS handshake with the broker at {where} failed: {exc.reason or exc}") from None
+            raise InvalidArgumentError(f"mqtt.tls: the TLS handshake with the broker at {where} failed: {exc.reason or exc}") from None
         except OSError as exc:
             log.warning("mqtt: the broker at %s is not there (%s): events queue until it is", where, exc.strerror or exc)
             self.client.connect_async(c.host, c.port, c.keepalive)
@@ -114,7 +164,7 @@ class MqttSink:
         if self._refused is not None:
             self.client.loop_stop()
             self.client.disconnect()
-            raise ConfigError(f"mqtt: the broker at {where} refused the connection ({self._refused}): "
+            raise InvalidArgumentError(f"mqtt: the broker at {where} refused the connection ({self._refused}): "
                               "check mqtt.username, mqtt.password and mqtt.tls")  # fmt: skip
         self._thread.start()
 
@@ -228,4 +278,4 @@ class MqttSink:
                 self.metrics.mqtt_published.inc()
 
 
-__all__ = ["MqttSink"]
+__all__ = ["MqttConfig", "MqttSink", "TlsConfig"]

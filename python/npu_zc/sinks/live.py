@@ -1,5 +1,6 @@
 """The live view's frames: each stream's newest result drawn (boxes, track ids, lines and zones with their
-counts) with npu_zc.draw and OpenCV, encoded as JPEG, for ``GET /live/{stream}.jpg``.
+counts) with npu_zc.draw and OpenCV, encoded as JPEG: the service's ``GET /live/{stream}.jpg``, and a sink
+usable alone (``LiveView()(result)`` per result, ``jpeg(stream)`` the newest tile).
 
 Drawing is off the inference path and costs nothing while no browser watches: the sink keeps a stream's
 frame (a BGR copy) only when one has asked for that stream in the last :data:`WATCH_S` seconds and the
@@ -11,9 +12,12 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+from ..errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from ..pipeline.streams import StreamResult
@@ -27,13 +31,44 @@ LINE_BGR = (0, 255, 255)
 ZONE_BGR = (255, 160, 0)
 
 
+@dataclass
+class LiveConfig:
+    """The sink's settings."""
+
+    fps: float = 2.0
+    """Tiles a second per stream, at most."""
+    watch_s: float = WATCH_S
+    """A stream is drawn while its tile was asked for within this many seconds (``float('inf')``: always)."""
+    jpeg_quality: int = JPEG_QUALITY
+    tile_width: int = TILE_WIDTH
+
+    def check(self) -> None:
+        if not 0 < self.fps <= 60:
+            raise InvalidArgumentError(f"live.fps must be more than 0 and at most 60, got {self.fps}")
+        if not self.watch_s > 0:
+            raise InvalidArgumentError(f"live.watch_s must be more than 0, got {self.watch_s}")
+        if not 1 <= self.jpeg_quality <= 100:
+            raise InvalidArgumentError(f"live.jpeg_quality must be from 1 to 100, got {self.jpeg_quality}")
+        if self.tile_width < 16:
+            raise InvalidArgumentError(f"live.tile_width must be at least 16, got {self.tile_width}")
+
+
+def no_overlays(stream: str) -> tuple[list[Any], list[Any]]:
+    return [], []
+
+
 class LiveView:
     """A :class:`~npu_zc.sinks.Sink`: ``__call__(result)`` keeps frames to draw, ``jpeg(stream)`` gives the
     newest tile. ``overlays(stream)`` returns the stream's lines and zones (objects with ``start``/``end``
     and ``in_count``/``out_count``, or ``polygon`` and ``occupancy``)."""
 
-    def __init__(self, fps: float, overlays: Callable[[str], tuple[list[Any], list[Any]]]) -> None:
-        self.interval = 1.0 / fps
+    def __init__(self, config: LiveConfig | None = None,
+                 overlays: Callable[[str], tuple[list[Any], list[Any]]] = no_overlays) -> None:  # fmt: skip
+        config = config or LiveConfig()
+        config.check()
+        self.config = config
+        self.interval = 1.0 / config.fps
+        self.watch_s = config.watch_s
         self.overlays = overlays
         self._lock = threading.Condition()
         self._pending: dict[str, tuple[np.ndarray, Any]] = {}
@@ -47,7 +82,7 @@ class LiveView:
     def __call__(self, result: StreamResult) -> None:
         name = result.name
         now = time.monotonic()
-        if now - self._watched.get(name, -WATCH_S) > WATCH_S or now - self._kept_at.get(name, -1e9) < self.interval:
+        if now - self._watched.get(name, -self.watch_s) > self.watch_s or now - self._kept_at.get(name, -1e9) < self.interval:
             return
         frame = result.frame
         if frame is None or getattr(frame, "planes", None) is None:
@@ -91,10 +126,10 @@ class LiveView:
                 name, (bgr, prediction) = self._pending.popitem()
             try:
                 canvas = self.draw(name, np.ascontiguousarray(bgr), prediction)
-                if canvas.shape[1] > TILE_WIDTH:
-                    height = round(canvas.shape[0] * TILE_WIDTH / canvas.shape[1])
-                    canvas = cv2.resize(canvas, (TILE_WIDTH, height), interpolation=cv2.INTER_AREA)
-                ok, encoded = cv2.imencode(".jpg", canvas, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
+                if canvas.shape[1] > self.config.tile_width:
+                    height = round(canvas.shape[0] * self.config.tile_width / canvas.shape[1])
+                    canvas = cv2.resize(canvas, (self.config.tile_width, height), interpolation=cv2.INTER_AREA)
+                ok, encoded = cv2.imencode(".jpg", canvas, [cv2.IMWRITE_JPEG_QUALITY, self.config.jpeg_quality])
             except Exception:  # a frame that cannot be drawn loses its tile, never the service
                 continue
             if ok:
@@ -140,4 +175,4 @@ def _text(canvas: np.ndarray, text: str, at: tuple[int, int], scale: float, lw: 
     cv2.putText(canvas, text, (x, y), cv2.FONT_HERSHEY_SIMPLEX, scale, (255, 255, 255), max(lw - 1, 1), cv2.LINE_AA)
 
 
-__all__ = ["LiveView", "WATCH_S"]
+__all__ = ["LiveConfig", "LiveView", "WATCH_S"]

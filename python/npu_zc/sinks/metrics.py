@@ -1,5 +1,6 @@
-"""Prometheus metrics with prometheus-client, in the service's own registry (two services in one process, or
-a test, never share one): what ``GET /metrics`` serves.
+"""Prometheus metrics with prometheus-client, in a registry of their own (two services in one process, or
+a test, never share one): what the service's ``GET /metrics`` serves, and a sink usable alone
+(``Metrics()(result)`` per result, ``text()`` the exposition, ``watch(stats, inference)`` for a run's figures).
 
 Per result (the sink, on the delivery threads): ``npu_zc_latency_seconds{stream}`` (a histogram: decoder to
 result). Per event: ``npu_zc_line_crossings_total{line,direction}``, ``npu_zc_zone_entries_total{zone}``,
@@ -14,6 +15,7 @@ The MQTT side: ``npu_zc_mqtt_connected``, ``npu_zc_mqtt_events_queued``, ``npu_z
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -21,12 +23,27 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ..analytics import Event
+from ..errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from ..pipeline.streams import StreamResult, StreamStats
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5)
 DWELL_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+
+
+@dataclass
+class MetricsConfig:
+    """The sink's settings: the histograms' bucket bounds, in seconds (rising)."""
+
+    latency_buckets: tuple[float, ...] = LATENCY_BUCKETS
+    dwell_buckets: tuple[float, ...] = DWELL_BUCKETS
+
+    def check(self) -> None:
+        for key in ("latency_buckets", "dwell_buckets"):
+            b = getattr(self, key)
+            if not b or any(not (x > 0) for x in b) or any(y <= x for x, y in zip(b, b[1:])):
+                raise InvalidArgumentError(f"metrics.{key} must be rising numbers above 0, got {list(b)}")
 
 
 class _StreamFigures(Collector):
@@ -64,17 +81,21 @@ class _StreamFigures(Collector):
 
 
 class Metrics:
-    """The service's metrics; ``text()`` is the Prometheus exposition."""
+    """A :class:`~npu_zc.sinks.Sink`: ``__call__(result)`` observes its latency, ``events(events)`` counts
+    analytics events, ``text()`` is the Prometheus exposition of :attr:`registry`."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: MetricsConfig | None = None) -> None:
+        config = config or MetricsConfig()
+        config.check()
+        self.config = config
         self.registry = CollectorRegistry()
         r = self.registry
         self.latency = Histogram("npu_zc_latency_seconds", "Decoder to result, per frame", ["stream"],
-                                 buckets=LATENCY_BUCKETS, registry=r)  # fmt: skip
+                                 buckets=config.latency_buckets, registry=r)  # fmt: skip
         self.crossings = Counter("npu_zc_line_crossings", "Boxes that crossed a line", ["line", "direction"], registry=r)
         self.entries = Counter("npu_zc_zone_entries", "Tracks that entered a zone", ["zone"], registry=r)
         self.exits = Counter("npu_zc_zone_exits", "Tracks that left a zone", ["zone"], registry=r)
-        self.dwell = Histogram("npu_zc_zone_dwell_seconds", "Time a track spent in a zone", ["zone"], buckets=DWELL_BUCKETS, registry=r)
+        self.dwell = Histogram("npu_zc_zone_dwell_seconds", "Time a track spent in a zone", ["zone"], buckets=config.dwell_buckets, registry=r)
         self.occupancy = Gauge("npu_zc_zone_occupancy", "Tracks inside a zone now", ["zone"], registry=r)
         self.mqtt_connected = Gauge("npu_zc_mqtt_connected", "1 while the MQTT broker is connected", registry=r)
         self.mqtt_queued = Gauge("npu_zc_mqtt_events_queued", "Events waiting for the broker", registry=r)
@@ -94,8 +115,11 @@ class Metrics:
         self.exits.labels(name)
         self.occupancy.labels(name).set(0)
 
-    def result(self, result: StreamResult) -> None:
+    def __call__(self, result: StreamResult) -> None:
         self.latency.labels(result.name).observe(result.latency_ms / 1e3)
+
+    def close(self) -> None:
+        """Nothing to let go: the registry stays readable (a last scrape after the run)."""
 
     def events(self, events: list[Event]) -> None:
         for e in events:
@@ -112,4 +136,4 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-__all__ = ["Metrics"]
+__all__ = ["DWELL_BUCKETS", "LATENCY_BUCKETS", "Metrics", "MetricsConfig"]
