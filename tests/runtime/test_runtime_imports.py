@@ -146,6 +146,23 @@ def test_sources_are_a_floor_below_the_pipeline() -> None:
                     todo.append(nxt)
 
 
+def test_sinks_are_a_floor_below_the_service() -> None:
+    """Nothing in sinks/ imports serve/, directly or through another module: the service uses the sinks (MQTT,
+    metrics, the live view), never the other way round (so each sink can be used and tested without the service)."""
+    graph = import_graph(PACKAGE_ROOT)
+    sinks = [name for name in graph if name == "npu_zc.sinks" or name.startswith("npu_zc.sinks.")]
+    assert {"npu_zc.sinks.mqtt", "npu_zc.sinks.metrics", "npu_zc.sinks.live"} <= set(sinks)
+    assert "npu_zc.sinks.mqtt" in graph["npu_zc.serve.config"] and "npu_zc.sinks.metrics" in graph["npu_zc.serve.service"]
+    for start in sinks:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in graph[todo.pop()]:
+                assert not nxt.startswith("npu_zc.serve"), f"{start} reaches {nxt}"
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+
+
 def test_requests_and_queues_do_not_know_the_session() -> None:
     graph = graph_without_package("runtime")
     for name in ("runtime.queue", "runtime.request", "runtime.target", "runtime.binding"):
