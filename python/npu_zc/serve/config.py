@@ -293,7 +293,7 @@ def _mqtt(value: Any, where: str = "mqtt") -> MqttConfig | None:
     if value is None:
         return None
     d = _keys(value, where, ("host", "port", "prefix", "username", "password", "tls", "client_id", "keepalive", "queue",
-                             "detections_every", "drain_timeout"))  # fmt: skip
+                             "detections_every", "detections_queue", "drain_timeout"))  # fmt: skip
     prefix = _str(d.get("prefix", "npu_zc"), f"{where}.prefix").strip("/")
     if any(c in prefix for c in "+#") or not prefix or "//" in prefix:
         raise ConfigError(f"{where}.prefix {prefix!r} must be topic levels without '+', '#' or empty levels")
@@ -308,6 +308,7 @@ def _mqtt(value: Any, where: str = "mqtt") -> MqttConfig | None:
         keepalive=_int(d.get("keepalive", 30), f"{where}.keepalive", 5, 3600),
         queue=_int(d.get("queue", 10000), f"{where}.queue", 1, 10_000_000),
         detections_every=_int(d.get("detections_every", 1), f"{where}.detections_every", 0),
+        detections_queue=_int(d.get("detections_queue", 100), f"{where}.detections_queue", 1, 1_000_000),
         drain_timeout=_number(d.get("drain_timeout", 5.0), f"{where}.drain_timeout", 0.0, 3600.0),
     )  # fmt: skip
 

@@ -10,7 +10,7 @@ Read from the streams' own figures at each scrape (nothing counted twice): ``npu
 ``npu_zc_inference_seconds`` (a summary: every inference's count and total time) and
 ``npu_zc_inference_quantile_seconds`` (the recent ones' median and p99).
 The MQTT side: ``npu_zc_mqtt_connected``, ``npu_zc_mqtt_events_queued``, ``npu_zc_mqtt_events_published_total``,
-``npu_zc_mqtt_events_dropped_total``.
+``npu_zc_mqtt_events_dropped_total``, ``npu_zc_mqtt_detections_dropped_total``.
 """
 
 from __future__ import annotations
@@ -101,6 +101,9 @@ class Metrics:
         self.mqtt_queued = Gauge("npu_zc_mqtt_events_queued", "Events waiting for the broker", registry=r)
         self.mqtt_published = Counter("npu_zc_mqtt_events_published", "Events handed to the broker", registry=r)
         self.mqtt_dropped = Counter("npu_zc_mqtt_events_dropped", "Events dropped, oldest first, past the queue's bound", registry=r)
+        self.mqtt_detections_dropped = Counter("npu_zc_mqtt_detections_dropped",
+                                               "Detection messages dropped while paho's outgoing buffer held mqtt.detections_queue",
+                                               registry=r)  # fmt: skip
 
     def watch(self, stats: Callable[[], list[StreamStats]], inference: Callable[[], tuple[int, float, Any] | None]) -> None:
         """Read the streams' figures at each scrape."""

@@ -3,7 +3,9 @@ a historian) listen to.
 
 * ``{prefix}/{stream}/detections``: each result (every ``detections_every``-th of a stream) as JSON, in the
   shape ``npu-zc stream --json`` writes, plus ``time``; QoS 0, sent only while the broker is there (a result
-  is stale a second later).
+  is stale a second later). At most ``detections_queue`` of them wait in paho's outgoing buffer (handed over,
+  not yet written to the socket): past that, while the broker is connected but does not keep up, a result's
+  message is dropped and counted (``npu_zc_mqtt_detections_dropped_total``).
 * ``{prefix}/{stream}/events``: each line crossing and zone entry or exit; QoS 1 (at least once: a consumer
   that must count each once keeps ``seq``, unique per process and topic prefix).
 * ``{prefix}/status``: ``online``, retained; ``offline`` on a clean stop, and as the broker's last will when
@@ -69,6 +71,8 @@ class MqttConfig:
     """Events held while the broker is away; past this the oldest are dropped (and counted)."""
     detections_every: int = 1
     """Publish every Nth result of each stream on {prefix}/{stream}/detections (0: none)."""
+    detections_queue: int = 100
+    """Detection messages waiting in paho's outgoing buffer, at most; past this a result's message is dropped."""
     drain_timeout: float = 5.0
     """At a stop: seconds queued events may take to reach the broker before they are given up."""
 
@@ -81,7 +85,7 @@ class MqttConfig:
             raise InvalidArgumentError(f"mqtt.prefix {self.prefix!r} must be topic levels without '+', '#' or empty levels")
         if self.password is not None and self.username is None:
             raise InvalidArgumentError("mqtt.password is given without mqtt.username")
-        for key, low in (("keepalive", 5), ("queue", 1), ("detections_every", 0)):
+        for key, low in (("keepalive", 5), ("queue", 1), ("detections_every", 0), ("detections_queue", 1)):
             if getattr(self, key) < low:
                 raise InvalidArgumentError(f"mqtt.{key} must be at least {low}, got {getattr(self, key)}")
         if not self.drain_timeout >= 0:
@@ -110,14 +114,20 @@ class MqttSink:
         self._mqtt = mqtt
         self._queue: collections.deque[tuple[str, bytes]] = collections.deque()
         self._lock = threading.Condition()
-        self._inflight = 0
+        # Events handed to paho, oldest first, until the broker acknowledged them (paho keeps them, and sends them
+        # again after a reconnect, till then).
+        self._sent: collections.deque[Any] = collections.deque()
         self._connected = False
         self._refused: str | None = None
         self._answered = threading.Event()
         self._closing = False
         self._seq = 0
         self._every: dict[str, int] = {}
+        # QoS 0 messages paho has not written to the socket yet: paho's own buffer for them has no bound.
+        self._detections: collections.deque[Any] = collections.deque()
+        self._detections_lock = threading.Lock()
         self.dropped = 0
+        self.detections_dropped = 0
         self.published = 0
         client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=config.client_id or "",
                              protocol=mqtt.MQTTv311, clean_session=True)  # fmt: skip
@@ -173,7 +183,7 @@ class MqttSink:
         deadline = time.monotonic() + self.config.drain_timeout
         with self._lock:
             self._lock.notify_all()
-            while (self._queue or self._inflight) and self._connected and time.monotonic() < deadline:
+            while (self._queue or self._inflight()) and self._connected and time.monotonic() < deadline:
                 self._lock.wait(0.05)
             self._closing = True
             self._lock.notify_all()
@@ -196,6 +206,20 @@ class MqttSink:
     def queued(self) -> int:
         return len(self._queue)
 
+    @property
+    def detections_pending(self) -> int:
+        """Detection messages handed to paho and not yet written to the socket (at most ``detections_queue``)."""
+        with self._detections_lock:
+            return self._pending_detections()
+
+    def _pending_detections(self) -> int:
+        # paho writes QoS 0 messages in order and marks each written (or lost, at a reconnect): the written ones
+        # leave from the left. The count is a bound: one written out of order is let go at the next call.
+        pending = self._detections
+        while pending and _written(pending[0]):
+            pending.popleft()
+        return len(pending)
+
     # --- what the service calls --------------------------------------------------------------------------
 
     def __call__(self, result: StreamResult) -> None:
@@ -209,7 +233,15 @@ class MqttSink:
             return
         payload = result.to_dict()
         payload["time"] = round(time.time(), 6)
-        self.client.publish(f"{self.prefix}/{result.name}/detections", json.dumps(payload), qos=0)
+        with self._detections_lock:  # paho's callbacks never take this lock: no lock order with paho's own
+            if self._pending_detections() >= self.config.detections_queue:
+                self.detections_dropped += 1
+                if self.metrics is not None:
+                    self.metrics.mqtt_detections_dropped.inc()
+                return
+            info = self.client.publish(f"{self.prefix}/{result.name}/detections", json.dumps(payload), qos=0)
+            if info.rc == self._mqtt.MQTT_ERR_SUCCESS:
+                self._detections.append(info)
 
     def event(self, stream: str, payload: dict[str, Any]) -> None:
         """An event on ``{prefix}/{stream}/events`` (QoS 1), queued: never waits for the broker."""
@@ -239,7 +271,6 @@ class MqttSink:
         client.publish(self.status_topic, "online", qos=1, retain=True)
         with self._lock:
             self._connected = True
-            self._inflight = 0  # paho sends its unacknowledged messages again itself
             self._lock.notify_all()
         if self.metrics is not None:
             self.metrics.mqtt_connected.set(1)
@@ -256,26 +287,45 @@ class MqttSink:
             log.warning("mqtt: lost the broker (%s): events queue, reconnecting", reason)
 
     def _on_publish(self, client: Any, userdata: Any, mid: int, reason: Any, properties: Any) -> None:
+        # Called before paho marks the message published: the pump looks again shortly (see _pump's wait).
         with self._lock:
-            self._inflight = max(0, self._inflight - 1)
             self._lock.notify_all()
+
+    def _inflight(self) -> int:
+        """Events handed to paho and not acknowledged yet (under ``_lock``). Counted from paho's own record of
+        each message, not from on_publish calls: those come for detections (QoS 0, when written) and the status
+        too, and an acknowledgement can come before ``publish`` returns the message's id."""
+        sent = self._sent
+        while sent and _written(sent[0]):
+            sent.popleft()
+        return len(sent)
 
     def _pump(self) -> None:
         """Hands queued events to paho while connected, at most :data:`WINDOW` unacknowledged."""
         while True:
             with self._lock:
-                while not self._closing and not (self._connected and self._queue and self._inflight < WINDOW):
-                    self._lock.wait(0.5)
+                while not self._closing and not (self._connected and self._queue and self._inflight() < WINDOW):
+                    self._lock.wait(0.05 if self._connected and self._queue else 0.5)
                 if self._closing:
                     return
                 topic, payload = self._queue.popleft()
-                self._inflight += 1
             info = self.client.publish(topic, payload, qos=1)
+            with self._lock:
+                self._sent.append(info)
             self.published += 1
             if info.rc not in (self._mqtt.MQTT_ERR_SUCCESS, self._mqtt.MQTT_ERR_NO_CONN):
                 log.warning("mqtt: publish failed (%s)", self._mqtt.error_string(info.rc))
             if self.metrics is not None:
                 self.metrics.mqtt_published.inc()
+
+
+def _written(info: Any) -> bool:
+    """Whether paho is done with a message (a paho ``MQTTMessageInfo``): written (QoS 0), acknowledged (QoS 1),
+    lost at a reconnect (QoS 0), or never queued."""
+    try:
+        return bool(info.is_published())
+    except (ValueError, RuntimeError):  # refused or failed at publish: paho holds nothing of it
+        return True
 
 
 __all__ = ["MqttConfig", "MqttSink", "TlsConfig"]
