@@ -93,6 +93,7 @@ def change(path: str, value: Any) -> dict[str, Any]:
         ("mqtt.port", "1883", r"^mqtt\.port must be a whole number"),
         ("mqtt.prefix", "a/#", r"^mqtt\.prefix 'a/#' must be topic levels"),
         ("mqtt.password", "secret", r"^mqtt\.password is given without mqtt\.username"),
+        ("mqtt.detections_queue", 0, r"^mqtt\.detections_queue must be from 1 to 1000000, got 0"),
         ("http.host", "0.0.0.0", r"^http\.host 0\.0\.0\.0 is reachable from other machines: set http\.token"),
         ("http.token", "short", r"^http\.token must be at least 16 characters"),
         ("tracker", "sort", r"^tracker must be bytetrack or none"),
