@@ -1,6 +1,6 @@
 //! The point of a box that decides which side of a line, or which zone, it is in (supervision's `Position`).
 
-use super::{AnalyticsError, Result};
+use super::tracks::{AnalyticsError, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Anchor {

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::anchor::{Anchor, LINE_ANCHORS};
-use super::{counted, finite_point, AnalyticsError, Result, Tracks};
+use super::tracks::{counted, finite_point, AnalyticsError, Result, Tracks};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use super::anchor::{Anchor, ZONE_ANCHOR};
-use super::{counted, finite_point, AnalyticsError, Result, Tracks};
+use super::tracks::{counted, finite_point, AnalyticsError, Result, Tracks};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ZoneEventKind {

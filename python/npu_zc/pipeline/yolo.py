@@ -200,8 +200,9 @@ def _quantisation(model: Any) -> tuple[float, int] | None:
         raise ModelError(
             "the model's output is 8-bit, but it records no output_scale / output_zero_point in its model_info"
         ) from None
-    if not (math.isfinite(scale) and scale > 0):
-        raise ModelError(f"the model's output_scale is {scale}: a quantisation scale is a finite number above 0")
-    if not (math.isfinite(zero) and zero == round(zero) and -128 <= zero <= 255):
-        raise ModelError(f"the model's output_zero_point is {zero}: an 8-bit zero point is a whole number from -128 to 255")
+    if not (math.isfinite(scale) and scale > 0) or not (math.isfinite(zero) and zero == round(zero) and -128 <= zero <= 255):
+        raise ModelError(
+            f"the model's model_info records output_scale {scale} and output_zero_point {zero}: an 8-bit output needs "
+            "a finite scale above 0 and a whole zero point from -128 to 255"
+        )
     return scale, int(zero)

@@ -2,17 +2,7 @@
 //! `trackers/utils/matching.py` (`iou_distance`, `fuse_score`, `linear_assignment`
 //! as `lap.lapjv(..., extend_cost=True, cost_limit=...)`).
 
-use super::Bbox;
-
-/// IoU of corner boxes in f32 with Ultralytics' epsilon (`bbox_ioa(..., iou=True)`).
-pub(super) fn iou(a: &[f32; 4], b: &[f32; 4]) -> f32 {
-    let w = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0);
-    let h = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
-    let inter = w * h;
-    let area_b = (b[2] - b[0]) * (b[3] - b[1]);
-    let area_a = (a[2] - a[0]) * (a[3] - a[1]);
-    inter / (area_b + area_a - inter + 1e-7)
-}
+use super::bbox::Bbox;
 
 /// Row-major cost matrix `rows x cols`.
 pub(super) struct Costs {

@@ -23,10 +23,11 @@ use std::f64::consts::PI;
 use std::fmt;
 
 mod assign;
+mod bbox;
 mod kalman;
 
-use super::nms::probiou;
-use assign::{assign, iou, Costs};
+use assign::{assign, Costs};
+pub use bbox::Bbox;
 use kalman::Kalman;
 
 /// What a [`ByteTracker`] is set up with; the defaults are Ultralytics' `bytetrack.yaml`.
@@ -75,40 +76,6 @@ impl fmt::Display for TrackError {
 }
 
 impl std::error::Error for TrackError {}
-
-/// A box in pixels: corners (x1, y1, x2, y2), or a rotated box (centre x, centre y,
-/// width, height, angle in radians).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Bbox {
-    Xyxy([f32; 4]),
-    Xywhr([f32; 5]),
-}
-
-impl Bbox {
-    fn is_usable(&self) -> bool {
-        // Ultralytics drops boxes without area (their aspect ratio would be infinite).
-        match self {
-            Bbox::Xyxy(b) => b.iter().all(|v| v.is_finite()) && b[2] > b[0] && b[3] > b[1],
-            Bbox::Xywhr(b) => b.iter().all(|v| v.is_finite()) && b[2] > 0.0 && b[3] > 0.0,
-        }
-    }
-
-    /// The axis-aligned corners, the angle left out (for a tracker fed both kinds).
-    fn corners(&self) -> [f32; 4] {
-        match *self {
-            Bbox::Xyxy(b) => b,
-            Bbox::Xywhr([x, y, w, h, _]) => [x - w / 2.0, y - h / 2.0, x + w / 2.0, y + h / 2.0],
-        }
-    }
-
-    /// Ultralytics' overlap of two boxes: probiou when both are rotated, IoU otherwise.
-    fn overlap(&self, other: &Bbox) -> f32 {
-        match (self, other) {
-            (Bbox::Xywhr(p), Bbox::Xywhr(q)) => probiou(p, q),
-            _ => iou(&self.corners(), &other.corners()),
-        }
-    }
-}
 
 /// One detection of a frame: its box in pixels, score, class.
 #[derive(Debug, Clone, Copy, PartialEq)]
