@@ -13,7 +13,7 @@
 
 use std::arch::x86_64::*;
 
-use super::super::super::colour::{HALF, SHIFT};
+use super::super::super::colour::{Fast, HALF, SHIFT};
 use super::super::super::plan::{Plan, YuvOut};
 use super::super::resample::{
     horizontal_linear, horizontal_linear_from, yuv_linear_from, Chroma, Linear, Resample, YuvTaps,
@@ -443,6 +443,172 @@ pub(crate) fn drop_pad<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
             i += 8;
         }
         scalar::drop_pad_pixels::<SWAP>(&src[4 * i..], &mut dst[3 * i..]);
+    }
+}
+
+/// Two rows sharing one chroma row in the fast rounding (`colour::Fast`;
+/// `scalar::nv12_pair_fast` is its reference), 32 pixels of each row a
+/// step in 16-bit lanes: the chroma words of the 16 pairs once for both
+/// rows (3 terms, 5 `vpmulhrsw`), each duplicated for its two pixels by an
+/// unpack; a row's luma by one saturating byte subtraction (the footroom),
+/// two unpacks and two `vpmulhuw`; per channel a saturating add, a
+/// `vpmulhrsw` by 512 (round, `>> 6`) and a `vpackuswb` (the clamp). 4-byte
+/// pixels: the rows and the chroma are read with their 4-byte groups
+/// permuted (one `vpermd`) so that the two stages of unpacks that make
+/// pixels leave them in order; 3-byte pixels: read in order, each lane's 48
+/// bytes made by byte shuffles of the three channels.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn nv12_pair_fast<const BYTES: usize>(
+    y: [&[u8]; 2],
+    chroma: Chroma<'_>,
+    dst: [&mut [u8]; 2],
+    out: &YuvOut,
+) {
+    // Which byte gets R: BGR orders (and NV21, whose decoding exchanges them) swap R and B.
+    // SAFETY: AVX2 is enabled on this function too.
+    unsafe {
+        if out.pos[0] == 2 {
+            fast_pair::<BYTES, true>(y, chroma, dst, out)
+        } else {
+            fast_pair::<BYTES, false>(y, chroma, dst, out)
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn fast_pair<const BYTES: usize, const SWAP: bool>(
+    y: [&[u8]; 2],
+    chroma: Chroma<'_>,
+    dst: [&mut [u8]; 2],
+    out: &YuvOut,
+) {
+    let f = Fast::of(&out.k);
+    let n = y[0].len().min(y[1].len()).min(chroma.pixels()).min(dst[0].len() / BYTES).min(dst[1].len() / BYTES);
+    let [d0, d1] = dst;
+    // 4-byte pixels take their groups of 4 permuted (lane 0: groups 0, 2, 4, 6).
+    let permute = BYTES == 4;
+    // I420's U (or V) bytes to the high bytes of the words of NV12's pairs, as arranged.
+    const fn planar_mask(permuted: bool) -> [i8; 32] {
+        let mut m = [-1i8; 32];
+        let mut w = 0;
+        while w < 16 {
+            let (lane, k) = (w / 8, w % 8);
+            // Permuted: lane 0 holds pairs 0, 1, 4, 5, 8, 9, 12, 13; lane 1 the others.
+            let pair = if permuted { (k / 2) * 4 + lane * 2 + k % 2 } else { lane * 8 + k };
+            m[2 * w + 1] = pair as i8;
+            w += 1;
+        }
+        m
+    }
+    const PLANAR_PERMUTED: [i8; 32] = planar_mask(true);
+    const PLANAR_IN_ORDER: [i8; 32] = planar_mask(false);
+    // 3-byte pixels: chunk k (16 bytes) of a lane's 16 pixels, from channel c.
+    const fn three_mask(chunk: usize, channel: usize) -> [i8; 32] {
+        let mut m = [-1i8; 32];
+        let mut b = 0;
+        while b < 16 {
+            let byte = 16 * chunk + b;
+            if byte % 3 == channel {
+                m[b] = (byte / 3) as i8;
+                m[16 + b] = (byte / 3) as i8;
+            }
+            b += 1;
+        }
+        m
+    }
+    const THREE: [[[i8; 32]; 3]; 3] = [
+        [three_mask(0, 0), three_mask(0, 1), three_mask(0, 2)],
+        [three_mask(1, 0), three_mask(1, 1), three_mask(1, 2)],
+        [three_mask(2, 0), three_mask(2, 1), three_mask(2, 2)],
+    ];
+    // SAFETY (every intrinsic below): AVX2 is enabled on the caller, which a
+    // plan only holds for a CPU that has it; the loop guard bounds the 32
+    // bytes read at i of each Y row, the chroma read at i (NV12: 32 bytes;
+    // I420: 16 at i / 2 of each plane) and the 32 BYTES written at BYTES i.
+    unsafe {
+        let load = |p: *const u8| _mm256_loadu_si256(p.cast());
+        let groups = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+        let arrange = |x: __m256i| if permute { _mm256_permutevar8x32_epi32(x, groups) } else { x };
+        let planar_mask = load(if permute { PLANAR_PERMUTED.as_ptr() } else { PLANAR_IN_ORDER.as_ptr() }.cast());
+        let signs = _mm256_set1_epi8(-128);
+        let high = _mm256_set1_epi16(-256);
+        let zero = _mm256_setzero_si256();
+        let offset = _mm256_set1_epi8(f.y_offset as i8);
+        let cy = _mm256_set1_epi16(f.cy as i16);
+        let (cvr, cvg, cug, cub) =
+            (_mm256_set1_epi16(f.cvr), _mm256_set1_epi16(f.cvg), _mm256_set1_epi16(f.cug), _mm256_set1_epi16(f.cub));
+        let round = _mm256_set1_epi16(512);
+        let pad = _mm256_set1_epi8(out.pad as i8);
+        let mut i = 0;
+        loop {
+            let fits = match chroma {
+                Chroma::Interleaved(uv) => i + 32 <= uv.len(),
+                Chroma::Planar(u, v) => i / 2 + 16 <= u.len().min(v.len()),
+            };
+            if !(i + 32 <= n && fits) {
+                break;
+            }
+            // (C - 128) << 8 as words, one per pair.
+            let (u, v) = match chroma {
+                Chroma::Interleaved(uv) => {
+                    let x = _mm256_xor_si256(arrange(load(uv.as_ptr().add(i))), signs);
+                    (_mm256_slli_epi16::<8>(x), _mm256_and_si256(x, high))
+                }
+                Chroma::Planar(u, v) => {
+                    let words = |p: &[u8]| {
+                        let b = _mm256_broadcastsi128_si256(_mm_loadu_si128(p.as_ptr().add(i / 2).cast()));
+                        _mm256_xor_si256(_mm256_shuffle_epi8(b, planar_mask), _mm256_and_si256(signs, high))
+                    };
+                    (words(u), words(v))
+                }
+            };
+            let r = _mm256_mulhrs_epi16(v, cvr);
+            let g = _mm256_add_epi16(_mm256_mulhrs_epi16(u, cug), _mm256_mulhrs_epi16(v, cvg));
+            let b = _mm256_mulhrs_epi16(u, cub);
+            let (first, last) = if SWAP { (b, r) } else { (r, b) };
+            // Each term for the two pixels of its pair: the low and the high halves of the lanes.
+            let dup = |t: __m256i| (_mm256_unpacklo_epi16(t, t), _mm256_unpackhi_epi16(t, t));
+            let terms = [dup(first), dup(g), dup(last)];
+            for (row, d) in [(y[0], &mut *d0), (y[1], &mut *d1)] {
+                let luma = _mm256_subs_epu8(arrange(load(row.as_ptr().add(i))), offset);
+                let lo = _mm256_mulhi_epu16(_mm256_unpacklo_epi8(zero, luma), cy);
+                let hi = _mm256_mulhi_epu16(_mm256_unpackhi_epi8(zero, luma), cy);
+                let channel = |t: (__m256i, __m256i)| {
+                    let a = _mm256_mulhrs_epi16(_mm256_adds_epi16(lo, t.0), round);
+                    let b = _mm256_mulhrs_epi16(_mm256_adds_epi16(hi, t.1), round);
+                    _mm256_packus_epi16(a, b)
+                };
+                let (c0, c1, c2) = (channel(terms[0]), channel(terms[1]), channel(terms[2]));
+                let o = d.as_mut_ptr().add(BYTES * i);
+                if BYTES == 4 {
+                    let (x_lo, x_hi) = (_mm256_unpacklo_epi8(c0, c1), _mm256_unpackhi_epi8(c0, c1));
+                    let (z_lo, z_hi) = (_mm256_unpacklo_epi8(c2, pad), _mm256_unpackhi_epi8(c2, pad));
+                    _mm256_storeu_si256(o.cast(), _mm256_unpacklo_epi16(x_lo, z_lo));
+                    _mm256_storeu_si256(o.add(32).cast(), _mm256_unpackhi_epi16(x_lo, z_lo));
+                    _mm256_storeu_si256(o.add(64).cast(), _mm256_unpacklo_epi16(x_hi, z_hi));
+                    _mm256_storeu_si256(o.add(96).cast(), _mm256_unpackhi_epi16(x_hi, z_hi));
+                } else {
+                    let chunk = |k: usize| {
+                        let m = |c: usize| load(THREE[k][c].as_ptr().cast());
+                        _mm256_or_si256(
+                            _mm256_or_si256(_mm256_shuffle_epi8(c0, m(0)), _mm256_shuffle_epi8(c1, m(1))),
+                            _mm256_shuffle_epi8(c2, m(2)),
+                        )
+                    };
+                    let (k0, k1, k2) = (chunk(0), chunk(1), chunk(2));
+                    _mm_storeu_si128(o.cast(), _mm256_castsi256_si128(k0));
+                    _mm_storeu_si128(o.add(16).cast(), _mm256_castsi256_si128(k1));
+                    _mm_storeu_si128(o.add(32).cast(), _mm256_castsi256_si128(k2));
+                    _mm_storeu_si128(o.add(48).cast(), _mm256_extracti128_si256::<1>(k0));
+                    _mm_storeu_si128(o.add(64).cast(), _mm256_extracti128_si256::<1>(k1));
+                    _mm_storeu_si128(o.add(80).cast(), _mm256_extracti128_si256::<1>(k2));
+                }
+            }
+            i += 32;
+        }
+        let [t0, t1] = [&mut d0[BYTES * i..], &mut d1[BYTES * i..]];
+        scalar::nv12_pair_fast([&y[0][i..], &y[1][i..]], chroma.skip_pixels(i), [t0, t1], out);
     }
 }
 

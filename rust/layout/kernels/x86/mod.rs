@@ -174,3 +174,12 @@ pub(crate) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
         _ => avx2::nv12_pair::<4>,
     }
 }
+
+/// The fast rounding's two-row decoder (`colour::Fast`): AVX2's at every
+/// x86 level (its 16-bit lanes need no AVX-512 form to pass the exact ones).
+pub(crate) fn nv12_fast_pair_decoder(bytes: usize) -> (Nv12Pair, &'static str) {
+    match bytes {
+        3 => (avx2::nv12_pair_fast::<3>, "avx2/nv12-fast-rgb"),
+        _ => (avx2::nv12_pair_fast::<4>, "avx2/nv12-fast"),
+    }
+}
