@@ -238,16 +238,20 @@ pub(crate) fn yuv_to_rgb(k: &Coefficients, y: u8, u: u8, v: u8) -> [u8; 3] {
     [px(k.cvr * v), px(k.cvg * v + k.cug * u), px(k.cub * u)]
 }
 
-/// The fast rounding's arithmetic (`Rounding::Fast`), in 16-bit lanes:
-/// `Y' = mulhi_u16(max(Y - offset, 0) << 8, cy)` (luma in 1/64 levels,
-/// truncated), each chroma term `mulhrs((C - 128) << 8, c)` (in 1/64
-/// levels, rounded; G's two terms added), the sum saturated to i16, then
-/// `mulhrs(sum, 512)` (`(sum + 32) >> 6`) saturated to a byte. `cy` is the
-/// exact coefficient to 2^-14, the chroma ones to 2^-13 (`of`).
+/// The fast rounding's arithmetic (`Rounding::Fast`), in 16-bit lanes, in
+/// 1/64 levels: with `mulhrs(a, b) = (a b + 2^14) >> 15` (`pmulhrsw`) and
+/// every coefficient `c` to 2^-13 (`of`), each sample `S` enters as the word
+/// `(S - 128) << 8` (its byte xored with 0x80, in the high byte; Y floored
+/// at the offset first), so `mulhrs` gives `(S - 128) c` in 1/64 levels,
+/// rounded. Luma adds back `128 cy`, which is `cy` itself in these units:
+/// `Y' = mulhrs(y, cy)`, each channel `Y' + (t + cy)` saturated to i16, `t`
+/// its chroma term (`mulhrs(v, cvr)`, `mulhrs(u, cug) + mulhrs(v, cvg)`,
+/// `mulhrs(u, cub)`), then `mulhrs(sum, 512)` (`(sum + 32) >> 6`)
+/// saturated to a byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Fast {
     pub y_offset: u8,
-    pub cy: u16,
+    pub cy: i16,
     pub cvr: i16,
     pub cvg: i16,
     pub cug: i16,
@@ -257,17 +261,10 @@ pub(crate) struct Fast {
 impl Fast {
     /// From the exact coefficients (2^-20 units), rounded to the nearest.
     pub(crate) fn of(k: &Coefficients) -> Fast {
-        // Every standard's luma scale is below 2 and its chroma ones below 4,
-        // so the words hold them and `Y'` stays below 2^15.
+        // Every standard's coefficients are below 4 in magnitude, so words
+        // hold them, and no sum but the saturated one leaves i16.
         let c = |c: i32| ((c + (1 << 6)) >> 7) as i16;
-        Fast {
-            y_offset: k.y_offset,
-            cy: ((k.cy + (1 << 5)) >> 6) as u16,
-            cvr: c(k.cvr),
-            cvg: c(k.cvg),
-            cug: c(k.cug),
-            cub: c(k.cub),
-        }
+        Fast { y_offset: k.y_offset, cy: c(k.cy), cvr: c(k.cvr), cvg: c(k.cvg), cug: c(k.cug), cub: c(k.cub) }
     }
 }
 
@@ -281,9 +278,9 @@ pub(crate) fn mulhrs(a: i16, b: i16) -> i16 {
 /// fast decoder.
 #[inline(always)]
 pub(crate) fn yuv_to_rgb_fast(f: &Fast, y: u8, u: u8, v: u8) -> [u8; 3] {
-    let y = ((u32::from(y.saturating_sub(f.y_offset)) << 8) * u32::from(f.cy) >> 16) as i16;
-    let (u, v) = (i16::from((u ^ 0x80) as i8) << 8, i16::from((v ^ 0x80) as i8) << 8);
-    let px = |c: i16| mulhrs(y.saturating_add(c), 512).clamp(0, 255) as u8;
+    let word = |s: u8| i16::from((s ^ 0x80) as i8) << 8;
+    let (y, u, v) = (mulhrs(word(y.saturating_sub(f.y_offset)), f.cy), word(u), word(v));
+    let px = |t: i16| mulhrs(y.saturating_add(t.wrapping_add(f.cy)), 512).clamp(0, 255) as u8;
     [px(mulhrs(v, f.cvr)), px(mulhrs(u, f.cug).wrapping_add(mulhrs(v, f.cvg))), px(mulhrs(u, f.cub))]
 }
 
@@ -396,8 +393,7 @@ pub(crate) mod tests {
         for colour in STANDARDS {
             let k = colour.coefficients();
             let f = Fast::of(&k);
-            assert!(f.cy < 1 << 15, "{colour}");
-            for (c, w) in [(k.cvr, f.cvr), (k.cvg, f.cvg), (k.cug, f.cug), (k.cub, f.cub)] {
+            for (c, w) in [(k.cy, f.cy), (k.cvr, f.cvr), (k.cvg, f.cvg), (k.cug, f.cug), (k.cub, f.cub)] {
                 assert!(c.abs() < 4 << 20 && i32::from(w) == (c + 64) >> 7, "{colour}");
             }
         }

@@ -449,10 +449,12 @@ pub(crate) fn drop_pad<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
 /// Two rows sharing one chroma row in the fast rounding (`colour::Fast`;
 /// `scalar::nv12_pair_fast` is its reference), 32 pixels of each row a
 /// step in 16-bit lanes: the chroma words of the 16 pairs once for both
-/// rows (3 terms, 5 `vpmulhrsw`), each duplicated for its two pixels by an
-/// unpack; a row's luma by one saturating byte subtraction (the footroom),
-/// two unpacks and two `vpmulhuw`; per channel a saturating add, a
-/// `vpmulhrsw` by 512 (round, `>> 6`) and a `vpackuswb` (the clamp). 4-byte
+/// rows (3 terms, 5 `vpmulhrsw`, luma's `cy` added), each duplicated for
+/// its two pixels by an unpack; a row's luma by a saturating byte
+/// subtraction (the footroom), an xor, two unpacks and two `vpmulhrsw`; per
+/// channel a saturating add, a `vpmulhrsw` by 512 (round, `>> 6`) and a
+/// `vpackuswb` (the clamp). (`vpmulhrsw` for luma too: LLVM rewrote a
+/// `vpmulhuw` of bytes in high bytes into dword multiplies and packs.) 4-byte
 /// pixels: the rows and the chroma are read with their 4-byte groups
 /// permuted (one `vpermd`) so that the two stages of unpacks that make
 /// pixels leave them in order; 3-byte pixels: read in order, each lane's 48
@@ -535,7 +537,7 @@ unsafe fn fast_pair<const BYTES: usize, const SWAP: bool>(
         let high = _mm256_set1_epi16(-256);
         let zero = _mm256_setzero_si256();
         let offset = _mm256_set1_epi8(f.y_offset as i8);
-        let cy = _mm256_set1_epi16(f.cy as i16);
+        let cy = _mm256_set1_epi16(f.cy);
         let (cvr, cvg, cug, cub) =
             (_mm256_set1_epi16(f.cvr), _mm256_set1_epi16(f.cvg), _mm256_set1_epi16(f.cug), _mm256_set1_epi16(f.cub));
         let round = _mm256_set1_epi16(512);
@@ -563,17 +565,17 @@ unsafe fn fast_pair<const BYTES: usize, const SWAP: bool>(
                     (words(u), words(v))
                 }
             };
-            let r = _mm256_mulhrs_epi16(v, cvr);
-            let g = _mm256_add_epi16(_mm256_mulhrs_epi16(u, cug), _mm256_mulhrs_epi16(v, cvg));
-            let b = _mm256_mulhrs_epi16(u, cub);
+            let r = _mm256_add_epi16(_mm256_mulhrs_epi16(v, cvr), cy);
+            let g = _mm256_add_epi16(_mm256_add_epi16(_mm256_mulhrs_epi16(u, cug), _mm256_mulhrs_epi16(v, cvg)), cy);
+            let b = _mm256_add_epi16(_mm256_mulhrs_epi16(u, cub), cy);
             let (first, last) = if SWAP { (b, r) } else { (r, b) };
             // Each term for the two pixels of its pair: the low and the high halves of the lanes.
             let dup = |t: __m256i| (_mm256_unpacklo_epi16(t, t), _mm256_unpackhi_epi16(t, t));
             let terms = [dup(first), dup(g), dup(last)];
             for (row, d) in [(y[0], &mut *d0), (y[1], &mut *d1)] {
-                let luma = _mm256_subs_epu8(arrange(load(row.as_ptr().add(i))), offset);
-                let lo = _mm256_mulhi_epu16(_mm256_unpacklo_epi8(zero, luma), cy);
-                let hi = _mm256_mulhi_epu16(_mm256_unpackhi_epi8(zero, luma), cy);
+                let luma = _mm256_xor_si256(_mm256_subs_epu8(arrange(load(row.as_ptr().add(i))), offset), signs);
+                let lo = _mm256_mulhrs_epi16(_mm256_unpacklo_epi8(zero, luma), cy);
+                let hi = _mm256_mulhrs_epi16(_mm256_unpackhi_epi8(zero, luma), cy);
                 let channel = |t: (__m256i, __m256i)| {
                     let a = _mm256_mulhrs_epi16(_mm256_adds_epi16(lo, t.0), round);
                     let b = _mm256_mulhrs_epi16(_mm256_adds_epi16(hi, t.1), round);
