@@ -179,11 +179,11 @@ def _colour(value: Any, name: str) -> str:
     return value
 
 
-def _rounding(value: Any) -> str:
-    """A rounding's name as given; the core says which names it knows."""
-    if not isinstance(value, str):
-        raise _fail(f"rounding must be 'exact' or 'fast', not {value!r}")
-    return value
+def _rounding(value: Any) -> Rounding:
+    """``"exact"`` or ``"fast"`` (where the fast one applies, the core says)."""
+    if value == "exact" or value == "fast":
+        return "exact" if value == "exact" else "fast"
+    raise _fail(f"rounding must be 'exact' (bit-exact, the default) or 'fast' (NV12, NV21, I420 into u8 pixels), not {value!r}")
 
 
 def _frame_size(array: np.ndarray, fmt: str) -> tuple[int, int] | None:
