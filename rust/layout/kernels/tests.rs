@@ -668,7 +668,7 @@ fn fast_rounding_converts_frames_as_its_reference() {
     use crate::layout::colour::{tests::STANDARDS, yuv_to_rgb_fast, Fast};
     use crate::layout::{convert, Destination, Format, Options, Rounding, Source};
     let bytes = |n: usize, seed: usize| -> Vec<u8> {
-        (0..n).map(|i| ((i * 131 + seed * 17) ^ (i >> 3) ^ (i * i >> 5)) as u8).collect()
+        (0..n).map(|i| ((i * 131 + seed * 17) ^ (i >> 3) ^ ((i * i) >> 5)) as u8).collect()
     };
     for (w, h) in [(2usize, 2usize), (30, 4), (66, 6), (130, 2)] {
         let ch = h.div_ceil(2);
