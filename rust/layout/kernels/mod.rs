@@ -157,7 +157,7 @@ pub(crate) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
 pub(crate) fn nv12_fast_pair_decoder(level: SimdLevel, bytes: usize) -> Option<(Nv12Pair, &'static str)> {
     match level {
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => Some(x86::nv12_fast_pair_decoder(bytes)),
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => Some(x86::nv12_fast_pair_decoder(level, bytes)),
         SimdLevel::Scalar => {
             Some((scalar::nv12_pair_fast, if bytes == 3 { "scalar/nv12-fast-rgb" } else { "scalar/nv12-fast" }))
         }

@@ -13,13 +13,13 @@
 
 use std::arch::x86_64::*;
 
-use super::super::super::colour::{Fast, HALF, SHIFT};
+use super::super::super::colour::{HALF, SHIFT};
 use super::super::super::plan::{Plan, YuvOut};
 use super::super::resample::{
     horizontal_linear, horizontal_linear_from, yuv_linear_from, Chroma, Linear, Resample, YuvTaps,
 };
 use super::super::scalar;
-use super::super::vector::{bf16_high, Job, Quantise, Simd, Words, F16};
+use super::super::vector::{bf16_high, Fast16, Job, Quantise, Simd, Words, F16};
 use super::tables::{
     chroma_422_mask, in_dword, in_order, luma_422_mask, Permutes, CHROMA_PLANE_WORDS, PAIR_WORDS, THREE_BYTE_PIXELS,
 };
@@ -27,7 +27,7 @@ use super::tables::{
 // `pixels_of_sums` takes `sum >> SHIFT` as the high word shifted by 4.
 const _: () = assert!(SHIFT == 20);
 
-crate::layout::kernels::stamp_kernels!(Avx2, ["avx2,fma,f16c"]: conversion, words, int8);
+crate::layout::kernels::stamp_kernels!(Avx2, ["avx2,fma,f16c"]: conversion, words, int8, fast);
 
 /// `Simd`'s arithmetic for one x86 vector width: the intrinsic of each operation.
 macro_rules! arithmetic {
@@ -446,67 +446,10 @@ pub(crate) fn drop_pad<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
     }
 }
 
-/// Two rows sharing one chroma row in the fast rounding (`colour::Fast`;
-/// `scalar::nv12_pair_fast` is its reference), 32 pixels of each row a
-/// step in 16-bit lanes: the chroma words of the 16 pairs once for both
-/// rows (3 terms, 5 `vpmulhrsw`, luma's `cy` added), each duplicated for
-/// its two pixels by an unpack; a row's luma by a saturating byte
-/// subtraction (the footroom), an xor, two unpacks and two `vpmulhrsw`; per
-/// channel a saturating add, a `vpmulhrsw` by 512 (round, `>> 6`) and a
-/// `vpackuswb` (the clamp). (`vpmulhrsw` for luma too: LLVM rewrote a
-/// `vpmulhuw` of bytes in high bytes into dword multiplies and packs.) 4-byte
-/// pixels: the rows and the chroma are read with their 4-byte groups
-/// permuted (one `vpermd`) so that the two stages of unpacks that make
-/// pixels leave them in order; 3-byte pixels: read in order, each lane's 48
-/// bytes made by byte shuffles of the three channels.
-#[target_feature(enable = "avx2")]
-pub(crate) unsafe fn nv12_pair_fast<const BYTES: usize>(
-    y: [&[u8]; 2],
-    chroma: Chroma<'_>,
-    dst: [&mut [u8]; 2],
-    out: &YuvOut,
-) {
-    // Which byte gets R: BGR orders (and NV21, whose decoding exchanges them) swap R and B.
-    // SAFETY: AVX2 is enabled on this function too.
-    unsafe {
-        if out.pos[0] == 2 {
-            fast_pair::<BYTES, true>(y, chroma, dst, out)
-        } else {
-            fast_pair::<BYTES, false>(y, chroma, dst, out)
-        }
-    }
-}
-
-#[target_feature(enable = "avx2")]
-#[inline]
-unsafe fn fast_pair<const BYTES: usize, const SWAP: bool>(
-    y: [&[u8]; 2],
-    chroma: Chroma<'_>,
-    dst: [&mut [u8]; 2],
-    out: &YuvOut,
-) {
-    let f = Fast::of(&out.k);
-    let n = y[0].len().min(y[1].len()).min(chroma.pixels()).min(dst[0].len() / BYTES).min(dst[1].len() / BYTES);
-    let [d0, d1] = dst;
-    // 4-byte pixels take their groups of 4 permuted (lane 0: groups 0, 2, 4, 6).
-    let permute = BYTES == 4;
-    // I420's U (or V) bytes to the high bytes of the words of NV12's pairs, as arranged.
-    const fn planar_mask(permuted: bool) -> [i8; 32] {
-        let mut m = [-1i8; 32];
-        let mut w = 0;
-        while w < 16 {
-            let (lane, k) = (w / 8, w % 8);
-            // Permuted: lane 0 holds pairs 0, 1, 4, 5, 8, 9, 12, 13; lane 1 the others.
-            let pair = if permuted { (k / 2) * 4 + lane * 2 + k % 2 } else { lane * 8 + k };
-            m[2 * w + 1] = pair as i8;
-            w += 1;
-        }
-        m
-    }
-    const PLANAR_PERMUTED: [i8; 32] = planar_mask(true);
-    const PLANAR_IN_ORDER: [i8; 32] = planar_mask(false);
-    // 3-byte pixels: chunk k (16 bytes) of a lane's 16 pixels, from channel c.
-    const fn three_mask(chunk: usize, channel: usize) -> [i8; 32] {
+/// `Fast16::store3`'s byte shuffles: chunk k (16 bytes) of a lane's 16
+/// 3-byte pixels, from channel c (in both lanes).
+pub(super) const THREE_BYTES: [[[i8; 32]; 3]; 3] = {
+    const fn mask(chunk: usize, channel: usize) -> [i8; 32] {
         let mut m = [-1i8; 32];
         let mut b = 0;
         while b < 16 {
@@ -519,100 +462,111 @@ unsafe fn fast_pair<const BYTES: usize, const SWAP: bool>(
         }
         m
     }
-    const THREE: [[[i8; 32]; 3]; 3] = [
-        [three_mask(0, 0), three_mask(0, 1), three_mask(0, 2)],
-        [three_mask(1, 0), three_mask(1, 1), three_mask(1, 2)],
-        [three_mask(2, 0), three_mask(2, 1), three_mask(2, 2)],
-    ];
-    // SAFETY (every intrinsic below): AVX2 is enabled on the caller, which a
-    // plan only holds for a CPU that has it; the loop guard bounds the 32
-    // bytes read at i of each Y row, the chroma read at i (NV12: 32 bytes;
-    // I420: 16 at i / 2 of each plane) and the 32 BYTES written at BYTES i.
-    unsafe {
-        let load = |p: *const u8| _mm256_loadu_si256(p.cast());
-        let groups = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-        let arrange = |x: __m256i| if permute { _mm256_permutevar8x32_epi32(x, groups) } else { x };
-        let planar_mask = load(if permute { PLANAR_PERMUTED.as_ptr() } else { PLANAR_IN_ORDER.as_ptr() }.cast());
-        let signs = _mm256_set1_epi8(-128);
-        let high = _mm256_set1_epi16(-256);
-        let zero = _mm256_setzero_si256();
-        let offset = _mm256_set1_epi8(f.y_offset as i8);
-        let cy = _mm256_set1_epi16(f.cy);
-        let (cvr, cvg, cug, cub) =
-            (_mm256_set1_epi16(f.cvr), _mm256_set1_epi16(f.cvg), _mm256_set1_epi16(f.cug), _mm256_set1_epi16(f.cub));
-        let round = _mm256_set1_epi16(512);
-        let pad = _mm256_set1_epi8(out.pad as i8);
-        let mut i = 0;
-        loop {
-            let fits = match chroma {
-                Chroma::Interleaved(uv) => i + 32 <= uv.len(),
-                Chroma::Planar(u, v) => i / 2 + 16 <= u.len().min(v.len()),
-            };
-            if !(i + 32 <= n && fits) {
-                break;
+    [[mask(0, 0), mask(0, 1), mask(0, 2)], [mask(1, 0), mask(1, 1), mask(1, 2)], [mask(2, 0), mask(2, 1), mask(2, 2)]]
+};
+
+// The fast rounding's 16-bit lanes (`vector::nv12_pair_fast`).
+impl Fast16 for Avx2 {
+    type V = __m256i;
+    const WORDS: usize = 16;
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> __m256i {
+        // SAFETY: the kernel's loop guard bounds the 32 bytes read.
+        unsafe { _mm256_loadu_si256(p.cast()) }
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut u8, v: __m256i) {
+        // SAFETY: the kernel's loop guard bounds the 32 bytes written.
+        unsafe { _mm256_storeu_si256(p.cast(), v) }
+    }
+    fast16_arithmetic!(__m256i:
+        xor(a, b) = _mm256_xor_si256;
+        and(a, b) = _mm256_and_si256;
+        shl8(a) = _mm256_slli_epi16::<8>;
+        subs_u8(a, b) = _mm256_subs_epu8;
+        unpack_lo8(a, b) = _mm256_unpacklo_epi8;
+        unpack_hi8(a, b) = _mm256_unpackhi_epi8;
+        unpack_lo16(a, b) = _mm256_unpacklo_epi16;
+        unpack_hi16(a, b) = _mm256_unpackhi_epi16;
+        mulhrs(a, b) = _mm256_mulhrs_epi16;
+        add16(a, b) = _mm256_add_epi16;
+        adds16(a, b) = _mm256_adds_epi16;
+        packus(a, b) = _mm256_packus_epi16;
+    );
+    #[inline(always)]
+    unsafe fn splat8(x: i8) -> __m256i {
+        _mm256_set1_epi8(x)
+    }
+    #[inline(always)]
+    unsafe fn splat16(x: i16) -> __m256i {
+        _mm256_set1_epi16(x)
+    }
+    #[inline(always)]
+    unsafe fn groups(a: __m256i) -> __m256i {
+        _mm256_permutevar8x32_epi32(a, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7))
+    }
+    /// The 16 bytes in both lanes, each put in its word's high byte by one byte shuffle.
+    #[inline(always)]
+    unsafe fn plane_words<const GROUPS: bool>(p: *const u8) -> __m256i {
+        const fn mask(groups: bool) -> [i8; 32] {
+            let mut m = [-1i8; 32];
+            let mut w = 0;
+            while w < 16 {
+                let (lane, k) = (w / 8, w % 8);
+                // Grouped: lane 0 holds pairs 0, 1, 4, 5, 8, 9, 12, 13; lane 1 the others.
+                let pair = if groups { (k / 2) * 4 + lane * 2 + k % 2 } else { lane * 8 + k };
+                m[2 * w + 1] = pair as i8;
+                w += 1;
             }
-            // (C - 128) << 8 as words, one per pair.
-            let (u, v) = match chroma {
-                Chroma::Interleaved(uv) => {
-                    let x = _mm256_xor_si256(arrange(load(uv.as_ptr().add(i))), signs);
-                    (_mm256_slli_epi16::<8>(x), _mm256_and_si256(x, high))
-                }
-                Chroma::Planar(u, v) => {
-                    let words = |p: &[u8]| {
-                        let b = _mm256_broadcastsi128_si256(_mm_loadu_si128(p.as_ptr().add(i / 2).cast()));
-                        _mm256_xor_si256(_mm256_shuffle_epi8(b, planar_mask), _mm256_and_si256(signs, high))
-                    };
-                    (words(u), words(v))
-                }
-            };
-            let r = _mm256_add_epi16(_mm256_mulhrs_epi16(v, cvr), cy);
-            let g = _mm256_add_epi16(_mm256_add_epi16(_mm256_mulhrs_epi16(u, cug), _mm256_mulhrs_epi16(v, cvg)), cy);
-            let b = _mm256_add_epi16(_mm256_mulhrs_epi16(u, cub), cy);
-            let (first, last) = if SWAP { (b, r) } else { (r, b) };
-            // Each term for the two pixels of its pair: the low and the high halves of the lanes.
-            let dup = |t: __m256i| (_mm256_unpacklo_epi16(t, t), _mm256_unpackhi_epi16(t, t));
-            let terms = [dup(first), dup(g), dup(last)];
-            for (row, d) in [(y[0], &mut *d0), (y[1], &mut *d1)] {
-                let luma = _mm256_xor_si256(_mm256_subs_epu8(arrange(load(row.as_ptr().add(i))), offset), signs);
-                let lo = _mm256_mulhrs_epi16(_mm256_unpacklo_epi8(zero, luma), cy);
-                let hi = _mm256_mulhrs_epi16(_mm256_unpackhi_epi8(zero, luma), cy);
-                let channel = |t: (__m256i, __m256i)| {
-                    let a = _mm256_mulhrs_epi16(_mm256_adds_epi16(lo, t.0), round);
-                    let b = _mm256_mulhrs_epi16(_mm256_adds_epi16(hi, t.1), round);
-                    _mm256_packus_epi16(a, b)
-                };
-                let (c0, c1, c2) = (channel(terms[0]), channel(terms[1]), channel(terms[2]));
-                let o = d.as_mut_ptr().add(BYTES * i);
-                if BYTES == 4 {
-                    let (x_lo, x_hi) = (_mm256_unpacklo_epi8(c0, c1), _mm256_unpackhi_epi8(c0, c1));
-                    let (z_lo, z_hi) = (_mm256_unpacklo_epi8(c2, pad), _mm256_unpackhi_epi8(c2, pad));
-                    _mm256_storeu_si256(o.cast(), _mm256_unpacklo_epi16(x_lo, z_lo));
-                    _mm256_storeu_si256(o.add(32).cast(), _mm256_unpackhi_epi16(x_lo, z_lo));
-                    _mm256_storeu_si256(o.add(64).cast(), _mm256_unpacklo_epi16(x_hi, z_hi));
-                    _mm256_storeu_si256(o.add(96).cast(), _mm256_unpackhi_epi16(x_hi, z_hi));
-                } else {
-                    let chunk = |k: usize| {
-                        let m = |c: usize| load(THREE[k][c].as_ptr().cast());
-                        _mm256_or_si256(
-                            _mm256_or_si256(_mm256_shuffle_epi8(c0, m(0)), _mm256_shuffle_epi8(c1, m(1))),
-                            _mm256_shuffle_epi8(c2, m(2)),
-                        )
-                    };
-                    let (k0, k1, k2) = (chunk(0), chunk(1), chunk(2));
-                    _mm_storeu_si128(o.cast(), _mm256_castsi256_si128(k0));
-                    _mm_storeu_si128(o.add(16).cast(), _mm256_castsi256_si128(k1));
-                    _mm_storeu_si128(o.add(32).cast(), _mm256_castsi256_si128(k2));
-                    _mm_storeu_si128(o.add(48).cast(), _mm256_extracti128_si256::<1>(k0));
-                    _mm_storeu_si128(o.add(64).cast(), _mm256_extracti128_si256::<1>(k1));
-                    _mm_storeu_si128(o.add(80).cast(), _mm256_extracti128_si256::<1>(k2));
-                }
-            }
-            i += 32;
+            m
         }
-        let [t0, t1] = [&mut d0[BYTES * i..], &mut d1[BYTES * i..]];
-        scalar::nv12_pair_fast([&y[0][i..], &y[1][i..]], chroma.skip_pixels(i), [t0, t1], out);
+        const GROUPED: [i8; 32] = mask(true);
+        const IN_ORDER: [i8; 32] = mask(false);
+        let m = if GROUPS { &GROUPED } else { &IN_ORDER };
+        // SAFETY: the kernel's loop guard bounds the 16 bytes read; the masks are 32 bytes.
+        unsafe {
+            let bytes = _mm256_broadcastsi128_si256(_mm_loadu_si128(p.cast()));
+            let words = _mm256_shuffle_epi8(bytes, _mm256_loadu_si256(m.as_ptr().cast()));
+            _mm256_xor_si256(words, _mm256_set1_epi16(i16::MIN))
+        }
+    }
+    /// Each lane's 48 bytes by three byte shuffles (one per channel) per 16
+    /// bytes, stored 16 bytes at a time.
+    #[inline(always)]
+    unsafe fn store3(p: *mut u8, c0: __m256i, c1: __m256i, c2: __m256i) {
+        // SAFETY: the masks are 32 bytes; the kernel's loop guard bounds the 96 bytes written.
+        unsafe {
+            let chunk = |k: usize| {
+                let m = |c: usize| _mm256_loadu_si256(THREE_BYTES[k][c].as_ptr().cast());
+                _mm256_or_si256(
+                    _mm256_or_si256(_mm256_shuffle_epi8(c0, m(0)), _mm256_shuffle_epi8(c1, m(1))),
+                    _mm256_shuffle_epi8(c2, m(2)),
+                )
+            };
+            let (k0, k1, k2) = (chunk(0), chunk(1), chunk(2));
+            _mm_storeu_si128(p.cast(), _mm256_castsi256_si128(k0));
+            _mm_storeu_si128(p.add(16).cast(), _mm256_castsi256_si128(k1));
+            _mm_storeu_si128(p.add(32).cast(), _mm256_castsi256_si128(k2));
+            _mm_storeu_si128(p.add(48).cast(), _mm256_extracti128_si256::<1>(k0));
+            _mm_storeu_si128(p.add(64).cast(), _mm256_extracti128_si256::<1>(k1));
+            _mm_storeu_si128(p.add(80).cast(), _mm256_extracti128_si256::<1>(k2));
+        }
     }
 }
+
+/// `Fast16`'s one-instruction operations for one x86 vector width: the
+/// intrinsic of each (`fn name(args) = intrinsic`).
+macro_rules! fast16_arithmetic {
+    ($v:ty: $($name:ident($($a:ident),*) = $f:path;)*) => {
+        $(
+            #[inline(always)]
+            unsafe fn $name($($a: $v),*) -> $v {
+                $f($($a),*)
+            }
+        )*
+    };
+}
+pub(super) use fast16_arithmetic;
 
 // RGB <-> BGR: the portable loop, vectorised by LLVM with AVX2 shuffles.
 crate::simd::stamp!(@fn ["avx2"] swap_rb<>(_plan: &Plan, src: &[u8], dst: &mut [u8]) {
