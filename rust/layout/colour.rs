@@ -294,8 +294,19 @@ pub(crate) fn yuv10_to_rgb(k: &Coefficients, y: u16, u: u16, v: u16) -> [u8; 3] 
     [px(k.cvr * v), px(k.cvg * v + k.cug * u), px(k.cub * u)]
 }
 
+/// The six standards (three matrices, two ranges), for tests.
 #[cfg(test)]
-pub(crate) mod tests {
+pub(crate) const STANDARDS: [Colour; 6] = [
+    Colour { matrix: Matrix::Bt601, range: Range::Limited },
+    Colour { matrix: Matrix::Bt601, range: Range::Full },
+    Colour { matrix: Matrix::Bt709, range: Range::Limited },
+    Colour { matrix: Matrix::Bt709, range: Range::Full },
+    Colour { matrix: Matrix::Bt2020, range: Range::Limited },
+    Colour { matrix: Matrix::Bt2020, range: Range::Full },
+];
+
+#[cfg(test)]
+mod tests {
     use super::*;
 
     #[test]
@@ -340,15 +351,6 @@ pub(crate) mod tests {
             px(y + 2.0 * (1.0 - kb) * u),
         ]
     }
-
-    pub(crate) const STANDARDS: [Colour; 6] = [
-        Colour { matrix: Matrix::Bt601, range: Range::Limited },
-        Colour { matrix: Matrix::Bt601, range: Range::Full },
-        Colour { matrix: Matrix::Bt709, range: Range::Limited },
-        Colour { matrix: Matrix::Bt709, range: Range::Full },
-        Colour { matrix: Matrix::Bt2020, range: Range::Limited },
-        Colour { matrix: Matrix::Bt2020, range: Range::Full },
-    ];
 
     /// The largest difference, per channel, between the fast rounding and
     /// the float matrix, and between it and the exact arithmetic, over the

@@ -604,7 +604,7 @@ proptest::proptest! {
 /// channel orders, every colour standard: the rows as in
 /// `every_level_decodes_every_input_exactly`.
 fn fast_decoders_match_the_reference(us: impl Iterator<Item = u8> + Clone) {
-    use crate::layout::colour::{tests::STANDARDS, yuv_to_rgb_fast, Fast};
+    use crate::layout::colour::{yuv_to_rgb_fast, Fast, STANDARDS};
     use crate::layout::plan::{Chroma, YuvOut};
     const N: usize = 1 << 16;
     let y0: Vec<u8> = (0..N).map(|p| p as u8).collect();
@@ -665,7 +665,7 @@ fn every_level_decodes_every_input_fast() {
 /// pixel.
 #[test]
 fn fast_rounding_converts_frames_as_its_reference() {
-    use crate::layout::colour::{tests::STANDARDS, yuv_to_rgb_fast, Fast};
+    use crate::layout::colour::{yuv_to_rgb_fast, Fast, STANDARDS};
     use crate::layout::{convert, Destination, Format, Options, Rounding, Source};
     let bytes = |n: usize, seed: usize| -> Vec<u8> {
         (0..n).map(|i| ((i * 131 + seed * 17) ^ (i >> 3) ^ ((i * i) >> 5)) as u8).collect()

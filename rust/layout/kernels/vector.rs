@@ -647,9 +647,10 @@ pub(crate) trait Fast16: Copy {
     /// `WORDS` bytes of one chroma plane at `p` as words `(c - 128) << 8`,
     /// in the order that NV12's pairs take (`groups` applied where `GROUPS`).
     unsafe fn plane_words<const GROUPS: bool>(p: *const u8) -> Self::V;
-    /// 3-byte pixels from the channel bytes `c0`, `c1`, `c2` (lane L: pixels
-    /// 16 L to 16 L + 15 in order): `3 WORDS * 2` bytes at `p`.
-    unsafe fn store3(p: *mut u8, c0: Self::V, c1: Self::V, c2: Self::V);
+    /// 3-byte pixels from the three channels' words (per channel, lane L's
+    /// pixels 16 L to 16 L + 7, then 16 L + 8 to 16 L + 15), saturated to
+    /// bytes by `packuswb` as the set likes: `3 WORDS * 2` bytes at `p`.
+    unsafe fn store3(p: *mut u8, h: [(Self::V, Self::V); 3]);
 }
 
 /// Two rows sharing one chroma row in the fast rounding (`colour::Fast`,
@@ -736,14 +737,14 @@ unsafe fn fast_pair<S: Fast16, const BYTES: usize, const SWAP: bool>(
             let luma = S::xor(S::subs_u8(arrange(S::load(row.as_ptr().add(i))), offset), signs);
             let lo = S::mulhrs(S::unpack_lo8(zero, luma), cy);
             let hi = S::mulhrs(S::unpack_hi8(zero, luma), cy);
-            let mut c = [zero; 3];
-            for (c, t) in c.iter_mut().zip(terms) {
-                let a = S::mulhrs(S::adds16(lo, t.0), round);
-                let b = S::mulhrs(S::adds16(hi, t.1), round);
-                *c = S::packus(a, b);
+            // Each channel's words, the low and the high halves of the lanes' pixels.
+            let mut h = [(zero, zero); 3];
+            for (h, t) in h.iter_mut().zip(terms) {
+                *h = (S::mulhrs(S::adds16(lo, t.0), round), S::mulhrs(S::adds16(hi, t.1), round));
             }
             let o = d.as_mut_ptr().add(BYTES * i);
             if BYTES == 4 {
+                let c = [S::packus(h[0].0, h[0].1), S::packus(h[1].0, h[1].1), S::packus(h[2].0, h[2].1)];
                 let (x_lo, x_hi) = (S::unpack_lo8(c[0], c[1]), S::unpack_hi8(c[0], c[1]));
                 let (z_lo, z_hi) = (S::unpack_lo8(c[2], pad), S::unpack_hi8(c[2], pad));
                 let w = 2 * S::WORDS; // bytes a vector
@@ -752,7 +753,7 @@ unsafe fn fast_pair<S: Fast16, const BYTES: usize, const SWAP: bool>(
                 S::store(o.add(2 * w), S::unpack_lo16(x_hi, z_hi));
                 S::store(o.add(3 * w), S::unpack_hi16(x_hi, z_hi));
             } else {
-                S::store3(o, c[0], c[1], c[2]);
+                S::store3(o, h);
             }
         }
         i += step;

@@ -447,23 +447,34 @@ pub(crate) fn drop_pad<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
 }
 
 /// `Fast16::store3`'s byte shuffles: chunk k (16 bytes) of a lane's 16
-/// 3-byte pixels, from channel c (in both lanes).
-pub(super) const THREE_BYTES: [[[i8; 32]; 3]; 3] = {
-    const fn mask(chunk: usize, channel: usize) -> [i8; 32] {
-        let mut m = [-1i8; 32];
-        let mut b = 0;
-        while b < 16 {
-            let byte = 16 * chunk + b;
-            if byte % 3 == channel {
-                m[b] = (byte / 3) as i8;
-                m[16 + b] = (byte / 3) as i8;
+/// 3-byte pixels (in both lanes) from channel c's 16 bytes (`PER_CHANNEL`,
+/// AVX-512's), or from pack v of AVX2's three (`[c0 0-7, c1 0-7]`,
+/// `[c2 0-7, c0 8-15]`, `[c1 8-15, c2 8-15]`); -1 (zero) where another holds the byte.
+const fn three_bytes(per_channel: bool) -> [[[i8; 32]; 3]; 3] {
+    let mut m = [[[-1i8; 32]; 3]; 3];
+    let mut t = 0;
+    while t < 48 {
+        let (q, c) = (t / 3, t % 3);
+        let (v, at) = if per_channel {
+            (c, q)
+        } else {
+            match (c, q < 8) {
+                (0, true) => (0, q),
+                (0, false) => (1, q),
+                (1, true) => (0, 8 + q),
+                (1, false) => (2, q - 8),
+                (_, true) => (1, q),
+                _ => (2, q),
             }
-            b += 1;
-        }
-        m
+        };
+        m[t / 16][v][t % 16] = at as i8;
+        m[t / 16][v][16 + t % 16] = at as i8;
+        t += 1;
     }
-    [[mask(0, 0), mask(0, 1), mask(0, 2)], [mask(1, 0), mask(1, 1), mask(1, 2)], [mask(2, 0), mask(2, 1), mask(2, 2)]]
-};
+    m
+}
+const THREE_BYTES: [[[i8; 32]; 3]; 3] = three_bytes(false);
+pub(super) const THREE_BYTES_PER_CHANNEL: [[[i8; 32]; 3]; 3] = three_bytes(true);
 
 // The fast rounding's 16-bit lanes (`vector::nv12_pair_fast`).
 impl Fast16 for Avx2 {
@@ -530,17 +541,24 @@ impl Fast16 for Avx2 {
             _mm256_xor_si256(words, _mm256_set1_epi16(i16::MIN))
         }
     }
-    /// Each lane's 48 bytes by three byte shuffles (one per channel) per 16
-    /// bytes, stored 16 bytes at a time.
+    /// Each lane's 48 bytes from three packs that pair the channels' halves
+    /// (`[c0 0-7, c1 0-7]`, `[c2 0-7, c0 8-15]`, `[c1 8-15, c2 8-15]`), each
+    /// 16 bytes by byte shuffles of the two or three packs that hold them (7
+    /// in all), stored 16 bytes at a time.
     #[inline(always)]
-    unsafe fn store3(p: *mut u8, c0: __m256i, c1: __m256i, c2: __m256i) {
+    unsafe fn store3(p: *mut u8, h: [(__m256i, __m256i); 3]) {
+        let packs = [
+            _mm256_packus_epi16(h[0].0, h[1].0),
+            _mm256_packus_epi16(h[2].0, h[0].1),
+            _mm256_packus_epi16(h[1].1, h[2].1),
+        ];
         // SAFETY: the masks are 32 bytes; the kernel's loop guard bounds the 96 bytes written.
         unsafe {
             let chunk = |k: usize| {
-                let m = |c: usize| _mm256_loadu_si256(THREE_BYTES[k][c].as_ptr().cast());
+                let m = |v: usize| _mm256_loadu_si256(THREE_BYTES[k][v].as_ptr().cast());
                 _mm256_or_si256(
-                    _mm256_or_si256(_mm256_shuffle_epi8(c0, m(0)), _mm256_shuffle_epi8(c1, m(1))),
-                    _mm256_shuffle_epi8(c2, m(2)),
+                    _mm256_or_si256(_mm256_shuffle_epi8(packs[0], m(0)), _mm256_shuffle_epi8(packs[1], m(1))),
+                    _mm256_shuffle_epi8(packs[2], m(2)),
                 )
             };
             let (k0, k1, k2) = (chunk(0), chunk(1), chunk(2));

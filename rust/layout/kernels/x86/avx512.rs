@@ -11,7 +11,7 @@ use std::arch::x86_64::*;
 
 use super::super::resample::{Linear, Resample};
 use super::super::vector::{bf16_high, Fast16, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
-use super::avx2::{arithmetic, fast16_arithmetic, rows, Avx2, THREE_BYTES};
+use super::avx2::{arithmetic, fast16_arithmetic, rows, Avx2, THREE_BYTES_PER_CHANNEL};
 use super::tables::{chroma_422_mask, luma_422_mask, CHROMA_PLANE_WORDS, PAIR_WORDS, PIXELS_OF_CHANNEL_BYTES};
 
 crate::layout::kernels::stamp_kernels!(Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"]: conversion, quads, words, int8, fast);
@@ -587,7 +587,12 @@ impl<const VBMI: bool> Fast16 for Avx512<VBMI> {
     /// of B and of R and G's 32 pixels around them (one 128-bit block shuffle);
     /// without, each lane's 48 bytes by AVX2's byte shuffles, stored 16 bytes at a time.
     #[inline(always)]
-    unsafe fn store3(p: *mut u8, c0: __m512i, c1: __m512i, c2: __m512i) {
+    unsafe fn store3(p: *mut u8, h: [(__m512i, __m512i); 3]) {
+        let (c0, c1, c2) = (
+            _mm512_packus_epi16(h[0].0, h[0].1),
+            _mm512_packus_epi16(h[1].0, h[1].1),
+            _mm512_packus_epi16(h[2].0, h[2].1),
+        );
         // Output byte t of vector j: pixel (64 j + t) / 3, channel (64 j + t) % 3; R and G from
         // `[c0, c1]` blocks j, j + 1 (pixels 16 j to 16 j + 31), B from the second source.
         const fn index(j: usize) -> [u8; 64] {
@@ -619,7 +624,8 @@ impl<const VBMI: bool> Fast16 for Avx512<VBMI> {
         // SAFETY: the masks are 32 bytes (a lane's repeated); the kernel's loop guard bounds the 192 bytes written.
         unsafe {
             let chunk = |k: usize| {
-                let m = |c: usize| _mm512_broadcast_i32x4(_mm_loadu_si128(THREE_BYTES[k][c].as_ptr().cast()));
+                let m =
+                    |c: usize| _mm512_broadcast_i32x4(_mm_loadu_si128(THREE_BYTES_PER_CHANNEL[k][c].as_ptr().cast()));
                 _mm512_or_si512(
                     _mm512_or_si512(_mm512_shuffle_epi8(c0, m(0)), _mm512_shuffle_epi8(c1, m(1))),
                     _mm512_shuffle_epi8(c2, m(2)),
