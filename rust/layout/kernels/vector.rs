@@ -640,13 +640,15 @@ pub(crate) trait Fast16: Copy {
     unsafe fn adds16(a: Self::V, b: Self::V) -> Self::V;
     /// Words to bytes, unsigned saturation, per lane: `a`'s 8 then `b`'s 8 (`packuswb`).
     unsafe fn packus(a: Self::V, b: Self::V) -> Self::V;
-    /// The 4-byte groups permuted: lane L holds groups L, L + n, L + 2n,
-    /// L + 3n (n lanes of 16 bytes), which makes the two stages of unpacks
-    /// that build 4-byte pixels leave them in order.
-    unsafe fn groups(a: Self::V) -> Self::V;
+    /// The index of `groups`' dword permute.
+    unsafe fn group_index() -> Self::V;
+    /// The 4-byte groups permuted by `index` (`group_index`): lane L holds
+    /// groups L, L + n, L + 2n, L + 3n (n lanes of 16 bytes), which makes
+    /// the two stages of unpacks that build 4-byte pixels leave them in order.
+    unsafe fn groups(a: Self::V, index: Self::V) -> Self::V;
     /// `WORDS` bytes of one chroma plane at `p` as words `(c - 128) << 8`,
     /// in the order that NV12's pairs take (`groups` applied where `GROUPS`).
-    unsafe fn plane_words<const GROUPS: bool>(p: *const u8) -> Self::V;
+    unsafe fn plane_words<const GROUPS: bool>(p: *const u8, index: Self::V) -> Self::V;
     /// 3-byte pixels from the three channels' words (per channel, lane L's
     /// pixels 16 L to 16 L + 7, then 16 L + 8 to 16 L + 15), saturated to
     /// bytes by `packuswb` as the set likes: `3 WORDS * 2` bytes at `p`.
@@ -693,7 +695,10 @@ unsafe fn fast_pair<S: Fast16, const BYTES: usize, const SWAP: bool>(
     let n = y[0].len().min(y[1].len()).min(chroma.pixels()).min(dst[0].len() / BYTES).min(dst[1].len() / BYTES);
     let [d0, d1] = dst;
     let grouped = BYTES == 4;
-    let arrange = |x: S::V| if grouped { S::groups(x) } else { x };
+    // The permute's index out of LLVM's sight: seeing a constant, it splits the
+    // one `vpermd` into two shuffles (`vpshufd`, `vpermq`).
+    let index = std::hint::black_box(S::group_index());
+    let arrange = |x: S::V| if grouped { S::groups(x, index) } else { x };
     let signs = S::splat8(-128);
     let high = S::splat16(-256);
     let zero = S::splat8(0);
@@ -716,12 +721,14 @@ unsafe fn fast_pair<S: Fast16, const BYTES: usize, const SWAP: bool>(
                 let x = S::xor(arrange(S::load(uv.as_ptr().add(i))), signs);
                 (S::shl8(x), S::and(x, high))
             }
-            Chroma::Planar(u, v) if grouped => {
-                (S::plane_words::<true>(u.as_ptr().add(i / 2)), S::plane_words::<true>(v.as_ptr().add(i / 2)))
-            }
-            Chroma::Planar(u, v) => {
-                (S::plane_words::<false>(u.as_ptr().add(i / 2)), S::plane_words::<false>(v.as_ptr().add(i / 2)))
-            }
+            Chroma::Planar(u, v) if grouped => (
+                S::plane_words::<true>(u.as_ptr().add(i / 2), index),
+                S::plane_words::<true>(v.as_ptr().add(i / 2), index),
+            ),
+            Chroma::Planar(u, v) => (
+                S::plane_words::<false>(u.as_ptr().add(i / 2), index),
+                S::plane_words::<false>(v.as_ptr().add(i / 2), index),
+            ),
         };
         let r = S::add16(S::mulhrs(v, cvr), cy);
         let g = S::add16(S::add16(S::mulhrs(u, cug), S::mulhrs(v, cvg)), cy);

@@ -513,12 +513,16 @@ impl Fast16 for Avx2 {
         _mm256_set1_epi16(x)
     }
     #[inline(always)]
-    unsafe fn groups(a: __m256i) -> __m256i {
-        _mm256_permutevar8x32_epi32(a, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7))
+    unsafe fn group_index() -> __m256i {
+        _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7)
+    }
+    #[inline(always)]
+    unsafe fn groups(a: __m256i, index: __m256i) -> __m256i {
+        _mm256_permutevar8x32_epi32(a, index)
     }
     /// The 16 bytes in both lanes, each put in its word's high byte by one byte shuffle.
     #[inline(always)]
-    unsafe fn plane_words<const GROUPS: bool>(p: *const u8) -> __m256i {
+    unsafe fn plane_words<const GROUPS: bool>(p: *const u8, _index: __m256i) -> __m256i {
         const fn mask(groups: bool) -> [i8; 32] {
             let mut m = [-1i8; 32];
             let mut w = 0;

@@ -567,18 +567,22 @@ impl<const VBMI: bool> Fast16 for Avx512<VBMI> {
         _mm512_set1_epi16(x)
     }
     #[inline(always)]
-    unsafe fn groups(a: __m512i) -> __m512i {
-        _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), a)
+    unsafe fn group_index() -> __m512i {
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)
+    }
+    #[inline(always)]
+    unsafe fn groups(a: __m512i, index: __m512i) -> __m512i {
+        _mm512_permutexvar_epi32(index, a)
     }
     /// The 32 bytes widened to words in order, shifted into the high bytes.
     #[inline(always)]
-    unsafe fn plane_words<const GROUPS: bool>(p: *const u8) -> __m512i {
+    unsafe fn plane_words<const GROUPS: bool>(p: *const u8, index: __m512i) -> __m512i {
         // SAFETY: the kernel's loop guard bounds the 32 bytes read.
         let bytes = unsafe { _mm256_loadu_si256(p.cast()) };
         let words = _mm512_xor_si512(_mm512_slli_epi16::<8>(_mm512_cvtepu8_epi16(bytes)), _mm512_set1_epi16(i16::MIN));
         if GROUPS {
             // SAFETY: AVX-512 as above.
-            unsafe { Self::groups(words) }
+            unsafe { Self::groups(words, index) }
         } else {
             words
         }
