@@ -9,7 +9,7 @@ OpenCV + numpy + ml_dtypes, all timed in the same run.
 EdgeFirst (``edgefirst-image`` on PyPI, its CPU path: the GL backend is
 disabled) is timed beside OpenCV for the YUV cases it has, where installed;
 its kernels round differently (up to 2-3 levels from OpenCV), ours are
-bit-exact. Tables are recorded with benches/results.py.
+bit-exact, and the "fast rounding" rows (``rounding="fast"``) within 1 level. Tables are recorded with benches/results.py.
 
 "memcpy of the same bytes": a conversion reads R bytes and writes W bytes;
 copying (R + W) / 2 bytes with memcpy (numpy.copyto of contiguous arrays) also
@@ -111,18 +111,20 @@ def main() -> None:
     nv12 = rng.integers(0, 256, (height * 3 // 2, width), dtype=np.uint8)
     rows: list[Row] = []
 
-    def measure(case: str, src: np.ndarray, src_fmt: str, dst_fmt: str, norm: dict, compositions: dict) -> None:
+    def measure(case: str, src: np.ndarray, src_fmt: str, dst_fmt: str, norm: dict, compositions: dict,
+                rounding: str = "exact") -> None:
         shape = (3, height, width) if dst_fmt.startswith("RGBP") else (height, width, 3 if dst_fmt in ("RGB", "BGR") else 4)
         dst = np.empty(shape, {"RGBx": np.uint8, "BGRx": np.uint8, "RGB": np.uint8, "BGR": np.uint8,
                                "RGBx_BF16": ml_dtypes.bfloat16, "RGBx_FP16": np.float16, "RGBP_FLOAT": np.float32,
                                "RGBP_FP16": np.float16, "RGBx_I8": np.int8}[dst_fmt])
         moved = src.nbytes + dst.nbytes
-        ours, copy = paired_ms(lambda: layout.convert(src, dst, src_fmt, dst_fmt, threads=threads, **norm),
+        how = dict(norm, rounding=rounding) if rounding != "exact" else norm  # (an older npu_zc has no rounding=)
+        ours, copy = paired_ms(lambda: layout.convert(src, dst, src_fmt, dst_fmt, threads=threads, **how),
                                memcpy_of(moved // 2), runs, args.rounds)  # moved = read + written
         comp, name = best(compositions, runs) if compositions else (None, "")
         peer = edgefirst_converter(src, src_fmt, dst_fmt, width, height) if not norm and threads == 1 else None
         theirs = time_ms(peer, runs) if peer else None
-        rows.append(Row(case, ours, copy, comp, name, layout.describe_conversion(src_fmt, dst_fmt, **norm), theirs))
+        rows.append(Row(case, ours, copy, comp, name, layout.describe_conversion(src_fmt, dst_fmt, **how), theirs))
 
     # --- the compositions a user would write --------------------------------
     rgba_u8 = np.empty((height, width, 4), np.uint8)
@@ -237,6 +239,19 @@ def main() -> None:
         measure("P010 -> RGBx_I8 (quantised)", p010, "P010", "RGBx_I8", quant, {})
 
     # numpy-only figures for the targets stated against numpy
+    # The opt-in fast rounding (16-bit arithmetic, within 1 level of the exact decoding), beside the same peers.
+    try:
+        layout.convert(nv12[:3, :4], rgba_u8[:2, :4], "NV12", "RGBx", rounding="fast")
+        fast_rounding = True
+    except TypeError:
+        fast_rounding = False
+    if fast_rounding:
+        for case_fmt, src in (("NV12", nv12), ("I420", i420)):
+            for dst_fmt, out, name in (("RGBx", rgba_u8, "RGBA"), ("RGB", rgb_u8, "RGB")):
+                code = getattr(cv2, f"COLOR_YUV2{name}_{case_fmt}")
+                measure(f"{case_fmt} -> {dst_fmt} (u8, fast rounding)", src, case_fmt, dst_fmt, {},
+                        {f"cv2.cvtColor(YUV2{name}_{case_fmt}, dst=)":
+                         lambda src=src, code=code, out=out: cv2.cvtColor(src, code, dst=out)}, rounding="fast")
     numpy_bf16 = time_ms(packed_float_numpy(bf16_packed), runs)
     numpy_planar = time_ms(planar_numpy, runs)
 

@@ -145,6 +145,7 @@ def convert(
     v: np.ndarray | None = None,
     v_pitch: int | None = None,
     quant: tuple[float, int] | None = None,
+    rounding: str | None = None,
 ) -> _TransformTuple: ...
 
 _Rect = tuple[int, int, int, int]
@@ -168,6 +169,7 @@ def describe_resize(
     matrix: str | None = None,
     range: str | None = None,
     quant: tuple[float, int] | None = None,
+    rounding: str | None = None,
 ) -> tuple[str, _TransformTuple]: ...
 def describe_conversion(
     src_format: str,
@@ -180,6 +182,7 @@ def describe_conversion(
     matrix: str | None = None,
     range: str | None = None,
     quant: tuple[float, int] | None = None,
+    rounding: str | None = None,
 ) -> str: ...
 def simd_levels() -> tuple[list[str], str]: ...
 def format_names() -> tuple[list[str], list[str]]: ...

@@ -118,6 +118,40 @@ impl FromStr for Range {
     }
 }
 
+/// How a YUV decoder rounds: `Exact` (the default) computes the standard's
+/// fixed-point arithmetic above, bit-exact; `Fast` the 16-bit arithmetic of
+/// [`Fast`], within 1 level of the standard's matrix in float on every
+/// input, for 8-bit 4:2:0 sources (NV12, NV21, I420) into u8 pixels only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Rounding {
+    #[default]
+    Exact,
+    Fast,
+}
+
+impl Rounding {
+    pub fn name(self) -> &'static str {
+        match self {
+            Rounding::Exact => "exact",
+            Rounding::Fast => "fast",
+        }
+    }
+}
+
+impl FromStr for Rounding {
+    type Err = LayoutError;
+
+    fn from_str(name: &str) -> Result<Rounding> {
+        Ok(match name.to_ascii_lowercase().as_str() {
+            "exact" => Rounding::Exact,
+            "fast" => Rounding::Fast,
+            _ => bail!(
+                "unknown rounding {name:?}: use \"exact\" (the default, bit-exact) or \"fast\" (NV12/NV21/I420 into u8 pixels, within 1 level of the standard's matrix)"
+            ),
+        })
+    }
+}
+
 /// Bits after the point of the fixed-point coefficients.
 pub(crate) const SHIFT: u32 = 20;
 /// Half of the last bit kept: `>> SHIFT` then rounds to nearest.
@@ -204,6 +238,52 @@ pub(crate) fn yuv_to_rgb(k: &Coefficients, y: u8, u: u8, v: u8) -> [u8; 3] {
     [px(k.cvr * v), px(k.cvg * v + k.cug * u), px(k.cub * u)]
 }
 
+/// The fast rounding's arithmetic (`Rounding::Fast`), in 16-bit lanes, in
+/// 1/64 levels: with `mulhrs(a, b) = (a b + 2^14) >> 15` (`pmulhrsw`) and
+/// every coefficient `c` to 2^-13 (`of`), each sample `S` enters as the word
+/// `(S - 128) << 8` (its byte xored with 0x80, in the high byte; Y floored
+/// at the offset first), so `mulhrs` gives `(S - 128) c` in 1/64 levels,
+/// rounded. Luma adds back `128 cy`, which is `cy` itself in these units:
+/// `Y' = mulhrs(y, cy)`, each channel `Y' + (t + cy)` saturated to i16, `t`
+/// its chroma term (`mulhrs(v, cvr)`, `mulhrs(u, cug) + mulhrs(v, cvg)`,
+/// `mulhrs(u, cub)`), then `mulhrs(sum, 512)` (`(sum + 32) >> 6`)
+/// saturated to a byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fast {
+    pub y_offset: u8,
+    pub cy: i16,
+    pub cvr: i16,
+    pub cvg: i16,
+    pub cug: i16,
+    pub cub: i16,
+}
+
+impl Fast {
+    /// From the exact coefficients (2^-20 units), rounded to the nearest.
+    pub(crate) fn of(k: &Coefficients) -> Fast {
+        // Every standard's coefficients are below 4 in magnitude, so words
+        // hold them, and no sum but the saturated one leaves i16.
+        let c = |c: i32| ((c + (1 << 6)) >> 7) as i16;
+        Fast { y_offset: k.y_offset, cy: c(k.cy), cvr: c(k.cvr), cvg: c(k.cvg), cug: c(k.cug), cub: c(k.cub) }
+    }
+}
+
+/// x86's `pmulhrsw` on one pair of words: `(a b + 2^14) >> 15`.
+#[inline(always)]
+pub(crate) fn mulhrs(a: i16, b: i16) -> i16 {
+    ((i32::from(a) * i32::from(b) + (1 << 14)) >> 15) as i16
+}
+
+/// One pixel in the fast rounding (`Fast`), the scalar reference of every
+/// fast decoder.
+#[inline(always)]
+pub(crate) fn yuv_to_rgb_fast(f: &Fast, y: u8, u: u8, v: u8) -> [u8; 3] {
+    let word = |s: u8| i16::from((s ^ 0x80) as i8) << 8;
+    let (y, u, v) = (mulhrs(word(y.saturating_sub(f.y_offset)), f.cy), word(u), word(v));
+    let px = |t: i16| mulhrs(y.saturating_add(t.wrapping_add(f.cy)), 512).clamp(0, 255) as u8;
+    [px(mulhrs(v, f.cvr)), px(mulhrs(u, f.cug).wrapping_add(mulhrs(v, f.cvg))), px(mulhrs(u, f.cub))]
+}
+
 /// One pixel of 10-bit samples (values 0..=1023), the scalar reference of
 /// every 10-bit decoder: `coefficients10`'s arithmetic.
 #[inline(always)]
@@ -213,6 +293,17 @@ pub(crate) fn yuv10_to_rgb(k: &Coefficients, y: u16, u: u16, v: u16) -> [u8; 3] 
     let px = |t: i32| ((y + t) >> SHIFT).clamp(0, 255) as u8;
     [px(k.cvr * v), px(k.cvg * v + k.cug * u), px(k.cub * u)]
 }
+
+/// The six standards (three matrices, two ranges), for tests.
+#[cfg(test)]
+pub(crate) const STANDARDS: [Colour; 6] = [
+    Colour { matrix: Matrix::Bt601, range: Range::Limited },
+    Colour { matrix: Matrix::Bt601, range: Range::Full },
+    Colour { matrix: Matrix::Bt709, range: Range::Limited },
+    Colour { matrix: Matrix::Bt709, range: Range::Full },
+    Colour { matrix: Matrix::Bt2020, range: Range::Limited },
+    Colour { matrix: Matrix::Bt2020, range: Range::Full },
+];
 
 #[cfg(test)]
 mod tests {
@@ -241,6 +332,76 @@ mod tests {
         let k = OPENCV_BT601;
         for (c, e) in [k.cy, k.cvr, k.cvg].iter().zip(exact) {
             assert!((f64::from(*c) / f64::from(1u32 << SHIFT) - e).abs() < 5e-4, "{c} vs {e}");
+        }
+    }
+
+    /// The standard's matrix in f64 (luma floored at the offset, as every
+    /// decoder does), rounded and saturated: what the fast rounding is bound to.
+    fn float_rgb(colour: Colour, y: u8, u: u8, v: u8) -> [f64; 3] {
+        let (kr, kb) = colour.matrix.weights();
+        let kg = 1.0 - kr - kb;
+        let (luma, chroma, offset) =
+            if colour.range == Range::Limited { (255.0 / 219.0, 255.0 / 224.0, 16) } else { (1.0, 1.0, 0) };
+        let y = f64::from(y.saturating_sub(offset)) * luma;
+        let (u, v) = ((f64::from(u) - 128.0) * chroma, (f64::from(v) - 128.0) * chroma);
+        let px = |x: f64| x.round().clamp(0.0, 255.0);
+        [
+            px(y + 2.0 * (1.0 - kr) * v),
+            px(y - 2.0 * kr * (1.0 - kr) / kg * v - 2.0 * kb * (1.0 - kb) / kg * u),
+            px(y + 2.0 * (1.0 - kb) * u),
+        ]
+    }
+
+    /// The largest difference, per channel, between the fast rounding and
+    /// the float matrix, and between it and the exact arithmetic, over the
+    /// (Y, U, V) inputs `inputs` yields.
+    fn fast_bound(colour: Colour, inputs: impl Iterator<Item = u32>) -> (f64, i32) {
+        let k = colour.coefficients();
+        let f = Fast::of(&k);
+        let (mut float, mut exact) = (0.0f64, 0);
+        for i in inputs {
+            let (y, u, v) = ((i >> 16) as u8, (i >> 8) as u8, i as u8);
+            let fast = yuv_to_rgb_fast(&f, y, u, v);
+            for ((a, b), c) in fast.iter().zip(float_rgb(colour, y, u, v)).zip(yuv_to_rgb(&k, y, u, v)) {
+                float = float.max((f64::from(*a) - b).abs());
+                exact = exact.max((i32::from(*a) - i32::from(c)).abs());
+            }
+        }
+        (float, exact)
+    }
+
+    /// The documented bound of the fast rounding, on a sample of inputs in
+    /// every standard (the exhaustive proof: `fast_rounding_bound_every_input`).
+    #[test]
+    fn fast_rounding_is_within_one_level_sampled() {
+        for colour in STANDARDS {
+            // Every 2^24 / 9973-th input, a prime step, and the corners.
+            let sample = (0..1u32 << 24).step_by(9973).chain([0, 0xFF_FFFF, 0x00_FF00, 0xFF_00FF]);
+            let (float, exact) = fast_bound(colour, sample);
+            assert!(float <= 1.0 && exact <= 1, "{colour}: {float} from the float matrix, {exact} from the exact path");
+        }
+    }
+
+    /// The bounds over all 2^24 inputs in every standard (release: a second;
+    /// `cargo test --release --lib every_input -- --ignored`).
+    #[test]
+    #[ignore]
+    fn fast_rounding_bound_every_input() {
+        for colour in STANDARDS {
+            let (float, exact) = fast_bound(colour, 0..1u32 << 24);
+            assert!(float <= 1.0 && exact <= 1, "{colour}: {float} from the float matrix, {exact} from the exact path");
+        }
+    }
+
+    /// Its words hold every standard's coefficients (see `Fast::of`).
+    #[test]
+    fn fast_coefficients_fit_their_words() {
+        for colour in STANDARDS {
+            let k = colour.coefficients();
+            let f = Fast::of(&k);
+            for (c, w) in [(k.cy, f.cy), (k.cvr, f.cvr), (k.cvg, f.cvg), (k.cug, f.cug), (k.cub, f.cub)] {
+                assert!(c.abs() < 4 << 20 && i32::from(w) == (c + 64) >> 7, "{colour}");
+            }
         }
     }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::colour::Colour;
+use super::colour::{Colour, Rounding};
 use super::error::{bail, Result};
 use super::format::{frame_geometry, Channel, Element, Format};
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
@@ -41,6 +41,11 @@ pub struct Options {
     /// -128, 127)`, rounded half to even (ONNX QuantizeLinear, OpenVINO's
     /// FakeQuantize to int8). Required for those, refused for the others.
     pub quant: Option<(f32, i32)>,
+    /// How a YUV source is rounded: exact (the default), or the fast 16-bit
+    /// arithmetic (`colour::Fast`), which applies to NV12, NV21 and I420
+    /// into u8 RGBx/BGRx/RGB/BGR pixels without resizing and is refused
+    /// elsewhere.
+    pub rounding: Rounding,
 }
 
 /// Frames smaller than this many output bytes per thread stay on one thread:
@@ -103,6 +108,7 @@ struct PlanKey {
     resampled: bool,
     colour: Colour,
     quant: Option<(u32, i32)>,
+    rounding: Rounding,
 }
 
 impl Plan {
@@ -125,6 +131,7 @@ impl Plan {
             resampled,
             colour: options.colour,
             quant: options.quant.map(|(s, z)| (s.to_bits(), z)),
+            rounding: options.rounding,
         };
         RECENT.get_or_build(key, || Plan::build(src, dst, options, level, resampled))
     }
@@ -148,6 +155,10 @@ impl Plan {
             bail!("scale[{k}] is 0: normalisation divides by scale, so every scale must be non-zero");
         }
         let identity = mean == [0.0; 3] && scale == [1.0; 3];
+        let fast = options.rounding == Rounding::Fast;
+        if fast {
+            checked_fast(src, dst, identity, resampled)?;
+        }
         let quant = checked_quant(dst, options.quant)?;
         let pad = pad_bits(dst, options.pad)?;
         // Float kernels compute the pad slot like the others (see `mean`).
@@ -185,7 +196,14 @@ impl Plan {
             // 4-byte (RGBx, BGRx) or 3-byte (RGB, BGR) pixels.
             let direct = !resampled && element == Element::U8 && identity && !dst.is_planar();
             let bytes = if direct { dst.channels() } else { 4 };
-            let (decode, name) = yuv_decoder(src, level, bytes);
+            let (mut decode, mut name) = yuv_decoder(src, level, bytes);
+            let mut pair = kernels::nv12_pair_decoder(level, bytes);
+            // The fast rounding where the level has it (checked_fast: a direct 8-bit 4:2:0 decode).
+            if let Some((fast_pair, fast_name)) = kernels::nv12_fast_pair_decoder(level, bytes).filter(|_| fast) {
+                decode = kernels::scalar::nv12_row_fast;
+                pair = fast_pair;
+                name = if src == Format::I420 { fast_name.replacen("nv12", "i420", 1) } else { fast_name.into() };
+            }
             plan.rearrange = match src {
                 Format::Yuyv | Format::Uyvy => Some(Rearrange::Split(kernels::splitter(level).0)),
                 // I420 rows are interleaved only where a resize decodes them one at a time.
@@ -196,7 +214,7 @@ impl Plan {
             plan.description = if direct { name.clone() } else { format!("{name} + scalar/lut") };
             plan.nv12 = Some(Nv12Plan {
                 decode,
-                pair: kernels::nv12_pair_decoder(level, bytes),
+                pair,
                 packed: match src {
                     Format::Yuyv | Format::Uyvy => {
                         kernels::yuv422_decoder(level, bytes, src == Format::Yuyv).map(|k| k.0)
@@ -343,6 +361,23 @@ fn pad_bits(dst: Format, pad: f32) -> Result<u32> {
         Element::F16 => f32_to_f16(pad) as u32,
         Element::F32 => pad.to_bits(),
     })
+}
+
+/// The fast rounding applies to the 8-bit 4:2:0 sources decoded straight
+/// into u8 pixels; anywhere else it is refused rather than ignored.
+fn checked_fast(src: Format, dst: Format, identity: bool, resampled: bool) -> Result<()> {
+    if !matches!(src, Format::Nv12 | Format::Nv21 | Format::I420) {
+        bail!("rounding=\"fast\" applies to NV12, NV21 and I420 sources, not {src}: use rounding=\"exact\"");
+    }
+    if dst.element() != Element::U8 || dst.is_planar() || !identity {
+        bail!(
+            "rounding=\"fast\" applies to u8 RGBx, BGRx, RGB and BGR destinations without mean or scale, not {dst}: use rounding=\"exact\""
+        );
+    }
+    if resampled {
+        bail!("rounding=\"fast\" applies to conversions without resizing: a resize decodes exactly; use rounding=\"exact\"");
+    }
+    Ok(())
 }
 
 /// The NV12 decoder of this level and, for the camera formats, the

@@ -24,7 +24,7 @@ mod plan;
 mod recent;
 mod resize;
 
-pub use colour::{Colour, Matrix, Range};
+pub use colour::{Colour, Matrix, Range, Rounding};
 pub use convert::{convert, describe, describe_resize, Options};
 pub use error::{LayoutError, Result};
 pub use format::{

@@ -330,7 +330,7 @@ fn resize_options(
 #[pyo3(signature = (src, src_format, dst, dst_format, width, height, *, src_pitch=None, dst_pitch=None,
                     uv=None, uv_pitch=None, mean=None, scale=None, pad=0.0, threads=None, simd=None,
                     dst_size=None, roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None,
-                    matrix=None, range=None, v=None, v_pitch=None, quant=None))]
+                    matrix=None, range=None, v=None, v_pitch=None, quant=None, rounding=None))]
 fn convert(
     py: Python<'_>,
     src: Bound<'_, PyArrayDyn<u8>>,
@@ -359,6 +359,7 @@ fn convert(
     v: Option<Bound<'_, PyArrayDyn<u8>>>,
     v_pitch: Option<Count>,
     quant: Option<(f32, i32)>,
+    rounding: Option<&str>,
 ) -> PyResult<TransformTuple> {
     let (width, height, threads) = (width.0, height.0, threads.map(|t| t.0));
     let (src_pitch, dst_pitch, uv_pitch) = (src_pitch.map(|p| p.0), dst_pitch.map(|p| p.0), uv_pitch.map(|p| p.0));
@@ -367,7 +368,8 @@ fn convert(
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
     let colour = layout::Colour::parse(matrix, range).or_value_error()?;
-    let options = Options { mean, scale, pad, threads, simd, resize, colour, quant };
+    let rounding = rounding.map(parse::<layout::Rounding>).transpose()?.unwrap_or_default();
+    let options = Options { mean, scale, pad, threads, simd, resize, colour, quant, rounding };
     let (dst_width, dst_height) = dst_size.unwrap_or((width, height));
     if !src_format.is_source() || !dst_format.is_destination() {
         // The core says which formats are which.
@@ -426,7 +428,7 @@ fn convert(
 #[pyfunction]
 #[pyo3(signature = (src_format, dst_format, src_size, dst_size, *, mean=None, scale=None, pad=0.0, simd=None,
                     roi=None, dst_rect=None, interpolation="bilinear", fit="stretch", fill=None, matrix=None, range=None,
-                    quant=None))]
+                    quant=None, rounding=None))]
 fn describe_resize(
     src_format: &str,
     dst_format: &str,
@@ -444,11 +446,13 @@ fn describe_resize(
     matrix: Option<&str>,
     range: Option<&str>,
     quant: Option<(f32, i32)>,
+    rounding: Option<&str>,
 ) -> PyResult<(String, TransformTuple)> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let resize = resize_options(roi, dst_rect, interpolation, fit, fill)?;
     let colour = layout::Colour::parse(matrix, range).or_value_error()?;
-    let options = Options { mean, scale, pad, threads: None, simd, resize, colour, quant };
+    let rounding = rounding.map(parse::<layout::Rounding>).transpose()?.unwrap_or_default();
+    let options = Options { mean, scale, pad, threads: None, simd, resize, colour, quant, rounding };
     let (name, transform) = layout::describe_resize(
         parse(src_format)?,
         parse(dst_format)?,
@@ -464,7 +468,7 @@ fn describe_resize(
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 #[pyo3(signature = (src_format, dst_format, *, mean=None, scale=None, pad=0.0, simd=None, matrix=None, range=None,
-                    quant=None))]
+                    quant=None, rounding=None))]
 fn describe_conversion(
     src_format: &str,
     dst_format: &str,
@@ -475,10 +479,12 @@ fn describe_conversion(
     matrix: Option<&str>,
     range: Option<&str>,
     quant: Option<(f32, i32)>,
+    rounding: Option<&str>,
 ) -> PyResult<String> {
     let simd = simd.map(parse::<SimdLevel>).transpose()?;
     let colour = layout::Colour::parse(matrix, range).or_value_error()?;
-    let options = Options { mean, scale, pad, threads: None, simd, colour, quant, ..Options::default() };
+    let rounding = rounding.map(parse::<layout::Rounding>).transpose()?.unwrap_or_default();
+    let options = Options { mean, scale, pad, threads: None, simd, colour, quant, rounding, ..Options::default() };
     layout::describe(parse(src_format)?, parse(dst_format)?, &options).or_value_error()
 }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Protocol, Sequence, Union
+from typing import Any, Literal, Protocol, Sequence, Union
 
 import numpy as np
 
@@ -26,6 +26,8 @@ class Mappable(Protocol):
 
 
 ChannelValues = Union[float, Sequence[float], None]
+# How a YUV source is rounded (docs/layout.md, "The fast rounding").
+Rounding = Literal["exact", "fast"]
 
 # The element dtype of each destination; "bfloat16" is ml_dtypes' name.
 _ELEMENT = {

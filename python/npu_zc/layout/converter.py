@@ -14,6 +14,7 @@ from ._checks import (
     TEN_BIT,
     ChannelValues,
     Mappable,
+    Rounding,
     _Signature,
     _channel_values,
     _chroma_planes,
@@ -32,7 +33,7 @@ from ._checks import (
     _threads,
     _writable_destination,
 )
-from .frames import _colour, describe_conversion, frame_nbytes
+from .frames import _colour, _rounding, describe_conversion, frame_nbytes
 from .geometry import FITS, INTERPOLATIONS, FillValues, Transform, _choice, _fill, _rect, _size
 
 
@@ -66,7 +67,9 @@ class Converter:
     :func:`convert` (e.g. ``matrix="bt709"`` for HD video; the default is
     OpenCV's BT.601 limited range). An I420 source may also be ``(Y, U, V)``
     planes with strides of their own (a decoder's frame); 10-bit P010 and
-    I010 sources are uint16, as for :func:`convert`.
+    I010 sources are uint16, as for :func:`convert`. ``rounding="fast"``: the
+    16-bit decoding of NV12, NV21 and I420 into u8 pixels, within 1 level of
+    the exact one, as for :func:`convert` (refused where it does not apply).
 
     ``quant_scale`` and ``zero_point``: the model input's quantisation, required
     for the int8 destinations ``RGBx_I8`` and ``RGB_I8`` (as for :func:`convert`).
@@ -84,7 +87,7 @@ class Converter:
     __slots__ = (
         "_src_format", "_dst_format", "_width", "_height", "_mean", "_scale", "_pad", "_src_stride",
         "_dst_stride", "_threads", "_simd", "_kernel", "_src_nbytes", "_dst_nbytes", "_sources", "_destinations",
-        "_src_size", "_geometry", "_transform", "_matrix", "_range", "_quant",
+        "_src_size", "_geometry", "_transform", "_matrix", "_range", "_quant", "_rounding",
     )  # fmt: skip
 
     def __init__(
@@ -111,6 +114,7 @@ class Converter:
         range: str = "limited",
         quant_scale: float | None = None,
         zero_point: int = 0,
+        rounding: Rounding = "exact",
     ) -> None:
         self._src_format = _format(src_format, "source")
         self._dst_format = _format(dst_format, "destination")
@@ -129,6 +133,7 @@ class Converter:
         self._simd = simd = _simd(simd)
         self._matrix, self._range = _colour(matrix, "matrix"), _colour(range, "range")
         self._quant = _quant(quant_scale, zero_point)
+        self._rounding = _rounding(rounding)
         self._src_size = _size(src_size, "src_size") or (self._width, self._height)
         resizing = any(v is not None for v in (roi, interpolation, fit, dst_rect, fill)) or self._src_size != (
             self._width, self._height
@@ -148,11 +153,11 @@ class Converter:
         kernel, transform = _core.describe_resize(
             self._src_format, self._dst_format, self._src_size, (self._width, self._height), mean=self._mean,
             scale=self._scale, pad=self._pad, simd=simd, matrix=self._matrix, range=self._range, quant=self._quant,
-            **{k: v for k, v in self._geometry.items() if k != "dst_size"},
+            rounding=self._rounding, **{k: v for k, v in self._geometry.items() if k != "dst_size"},
         )  # fmt: skip
         self._kernel = kernel if resizing else describe_conversion(
             self._src_format, self._dst_format, mean=self._mean, scale=self._scale, pad=self._pad, simd=simd,
-            matrix=self._matrix, range=self._range, **self._quant_kwargs(),
+            matrix=self._matrix, range=self._range, rounding=self._rounding, **self._quant_kwargs(),
         )  # fmt: skip
         self._transform = Transform._from_core(transform)
         # Both frames' geometry: checks the strides and the sizes NV12 needs.
@@ -240,6 +245,11 @@ class Converter:
         return self._range
 
     @property
+    def rounding(self) -> str:
+        """How a YUV source is rounded ("exact" or "fast")."""
+        return self._rounding
+
+    @property
     def quant_scale(self) -> float | None:
         """The quantisation scale of an int8 destination (None for the others)."""
         return None if self._quant is None else self._quant[0]
@@ -278,7 +288,7 @@ class Converter:
     def __repr__(self) -> str:
         defaults = {
             "mean": None, "scale": None, "pad": 0.0, "src_stride": None, "dst_stride": None, "threads": None, "simd": None,
-            "matrix": "bt601", "range": "limited", "quant_scale": None, "zero_point": 0,
+            "matrix": "bt601", "range": "limited", "quant_scale": None, "zero_point": 0, "rounding": "exact",
         }  # fmt: skip
         options = "".join(f", {name}={getattr(self, name)!r}" for name, default in defaults.items() if getattr(self, name) != default)
         if self._geometry:
@@ -375,5 +385,6 @@ class Converter:
             matrix=self._matrix,
             range=self._range,
             quant=self._quant,
+            rounding=self._rounding,
             **self._geometry,
         )

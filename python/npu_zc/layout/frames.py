@@ -14,6 +14,7 @@ from ._checks import (
     _THREE_CHANNELS,
     ChannelValues,
     Mappable,
+    Rounding,
     _channel_values,
     _chroma_planes,
     _destination_array,
@@ -57,6 +58,7 @@ def convert(
     range: str = "limited",
     quant_scale: float | None = None,
     zero_point: int = 0,
+    rounding: Rounding = "exact",
 ) -> Any:
     """Convert the frame ``src`` into ``dst`` in one pass, resizing if the sizes
     differ. Returns the array written, or a :class:`Transform` when resizing.
@@ -105,6 +107,12 @@ def convert(
     10-bit sources: P010 (``(H * 3 / 2, W)`` uint16 or a ``(Y, UV)`` pair,
     the value in the top 10 bits) and I010 (FFmpeg's yuv420p10le: one uint16
     buffer or ``(Y, U, V)`` planes), decoded to 8-bit RGB first.
+    ``rounding``: ``"exact"`` (default: the standard's fixed-point arithmetic,
+    bit-exact as above) or ``"fast"``: a 16-bit arithmetic within 1 level
+    (per channel) of the standard's matrix in float and of the exact result,
+    faster, for NV12, NV21 and I420 into RGBx, BGRx, RGB, BGR (and their A
+    forms) without ``mean``/``scale`` and without resizing; refused
+    (:class:`npu_zc.InvalidArgumentError`) anywhere else. See docs/layout.md.
 
     Int8 destinations (``RGBx_I8``, ``RGB_I8``): ``quant_scale`` and
     ``zero_point``, the model input's quantisation, are required: each
@@ -158,6 +166,7 @@ def convert(
         matrix=_colour(matrix, "matrix"),
         range=_colour(range, "range"),
         quant=_quant(quant_scale, zero_point),
+        rounding=_rounding(rounding),
         **extra,
     )
     return Transform._from_core(transform) if resizing else array
@@ -168,6 +177,13 @@ def _colour(value: Any, name: str) -> str:
     if not isinstance(value, str):
         raise _fail(f"{name} must be a name such as {'bt709' if name == 'matrix' else 'full'!r}, not {value!r}")
     return value
+
+
+def _rounding(value: Any) -> Rounding:
+    """``"exact"`` or ``"fast"`` (where the fast one applies, the core says)."""
+    if value == "exact" or value == "fast":
+        return "exact" if value == "exact" else "fast"
+    raise _fail(f"rounding must be 'exact' (bit-exact, the default) or 'fast' (NV12, NV21, I420 into u8 pixels), not {value!r}")
 
 
 def _frame_size(array: np.ndarray, fmt: str) -> tuple[int, int] | None:
@@ -282,6 +298,7 @@ def describe_conversion(
     range: str = "limited",
     quant_scale: float | None = None,
     zero_point: int = 0,
+    rounding: Rounding = "exact",
 ) -> str:
     """Which kernels :func:`convert` runs for these arguments, e.g.
     ``"avx512/bf16-native/fma"`` (a SIMD kernel proven exact for these
@@ -290,7 +307,7 @@ def describe_conversion(
         _core.describe_conversion(
             _name(src_format, "the source format", "'BGR'"), _name(dst_format, "the destination format", "'RGBx'"), mean=_channel_values(mean, "mean"), scale=_channel_values(scale, "scale"),
             pad=_pad(pad), simd=_simd(simd), matrix=_colour(matrix, "matrix"), range=_colour(range, "range"),
-            quant=_quant(quant_scale, zero_point),
+            quant=_quant(quant_scale, zero_point), rounding=_rounding(rounding),
         )
     )
 

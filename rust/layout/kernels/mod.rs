@@ -151,6 +151,21 @@ pub(crate) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
     }
 }
 
+/// The two-row decoder of the fast rounding (`colour::Fast`) into pixels
+/// of `bytes` bytes (3 or 4) at this level; None where the level has none
+/// (NEON: the exact decoders serve).
+pub(crate) fn nv12_fast_pair_decoder(level: SimdLevel, bytes: usize) -> Option<(Nv12Pair, &'static str)> {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => Some(x86::nv12_fast_pair_decoder(level, bytes)),
+        SimdLevel::Scalar => {
+            Some((scalar::nv12_pair_fast, if bytes == 3 { "scalar/nv12-fast-rgb" } else { "scalar/nv12-fast" }))
+        }
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
 /// The decoder of packed YUYV (`y_first`) or UYVY rows into pixels of
 /// `bytes` bytes at this level, where it has one (else the rows are split
 /// into NV12's first, `splitter`).

@@ -1,7 +1,7 @@
 //! The portable kernels: table lookups, exact by construction (every table
 //! entry is the scalar reference value), and the tails of every SIMD kernel.
 
-use super::super::colour::{yuv10_to_rgb, yuv_to_rgb};
+use super::super::colour::{yuv10_to_rgb, yuv_to_rgb, yuv_to_rgb_fast, Fast};
 use super::super::plan::{Chroma, Luts, Plan, YuvOut};
 use super::resample::Resample;
 
@@ -149,6 +149,38 @@ fn decode_420(y: &[u8], chroma: impl Iterator<Item = (u8, u8)>, dst: &mut [u8], 
     for ((ys, (u, v)), px2) in y.chunks_exact(2).zip(chroma).zip(dst.chunks_exact_mut(2 * b)) {
         for (&yy, px) in ys.iter().zip(px2.chunks_exact_mut(b)) {
             let rgb = yuv_to_rgb(&out.k, yy, u, v);
+            px[pos[0]] = rgb[0];
+            px[pos[1]] = rgb[1];
+            px[pos[2]] = rgb[2];
+            if b == 4 {
+                px[pad_pos] = out.pad;
+            }
+        }
+    }
+}
+
+/// Two rows sharing one chroma row in the fast rounding (`colour::Fast`):
+/// the reference of every fast decoder, and the tails of their loops.
+pub(crate) fn nv12_pair_fast(y: [&[u8]; 2], chroma: Chroma<'_>, dst: [&mut [u8]; 2], out: &YuvOut) {
+    for (y, dst) in y.into_iter().zip(dst) {
+        match chroma {
+            Chroma::Interleaved(uv) => nv12_row_fast(y, uv, dst, out),
+            Chroma::Planar(u, v) => decode_420_fast(y, u.iter().copied().zip(v.iter().copied()), dst, out),
+        }
+    }
+}
+
+/// One NV12 row in the fast rounding (the last row of an odd count).
+pub(crate) fn nv12_row_fast(y: &[u8], uv: &[u8], dst: &mut [u8], out: &YuvOut) {
+    decode_420_fast(y, uv.chunks_exact(2).map(|c| (c[0], c[1])), dst, out)
+}
+
+fn decode_420_fast(y: &[u8], chroma: impl Iterator<Item = (u8, u8)>, dst: &mut [u8], out: &YuvOut) {
+    let (pos, b, f) = (out.pos, out.bytes, Fast::of(&out.k));
+    let pad_pos = 6 - pos[0] - pos[1] - pos[2];
+    for ((ys, (u, v)), px2) in y.chunks_exact(2).zip(chroma).zip(dst.chunks_exact_mut(2 * b)) {
+        for (&yy, px) in ys.iter().zip(px2.chunks_exact_mut(b)) {
+            let rgb = yuv_to_rgb_fast(&f, yy, u, v);
             px[pos[0]] = rgb[0];
             px[pos[1]] = rgb[1];
             px[pos[2]] = rgb[2];

@@ -93,6 +93,12 @@ macro_rules! stamp_kernels {
             yuv: &$crate::layout::plan::YuvOut
         ) = <$isa as $crate::layout::kernels::resample::Resample>::yuv_linear::<ROWS>);
     };
+    // The fast rounding's two-row decoder (`Fast16`: 16-bit lanes, x86).
+    (@fast $isa:ty, $f:tt) => {
+        $crate::simd::stamp!(@fn $f nv12_pair_fast<const BYTES: usize>(
+            y: [&[u8]; 2], chroma: $crate::layout::plan::Chroma<'_>, dst: [&mut [u8]; 2], out: &$crate::layout::plan::YuvOut
+        ) = $crate::layout::kernels::vector::nv12_pair_fast::<$isa, BYTES>);
+    };
     // What an instruction set's home writes: its type, its features, its families.
     ($isa:ty, $features:tt: $($family:ident),+) => {
         $( $crate::layout::kernels::stamp_kernels!(@$family $isa, $features); )+

@@ -597,3 +597,147 @@ proptest::proptest! {
         proptest::prop_assert_eq!(&got[1][..], &want[1][..4 * n]);
     }
 }
+
+/// Every level's fast two-row decoder (`nv12_fast_pair_decoder`) against
+/// the fast reference (`colour::yuv_to_rgb_fast`) for chroma `U` in `us`
+/// and every (Y, V), NV12 and I420 chroma, 4- and 3-byte pixels in both
+/// channel orders, every colour standard: the rows as in
+/// `every_level_decodes_every_input_exactly`.
+fn fast_decoders_match_the_reference(us: impl Iterator<Item = u8> + Clone) {
+    use crate::layout::colour::{yuv_to_rgb_fast, Fast, STANDARDS};
+    use crate::layout::plan::{Chroma, YuvOut};
+    const N: usize = 1 << 16;
+    let y0: Vec<u8> = (0..N).map(|p| p as u8).collect();
+    let y1: Vec<u8> = y0.iter().map(|&y| 255 - y).collect();
+    let v_row: Vec<u8> = (0..N / 2).map(|j| (j / 128) as u8).collect();
+    for colour in STANDARDS {
+        let k = colour.coefficients();
+        let f = Fast::of(&k);
+        for (bytes, pos) in [(4usize, [0usize, 1, 2]), (4, [2, 1, 0]), (3, [0, 1, 2]), (3, [2, 1, 0])] {
+            let out = YuvOut { pos, pad: 0xA5, bytes, k };
+            for level in SimdLevel::available().into_iter().filter(|&l| l != SimdLevel::Scalar) {
+                let Some((pair, name)) = nv12_fast_pair_decoder(level, bytes) else { continue };
+                let (mut d0, mut d1) = (vec![0u8; N * bytes], vec![0u8; N * bytes]);
+                for (u, planar) in us.clone().flat_map(|u| [(u, false), (u, true)]) {
+                    let uv: Vec<u8> = (0..N / 2).flat_map(|j| [u, (j / 128) as u8]).collect();
+                    let u_row = vec![u; N / 2];
+                    let chroma = if planar { Chroma::Planar(&u_row, &v_row) } else { Chroma::Interleaved(&uv) };
+                    // SAFETY: the level is available on this CPU.
+                    unsafe { pair([&y0, &y1], chroma, [&mut d0, &mut d1], &out) };
+                    for (y, d) in [(&y0, &d0), (&y1, &d1)] {
+                        for (p, px) in d.chunks_exact(bytes).enumerate() {
+                            let rgb = yuv_to_rgb_fast(&f, y[p], u, (p / 256) as u8);
+                            let mut want = [0u8; 3];
+                            for c in 0..3 {
+                                want[pos[c]] = rgb[c];
+                            }
+                            assert!(
+                                px[..3] == want && (bytes == 3 || px[3] == 0xA5),
+                                "{colour} {name} {pos:?} (I420: {planar}): Y {} U {u} V {} gave {:?}, want {want:?}",
+                                y[p],
+                                p / 256,
+                                &px[..3]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The fast decoders equal their reference on every (Y, V) for a sample of U.
+#[test]
+fn every_level_decodes_fast_as_the_fast_reference_sampled() {
+    fast_decoders_match_the_reference([37u8, 240].into_iter());
+}
+
+/// ... and on all 2^24 inputs (`cargo test --release --lib every_input -- --ignored`).
+#[test]
+#[ignore = "exhaustive: run with --release -- --ignored"]
+fn every_level_decodes_every_input_fast() {
+    fast_decoders_match_the_reference(0..=255u8);
+}
+
+/// `rounding: Fast` through `convert`: NV12, NV21 and I420 frames of widths
+/// with SIMD tails at every
+/// level equal the scalar level's frame, which is the fast reference per
+/// pixel.
+#[test]
+fn fast_rounding_converts_frames_as_its_reference() {
+    use crate::layout::colour::{yuv_to_rgb_fast, Fast, STANDARDS};
+    use crate::layout::{convert, Destination, Format, Options, Rounding, Source};
+    let bytes = |n: usize, seed: usize| -> Vec<u8> {
+        (0..n).map(|i| ((i * 131 + seed * 17) ^ (i >> 3) ^ ((i * i) >> 5)) as u8).collect()
+    };
+    for (w, h) in [(2usize, 2usize), (30, 4), (66, 6), (130, 2)] {
+        let ch = h.div_ceil(2);
+        let y = bytes(w * h, w);
+        let uv = bytes(w * ch, w + 1);
+        let (u, v): (Vec<u8>, Vec<u8>) = uv.chunks_exact(2).map(|p| (p[0], p[1])).unzip();
+        let frame = |parts: &[&[u8]]| parts.concat();
+        let nv12 = frame(&[&y, &uv]);
+        let nv21 = frame(&[&y, &uv.chunks_exact(2).flat_map(|p| [p[1], p[0]]).collect::<Vec<_>>()]);
+        let i420 = frame(&[&y, &u, &v]);
+        for colour in STANDARDS {
+            let f = Fast::of(&colour.coefficients());
+            for dst_format in [Format::Rgbx, Format::Bgrx, Format::Rgb, Format::Bgr] {
+                let c = dst_format.channels();
+                let want: Vec<u8> = (0..w * h)
+                    .flat_map(|p| {
+                        let (r, x) = (p / w, p % w);
+                        let j = (r / 2) * w + (x / 2) * 2;
+                        let rgb = yuv_to_rgb_fast(&f, y[p], uv[j], uv[j + 1]);
+                        let px = if matches!(dst_format, Format::Bgrx | Format::Bgr) {
+                            [rgb[2], rgb[1], rgb[0]]
+                        } else {
+                            rgb
+                        };
+                        px.into_iter().chain(std::iter::repeat_n(0, c - 3))
+                    })
+                    .collect();
+                for (src_format, src) in [(Format::Nv12, &nv12), (Format::Nv21, &nv21), (Format::I420, &i420)] {
+                    for level in SimdLevel::available() {
+                        let options = Options {
+                            simd: Some(level),
+                            threads: Some(1),
+                            colour,
+                            rounding: Rounding::Fast,
+                            ..Options::default()
+                        };
+                        let source = Source::new(src_format, src, w, h, None).unwrap();
+                        let mut out = vec![0u8; w * h * c];
+                        convert(&source, Destination::new(dst_format, &mut out, w, h, None).unwrap(), &options)
+                            .unwrap();
+                        if cfg!(target_arch = "aarch64") && level != SimdLevel::Scalar {
+                            continue; // NEON decodes exactly (no fast decoder)
+                        }
+                        assert!(out == want, "{colour} {src_format} -> {dst_format} {w}x{h} at {level:?}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The fast rounding is refused, with the reason, where it does not apply.
+#[test]
+fn fast_rounding_is_refused_where_it_does_not_apply() {
+    use crate::layout::{convert, Destination, Format, Options, Rounding, Source};
+    let (w, h) = (8usize, 4usize);
+    let options = Options { rounding: Rounding::Fast, ..Options::default() };
+    let refused = |src_format: Format, dst_format: Format, dst_w: usize, options: &Options| {
+        let src = vec![128u8; frame_nbytes(src_format, w, h)];
+        let source = Source::new(src_format, &src, w, h, None).unwrap();
+        let mut out = vec![0u8; frame_nbytes(dst_format, dst_w, h)];
+        let e = convert(&source, Destination::new(dst_format, &mut out, dst_w, h, None).unwrap(), options).unwrap_err();
+        assert!(e.message.contains("rounding=\"fast\""), "{src_format} -> {dst_format}: {e}");
+    };
+    refused(Format::Yuyv, Format::Rgbx, w, &options);
+    refused(Format::Bgr, Format::Rgbx, w, &options);
+    refused(Format::Nv12, Format::RgbxBf16, w, &options);
+    refused(Format::Nv12, Format::Rgbx, w, &Options { mean: Some([1.0; 3]), ..options.clone() });
+    refused(Format::Nv12, Format::Rgbx, w / 2, &options); // a resize
+    let e = "rough".parse::<Rounding>().unwrap_err();
+    assert!(e.message.contains("unknown rounding \"rough\""), "{e}");
+}

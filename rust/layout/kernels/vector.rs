@@ -608,3 +608,163 @@ pub(crate) unsafe fn yuv10_row<S: Words, const BYTES: usize, const LOW: bool>(
     }
     scalar::yuv10_row::<LOW>(&y[2 * i..], &uv[(2 * i).min(uv.len())..], &mut dst[BYTES * i..], out);
 }
+
+/// One instruction set's vectors of 16-bit lanes (`WORDS` words, in lanes of
+/// 16 bytes) for the fast rounding's decoder (`nv12_pair_fast`): the few
+/// operations it uses, each one instruction, and the two that differ in
+/// shape per set (`groups`, `plane_words`) and the 3-byte store.
+#[cfg(target_arch = "x86_64")]
+pub(crate) trait Fast16: Copy {
+    type V: Copy;
+    /// Words a vector: pixels a step are twice this (32 for AVX2, 64 for AVX-512).
+    const WORDS: usize;
+    unsafe fn load(p: *const u8) -> Self::V;
+    unsafe fn store(p: *mut u8, v: Self::V);
+    unsafe fn splat8(x: i8) -> Self::V;
+    unsafe fn splat16(x: i16) -> Self::V;
+    unsafe fn xor(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn and(a: Self::V, b: Self::V) -> Self::V;
+    /// Each word shifted left by 8.
+    unsafe fn shl8(a: Self::V) -> Self::V;
+    /// Bytes, unsigned, saturating.
+    unsafe fn subs_u8(a: Self::V, b: Self::V) -> Self::V;
+    /// The low (high) 8 bytes of each 16-byte lane of `a` and `b`, interleaved (`punpcklbw`).
+    unsafe fn unpack_lo8(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn unpack_hi8(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn unpack_lo16(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn unpack_hi16(a: Self::V, b: Self::V) -> Self::V;
+    /// `(a b + 2^14) >> 15` per word (`pmulhrsw`).
+    unsafe fn mulhrs(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn add16(a: Self::V, b: Self::V) -> Self::V;
+    /// Signed, saturating.
+    unsafe fn adds16(a: Self::V, b: Self::V) -> Self::V;
+    /// Words to bytes, unsigned saturation, per lane: `a`'s 8 then `b`'s 8 (`packuswb`).
+    unsafe fn packus(a: Self::V, b: Self::V) -> Self::V;
+    /// The index of `groups`' dword permute.
+    unsafe fn group_index() -> Self::V;
+    /// The 4-byte groups permuted by `index` (`group_index`): lane L holds
+    /// groups L, L + n, L + 2n, L + 3n (n lanes of 16 bytes), which makes
+    /// the two stages of unpacks that build 4-byte pixels leave them in order.
+    unsafe fn groups(a: Self::V, index: Self::V) -> Self::V;
+    /// `WORDS` bytes of one chroma plane at `p` as words `(c - 128) << 8`,
+    /// in the order that NV12's pairs take (`groups` applied where `GROUPS`).
+    unsafe fn plane_words<const GROUPS: bool>(p: *const u8, index: Self::V) -> Self::V;
+    /// 3-byte pixels from the three channels' words (per channel, lane L's
+    /// pixels 16 L to 16 L + 7, then 16 L + 8 to 16 L + 15), saturated to
+    /// bytes by `packuswb` as the set likes: `3 WORDS * 2` bytes at `p`.
+    unsafe fn store3(p: *mut u8, h: [(Self::V, Self::V); 3]);
+}
+
+/// Two rows sharing one chroma row in the fast rounding (`colour::Fast`,
+/// whose reference `scalar::nv12_pair_fast` also decodes the tails),
+/// `2 WORDS` pixels of each row a step in 16-bit lanes: the chroma words
+/// of the `WORDS` pairs once for both rows (3 terms, 5 `pmulhrsw`, luma's
+/// `cy` added), each duplicated for its pair's two pixels by a word
+/// unpack; a row's luma by a saturating byte subtraction (the footroom),
+/// an xor, two unpacks and two `pmulhrsw`; per channel and half a
+/// saturating add and a `pmulhrsw` by 512 (round, `>> 6`), then a
+/// `packuswb` (the clamp). 4-byte pixels by two stages of byte and word
+/// unpacks, the rows and the chroma read with their 4-byte groups permuted
+/// (`groups`) so that the pixels come out in order; 3-byte pixels by
+/// `store3`. BGR orders (and NV21) exchange the first and last channels.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) unsafe fn nv12_pair_fast<S: Fast16, const BYTES: usize>(
+    y: [&[u8]; 2],
+    chroma: Chroma<'_>,
+    dst: [&mut [u8]; 2],
+    out: &YuvOut,
+) {
+    if out.pos[0] == 2 {
+        fast_pair::<S, BYTES, true>(y, chroma, dst, out)
+    } else {
+        fast_pair::<S, BYTES, false>(y, chroma, dst, out)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn fast_pair<S: Fast16, const BYTES: usize, const SWAP: bool>(
+    y: [&[u8]; 2],
+    chroma: Chroma<'_>,
+    dst: [&mut [u8]; 2],
+    out: &YuvOut,
+) {
+    let f = super::super::colour::Fast::of(&out.k);
+    let step = 2 * S::WORDS;
+    let n = y[0].len().min(y[1].len()).min(chroma.pixels()).min(dst[0].len() / BYTES).min(dst[1].len() / BYTES);
+    let [d0, d1] = dst;
+    let grouped = BYTES == 4;
+    // The permute's index out of LLVM's sight: seeing a constant, it splits the
+    // one `vpermd` into two shuffles (`vpshufd`, `vpermq`).
+    let index = std::hint::black_box(S::group_index());
+    let arrange = |x: S::V| if grouped { S::groups(x, index) } else { x };
+    let signs = S::splat8(-128);
+    let high = S::splat16(-256);
+    let zero = S::splat8(0);
+    let offset = S::splat8(f.y_offset as i8);
+    let (cy, round) = (S::splat16(f.cy), S::splat16(512));
+    let (cvr, cvg, cug, cub) = (S::splat16(f.cvr), S::splat16(f.cvg), S::splat16(f.cug), S::splat16(f.cub));
+    let pad = S::splat8(out.pad as i8);
+    let mut i = 0;
+    loop {
+        let fits = match chroma {
+            Chroma::Interleaved(uv) => i + step <= uv.len(),
+            Chroma::Planar(u, v) => i / 2 + S::WORDS <= u.len().min(v.len()),
+        };
+        if !(i + step <= n && fits) {
+            break;
+        }
+        // (C - 128) << 8 as words, one per pair.
+        let (u, v) = match chroma {
+            Chroma::Interleaved(uv) => {
+                let x = S::xor(arrange(S::load(uv.as_ptr().add(i))), signs);
+                (S::shl8(x), S::and(x, high))
+            }
+            Chroma::Planar(u, v) if grouped => (
+                S::plane_words::<true>(u.as_ptr().add(i / 2), index),
+                S::plane_words::<true>(v.as_ptr().add(i / 2), index),
+            ),
+            Chroma::Planar(u, v) => (
+                S::plane_words::<false>(u.as_ptr().add(i / 2), index),
+                S::plane_words::<false>(v.as_ptr().add(i / 2), index),
+            ),
+        };
+        let r = S::add16(S::mulhrs(v, cvr), cy);
+        let g = S::add16(S::add16(S::mulhrs(u, cug), S::mulhrs(v, cvg)), cy);
+        let b = S::add16(S::mulhrs(u, cub), cy);
+        let (first, last) = if SWAP { (b, r) } else { (r, b) };
+        // Each term for the two pixels of its pair: the low and the high halves of the lanes.
+        let terms = [
+            (S::unpack_lo16(first, first), S::unpack_hi16(first, first)),
+            (S::unpack_lo16(g, g), S::unpack_hi16(g, g)),
+            (S::unpack_lo16(last, last), S::unpack_hi16(last, last)),
+        ];
+        for (row, d) in [(y[0], &mut *d0), (y[1], &mut *d1)] {
+            let luma = S::xor(S::subs_u8(arrange(S::load(row.as_ptr().add(i))), offset), signs);
+            let lo = S::mulhrs(S::unpack_lo8(zero, luma), cy);
+            let hi = S::mulhrs(S::unpack_hi8(zero, luma), cy);
+            // Each channel's words, the low and the high halves of the lanes' pixels.
+            let mut h = [(zero, zero); 3];
+            for (h, t) in h.iter_mut().zip(terms) {
+                *h = (S::mulhrs(S::adds16(lo, t.0), round), S::mulhrs(S::adds16(hi, t.1), round));
+            }
+            let o = d.as_mut_ptr().add(BYTES * i);
+            if BYTES == 4 {
+                let c = [S::packus(h[0].0, h[0].1), S::packus(h[1].0, h[1].1), S::packus(h[2].0, h[2].1)];
+                let (x_lo, x_hi) = (S::unpack_lo8(c[0], c[1]), S::unpack_hi8(c[0], c[1]));
+                let (z_lo, z_hi) = (S::unpack_lo8(c[2], pad), S::unpack_hi8(c[2], pad));
+                let w = 2 * S::WORDS; // bytes a vector
+                S::store(o, S::unpack_lo16(x_lo, z_lo));
+                S::store(o.add(w), S::unpack_hi16(x_lo, z_lo));
+                S::store(o.add(2 * w), S::unpack_lo16(x_hi, z_hi));
+                S::store(o.add(3 * w), S::unpack_hi16(x_hi, z_hi));
+            } else {
+                S::store3(o, h);
+            }
+        }
+        i += step;
+    }
+    let [t0, t1] = [&mut d0[BYTES * i..], &mut d1[BYTES * i..]];
+    scalar::nv12_pair_fast([&y[0][i..], &y[1][i..]], chroma.skip_pixels(i), [t0, t1], out);
+}

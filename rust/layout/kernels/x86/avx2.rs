@@ -19,7 +19,7 @@ use super::super::resample::{
     horizontal_linear, horizontal_linear_from, yuv_linear_from, Chroma, Linear, Resample, YuvTaps,
 };
 use super::super::scalar;
-use super::super::vector::{bf16_high, Job, Quantise, Simd, Words, F16};
+use super::super::vector::{bf16_high, Fast16, Job, Quantise, Simd, Words, F16};
 use super::tables::{
     chroma_422_mask, in_dword, in_order, luma_422_mask, Permutes, CHROMA_PLANE_WORDS, PAIR_WORDS, THREE_BYTE_PIXELS,
 };
@@ -27,7 +27,7 @@ use super::tables::{
 // `pixels_of_sums` takes `sum >> SHIFT` as the high word shifted by 4.
 const _: () = assert!(SHIFT == 20);
 
-crate::layout::kernels::stamp_kernels!(Avx2, ["avx2,fma,f16c"]: conversion, words, int8);
+crate::layout::kernels::stamp_kernels!(Avx2, ["avx2,fma,f16c"]: conversion, words, int8, fast);
 
 /// `Simd`'s arithmetic for one x86 vector width: the intrinsic of each operation.
 macro_rules! arithmetic {
@@ -445,6 +445,150 @@ pub(crate) fn drop_pad<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
         scalar::drop_pad_pixels::<SWAP>(&src[4 * i..], &mut dst[3 * i..]);
     }
 }
+
+/// `Fast16::store3`'s byte shuffles: chunk k (16 bytes) of a lane's 16
+/// 3-byte pixels (in both lanes) from channel c's 16 bytes (`PER_CHANNEL`,
+/// AVX-512's), or from pack v of AVX2's three (`[c0 0-7, c1 0-7]`,
+/// `[c2 0-7, c0 8-15]`, `[c1 8-15, c2 8-15]`); -1 (zero) where another holds the byte.
+const fn three_bytes(per_channel: bool) -> [[[i8; 32]; 3]; 3] {
+    let mut m = [[[-1i8; 32]; 3]; 3];
+    let mut t = 0;
+    while t < 48 {
+        let (q, c) = (t / 3, t % 3);
+        let (v, at) = if per_channel {
+            (c, q)
+        } else {
+            match (c, q < 8) {
+                (0, true) => (0, q),
+                (0, false) => (1, q),
+                (1, true) => (0, 8 + q),
+                (1, false) => (2, q - 8),
+                (_, true) => (1, q),
+                _ => (2, q),
+            }
+        };
+        m[t / 16][v][t % 16] = at as i8;
+        m[t / 16][v][16 + t % 16] = at as i8;
+        t += 1;
+    }
+    m
+}
+const THREE_BYTES: [[[i8; 32]; 3]; 3] = three_bytes(false);
+pub(super) const THREE_BYTES_PER_CHANNEL: [[[i8; 32]; 3]; 3] = three_bytes(true);
+
+// The fast rounding's 16-bit lanes (`vector::nv12_pair_fast`).
+impl Fast16 for Avx2 {
+    type V = __m256i;
+    const WORDS: usize = 16;
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> __m256i {
+        // SAFETY: the kernel's loop guard bounds the 32 bytes read.
+        unsafe { _mm256_loadu_si256(p.cast()) }
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut u8, v: __m256i) {
+        // SAFETY: the kernel's loop guard bounds the 32 bytes written.
+        unsafe { _mm256_storeu_si256(p.cast(), v) }
+    }
+    fast16_arithmetic!(__m256i:
+        xor(a, b) = _mm256_xor_si256;
+        and(a, b) = _mm256_and_si256;
+        shl8(a) = _mm256_slli_epi16::<8>;
+        subs_u8(a, b) = _mm256_subs_epu8;
+        unpack_lo8(a, b) = _mm256_unpacklo_epi8;
+        unpack_hi8(a, b) = _mm256_unpackhi_epi8;
+        unpack_lo16(a, b) = _mm256_unpacklo_epi16;
+        unpack_hi16(a, b) = _mm256_unpackhi_epi16;
+        mulhrs(a, b) = _mm256_mulhrs_epi16;
+        add16(a, b) = _mm256_add_epi16;
+        adds16(a, b) = _mm256_adds_epi16;
+        packus(a, b) = _mm256_packus_epi16;
+    );
+    #[inline(always)]
+    unsafe fn splat8(x: i8) -> __m256i {
+        _mm256_set1_epi8(x)
+    }
+    #[inline(always)]
+    unsafe fn splat16(x: i16) -> __m256i {
+        _mm256_set1_epi16(x)
+    }
+    #[inline(always)]
+    unsafe fn group_index() -> __m256i {
+        _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7)
+    }
+    #[inline(always)]
+    unsafe fn groups(a: __m256i, index: __m256i) -> __m256i {
+        _mm256_permutevar8x32_epi32(a, index)
+    }
+    /// The 16 bytes in both lanes, each put in its word's high byte by one byte shuffle.
+    #[inline(always)]
+    unsafe fn plane_words<const GROUPS: bool>(p: *const u8, _index: __m256i) -> __m256i {
+        const fn mask(groups: bool) -> [i8; 32] {
+            let mut m = [-1i8; 32];
+            let mut w = 0;
+            while w < 16 {
+                let (lane, k) = (w / 8, w % 8);
+                // Grouped: lane 0 holds pairs 0, 1, 4, 5, 8, 9, 12, 13; lane 1 the others.
+                let pair = if groups { (k / 2) * 4 + lane * 2 + k % 2 } else { lane * 8 + k };
+                m[2 * w + 1] = pair as i8;
+                w += 1;
+            }
+            m
+        }
+        const GROUPED: [i8; 32] = mask(true);
+        const IN_ORDER: [i8; 32] = mask(false);
+        let m = if GROUPS { &GROUPED } else { &IN_ORDER };
+        // SAFETY: the kernel's loop guard bounds the 16 bytes read; the masks are 32 bytes.
+        unsafe {
+            let bytes = _mm256_broadcastsi128_si256(_mm_loadu_si128(p.cast()));
+            let words = _mm256_shuffle_epi8(bytes, _mm256_loadu_si256(m.as_ptr().cast()));
+            _mm256_xor_si256(words, _mm256_set1_epi16(i16::MIN))
+        }
+    }
+    /// Each lane's 48 bytes from three packs that pair the channels' halves
+    /// (`[c0 0-7, c1 0-7]`, `[c2 0-7, c0 8-15]`, `[c1 8-15, c2 8-15]`), each
+    /// 16 bytes by byte shuffles of the two or three packs that hold them (7
+    /// in all), stored 16 bytes at a time.
+    #[inline(always)]
+    unsafe fn store3(p: *mut u8, h: [(__m256i, __m256i); 3]) {
+        let packs = [
+            _mm256_packus_epi16(h[0].0, h[1].0),
+            _mm256_packus_epi16(h[2].0, h[0].1),
+            _mm256_packus_epi16(h[1].1, h[2].1),
+        ];
+        // SAFETY: the masks are 32 bytes; the kernel's loop guard bounds the 96 bytes written.
+        unsafe {
+            let chunk = |k: usize| {
+                let m = |v: usize| _mm256_loadu_si256(THREE_BYTES[k][v].as_ptr().cast());
+                _mm256_or_si256(
+                    _mm256_or_si256(_mm256_shuffle_epi8(packs[0], m(0)), _mm256_shuffle_epi8(packs[1], m(1))),
+                    _mm256_shuffle_epi8(packs[2], m(2)),
+                )
+            };
+            let (k0, k1, k2) = (chunk(0), chunk(1), chunk(2));
+            _mm_storeu_si128(p.cast(), _mm256_castsi256_si128(k0));
+            _mm_storeu_si128(p.add(16).cast(), _mm256_castsi256_si128(k1));
+            _mm_storeu_si128(p.add(32).cast(), _mm256_castsi256_si128(k2));
+            _mm_storeu_si128(p.add(48).cast(), _mm256_extracti128_si256::<1>(k0));
+            _mm_storeu_si128(p.add(64).cast(), _mm256_extracti128_si256::<1>(k1));
+            _mm_storeu_si128(p.add(80).cast(), _mm256_extracti128_si256::<1>(k2));
+        }
+    }
+}
+
+/// `Fast16`'s one-instruction operations for one x86 vector width: the
+/// intrinsic of each (`fn name(args) = intrinsic`).
+macro_rules! fast16_arithmetic {
+    ($v:ty: $($name:ident($($a:ident),*) = $f:path;)*) => {
+        $(
+            #[inline(always)]
+            unsafe fn $name($($a: $v),*) -> $v {
+                $f($($a),*)
+            }
+        )*
+    };
+}
+pub(super) use fast16_arithmetic;
 
 // RGB <-> BGR: the portable loop, vectorised by LLVM with AVX2 shuffles.
 crate::simd::stamp!(@fn ["avx2"] swap_rb<>(_plan: &Plan, src: &[u8], dst: &mut [u8]) {

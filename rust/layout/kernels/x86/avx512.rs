@@ -10,16 +10,16 @@
 use std::arch::x86_64::*;
 
 use super::super::resample::{Linear, Resample};
-use super::super::vector::{bf16_high, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
-use super::avx2::{arithmetic, rows, Avx2};
+use super::super::vector::{bf16_high, Fast16, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
+use super::avx2::{arithmetic, fast16_arithmetic, rows, Avx2, THREE_BYTES_PER_CHANNEL};
 use super::tables::{chroma_422_mask, luma_422_mask, CHROMA_PLANE_WORDS, PAIR_WORDS, PIXELS_OF_CHANNEL_BYTES};
 
-crate::layout::kernels::stamp_kernels!(Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"]: conversion, quads, words, int8);
+crate::layout::kernels::stamp_kernels!(Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"]: conversion, quads, words, int8, fast);
 
 /// The kernels with VBMI byte permutes.
 pub(super) mod vbmi {
     use super::Avx512;
-    crate::layout::kernels::stamp_kernels!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c"]: conversion, quads, int8);
+    crate::layout::kernels::stamp_kernels!(Avx512<true>, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma,f16c"]: conversion, quads, int8, fast);
 }
 
 /// VBMI kernels with the AVX512-BF16 conversion instruction (`BF16_NATIVE`).
@@ -527,4 +527,122 @@ impl<const VBMI: bool> Resample for Avx512<VBMI> {
 /// The resize row loops for both AVX-512 levels (as they always were: no F16C).
 pub(crate) mod resample {
     crate::layout::kernels::stamp_kernels!(super::Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"]: resample);
+}
+
+// The fast rounding's 16-bit lanes (`vector::nv12_pair_fast`): 64 pixels a
+// step, the AVX2 operations at twice the width (serving both AVX-512 levels).
+impl<const VBMI: bool> Fast16 for Avx512<VBMI> {
+    type V = __m512i;
+    const WORDS: usize = 32;
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> __m512i {
+        // SAFETY: the kernel's loop guard bounds the 64 bytes read.
+        unsafe { _mm512_loadu_si512(p.cast()) }
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut u8, v: __m512i) {
+        // SAFETY: the kernel's loop guard bounds the 64 bytes written.
+        unsafe { _mm512_storeu_si512(p.cast(), v) }
+    }
+    fast16_arithmetic!(__m512i:
+        xor(a, b) = _mm512_xor_si512;
+        and(a, b) = _mm512_and_si512;
+        shl8(a) = _mm512_slli_epi16::<8>;
+        subs_u8(a, b) = _mm512_subs_epu8;
+        unpack_lo8(a, b) = _mm512_unpacklo_epi8;
+        unpack_hi8(a, b) = _mm512_unpackhi_epi8;
+        unpack_lo16(a, b) = _mm512_unpacklo_epi16;
+        unpack_hi16(a, b) = _mm512_unpackhi_epi16;
+        mulhrs(a, b) = _mm512_mulhrs_epi16;
+        add16(a, b) = _mm512_add_epi16;
+        adds16(a, b) = _mm512_adds_epi16;
+        packus(a, b) = _mm512_packus_epi16;
+    );
+    #[inline(always)]
+    unsafe fn splat8(x: i8) -> __m512i {
+        _mm512_set1_epi8(x)
+    }
+    #[inline(always)]
+    unsafe fn splat16(x: i16) -> __m512i {
+        _mm512_set1_epi16(x)
+    }
+    #[inline(always)]
+    unsafe fn group_index() -> __m512i {
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)
+    }
+    #[inline(always)]
+    unsafe fn groups(a: __m512i, index: __m512i) -> __m512i {
+        _mm512_permutexvar_epi32(index, a)
+    }
+    /// The 32 bytes widened to words in order, shifted into the high bytes.
+    #[inline(always)]
+    unsafe fn plane_words<const GROUPS: bool>(p: *const u8, index: __m512i) -> __m512i {
+        // SAFETY: the kernel's loop guard bounds the 32 bytes read.
+        let bytes = unsafe { _mm256_loadu_si256(p.cast()) };
+        let words = _mm512_xor_si512(_mm512_slli_epi16::<8>(_mm512_cvtepu8_epi16(bytes)), _mm512_set1_epi16(i16::MIN));
+        if GROUPS {
+            // SAFETY: AVX-512 as above.
+            unsafe { Self::groups(words, index) }
+        } else {
+            words
+        }
+    }
+    /// With VBMI, each 64 output bytes by one two-source byte permute (`vpermt2b`)
+    /// of B and of R and G's 32 pixels around them (one 128-bit block shuffle);
+    /// without, each lane's 48 bytes by AVX2's byte shuffles, stored 16 bytes at a time.
+    #[inline(always)]
+    unsafe fn store3(p: *mut u8, h: [(__m512i, __m512i); 3]) {
+        let (c0, c1, c2) = (
+            _mm512_packus_epi16(h[0].0, h[0].1),
+            _mm512_packus_epi16(h[1].0, h[1].1),
+            _mm512_packus_epi16(h[2].0, h[2].1),
+        );
+        // Output byte t of vector j: pixel (64 j + t) / 3, channel (64 j + t) % 3; R and G from
+        // `[c0, c1]` blocks j, j + 1 (pixels 16 j to 16 j + 31), B from the second source.
+        const fn index(j: usize) -> [u8; 64] {
+            let mut m = [0u8; 64];
+            let mut t = 0;
+            while t < 64 {
+                let (p, c) = ((64 * j + t) / 3, (64 * j + t) % 3);
+                m[t] = if c == 2 { 64 + p } else { 32 * c + p - 16 * j } as u8;
+                t += 1;
+            }
+            m
+        }
+        const INDEX: [[u8; 64]; 3] = [index(0), index(1), index(2)];
+        if VBMI {
+            // SAFETY: VBMI kernels are stamped with avx512vbmi; the kernel's loop guard bounds the 192 bytes written.
+            unsafe {
+                let rg = [
+                    _mm512_shuffle_i64x2::<0x44>(c0, c1),
+                    _mm512_shuffle_i64x2::<0x99>(c0, c1),
+                    _mm512_shuffle_i64x2::<0xEE>(c0, c1),
+                ];
+                for (j, rg) in rg.into_iter().enumerate() {
+                    let index = _mm512_loadu_si512(INDEX[j].as_ptr().cast());
+                    _mm512_storeu_si512(p.add(64 * j).cast(), _mm512_permutex2var_epi8(rg, index, c2));
+                }
+            }
+            return;
+        }
+        // SAFETY: the masks are 32 bytes (a lane's repeated); the kernel's loop guard bounds the 192 bytes written.
+        unsafe {
+            let chunk = |k: usize| {
+                let m =
+                    |c: usize| _mm512_broadcast_i32x4(_mm_loadu_si128(THREE_BYTES_PER_CHANNEL[k][c].as_ptr().cast()));
+                _mm512_or_si512(
+                    _mm512_or_si512(_mm512_shuffle_epi8(c0, m(0)), _mm512_shuffle_epi8(c1, m(1))),
+                    _mm512_shuffle_epi8(c2, m(2)),
+                )
+            };
+            let k = [chunk(0), chunk(1), chunk(2)];
+            for (j, k) in k.into_iter().enumerate() {
+                let o = p.add(16 * j);
+                _mm_storeu_si128(o.cast(), _mm512_castsi512_si128(k));
+                _mm_storeu_si128(o.add(48).cast(), _mm512_extracti32x4_epi32::<1>(k));
+                _mm_storeu_si128(o.add(96).cast(), _mm512_extracti32x4_epi32::<2>(k));
+                _mm_storeu_si128(o.add(144).cast(), _mm512_extracti32x4_epi32::<3>(k));
+            }
+        }
+    }
 }

@@ -174,3 +174,15 @@ pub(crate) fn nv12_pair_decoder(level: SimdLevel, bytes: usize) -> Nv12Pair {
         _ => avx2::nv12_pair::<4>,
     }
 }
+
+/// The fast rounding's two-row decoder (`colour::Fast`) of this level (AVX-512's
+/// serves the VBMI level too, but for 3-byte pixels, which VBMI's byte permutes make).
+pub(crate) fn nv12_fast_pair_decoder(level: SimdLevel, bytes: usize) -> (Nv12Pair, &'static str) {
+    match (level, bytes) {
+        (SimdLevel::Avx512Vbmi, 3) => (avx512::vbmi::nv12_pair_fast::<3>, "avx512vbmi/nv12-fast-rgb"),
+        (SimdLevel::Avx512, 3) => (avx512::nv12_pair_fast::<3>, "avx512/nv12-fast-rgb"),
+        (SimdLevel::Avx512 | SimdLevel::Avx512Vbmi, _) => (avx512::nv12_pair_fast::<4>, "avx512/nv12-fast"),
+        (_, 3) => (avx2::nv12_pair_fast::<3>, "avx2/nv12-fast-rgb"),
+        _ => (avx2::nv12_pair_fast::<4>, "avx2/nv12-fast"),
+    }
+}
