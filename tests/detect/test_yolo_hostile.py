@@ -5,6 +5,7 @@ under the one overlap rule (docs/safety.md)."""
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from pathlib import Path
@@ -243,6 +244,8 @@ def test_a_model_info_quantisation_out_of_range_is_a_model_error(scale: str, zer
 def test_a_masks_array_numpy_cannot_allocate_is_an_out_of_memory_error() -> None:
     """Masks that fit the machine but not the process (an address-space limit): numpy's allocation fails,
     and that is an OutOfMemoryError, not a panic on the null it returns. In a child process, limited."""
+    if os.environ.get("NPU_ZC_EMULATED") == "qemu-user":
+        pytest.skip("under qemu-user an address-space limit bounds the emulator's reservations, not the guest's arrays")
     import subprocess
     import sys
 
