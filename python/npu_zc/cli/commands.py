@@ -147,7 +147,7 @@ def demo(args: argparse.Namespace) -> int:
 def stream(args: argparse.Namespace) -> int:
     from ..pipeline import FrameSource
     from ..pipeline.ipc import run_two_process
-    from ..pipeline.stream import run_stream
+    from ..pipeline.single_stream import run_stream
 
     if _many(args):
         args.hint = args.hint or "throughput"  # many streams: many frames in flight

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from ..errors import InvalidArgumentError
 from ..pipeline import STAGES, RunReport
 from ..pipeline.postprocess import ClassScore, Detection, Prediction
-from ..pipeline.stream import StreamReport
+from ..pipeline.single_stream import StreamReport
 
 
 def setup_lines(report: RunReport) -> list[str]:
