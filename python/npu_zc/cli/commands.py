@@ -9,7 +9,7 @@ from typing import Any
 from ..pipeline import ImageError, Pipeline, RunReport, load_image, sample_photo
 from ..detect.metadata import read_names
 from ..detect.track import Tracker
-from ..pipeline.yolo import DetectOptions
+from ..pipeline.yolo_postprocess import DetectOptions
 from ..runtime import CompileOptions
 from ..runtime.model import Mode
 from . import report
