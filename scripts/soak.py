@@ -61,7 +61,7 @@ import numpy as np
 import npu_zc
 from npu_zc.pipeline import FrameSource, Pipeline, sample_photo
 from npu_zc.pipeline.camera import run_camera
-from npu_zc.pipeline.stream import run_stream
+from npu_zc.pipeline.single_stream import run_stream
 from npu_zc.runtime import CompileOptions
 
 VIVID = Path("/sys/bus/platform/drivers/vivid")

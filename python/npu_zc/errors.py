@@ -204,7 +204,7 @@ class HardwareDecodeError(SourceError, RuntimeError):
 
 
 class DetectError(Error, ValueError):
-    """Detector outputs that cannot be decoded: bad thresholds, quantization,
+    """Detector outputs that cannot be decoded: bad thresholds, quantisation,
     class names that disagree with the model, an element type it cannot read."""
 
 

@@ -72,7 +72,7 @@ def test_boxes_map_back_with_ultralytics_scale_boxes(fw: int, fh: int, model: tu
     """Ultralytics 8.4.190's ``ops.scale_boxes(img1_shape, boxes, img0_shape)`` (``ratio_pad=None``), written
     out: the decode's geometry and the preprocess's own letterbox Transform are its numbers exactly."""
     from npu_zc.layout import Converter
-    from npu_zc.pipeline.yolo import ultralytics_transform
+    from npu_zc.pipeline.yolo_postprocess import ultralytics_transform
 
     iw, ih = model
     gain = min(ih / fh, iw / fw)

@@ -228,7 +228,7 @@ def test_a_model_info_quantisation_out_of_range_is_a_model_error(scale: str, zer
     import openvino as ov
     import openvino.opset13 as ops
 
-    from npu_zc.pipeline.yolo import YoloDetections
+    from npu_zc.pipeline.yolo_postprocess import YoloDetections
 
     image = ops.parameter([1, 3, 64, 64], np.float32, name="images")
     zero = ops.multiply(ops.reduce_mean(image, np.array([0, 1, 2, 3], np.int64), keep_dims=False), np.float32(0))

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import npu_zc
-from npu_zc.pipeline.yolo import ultralytics_transform
+from npu_zc.pipeline.yolo_postprocess import ultralytics_transform
 from conftest import ultralytics_letterbox
 
 

@@ -307,7 +307,7 @@ def int8_output_model(**info: str) -> object:
     ],
 )
 def test_an_int8_output_with_impossible_quantisation_is_one_model_error(info: dict[str, str], complaint: str) -> None:
-    from npu_zc.pipeline.yolo import _quantisation
+    from npu_zc.pipeline.yolo_postprocess import _quantisation
 
     with pytest.raises(npu_zc.ModelError, match=complaint):
         _quantisation(int8_output_model(**info))

@@ -13,7 +13,7 @@ import pytest
 
 import npu_zc
 from npu_zc.pipeline import Pipeline
-from npu_zc.pipeline.yolo import DetectOptions
+from npu_zc.pipeline.yolo_postprocess import DetectOptions
 from npu_zc.runtime import CompileOptions
 
 from conftest import RED_SQUARE, red_square_input_box, save_red_square_yolo, ultralytics_letterbox

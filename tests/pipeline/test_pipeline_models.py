@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from npu_zc import ModelError
-from npu_zc.pipeline import ClassScore, Detection, Pipeline, sample_photo
+from npu_zc.pipeline import ClassScore, NormalisedDetection, Pipeline, sample_photo
 from npu_zc.pipeline.postprocess import SsdDetections
 from npu_zc.runtime import CompileOptions, Mode
 from tiny_onnx import COLOURS, WEIGHTS, colour_classifier, node, value_info, write_onnx
@@ -88,7 +88,7 @@ def test_tflite_nhwc_face_detector_finds_the_astronauts_face() -> None:
         with Pipeline(face_detection.model_path(), "CPU", mode=mode, options=F32) as pipeline:
             assert pipeline.kind == "blazeface" and pipeline.spec.fit == "letterbox"  # MediaPipe keeps the aspect
             found = pipeline.process(photo)
-        assert len(found) == 1 and isinstance(found[0], Detection), found
+        assert len(found) == 1 and isinstance(found[0], NormalisedDetection), found
         assert found[0].label == "face" and found[0].score > 0.75
         boxes[mode] = found[0].pixels(512, 512)
     # The face in scikit-image's astronaut is around x 170-260, y 60-170 (see test_runtime_inference:
@@ -113,7 +113,7 @@ def test_face_detector_letterboxes_the_frame_and_maps_the_box_back() -> None:
         for frame, rect, (dx, dy) in ((wide, (0, 13, 128, 102), (0, 0)), (tall, (13, 0, 102, 128), (0, 128))):
             found = pipeline.process(frame)
             assert pipeline.preprocess.transform is not None and pipeline.preprocess.transform.rect == rect
-            assert len(found) == 1 and isinstance(found[0], Detection), found
+            assert len(found) == 1 and isinstance(found[0], NormalisedDetection), found
             x0, y0, x1, y1 = found[0].pixels(frame.shape[1], frame.shape[0])
             x0, y0, x1, y1 = x0 - dx, y0 - dy, x1 - dx, y1 - dy
             assert 140 < x0 < 220 and 180 < x1 < 290 and 20 < y0 < 110 and 110 < y1 < 210, found

@@ -21,7 +21,7 @@ import pytest
 from npu_zc import InvalidArgumentError, ModelError
 from npu_zc.cli.main import main
 from npu_zc.pipeline import FrameSource, Pipeline, full_hd, sample_photo
-from npu_zc.pipeline.stream import run_stream
+from npu_zc.pipeline.single_stream import run_stream
 from npu_zc.pipeline.throughput import ThroughputRunner, reserved_cores
 from npu_zc.runtime import CompileOptions, compile_model
 

@@ -9,7 +9,7 @@ from typing import Any
 from ..pipeline import ImageError, Pipeline, RunReport, load_image, sample_photo
 from ..detect.metadata import read_names
 from ..detect.track import Tracker
-from ..pipeline.yolo import DetectOptions
+from ..pipeline.yolo_postprocess import DetectOptions
 from ..runtime import CompileOptions
 from ..runtime.model import Mode
 from . import report
@@ -147,7 +147,7 @@ def demo(args: argparse.Namespace) -> int:
 def stream(args: argparse.Namespace) -> int:
     from ..pipeline import FrameSource
     from ..pipeline.ipc import run_two_process
-    from ..pipeline.stream import run_stream
+    from ..pipeline.single_stream import run_stream
 
     if _many(args):
         args.hint = args.hint or "throughput"  # many streams: many frames in flight

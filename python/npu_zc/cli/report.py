@@ -8,8 +8,8 @@ from typing import Any, Sequence
 
 from ..errors import InvalidArgumentError
 from ..pipeline import STAGES, RunReport
-from ..pipeline.postprocess import ClassScore, Detection, Prediction
-from ..pipeline.stream import StreamReport
+from ..pipeline.postprocess import ClassScore, NormalisedDetection, Prediction
+from ..pipeline.single_stream import StreamReport
 
 
 def setup_lines(report: RunReport) -> list[str]:
@@ -62,7 +62,7 @@ def prediction_lines(prediction: Prediction, image_size: tuple[int, int], top: i
         return [f"top {len(prediction)}:"] + [f"  {p.score:6.3f}  {p.label} ({p.index})" for p in prediction]
     lines = [f"{len(prediction)} detection{'s' if len(prediction) != 1 else ''}:"]
     for p in prediction:
-        assert isinstance(p, Detection)
+        assert isinstance(p, NormalisedDetection)
         x0, y0, x1, y1 = p.pixels(*image_size)
         lines.append(f"  {p.score:6.3f}  {p.label} at ({x0}, {y0})-({x1}, {y1}) px")
     return lines

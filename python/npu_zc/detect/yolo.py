@@ -182,7 +182,7 @@ def _element(a: np.ndarray, quant: tuple[float, int] | None, what: str) -> tuple
         return a.view(np.uint16), "bf16"
     if dt in (np.int8, np.uint8):
         if quant is None:
-            raise DetectError(f"the {what} is {dt}: pass quant=(scale, zero_point), the model's dequantization")
+            raise DetectError(f"the {what} is {dt}: pass quant=(scale, zero_point), the model's dequantisation")
         return a, "i8" if dt == np.int8 else "u8"
     raise DetectError(
         f"the {what} is {dt}: outputs are read as the model writes them, in float32, float16, "

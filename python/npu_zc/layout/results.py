@@ -40,7 +40,7 @@ def _float32_destination(dst: Any, like: np.ndarray) -> np.ndarray:
     return out
 
 
-def _quantization(
+def _quantisation(
     shape: tuple[int, ...], scale: float | Sequence[float], zero_point: int | Sequence[int], axis: int | None
 ) -> tuple[list[float], list[int], int]:
     try:
@@ -93,7 +93,7 @@ def quantize(
     _element(out, "destination", ("int8", "uint8"))
     if out.size != source.size:
         raise _fail(f"the destination has {out.size} elements but the source {source.size}: they must match")
-    scales, zeros, inner = _quantization(source.shape, scale, zero_point, axis)
+    scales, zeros, inner = _quantisation(source.shape, scale, zero_point, axis)
     _core.quantize(source, out, scales, zeros, inner, simd)
     return out
 
@@ -112,7 +112,7 @@ def dequantize(
     source = _contiguous(_array(src, "source"), "source")
     _element(source, "source", ("int8", "uint8"))
     out = _float32_destination(dst, source)
-    scales, zeros, inner = _quantization(source.shape, scale, zero_point, axis)
+    scales, zeros, inner = _quantisation(source.shape, scale, zero_point, axis)
     _core.dequantize(source, out, scales, zeros, inner, simd)
     return out
 

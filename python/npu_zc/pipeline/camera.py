@@ -24,7 +24,7 @@ from ..errors import CameraFormatError
 from ..sources.image import opencv
 from .pipeline import Pipeline
 from .preprocess import PreprocessSpec, Preprocessor
-from .stream import FrameResult, StreamReport
+from .single_stream import FrameResult, StreamReport
 from .timing import Timings, progress_bar
 
 CAMERA_STAGES = ("capture", "preprocess", "infer", "postprocess")

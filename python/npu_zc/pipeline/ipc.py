@@ -42,7 +42,7 @@ from ..layout import Transform
 from .pipeline import Pipeline
 from .postprocess import for_frame
 from .preprocess import PreprocessSpec
-from .stream import STREAM_STAGES, FrameResult, StreamReport
+from .single_stream import STREAM_STAGES, FrameResult, StreamReport
 from .timing import FENCE_TIMEOUT_S, Timings, progress_bar
 
 DEFAULT_DEPTH = 4

@@ -33,7 +33,7 @@ from ..runtime.model import Mode
 from .postprocess import Kind, Postprocessor, Prediction, for_frame, model_kind, postprocessor_for, to_frame
 from .preprocess import Fit, PreprocessSpec, Preprocessor
 from .throughput import ThroughputReport, ThroughputRunner, reserved_cores
-from .yolo import YOLO_FILL, DetectOptions, YoloDetections, is_yolo
+from .yolo_postprocess import YOLO_FILL, DetectOptions, YoloDetections, is_yolo
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings, progress_bar
 
 DEFAULT_MODEL = "efficientnet-lite0"

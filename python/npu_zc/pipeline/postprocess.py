@@ -53,8 +53,12 @@ class ClassScore:
 
 
 @dataclass(frozen=True)
-class Detection:
-    """An object found by a detector; ``box`` is (x0, y0, x1, y1) as fractions of the frame."""
+class NormalisedDetection:
+    """An object found by an SSD-style detector; ``box`` is (x0, y0, x1, y1) as fractions of the frame.
+
+    Normalised, unlike a YOLO model's :class:`npu_zc.detect.Detections` (boxes in frame pixels): :meth:`pixels`
+    gives the box at a frame's size.
+    """
 
     index: int
     label: str
@@ -74,7 +78,7 @@ class Detection:
         return f"{self.label} {self.score:.3f} at ({x0:.3f}, {y0:.3f})-({x1:.3f}, {y1:.3f})"
 
 
-Prediction = Union[list[ClassScore], list[Detection], "Detections"]
+Prediction = Union[list[ClassScore], list[NormalisedDetection], "Detections"]
 
 
 def model_kind(model: Any) -> Kind:
@@ -196,7 +200,7 @@ class SsdDetections(Postprocessor):
         self.min_score = min_score
         self.k = k
 
-    def __call__(self, outputs: Sequence[np.ndarray]) -> list[Detection]:
+    def __call__(self, outputs: Sequence[np.ndarray]) -> list[NormalisedDetection]:
         rows = outputs[0].reshape(-1, 7)
         end = np.flatnonzero(rows[:, 0] < 0)  # image id -1 ends the list
         rows = rows[: end[0]] if end.size else rows
@@ -206,7 +210,7 @@ class SsdDetections(Postprocessor):
         for row in rows[keep]:
             index = int(row[1])
             name = self.labels[index] if index < len(self.labels) else str(index)
-            found.append(Detection(index, name, float(row[2]), _box(*row[3:7])))
+            found.append(NormalisedDetection(index, name, float(row[2]), _box(*row[3:7])))
         return found
 
 
@@ -220,12 +224,12 @@ class FaceDetections(Postprocessor):
         self.min_score = min_score
         self.k = k
 
-    def __call__(self, outputs: Sequence[np.ndarray]) -> list[Detection]:
+    def __call__(self, outputs: Sequence[np.ndarray]) -> list[NormalisedDetection]:
         from ..runtime.zoo import face_detection
 
         faces = face_detection.decode(outputs[self.ports[0]], outputs[self.ports[1]], min_score=self.min_score)
         return [
-            Detection(0, "face", f.score, _box(f.xmin, f.ymin, f.xmax, f.ymax)) for f in faces[: self.k]
+            NormalisedDetection(0, "face", f.score, _box(f.xmin, f.ymin, f.xmax, f.ymax)) for f in faces[: self.k]
         ]
 
 
@@ -277,7 +281,7 @@ def to_frame(prediction: Prediction, transform: Any, input_size: tuple[int, int]
     """Detections' boxes from fractions of the model input to fractions of the
     frame, through the preprocess's :class:`npu_zc.layout.Transform` (the crop,
     letterbox or stretch that made the input); class scores as they are."""
-    if transform is None or not isinstance(prediction, list) or not prediction or not isinstance(prediction[0], Detection):
+    if transform is None or not isinstance(prediction, list) or not prediction or not isinstance(prediction[0], NormalisedDetection):
         return prediction
     (iw, ih), (fw, fh) = input_size, frame_size
     boxes = np.array([d.box for d in prediction], np.float64) * (iw, ih, iw, ih)

@@ -18,7 +18,7 @@ from ..buffers import BufferPool, recv_buffers, send_buffers
 from ..errors import Error, PeerError, PoolExhaustedError
 from ..sources.image import FrameSource
 from .preprocess import PreprocessSpec, Preprocessor
-from .stream import timed_frames
+from .single_stream import timed_frames
 from .timing import FENCE_TIMEOUT_S, Timings
 
 

@@ -82,7 +82,7 @@ class StreamResult:
     prediction: Prediction | object
     """What the model found, in frame pixels: a classifier's ``list[ClassScore]``, a detector's
     :class:`npu_zc.Detections` (with ``track_ids`` when the stream's tracker is :class:`npu_zc.Tracker`), an SSD-style
-    ``list[Detection]``; with a postprocess or tracker of your own, what it returns."""
+    ``list[NormalisedDetection]``; with a postprocess or tracker of your own, what it returns."""
     frame: Any = field(default=None, repr=False)
     """The decoded frame (:class:`npu_zc.sources.DecodedFrame`), only while an output that draws needs it."""
 

@@ -13,6 +13,9 @@ Typical use::
     request.infer()         # reads frame and writes scores in place
 """
 
+import warnings
+from typing import Any
+
 from .binding import BindingReport, BoundBuffer, bind, check_buffer, cpu_tensor
 from .device import (
     DeviceChoice,
@@ -42,7 +45,7 @@ from .model import (
     select_hw_format,
 )
 from .quantisation import InputQuantisation, input_quantisation, to_int8_input
-from .queue import AsyncQueue, Frame, Result
+from .queue import AsyncQueue, BufferSet, Result
 from .request import Request
 from .session import CompileOptions, Session, Startup, compile_model, measure_startup
 from .target import Target
@@ -52,9 +55,9 @@ __all__ = [
     "AsyncQueue",
     "BUILTIN_MODELS",
     "BoundBuffer",
+    "BufferSet",
     "CompileOptions",
     "DeviceChoice",
-    "Frame",
     "HW_FORMATS",
     "ImageInput",
     "InputQuantisation",
@@ -93,3 +96,15 @@ __all__ = [
     "top_classes",
     "why_unavailable",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # ``Frame`` was the queue's buffer set's name, documented with ``acquire()``; it stays for one release.
+    if name == "Frame":
+        warnings.warn(
+            "npu_zc.runtime.Frame is deprecated: it is npu_zc.runtime.BufferSet (the queue's set of bound buffers)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return BufferSet
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

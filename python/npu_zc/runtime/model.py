@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Sequence
@@ -327,6 +328,16 @@ def _rt_text(value: Any) -> str:
     return str(value.astype(str)) if hasattr(value, "astype") else str(value)
 
 
+def colour_argument(colour: Literal["RGB", "BGR"] | None, color: Literal["RGB", "BGR"] | None) -> Literal["RGB", "BGR"] | None:
+    """``colour=``, or the deprecated ``color=`` spelling of it (the API's other colour names are British)."""
+    if color is None:
+        return colour
+    warnings.warn("color= is deprecated: use colour= (the same channel order, 'RGB' or 'BGR')", DeprecationWarning, stacklevel=3)
+    if colour is not None and colour != color:
+        raise InvalidArgumentError(f"colour={colour!r} and color={color!r} disagree: give colour= alone")
+    return color
+
+
 def prepare(
     model: Any,
     device: str,
@@ -335,12 +346,14 @@ def prepare(
     hw_format: str | None = None,
     mean: Sequence[float] | None = None,
     scale: Sequence[float] | None = None,
-    color: Literal["RGB", "BGR"] | None = None,
+    colour: Literal["RGB", "BGR"] | None = None,
     input_size: tuple[int, int] | None = None,
+    color: Literal["RGB", "BGR"] | None = None,
 ) -> PreparedModel:
     """Give ``model`` the input a mode needs and f32 outputs; returns it with its tensor specs.
 
-    ``mean``/``scale``/``color`` default to what the model records (see
+    ``mean``/``scale``/``colour`` (the channel order the model was trained on: "RGB" or "BGR"; ``color=`` is a
+    deprecated alias for one release) default to what the model records (see
     :func:`model_normalisation`). ``input_size`` = (height, width) fixes
     dynamic spatial dimensions; a dynamic batch is fixed to 1.
 
@@ -366,11 +379,12 @@ def prepare(
         model, quantisation = _int8_input(model, image, hw_format)
         image = find_image_input(model)
 
+    colour = colour_argument(colour, color)
     recorded = model_normalisation(model)
     norm = Normalisation(
         _per_channel(mean, "mean") if mean is not None else recorded.mean,
         _per_channel(scale, "scale") if scale is not None else recorded.scale,
-        color or recorded.color,
+        colour or recorded.color,
     )
     if norm.scale is not None and any(s == 0 for s in norm.scale):
         raise InvalidArgumentError("scale must not contain 0 (the model divides by it)")

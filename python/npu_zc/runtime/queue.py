@@ -46,8 +46,12 @@ _NO_INPUTS: dict[Any, Any] = {}
 
 
 @dataclass(eq=False)
-class Frame:
-    """One set of input and output buffers taken from the queue's pools."""
+class BufferSet:
+    """One set of input and output buffers taken from the queue's pools, bound to its own request.
+
+    Not a decoded or captured frame (``npu_zc.Frame``, ``sources.DecodedFrame``): the memory one frame is
+    written into and its result read from, handed out by :meth:`AsyncQueue.acquire`.
+    """
 
     inputs: tuple[np.ndarray, ...]
     """CPU views of the input buffers, shaped and typed as the model's inputs: write the frame here."""
@@ -59,7 +63,7 @@ class Frame:
 
     @property
     def index(self) -> int:
-        """Which set of buffers (and so which buffer of every pool, and which request) this frame uses."""
+        """Which set of buffers (and so which buffer of every pool, and which request) this is."""
         return self._set
 
 
@@ -92,7 +96,7 @@ class Result:
 @dataclass(eq=False)
 class _InFlight:
     sequence: int
-    frame: Frame
+    frame: BufferSet
     request: int
     userdata: Any
     key: Hashable = None
@@ -244,7 +248,7 @@ class AsyncQueue:
             report(device, "output", i, bound[0]) for i, bound in enumerate(self._bound_out)
         ]
 
-    def acquire(self, timeout: float | None = None) -> Frame:
+    def acquire(self, timeout: float | None = None) -> BufferSet:
         """Take a free set of buffers; waits (up to ``timeout`` s) while every set is in flight or its result unreleased.
 
         Raises :class:`npu_zc.PoolExhaustedError` on timeout. In a single thread,
@@ -271,7 +275,7 @@ class AsyncQueue:
                 self._wait(SLICE_S if left is None else min(SLICE_S, left))
             return self._frame(self._free.popleft())
 
-    def submit(self, frame: Frame, userdata: Any = None, key: Hashable = None) -> int:
+    def submit(self, frame: BufferSet, userdata: Any = None, key: Hashable = None) -> int:
         """Start inference on ``frame``'s buffers; returns its sequence number.
 
         ``key``: results of one key are delivered in their submission order (all of them, with one delivery
@@ -300,7 +304,7 @@ class AsyncQueue:
                 self._sleeping.pop().release()  # a result to deliver: one idle delivery thread wakes
         return entry.sequence
 
-    def discard(self, frame: Frame) -> None:
+    def discard(self, frame: BufferSet) -> None:
         """Give back a frame that was acquired and will not be submitted (e.g. when the caller stops on an error)."""
         if frame._queue is not self:
             raise InvalidArgumentError("this frame was acquired from another queue: discard it there")
@@ -393,10 +397,10 @@ class AsyncQueue:
 
     # --- buffers ---
 
-    def _frame(self, index: int) -> Frame:
-        """Set ``index``, just taken from the free ones (with the mutex held), as a frame."""
+    def _frame(self, index: int) -> BufferSet:
+        """Set ``index``, just taken from the free ones (with the mutex held), handed out."""
         self._states[index] = "cpu"
-        return Frame(
+        return BufferSet(
             inputs=self._set_inputs[index],
             # The pools' buffers, as the queue's own views are: the frame owns them until its result is released.
             input_buffers=self._set_in_buffers[index],

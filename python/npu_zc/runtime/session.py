@@ -20,7 +20,7 @@ from typing import Any, Literal, Mapping, Sequence
 from ..errors import DeviceNotFoundError, InvalidArgumentError, ModelError
 from . import remote
 from .device import DeviceChoice, choose_device, core, is_available, plugin_message, why_unavailable
-from .model import ImageInput, Mode, Normalisation, PreparedModel, TensorSpec, prepare
+from .model import ImageInput, Mode, Normalisation, PreparedModel, TensorSpec, colour_argument, prepare
 from .quantisation import InputQuantisation
 from .binding import BindingReport, copy_report
 from .latency_fit import StreamsFit, fit_streams, median_inference_ms
@@ -311,9 +311,10 @@ def compile_model(
     hw_format: str | None = None,
     mean: Sequence[float] | None = None,
     scale: Sequence[float] | None = None,
-    color: Literal["RGB", "BGR"] | None = None,
+    colour: Literal["RGB", "BGR"] | None = None,
     input_size: tuple[int, int] | None = None,
     options: CompileOptions | None = None,
+    color: Literal["RGB", "BGR"] | None = None,
 ) -> Session:
     """Compile ``model`` (a path, a built-in name such as "efficientnet-lite0", or an ``openvino.Model``) for ``device``.
 
@@ -321,15 +322,18 @@ def compile_model(
     ``session.device_choice.reason`` says which). ``mode``: "zero-copy" compiles the
     model to read the packed HW layout (``hw_format``, chosen from the input's
     metadata by default) with ``mean``/``scale``/colour conversion inside; "copy"
-    keeps the model's own input layout. Raises :class:`DeviceNotFoundError`,
+    keeps the model's own input layout. ``colour``: the channel order the model was
+    trained on ("RGB" or "BGR"; default: what the model records); ``color=`` is a
+    deprecated alias for one release. Raises :class:`DeviceNotFoundError`,
     :class:`ModelError` or :class:`InvalidArgumentError`, each with one sentence.
     """
+    colour = colour_argument(colour, color)
     options = options or CompileOptions()
     if options.latency_budget_ms is not None and not options.latency_budget_ms > 0:
         raise InvalidArgumentError(f"latency_budget_ms must be positive, got {options.latency_budget_ms}")
     choice = choose_device(device)
     prepared = prepare(
-        model, choice.device, mode=mode, hw_format=hw_format, mean=mean, scale=scale, color=color, input_size=input_size
+        model, choice.device, mode=mode, hw_format=hw_format, mean=mean, scale=scale, colour=colour, input_size=input_size
     )
     supported = list(core().get_property(choice.device, "SUPPORTED_PROPERTIES"))
     config, ignored = options.to_config(supported)

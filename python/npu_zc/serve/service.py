@@ -141,7 +141,7 @@ class Service:
         from ..detect.track import Tracker
         from ..pipeline.pipeline import Pipeline
         from ..pipeline.streams import Streams, default_deliverers, default_feeders
-        from ..pipeline.yolo import DetectOptions
+        from ..pipeline.yolo_postprocess import DetectOptions
         from ..runtime import CompileOptions
 
         c = self.config

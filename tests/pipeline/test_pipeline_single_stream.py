@@ -20,7 +20,7 @@ pytest.importorskip("skimage", reason="scikit-image (the sample photos) is not i
 
 from npu_zc.pipeline import FrameSource, ImageError, ImageNotFoundError, Pipeline, full_hd, sample_photo
 from npu_zc.pipeline.ipc import ProducerError, run_two_process
-from npu_zc.pipeline.stream import FrameResult, run_stream
+from npu_zc.pipeline.single_stream import FrameResult, run_stream
 from npu_zc.runtime import CompileOptions
 from conftest import CATS, buffer_fds
 

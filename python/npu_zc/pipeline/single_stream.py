@@ -1,4 +1,4 @@
-"""Streams: every frame of a video or a folder of images through a pipeline, in order.
+"""One stream: every frame of a video or a folder of images through a pipeline, in order.
 
 Zero-copy mode runs the frames through the runtime's in-order async queue:
 while the device infers one frame, the next is decoded and preprocessed into
