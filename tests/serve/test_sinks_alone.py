@@ -110,3 +110,26 @@ def test_the_live_view_alone_draws_a_watched_stream() -> None:
         assert tile[:2] == b"\xff\xd8"  # a JPEG
     finally:
         live.close()
+
+
+def test_the_live_view_wants_only_a_watched_streams_frames_once_a_tile_interval() -> None:
+    """What ``Streams(keep_frames=live.wants)`` asks as each frame is submitted: no frame of a stream no one
+    watches, then one per ``1 / fps``, none once the stream is forgotten; the frames it chose are all drawn."""
+    from npu_zc.sources.frame import DecodedFrame
+
+    live = LiveView(LiveConfig(fps=0.001, watch_s=3600))  # a tile interval of 1000 s: one frame is due
+    try:
+        assert not live.wants("cam")
+        assert live.jpeg("cam") is None  # asked for: watched from now on
+        assert live.wants("cam")
+        assert not live.wants("cam") and not live.wants("other")
+        live.forget("cam")
+        assert not live.wants("cam")
+        assert live.jpeg("cam") is None and live.wants("cam")
+        image = np.zeros((120, 160, 3), np.uint8)
+        for k in range(2):  # chosen by wants(): not thinned again, though they come closer than 1 / fps
+            frame = DecodedFrame(index=k, format="BGR", planes=image, width=160, height=120, decoded_ns=0)
+            live(StreamResult(stream=0, name="cam", index=k, pts=None, latency_ms=1.0, prediction=[], frame=frame))
+        assert wait_for(lambda: live.jpeg("cam"), 30, "the chosen frame's tile")[:2] == b"\xff\xd8"
+    finally:
+        live.close()

@@ -14,6 +14,7 @@ import pytest
 from streams_helpers import by_stream, reference_frames, run_streams
 
 import npu_zc
+from npu_zc import InvalidArgumentError
 from npu_zc.sinks import AnnotatedVideos, JsonLines
 from npu_zc.sources import DecodedFrame, VideoSource
 
@@ -168,6 +169,33 @@ def test_outputs_json_lines_and_annotated_video(clips: dict[str, Path], picture_
         with av.open(str(videos.paths[stream])) as container:
             frames = list(container.decode(video=0))
         assert len(frames) == count and (frames[0].width, frames[0].height) == size
+
+
+def test_keep_frames_asks_per_frame_which_to_keep(clips: dict[str, Path], picture_pipeline: Any) -> None:
+    """keep_frames as a callable: asked with the stream's name as each frame is submitted; the frames it keeps come
+    with their results (and are let go after the outputs), the others' buffers went back at once."""
+    asked: list[str] = []
+
+    def wants(name: str) -> bool:
+        asked.append(name)
+        return name == "kept" and asked.count(name) % 2 == 1  # every other frame of one stream
+
+    with pytest.raises(InvalidArgumentError, match=r"^keep_frames is True, False or a callable"):
+        npu_zc.Streams([clips["h264"]], picture_pipeline, keep_frames="yes")  # type: ignore[arg-type]
+    streams = npu_zc.Streams([clips["h264"], clips["hevc"]], picture_pipeline, names=["kept", "other"], keep_frames=wants)
+    seen: list[tuple[str, int, bool]] = []
+    results: list[Any] = []
+
+    def output(r: Any) -> None:
+        seen.append((r.name, r.index, r.frame is not None and r.frame.planes is not None))
+        results.append(r)
+
+    report = streams.run(output)
+    assert report.frames == len(seen) == len(asked) == 75
+    assert sorted(asked) == sorted(name for name, _, _ in seen)
+    assert [index for name, index, framed in seen if framed] == [k for k in range(45) if k % 2 == 0]
+    assert all(name == "kept" for name, _, framed in seen if framed)
+    assert all(r.frame is None or r.frame.planes is None for r in results)  # kept ones let go after the outputs
 
 
 def _counts() -> tuple[int, int, int]:

@@ -240,7 +240,10 @@ class Streams:
     live sources. ``source_options``: passed to each :class:`VideoSource`
     (``timeout``, ``reconnect``, ``hardware``...). ``keep_frames``: keep each
     decoded frame until its result is delivered (:attr:`StreamResult.frame`;
-    needed to draw; it holds the decoder's buffers longer). ``feeders``:
+    needed to draw; it holds the decoder's buffers longer); or a callable
+    asked with the stream's name as each frame is submitted, keeping that
+    frame when it returns True (e.g. :meth:`npu_zc.sinks.LiveView.wants`: only
+    the frames a viewer will see; an exception there stops the run). ``feeders``:
     threads that convert frames into the model's inputs and submit them, side
     by side (default :func:`default_feeders`: one per two cores).
     ``deliverers``: threads that read the results and call the outputs, side by
@@ -278,7 +281,7 @@ class Streams:
         tracker: Callable[[], Any] | None = None,
         realtime: bool = False,
         source_options: dict[str, Any] | None = None,
-        keep_frames: bool = False,
+        keep_frames: bool | Callable[[str], bool] = False,
         feeders: int | None = None,
         deliverers: int | None = None,
         latency_budget_ms: float | None = DEFAULT_LATENCY_BUDGET_MS,
@@ -298,6 +301,8 @@ class Streams:
                 raise InvalidArgumentError(f"names must be unique: {', '.join(map(repr, twice))} given twice")
         if requests is not None and int(requests) < 1:
             raise InvalidArgumentError(f"requests must be at least 1, got {requests}")
+        if not isinstance(keep_frames, bool) and not callable(keep_frames):
+            raise InvalidArgumentError(f"keep_frames is True, False or a callable taking a stream's name, got {keep_frames!r}")
         self.keep_frames = keep_frames
         if feeders is not None and int(feeders) < 1:
             raise InvalidArgumentError(f"feeders must be at least 1, got {feeders}")
@@ -705,6 +710,7 @@ class Streams:
         """A feeding thread: a free set of buffers, the next lane's frame converted into it in place, submitted."""
         clock = time.perf_counter_ns
         keep = self.keep_frames
+        wants = None if isinstance(keep, bool) else keep  # asked per frame: only the frames an output will draw
         while True:
             slot = queue.acquire()
             picked = self._scheduler.next()
@@ -717,6 +723,7 @@ class Streams:
                     started = clock()
                     transform = self._prepare(lane, frame, slot)
                     prepared = clock() - started
+                    kept = bool(wants(lane.name)) if wants is not None else bool(keep)
                 except BaseException as exc:
                     queue.discard(slot)
                     frame.release()
@@ -725,8 +732,8 @@ class Streams:
                         continue
                     raise
                 userdata = (lane, frame.index, frame.pts, frame.decoded_ns, transform, (frame.width, frame.height),
-                            prepared, frame if keep else None)  # fmt: skip
-                if not keep:
+                            prepared, frame if kept else None)  # fmt: skip
+                if not kept:
                     frame.release()  # the decoder's buffer goes back: the input holds the frame now
                 queue.submit(slot, userdata, lane)  # the lane as the key: its results in its order
                 lane.submitted += 1

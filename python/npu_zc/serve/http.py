@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import Error
 from .config import ConfigError, HttpConfig
@@ -78,7 +78,9 @@ def status_of(exc: BaseException) -> int:
 def make_app(service: Served, config: HttpConfig) -> Starlette:
     token = config.token.encode() if config.token else None
 
-    def health(request: Request) -> Response:
+    # Routes that only read what the service holds are coroutines: a plain function's request hops to a worker
+    # thread and back (two thread switches, paid per tile). Those that compute or open sources stay off the loop.
+    async def health(request: Request) -> Response:
         return JSONResponse(service.health())
 
     def streams(request: Request) -> Response:
@@ -119,7 +121,7 @@ def make_app(service: Served, config: HttpConfig) -> Starlette:
         page = resources.files("npu_zc.serve").joinpath("live.html").read_text(encoding="utf-8")
         return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
-    def tile(request: Request) -> Response:
+    async def tile(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in service.stream_names():
             return error(404, f"no stream is named {name!r}")
@@ -130,7 +132,8 @@ def make_app(service: Served, config: HttpConfig) -> Starlette:
             return Response(status_code=204, headers={"Cache-Control": "no-store"})
         return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})
 
-    async def authorise(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    async def guard(request: Request) -> Response | None:
+        """The token and the body's size: a refusal, or None to go on."""
         if token is not None:
             given = request.headers.get("authorization", "")
             given = given[7:] if given[:7].lower() == "bearer " else request.query_params.get("token", "")
@@ -140,8 +143,7 @@ def make_app(service: Served, config: HttpConfig) -> Starlette:
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > MAX_BODY:
             return error(413, f"the request body has {length} bytes; a stream is described in at most {MAX_BODY}")
-        return await call_next(request)
-
+        return None
 
     routes = [
         Route("/health", health), Route("/streams", streams, methods=["GET"]), Route("/streams", add, methods=["POST"]),
@@ -149,8 +151,24 @@ def make_app(service: Served, config: HttpConfig) -> Starlette:
         Route("/live/{name}.jpg", tile),
     ]  # fmt: skip
 
-    app = Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware, dispatch=authorise)])
-    return app
+    return Starlette(routes=routes, middleware=[Middleware(_Guarded, guard=guard)])
+
+
+class _Guarded:
+    """Plain ASGI middleware running ``guard`` before each request. Not Starlette's ``BaseHTTPMiddleware``: that
+    runs every request in a task of its own with streams between (a cost paid per tile, many a second)."""
+
+    def __init__(self, app: ASGIApp, guard: Callable[[Request], Awaitable[Response | None]]) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = await self.guard(Request(scope))
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def _sentence(exc: BaseException) -> str:

@@ -16,6 +16,7 @@ queued events get a few seconds to reach the broker, ``offline`` is published, t
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 import os
 import re
@@ -181,22 +182,24 @@ class Service:
                                   "tracker need one (set tracker: none and drop lines and zones to serve it)")  # fmt: skip
             self._names = dict(getattr(pipeline.postprocess, "names", None) or (pipeline.metadata.names if pipeline.metadata else {}))
             self._build_analytics()
+            if c.http is not None:
+                from ..sinks.live import LiveConfig, LiveView
+
+                self.live = LiveView(LiveConfig(fps=c.http.live_fps), self.overlays)
+                undo.append(self.live.close)
             most = max(len(c.streams), c.http.max_streams if c.http is not None else len(c.streams), 1)
             try:  # persistent: the service runs on while no stream does (all ended, or none yet)
                 self.streams = Streams(opened, pipeline, names=[s.name for s in c.streams], persistent=True,
                                        tracker=Tracker if c.tracker == "bytetrack" else None,
-                                       keep_frames=c.http is not None, feeders=default_feeders(most),
-                                       deliverers=default_deliverers(most))  # fmt: skip
+                                       keep_frames=self.live.wants if self.live is not None else False,
+                                       feeders=default_feeders(most), deliverers=default_deliverers(most))  # fmt: skip
             except InvalidArgumentError as exc:
                 raise ConfigError(f"streams: {exc}") from None
             for s in c.streams:
                 self._sources[s.name] = s
             if c.http is not None and sock is not None:
                 from .http import HttpServer, make_app
-                from ..sinks.live import LiveConfig, LiveView
 
-                self.live = LiveView(LiveConfig(fps=c.http.live_fps), self.overlays)
-                undo.append(self.live.close)
                 self.http = HttpServer(make_app(self, c.http), sock)
                 self.http.start()
             self.metrics.watch(self._stats, self._inference)
@@ -255,9 +258,9 @@ class Service:
         for line in lines:
             self._stream_of["lines", line.name] = line.stream
             self.metrics.add_line(line.name)
-        for zone in zones:
+        for zone, made in zip(zones, made_zones):
             self._stream_of["zones", zone.name] = zone.stream
-            self.metrics.add_zone(zone.name)
+            self.metrics.add_zone(zone.name, occupancy=functools.partial(_occupancy, made))
         return made_lines, made_zones
 
     def _class_ids(self, classes: list[int | str] | None, where: str) -> list[int] | None:
@@ -323,8 +326,7 @@ class Service:
         for line in lines or ():
             events += line.update(dets, result.index, t)
         for zone in zones or ():
-            events += zone.update(dets, result.index, t)
-            self.metrics.occupancy.labels(zone.name).set(zone.occupancy)
+            events += zone.update(dets, result.index, t)  # its occupancy gauge reads the zone at each scrape
         return events
 
     def _tick(self, stats: list[StreamStats]) -> None:
@@ -497,6 +499,10 @@ class Service:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _occupancy(zone: Zone) -> float:
+    return zone.occupancy
 
 
 def serve(config: Config | Mapping[str, Any] | str | os.PathLike[str]) -> int:

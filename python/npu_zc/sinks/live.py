@@ -5,7 +5,8 @@ usable alone (``LiveView()(result)`` per result, ``jpeg(stream)`` the newest til
 Drawing is off the inference path and costs nothing while no browser watches: the sink keeps a stream's
 frame (a BGR copy) only when one has asked for that stream in the last :data:`WATCH_S` seconds and the
 stream's last tile is older than ``1 / live_fps``; one drawing thread turns the newest kept frame of each
-stream into a JPEG (a newer frame replaces one not drawn yet).
+stream into a JPEG (a newer frame replaces one not drawn yet). Given as ``Streams(keep_frames=live.wants)``,
+the same choice is made as each frame is submitted, so the decoder's buffers are held only for those frames.
 """
 
 from __future__ import annotations
@@ -75,17 +76,32 @@ class LiveView:
         self._tiles: dict[str, bytes] = {}
         self._kept_at: dict[str, float] = {}
         self._watched: dict[str, float] = {}
+        self._asked_at: dict[str, float] = {}
+        self._asking = False
+        """Set at the first :meth:`wants`: the frames that come were chosen there."""
         self._closed = False
         self._thread = threading.Thread(target=self._draw_loop, name="npu_zc-live", daemon=True)
         self._thread.start()
 
-    def __call__(self, result: StreamResult) -> None:
-        name = result.name
+    def wants(self, stream: str) -> bool:
+        """Whether the stream's next frame is to be drawn (watched, and its last one at least ``1 / fps`` ago):
+        ``Streams(keep_frames=live.wants)`` keeps only those frames, every other one's buffer goes back at once."""
+        self._asking = True
         now = time.monotonic()
-        if now - self._watched.get(name, -self.watch_s) > self.watch_s or now - self._kept_at.get(name, -1e9) < self.interval:
-            return
+        if now - self._watched.get(stream, -self.watch_s) > self.watch_s or now - self._asked_at.get(stream, -1e9) < self.interval:
+            return False
+        self._asked_at[stream] = now
+        return True
+
+    def __call__(self, result: StreamResult) -> None:
         frame = result.frame
         if frame is None or getattr(frame, "planes", None) is None:
+            return
+        name = result.name
+        now = time.monotonic()
+        # Frames chosen by wants() come already thinned; otherwise every result brings its frame: thinned here.
+        if not self._asking and (now - self._watched.get(name, -self.watch_s) > self.watch_s
+                                 or now - self._kept_at.get(name, -1e9) < self.interval):  # fmt: skip
             return
         self._kept_at[name] = now
         bgr = frame.bgr()  # a copy: the decoder's buffer goes back when this call returns
@@ -107,6 +123,7 @@ class LiveView:
             self._tiles.pop(stream, None)
             self._watched.pop(stream, None)
             self._kept_at.pop(stream, None)
+            self._asked_at.pop(stream, None)
 
     def close(self) -> None:
         with self._lock:

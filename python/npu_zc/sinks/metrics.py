@@ -92,6 +92,7 @@ class Metrics:
         r = self.registry
         self.latency = Histogram("npu_zc_latency_seconds", "Decoder to result, per frame", ["stream"],
                                  buckets=config.latency_buckets, registry=r)  # fmt: skip
+        self._latency: dict[str, Any] = {}
         self.crossings = Counter("npu_zc_line_crossings", "Boxes that crossed a line", ["line", "direction"], registry=r)
         self.entries = Counter("npu_zc_zone_entries", "Tracks that entered a zone", ["zone"], registry=r)
         self.exits = Counter("npu_zc_zone_exits", "Tracks that left a zone", ["zone"], registry=r)
@@ -113,13 +114,23 @@ class Metrics:
         for direction in ("in", "out"):  # both series from the start: a rate() over a counter that appears later misses its first step
             self.crossings.labels(name, direction)
 
-    def add_zone(self, name: str) -> None:
+    def add_zone(self, name: str, occupancy: Callable[[], float] | None = None) -> None:
+        """A zone's series; ``occupancy`` (e.g. ``lambda: zone.occupancy``) is read at each scrape, else the
+        gauge is set by the caller."""
         self.entries.labels(name)
         self.exits.labels(name)
-        self.occupancy.labels(name).set(0)
+        gauge = self.occupancy.labels(name)
+        if occupancy is not None:
+            gauge.set_function(occupancy)  # read when scraped: nothing to set per result
+        else:
+            gauge.set(0)
 
     def __call__(self, result: StreamResult) -> None:
-        self.latency.labels(result.name).observe(result.latency_ms / 1e3)
+        # Each stream's histogram looked up once: ``labels()`` checks and locks on every call, paid per result.
+        child = self._latency.get(result.name)
+        if child is None:
+            child = self._latency[result.name] = self.latency.labels(result.name)
+        child.observe(result.latency_ms / 1e3)
 
     def close(self) -> None:
         """Nothing to let go: the registry stays readable (a last scrape after the run)."""

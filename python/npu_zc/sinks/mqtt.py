@@ -288,8 +288,11 @@ class MqttSink:
 
     def _on_publish(self, client: Any, userdata: Any, mid: int, reason: Any, properties: Any) -> None:
         # Called before paho marks the message published: the pump looks again shortly (see _pump's wait).
-        with self._lock:
-            self._lock.notify_all()
+        # Only while events wait for room in the window is the pump waiting on an acknowledgement: a detection's
+        # write wakes no one (a wake-up is a thread switch, paid per result).
+        if self._queue and self._sent:
+            with self._lock:
+                self._lock.notify_all()
 
     def _inflight(self) -> int:
         """Events handed to paho and not acknowledged yet (under ``_lock``). Counted from paho's own record of
