@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import results
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -138,6 +140,17 @@ def main() -> None:
     print(f"{args.streams} streams: Streams alone {alone:.1f} FPS, with the service {served:.1f} FPS "
           f"({served / alone:.1%} of it); MQTT {'on' if mqtt else 'off (no mosquitto)'}, events {events}")  # fmt: skip
     print(json.dumps(result))
+    parts = [name for name, on in (("analytics", True), ("MQTT", mqtt is not None), ("HTTP + live view", not args.no_http)) if on]
+    tag = "".join(f"--{flag}" for flag, off in (("no-mqtt", mqtt is None), ("no-http", args.no_http)) if off)
+    table = {"title": f"The service's cost: {args.streams} streams, {' + '.join(parts)}",
+             "note": f"{model.name} on {args.device}, unpaced 640x640 H.264 clips, {args.seconds:g} s after a {args.warmup:g} s "
+                     "warm-up, the page's requests from a process of its own. Target: the service costs at most 5% of the frames "
+                     "a second (ratio >= 0.95).",
+             "columns": ["streams", "Streams alone FPS", "with the service FPS", "ratio", "MQTT events"],
+             "rows": [[args.streams, result["streams_fps"], result["service_fps"], result["ratio"], events]]}  # fmt: skip
+    path = results.save("bench_serve", [table], title="The service's own cost",
+                        path=results.RESULTS / f"bench_serve--{results.machine()['slug']}{tag}.json")
+    print("results", path)
 
 
 if __name__ == "__main__":
