@@ -19,7 +19,9 @@ from npu_zc.errors import InvalidArgumentError
 
 cv2 = pytest.importorskip("cv2", reason="OpenCV is not installed: the fast rounding is bound to its cvtColor")
 
-LEVELS, _ = layout.simd_levels()
+LEVELS, BEST = layout.simd_levels()
+FAST_DECODER = BEST != "neon"
+"""Whether this CPU's best level has a fast decoder (NEON has none: it decodes exactly, the same bytes)."""
 SIZE = 4096  # 2048 x 2048 blocks of 2x2 pixels: 65536 (U, V) pairs x 64 blocks x 4 Y values = every input
 
 
@@ -70,7 +72,9 @@ def test_fast_is_within_one_level_of_opencv_on_every_input(frame, src_fmt, dst_f
     got = npu_zc.convert(src, np.empty_like(want), src_fmt, dst_fmt, rounding="fast")
     diff = np.abs(got[..., :3].astype(np.int16) - want[..., :3])
     assert diff.max() <= 1, f"{src_fmt} -> {dst_fmt}: {diff.max()} levels"
-    assert diff.any(), "the fast rounding differs from the exact one somewhere (else this test proves nothing)"
+    # Where a fast decoder runs it differs from the exact one somewhere (else this test proves nothing); NEON's
+    # fast rounding is the exact decoding, OpenCV's bytes.
+    assert diff.any() == FAST_DECODER, f"fast differs from the exact decoding: {diff.any()}, at {BEST}"
     if dst_fmt.endswith("x"):
         assert (got[..., 3] == 0).all()
 
@@ -96,12 +100,12 @@ def test_converter_takes_the_fast_rounding():
     rng = np.random.default_rng(3)
     nv12 = rng.integers(0, 256, (1080 * 3 // 2, 1920), dtype=np.uint8)
     to_rgb = npu_zc.Converter("NV12", "RGB", 1920, 1080, rounding="fast", threads=1)
-    assert to_rgb.rounding == "fast" and "fast" in to_rgb.kernel and "rounding='fast'" in repr(to_rgb)
+    assert to_rgb.rounding == "fast" and ("fast" in to_rgb.kernel) == FAST_DECODER and "rounding='fast'" in repr(to_rgb)
     out = to_rgb(nv12, np.empty((1080, 1920, 3), np.uint8))
     assert np.array_equal(out, npu_zc.convert(nv12, np.empty_like(out), "NV12", "RGB", rounding="fast"))
     exact = npu_zc.convert(nv12, np.empty_like(out), "NV12", "RGB")
-    assert np.abs(out.astype(np.int16) - exact).max() == 1
-    assert "fast" in layout.describe_conversion("I420", "BGRx", rounding="fast")
+    assert np.abs(out.astype(np.int16) - exact).max() == (1 if FAST_DECODER else 0)
+    assert ("fast" in layout.describe_conversion("I420", "BGRx", rounding="fast")) == FAST_DECODER
     assert "fast" not in layout.describe_conversion("I420", "BGRx")
 
 
