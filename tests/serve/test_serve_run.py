@@ -118,8 +118,9 @@ def test_the_broker_goes_away_and_every_event_arrives_when_it_is_back(red_square
         wait_for(lambda: service.mqtt is not None and service.mqtt.queued >= 2, 60, "events to queue while the broker is away")
         assert not service.mqtt.connected
         broker.start()
-        wait_for(lambda: service.streams is not None and service.streams.stats[0].frames == len(back_and_forth(6)), 120,
-                 "every frame's result")  # fmt: skip
+        # The paced stream has ended (a loaded machine may have dropped some of its frames: not every frame is awaited).
+        wait_for(lambda: service.streams is not None and service.streams.stats[0].state == "done", 120,
+                 "the stream's end")  # fmt: skip
         counted = service.mqtt._seq
         assert counted >= 4  # a paced stream may drop frames (and a track with them): the count is what was counted
         wait_for(lambda: {e["seq"] for e in sub.json("/events")} >= set(range(1, counted + 1)), 60, "every event")
