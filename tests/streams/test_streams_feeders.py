@@ -108,23 +108,21 @@ def test_many_feeders_with_real_clips(clips: dict[str, Path], picture_pipeline: 
             assert np.array_equal(ra.prediction[0], rb.prediction[0])
 
 
-def test_many_feeders_fair_share(picture_pipeline: Any) -> None:
-    """Sources that always have a frame ready (1080p pictures: the feeding threads, not the sources, are the limit):
-    the feeding threads take the lanes in turn, so no stream runs ahead by more than a frame per feeding thread.
+def test_many_feeders_serve_every_stream_throughout(picture_pipeline: Any) -> None:
+    """Sources that always have a frame ready (1080p pictures: the feeding threads, not the sources, are the limit),
+    three feeding threads: every stream is served throughout the run, none left until the others are done.
 
-    One delivery thread: results then come in submission order, the order the feeding threads chose (with several,
-    a loaded host may deliver one stream's results late, by design). Counted from when every source has had a frame
-    (a source thread that starts last on a loaded host joins within IDLE_CREDIT of the others)."""
+    The scheduler's rule itself (least served first, no credit for idle time, a held lane first) is proven without
+    threads in tests/pipeline/test_scheduler.py. Here a source's own thread may lag a moment on a loaded host (its
+    lane is then empty and the others are fed meanwhile, by design), so no per-window balance is asserted."""
     feeders = 3
     sources = [Big(f"s{i}", 40, i) for i in range(5)]
     report, results = run_streams(sources, picture_pipeline, feeders=feeders, deliverers=1)
     assert [s.frames for s in report.streams] == [40] * 5
-    start = max([r.stream for r in results].index(stream) for stream in range(5))
-    assert start < 60, f"a source had no turn in the first {start} frames"
-    counts = [0] * 5
-    for r in results[start : start + 120]:
-        counts[r.stream] += 1
-        assert max(counts) - min(counts) <= feeders + 2, counts
+    order = [r.stream for r in results]
+    firsts = [order.index(stream) for stream in range(5)]
+    lasts = [len(order) - 1 - order[::-1].index(stream) for stream in range(5)]
+    assert max(firsts) < min(lasts), f"a stream's first result came after another's last: {firsts} {lasts}"
     assert all(s.released == 40 for s in sources)
 
 
