@@ -13,7 +13,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import pytest
@@ -85,6 +85,15 @@ class Broker:
 
     def mqtt(self, prefix: str, **more: Any) -> dict[str, Any]:
         return {"host": "127.0.0.1", "port": self.port, "prefix": prefix, "username": USER, "password": PASSWORD, **more}
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[Broker]:
+    """A mosquitto of its own on 127.0.0.1 for a test, stopped after it."""
+    b = Broker(tmp_path / "broker")
+    b.start()
+    yield b
+    b.stop()
 
 
 def make_tls(folder: Path) -> Path:

@@ -10,22 +10,13 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pytest
 
-from serve_helpers import LINE, TOKEN, ZONE, Broker, Subscriber, across_and_down, back_and_forth, config, http, needs, square_clip, wait_for
+from serve_helpers import LINE, TOKEN, ZONE, Broker, broker, Subscriber, across_and_down, back_and_forth, config, http, needs, square_clip, wait_for
 
 from npu_zc.serve import Service
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    b = Broker(tmp_path / "broker")
-    b.start()
-    yield b
-    b.stop()
 
 
 def names(port: int) -> list[str]:

@@ -5,22 +5,13 @@ API and /metrics parsed with prometheus-client's parser."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from serve_helpers import (ENTER_FRAME, LEAVE_FRAME, TOKEN, Broker, Subscriber, across_and_down, back_and_forth, config,
+from serve_helpers import (ENTER_FRAME, LEAVE_FRAME, TOKEN, Broker, broker, Subscriber, across_and_down, back_and_forth, config,
                            http, make_tls, square_clip, wait_for)  # fmt: skip
 
 from npu_zc.serve import ConfigError, Service
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
-    b = Broker(tmp_path / "broker")
-    b.start()
-    yield b
-    b.stop()
 
 
 def metrics(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
