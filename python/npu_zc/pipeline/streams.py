@@ -44,13 +44,15 @@ from .. import layout
 from ..errors import Error, InvalidArgumentError, StreamNotFoundError, StreamsRunError
 from .pipeline import DEFAULT_MODEL, Pipeline
 from .postprocess import Prediction, ResultReader
+from .feeding import convert_frame, converter_for, read_source
 from .scheduler import IDLE_CREDIT, Lane, Scheduler
 from ..runtime.latency_fit import StreamsFit
 from ..runtime.session import usable_cores
 from ..sources import open_source
-from ..sources.video import engine_takes_colour
+from ..sources.video import VideoSource
 from .throughput import STOP_GRACE_S, default_requests
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
+from .workers import DecodeWorkers, default_workers
 
 STREAMS_STAGES = ("preprocess", "infer", "postprocess", "latency")
 """Per frame; ``latency``: from the decoder handing the frame over to its result being ready."""
@@ -194,6 +196,8 @@ class _Lane(Lane):
         """Frames submitted (by the feeding thread that holds the lane: one at a time)."""
         self.delivered = 0
         """Results handed to the outputs, or lost with their request (one of the lane's results at a time)."""
+        self.worker: Any = None
+        """The decoding worker process that reads it (:mod:`.workers`), or None: read by a thread here."""
 
 
 def default_deliverers(streams: int, cores: int | None = None) -> int:
@@ -284,6 +288,7 @@ class Streams:
         keep_frames: bool | Callable[[str], bool] = False,
         feeders: int | None = None,
         deliverers: int | None = None,
+        workers: int | None = None,
         latency_budget_ms: float | None = DEFAULT_LATENCY_BUDGET_MS,
         **pipeline_options: Any,
     ) -> None:
@@ -308,6 +313,11 @@ class Streams:
             raise InvalidArgumentError(f"feeders must be at least 1, got {feeders}")
         if deliverers is not None and int(deliverers) < 1:
             raise InvalidArgumentError(f"deliverers must be at least 1, got {deliverers}")
+        if workers is not None and int(workers) < 0:
+            raise InvalidArgumentError(f"workers must be 0 (decode here) or more, got {workers}")
+        if workers and keep_frames is not False:
+            raise InvalidArgumentError("keep_frames needs each decoded frame in this process: it is not kept with "
+                                       "workers (decoding in worker processes); give workers=0")  # fmt: skip
         if latency_budget_ms is not None and not latency_budget_ms > 0:
             raise InvalidArgumentError(f"latency_budget_ms must be positive (or None), got {latency_budget_ms}")
         options = dict(source_options or {})
@@ -369,6 +379,16 @@ class Streams:
         """Feeding threads of a run."""
         self.deliverers = int(deliverers) if deliverers is not None else default_deliverers(planned)
         """Delivery threads of a run (each stream's results in order on any of them)."""
+        if workers is not None:
+            self.workers = int(workers)
+        else:
+            elsewhere = planned if self.persistent else sum(_decodes_elsewhere(lane) for lane in self.lanes)
+            self.workers = default_workers(elsewhere, usable_cores()) if keep_frames is False else 0
+        """Decoding worker processes of a run (:mod:`npu_zc.pipeline.workers`): the video files and network streams
+        are decoded and converted into the model's inputs there, past this interpreter's lock; 0: on threads here."""
+        self.worker_cpu: dict[str, float] = {}
+        """After a run with workers: their CPU seconds, by role of thread ("sources", "feeders") and in all ("total")."""
+        self._workers: DecodeWorkers | None = None
         self.timings = Timings(STREAMS_STAGES)
 
     def _new_id(self) -> int:
@@ -433,7 +453,9 @@ class Streams:
             reader = None
             if self._running:
                 self._run_stats[lane.stream] = lane.stats
-                reader = self._reader(lane)
+                workers = self._workers
+                if workers is None or not _decodes_elsewhere(lane) or not workers.add(lane, opened):
+                    reader = self._reader(lane)
         if reader is not None:
             reader.start()
         return lane.stats
@@ -452,6 +474,8 @@ class Streams:
                 lane.stats.stopped = True  # its reader, told to stop, may take a moment (a network read) to end
             self._scheduler.remove(lane)
             running = self._running
+            if self._workers is not None:
+                self._workers.remove(lane)
         if running and not getattr(self._delivering, "active", False):
             deadline = time.monotonic() + FENCE_TIMEOUT_S
             # A feeding thread may hold one of its frames (then submits it) and results may be in flight.
@@ -536,7 +560,9 @@ class Streams:
             with self._lock:
                 self._scheduler.start()
                 self._run_stats = {lane.stream: lane.stats for lane in self.lanes}
-                readers = [reader for lane in self.lanes if (reader := self._reader(lane)) is not None]
+                # A worker process reads the video streams it can (given to it once the run's queue is made).
+                here = [lane for lane in self.lanes if not (self.workers and _decodes_elsewhere(lane))]
+                readers = [reader for lane in here if (reader := self._reader(lane)) is not None]
             for reader in readers:
                 reader.start()
             feeder.start()
@@ -608,29 +634,7 @@ class Streams:
 
     def _read(self, lane: _Lane) -> None:
         """A source's thread: decode into the lane until the source ends, fails, or the run stops."""
-        scheduler, lock, stop = self._scheduler, self._lock, lane.stop
-        yielded = 0
-        try:
-            for frame in lane.source.frames(stop):
-                yielded += 1
-                with lock:  # the lock itself: entering the condition is a Python call more
-                    if not scheduler.wait_for_room(lane):
-                        frame.release()
-                        lane.stats.stopped = True
-                        return
-                    lane.stats.dropped += scheduler.arrive(lane, frame)
-            if stop.is_set():
-                lane.stats.stopped = True
-            elif yielded == 0:
-                lane.stats.error = f"{lane.name} yielded no frame: nothing in it could be decoded"
-            else:
-                lane.stats.done = True
-        except BaseException as exc:  # this stream's error; the others go on
-            lane.stats.error = str(exc) or type(exc).__name__
-        finally:
-            lane.stats.reconnects = getattr(lane.source, "reconnects", 0)
-            lane.stats.copied = getattr(lane.source, "copied", 0)
-            scheduler.ended(lane)
+        read_source(self._scheduler, lane, lane.source, lane.stats)
 
     def _feed(self, outputs: list[Callable[[StreamResult], None]]) -> None:
         """Runs the feeding threads (this one and ``feeders - 1`` more) into one queue, then waits for the results."""
@@ -679,12 +683,15 @@ class Streams:
                 if decoded is not None:
                     decoded.release()
 
-        # Spare sets of buffers (each with its own request): one being written by each feeding thread, one for
-        # each result being read; a set is taken from its acquire until its result is released.
-        queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver,
-                              buffers=self.requests + self.feeders + self.deliverers, deliverers=self.deliverers)  # fmt: skip
+        # Spare sets of buffers (each with its own request): one being written by each feeding thread (and those
+        # the decoding workers hold), one for each result being read; a set is taken from its acquire until its
+        # result is released.
+        spare = self.feeders + self.deliverers + DecodeWorkers.sets_for(self.workers)
+        queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver, buffers=self.requests + spare,
+                              deliverers=self.deliverers)  # fmt: skip
         read = ResultReader(postprocess, input_size, dmabuf_outputs=queue.dmabuf_outputs)
         failures: list[BaseException] = []
+        workers = self._start_workers(queue) if self.workers else None
 
         def feeding() -> None:
             try:
@@ -697,14 +704,63 @@ class Streams:
         try:
             for helper in helpers:
                 helper.start()
-            feeding()
+            feeding()  # until every stream has ended (here or in a worker), or the run stops
             for helper in helpers:
                 helper.join()
+            if workers is not None:
+                workers.finish()  # the frames they converted are submitted; each says bye and is reaped
             if failures:
                 raise failures[0]
             queue.join()
         finally:
+            if workers is not None:
+                workers.close()
+                self.worker_cpu = dict(workers.cpu)
             queue.close()
+
+    def _start_workers(self, queue: Any) -> DecodeWorkers:
+        """The decoding workers of a run, started, each given its share of the video streams."""
+        transforms: dict[tuple[str, int, int], Any] = {}
+        spec = self.pipeline.spec
+
+        def submit(lane: _Lane, frame: Any, index: int, pts: float | None, decoded_ns: int, prepared_ns: int,
+                   size: tuple[int, int], fmt: str, dropped: int) -> None:  # fmt: skip
+            # A worker's receiving thread, in the stream's order: the frame is in the set's input already.
+            lane.stats.dropped += dropped
+            if lane.removed or lane.ended:  # taken out, or failed, meanwhile: its frames are not wanted
+                queue.discard(frame)
+                return
+            transform = transforms.get((fmt, *size))
+            if transform is None:  # the same for any colours: the frame's geometry only
+                transform = transforms[(fmt, *size)] = spec.converter(fmt, *size).transform
+            queue.submit(frame, (lane, index, pts, decoded_ns, transform, size, prepared_ns, None), lane)
+            lane.submitted += 1
+
+        def ended(lane: _Lane, message: dict[str, Any]) -> None:
+            stats, state = lane.stats, message.get("state")
+            if state == "error":
+                stats.error = str(message.get("error") or "its decoding worker failed")
+            elif state == "done":
+                stats.done = True
+            else:
+                stats.stopped = True
+            stats.dropped = max(stats.dropped, int(message.get("dropped") or 0))
+            stats.reconnects = int(message.get("reconnects") or 0)
+            stats.copied = int(message.get("copied") or 0)
+            self._scheduler.ended(lane)
+
+        workers = DecodeWorkers(self.workers, spec, queue, submit=submit, ended=ended)
+        workers.start()
+        with self._lock:
+            self._workers = workers
+            lanes = [lane for lane in self.lanes if not lane.ended and _decodes_elsewhere(lane)]
+        for lane in lanes:
+            if not workers.add(lane, lane.source):  # none left running (each died at once): read here
+                with self._lock:
+                    reader = self._reader(lane)
+                if reader is not None:
+                    reader.start()
+        return workers
 
     def _feed_frames(self, queue: Any) -> None:
         """A feeding thread: a free set of buffers, the next lane's frame converted into it in place, submitted."""
@@ -746,29 +802,10 @@ class Streams:
 
     def _prepare(self, lane: _Lane, frame: Any, slot: Any) -> Any:
         """The decoded frame, read in place, into the slot's input buffer in one pass; returns the transform."""
-        key = (frame.format, frame.width, frame.height, frame.matrix, frame.range)
-        known = lane.converters.get(key)
-        if known is None:
-            convert = self._converter(frame)
-            known = lane.converters[key] = (convert, convert.transform)
-        convert, transform = known
-        dst, target, source = slot.inputs[0], slot.input_buffers[0], frame.buffer
-        if not target.is_dmabuf and (source is None or not source.is_dmabuf):  # memfd, decoder memory: no brackets
-            convert(frame.planes, dst)
-            return transform
-        with contextlib.ExitStack() as access:
-            if target.is_dmabuf:
-                access.enter_context(target.cpu_access("write", timeout=FENCE_TIMEOUT_S))
-            if source is not None and source.is_dmabuf:
-                access.enter_context(source.cpu_access("read", timeout=FENCE_TIMEOUT_S))
-            convert(frame.planes, dst)
-        return transform
+        return convert_frame(lane.converters, self._converter, frame, slot.inputs[0], slot.input_buffers[0])
 
     def _converter(self, frame: Any) -> layout.Converter:
-        colour = frame.matrix is not None and engine_takes_colour()
-        return self.pipeline.spec.converter(frame.format, frame.width, frame.height,
-                                            matrix=frame.matrix if colour else None,
-                                            range=frame.range if colour else None)  # fmt: skip
+        return converter_for(self.pipeline.spec, frame)
 
     @property
     def abandoned(self) -> bool:
@@ -818,9 +855,16 @@ def _check_name(name: Any) -> None:
         raise InvalidArgumentError(f"a stream's name is a non-empty str, got {name!r}")
 
 
+def _decodes_elsewhere(lane: _Lane) -> bool:
+    """Whether a worker process can read the lane's source: a video file or network stream (:class:`VideoSource`
+    itself, rebuilt there from its arguments; a subclass or a source object of one's own is read here)."""
+    return type(lane.source) is VideoSource and not lane.ended
+
+
 def _cpu_seconds() -> float:
+    """This process's CPU seconds, and its children's that ended (the decoding workers, once reaped)."""
     times = os.times()
-    return times.user + times.system
+    return times.user + times.system + times.children_user + times.children_system
 
 
 __all__ = ["DEFAULT_LATENCY_BUDGET_MS", "FIGURES_WINDOW", "IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_deliverers",

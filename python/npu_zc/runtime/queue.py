@@ -234,6 +234,22 @@ class AsyncQueue:
         return any(pool.buffers[0].is_dmabuf for pool in self._out_pools)
 
     @property
+    def input_buffers(self) -> list[tuple[Any, ...]]:
+        """Each set's input buffers, by set index: to share with a process that writes the frames (each set's
+        request reads them in place; write one only while its set is acquired)."""
+        return list(self._set_in_buffers)
+
+    @property
+    def input_arrays(self) -> list[tuple[np.ndarray, ...]]:
+        """Each set's CPU views of its input buffers, by set index (shaped and typed as the model's inputs)."""
+        return list(self._set_inputs)
+
+    @property
+    def closed(self) -> bool:
+        """Closed, or stopped by a failed inference or callback: nothing more can be acquired."""
+        return self._closed or self._failure is not None
+
+    @property
     def in_flight(self) -> int:
         """Requests started and not yet seen complete."""
         with self._mutex:

@@ -119,6 +119,7 @@ class VideoSource:
         if self.url.startswith("rtsp") and "rtsp_transport" not in self.options:
             self.options["rtsp_transport"] = "tcp"  # no UDP ports to open; loss-free on a LAN
         self.hardware: Any = None
+        self._hardware_name = hardware
         if hardware is not None:
             from .hardware import hwaccel
 
@@ -128,6 +129,14 @@ class VideoSource:
         self._last_seconds: float | None = None  # the time of the last frame decoded from this connection
         self.copied = 0
         """Frames whose planes FFmpeg had to convert (a copy) before the engine could read them."""
+
+    def spec(self) -> dict[str, Any]:
+        """This source's arguments, as JSON-ready data: ``VideoSource(**spec)`` in another process reads the same
+        (:mod:`npu_zc.pipeline.workers` decodes there)."""
+        return {"url": self.url, "name": self.name, "live": self.live, "realtime": self.realtime,
+                "timeout": None if math.isinf(self.timeout) else self.timeout, "reconnect": self.reconnect,
+                "limit": self.limit, "hardware": self._hardware_name, "options": dict(self.options),
+                "threads": self.threads, "thread_count": self.thread_count}  # fmt: skip
 
     def __repr__(self) -> str:
         return f"<VideoSource {self.name!r}{' live' if self.live else ''}>"

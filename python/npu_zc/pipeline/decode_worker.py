@@ -1,0 +1,331 @@
+"""A decoding worker process of :class:`npu_zc.Streams` (:mod:`.workers` starts and drives it): its streams decoded
+and converted straight into the inference process's input buffers. No OpenVINO here.
+
+Started as ``python -m npu_zc.pipeline.decode_worker --fd N`` with its end of a
+``SOCK_SEQPACKET`` socket pair and every input buffer's fd inherited. Inside,
+the same parts as a one-process run: a reader thread per stream into its lane
+(:func:`.feeding.read_source`), the fair :class:`.scheduler.Scheduler`, and
+feeding threads that convert a lane's frame into a set of buffers the
+inference process granted (:func:`.feeding.convert_frame`) and name it in a
+few bytes. A frame's pixels never leave the decoder's memory but into the
+model input.
+
+Messages, one per packet (``SOCK_SEQPACKET`` keeps them whole and in order)::
+
+    inference -> worker   J {"kind": "setup", spec, shape, dtype, buffers: {set: fd}, feeders}
+                          G set                       a set of buffers granted: write a frame into it
+                          J {"kind": "add", stream, source}      a stream to read (VideoSource's arguments)
+                          X stream                    stop reading a stream
+                          Q                           stop: every stream, then give unused sets back and say bye
+    worker -> inference   J {"kind": "ready"}  or  J {"kind": "failed", message}
+                          F stream set index pts decoded_ns prepared_ns width height format dropped
+                          J {"kind": "ended", stream, state, error, dropped, reconnects, copied}
+                          U set                       a granted set given back unwritten
+                          J {"kind": "bye", cpu: {sources, feeders, total}}
+
+Ctrl-C reaches this process too (the terminal signals the whole group): it is
+ignored here, as the inference process stops its workers itself. When the
+inference process goes away (its end of the socket closes), this one stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import math
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from typing import Any, Sequence
+
+from .. import layout
+from ..errors import Error
+from .feeding import Converters, convert_frame, converter_for, read_source
+from .preprocess import PreprocessSpec
+from .scheduler import Lane, Scheduler
+
+FRAME = struct.Struct("<1sIIqdqqIIBI")
+"""A converted frame: b"F", stream, set, index, pts (NaN: none), decoded_ns, prepared_ns, width, height, format, dropped."""
+SET = struct.Struct("<1sI")
+"""b"G" (a set granted), b"U" (a set given back unwritten), b"X" (a stream to stop)."""
+FORMATS = tuple(sorted(layout.SOURCE_FORMATS))
+"""The layout engine's source formats: a frame's format travels as its position here (the same package both sides)."""
+MAX_PACKET = 1 << 16
+"""The largest message either side sends (a JSON one: a source's arguments, an error's sentence)."""
+JOIN_S = 10.0
+"""How long a stream's reader may take to stop (a network read ends within its timeout)."""
+
+
+def pack_json(message: dict[str, Any]) -> bytes:
+    data = b"J" + json.dumps(message).encode()
+    if len(data) > MAX_PACKET:
+        raise Error(f"a worker message of {len(data)} bytes is over the {MAX_PACKET}-byte limit")
+    return data
+
+
+def unpack_json(data: bytes) -> dict[str, Any]:
+    message = json.loads(data[1:])
+    if not isinstance(message, dict) or not isinstance(message.get("kind"), str):
+        raise ValueError("a JSON message without a kind")
+    return message
+
+
+class _Figures:
+    """A stream's outcome here, sent to the inference process when its reader ends."""
+
+    def __init__(self) -> None:
+        self.dropped = 0
+        self.reported = 0
+        """Of ``dropped``, what the frame messages already carried."""
+        self.stopped = self.done = False
+        self.error: str | None = None
+        self.reconnects = self.copied = 0
+
+
+class _Stream:
+    def __init__(self, lane: Lane, source: Any) -> None:
+        self.lane, self.source = lane, source
+        self.figures = _Figures()
+        self.converters: Converters = {}
+        self.reader: threading.Thread | None = None
+        self.read = False
+        """Its reader has ended: once its lane's last frame is sent, the stream has ended."""
+        self.told = False
+        """Its end was sent (once)."""
+
+
+class Worker:
+    """This process's streams, decoded and converted into the granted sets of buffers."""
+
+    def __init__(self, sock: socket.socket, setup: dict[str, Any]) -> None:
+        from ..buffers import DmaBuf
+
+        self.sock = sock
+        self.send_lock = threading.Lock()
+        self.spec = PreprocessSpec.from_dict(setup["spec"])
+        shape, dtype = tuple(int(v) for v in setup["shape"]), str(setup["dtype"])
+        self.buffers: dict[int, Any] = {}
+        self.views: dict[int, Any] = {}
+        for index, fd in dict(setup["buffers"]).items():
+            buffer = DmaBuf.from_fd(int(fd), take_ownership=True)  # sealed memfds and DMA-BUFs only (no trust_size)
+            self.buffers[int(index)] = buffer
+            self.views[int(index)] = buffer.map(dtype, shape)
+        self.scheduler: Scheduler[Lane] = Scheduler(persistent=True)  # streams come and go until told to stop
+        self.streams: dict[int, _Stream] = {}
+        self.grants: collections.deque[int] = collections.deque()
+        self.granted = threading.Condition()
+        self.quitting = False
+        self.unused: list[int] = []
+        self.cpu = {"sources": 0.0, "feeders": 0.0}
+        self.cpu_lock = threading.Lock()
+        self.failure: str | None = None
+        self.feeders = [threading.Thread(target=self._feed, name=f"npu_zc-feed{k}", daemon=True)
+                        for k in range(max(1, int(setup.get("feeders", 1))))]  # fmt: skip
+
+    def send(self, data: bytes) -> None:
+        with self.send_lock:
+            self.sock.send(data)
+
+    # --- control, on the main thread ---
+
+    def serve(self) -> None:
+        """Follow the inference process's messages until it says stop (or goes away)."""
+        for feeder in self.feeders:
+            feeder.start()
+        while True:
+            try:
+                data = self.sock.recv(MAX_PACKET)
+            except OSError:
+                data = b""
+            if not data:  # the inference process is gone: nobody reads what this one would make
+                self._stop_streams()
+                return
+            kind = data[:1]
+            if kind == b"G":
+                self._grant(SET.unpack(data)[1])
+            elif kind == b"J":
+                message = unpack_json(data)
+                if message["kind"] == "add":
+                    self._add(int(message["stream"]), dict(message["source"]))
+            elif kind == b"X":
+                self._remove(SET.unpack(data)[1])
+            elif kind == b"Q":
+                self._quit()
+                return
+
+    def _grant(self, index: int) -> None:
+        if index not in self.views:
+            raise Error(f"the inference process granted set {index}, which it never shared")
+        with self.granted:
+            self.grants.append(index)
+            self.granted.notify()
+
+    def _add(self, stream: int, arguments: dict[str, Any]) -> None:
+        from ..sources.video import VideoSource
+
+        try:
+            source = VideoSource(**arguments)
+        except Error as exc:  # checked in the inference process already: a file gone since, say
+            self.send(pack_json({"kind": "ended", "stream": stream, "state": "error", "error": str(exc), "dropped": 0,
+                                 "reconnects": 0, "copied": 0}))  # fmt: skip
+            return
+        lane = Lane(stream, source.name, source.live, self.scheduler.lock)
+        entry = self.streams[stream] = _Stream(lane, source)
+        self.scheduler.add(lane)
+        entry.reader = threading.Thread(target=self._read, args=(entry,), name=f"npu_zc-src{stream}", daemon=True)
+        entry.reader.start()
+
+    def _remove(self, stream: int) -> None:
+        entry = self.streams.get(stream)
+        if entry is not None:
+            entry.figures.stopped = True
+            self.scheduler.remove(entry.lane)
+
+    def _stop_streams(self) -> None:
+        self.scheduler.stop()
+        deadline = time.monotonic() + JOIN_S
+        for entry in list(self.streams.values()):
+            if entry.reader is not None:
+                entry.reader.join(max(0.0, deadline - time.monotonic()))
+        self.scheduler.drain()  # frames decoded and never taken: nobody will convert them now
+        for entry in list(self.streams.values()):
+            self._end_if_sent(entry)
+        with self.granted:
+            self.quitting = True
+            self.granted.notify_all()
+        for feeder in self.feeders:
+            feeder.join(JOIN_S)
+
+    def _quit(self) -> None:
+        self._stop_streams()
+        with self.granted:
+            unused = [*self.unused, *self.grants]
+            self.unused, self.grants = [], collections.deque()
+        for index in unused:
+            self.send(SET.pack(b"U", index))
+        times = os.times()
+        with self.cpu_lock:
+            cpu = {**self.cpu, "total": times.user + times.system}
+        self.send(pack_json({"kind": "bye", "cpu": cpu, "failure": self.failure}))
+
+    # --- the streams' threads ---
+
+    def _read(self, entry: _Stream) -> None:
+        started = time.thread_time()
+        try:
+            read_source(self.scheduler, entry.lane, entry.source, entry.figures)
+        finally:
+            entry.read = True
+            self._end_if_sent(entry)
+            with self.cpu_lock:
+                self.cpu["sources"] += time.thread_time() - started
+
+    def _end_if_sent(self, entry: _Stream) -> None:
+        """Say the stream ended once its reader has and its lane's frames are all sent (or let go): after its last
+        frame's message, so the inference process has every frame of it when it reads the end."""
+        lane = entry.lane
+        with self.scheduler.lock:
+            if entry.told or not entry.read or (lane.frames and not lane.removed and not lane.stop.is_set()) or lane.owned:
+                return
+            entry.told = True
+        figures = entry.figures
+        state = "error" if figures.error else "done" if figures.done else "stopped"
+        try:
+            self.send(pack_json({"kind": "ended", "stream": lane.stream, "state": state, "error": figures.error,
+                                 "dropped": figures.dropped, "reconnects": figures.reconnects,
+                                 "copied": figures.copied}))  # fmt: skip
+        except OSError:
+            pass  # the inference process is gone
+
+    def _take_grant(self) -> int | None:
+        with self.granted:
+            while not self.grants and not self.quitting:
+                self.granted.wait()
+            return self.grants.popleft() if self.grants else None
+
+    def _feed(self) -> None:
+        started = time.thread_time()
+        clock = time.perf_counter_ns
+        try:
+            while True:
+                index = self._take_grant()
+                if index is None:
+                    return
+                picked = self.scheduler.next()
+                if picked is None:
+                    with self.granted:
+                        self.unused.append(index)
+                    return
+                lane, frame = picked
+                entry = self.streams[lane.stream]
+                try:
+                    began = clock()
+                    try:
+                        convert_frame(entry.converters, self._converter, frame, self.views[index], self.buffers[index])
+                    except Error as exc:  # a frame the engine refuses: this stream's error
+                        frame.release()
+                        with self.granted:
+                            self.grants.appendleft(index)
+                        entry.figures.error = str(exc)
+                        self.scheduler.fail(lane)
+                        continue
+                    prepared = clock() - began
+                    figures = entry.figures
+                    dropped, figures.reported = figures.dropped - figures.reported, figures.dropped
+                    pts = math.nan if frame.pts is None else float(frame.pts)
+                    message = FRAME.pack(b"F", lane.stream, index, frame.index, pts, frame.decoded_ns, prepared,
+                                         frame.width, frame.height, FORMATS.index(frame.format), dropped)  # fmt: skip
+                    frame.release()  # the decoder's buffer goes back: the input holds the frame now
+                    self.send(message)
+                finally:
+                    self.scheduler.let_go(lane)
+                if entry.read:
+                    self._end_if_sent(entry)
+        except BaseException as exc:  # a defect: said in the bye (and on stderr), the streams stop
+            self.failure = f"{type(exc).__name__}: {exc}"
+            print(f"npu-zc decode worker: {self.failure}", file=sys.stderr, flush=True)
+            self.scheduler.stop()
+        finally:
+            with self.cpu_lock:
+                self.cpu["feeders"] += time.thread_time() - started
+
+    def _converter(self, frame: Any) -> layout.Converter:
+        return converter_for(self.spec, frame)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the inference process stops this one (see the module's text)
+    parser = argparse.ArgumentParser(prog="python -m npu_zc.pipeline.decode_worker", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fd", type=int, required=True, help="this process's end of the SOCK_SEQPACKET pair")
+    args = parser.parse_args(argv)
+    with socket.socket(fileno=args.fd) as sock:
+        try:
+            setup = unpack_json(sock.recv(MAX_PACKET))
+            worker = Worker(sock, setup)
+        except BaseException as exc:
+            with_text = f"{type(exc).__name__}: {exc}" if not isinstance(exc, Error) else str(exc)
+            try:
+                sock.send(pack_json({"kind": "failed", "message": with_text}))
+            except OSError:
+                pass
+            return 1
+        worker.send(pack_json({"kind": "ready"}))
+        try:
+            worker.serve()
+        except OSError:  # the inference process went away mid-message
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # At once: a reader still in a network read (a daemon thread inside FFmpeg) must not meet the interpreter's
+    # finalisation; the kernel closes the fds and unmaps the buffers.
+    os._exit(code)

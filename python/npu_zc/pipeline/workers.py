@@ -1,0 +1,320 @@
+"""Decoding worker processes for :class:`npu_zc.Streams`: past the one interpreter lock, no frame copied.
+
+One interpreter runs one thread of Python at a time, and a stream's frame
+crosses it several times (PyAV's decode call, the hand-over to a lane, the
+conversion, the submission, the delivery). With many streams on many cores,
+that lock is the cap, not the cores. Here each worker process
+(:mod:`.decode_worker`) decodes its share of the video streams and converts
+each frame, in place from the decoder's planes, straight into a set of input
+buffers of this process's :class:`~npu_zc.runtime.AsyncQueue`: the sets'
+buffers (sealed memfds or DMA-BUFs) are shared once, as inherited fds, when the
+worker starts, and each frame is then a message of a few dozen bytes naming
+the set. This process submits the set's request (bound once, as ever) and
+delivers the result; a set is granted to a worker again once free, a few per
+worker at a time (:data:`CREDITS` beyond its feeding threads).
+
+What a caller sees does not change: each stream's results in its frame order
+(one worker reads a stream, its messages come in order, they are submitted in
+that order with the stream as the queue's key), drops counted (a worker's live
+lane keeps the newest frame, as here), an error per stream, results in frame
+pixels. A worker that dies is an error of each of its streams; the others go
+on. Stopping tells every worker to stop, takes the frames they have converted,
+and waits for each to say bye (then reaps it; one that does not answer is
+killed).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Callable
+
+from .._timeouts import SLICE_S
+from ..errors import Error
+from .decode_worker import FORMATS, FRAME, JOIN_S, MAX_PACKET, SET, pack_json, unpack_json
+
+CREDITS = 1
+"""Sets of buffers a worker holds beyond one per feeding thread: one ready while the others are written."""
+
+WORKER_FEEDERS = 2
+"""Feeding threads in each worker (a conversion releases the GIL: two overlap one's Python with the other's pass)."""
+
+START_S = 60.0
+"""How long a worker may take to start (import numpy and PyAV, map the buffers) and say ready."""
+
+
+def default_workers(streams: int, cores: int) -> int:
+    """Worker processes for ``streams`` video streams on ``cores`` cores: one per four cores, at most one per stream;
+    none below eight cores (there one process's lock is not the cap, and each worker costs a process's memory)."""
+    if cores < 8 or streams < 2:
+        return 0
+    return max(1, min(streams, cores // 4))
+
+
+class WorkerError(Error, RuntimeError):
+    """A decoding worker process could not start (it said why, or it did not say ready in time)."""
+
+
+class _Process:
+    """One worker: its process, its end of the socket, the sets granted to it, its streams."""
+
+    def __init__(self, number: int, process: subprocess.Popen[bytes], sock: socket.socket, errors: Any) -> None:
+        self.number = number
+        self.process = process
+        self.sock = sock
+        self.errors = errors
+        self.send_lock = threading.Lock()
+        self.granted: dict[int, Any] = {}
+        """Sets this worker holds (by index): written by it, named back in a frame or given back."""
+        self.lanes: dict[int, Any] = {}
+        """Its streams' lanes (this process's), by stream id."""
+        self.alive = True
+        self.quitting = False
+        self.receiver: threading.Thread | None = None
+
+    def send(self, data: bytes) -> None:
+        with self.send_lock:
+            self.sock.send(data)
+
+    def how_it_ended(self) -> str:
+        """What became of the process (it closed the socket without a bye)."""
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            return "stopped answering (killed)"
+        if code < 0:
+            return f"was killed by {signal.Signals(-code).name}"
+        last = _last_line(self.errors)
+        return f"exited with status {code}" + (f" ({last})" if last else "")
+
+
+class DecodeWorkers:
+    """``count`` worker processes, decoding and converting into ``queue``'s input buffers for ``spec``.
+
+    ``submit(lane, set, index, pts, decoded_ns, prepared_ns, frame_size, format, dropped)`` is called (on this
+    worker's receiving thread, in each stream's order) for every converted frame of a lane that is still
+    taking frames, and must submit or discard the set; ``ended(lane, message)`` when a stream's reader ended
+    there (``message``: state, error, dropped, reconnects, copied), or when its worker died (state "error").
+    """
+
+    def __init__(self, count: int, spec: Any, queue: Any, *, submit: Callable[..., None],
+                 ended: Callable[[Any, dict[str, Any]], None]) -> None:  # fmt: skip
+        self.count = count
+        self.spec = spec
+        self.queue = queue
+        self._submit = submit
+        self._ended = ended
+        self.processes: list[_Process] = []
+        self.cpu = {"sources": 0.0, "feeders": 0.0, "total": 0.0}
+        """CPU seconds of every worker that said bye, by role of thread ("total": the whole processes)."""
+        self._lock = threading.Lock()
+        self._stopping = False
+
+    def start(self) -> None:
+        """Start the workers and wait for each to be ready; then grant each its sets. Raises :class:`WorkerError`."""
+        queue = self.queue
+        buffers = {k: inputs[0] for k, inputs in enumerate(queue.input_buffers)}
+        spec = self.spec
+        view = queue.input_arrays[0][0]
+        setup = {"kind": "setup", "spec": spec.to_dict(), "shape": list(view.shape), "dtype": view.dtype.str,
+                 "buffers": {str(k): b.fd for k, b in buffers.items()}, "feeders": WORKER_FEEDERS}  # fmt: skip
+        try:
+            for number in range(self.count):
+                ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                errors = tempfile.TemporaryFile()
+                try:
+                    process = subprocess.Popen(
+                        [sys.executable, "-m", "npu_zc.pipeline.decode_worker", "--fd", str(theirs.fileno())],
+                        pass_fds=[theirs.fileno(), *(b.fd for b in buffers.values())],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
+                        env=_child_environment(),
+                    )  # fmt: skip
+                finally:
+                    theirs.close()
+                self.processes.append(_Process(number, process, ours, errors))
+                ours.send(pack_json(setup))
+            deadline = time.monotonic() + START_S
+            for worker in self.processes:
+                worker.sock.settimeout(max(0.1, deadline - time.monotonic()))
+                try:
+                    data = worker.sock.recv(MAX_PACKET)
+                except TimeoutError:
+                    raise WorkerError(f"a decoding worker (pid {worker.process.pid}) did not start within {START_S:g} s") from None
+                message = unpack_json(data) if data[:1] == b"J" else {"kind": "failed", "message": "it closed the connection"}
+                if message["kind"] != "ready":
+                    raise WorkerError(f"a decoding worker (pid {worker.process.pid}) could not start: "
+                                      f"{message.get('message') or worker.how_it_ended()}")  # fmt: skip
+                worker.sock.settimeout(None)
+            for worker in self.processes:
+                for _ in range(WORKER_FEEDERS + CREDITS):
+                    self._grant(worker)
+                worker.receiver = threading.Thread(target=self._receive, args=(worker,),
+                                                   name=f"npu_zc-recv{worker.number}", daemon=True)  # fmt: skip
+                worker.receiver.start()
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def sets_for(count: int) -> int:
+        """Sets of buffers ``count`` workers hold at most (a queue needs that many beyond its own)."""
+        return count * (WORKER_FEEDERS + CREDITS)
+
+    def alive(self) -> bool:
+        return any(worker.alive and not worker.quitting for worker in self.processes)
+
+    def add(self, lane: Any, source: Any) -> bool:
+        """Give a stream to the worker with the fewest streams; False when none is running (read it here)."""
+        with self._lock:
+            running = [w for w in self.processes if w.alive and not w.quitting]
+            if not running or self._stopping:
+                return False
+            worker = min(running, key=lambda w: (sum(not lane.ended for lane in w.lanes.values()), w.number))
+            worker.lanes[lane.stream] = lane
+        lane.worker = worker
+        try:
+            worker.send(pack_json({"kind": "add", "stream": lane.stream, "source": source.spec()}))
+        except OSError:
+            pass  # it died: its receiver ends the stream with that error
+        return True
+
+    def remove(self, lane: Any) -> None:
+        worker = getattr(lane, "worker", None)
+        if worker is not None and worker.alive:
+            try:
+                worker.send(SET.pack(b"X", lane.stream))
+            except OSError:
+                pass
+
+    def finish(self) -> None:
+        """Stop every worker: the frames they converted are taken (submitted as usual), each says bye and is reaped."""
+        with self._lock:
+            self._stopping = True
+        for worker in self.processes:
+            worker.quitting = True
+            if worker.alive:
+                try:
+                    worker.send(b"Q")
+                except OSError:
+                    pass
+        deadline = time.monotonic() + JOIN_S + 5
+        for worker in self.processes:
+            if worker.receiver is not None:
+                worker.receiver.join(max(0.1, deadline - time.monotonic()))
+        self.close()
+
+    def close(self) -> None:
+        """Kill what still runs, reap every worker, close the sockets (idempotent)."""
+        for worker in self.processes:
+            if worker.process.poll() is None:
+                try:
+                    worker.process.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    worker.process.kill()
+                    worker.process.wait()
+            worker.sock.close()
+            worker.errors.close()
+
+    # --- per worker, on its receiving thread ---
+
+    def _grant(self, worker: _Process) -> bool:
+        """A free set to ``worker`` (waits for one); False when the run is ending or the worker gone."""
+        queue = self.queue
+        while not worker.quitting:
+            try:
+                frame = queue.acquire(timeout=SLICE_S)
+            except Error:  # none free within the slice (or the queue failed: the run is ending)
+                if queue.closed:
+                    return False
+                continue
+            worker.granted[frame.index] = frame
+            try:
+                worker.send(SET.pack(b"G", frame.index))
+            except OSError:
+                return False  # gone: its receiver gives every granted set back
+            return True
+        return False
+
+    def _receive(self, worker: _Process) -> None:
+        bye = False
+        try:
+            bye = self._follow(worker)
+        except (OSError, ValueError, Error) as exc:  # a broken message: the worker is not trusted further
+            worker.errors.write(f"\n{exc}\n".encode())
+        finally:
+            worker.alive = False
+            how = None if bye else worker.how_it_ended()  # killed there if it still runs: it is not trusted further
+            for frame in worker.granted.values():  # nobody writes them now: the process is gone
+                self.queue.discard(frame)
+            worker.granted.clear()
+            for lane in list(worker.lanes.values()):
+                if not lane.ended:
+                    self._ended(lane, {"state": "error" if how else "stopped",
+                                       "error": f"its decoding worker (pid {worker.process.pid}) {how}" if how else None})  # fmt: skip
+
+    def _follow(self, worker: _Process) -> bool:
+        """The worker's messages until its bye (True) or its end of the socket closing (False)."""
+        sock = worker.sock
+        unpack, frame_size = FRAME.unpack, FRAME.size
+        while True:
+            data = sock.recv(MAX_PACKET)
+            if not data:
+                return False
+            kind = data[:1]
+            if kind == b"F" and len(data) == frame_size:
+                _, stream, index, number, pts, decoded_ns, prepared_ns, width, height, fmt, dropped = unpack(data)
+                frame = worker.granted.pop(index, None)
+                lane = worker.lanes.get(stream)
+                if frame is None or lane is None or fmt >= len(FORMATS):
+                    raise Error(f"decoding worker {worker.number} named set {index} of stream {stream}, not its own")
+                self._submit(lane, frame, number, None if math.isnan(pts) else pts, decoded_ns, prepared_ns,
+                             (width, height), FORMATS[fmt], dropped)  # fmt: skip
+                self._grant(worker)
+            elif kind == b"U":
+                frame = worker.granted.pop(SET.unpack(data)[1], None)
+                if frame is not None:
+                    self.queue.discard(frame)
+            elif kind == b"J":
+                message = unpack_json(data)
+                if message["kind"] == "ended":
+                    lane = worker.lanes.get(int(message["stream"]))
+                    if lane is not None:
+                        self._ended(lane, message)
+                elif message["kind"] == "bye":
+                    cpu = message.get("cpu") or {}
+                    with self._lock:
+                        for role in self.cpu:
+                            self.cpu[role] += float(cpu.get(role, 0.0))
+                    if message.get("failure"):
+                        for lane in worker.lanes.values():
+                            if not lane.ended:
+                                self._ended(lane, {"state": "error", "error": f"its decoding worker failed: {message['failure']}"})
+                    return True
+            else:
+                raise Error(f"decoding worker {worker.number} sent a message of kind {kind!r}")
+
+
+def _child_environment() -> dict[str, str]:
+    """This process's environment, with the package it runs from first on the path (a checkout, a test's)."""
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join([here, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    return env
+
+
+def _last_line(file: Any) -> str:
+    file.seek(0)
+    lines = [line.strip() for line in file.read().decode(errors="replace").splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+__all__ = ["CREDITS", "DecodeWorkers", "WORKER_FEEDERS", "WorkerError", "default_workers"]
