@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import sys
 import tempfile
 import threading
@@ -41,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results  # noqa: E402
 from python_per_frame import thread_ns  # noqa: E402  (per-thread CPU, written once there)
 
-ROLES = (("npu_zc-src", "sources"), ("npu_zc-feed", "feeders"), ("npu_zc-streams", "feeders"), ("npu_zc-queue", "delivery"))
+ROLES = (("npu_zc-src", "sources"), ("npu_zc-feed", "feeders"), ("npu_zc-streams", "feeders"), ("npu_zc-recv", "feeders"),
+         ("npu_zc-queue", "delivery"))
 
 
 def make_clip(path: Path, width: int, height: int, frames: int) -> Path:
@@ -121,7 +123,7 @@ def role_of(name: str) -> str:
 
 
 def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: int | None,
-                deliverers: int | None = None) -> dict[str, float]:
+                deliverers: int | None = None, workers: int | None = None) -> dict[str, float]:
     """Python calls (function and C calls made from Python) per frame, by role, over ``frames`` frames of each stream."""
     import collections
 
@@ -138,7 +140,7 @@ def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: i
                 counts[role] += 1
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1, limit=frames) for i in range(streams)]
-    run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers))
+    run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers, workers))
     threading.setprofile(hook)
     sys.setprofile(hook)
     try:
@@ -151,9 +153,10 @@ def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: i
     return {role: counts[role] / n for role in ("sources", "feeders", "delivery")}
 
 
-def threads_of(feeders: int | None, deliverers: int | None) -> dict[str, int]:
-    """Streams' thread counts where set (left out otherwise: an older Streams takes no deliverers)."""
-    return {k: v for k, v in (("feeders", feeders), ("deliverers", deliverers)) if v is not None}
+def threads_of(feeders: int | None, deliverers: int | None, workers: int | None = None) -> dict[str, int]:
+    """Streams' thread and process counts where set (left out otherwise: an older Streams takes neither
+    deliverers nor workers)."""
+    return {k: v for k, v in (("feeders", feeders), ("deliverers", deliverers), ("workers", workers)) if v is not None}
 
 
 def spin(stop: threading.Event) -> None:
@@ -163,12 +166,12 @@ def spin(stop: threading.Event) -> None:
 
 
 def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders: int | None,
-        deliverers: int | None = None, contend: int = 0) -> dict[str, Any]:
+        deliverers: int | None = None, contend: int = 0, workers: int | None = None) -> dict[str, Any]:
     import npu_zc
     from npu_zc.sources import VideoSource
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1) for i in range(streams)]
-    run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers))
+    run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers, workers))
     stop = threading.Event()
     spinners = [threading.Thread(target=spin, args=(stop,), name=f"spinner{k}", daemon=True) for k in range(contend)]
     for spinner in spinners:
@@ -183,8 +186,21 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     run.close()
     assert not report.errors, report.errors
     frames = max(1, report.frames)
-    roles = {k: v / 1000 / frames for k, v in sampler.by_role().items()}
-    return {"fps": report.fps, "wall_us": 1e6 / max(report.fps, 1e-9), "cpu_us": 1e6 * report.cpu_seconds / frames, **roles}
+    ns = sampler.by_role()
+    # The decoding workers' threads (other processes), by role: their reader threads decode, their feeding threads
+    # convert; the rest of them (FFmpeg's, the control thread) is "other".
+    elsewhere = getattr(run, "worker_cpu", None) or {}
+    if elsewhere:
+        ns["sources"] += int(1e9 * elsewhere["sources"])
+        ns["feeders"] += int(1e9 * elsewhere["feeders"])
+        rest = elsewhere["total"] - elsewhere["sources"] - elsewhere["feeders"] - elsewhere.get("start", 0.0)
+        ns["other"] += int(1e9 * max(0.0, rest))
+    roles = {k: v / 1000 / frames for k, v in ns.items()}
+    # A worker's start (its imports, once a run) is left out of the per-frame figures: said beside them.
+    started = elsewhere.get("start", 0.0) if elsewhere else 0.0
+    return {"fps": report.fps, "wall_us": 1e6 / max(report.fps, 1e-9),
+            "cpu_us": 1e6 * (report.cpu_seconds - started) / frames, "start_s": started,
+            "workers": getattr(run, "workers", 0), **roles}  # fmt: skip
 
 
 def main() -> int:
@@ -201,6 +217,10 @@ def main() -> int:
     parser.add_argument("--contend", type=int, default=0, metavar="N",
                         help="N more Python threads spinning through the timed runs: each GIL hand-over of a frame then "
                         "costs up to a switch interval, as among many busy Python threads (default 0)")
+    parser.add_argument("--workers", type=int, nargs="+", default=None,
+                        help="decoding worker processes to compare (default: Streams' own choice only; 0: none)")
+    parser.add_argument("--decode-rate", action="store_true",
+                        help="measure the all-core decode rate of the clip first (one single-threaded decoder per core)")
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
@@ -216,22 +236,34 @@ def main() -> int:
                                    options=CompileOptions(inference_precision="f32"))  # fmt: skip
     else:
         pipeline = npu_zc.Pipeline(args.model, "CPU", hint="throughput")
+    decode = 0.0
+    if args.decode_rate:
+        from bench_streams import decode_rate
+
+        cores = len(os.sched_getaffinity(0))
+        decode = decode_rate(clip, cores)
+        print(f"decode   {decode:.0f} FPS: one single-threaded PyAV decoder per core, {cores} cores", flush=True)
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
     seconds = args.seconds or None
     rows, calls = [], []
-    for feeders, deliverers in itertools.product(args.feeders or [None], args.deliverers or [None]):
+    for feeders, deliverers, workers in itertools.product(args.feeders or [None], args.deliverers or [None],
+                                                          args.workers or [None]):  # fmt: skip
         for n in args.streams:
-            r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend)
+            r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers)
             label = "default" if feeders is None else str(feeders)
             dlabel = "default" if deliverers is None else str(deliverers)
-            rows.append([n, label, dlabel, round(r["fps"]), round(r["wall_us"]), round(r["cpu_us"]),
-                         round(r["sources"]), round(r["feeders"]), round(r["delivery"]), round(r["other"])])  # fmt: skip
-            print(f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}: {r['fps']:6.0f} FPS, wall {r['wall_us']:5.0f} us/frame, "
-                  f"CPU {r['cpu_us']:5.0f} us/frame (sources {r['sources']:.0f}, feeders {r['feeders']:.0f}, "
-                  f"delivery {r['delivery']:.0f}, other {r['other']:.0f})", flush=True)  # fmt: skip
-            c = count_calls(pipeline, clip, n, 50, feeders, deliverers)
-            calls.append([n, label, dlabel, round(c["sources"], 1), round(c["feeders"], 1), round(c["delivery"], 1),
-                          round(sum(c.values()), 1)])  # fmt: skip
+            outside = r["cpu_us"] - r["sources"]
+            rows.append([n, label, dlabel, r["workers"], round(r["fps"]), round(r["fps"] / decode, 3) if decode else None,
+                         round(r["wall_us"]), round(r["cpu_us"]), round(r["sources"]), round(r["feeders"]),
+                         round(r["delivery"]), round(r["other"]), round(outside)])  # fmt: skip
+            print(f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}, workers {r['workers']}: {r['fps']:6.0f} FPS"
+                  + (f" ({r['fps'] / decode:.0%} of decode)" if decode else "")
+                  + f", wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame (sources {r['sources']:.0f}, "
+                  f"feeders {r['feeders']:.0f}, delivery {r['delivery']:.0f}, other {r['other']:.0f}; outside decoding "
+                  f"{outside:.0f}; workers' start {r['start_s']:.2f} s CPU)", flush=True)  # fmt: skip
+            c = count_calls(pipeline, clip, n, 50, feeders, deliverers, workers)
+            calls.append([n, label, dlabel, r["workers"], round(c["sources"], 1), round(c["feeders"], 1),
+                          round(c["delivery"], 1), round(sum(c.values()), 1)])  # fmt: skip
             print(f"    Python calls per frame: sources {c['sources']:.1f}, feeders {c['feeders']:.1f}, "
                   f"delivery {c['delivery']:.1f}", flush=True)  # fmt: skip
     pipeline.close()
@@ -239,15 +271,19 @@ def main() -> int:
         "title": f"Streams' cost per frame: {args.size} H.264 clips, unpaced, "
                  f"{args.model or 'a 64x64 mean-pool model'} on CPU"
                  + (f", {args.contend} Python threads spinning beside (CPU in all counts them)" if args.contend else ""),
-        "note": "us per frame; CPU by role of thread from /proc/self/task/*/schedstat; wall = 1e6 / FPS in all. "
-                "A single thread whose CPU per frame reaches the wall time per frame is the serial stage.",
-        "columns": ["streams", "feeders", "deliverers", "FPS", "wall us", "CPU us", "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)"],
+        "note": "us per frame; CPU of every process (the decoding workers' too), by role of thread: this process's from "
+                "/proc/self/task/*/schedstat, the workers' as each thread counted it; wall = 1e6 / FPS in all. "
+                "A single thread whose CPU per frame reaches the wall time per frame is the serial stage. "
+                + (f"Decode rate: {decode:.0f} FPS (one single-threaded PyAV decoder per core, {len(os.sched_getaffinity(0))} cores)."
+                   if decode else ""),
+        "columns": ["streams", "feeders", "deliverers", "workers", "FPS", "of decode rate", "wall us", "CPU us",
+                    "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)", "outside decoding"],
         "rows": rows,
     }, {
         "title": "Python calls per frame (run with the GIL held), by role of thread",
-        "note": "function calls and C calls made from Python, counted by a profile hook on every thread over 50 frames "
-                "of each stream: independent of the machine's load.",
-        "columns": ["streams", "feeders", "deliverers", "sources' threads", "feeding", "delivery", "in all"],
+        "note": "function calls and C calls made from Python, counted by a profile hook on every thread of this process "
+                "(not the decoding workers') over 50 frames of each stream: independent of the machine's load.",
+        "columns": ["streams", "feeders", "deliverers", "workers", "sources' threads", "feeding", "delivery", "in all"],
         "rows": calls,
     }]  # fmt: skip
     path = results.save("bench_streams_overhead", tables, title="Streams' cost per frame", path=args.json)

@@ -21,7 +21,7 @@ Messages, one per packet (``SOCK_SEQPACKET`` keeps them whole and in order)::
                           F stream set index pts decoded_ns prepared_ns width height format dropped
                           J {"kind": "ended", stream, state, error, dropped, reconnects, copied}
                           U set                       a granted set given back unwritten
-                          J {"kind": "bye", cpu: {sources, feeders, total}}
+                          J {"kind": "bye", cpu: {sources, feeders, start, total}, failure}
 
 Ctrl-C reaches this process too (the terminal signals the whole group): it is
 ignored here, as the inference process stops its workers itself. When the
@@ -124,6 +124,8 @@ class Worker:
         self.cpu = {"sources": 0.0, "feeders": 0.0}
         self.cpu_lock = threading.Lock()
         self.failure: str | None = None
+        self.started_cpu = 0.0
+        """CPU seconds this process took to be ready (imports, mapping the buffers)."""
         self.feeders = [threading.Thread(target=self._feed, name=f"npu_zc-feed{k}", daemon=True)
                         for k in range(max(1, int(setup.get("feeders", 1))))]  # fmt: skip
 
@@ -210,7 +212,7 @@ class Worker:
             self.send(SET.pack(b"U", index))
         times = os.times()
         with self.cpu_lock:
-            cpu = {**self.cpu, "total": times.user + times.system}
+            cpu = {**self.cpu, "start": self.started_cpu, "total": times.user + times.system}
         self.send(pack_json({"kind": "bye", "cpu": cpu, "failure": self.failure}))
 
     # --- the streams' threads ---
@@ -314,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             except OSError:
                 pass
             return 1
+        times = os.times()
+        worker.started_cpu = times.user + times.system
         worker.send(pack_json({"kind": "ready"}))
         try:
             worker.serve()

@@ -36,7 +36,6 @@ import threading
 import time
 from typing import Any, Callable
 
-from .._timeouts import SLICE_S
 from ..errors import Error
 from .decode_worker import FORMATS, FRAME, JOIN_S, MAX_PACKET, SET, pack_json, unpack_json
 
@@ -114,8 +113,9 @@ class DecodeWorkers:
         self._submit = submit
         self._ended = ended
         self.processes: list[_Process] = []
-        self.cpu = {"sources": 0.0, "feeders": 0.0, "total": 0.0}
-        """CPU seconds of every worker that said bye, by role of thread ("total": the whole processes)."""
+        self.cpu = {"sources": 0.0, "feeders": 0.0, "start": 0.0, "total": 0.0}
+        """CPU seconds of every worker that said bye, by role of thread; "start": until it was ready (importing
+        numpy and PyAV, mapping the buffers: once per run); "total": the whole processes."""
         self._lock = threading.Lock()
         self._stopping = False
 
@@ -227,22 +227,23 @@ class DecodeWorkers:
     # --- per worker, on its receiving thread ---
 
     def _grant(self, worker: _Process) -> bool:
-        """A free set to ``worker`` (waits for one); False when the run is ending or the worker gone."""
-        queue = self.queue
-        while not worker.quitting:
-            try:
-                frame = queue.acquire(timeout=SLICE_S)
-            except Error:  # none free within the slice (or the queue failed: the run is ending)
-                if queue.closed:
-                    return False
-                continue
-            worker.granted[frame.index] = frame
-            try:
-                worker.send(SET.pack(b"G", frame.index))
-            except OSError:
-                return False  # gone: its receiver gives every granted set back
-            return True
-        return False
+        """A free set to ``worker`` (waits for one: sets free as results are delivered); False when the run is
+        ending or the worker gone."""
+        if worker.quitting:
+            return False
+        try:
+            frame = self.queue.acquire()
+        except Error:  # the queue failed or closed: the run is ending
+            return False
+        if worker.quitting:  # told to stop meanwhile: it would only give the set back
+            self.queue.discard(frame)
+            return False
+        worker.granted[frame.index] = frame
+        try:
+            worker.send(SET.pack(b"G", frame.index))
+        except OSError:
+            return False  # gone: its receiver gives every granted set back
+        return True
 
     def _receive(self, worker: _Process) -> None:
         bye = False
