@@ -105,12 +105,14 @@ def held(stats: list[dict[str, float]]) -> bool:
 
 
 def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: bool, threads: int | None = None,
-             feeders: int | None = None, deliverers: int | None = None, requests: int | None = None) -> dict[str, Any]:
+             feeders: int | None = None, deliverers: int | None = None, requests: int | None = None,
+             workers: int | None = None) -> dict[str, Any]:
     import npu_zc
     from npu_zc.sources import VideoSource
 
     sources = [VideoSource(clip, name=f"s{i}", realtime=paced, live=paced, thread_count=threads) for i in range(streams)]
-    run = npu_zc.Streams(sources, pipeline, feeders=feeders, deliverers=deliverers, requests=requests)
+    run = npu_zc.Streams(sources, pipeline, feeders=feeders, deliverers=deliverers, requests=requests,
+                         **({} if workers is None else {"workers": workers}))
     report = run.run(duration=seconds)
     run.close()
     per = [{"dropped": s.dropped, "fps": s.fps, "p99": s.latency().p99, "frames": s.frames} for s in report.streams]
@@ -261,6 +263,7 @@ def main() -> int:
                         help="Streams' delivery threads (default: its own, one per four cores, at least two; 1: one serial stage)")
     parser.add_argument("--config", action="append", type=_property, default=[], metavar="KEY=VALUE",
                         help="an OpenVINO property of the compiled model, e.g. NUM_STREAMS=4 (repeatable; Streams and baseline)")
+    parser.add_argument("--workers", type=int, help="Streams' decoding worker processes (default: its own; 0: none)")
     parser.add_argument("--requests", type=int, help="Streams' inferences in flight (default: its own, twice the optimal number)")
     parser.add_argument("--latency-budget", type=float, default=None, metavar="MS",
                         help="the paced trials' Streams fits the CPU plugin's streams to this budget, as Streams does for "
@@ -317,17 +320,17 @@ def main() -> int:
           f"(shared cores: {shared:.1f})", flush=True)  # fmt: skip
 
     # One untimed trial each first, so that first inferences and lazy compilation fall outside the trials.
-    run_ours(live_pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders, args.deliverers, args.requests)
+    run_ours(live_pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders, args.deliverers, args.requests, args.workers)
     print(f"paced    npu_zc Streams (decoder threads: {args.decoder_threads or 'a share of the cores'}, "
           f"feeding threads: {args.feeders or 'one per two cores'}, "
           f"delivery threads: {args.deliverers or 'one per four cores, at least two'})", flush=True)  # fmt: skip
     ours_n, ours_runs = most_held(
         lambda n: run_ours(live_pipeline, clip, n, args.seconds, True, args.decoder_threads, args.feeders, args.deliverers,
-                           args.requests),
+                           args.requests, args.workers),
         args.max_streams,
     )
     if args.ours_only:
-        free = run_ours(pipeline, clip, args.unpaced, args.seconds, False, None, args.feeders, args.deliverers, args.requests)
+        free = run_ours(pipeline, clip, args.unpaced, args.seconds, False, None, args.feeders, args.deliverers, args.requests, args.workers)
         print(f"npu_zc Streams held {ours_n} streams (bound {bound:.1f}, shared-core bound {shared:.1f}); "
               f"unpaced {args.unpaced} files: {free['fps']:.0f} FPS, {free['cpu_ms_per_frame']:.1f} ms CPU a frame")
         return 0
@@ -336,7 +339,7 @@ def main() -> int:
     print("paced    baseline (thread per stream, cv2.VideoCapture, AsyncInferQueue)", flush=True)
     base_n, base_runs = most_held(lambda n: baseline.run(clip, n, args.seconds, True), args.max_streams)
     print(f"unpaced  {args.unpaced} files", flush=True)
-    ours_free = run_ours(pipeline, clip, args.unpaced, args.seconds, False, None, args.feeders, args.deliverers, args.requests)
+    ours_free = run_ours(pipeline, clip, args.unpaced, args.seconds, False, None, args.feeders, args.deliverers, args.requests, args.workers)
     base_free = baseline.run(clip, args.unpaced, args.seconds, False)
     pipeline.close()
     if live_pipeline is not pipeline:
