@@ -13,7 +13,7 @@ model input.
 Messages, one per packet (``SOCK_SEQPACKET`` keeps them whole and in order)::
 
     inference -> worker   J {"kind": "setup", spec, shape, dtype, buffers: {set: fd}, feeders}
-                          G set                       a set of buffers granted: write a frame into it
+                          G set...                    sets of buffers granted: write a frame into each
                           J {"kind": "add", stream, source}      a stream to read (VideoSource's arguments)
                           X stream                    stop reading a stream
                           Q                           stop: every stream, then give unused sets back and say bye
@@ -149,7 +149,7 @@ class Worker:
                 return
             kind = data[:1]
             if kind == b"G":
-                self._grant(SET.unpack(data)[1])
+                self._grant([index for (index,) in struct.iter_unpack("<I", data[1:])])
             elif kind == b"J":
                 message = unpack_json(data)
                 if message["kind"] == "add":
@@ -160,12 +160,13 @@ class Worker:
                 self._quit()
                 return
 
-    def _grant(self, index: int) -> None:
-        if index not in self.views:
-            raise Error(f"the inference process granted set {index}, which it never shared")
+    def _grant(self, indices: list[int]) -> None:
+        for index in indices:
+            if index not in self.views:
+                raise Error(f"the inference process granted set {index}, which it never shared")
         with self.granted:
-            self.grants.append(index)
-            self.granted.notify()
+            self.grants.extend(indices)
+            self.granted.notify(len(indices))
 
     def _add(self, stream: int, arguments: dict[str, Any]) -> None:
         from ..sources.video import VideoSource

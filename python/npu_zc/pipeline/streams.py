@@ -389,6 +389,8 @@ class Streams:
         self.worker_cpu: dict[str, float] = {}
         """After a run with workers: their CPU seconds, by role of thread ("sources", "feeders") and in all ("total")."""
         self._workers: DecodeWorkers | None = None
+        if feeders is None and self.workers and not self.persistent and all(map(_decodes_elsewhere, self.lanes)):
+            self.feeders = 1  # every frame comes converted from a worker: here one thread only waits for the end
         self.timings = Timings(STREAMS_STAGES)
 
     def _new_id(self) -> int:

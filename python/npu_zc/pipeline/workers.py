@@ -25,10 +25,11 @@ killed).
 
 from __future__ import annotations
 
-import math
 import os
+import selectors
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -76,7 +77,8 @@ class _Process:
         """Its streams' lanes (this process's), by stream id."""
         self.alive = True
         self.quitting = False
-        self.receiver: threading.Thread | None = None
+        self.failure: str | None = None
+        """What went wrong in it, as its bye said (a defect there: its streams end with it)."""
 
     def send(self, data: bytes) -> None:
         with self.send_lock:
@@ -118,6 +120,7 @@ class DecodeWorkers:
         numpy and PyAV, mapping the buffers: once per run); "total": the whole processes."""
         self._lock = threading.Lock()
         self._stopping = False
+        self._receiver: threading.Thread | None = None
 
     def start(self) -> None:
         """Start the workers and wait for each to be ready; then grant each its sets. Raises :class:`WorkerError`."""
@@ -155,11 +158,9 @@ class DecodeWorkers:
                                       f"{message.get('message') or worker.how_it_ended()}")  # fmt: skip
                 worker.sock.settimeout(None)
             for worker in self.processes:
-                for _ in range(WORKER_FEEDERS + CREDITS):
-                    self._grant(worker)
-                worker.receiver = threading.Thread(target=self._receive, args=(worker,),
-                                                   name=f"npu_zc-recv{worker.number}", daemon=True)  # fmt: skip
-                worker.receiver.start()
+                self._grant(worker, WORKER_FEEDERS + CREDITS)
+            self._receiver = threading.Thread(target=self._receive, name="npu_zc-recv", daemon=True)
+            self._receiver.start()
         except BaseException:
             self.close()
             raise
@@ -206,10 +207,8 @@ class DecodeWorkers:
                     worker.send(b"Q")
                 except OSError:
                     pass
-        deadline = time.monotonic() + JOIN_S + 5
-        for worker in self.processes:
-            if worker.receiver is not None:
-                worker.receiver.join(max(0.1, deadline - time.monotonic()))
+        if self._receiver is not None:
+            self._receiver.join(JOIN_S + 5)  # each bye comes once its readers stopped (a network read: its timeout)
         self.close()
 
     def close(self) -> None:
@@ -224,70 +223,65 @@ class DecodeWorkers:
             worker.sock.close()
             worker.errors.close()
 
-    # --- per worker, on its receiving thread ---
+    # --- the receiving thread (one for every worker) ---
 
-    def _grant(self, worker: _Process) -> bool:
-        """A free set to ``worker`` (waits for one: sets free as results are delivered); False when the run is
-        ending or the worker gone."""
-        if worker.quitting:
-            return False
+    def _receive(self) -> None:
+        """Every worker's messages, on one thread: each ready socket drained, then the sets its frames used granted
+        again, in one message (one thread and few wake-ups: this process's lock is what the workers relieve)."""
+        selector = selectors.DefaultSelector()
+        for worker in self.processes:
+            worker.sock.setblocking(False)
+            selector.register(worker.sock, selectors.EVENT_READ, worker)
+        running = len(self.processes)
         try:
-            frame = self.queue.acquire()
-        except Error:  # the queue failed or closed: the run is ending
-            return False
-        if worker.quitting:  # told to stop meanwhile: it would only give the set back
-            self.queue.discard(frame)
-            return False
-        worker.granted[frame.index] = frame
-        try:
-            worker.send(SET.pack(b"G", frame.index))
-        except OSError:
-            return False  # gone: its receiver gives every granted set back
-        return True
-
-    def _receive(self, worker: _Process) -> None:
-        bye = False
-        try:
-            bye = self._follow(worker)
-        except (OSError, ValueError, Error) as exc:  # a broken message: the worker is not trusted further
-            worker.errors.write(f"\n{exc}\n".encode())
+            while running:
+                for key, _ in selector.select():
+                    worker = key.data
+                    try:
+                        owed, over = self._drain(worker)
+                    except (OSError, ValueError, Error) as exc:  # a broken message: the worker is not trusted further
+                        worker.errors.write(f"\n{exc}\n".encode())
+                        owed, over = 0, False
+                    if over is None:
+                        self._grant(worker, owed)
+                    else:
+                        selector.unregister(worker.sock)
+                        running -= 1
+                        self._gone(worker, bye=over)
         finally:
-            worker.alive = False
-            how = None if bye else worker.how_it_ended()  # killed there if it still runs: it is not trusted further
-            for frame in worker.granted.values():  # nobody writes them now: the process is gone
-                self.queue.discard(frame)
-            worker.granted.clear()
-            for lane in list(worker.lanes.values()):
-                if not lane.ended:
-                    self._ended(lane, {"state": "error" if how else "stopped",
-                                       "error": f"its decoding worker (pid {worker.process.pid}) {how}" if how else None})  # fmt: skip
+            selector.close()
 
-    def _follow(self, worker: _Process) -> bool:
-        """The worker's messages until its bye (True) or its end of the socket closing (False)."""
-        sock = worker.sock
-        unpack, frame_size = FRAME.unpack, FRAME.size
+    def _drain(self, worker: _Process) -> tuple[int, bool | None]:
+        """The worker's messages waiting now: (the sets its frames used, None while it runs | True after its bye |
+        False when its end closed)."""
+        sock, granted, lanes = worker.sock, worker.granted, worker.lanes
+        unpack, frame_size, submit = FRAME.unpack, FRAME.size, self._submit
+        used = 0
         while True:
-            data = sock.recv(MAX_PACKET)
+            try:
+                data = sock.recv(MAX_PACKET)
+            except BlockingIOError:
+                return used, None
             if not data:
-                return False
+                return used, False
             kind = data[:1]
             if kind == b"F" and len(data) == frame_size:
                 _, stream, index, number, pts, decoded_ns, prepared_ns, width, height, fmt, dropped = unpack(data)
-                frame = worker.granted.pop(index, None)
-                lane = worker.lanes.get(stream)
+                frame = granted.pop(index, None)
+                lane = lanes.get(stream)
                 if frame is None or lane is None or fmt >= len(FORMATS):
                     raise Error(f"decoding worker {worker.number} named set {index} of stream {stream}, not its own")
-                self._submit(lane, frame, number, None if math.isnan(pts) else pts, decoded_ns, prepared_ns,
-                             (width, height), FORMATS[fmt], dropped)  # fmt: skip
-                self._grant(worker)
+                submit(lane, frame, number, None if pts != pts else pts, decoded_ns, prepared_ns, (width, height),
+                       FORMATS[fmt], dropped)  # fmt: skip
+                used += 1
             elif kind == b"U":
-                frame = worker.granted.pop(SET.unpack(data)[1], None)
+                frame = granted.pop(SET.unpack(data)[1], None)
                 if frame is not None:
                     self.queue.discard(frame)
             elif kind == b"J":
                 message = unpack_json(data)
                 if message["kind"] == "ended":
-                    lane = worker.lanes.get(int(message["stream"]))
+                    lane = lanes.get(int(message["stream"]))
                     if lane is not None:
                         self._ended(lane, message)
                 elif message["kind"] == "bye":
@@ -296,12 +290,46 @@ class DecodeWorkers:
                         for role in self.cpu:
                             self.cpu[role] += float(cpu.get(role, 0.0))
                     if message.get("failure"):
-                        for lane in worker.lanes.values():
-                            if not lane.ended:
-                                self._ended(lane, {"state": "error", "error": f"its decoding worker failed: {message['failure']}"})
-                    return True
+                        worker.failure = str(message["failure"])
+                    return used, True
             else:
                 raise Error(f"decoding worker {worker.number} sent a message of kind {kind!r}")
+
+    def _grant(self, worker: _Process, count: int) -> None:
+        """``count`` free sets to ``worker``, in one message (waits for them: sets free as results are delivered);
+        none once it is told to stop."""
+        indices = []
+        for _ in range(count):
+            if worker.quitting:
+                break
+            try:
+                frame = self.queue.acquire()
+            except Error:  # the queue failed or closed: the run is ending
+                break
+            if worker.quitting:  # told to stop meanwhile: it would only give the set back
+                self.queue.discard(frame)
+                break
+            worker.granted[frame.index] = frame
+            indices.append(frame.index)
+        if indices:
+            try:
+                worker.send(b"G" + struct.pack(f"<{len(indices)}I", *indices))
+            except OSError:
+                pass  # gone: its end of the socket closes, and every set granted to it comes back then
+
+    def _gone(self, worker: _Process, *, bye: bool) -> None:
+        """The worker said bye (or its end closed): the sets it held come back, its streams still running end."""
+        worker.alive = False
+        how = None if bye else worker.how_it_ended()  # killed there if it still runs: it is not trusted further
+        for frame in worker.granted.values():  # nobody writes them now: it said bye, or it is gone
+            self.queue.discard(frame)
+        worker.granted.clear()
+        error = f"its decoding worker (pid {worker.process.pid}) {how}" if how else None
+        if worker.failure:
+            error = f"its decoding worker failed: {worker.failure}"
+        for lane in list(worker.lanes.values()):
+            if not lane.ended:
+                self._ended(lane, {"state": "error" if error else "stopped", "error": error})
 
 
 def _child_environment() -> dict[str, str]:
