@@ -217,7 +217,8 @@ def _many(args: argparse.Namespace) -> bool:
     return (
         len(args.input) + len(args.camera) > 1
         or any(is_network(i) for i in args.input)
-        or bool(args.realtime or args.save or args.jsonl or args.duration or args.hwaccel or args.feeders or args.deliverers)
+        or bool(args.realtime or args.save or args.jsonl or args.duration or args.hwaccel or args.feeders or args.deliverers
+             or args.workers is not None)
     )
 
 
@@ -258,7 +259,7 @@ def _streams(args: argparse.Namespace) -> int:
     tracker = Tracker if pipeline.kind == "yolo" and not args.no_track else None
     streams = Streams(sources, pipeline, requests=args.depth, realtime=args.realtime, source_options=options,
                       keep_frames=videos is not None, feeders=args.feeders, deliverers=args.deliverers,
-                      tracker=tracker)  # fmt: skip
+                      workers=args.workers, tracker=tracker)  # fmt: skip
     try:
         result = streams.run(outputs, duration=args.duration, tick=live)  # type: ignore[arg-type]
     except KeyboardInterrupt:

@@ -59,6 +59,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    """A whole number from 0 (``--workers 0``: none)."""
+    if text.strip() in ("0", "0.0"):
+        return 0
+    return _positive(text)
+
+
 def _values(text: str) -> tuple[float, ...]:
     try:
         values = tuple(float(v) for v in text.replace(",", " ").split())
@@ -242,6 +249,10 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--deliverers", type=_positive, metavar="N",
                       help="threads reading results and writing the outputs side by side, each stream's in order "
                       "(default: one per four cores, at least two)")
+    many.add_argument("--workers", type=_count, metavar="N",
+                      help="processes decoding the video files and network streams (each frame converted there into "
+                      "the model's input, shared, no copy; 0: decode in this process; default: one per four cores "
+                      "from eight cores up, else 0)")
     many.add_argument("--latency-budget", type=float, default=100.0, metavar="MS",
                       help="with a live source (camera, URL, --realtime): frame to result; the CPU plugin's streams "
                       "are fitted to it, fewer with more threads each (default 100; 0: the throughput hint's own)")
