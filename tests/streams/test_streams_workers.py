@@ -266,8 +266,6 @@ class AddsWhenRead(Frames):
         yield from super().frames(stop)
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a stream added while the workers start is read twice, here and in a "
-                   "worker (Streams.add reads it here as _workers is None; _start_workers then gives it to a worker)")
 def test_a_stream_added_while_the_workers_start_is_read_once(long_clip: Path, picture_pipeline: Any) -> None:
     """A clip added during the run before its workers are ready (from a source's reader, which starts first) is read
     once, wherever: every frame once, in order, done."""

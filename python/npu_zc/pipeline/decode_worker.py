@@ -233,9 +233,10 @@ class Worker:
         frame's message, so the inference process has every frame of it when it reads the end."""
         lane = entry.lane
         with self.scheduler.lock:
-            if entry.told or not entry.read or (lane.frames and not lane.removed and not lane.stop.is_set()) or lane.owned:
-                return
+            if entry.told or not entry.read or lane.frames or lane.owned:
+                return  # a frame still to send (a feeding thread holds it, or will take it; or drained at a stop)
             entry.told = True
+            self.streams.pop(lane.stream, None)  # nothing more of it: forgotten (a service's streams come and go)
         figures = entry.figures
         state = "error" if figures.error else "done" if figures.done else "stopped"
         try:

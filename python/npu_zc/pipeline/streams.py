@@ -200,16 +200,21 @@ class _Lane(Lane):
         """The decoding worker process that reads it (:mod:`.workers`), or None: read by a thread here."""
 
 
-def default_deliverers(streams: int, cores: int | None = None) -> int:
-    """Delivery threads: one per four cores, at least two (at most one per stream).
+def default_deliverers(streams: int, cores: int | None = None, *, workers: int = 0) -> int:
+    """Delivery threads: one per four cores, at least two (at most one per stream); two with decoding workers.
 
     Each result's postprocess, tracker and outputs run with the GIL held on a
     delivery thread; with one alone, every result of every stream waited for
     the oldest request and then for the GIL behind it: one serial stage for all
     streams. With several, a result waits only for its own stream's earlier
     results, and a thread waiting for the GIL (or for a late request, or in a
-    slow output) holds up only its stream.
+    slow output) holds up only its stream. With decoding workers, this
+    process's threads are the receiving thread and these: each one more
+    contends for the one lock, and two deliver more frames a second than four
+    (docs/streams.md).
     """
+    if workers:
+        return max(1, min(streams, 2))
     return max(1, min(streams, max(2, (usable_cores() if cores is None else cores) // 4)))
 
 
@@ -377,8 +382,6 @@ class Streams:
         planned = usable_cores() if self.persistent else len(self.lanes)
         self.feeders = int(feeders) if feeders is not None else default_feeders(planned)
         """Feeding threads of a run."""
-        self.deliverers = int(deliverers) if deliverers is not None else default_deliverers(planned)
-        """Delivery threads of a run (each stream's results in order on any of them)."""
         if workers is not None:
             self.workers = int(workers)
         else:
@@ -386,6 +389,8 @@ class Streams:
             self.workers = default_workers(elsewhere, usable_cores()) if keep_frames is False else 0
         """Decoding worker processes of a run (:mod:`npu_zc.pipeline.workers`): the video files and network streams
         are decoded and converted into the model's inputs there, past this interpreter's lock; 0: on threads here."""
+        self.deliverers = int(deliverers) if deliverers is not None else default_deliverers(planned, workers=self.workers)
+        """Delivery threads of a run (each stream's results in order on any of them)."""
         self.worker_cpu: dict[str, float] = {}
         """After a run with workers: their CPU seconds, by role of thread ("sources", "feeders") and in all ("total")."""
         self._workers: DecodeWorkers | None = None
@@ -456,7 +461,9 @@ class Streams:
             if self._running:
                 self._run_stats[lane.stream] = lane.stats
                 workers = self._workers
-                if workers is None or not _decodes_elsewhere(lane) or not workers.add(lane, opened):
+                if self.workers and _decodes_elsewhere(lane) and workers is None:
+                    pass  # the workers are starting: they are given every such lane once started
+                elif workers is None or not _decodes_elsewhere(lane) or not workers.add(lane, opened):
                     reader = self._reader(lane)
         if reader is not None:
             reader.start()

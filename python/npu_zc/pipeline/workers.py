@@ -179,7 +179,7 @@ class DecodeWorkers:
             running = [w for w in self.processes if w.alive and not w.quitting]
             if not running or self._stopping:
                 return False
-            worker = min(running, key=lambda w: (sum(not lane.ended for lane in w.lanes.values()), w.number))
+            worker = min(running, key=lambda w: (len(w.lanes), w.number))
             worker.lanes[lane.stream] = lane
         lane.worker = worker
         try:
@@ -280,8 +280,8 @@ class DecodeWorkers:
                     self.queue.discard(frame)
             elif kind == b"J":
                 message = unpack_json(data)
-                if message["kind"] == "ended":
-                    lane = lanes.get(int(message["stream"]))
+                if message["kind"] == "ended":  # after its last frame: forgotten here
+                    lane = lanes.pop(int(message["stream"]), None)
                     if lane is not None:
                         self._ended(lane, message)
                 elif message["kind"] == "bye":
