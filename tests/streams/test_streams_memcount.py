@@ -49,3 +49,25 @@ def test_the_counter_sees_a_copy_of_the_planes(memcount: Path, clips: dict[str, 
     out = run_loop(memcount, clips["nv12"], "--control")
     for frame in out["per_frame"]:
         assert frame["watched"] >= frame["frame_bytes"], frame
+
+
+def test_no_frame_is_copied_in_a_decoding_worker(memcount: Path, tmp_path: Path) -> None:
+    """Across processes: a 720p H.264 clip decoded and converted in a worker process (Streams(workers=1)), both
+    processes under the counter. From ready to bye the worker copied, in all its copies together, less than a quarter
+    of a decoded frame per frame (the compressed packets and the messages), and never a quarter of a frame at once:
+    the decoded planes went into the shared input in one pass. The counter was live there (it counted calls)."""
+    pytest.importorskip("openvino")
+    from streams_helpers import make_clip
+
+    clip = make_clip(tmp_path / "hd.mp4", "libx264", 1280, 720, 12)
+    env = dict(os.environ, LD_PRELOAD=str(memcount), OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, str(HERE / "streams_memcount_workers.py"), str(clip)], env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["frames"] == 12 and out["copied"] == 0 and out["error"] is None, out
+    frame_bytes = 1280 * 720 * 3 // 2
+    worker = out["worker"]
+    assert worker is not None and worker["calls"] > 0, out  # the counter ran in the worker
+    assert worker["largest"] < frame_bytes // 4, out
+    assert worker["bytes"] < out["frames"] * frame_bytes // 4, out

@@ -21,7 +21,7 @@ Messages, one per packet (``SOCK_SEQPACKET`` keeps them whole and in order)::
                           F stream set index pts decoded_ns prepared_ns width height format dropped
                           J {"kind": "ended", stream, state, error, dropped, reconnects, copied}
                           U set                       a granted set given back unwritten
-                          J {"kind": "bye", cpu: {sources, feeders, start, total}, failure}
+                          J {"kind": "bye", cpu: {sources, feeders, start, total}, failure, memcpy}
 
 Ctrl-C reaches this process too (the terminal signals the whole group): it is
 ignored here, as the inference process stops its workers itself. When the
@@ -125,9 +125,20 @@ class Worker:
         self.cpu_lock = threading.Lock()
         self.failure: str | None = None
         self.started_cpu = 0.0
+        self.counter: Any = None
         """CPU seconds this process took to be ready (imports, mapping the buffers)."""
         self.feeders = [threading.Thread(target=self._feed, name=f"npu_zc-feed{k}", daemon=True)
                         for k in range(max(1, int(setup.get("feeders", 1))))]  # fmt: skip
+
+    def count_copies(self) -> None:
+        """Under the memcpy counter (``LD_PRELOAD``, :mod:`npu_zc.memcount`): count from now to the bye, which says
+        what was copied (zero copy, proven across processes)."""
+        from ..memcount import preloaded
+
+        self.counter = preloaded()
+        if self.counter is not None:
+            self.counter.reset()
+            self.counter.start()
 
     def send(self, data: bytes) -> None:
         with self.send_lock:
@@ -214,7 +225,12 @@ class Worker:
         times = os.times()
         with self.cpu_lock:
             cpu = {**self.cpu, "start": self.started_cpu, "total": times.user + times.system}
-        self.send(pack_json({"kind": "bye", "cpu": cpu, "failure": self.failure}))
+        copies = None
+        if self.counter is not None:
+            self.counter.stop()
+            counts = self.counter.counts()
+            copies = {"bytes": counts.bytes, "calls": counts.calls, "largest": counts.largest}
+        self.send(pack_json({"kind": "bye", "cpu": cpu, "failure": self.failure, "memcpy": copies}))
 
     # --- the streams' threads ---
 
@@ -320,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         times = os.times()
         worker.started_cpu = times.user + times.system
+        worker.count_copies()
         worker.send(pack_json({"kind": "ready"}))
         try:
             worker.serve()

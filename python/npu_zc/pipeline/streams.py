@@ -392,7 +392,11 @@ class Streams:
         self.deliverers = int(deliverers) if deliverers is not None else default_deliverers(planned, workers=self.workers)
         """Delivery threads of a run (each stream's results in order on any of them)."""
         self.worker_cpu: dict[str, float] = {}
-        """After a run with workers: their CPU seconds, by role of thread ("sources", "feeders") and in all ("total")."""
+        """After a run with workers: their CPU seconds, by role of thread ("sources", "feeders"), to be ready
+        ("start") and in all ("total")."""
+        self.worker_copies: dict[str, int] | None = None
+        """After a run with workers under the memcpy counter (:mod:`npu_zc.memcount`): what they copied ("bytes",
+        "calls", the "largest" copy); None otherwise."""
         self._workers: DecodeWorkers | None = None
         if feeders is None and self.workers and not self.persistent and all(map(_decodes_elsewhere, self.lanes)):
             self.feeders = 1  # every frame comes converted from a worker: here one thread only waits for the end
@@ -724,12 +728,12 @@ class Streams:
         finally:
             if workers is not None:
                 workers.close()
-                self.worker_cpu = dict(workers.cpu)
+                self.worker_cpu, self.worker_copies = dict(workers.cpu), workers.copies
             queue.close()
 
     def _start_workers(self, queue: Any) -> DecodeWorkers:
         """The decoding workers of a run, started, each given its share of the video streams."""
-        transforms: dict[tuple[str, int, int], Any] = {}
+        transforms: dict[tuple[str, tuple[int, int]], Any] = {}
         spec = self.pipeline.spec
 
         def submit(lane: _Lane, frame: Any, index: int, pts: float | None, decoded_ns: int, prepared_ns: int,
@@ -739,9 +743,9 @@ class Streams:
             if lane.removed or lane.ended:  # taken out, or failed, meanwhile: its frames are not wanted
                 queue.discard(frame)
                 return
-            transform = transforms.get((fmt, *size))
+            transform = transforms.get((fmt, size))
             if transform is None:  # the same for any colours: the frame's geometry only
-                transform = transforms[(fmt, *size)] = spec.converter(fmt, *size).transform
+                transform = transforms[(fmt, size)] = spec.converter(fmt, size[0], size[1]).transform
             queue.submit(frame, (lane, index, pts, decoded_ns, transform, size, prepared_ns, None), lane)
             lane.submitted += 1
 

@@ -118,6 +118,9 @@ class DecodeWorkers:
         self.cpu = {"sources": 0.0, "feeders": 0.0, "start": 0.0, "total": 0.0}
         """CPU seconds of every worker that said bye, by role of thread; "start": until it was ready (importing
         numpy and PyAV, mapping the buffers: once per run); "total": the whole processes."""
+        self.copies: dict[str, int] | None = None
+        """Under the memcpy counter (:mod:`npu_zc.memcount` preloaded): what the workers copied from ready to bye,
+        summed ("bytes", "calls") and the largest single copy ("largest"); None otherwise."""
         self._lock = threading.Lock()
         self._stopping = False
         self._receiver: threading.Thread | None = None
@@ -289,6 +292,13 @@ class DecodeWorkers:
                     with self._lock:
                         for role in self.cpu:
                             self.cpu[role] += float(cpu.get(role, 0.0))
+                    copies = message.get("memcpy")
+                    if isinstance(copies, dict):
+                        with self._lock:
+                            total = self.copies or {"bytes": 0, "calls": 0, "largest": 0}
+                            self.copies = {"bytes": total["bytes"] + int(copies["bytes"]),
+                                           "calls": total["calls"] + int(copies["calls"]),
+                                           "largest": max(total["largest"], int(copies["largest"]))}  # fmt: skip
                     if message.get("failure"):
                         worker.failure = str(message["failure"])
                     return used, True
