@@ -89,6 +89,43 @@ def test_same_results_as_decoding_here(clips: dict[str, Path], picture_pipeline:
         assert_reaped(streams)
 
 
+def test_workers_write_dmabuf_inputs(clips: dict[str, Path], system_heap: str) -> None:
+    """On a real kernel: the queue's input buffers are DMA-BUFs of the system heap, inherited by the worker and
+    written there between its CPU-access brackets; the predictions are exactly those of the in-process run over the
+    same DMA-BUFs."""
+    from streams_helpers import picture_model
+
+    from npu_zc.runtime import CompileOptions
+
+    pipeline = npu_zc.Pipeline(picture_model(), "CPU", hint="throughput", fit="stretch", heap=system_heap,
+                               options=CompileOptions(inference_precision="f32"))  # fmt: skip
+    pipeline.postprocess = lambda outputs: [np.array(outputs[0], np.float32).reshape(3, 14, 14)]
+    try:
+        paths = [clips["h264"], clips["nv12"]]
+        here, here_results = run_streams(paths, pipeline, workers=0)
+        streams = npu_zc.Streams(paths, pipeline, workers=1)
+        results: list[Any] = []
+        inputs: list[bool] = []
+
+        def shared_dmabufs(_: Any) -> None:  # during the run: what the worker was given
+            workers = streams._workers
+            inputs.append(workers is not None and all(buf.is_dmabuf for (buf,) in workers.queue.input_buffers))
+
+        report = streams.run([results.append, shared_dmabufs])
+        streams.close()
+    finally:
+        pipeline.close()
+    assert inputs and all(inputs)  # the shared inputs were DMA-BUFs
+    assert not here.errors and not report.errors, [s.error for s in report.errors]
+    assert [s.frames for s in report.streams] == [s.frames for s in here.streams]
+    expected, got = by_stream(here_results), by_stream(results)
+    for stream in (0, 1):
+        assert [r.index for r in got[stream]] == [r.index for r in expected[stream]]
+        for r, want in zip(got[stream], expected[stream]):
+            assert np.array_equal(r.prediction[0], want.prediction[0]), (stream, r.index)
+    assert_reaped(streams)
+
+
 def test_a_bad_file_is_its_streams_error_only(clips: dict[str, Path], picture_pipeline: Any) -> None:
     """Files that open here (the path exists) and fail in the worker, where they are opened and decoded: a truncated
     MP4, an audio-only file, an unknown codec. Each is its own stream's error, a sentence from the worker; the good
