@@ -219,17 +219,11 @@ def main() -> int:
                         "costs up to a switch interval, as among many busy Python threads (default 0)")
     parser.add_argument("--workers", type=int, nargs="+", default=None,
                         help="decoding worker processes to compare (default: Streams' own choice only; 0: none)")
-    parser.add_argument("--receivers", type=int, default=None,
-                        help="receiving threads of the decoding workers (a diagnosis; default: the package's own)")
     parser.add_argument("--decode-rate", action="store_true",
                         help="measure the all-core decode rate of the clip first (one single-threaded decoder per core)")
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
-    if args.receivers is not None:
-        from npu_zc.pipeline import workers
-
-        workers.RECEIVERS = args.receivers
 
     import npu_zc
     from npu_zc.runtime import CompileOptions

@@ -46,9 +46,6 @@ CREDITS = 1
 WORKER_FEEDERS = 2
 """Feeding threads in each worker (a conversion releases the GIL: two overlap one's Python with the other's pass)."""
 
-RECEIVERS = 1
-"""Receiving threads, each following its share of the workers (one: the fewest hand-overs of this process's lock)."""
-
 START_S = 60.0
 """How long a worker may take to start (import numpy and PyAV, map the buffers) and say ready."""
 
@@ -126,7 +123,7 @@ class DecodeWorkers:
         summed ("bytes", "calls") and the largest single copy ("largest"); None otherwise."""
         self._lock = threading.Lock()
         self._stopping = False
-        self._receivers: list[threading.Thread] = []
+        self._receiver: threading.Thread | None = None
 
     def start(self) -> None:
         """Start the workers and wait for each to be ready; then grant each its sets. Raises :class:`WorkerError`."""
@@ -165,11 +162,8 @@ class DecodeWorkers:
                 worker.sock.settimeout(None)
             for worker in self.processes:
                 self._grant(worker, WORKER_FEEDERS + CREDITS)
-            count = max(1, min(RECEIVERS, len(self.processes)))
-            self._receivers = [threading.Thread(target=self._receive, args=(self.processes[k::count],),
-                                                name=f"npu_zc-recv{k}", daemon=True) for k in range(count)]  # fmt: skip
-            for receiver in self._receivers:
-                receiver.start()
+            self._receiver = threading.Thread(target=self._receive, name="npu_zc-recv", daemon=True)
+            self._receiver.start()
         except BaseException:
             self.close()
             raise
@@ -216,9 +210,8 @@ class DecodeWorkers:
                     worker.send(b"Q")
                 except OSError:
                     pass
-        deadline = time.monotonic() + JOIN_S + 5  # each bye comes once its readers stopped (a network read: its timeout)
-        for receiver in self._receivers:
-            receiver.join(max(0.1, deadline - time.monotonic()))
+        if self._receiver is not None:
+            self._receiver.join(JOIN_S + 5)  # each bye comes once its readers stopped (a network read: its timeout)
         self.close()
 
     def close(self) -> None:
@@ -235,14 +228,14 @@ class DecodeWorkers:
 
     # --- the receiving thread (one for every worker) ---
 
-    def _receive(self, processes: list[_Process]) -> None:
+    def _receive(self) -> None:
         """Every worker's messages, on one thread: each ready socket drained, then the sets its frames used granted
         again, in one message (one thread and few wake-ups: this process's lock is what the workers relieve)."""
         selector = selectors.DefaultSelector()
-        for worker in processes:
+        for worker in self.processes:
             worker.sock.setblocking(False)
             selector.register(worker.sock, selectors.EVENT_READ, worker)
-        running = len(processes)
+        running = len(self.processes)
         try:
             while running:
                 for key, _ in selector.select():
