@@ -27,6 +27,11 @@
 
 A source that fails or ends stops only its own stream (its error is kept in
 its :class:`StreamStats`); network streams reconnect on their own.
+
+With ``workers`` (:mod:`.workers`), the video streams' reading and feeding
+run in worker processes instead, the same way (:mod:`.feeding`, the same
+scheduler), each converted frame named in a message that this process
+submits; delivery is the same.
 """
 
 from __future__ import annotations
@@ -258,7 +263,13 @@ class Streams:
     ``deliverers``: threads that read the results and call the outputs, side by
     side, each stream's results still in its frame order (default
     :func:`default_deliverers`; with more than one, an output is called from
-    several threads at once, for different streams). ``latency_budget_ms``:
+    several threads at once, for different streams). ``workers``: processes
+    that decode the video files and network streams and convert each frame
+    there, in place, into the model's input buffers (shared as fds; a few bytes
+    a frame come back), past this interpreter's lock (:mod:`npu_zc.pipeline.workers`;
+    default :func:`npu_zc.pipeline.workers.default_workers`: one per four cores
+    from eight cores up, else 0; 0: decode here; refused with ``keep_frames``:
+    the frames stay in the workers). ``latency_budget_ms``:
     frame to result for live sources; where a live source is among them and
     the model is compiled here for the CPU, the plugin's streams are fitted to
     it (fewer, with more threads each, while one inference takes more than
