@@ -101,9 +101,9 @@ class _Process:
 class DecodeWorkers:
     """``count`` worker processes, decoding and converting into ``queue``'s input buffers for ``spec``.
 
-    ``submit(lane, set, index, pts, decoded_ns, prepared_ns, frame_size, format, dropped)`` is called (on this
-    worker's receiving thread, in each stream's order) for every converted frame of a lane that is still
-    taking frames, and must submit or discard the set; ``ended(lane, message)`` when a stream's reader ended
+    ``submit(lane, set, index, pts, decoded_ns, prepared_ns, frame_size, format, dropped)`` is called (on the
+    receiving thread, in each stream's order) for every converted frame of a lane that is still taking frames,
+    and must submit or discard the set; ``ended(lane, message)`` when a stream's reader ended
     there (``message``: state, error, dropped, reconnects, copied), or when its worker died (state "error").
     """
 
@@ -172,9 +172,6 @@ class DecodeWorkers:
     def sets_for(count: int) -> int:
         """Sets of buffers ``count`` workers hold at most (a queue needs that many beyond its own)."""
         return count * (WORKER_FEEDERS + CREDITS)
-
-    def alive(self) -> bool:
-        return any(worker.alive and not worker.quitting for worker in self.processes)
 
     def add(self, lane: Any, source: Any) -> bool:
         """Give a stream to the worker with the fewest streams; False when none is running (read it here)."""
