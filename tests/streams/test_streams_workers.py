@@ -381,3 +381,57 @@ def test_live_drops_in_a_worker_are_counted(long_clip: Path, picture_pipeline: A
     assert stats.frames <= sets_of(streams) + 2 < LONG_FRAMES
     assert all(a < b for a, b in zip(indices, indices[1:])) and indices[-1] == LONG_FRAMES - 1
     assert_reaped(streams)
+
+
+class _Lane:
+    """What the receiving side knows of a stream: its id and whether it ended."""
+
+    def __init__(self, stream: int) -> None:
+        self.stream, self.ended = stream, False
+
+
+@pytest.mark.parametrize("message", [
+    pytest.param(b"F" + bytes(8), id="frame-of-the-wrong-size"),
+    pytest.param(None, id="frame-naming-a-set-never-granted"),
+    pytest.param(b"U\x01", id="give-back-of-the-wrong-size"),
+    pytest.param(b"J{not json", id="broken-json"),
+    pytest.param(b'J{"kind": "ended"}', id="end-without-a-stream"),
+    pytest.param(b"Z", id="unknown-kind"),
+])  # fmt: skip
+def test_a_message_the_protocol_does_not_allow_ends_that_worker(message: bytes | None) -> None:
+    """A peer on a real socket, in a real process, sends what a decoding worker never would: the receiving thread
+    does not fail (nor does this process), the peer is killed at once, and each of its streams ends with one
+    sentence naming the worker and what it sent."""
+    import socket
+    import tempfile
+
+    from npu_zc.pipeline.decode_worker import FORMATS, FRAME
+    from npu_zc.pipeline.workers import DecodeWorkers, _Process
+
+    if message is None:  # well formed, but set 7 was never granted to it
+        message = FRAME.pack(b"F", 3, 7, 0, 0.0, 0, 0, 64, 48, FORMATS.index("NV12"), 0)
+    ended: list[tuple[int, dict[str, Any]]] = []
+    workers = DecodeWorkers(1, None, None, submit=lambda *_: pytest.fail("nothing is submitted"),
+                            ended=lambda lane, m: ended.append((lane.stream, m)))  # fmt: skip
+    peer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    worker = _Process(0, peer, ours, tempfile.TemporaryFile())
+    worker.lanes = {3: _Lane(3), 4: _Lane(4)}
+    workers.processes.append(worker)
+    receiver = threading.Thread(target=workers._receive, daemon=True)
+    receiver.start()
+    try:
+        theirs.send(message)
+        receiver.join(WAIT_S)
+        assert not receiver.is_alive()
+        assert peer.wait(WAIT_S) == -signal.SIGKILL  # stopped at once, not waited for
+        assert sorted(stream for stream, _ in ended) == [3, 4]
+        for _, outcome in ended:
+            assert outcome["state"] == "error"
+            assert outcome["error"].startswith(f"its decoding worker (pid {peer.pid}) sent a message the protocol "
+                                               "does not allow"), outcome  # fmt: skip
+    finally:
+        peer.kill()
+        peer.wait()
+        theirs.close()
+        workers.close()

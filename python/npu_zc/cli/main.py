@@ -42,6 +42,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _positive(text: str) -> int:
+    return _whole(text, 1)
+
+
+def _count(text: str) -> int:
+    """A whole number from 0 (``--workers 0``: none)."""
+    return _whole(text, 0)
+
+
+def _whole(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -52,18 +61,11 @@ def _positive(text: str) -> int:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if value < 0:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
     if value > MAX_COUNT:  # beyond what OpenVINO's and the decoder's integers hold
         raise argparse.ArgumentTypeError(f"must be at most {MAX_COUNT}, got {text}")
     return value
-
-
-def _count(text: str) -> int:
-    """A whole number from 0 (``--workers 0``: none)."""
-    if text.strip() in ("0", "0.0"):
-        return 0
-    return _positive(text)
 
 
 def _values(text: str) -> tuple[float, ...]:

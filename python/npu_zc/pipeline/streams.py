@@ -36,7 +36,6 @@ submits; delivery is the same.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
@@ -475,10 +474,11 @@ class Streams:
             reader = None
             if self._running:
                 self._run_stats[lane.stream] = lane.stats
+                # A video stream goes to a worker (while they start, to them all once started); else, or when
+                # none runs any more, it is read here.
                 workers = self._workers
-                if self.workers and _decodes_elsewhere(lane) and workers is None:
-                    pass  # the workers are starting: they are given every such lane once started
-                elif workers is None or not _decodes_elsewhere(lane) or not workers.add(lane, opened):
+                elsewhere = bool(self.workers) and _decodes_elsewhere(lane)
+                if not (elsewhere and (workers is None or workers.add(lane, opened))):
                     reader = self._reader(lane)
         if reader is not None:
             reader.start()

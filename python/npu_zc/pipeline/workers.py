@@ -78,7 +78,8 @@ class _Process:
         self.alive = True
         self.quitting = False
         self.failure: str | None = None
-        """What went wrong in it, as its bye said (a defect there: its streams end with it)."""
+        """What went wrong with it, as a phrase after "its decoding worker (pid N)": a defect its bye reported, or a
+        message that broke the protocol (its streams end with it)."""
 
     def send(self, data: bytes) -> None:
         with self.send_lock:
@@ -212,7 +213,13 @@ class DecodeWorkers:
         self.close()
 
     def close(self) -> None:
-        """Kill what still runs, reap every worker, close the sockets (idempotent)."""
+        """Close the sockets (a worker still running stops on its own then), reap every worker, killing one that
+        does not end (idempotent)."""
+        for worker in self.processes:
+            try:
+                worker.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # closed already
         for worker in self.processes:
             if worker.process.poll() is None:
                 try:
@@ -239,8 +246,12 @@ class DecodeWorkers:
                     worker = key.data
                     try:
                         owed, over = self._drain(worker)
-                    except (OSError, ValueError, Error) as exc:  # a broken message: the worker is not trusted further
-                        worker.errors.write(f"\n{exc}\n".encode())
+                    except OSError:  # its end broke (it died): as closed
+                        owed, over = 0, False
+                    except (ValueError, TypeError, KeyError, struct.error, Error) as exc:
+                        # A message the protocol does not allow: the worker is not trusted further.
+                        worker.failure = f"sent a message the protocol does not allow ({exc}) and was stopped"
+                        worker.process.kill()
                         owed, over = 0, False
                     if over is None:
                         self._grant(worker, owed)
@@ -297,7 +308,7 @@ class DecodeWorkers:
                                            "calls": total["calls"] + int(copies["calls"]),
                                            "largest": max(total["largest"], int(copies["largest"]))}  # fmt: skip
                     if message.get("failure"):
-                        worker.failure = str(message["failure"])
+                        worker.failure = f"failed: {message['failure']}"
                     return used, True
             else:
                 raise Error(f"decoding worker {worker.number} sent a message of kind {kind!r}")
@@ -331,9 +342,8 @@ class DecodeWorkers:
         for frame in worker.granted.values():  # nobody writes them now: it said bye, or it is gone
             self.queue.discard(frame)
         worker.granted.clear()
-        error = f"its decoding worker (pid {worker.process.pid}) {how}" if how else None
-        if worker.failure:
-            error = f"its decoding worker failed: {worker.failure}"
+        said = worker.failure or how
+        error = f"its decoding worker (pid {worker.process.pid}) {said}" if said else None
         for lane in list(worker.lanes.values()):
             if not lane.ended:
                 self._ended(lane, {"state": "error" if error else "stopped", "error": error})

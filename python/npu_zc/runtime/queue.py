@@ -245,11 +245,6 @@ class AsyncQueue:
         return list(self._set_inputs)
 
     @property
-    def closed(self) -> bool:
-        """Closed, or stopped by a failed inference or callback: nothing more can be acquired."""
-        return self._closed or self._failure is not None
-
-    @property
     def in_flight(self) -> int:
         """Requests started and not yet seen complete."""
         with self._mutex:
