@@ -210,6 +210,54 @@ def test_stop_ends_every_stream_and_reaps_the_workers(long_clip: Path, picture_p
     assert open_fds() == before
 
 
+def wait_stopped(pid: int) -> None:
+    """Until the process is stopped (SIGSTOP taken: state T in /proc)."""
+    deadline = time.monotonic() + WAIT_S
+    while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+        assert time.monotonic() < deadline, f"process {pid} did not stop"
+        time.sleep(0.001)
+
+
+def test_a_message_crossing_a_workers_bye_is_not_its_failure(long_clip: Path, picture_pipeline: Any,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A message of ours that a worker never reads (a grant sent as it is told to stop) leaves a reset on our end
+    of its socket, reported before its last messages: the run reads on past it. Made certain here: each worker is
+    stopped (SIGSTOP) while its stop and one more message go, so it quits with that message unread. Every stream
+    ends stopped, with no error; every worker said bye and was reaped."""
+    from npu_zc.pipeline.decode_worker import SET
+    from npu_zc.pipeline.workers import _Process
+
+    send = _Process.send
+
+    def send_one_more_after_stop(worker: _Process, data: bytes) -> None:
+        if data != b"Q":
+            return send(worker, data)
+        os.kill(worker.process.pid, signal.SIGSTOP)
+        try:
+            wait_stopped(worker.process.pid)
+            send(worker, data)
+            send(worker, SET.pack(b"X", 1 << 30))  # to stop a stream it never had: harmless, were it read
+        finally:
+            os.kill(worker.process.pid, signal.SIGCONT)
+
+    monkeypatch.setattr(_Process, "send", send_one_more_after_stop)
+    streams = npu_zc.Streams([long_clip] * 4, picture_pipeline, workers=2)
+    results: list[Any] = []
+    lock = threading.Lock()
+
+    def output(result: Any) -> None:
+        with lock:
+            results.append(result)
+            if len(results) == 20:
+                streams.stop()
+
+    report = streams.run(output)
+    streams.close()
+    assert [(s.state, s.error) for s in report.streams] == [("stopped", None)] * 4
+    assert streams.worker_cpu is not None and streams.worker_cpu["total"] > 0  # from the byes
+    assert_reaped(streams)
+
+
 def test_ctrl_c_stops_the_workers_and_reaps_them(long_clip: Path) -> None:
     """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) during a run with a worker on a realtime
     clip: the worker ignores it, the main process stops it cleanly (it says bye: status 0) and reaps it before

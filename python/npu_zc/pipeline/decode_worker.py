@@ -1,8 +1,10 @@
 """A decoding worker process of :class:`npu_zc.Streams` (:mod:`.workers` starts and drives it): its streams decoded
 and converted straight into the inference process's input buffers. No OpenVINO here.
 
-Started as ``python -m npu_zc.pipeline.decode_worker --fd N`` with its end of a
-``SOCK_SEQPACKET`` socket pair and every input buffer's fd inherited. Inside,
+Started as ``python -c "from npu_zc.pipeline.decode_worker import run; run()" --fd N``
+(not ``-m``: the package imports this module, and runpy would run it a second
+time) with its end of a ``SOCK_SEQPACKET`` socket pair and every input
+buffer's fd inherited. Inside,
 the same parts as a one-process run: a reader thread per stream into its lane
 (:func:`.feeding.read_source`), the fair :class:`.scheduler.Scheduler`, and
 feeding threads that convert a lane's frame into a set of buffers the
@@ -320,7 +322,7 @@ class Worker:
 
 def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the inference process stops this one (see the module's text)
-    parser = argparse.ArgumentParser(prog="python -m npu_zc.pipeline.decode_worker", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="npu_zc decode worker", description=__doc__.split("\n\n")[0])
     parser.add_argument("--fd", type=int, required=True, help="this process's end of the SOCK_SEQPACKET pair")
     args = parser.parse_args(argv)
     with socket.socket(fileno=args.fd) as sock:
@@ -345,7 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The process's entry: :func:`main`, then out at once."""
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

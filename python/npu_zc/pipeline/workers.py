@@ -46,6 +46,9 @@ CREDITS = 1
 WORKER_FEEDERS = 2
 """Feeding threads in each worker (a conversion releases the GIL: two overlap one's Python with the other's pass)."""
 
+WORKER_ENTRY = "from npu_zc.pipeline.decode_worker import run; run()"
+"""What a worker process runs (``python -c``; see :mod:`.decode_worker`)."""
+
 START_S = 60.0
 """How long a worker may take to start (import numpy and PyAV, map the buffers) and say ready."""
 
@@ -140,7 +143,7 @@ class DecodeWorkers:
                 errors = tempfile.TemporaryFile()
                 try:
                     process = subprocess.Popen(
-                        [sys.executable, "-m", "npu_zc.pipeline.decode_worker", "--fd", str(theirs.fileno())],
+                        [sys.executable, "-c", WORKER_ENTRY, "--fd", str(theirs.fileno())],
                         pass_fds=[theirs.fileno(), *(b.fd for b in buffers.values())],
                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
                         env=_child_environment(),
@@ -153,7 +156,7 @@ class DecodeWorkers:
             for worker in self.processes:
                 worker.sock.settimeout(max(0.1, deadline - time.monotonic()))
                 try:
-                    data = worker.sock.recv(MAX_PACKET)
+                    data = _recv(worker.sock)
                 except TimeoutError:
                     raise WorkerError(f"a decoding worker (pid {worker.process.pid}) did not start within {START_S:g} s") from None
                 message = unpack_json(data) if data[:1] == b"J" else {"kind": "failed", "message": "it closed the connection"}
@@ -270,7 +273,7 @@ class DecodeWorkers:
         used = 0
         while True:
             try:
-                data = sock.recv(MAX_PACKET)
+                data = _recv(sock)
             except BlockingIOError:
                 return used, None
             if not data:
@@ -347,6 +350,17 @@ class DecodeWorkers:
         for lane in list(worker.lanes.values()):
             if not lane.ended:
                 self._ended(lane, {"state": "error" if error else "stopped", "error": error})
+
+
+def _recv(sock: socket.socket) -> bytes:
+    """The worker's next message (b"": it closed its end). A worker that ends with a message of ours unread (a grant
+    or a stop that crossed its bye) leaves a reset on this end, reported once and before the messages it sent last
+    (its frames, its streams' ends, its bye): read on past it."""
+    while True:
+        try:
+            return sock.recv(MAX_PACKET)
+        except ConnectionResetError:
+            continue
 
 
 def _child_environment() -> dict[str, str]:
