@@ -54,3 +54,30 @@ def test_several_threads_submit_to_one_queue(session: Session, depth: int) -> No
         assert queue.join(timeout=60)
     assert not wrong, wrong[:5]
     assert all(seen[t] == list(range(frames)) for t in range(threads)), {t: seen[t][:10] for t in seen}
+
+
+def test_abandon_ends_the_inferences_running_and_takes_no_more(session: Session) -> None:
+    """A queue given up to a callback that never returns (a stuck consumer, a second Ctrl-C): abandon() returns once
+    no inference of it runs (the process may then exit without the plugin's threads torn down under one), and a
+    feeding thread still going is refused its next set or submission, not kept waiting."""
+    from npu_zc import Error
+
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck(result) -> None:  # type: ignore[no-untyped-def]
+        entered.set()
+        release.wait()
+
+    queue = session.queue(2, heap="memfd", callback=stuck, buffers=4)
+    try:
+        frames = [queue.acquire(timeout=30) for _ in range(4)]
+        for k, frame in enumerate(frames):
+            frame.inputs[0][...] = k
+            queue.submit(frame, k)
+        assert entered.wait(30)  # the first result is in the callback, for good
+        assert queue.abandon(timeout=30)
+        assert queue.in_flight == 0
+        with pytest.raises(Error):
+            queue.acquire(timeout=30)
+    finally:
+        release.set()

@@ -332,6 +332,45 @@ def test_streams_added_and_removed_during_a_persistent_run(clips: dict[str, Path
     assert_reaped(streams)
 
 
+def test_a_frame_named_as_its_stream_is_removed_is_delivered_before_remove_returns(
+        long_clip: Path, clips: dict[str, Path], picture_pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """remove() returns once the stream's results in flight are delivered, none after: also for a frame its worker
+    named just as the removal came. Made certain here: the receiving thread, about to submit a frame of the stream,
+    has remove() called (on another thread) and goes on only once the stream is marked removed and remove() either
+    returned or waits for that frame. The frames remove() counted are the results the stream had in the end."""
+    from npu_zc.runtime.queue import AsyncQueue
+
+    submit = AsyncQueue.submit
+    removal: dict[str, Any] = {}
+
+    def submit_during_a_removal(queue: AsyncQueue, frame: Any, userdata: Any = None, key: Any = None) -> int:
+        lane = userdata[0]
+        if threading.current_thread().name == "npu_zc-recv" and lane.name == "long" and lane.delivered >= 5 \
+                and "thread" not in removal:  # fmt: skip
+            def remove() -> None:
+                stats = streams.remove("long")
+                removal["frames"] = stats.frames  # as it returned
+
+            removal["thread"] = thread = threading.Thread(target=remove)
+            thread.start()
+            deadline = time.monotonic() + WAIT_S
+            while not (lane.removed and (lane.owned or not thread.is_alive())):
+                assert time.monotonic() < deadline, "remove() neither ended nor waited for the frame"
+                time.sleep(0.001)
+        return submit(queue, frame, userdata, key)
+
+    monkeypatch.setattr(AsyncQueue, "submit", submit_during_a_removal)
+    streams = npu_zc.Streams([long_clip, clips["h264"]], picture_pipeline, names=["long", "short"], workers=1)
+    results: list[Any] = []
+    report = streams.run(results.append)
+    streams.close()
+    removal["thread"].join(WAIT_S)
+    got = by_stream(results)
+    assert [r.index for r in got[0]] == list(range(removal["frames"]))  # none after remove() returned
+    assert [(s.name, s.state) for s in report.streams] == [("long", "stopped"), ("short", "done")]
+    assert_reaped(streams)
+
+
 class AddsWhenRead(Frames):
     """A source object (read here) that, as its reader starts, adds ``path`` to its run: the run's readers start
     before its workers do, so the add comes while they start. ``window``: whether the workers were not ready yet."""

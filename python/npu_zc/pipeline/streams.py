@@ -408,6 +408,7 @@ class Streams:
         """After a run with workers under the memcpy counter (:mod:`npu_zc.memcount`): what they copied ("bytes",
         "calls", the "largest" copy); None otherwise."""
         self._workers: DecodeWorkers | None = None
+        self._queue: Any = None  # the run's AsyncQueue, once made
         if feeders is None and self.workers and not self.persistent and all(map(_decodes_elsewhere, self.lanes)):
             self.feeders = 1  # every frame comes converted from a worker: here one thread only waits for the end
         self.timings = Timings(STREAMS_STAGES)
@@ -642,6 +643,9 @@ class Streams:
                         reader.join(timeout=10)  # a network read ends within its timeout
                 self._scheduler.drain()  # frames decoded but never taken (a removed lane's went at its removal)
         if self._abandoned and interrupted is not None:
+            queue = self._queue
+            if queue is not None:
+                queue.abandon()  # no more frames; the inferences running end before the process may
             raise interrupted
         seconds = time.perf_counter() - wall0
         ran = [stats for _, stats in sorted(self._run_stats.items())]
@@ -713,6 +717,7 @@ class Streams:
         spare = self.feeders + self.deliverers + DecodeWorkers.sets_for(self.workers)
         queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver, buffers=self.requests + spare,
                               deliverers=self.deliverers)  # fmt: skip
+        self._queue = queue
         read = ResultReader(postprocess, input_size, dmabuf_outputs=queue.dmabuf_outputs)
         failures: list[BaseException] = []
         workers = self._start_workers(queue) if self.workers else None
@@ -746,19 +751,26 @@ class Streams:
         """The decoding workers of a run, started, each given its share of the video streams."""
         transforms: dict[tuple[str, tuple[int, int]], Any] = {}
         spec = self.pipeline.spec
+        lock = self._scheduler.lock
 
         def submit(lane: _Lane, frame: Any, index: int, pts: float | None, decoded_ns: int, prepared_ns: int,
                    size: tuple[int, int], fmt: str, dropped: int) -> None:  # fmt: skip
             # A worker's receiving thread, in the stream's order: the frame is in the set's input already.
             lane.stats.dropped += dropped
-            if lane.removed or lane.ended:  # taken out, or failed, meanwhile: its frames are not wanted
+            with lock:  # held as a feeding thread holds a frame: remove() waits for it, or it sees the removal
+                wanted = not (lane.removed or lane.ended)  # not when taken out, or failed, meanwhile
+                lane.owned = wanted
+            if not wanted:
                 queue.discard(frame)
                 return
-            transform = transforms.get((fmt, size))
-            if transform is None:  # the same for any colours: the frame's geometry only
-                transform = transforms[(fmt, size)] = spec.converter(fmt, size[0], size[1]).transform
-            queue.submit(frame, (lane, index, pts, decoded_ns, transform, size, prepared_ns, None), lane)
-            lane.submitted += 1
+            try:
+                transform = transforms.get((fmt, size))
+                if transform is None:  # the same for any colours: the frame's geometry only
+                    transform = transforms[(fmt, size)] = spec.converter(fmt, size[0], size[1]).transform
+                queue.submit(frame, (lane, index, pts, decoded_ns, transform, size, prepared_ns, None), lane)
+                lane.submitted += 1
+            finally:
+                lane.owned = False
 
         def ended(lane: _Lane, message: dict[str, Any]) -> None:
             stats, state = lane.stats, message.get("state")
@@ -839,7 +851,8 @@ class Streams:
 
     def close(self) -> None:
         """Free the pipeline (when made here; not after an :attr:`abandoned` run)."""
-        self.stop()
+        if not self._abandoned:  # an abandoned run was told to stop; a Ctrl-C inside that may have left a lock held
+            self.stop()
         if self._owns_pipeline and not self._abandoned:
             self.pipeline.close()
         self._owns_pipeline = False  # closed once

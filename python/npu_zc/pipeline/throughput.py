@@ -232,6 +232,9 @@ class ThroughputRunner:
                     break  # interrupted before the thread started: nothing to wait for
         if interrupted is not None and not done.is_set():
             self._abandoned = True  # the feeding thread (a daemon) finishes on its own; close() does not wait for it
+            queue = self._queue
+            if queue is not None:
+                queue.abandon()  # no more frames; the inferences running end before the process may
             raise interrupted
         if feeder.ident is not None:
             try:

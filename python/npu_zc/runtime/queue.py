@@ -30,6 +30,9 @@ from .target import Target
 
 _SLICE_MS = int(SLICE_S * 1000)
 
+ABANDON_S = 10.0
+"""How long :meth:`AsyncQueue.abandon` waits for the inferences running (one inference's time, at most)."""
+
 
 def _start_async() -> Callable[[Any, dict[Any, Any], Any], None]:
     """``InferRequest.start_async`` of the bindings, without the Python layer that converts inputs: the queue
@@ -363,6 +366,26 @@ class AsyncQueue:
         while (oldest := self._oldest_running()) is not None:
             self._complete(oldest, None)
         self._raise_failure()
+
+    def abandon(self, timeout: float = ABANDON_S) -> bool:
+        """Give the queue up to threads that may never return (a callback that hangs): it takes no more frames, and
+        this waits (up to ``timeout`` s) until no inference of it runs; True once none does. Nothing is delivered
+        or freed here: its buffers stay with those threads until the process ends. A process must not exit with an
+        inference running: the plugin's threads are torn down under it, and that aborts the process."""
+        with self._mutex:
+            self._closed = True  # acquire and submit refuse from now on; close() has nothing left to do
+            self._notify()
+            while self._sleeping:
+                self._sleeping.pop().release()
+        deadline = time.monotonic() + timeout
+        while (oldest := self._oldest_running()) is not None:
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0 or not self._complete(oldest, left):
+                    return False
+            except ModelError:
+                pass  # given up: the failure has nowhere to go
+        return True
 
     def close(self) -> None:
         """Wait for running requests, drop unclaimed results and the bindings, and close the pools."""
