@@ -273,9 +273,11 @@ class DecodeWorkers:
         used = 0
         while True:
             try:
-                data = _recv(sock)
+                data = sock.recv(MAX_PACKET)
             except BlockingIOError:
                 return used, None
+            except ConnectionResetError:  # see _recv: its last messages follow
+                continue
             if not data:
                 return used, False
             kind = data[:1]
