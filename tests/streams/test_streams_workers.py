@@ -371,6 +371,103 @@ def test_a_frame_named_as_its_stream_is_removed_is_delivered_before_remove_retur
     assert_reaped(streams)
 
 
+def fill(sock: Any) -> int:
+    """Messages (each a stop for a stream nobody has: harmless when read) until the socket takes no more."""
+    import socket
+
+    from npu_zc.pipeline.decode_worker import SET
+
+    sent = 0
+    while True:
+        try:
+            sock.send(SET.pack(b"X", 1 << 30), socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return sent
+        sent += 1
+
+
+def test_a_message_to_a_worker_with_a_full_socket_waits_for_room(long_clip: Path, picture_pipeline: Any,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A message to a worker whose socket is full (here: the worker stopped by SIGSTOP, its socket filled) waits for
+    room, where it was lost (a grant lost is a set of buffers gone from the run; a stop lost, a run's end waiting
+    for a bye that never comes). The worker goes on once it reads: the message goes, and the run ends as usual."""
+    import select as select_module
+
+    from npu_zc.pipeline.decode_worker import SET
+
+    waiting = threading.Event()
+    real_poll = select_module.poll
+
+    class Poll:  # select.poll, saying when a send waits for room
+        def __init__(self) -> None:
+            self.poll_object = real_poll()
+
+        def register(self, *args: Any) -> None:
+            self.poll_object.register(*args)
+
+        def poll(self, timeout: float) -> Any:
+            waiting.set()
+            return self.poll_object.poll(timeout)
+
+    monkeypatch.setattr(select_module, "poll", Poll)
+    streams = npu_zc.Streams([long_clip], picture_pipeline, names=["long"], workers=1, persistent=True)
+    out = Results()
+    run = Background(streams, out)
+    assert out.after("long", 1).wait(WAIT_S)
+    assert streams._workers is not None
+    worker = streams._workers.processes[0]
+    os.kill(worker.process.pid, signal.SIGSTOP)
+    resume = threading.Thread(target=lambda: (waiting.wait(WAIT_S), os.kill(worker.process.pid, signal.SIGCONT)))
+    try:
+        wait_stopped(worker.process.pid)
+        assert fill(worker.sock) > 0
+        resume.start()
+        worker.send(SET.pack(b"X", 1 << 30))  # waits until the worker, resumed, reads
+    finally:
+        os.kill(worker.process.pid, signal.SIGCONT)
+    assert waiting.is_set()
+    assert out.after("long", len(out.indices("long")) + 5).wait(WAIT_S)  # it goes on
+    streams.stop()
+    report = run.join()
+    streams.close()
+    assert [(s.state, s.error) for s in report.streams] == [("stopped", None)]
+    assert_reaped(streams)
+
+
+def test_a_worker_that_reads_no_message_is_stopped(long_clip: Path, picture_pipeline: Any,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A worker that reads none of its messages for SEND_S (here 0.2 s: stopped by SIGSTOP, its socket full) is stuck:
+    it is killed, the message is not sent (BrokenPipeError, as for a worker gone), and its streams end with one
+    sentence saying so. The run goes on to its stop."""
+    from npu_zc.pipeline import workers as workers_module
+    from npu_zc.pipeline.decode_worker import SET
+
+    monkeypatch.setattr(workers_module, "SEND_S", 0.2, raising=False)
+    streams = npu_zc.Streams([long_clip], picture_pipeline, names=["long"], workers=1, persistent=True)
+    out = Results()
+    run = Background(streams, out)
+    assert out.after("long", 1).wait(WAIT_S)
+    assert streams._workers is not None
+    worker = streams._workers.processes[0]
+    live = streams.lanes[0].stats
+    os.kill(worker.process.pid, signal.SIGSTOP)
+    wait_stopped(worker.process.pid)
+    assert fill(worker.sock) > 0
+    with pytest.raises(BrokenPipeError):
+        worker.send(SET.pack(b"X", 1 << 30))
+    assert worker.process.wait(WAIT_S) == -signal.SIGKILL
+    deadline = time.monotonic() + WAIT_S
+    while live.state == "running":  # its end comes through the receiving thread
+        assert time.monotonic() < deadline, "the stuck worker's stream did not end"
+        time.sleep(0.01)
+    streams.stop()
+    report = run.join()
+    streams.close()
+    stats = report.streams[0]
+    assert (stats.state, stats.error) == (
+        "error", f"its decoding worker (pid {worker.process.pid}) read none of its messages for 0.2 s and was stopped")
+
+
 class AddsWhenRead(Frames):
     """A source object (read here) that, as its reader starts, adds ``path`` to its run: the run's readers start
     before its workers do, so the add comes while they start. ``window``: whether the workers were not ready yet."""

@@ -26,6 +26,7 @@ killed).
 from __future__ import annotations
 
 import os
+import select
 import selectors
 import signal
 import socket
@@ -48,6 +49,10 @@ WORKER_FEEDERS = 2
 
 WORKER_ENTRY = "from npu_zc.pipeline.decode_worker import run; run()"
 """What a worker process runs (``python -c``; see :mod:`.decode_worker`)."""
+
+SEND_S = 30.0
+"""How long a message to a worker may wait for room in its socket: a worker reads each at once (between opening
+streams), so one that reads none for this long is stuck, and is stopped."""
 
 START_S = 60.0
 """How long a worker may take to start (import numpy and PyAV, map the buffers) and say ready."""
@@ -85,8 +90,29 @@ class _Process:
         message that broke the protocol (its streams end with it)."""
 
     def send(self, data: bytes) -> None:
+        """``data`` as one message; waits while its socket is full (the receiving thread has made it non-blocking),
+        up to SEND_S, then stops the worker (it is stuck) and raises :class:`BrokenPipeError`, as for one gone."""
         with self.send_lock:
-            self.sock.send(data)
+            try:
+                self.sock.send(data)
+                return
+            except BlockingIOError:
+                pass
+            deadline = time.monotonic() + SEND_S
+            room = select.poll()
+            room.register(self.sock, select.POLLOUT)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.failure = f"read none of its messages for {SEND_S:g} s and was stopped"
+                    self.process.kill()  # its end closes: the receiving thread ends its streams with that
+                    raise BrokenPipeError(f"decoding worker {self.number} is stuck")
+                room.poll(min(left, 1.0) * 1000)
+                try:
+                    self.sock.send(data)
+                    return
+                except BlockingIOError:
+                    continue
 
     def how_it_ended(self) -> str:
         """What became of the process (it closed the socket without a bye)."""
