@@ -181,6 +181,22 @@ def test_a_killed_worker_ends_only_its_own_streams(long_clip: Path, picture_pipe
     assert [w.process.returncode for w in streams._workers.processes if w is not victim] == [0]
 
 
+def run_until(streams: npu_zc.Streams, count: int) -> tuple[Any, list[Any]]:
+    """The run, stopped from an output at its ``count``-th result, then closed: its report and every result."""
+    results: list[Any] = []
+    lock = threading.Lock()
+
+    def output(result: Any) -> None:
+        with lock:
+            results.append(result)
+            if len(results) == count:
+                streams.stop()
+
+    report = streams.run(output)
+    streams.close()
+    return report, results
+
+
 def test_stop_ends_every_stream_and_reaps_the_workers(long_clip: Path, picture_pipeline: Any) -> None:
     """stop() from an output after 20 results, two workers on four long clips: the run returns, every stream is
     stopped (none ran to its end) with its results in order from 0 and counted, every worker said bye (status 0) and
@@ -188,17 +204,7 @@ def test_stop_ends_every_stream_and_reaps_the_workers(long_clip: Path, picture_p
     sockets, the workers' stderr files, the shared buffers all closed)."""
     before = open_fds()
     streams = npu_zc.Streams([long_clip] * 4, picture_pipeline, workers=2)
-    results: list[Any] = []
-    lock = threading.Lock()
-
-    def output(result: Any) -> None:
-        with lock:
-            results.append(result)
-            if len(results) == 20:
-                streams.stop()
-
-    report = streams.run(output)
-    streams.close()
+    report, results = run_until(streams, 20)
     assert [s.state for s in report.streams] == ["stopped"] * 4, [(s.state, s.error) for s in report.streams]
     got = by_stream(results)
     for stats in report.streams:
@@ -242,17 +248,7 @@ def test_a_message_crossing_a_workers_bye_is_not_its_failure(long_clip: Path, pi
 
     monkeypatch.setattr(_Process, "send", send_one_more_after_stop)
     streams = npu_zc.Streams([long_clip] * 4, picture_pipeline, workers=2)
-    results: list[Any] = []
-    lock = threading.Lock()
-
-    def output(result: Any) -> None:
-        with lock:
-            results.append(result)
-            if len(results) == 20:
-                streams.stop()
-
-    report = streams.run(output)
-    streams.close()
+    report, results = run_until(streams, 20)
     assert [(s.state, s.error) for s in report.streams] == [("stopped", None)] * 4
     assert streams.worker_cpu is not None and streams.worker_cpu["total"] > 0  # from the byes
     assert_reaped(streams)
@@ -386,6 +382,25 @@ def fill(sock: Any) -> int:
         sent += 1
 
 
+def a_stuck_worker(long_clip: Path, picture_pipeline: Any) -> tuple[npu_zc.Streams, Results, Background, Any]:
+    """A persistent run of the long clip in one worker, once it delivers: the worker stopped (SIGSTOP), its socket
+    full. The caller resumes it (SIGCONT) or sees it killed."""
+    streams = npu_zc.Streams([long_clip], picture_pipeline, names=["long"], workers=1, persistent=True)
+    out = Results()
+    run = Background(streams, out)
+    assert out.after("long", 1).wait(WAIT_S)
+    assert streams._workers is not None
+    worker = streams._workers.processes[0]
+    os.kill(worker.process.pid, signal.SIGSTOP)
+    try:
+        wait_stopped(worker.process.pid)
+        assert fill(worker.sock) > 0
+    except BaseException:
+        os.kill(worker.process.pid, signal.SIGCONT)  # a failed test leaves no stopped process behind
+        raise
+    return streams, out, run, worker
+
+
 def test_a_message_to_a_worker_with_a_full_socket_waits_for_room(long_clip: Path, picture_pipeline: Any,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """A message to a worker whose socket is full (here: the worker stopped by SIGSTOP, its socket filled) waits for
@@ -410,17 +425,9 @@ def test_a_message_to_a_worker_with_a_full_socket_waits_for_room(long_clip: Path
             return self.poll_object.poll(timeout)
 
     monkeypatch.setattr(select_module, "poll", Poll)
-    streams = npu_zc.Streams([long_clip], picture_pipeline, names=["long"], workers=1, persistent=True)
-    out = Results()
-    run = Background(streams, out)
-    assert out.after("long", 1).wait(WAIT_S)
-    assert streams._workers is not None
-    worker = streams._workers.processes[0]
-    os.kill(worker.process.pid, signal.SIGSTOP)
+    streams, out, run, worker = a_stuck_worker(long_clip, picture_pipeline)
     resume = threading.Thread(target=lambda: (waiting.wait(WAIT_S), os.kill(worker.process.pid, signal.SIGCONT)))
     try:
-        wait_stopped(worker.process.pid)
-        assert fill(worker.sock) > 0
         resume.start()
         worker.send(SET.pack(b"X", 1 << 30))  # waits until the worker, resumed, reads
     finally:
@@ -443,16 +450,8 @@ def test_a_worker_that_reads_no_message_is_stopped(long_clip: Path, picture_pipe
     from npu_zc.pipeline.decode_worker import SET
 
     monkeypatch.setattr(workers_module, "SEND_S", 0.2, raising=False)
-    streams = npu_zc.Streams([long_clip], picture_pipeline, names=["long"], workers=1, persistent=True)
-    out = Results()
-    run = Background(streams, out)
-    assert out.after("long", 1).wait(WAIT_S)
-    assert streams._workers is not None
-    worker = streams._workers.processes[0]
+    streams, out, run, worker = a_stuck_worker(long_clip, picture_pipeline)
     live = streams.lanes[0].stats
-    os.kill(worker.process.pid, signal.SIGSTOP)
-    wait_stopped(worker.process.pid)
-    assert fill(worker.sock) > 0
     with pytest.raises(BrokenPipeError):
         worker.send(SET.pack(b"X", 1 << 30))
     assert worker.process.wait(WAIT_S) == -signal.SIGKILL
