@@ -154,8 +154,11 @@ pipeline = npu_zc.Pipeline(picture_model(), "CPU", hint="throughput", fit="stret
                            options=CompileOptions(inference_precision="f32"))
 streams = npu_zc.Streams([Frames("endless", 10**9)], pipeline, deliverers=1)
 stop = streams.stop
+said = []
 def stopping():
-    print("stopping", flush=True)
+    if not said:  # the first Ctrl-C's stop; a feeding thread that finds the queue given up stops the run again
+        said.append(True)
+        print("stopping", flush=True)
     stop()
 streams.stop = stopping
 def stuck(result):  # a consumer that stopped reading
