@@ -81,3 +81,36 @@ def test_abandon_ends_the_inferences_running_and_takes_no_more(session: Session)
             queue.acquire(timeout=30)
     finally:
         release.set()
+
+
+def test_abandon_waits_for_an_inference_being_started(session: Session) -> None:
+    """A thread inside submit(), starting its inference, as the queue is given up: abandon() waits for that start and
+    then for the inference, so none runs once it returns (one started just after abandon() returned would be running
+    as the process exits). Made certain here: the start is held until abandon() either returned or waits."""
+    entered, go = threading.Event(), threading.Event()
+    queue = session.queue(2, heap="memfd", callback=lambda result: None, buffers=2)
+    start = queue._start
+
+    def held_start(*args):  # type: ignore[no-untyped-def]
+        entered.set()
+        assert go.wait(30)
+        return start(*args)
+
+    queue._start = held_start
+    frame = queue.acquire(timeout=30)
+    frame.inputs[0][...] = 1
+    submitter = threading.Thread(target=queue.submit, args=(frame, 0))
+    submitter.start()
+    try:
+        assert entered.wait(30)
+        outcome: list[bool] = []
+        abandoning = threading.Thread(target=lambda: outcome.append(queue.abandon(timeout=30)))
+        abandoning.start()
+        while abandoning.is_alive() and not queue._waiters:  # returned, or waiting for the start
+            abandoning.join(0.001)
+    finally:
+        go.set()
+    submitter.join(30)
+    abandoning.join(30)
+    assert outcome == [True]
+    assert queue.in_flight == 0

@@ -207,6 +207,7 @@ class AsyncQueue:
         self._mutex = threading.RLock()
         self._lock = threading.Condition(self._mutex)
         self._waiters = 0
+        self._starting = 0  # submissions between their check and their entry in _running
         self._start = _start_async()
         # Per set, what a frame and a result hand out: built once.
         self._set_inputs = [tuple([b[k].array for b in self._bound_in]) for k in range(buffers)]
@@ -301,14 +302,22 @@ class AsyncQueue:
         if frame._submitted:
             raise InvalidArgumentError("this frame was submitted already: acquire a new one")
         index = frame._set
-        self._states[index] = "in-flight"
+        with self._mutex:  # counted as starting: abandon() waits for it, or this sees the queue given up
+            if self._closed:
+                self._check_open()
+            self._starting += 1
         try:
+            self._states[index] = "in-flight"
             self._start(self._requests[index], _NO_INPUTS, None)  # its tensors were set when the queue was made
         except BaseException:
             self._states[index] = "cpu"  # still the caller's: it may discard it
+            with self._mutex:
+                self._starting -= 1
+                self._notify()
             raise
         frame._submitted = True
         with self._mutex:
+            self._starting -= 1
             entry = _InFlight(self._sequence, frame, index, userdata, key)
             self._sequence += 1
             self._running.append(entry)
@@ -378,6 +387,12 @@ class AsyncQueue:
             while self._sleeping:
                 self._sleeping.pop().release()
         deadline = time.monotonic() + timeout
+        with self._mutex:
+            while self._starting:  # an inference being started now: once started, it is waited for below
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._wait(min(left, SLICE_S))
         while (oldest := self._oldest_running()) is not None:
             left = deadline - time.monotonic()
             try:
