@@ -85,7 +85,9 @@ def test_default_deliverers_one_per_four_cores_at_least_two() -> None:
 
 def test_a_stream_waits_only_for_its_own_results(picture_pipeline: Any) -> None:
     """Stream 0's first result is held in the output until stream 1 has delivered three results. With several
-    delivery threads they come; with one (every result behind the oldest, the old delivery), they cannot."""
+    delivery threads they come; with one (every result behind the oldest, the old delivery), they cannot. Eight
+    requests: stream 0's eight frames, undelivered, cannot hold every set of buffers even where its source is read
+    well before stream 1's (a loaded machine)."""
     for deliverers, passes in ((2, True), (1, False)):
         stream1 = threading.Event()
         seen: dict[str, bool] = {}
@@ -98,7 +100,7 @@ def test_a_stream_waits_only_for_its_own_results(picture_pipeline: Any) -> None:
 
         watch = Watch(pause)
         sources = [Counted("held", 8), Counted("free", 8, 3)]
-        report, _ = run_streams(sources, picture_pipeline, requests=4, feeders=1, deliverers=deliverers,
+        report, _ = run_streams(sources, picture_pipeline, requests=8, feeders=1, deliverers=deliverers,
                                 outputs=[watch])  # fmt: skip
         assert seen["passed"] is passes, deliverers
         assert [s.frames for s in report.streams] == [8, 8]
