@@ -3,12 +3,14 @@ its own, each thread's results come in its own order, and no thread is refused a
 
 from __future__ import annotations
 
+import math
 import threading
 
 import pytest
 
 pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc)")
 
+from npu_zc import InvalidArgumentError
 from npu_zc.runtime import Session
 from queue_models import doubling_session  # noqa: E402
 
@@ -69,6 +71,11 @@ def test_abandon_ends_the_inferences_running_and_takes_no_more(session: Session)
         release.wait()
 
     queue = session.queue(2, heap="memfd", callback=stuck, buffers=4)
+    for bad in (math.nan, -1.0, None, math.inf):  # unchecked, a NaN waited for ever
+        with pytest.raises(InvalidArgumentError):
+            queue.abandon(timeout=bad)
+    with pytest.raises(TypeError):
+        queue.abandon(timeout="1")  # type: ignore[arg-type]
     try:
         frames = [queue.acquire(timeout=30) for _ in range(4)]
         for k, frame in enumerate(frames):

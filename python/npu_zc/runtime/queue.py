@@ -381,12 +381,15 @@ class AsyncQueue:
         this waits (up to ``timeout`` s) until no inference of it runs; True once none does. Nothing is delivered
         or freed here: its buffers stay with those threads until the process ends. A process must not exit with an
         inference running: the plugin's threads are torn down under it, and that aborts the process."""
+        seconds = timeout_seconds(timeout)
+        if seconds is None:
+            raise InvalidArgumentError("abandon() waits a bounded time: give a finite number of seconds")
         with self._mutex:
             self._closed = True  # acquire and submit refuse from now on; close() has nothing left to do
             self._notify()
             while self._sleeping:
                 self._sleeping.pop().release()
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + seconds
         with self._mutex:
             while self._starting:  # an inference being started now: once started, it is waited for below
                 left = deadline - time.monotonic()
