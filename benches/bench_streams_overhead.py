@@ -13,6 +13,9 @@ Per frame: wall microseconds (1e6 / FPS) and CPU microseconds of the whole proce
 plane views), the feeding threads (lane hand-over, the conversion, submit), the queue's delivery thread
 (waiting for results, postprocess, outputs) and the rest (OpenVINO's and FFmpeg's own threads).
 A role whose threads' CPU per frame reaches the wall time per frame (a single thread's) is the serial stage.
+Beside them, how busy this process is (its threads' CPU over the wall time) and how long one of its threads that
+sleeps 1 ms at a time waits to run Python again (for the GIL, or a core): a process whose lock is the cap shows
+waits of the order of the switch interval, one that is not shows a fraction of a millisecond.
 
 Timings on a shared machine move with its load; the Python each frame runs with the GIL held does not: one more
 run per count of streams with a profile hook on every thread counts the Python function calls and the C calls
@@ -82,6 +85,8 @@ class Sampler:
     """CPU nanoseconds of each thread of this process, by role, sampled while a run goes on."""
 
     def __init__(self) -> None:
+        self.began = time.perf_counter_ns()
+        self.wall_ns = 0
         self.before = thread_ns()
         self.last: dict[int, int] = {}
         self.names: dict[int, str] = {}
@@ -106,12 +111,22 @@ class Sampler:
         self.stop.set()
         self.thread.join()
         self.sample()
+        self.wall_ns = time.perf_counter_ns() - self.began
+
+    def by_thread(self) -> dict[str, int]:
+        """CPU nanoseconds of each thread of this process over the run (the sampler's and the probe's left out)."""
+        out: dict[str, int] = {}
+        for tid, ns in self.last.items():
+            name = self.names.get(tid, str(tid))
+            if tid != self.thread.native_id and name != "probe" and not name.startswith("spinner"):
+                out[name] = out.get(name, 0) + ns - self.before.get(tid, 0)
+        return out
 
     def by_role(self) -> dict[str, int]:
         out = {"sources": 0, "feeders": 0, "delivery": 0, "other": 0}
         sampler = self.thread.native_id
         for tid, ns in self.last.items():
-            if tid == sampler or self.names.get(tid, "").startswith("spinner"):
+            if tid == sampler or self.names.get(tid, "").startswith(("spinner", "probe")):
                 continue
             name = self.names.get(tid, "")
             out[role_of(name)] += ns - self.before.get(tid, 0)
@@ -159,6 +174,14 @@ def threads_of(feeders: int | None, deliverers: int | None, workers: int | None 
     return {k: v for k, v in (("feeders", feeders), ("deliverers", deliverers), ("workers", workers)) if v is not None}
 
 
+def probe_gil(stop: threading.Event, late: list[float]) -> None:
+    """Sleeps 1 ms at a time and records how late it runs Python again: a wait for the GIL (or for a core)."""
+    while not stop.is_set():
+        began = time.perf_counter()
+        time.sleep(0.001)
+        late.append(time.perf_counter() - began - 0.001)
+
+
 def spin(stop: threading.Event) -> None:
     """Python that wants the GIL all the time (as the Xeon's thirty-odd Python threads together did)."""
     while not stop.is_set():
@@ -176,13 +199,16 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     spinners = [threading.Thread(target=spin, args=(stop,), name=f"spinner{k}", daemon=True) for k in range(contend)]
     for spinner in spinners:
         spinner.start()
+    late: list[float] = []
+    probe = threading.Thread(target=probe_gil, args=(stop, late), name="probe", daemon=True)
+    probe.start()
     try:
         with Sampler() as sampler:
             report = run.run(duration=seconds)
     finally:
         stop.set()
-        for spinner in spinners:
-            spinner.join()
+        for thread in (*spinners, probe):
+            thread.join()
     run.close()
     assert not report.errors, report.errors
     frames = max(1, report.frames)
@@ -198,7 +224,12 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     roles = {k: v / 1000 / frames for k, v in ns.items()}
     # A worker's start (its imports, once a run) is left out of the per-frame figures: said beside them.
     started = elsewhere.get("start", 0.0) if elsewhere else 0.0
-    return {"fps": report.fps, "wall_us": 1e6 / max(report.fps, 1e-9),
+    # This process alone: how busy it is, and how long a thread waits to run Python again (the GIL, or a core).
+    wall_ns = max(1, sampler.wall_ns)
+    here = sum(sampler.by_thread().values()) / wall_ns
+    late.sort()
+    return {"fps": report.fps, "wall_us": 1e6 / max(report.fps, 1e-9), "here_cores": here,
+            "probe_ms": (1e3 * late[len(late) // 2], 1e3 * late[int(0.9 * len(late))]) if late else (0.0, 0.0),
             "cpu_us": 1e6 * (report.cpu_seconds - started) / frames, "start_s": started,
             "workers": getattr(run, "workers", 0), **roles}  # fmt: skip
 
@@ -255,12 +286,15 @@ def main() -> int:
             outside = r["cpu_us"] - r["sources"]
             rows.append([n, label, dlabel, r["workers"], round(r["fps"]), round(r["fps"] / decode, 3) if decode else None,
                          round(r["wall_us"]), round(r["cpu_us"]), round(r["sources"]), round(r["feeders"]),
-                         round(r["delivery"]), round(r["other"]), round(outside)])  # fmt: skip
+                         round(r["delivery"]), round(r["other"]), round(outside), round(r["here_cores"], 2),
+                         round(r["probe_ms"][0], 2), round(r["probe_ms"][1], 2)])  # fmt: skip
             print(f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}, workers {r['workers']}: {r['fps']:6.0f} FPS"
                   + (f" ({r['fps'] / decode:.0%} of decode)" if decode else "")
                   + f", wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame (sources {r['sources']:.0f}, "
                   f"feeders {r['feeders']:.0f}, delivery {r['delivery']:.0f}, other {r['other']:.0f}; outside decoding "
-                  f"{outside:.0f}; workers' start {r['start_s']:.2f} s CPU)", flush=True)  # fmt: skip
+                  f"{outside:.0f}; workers' start {r['start_s']:.2f} s CPU); this process {r['here_cores']:.2f} cores, "
+                  f"a thread waits to run Python again {r['probe_ms'][0]:.2f} ms (median), {r['probe_ms'][1]:.2f} ms (p90)",
+                  flush=True)  # fmt: skip
             c = count_calls(pipeline, clip, n, 50, feeders, deliverers, workers)
             calls.append([n, label, dlabel, r["workers"], round(c["sources"], 1), round(c["feeders"], 1),
                           round(c["delivery"], 1), round(sum(c.values()), 1)])  # fmt: skip
@@ -274,10 +308,13 @@ def main() -> int:
         "note": "us per frame; CPU of every process (the decoding workers' too), by role of thread: this process's from "
                 "/proc/self/task/*/schedstat, the workers' as each thread counted it; wall = 1e6 / FPS in all. "
                 "A single thread whose CPU per frame reaches the wall time per frame is the serial stage. "
+                "This process's cores: its threads' CPU over the run's wall time (the workers' not counted); GIL probe: "
+                "how late a thread of this process that sleeps 1 ms at a time runs Python again (a wait for the GIL, or a core). "
                 + (f"Decode rate: {decode:.0f} FPS (one single-threaded PyAV decoder per core, {len(os.sched_getaffinity(0))} cores)."
                    if decode else ""),
         "columns": ["streams", "feeders", "deliverers", "workers", "FPS", "of decode rate", "wall us", "CPU us",
-                    "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)", "outside decoding"],
+                    "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)", "outside decoding",
+                    "this process's cores", "GIL probe median ms", "GIL probe p90 ms"],
         "rows": rows,
     }, {
         "title": "Python calls per frame (run with the GIL held), by role of thread",
