@@ -228,7 +228,13 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     wall_ns = max(1, sampler.wall_ns)
     here = sum(sampler.by_thread().values()) / wall_ns
     late.sort()
+    # With workers: the wall time of this process's receiving thread (reading every worker's frames, submitting them,
+    # granting sets), busy or waiting for a message.
+    receiving = getattr(run, "worker_receiving", None) or {}
+    spent = receiving.get("busy", 0.0) + receiving.get("waiting", 0.0)
     return {"fps": report.fps, "wall_us": 1e6 / max(report.fps, 1e-9), "here_cores": here,
+            "receiving_busy": receiving["busy"] / spent if spent else None,
+            "receiving_us": 1e6 * receiving["busy"] / max(1, receiving["frames"]) if spent else None,
             "probe_ms": (1e3 * late[len(late) // 2], 1e3 * late[int(0.9 * len(late))]) if late else (0.0, 0.0),
             "cpu_us": 1e6 * (report.cpu_seconds - started) / frames, "start_s": started,
             "workers": getattr(run, "workers", 0), **roles}  # fmt: skip
@@ -287,14 +293,17 @@ def main() -> int:
             rows.append([n, label, dlabel, r["workers"], round(r["fps"]), round(r["fps"] / decode, 3) if decode else None,
                          round(r["wall_us"]), round(r["cpu_us"]), round(r["sources"]), round(r["feeders"]),
                          round(r["delivery"]), round(r["other"]), round(outside), round(r["here_cores"], 2),
-                         round(r["probe_ms"][0], 2), round(r["probe_ms"][1], 2)])  # fmt: skip
+                         round(r["probe_ms"][0], 2), round(r["probe_ms"][1], 2),
+                         None if r["receiving_busy"] is None else round(r["receiving_busy"], 2),
+                         None if r["receiving_us"] is None else round(r["receiving_us"])])  # fmt: skip
             print(f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}, workers {r['workers']}: {r['fps']:6.0f} FPS"
                   + (f" ({r['fps'] / decode:.0%} of decode)" if decode else "")
                   + f", wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame (sources {r['sources']:.0f}, "
                   f"feeders {r['feeders']:.0f}, delivery {r['delivery']:.0f}, other {r['other']:.0f}; outside decoding "
                   f"{outside:.0f}; workers' start {r['start_s']:.2f} s CPU); this process {r['here_cores']:.2f} cores, "
-                  f"a thread waits to run Python again {r['probe_ms'][0]:.2f} ms (median), {r['probe_ms'][1]:.2f} ms (p90)",
-                  flush=True)  # fmt: skip
+                  f"a thread waits to run Python again {r['probe_ms'][0]:.2f} ms (median), {r['probe_ms'][1]:.2f} ms (p90)"
+                  + ("" if r["receiving_busy"] is None else f"; receiving thread busy {r['receiving_busy']:.0%} of its "
+                     f"time, {r['receiving_us']:.0f} us wall a frame"), flush=True)  # fmt: skip
             c = count_calls(pipeline, clip, n, 50, feeders, deliverers, workers)
             calls.append([n, label, dlabel, r["workers"], round(c["sources"], 1), round(c["feeders"], 1),
                           round(c["delivery"], 1), round(sum(c.values()), 1)])  # fmt: skip
@@ -309,12 +318,15 @@ def main() -> int:
                 "/proc/self/task/*/schedstat, the workers' as each thread counted it; wall = 1e6 / FPS in all. "
                 "A single thread whose CPU per frame reaches the wall time per frame is the serial stage. "
                 "This process's cores: its threads' CPU over the run's wall time (the workers' not counted); GIL probe: "
-                "how late a thread of this process that sleeps 1 ms at a time runs Python again (a wait for the GIL, or a core). "
+                "how late a thread of this process that sleeps 1 ms at a time runs Python again (a wait for the GIL, or a core); "
+                "receiving thread (with workers): the share of its wall time spent reading frames, submitting them and "
+                "granting sets rather than waiting for them, and that time per frame. "
                 + (f"Decode rate: {decode:.0f} FPS (one single-threaded PyAV decoder per core, {len(os.sched_getaffinity(0))} cores)."
                    if decode else ""),
         "columns": ["streams", "feeders", "deliverers", "workers", "FPS", "of decode rate", "wall us", "CPU us",
                     "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)", "outside decoding",
-                    "this process's cores", "GIL probe median ms", "GIL probe p90 ms"],
+                    "this process's cores", "GIL probe median ms", "GIL probe p90 ms", "receiving thread busy",
+                    "receiving thread us wall / frame"],
         "rows": rows,
     }, {
         "title": "Python calls per frame (run with the GIL held), by role of thread",

@@ -86,6 +86,8 @@ def test_same_results_as_decoding_here(clips: dict[str, Path], picture_pipeline:
             for r, prediction in zip(got[stream], expected[stream]):
                 assert np.array_equal(r.prediction[0], prediction), (workers, name, r.index)
         assert streams.worker_cpu["total"] > 0
+        receiving = streams.worker_receiving  # every frame came through the receiving thread, which timed itself
+        assert receiving["frames"] == sum(want) and receiving["busy"] > 0 and receiving["waiting"] > 0, receiving
         assert_reaped(streams)
 
 

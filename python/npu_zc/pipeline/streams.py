@@ -404,6 +404,9 @@ class Streams:
         self.worker_cpu: dict[str, float] = {}
         """After a run with workers: their CPU seconds, by role of thread ("sources", "feeders"), to be ready
         ("start") and in all ("total")."""
+        self.worker_receiving: dict[str, float] = {}
+        """After a run with workers: this process's receiving thread, the frames it took ("frames") and its wall
+        seconds waiting for them ("waiting") and handling them ("busy"; see :class:`~npu_zc.pipeline.workers.DecodeWorkers`)."""
         self.worker_copies: dict[str, int] | None = None
         """After a run with workers under the memcpy counter (:mod:`npu_zc.memcount`): what they copied ("bytes",
         "calls", the "largest" copy); None otherwise."""
@@ -745,6 +748,7 @@ class Streams:
             if workers is not None:
                 workers.close()
                 self.worker_cpu, self.worker_copies = dict(workers.cpu), workers.copies
+                self.worker_receiving = dict(workers.receiving)
             queue.close()
 
     def _start_workers(self, queue: Any) -> DecodeWorkers:

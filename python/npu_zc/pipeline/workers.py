@@ -148,6 +148,10 @@ class DecodeWorkers:
         self.cpu = {"sources": 0.0, "feeders": 0.0, "start": 0.0, "total": 0.0}
         """CPU seconds of every worker that said bye, by role of thread; "start": until it was ready (importing
         numpy and PyAV, mapping the buffers: once per run); "total": the whole processes."""
+        self.receiving = {"frames": 0, "waiting": 0.0, "busy": 0.0}
+        """The receiving thread over a run: frames it submitted or let go, and the seconds of wall time it spent
+        waiting for a message ("waiting") or reading and granting ("busy", its GIL hand-overs included): a thread busy
+        nearly all the time is the serial stage, whatever its CPU."""
         self.copies: dict[str, int] | None = None
         """Under the memcpy counter (:mod:`npu_zc.memcount` preloaded): what the workers copied from ready to bye,
         summed ("bytes", "calls") and the largest single copy ("largest"); None otherwise."""
@@ -269,9 +273,13 @@ class DecodeWorkers:
             worker.sock.setblocking(False)
             selector.register(worker.sock, selectors.EVENT_READ, worker)
         running = len(self.processes)
+        clock, figures = time.perf_counter, self.receiving
         try:
             while running:
-                for key, _ in selector.select():
+                began = clock()
+                ready = selector.select()
+                woke = clock()
+                for key, _ in ready:
                     worker = key.data
                     try:
                         owed, over = self._drain(worker)
@@ -282,12 +290,15 @@ class DecodeWorkers:
                         worker.failure = f"sent a message the protocol does not allow ({exc}) and was stopped"
                         worker.process.kill()
                         owed, over = 0, False
+                    figures["frames"] += owed
                     if over is None:
                         self._grant(worker, owed)
                     else:
                         selector.unregister(worker.sock)
                         running -= 1
                         self._gone(worker, bye=over)
+                figures["waiting"] += woke - began
+                figures["busy"] += clock() - woke
         finally:
             selector.close()
 
