@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -371,7 +372,6 @@ def test_a_frame_named_as_its_stream_is_removed_is_delivered_before_remove_retur
 
 def fill(sock: Any) -> int:
     """Messages (each a stop for a stream nobody has: harmless when read) until the socket takes no more."""
-    import socket
 
     from npu_zc.pipeline.decode_worker import SET
 
@@ -467,6 +467,31 @@ def test_a_worker_that_reads_no_message_is_stopped(long_clip: Path, picture_pipe
     stats = report.streams[0]
     assert (stats.state, stats.error) == (
         "error", f"its decoding worker (pid {worker.process.pid}) read none of its messages for 0.2 s and was stopped")
+
+
+def test_a_message_to_a_worker_gone_with_ours_unread_is_a_broken_pipe() -> None:
+    """A worker's end closed with messages of ours unread (killed while stopped with its socket full, as when one
+    sender's wait stops a stuck worker while another waits to send) is reported to the next send as a reset
+    (ECONNRESET), then as a broken pipe: every sender sees BrokenPipeError, one error for a worker gone. Here the
+    receiving thread cannot read the reset first: the worker's end is a socket of this test, closed by it."""
+    from npu_zc.pipeline.decode_worker import SET
+    from npu_zc.pipeline.workers import _Process
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # the worker's process
+    try:
+        ours.setblocking(False)
+        assert fill(ours) > 0
+        theirs.close()  # gone, our messages unread
+        worker = _Process(0, holder, ours, errors=None)
+        for _ in range(2):  # the reset, then the broken pipe
+            with pytest.raises(BrokenPipeError):
+                worker.send(SET.pack(b"X", 1))
+        assert holder.poll() is None  # gone is not stuck: nothing was killed
+    finally:
+        holder.kill()
+        holder.wait()
+        ours.close()
 
 
 class AddsWhenRead(Frames):

@@ -91,28 +91,37 @@ class _Process:
 
     def send(self, data: bytes) -> None:
         """``data`` as one message; waits while its socket is full (the receiving thread has made it non-blocking),
-        up to SEND_S, then stops the worker (it is stuck) and raises :class:`BrokenPipeError`, as for one gone."""
+        up to SEND_S, then stops the worker (it is stuck) and raises :class:`BrokenPipeError`, as for one gone. A
+        worker gone with messages of ours unread (killed, or stopped by another sender's wait) resets its end, which
+        the first send after reports as a reset: raised as :class:`BrokenPipeError` too, one error for every way
+        it can be gone."""
         with self.send_lock:
+            try:
+                self._send(data)
+            except ConnectionResetError as exc:
+                raise BrokenPipeError(f"decoding worker {self.number} is gone") from exc
+
+    def _send(self, data: bytes) -> None:
+        try:
+            self.sock.send(data)
+            return
+        except BlockingIOError:
+            pass
+        deadline = time.monotonic() + SEND_S
+        room = select.poll()
+        room.register(self.sock, select.POLLOUT)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.failure = f"read none of its messages for {SEND_S:g} s and was stopped"
+                self.process.kill()  # its end closes: the receiving thread ends its streams with that
+                raise BrokenPipeError(f"decoding worker {self.number} is stuck")
+            room.poll(min(left, 1.0) * 1000)
             try:
                 self.sock.send(data)
                 return
             except BlockingIOError:
-                pass
-            deadline = time.monotonic() + SEND_S
-            room = select.poll()
-            room.register(self.sock, select.POLLOUT)
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    self.failure = f"read none of its messages for {SEND_S:g} s and was stopped"
-                    self.process.kill()  # its end closes: the receiving thread ends its streams with that
-                    raise BrokenPipeError(f"decoding worker {self.number} is stuck")
-                room.poll(min(left, 1.0) * 1000)
-                try:
-                    self.sock.send(data)
-                    return
-                except BlockingIOError:
-                    continue
+                continue
 
     def how_it_ended(self) -> str:
         """What became of the process (it closed the socket without a bye)."""
