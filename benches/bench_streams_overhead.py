@@ -13,9 +13,11 @@ Per frame: wall microseconds (1e6 / FPS) and CPU microseconds of the whole proce
 plane views), the feeding threads (lane hand-over, the conversion, submit), the queue's delivery thread
 (waiting for results, postprocess, outputs) and the rest (OpenVINO's and FFmpeg's own threads).
 A role whose threads' CPU per frame reaches the wall time per frame (a single thread's) is the serial stage.
-Beside them, how busy this process is (its threads' CPU over the wall time) and how long one of its threads that
-sleeps 1 ms at a time waits to run Python again (for the GIL, or a core): a process whose lock is the cap shows
-waits of the order of the switch interval, one that is not shows a fraction of a millisecond.
+Beside them, how busy this process is (its threads' CPU over the wall time), with workers how much of its wall time
+the receiving thread is busy, and with ``--probe`` how long a thread that sleeps 1 ms at a time waits to run Python
+again (for the GIL, or a core): a process whose lock is the cap shows waits of the order of the switch interval, one
+that is not a fraction of a millisecond. The probe is one more thread taking the GIL a thousand times a second, so
+it is left out unless asked for.
 
 Timings on a shared machine move with its load; the Python each frame runs with the GIL held does not: one more
 run per count of streams with a profile hook on every thread counts the Python function calls and the C calls
@@ -113,15 +115,6 @@ class Sampler:
         self.sample()
         self.wall_ns = time.perf_counter_ns() - self.began
 
-    def by_thread(self) -> dict[str, int]:
-        """CPU nanoseconds of each thread of this process over the run (the sampler's and the probe's left out)."""
-        out: dict[str, int] = {}
-        for tid, ns in self.last.items():
-            name = self.names.get(tid, str(tid))
-            if tid != self.thread.native_id and name != "probe" and not name.startswith("spinner"):
-                out[name] = out.get(name, 0) + ns - self.before.get(tid, 0)
-        return out
-
     def by_role(self) -> dict[str, int]:
         out = {"sources": 0, "feeders": 0, "delivery": 0, "other": 0}
         sampler = self.thread.native_id
@@ -189,30 +182,32 @@ def spin(stop: threading.Event) -> None:
 
 
 def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders: int | None,
-        deliverers: int | None = None, contend: int = 0, workers: int | None = None) -> dict[str, Any]:
+        deliverers: int | None = None, contend: int = 0, workers: int | None = None, probe: bool = False) -> dict[str, Any]:
     import npu_zc
     from npu_zc.sources import VideoSource
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1) for i in range(streams)]
     run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers, workers))
     stop = threading.Event()
-    spinners = [threading.Thread(target=spin, args=(stop,), name=f"spinner{k}", daemon=True) for k in range(contend)]
-    for spinner in spinners:
-        spinner.start()
+    helpers = [threading.Thread(target=spin, args=(stop,), name=f"spinner{k}", daemon=True) for k in range(contend)]
+    for helper in helpers:
+        helper.start()
     late: list[float] = []
-    probe = threading.Thread(target=probe_gil, args=(stop, late), name="probe", daemon=True)
-    probe.start()
+    if probe:
+        helpers.append(threading.Thread(target=probe_gil, args=(stop, late), name="probe", daemon=True))
+        helpers[-1].start()
     try:
         with Sampler() as sampler:
             report = run.run(duration=seconds)
     finally:
         stop.set()
-        for thread in (*spinners, probe):
+        for thread in helpers:
             thread.join()
     run.close()
     assert not report.errors, report.errors
     frames = max(1, report.frames)
     ns = sampler.by_role()
+    here = sum(ns.values()) / max(1, sampler.wall_ns)  # this process alone: the workers' CPU is added below
     # The decoding workers' threads (other processes), by role: their reader threads decode, their feeding threads
     # convert; the rest of them (FFmpeg's, the control thread) is "other".
     elsewhere = getattr(run, "worker_cpu", None) or {}
@@ -224,9 +219,6 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     roles = {k: v / 1000 / frames for k, v in ns.items()}
     # A worker's start (its imports, once a run) is left out of the per-frame figures: said beside them.
     started = elsewhere.get("start", 0.0) if elsewhere else 0.0
-    # This process alone: how busy it is, and how long a thread waits to run Python again (the GIL, or a core).
-    wall_ns = max(1, sampler.wall_ns)
-    here = sum(sampler.by_thread().values()) / wall_ns
     late.sort()
     # With workers: the wall time of this process's receiving thread (reading every worker's frames, submitting them,
     # granting sets), busy or waiting for a message.
@@ -235,7 +227,7 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     return {"fps": report.fps, "wall_us": 1e6 / max(report.fps, 1e-9), "here_cores": here,
             "receiving_busy": receiving["busy"] / spent if spent else None,
             "receiving_us": 1e6 * receiving["busy"] / max(1, receiving["frames"]) if spent else None,
-            "probe_ms": (1e3 * late[len(late) // 2], 1e3 * late[int(0.9 * len(late))]) if late else (0.0, 0.0),
+            "probe_ms": (1e3 * late[len(late) // 2], 1e3 * late[int(0.9 * len(late))]) if late else None,
             "cpu_us": 1e6 * (report.cpu_seconds - started) / frames, "start_s": started,
             "workers": getattr(run, "workers", 0), **roles}  # fmt: skip
 
@@ -256,6 +248,8 @@ def main() -> int:
                         "costs up to a switch interval, as among many busy Python threads (default 0)")
     parser.add_argument("--workers", type=int, nargs="+", default=None,
                         help="decoding worker processes to compare (default: Streams' own choice only; 0: none)")
+    parser.add_argument("--probe", action="store_true",
+                        help="a thread that sleeps 1 ms at a time beside each timed run: how late it runs Python again")
     parser.add_argument("--decode-rate", action="store_true",
                         help="measure the all-core decode rate of the clip first (one single-threaded decoder per core)")
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
@@ -286,22 +280,23 @@ def main() -> int:
     for feeders, deliverers, workers in itertools.product(args.feeders or [None], args.deliverers or [None],
                                                           args.workers or [None]):  # fmt: skip
         for n in args.streams:
-            r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers)
+            r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers, args.probe)
             label = "default" if feeders is None else str(feeders)
             dlabel = "default" if deliverers is None else str(deliverers)
             outside = r["cpu_us"] - r["sources"]
             rows.append([n, label, dlabel, r["workers"], round(r["fps"]), round(r["fps"] / decode, 3) if decode else None,
                          round(r["wall_us"]), round(r["cpu_us"]), round(r["sources"]), round(r["feeders"]),
                          round(r["delivery"]), round(r["other"]), round(outside), round(r["here_cores"], 2),
-                         round(r["probe_ms"][0], 2), round(r["probe_ms"][1], 2),
+                         *((None, None) if r["probe_ms"] is None else (round(r["probe_ms"][0], 2), round(r["probe_ms"][1], 2))),
                          None if r["receiving_busy"] is None else round(r["receiving_busy"], 2),
                          None if r["receiving_us"] is None else round(r["receiving_us"])])  # fmt: skip
             print(f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}, workers {r['workers']}: {r['fps']:6.0f} FPS"
                   + (f" ({r['fps'] / decode:.0%} of decode)" if decode else "")
                   + f", wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame (sources {r['sources']:.0f}, "
                   f"feeders {r['feeders']:.0f}, delivery {r['delivery']:.0f}, other {r['other']:.0f}; outside decoding "
-                  f"{outside:.0f}; workers' start {r['start_s']:.2f} s CPU); this process {r['here_cores']:.2f} cores, "
-                  f"a thread waits to run Python again {r['probe_ms'][0]:.2f} ms (median), {r['probe_ms'][1]:.2f} ms (p90)"
+                  f"{outside:.0f}; workers' start {r['start_s']:.2f} s CPU); this process {r['here_cores']:.2f} cores"
+                  + ("" if r["probe_ms"] is None else f", a thread waits to run Python again {r['probe_ms'][0]:.2f} ms "
+                     f"(median), {r['probe_ms'][1]:.2f} ms (p90)")
                   + ("" if r["receiving_busy"] is None else f"; receiving thread busy {r['receiving_busy']:.0%} of its "
                      f"time, {r['receiving_us']:.0f} us wall a frame"), flush=True)  # fmt: skip
             c = count_calls(pipeline, clip, n, 50, feeders, deliverers, workers)
@@ -317,7 +312,7 @@ def main() -> int:
         "note": "us per frame; CPU of every process (the decoding workers' too), by role of thread: this process's from "
                 "/proc/self/task/*/schedstat, the workers' as each thread counted it; wall = 1e6 / FPS in all. "
                 "A single thread whose CPU per frame reaches the wall time per frame is the serial stage. "
-                "This process's cores: its threads' CPU over the run's wall time (the workers' not counted); GIL probe: "
+                "This process's cores: its threads' CPU over the run's wall time (the workers' not counted); GIL probe (--probe): "
                 "how late a thread of this process that sleeps 1 ms at a time runs Python again (a wait for the GIL, or a core); "
                 "receiving thread (with workers): the share of its wall time spent reading frames, submitting them and "
                 "granting sets rather than waiting for them, and that time per frame. "

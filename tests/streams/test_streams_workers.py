@@ -372,7 +372,6 @@ def test_a_frame_named_as_its_stream_is_removed_is_delivered_before_remove_retur
 
 def fill(sock: Any) -> int:
     """Messages (each a stop for a stream nobody has: harmless when read) until the socket takes no more."""
-
     from npu_zc.pipeline.decode_worker import SET
 
     sent = 0
