@@ -217,6 +217,87 @@ def test_close_delivers_what_is_pending(session: Session) -> None:
 
 def test_deliverers_are_checked(session: Session) -> None:
     with pytest.raises(npu_zc.InvalidArgumentError, match="at least one delivery thread"):
-        session.queue(2, heap="memfd", callback=lambda r: None, deliverers=0)
+        session.queue(2, heap="memfd", callback=lambda r: None, deliverers=-1)
+    with pytest.raises(npu_zc.InvalidArgumentError, match="at least one delivery thread"):
+        session.queue(2, heap="memfd", deliverers=0)  # no callback: nothing to deliver to
     with pytest.raises(npu_zc.InvalidArgumentError, match="deliverers call a callback"):
         session.queue(2, heap="memfd", deliverers=2)
+    with session.queue(2, heap="memfd", callback=lambda r: None, deliverers=1) as threaded:
+        with pytest.raises(npu_zc.InvalidArgumentError, match="deliverers=0"):
+            threaded.deliver_ready()
+
+
+def test_the_caller_delivers_with_no_delivery_thread(session: Session) -> None:
+    """deliverers=0: nothing is delivered until the caller asks; deliver_ready() hands the finished results to the
+    callback on the calling thread, oldest first, each its own frame's value; join() delivers what is left."""
+    recorder = Recorder()
+    with session.queue(2, heap="memfd", callback=recorder, buffers=6, deliverers=0) as queue:
+        assert queue.deliverers == 0
+        for index in range(4):
+            submit(queue, index % 2, index)
+        queue.wait_all()  # every inference done, none delivered: no thread of the queue's calls the callback
+        assert recorder.order == [] and queue.pending == 4
+        assert queue.deliver_ready() == 4
+        assert recorder.order == [(0, 0), (1, 1), (0, 2), (1, 3)]
+        assert recorder.threads == {threading.current_thread().name}
+        assert queue.deliver_ready() == 0  # nothing pending
+        submit(queue, 0, 4)
+        submit(queue, 1, 5)
+        assert queue.join(timeout=60)
+        assert recorder.order[4:] == [(0, 4), (1, 5)] and queue.pending == 0
+    assert not recorder.wrong and not recorder.overlaps
+
+
+def test_deliver_ready_waits_for_the_oldest_up_to_its_timeout(session: Session) -> None:
+    """With the oldest inference running, deliver_ready(timeout) waits for it (a generous timeout delivers it), and
+    the set a delivery frees is the next acquire's: with one set, each frame needs the last one delivered."""
+    recorder = Recorder()
+    with session.queue(1, heap="memfd", callback=recorder, buffers=1, deliverers=0) as queue:
+        for index in range(3):
+            submit(queue, 0, index)
+            assert queue.deliver_ready(60.0) == 1
+        assert recorder.by_key[0] == [0, 1, 2]
+        with pytest.raises(npu_zc.PoolExhaustedError):  # the one set is held until its result is delivered
+            frame = queue.acquire()
+            queue.submit(frame, (0, 3), 0)
+            queue.acquire(timeout=0.05)
+
+
+class _Waker:
+    def __init__(self) -> None:
+        self.released = threading.Event()
+
+    def release(self) -> None:
+        self.released.set()
+
+
+def test_wake_on_submit_wakes_a_sleeping_caller_once(session: Session) -> None:
+    """A caller that delivers sleeps only while nothing is pending: wake_on_submit() registers its waker then, a
+    submit from another thread releases it, and with results pending it refuses (deliver them first)."""
+    recorder = Recorder()
+    with session.queue(2, heap="memfd", callback=recorder, buffers=3, deliverers=0) as queue:
+        waker = _Waker()
+        assert queue.wake_on_submit(waker)
+        assert not waker.released.is_set()
+        feeder = threading.Thread(target=submit, args=(queue, 3, 0))
+        feeder.start()
+        assert waker.released.wait(60)
+        feeder.join(60)
+        again = _Waker()
+        assert not queue.wake_on_submit(again)  # a result is pending
+        assert queue.join(timeout=60) and recorder.by_key[3] == [0]
+        assert queue.wake_on_submit(again)
+    assert again.released.is_set()  # close() wakes it too: nothing will come
+
+
+def test_a_failing_callback_is_raised_by_the_callers_next_call(session: Session) -> None:
+    """deliverers=0: a callback that raises is kept and raised by join() (as with delivery threads), the set it held
+    freed."""
+
+    def fails(result) -> None:  # type: ignore[no-untyped-def]
+        raise ValueError("an output broke")
+
+    with session.queue(1, heap="memfd", callback=fails, buffers=1, deliverers=0) as queue:
+        submit(queue, 0, 0)
+        with pytest.raises(npu_zc.ModelError, match="an output broke"):
+            queue.join(timeout=60)

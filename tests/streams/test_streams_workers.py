@@ -64,18 +64,29 @@ def test_same_results_as_decoding_here(clips: dict[str, Path], picture_pipeline:
     """The four clips (H.264, HEVC with padded lines, an odd size, NV12) decoded in two worker processes, then in
     one, give exactly the predictions of the in-process run (the same converter on the same planes, into the same
     compiled model): no error, each stream done with every frame of FFmpeg's, in order; the workers' CPU is
-    reported and every worker is reaped."""
+    reported and every worker is reaped. By default the receiving thread calls the outputs (no delivery thread);
+    with deliverers=2, the queue's delivery threads do, with the same results."""
     paths = [clips[name] for name in CLIPS]
     want = [len(reference_frames(path)) for path in paths]
     here, here_results = run_streams(paths, picture_pipeline, workers=0)
     assert not here.errors and [s.frames for s in here.streams] == want
     expected = {stream: [r.prediction[0] for r in got] for stream, got in by_stream(here_results).items()}
-    for workers in (2, 1):
-        streams = npu_zc.Streams(paths, picture_pipeline, workers=workers)
-        assert streams.workers == workers
+    for workers, deliverers in ((2, None), (1, None), (2, 2)):
+        streams = npu_zc.Streams(paths, picture_pipeline, workers=workers, deliverers=deliverers)
+        assert streams.workers == workers and streams.deliverers == (deliverers or 0)
         results: list[Any] = []
-        report = streams.run(results.append)
+        threads: set[str] = set()
+
+        def output(result: Any) -> None:
+            results.append(result)
+            threads.add(threading.current_thread().name)
+
+        report = streams.run(output)
         streams.close()
+        if deliverers is None:
+            assert threads == {"npu_zc-recv"}, threads
+        else:  # one or both of them (as they find the results)
+            assert threads and threads <= {"npu_zc-queue", "npu_zc-queue1"}, threads
         assert not report.errors, [s.error for s in report.errors]
         assert [s.frames for s in report.streams] == want
         assert all(s.state == "done" and s.dropped == 0 for s in report.streams), [s.state for s in report.streams]

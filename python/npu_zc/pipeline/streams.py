@@ -205,20 +205,20 @@ class _Lane(Lane):
 
 
 def default_deliverers(streams: int, cores: int | None = None, *, workers: int = 0) -> int:
-    """Delivery threads: one per four cores, at least two (at most one per stream); two with decoding workers.
+    """Delivery threads: one per four cores, at least two (at most one per stream); none with decoding workers.
 
     Each result's postprocess, tracker and outputs run with the GIL held on a
     delivery thread; with one alone, every result of every stream waited for
     the oldest request and then for the GIL behind it: one serial stage for all
     streams. With several, a result waits only for its own stream's earlier
     results, and a thread waiting for the GIL (or for a late request, or in a
-    slow output) holds up only its stream. With decoding workers, this
-    process's threads are the receiving thread and these: each one more
-    contends for the one lock, and two deliver more frames a second than four
+    slow output) holds up only its stream. With decoding workers, the
+    receiving thread that submits their frames delivers the results too: each
+    thread more would take the one lock from it at each of its waits
     (docs/streams.md).
     """
     if workers:
-        return max(1, min(streams, 2))
+        return 0
     return max(1, min(streams, max(2, (usable_cores() if cores is None else cores) // 4)))
 
 
@@ -262,7 +262,8 @@ class Streams:
     ``deliverers``: threads that read the results and call the outputs, side by
     side, each stream's results still in its frame order (default
     :func:`default_deliverers`; with more than one, an output is called from
-    several threads at once, for different streams). ``workers``: processes
+    several threads at once, for different streams; 0, the default with
+    ``workers``: the thread that receives the workers' frames calls them). ``workers``: processes
     that decode the video files and network streams and convert each frame
     there, in place, into the model's input buffers (shared as fds; a few bytes
     a frame come back), past this interpreter's lock (:mod:`npu_zc.pipeline.workers`;
@@ -326,8 +327,8 @@ class Streams:
         self.keep_frames = keep_frames
         if feeders is not None and int(feeders) < 1:
             raise InvalidArgumentError(f"feeders must be at least 1, got {feeders}")
-        if deliverers is not None and int(deliverers) < 1:
-            raise InvalidArgumentError(f"deliverers must be at least 1, got {deliverers}")
+        if deliverers is not None and int(deliverers) < 0:
+            raise InvalidArgumentError(f"deliverers must be 0 (with workers) or more, got {deliverers}")
         if workers is not None and int(workers) < 0:
             raise InvalidArgumentError(f"workers must be 0 (decode here) or more, got {workers}")
         if workers and keep_frames is not False:
@@ -400,7 +401,11 @@ class Streams:
         """Decoding worker processes of a run (:mod:`npu_zc.pipeline.workers`): the video files and network streams
         are decoded and converted into the model's inputs there, past this interpreter's lock; 0: on threads here."""
         self.deliverers = int(deliverers) if deliverers is not None else default_deliverers(planned, workers=self.workers)
-        """Delivery threads of a run (each stream's results in order on any of them)."""
+        """Delivery threads of a run (each stream's results in order on any of them); 0: the decoding workers'
+        receiving thread delivers."""
+        if self.deliverers == 0 and not self.workers:
+            raise InvalidArgumentError("deliverers=0 leaves the delivering to the decoding workers' receiving thread: "
+                                       "give workers=N (N > 0) too, or at least one delivery thread")  # fmt: skip
         self.worker_cpu: dict[str, float] = {}
         """After a run with workers: their CPU seconds, by role of thread ("sources", "feeders"), to be ready
         ("start") and in all ("total")."""

@@ -38,7 +38,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..errors import Error
+from ..errors import Error, PoolExhaustedError
 from .decode_worker import FORMATS, FRAME, JOIN_S, MAX_PACKET, SET, pack_json, unpack_json
 
 CREDITS = 1
@@ -49,6 +49,10 @@ WORKER_FEEDERS = 2
 
 WORKER_ENTRY = "from npu_zc.pipeline.decode_worker import run; run()"
 """What a worker process runs (``python -c``; see :mod:`.decode_worker`)."""
+
+DELIVER_S = 0.001
+"""How long the receiving thread, when it delivers, waits for the oldest inference before it looks at the workers'
+sockets again (a message waits at most this long; a worker holds sets enough to go on meanwhile)."""
 
 SEND_S = 30.0
 """How long a message to a worker may wait for room in its socket: a worker reads each at once (between opening
@@ -85,6 +89,8 @@ class _Process:
         """Its streams' lanes (this process's), by stream id."""
         self.alive = True
         self.quitting = False
+        self.owed = 0
+        """Sets it has used and not yet been granted again (none was free)."""
         self.failure: str | None = None
         """What went wrong with it, as a phrase after "its decoding worker (pid N)": a defect its bye reported, or a
         message that broke the protocol (its streams end with it)."""
@@ -164,6 +170,9 @@ class DecodeWorkers:
         self.copies: dict[str, int] | None = None
         """Under the memcpy counter (:mod:`npu_zc.memcount` preloaded): what the workers copied from ready to bye,
         summed ("bytes", "calls") and the largest single copy ("largest"); None otherwise."""
+        self.delivers = queue is not None and queue.deliverers == 0
+        """The queue has no delivery threads: the receiving thread delivers its results."""
+        self._waker = _Waker()
         self._lock = threading.Lock()
         self._stopping = False
         self._receiver: threading.Thread | None = None
@@ -243,6 +252,7 @@ class DecodeWorkers:
         """Stop every worker: the frames they converted are taken (submitted as usual), each says bye and is reaped."""
         with self._lock:
             self._stopping = True
+        self._waker.release()  # a receiving thread that delivers and has no worker left ends now
         for worker in self.processes:
             worker.quitting = True
             if worker.alive:
@@ -271,25 +281,39 @@ class DecodeWorkers:
                     worker.process.wait()
             worker.sock.close()
             worker.errors.close()
+        self._waker.close()
 
     # --- the receiving thread (one for every worker) ---
 
     def _receive(self) -> None:
         """Every worker's messages, on one thread: each ready socket drained, then the sets its frames used granted
-        again, in one message (one thread and few wake-ups: this process's lock is what the workers relieve)."""
+        again, in one message (one thread and few wake-ups: this process's lock is what the workers relieve).
+
+        With a queue that has no delivery threads (:attr:`delivers`), this thread delivers the results too, between
+        the messages, so that the GIL changes hands only where it waits: for a message while no result is pending
+        (or for a submit from a feeding thread here, :meth:`AsyncQueue.wake_on_submit`), else for the oldest
+        inference, up to :data:`DELIVER_S` at a time. It then runs until the run stops, workers or none, and
+        delivers the last results before it ends."""
         selector = selectors.DefaultSelector()
         for worker in self.processes:
             worker.sock.setblocking(False)
             selector.register(worker.sock, selectors.EVENT_READ, worker)
         running = len(self.processes)
+        queue, delivers, waker = self.queue, self.delivers, self._waker
+        if delivers:
+            selector.register(waker.reader, selectors.EVENT_READ, None)
         clock, figures = time.perf_counter, self.receiving
         try:
-            while running:
+            while running or (delivers and not self._stopping):
                 began = clock()
-                ready = selector.select()
+                sleeps = not delivers or queue.wake_on_submit(waker)
+                ready = selector.select(None if sleeps else 0)
                 woke = clock()
                 for key, _ in ready:
                     worker = key.data
+                    if worker is None:  # the waker: a submit here, or the run stopping
+                        waker.clear()
+                        continue
                     try:
                         owed, over = self._drain(worker)
                     except OSError:  # its end broke (it died): as closed
@@ -306,8 +330,17 @@ class DecodeWorkers:
                         selector.unregister(worker.sock)
                         running -= 1
                         self._gone(worker, bye=over)
+                if delivers and not sleeps:
+                    if not ready:  # nothing came: wait for the oldest inference instead (as waiting, not busy)
+                        woke = began
+                    if queue.deliver_ready(0 if ready else DELIVER_S):
+                        for worker in self.processes:
+                            if worker.owed and worker.alive:
+                                self._grant(worker, 0)
                 figures["waiting"] += woke - began
                 figures["busy"] += clock() - woke
+            while delivers and queue.pending and not queue.closed:  # the frames the workers sent last: their results from here too
+                queue.deliver_ready(DELIVER_S)
         finally:
             selector.close()
 
@@ -368,13 +401,18 @@ class DecodeWorkers:
         """``count`` free sets to ``worker``, in one message (waits for them: sets free as results are delivered);
         none once it is told to stop."""
         indices = []
-        for _ in range(count):
+        waits = not self.delivers  # for a delivery thread to free a set; else this thread frees them
+        worker.owed += count
+        while worker.owed:
             if worker.quitting:
                 break
             try:
-                frame = self.queue.acquire()
+                frame = self.queue.acquire(None if waits else 0)
+            except PoolExhaustedError:  # none free: granted once this thread has delivered results
+                break
             except Error:  # the queue failed or closed: the run is ending
                 break
+            worker.owed -= 1
             if worker.quitting:  # told to stop meanwhile: it would only give the set back
                 self.queue.discard(frame)
                 break
@@ -398,6 +436,33 @@ class DecodeWorkers:
         for lane in list(worker.lanes.values()):
             if not lane.ended:
                 self._ended(lane, {"state": "error" if error else "stopped", "error": error})
+
+
+class _Waker:
+    """Wakes the receiving thread from its ``select``: a byte on a socket pair. ``release()`` is safe from any
+    thread and after :meth:`close` (a closed socket object refuses; it never writes to a reused fd number)."""
+
+    def __init__(self) -> None:
+        self.reader, self._writer = socket.socketpair()
+        self.reader.setblocking(False)
+        self._writer.setblocking(False)
+
+    def release(self) -> None:
+        try:
+            self._writer.send(b"\0")
+        except OSError:  # full (it wakes anyway) or closed (nothing to wake)
+            pass
+
+    def clear(self) -> None:
+        try:
+            while self.reader.recv(64):
+                pass
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.reader.close()
+        self._writer.close()
 
 
 def _recv(sock: socket.socket) -> bytes:

@@ -123,6 +123,12 @@ class AsyncQueue:
     them. With ``callback(result)``: a delivery thread calls it in submission
     order and releases the output buffers when it returns.
 
+    ``deliverers=0`` (with a callback): no delivery thread; the caller hands the
+    finished results to the callback with :meth:`deliver_ready`, from a thread
+    that also submits (``npu_zc.Streams``' receiving thread with decoding
+    workers): submitting and delivering on one thread, the GIL changes hands
+    only where it waits. :meth:`join` delivers what is left.
+
     ``deliverers=N`` (with a callback): N delivery threads, each waiting for a
     result and calling the callback, side by side. Results submitted with the
     same ``key`` (:meth:`submit`; e.g. a stream) are still delivered one at a
@@ -160,7 +166,7 @@ class AsyncQueue:
         if depth < 1:
             raise InvalidArgumentError(f"a queue needs a depth of at least 1, got {depth}")
         deliverers = int(deliverers)
-        if deliverers < 1:
+        if deliverers < 0 or (deliverers == 0 and callback is None):
             raise InvalidArgumentError(f"a queue needs at least one delivery thread, got {deliverers}")
         if deliverers > 1 and callback is None:
             raise InvalidArgumentError("deliverers call a callback: give one, or take results with get()")
@@ -224,6 +230,16 @@ class AsyncQueue:
             ]
             for deliverer in self._deliverers:
                 deliverer.start()
+
+    @property
+    def deliverers(self) -> int:
+        """Delivery threads calling the callback (0: the caller delivers, :meth:`deliver_ready`)."""
+        return len(self._deliverers)
+
+    @property
+    def closed(self) -> bool:
+        """Closed, or given up (:meth:`abandon`): it takes no frame and delivers no result any more."""
+        return self._closed
 
     @property
     def pending(self) -> int:
@@ -345,6 +361,17 @@ class AsyncQueue:
             raise InvalidArgumentError("join() waits for a callback's deliveries; without one, get() every result")
         timeout = timeout_seconds(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._deliverers:  # the caller delivers: here, what is left
+            while self._delivered < self._sequence and self._failure is None and not self._closed:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                if not self.deliver_ready(0.1 if left is None else min(0.1, left)):
+                    with self._mutex:  # another thread delivers the oldest: wait for a change
+                        if self._pending and self._pending[0].key in self._delivering:
+                            self._wait(0.1)
+            self._raise_failure()
+            return True
         with self._mutex:
             while self._delivered < self._sequence and self._failure is None:
                 if not any(deliverer.is_alive() for deliverer in self._deliverers):
@@ -563,28 +590,71 @@ class AsyncQueue:
                 if not woken and not main.is_alive() and not self._pending:
                     return  # the program is ending and nothing is left to deliver
                 continue
-            result: Result | None = None
-            failure: BaseException | None = None
+            self._deliver(entry, callback)
+            with self._mutex:
+                if sleeping and self._pending:
+                    sleeping.pop().release()  # the key's next result may be waiting for another thread
+
+    def deliver_ready(self, timeout: float = 0.0) -> int:
+        """With a callback and no delivery threads (``deliverers=0``): hand the finished results to the callback
+        from this thread, oldest first, waiting up to ``timeout`` s for the oldest to finish; returns how many were
+        delivered. One thread that both submits and delivers hands the GIL to nobody between the two."""
+        callback = self._callback
+        if callback is None or self._deliverers:
+            raise InvalidArgumentError("deliver_ready() is for a queue made with a callback and deliverers=0")
+        delivered = 0
+        while True:
+            with self._mutex:
+                entry = self._pending[0] if self._pending and not self._closed else None
+                if entry is None or entry.key in self._delivering:  # none, or another thread delivers it
+                    return delivered
+                self._delivering.add(entry.key)
             try:
-                self._complete(entry, None)
-                result = self._result(entry)
-                callback(result)
-            except BaseException as exc:  # reported to the caller on its next call
-                failure = exc
-            finally:
-                if result is not None:
-                    result.release()
-                else:  # the inference failed: its outputs were never handed out
-                    self._free_set(entry.frame._set)
+                done = self._complete(entry, 0.0 if delivered else timeout)
+            except ModelError:
+                done = True  # delivered as a failure below
+            if not done:
                 with self._mutex:
-                    self._pending.remove(entry)
                     self._delivering.discard(entry.key)
-                    self._delivered += 1
-                    if failure is not None:
-                        self._failure = self._failure or failure
-                    self._notify()
-                    if sleeping and self._pending:
-                        sleeping.pop().release()  # the key's next result may be waiting for another thread
+                return delivered
+            self._deliver(entry, callback)
+            delivered += 1
+
+    def wake_on_submit(self, waker: Any) -> bool:
+        """For a caller that delivers (``deliverers=0``) and sleeps while no result is pending: ``waker.release()``
+        is called once, at the next submit (or close). False, and nothing registered, when results are pending
+        already (deliver them instead of sleeping). True without registering once the queue is closed (nothing
+        comes: sleep until something else wakes the caller)."""
+        with self._mutex:
+            if self._pending:
+                return False
+            if not self._closed and waker not in self._sleeping:
+                self._sleeping.append(waker)
+            return True
+
+    def _deliver(self, entry: _InFlight, callback: Callable[[Result], None]) -> None:
+        """``entry``'s result to ``callback`` (claimed by this thread), then released; a failure is kept for the
+        caller's next call."""
+        result: Result | None = None
+        failure: BaseException | None = None
+        try:
+            self._complete(entry, None)
+            result = self._result(entry)
+            callback(result)
+        except BaseException as exc:  # reported to the caller on its next call
+            failure = exc
+        finally:
+            if result is not None:
+                result.release()
+            else:  # the inference failed: its outputs were never handed out
+                self._free_set(entry.frame._set)
+            with self._mutex:
+                self._pending.remove(entry)
+                self._delivering.discard(entry.key)
+                self._delivered += 1
+                if failure is not None:
+                    self._failure = self._failure or failure
+                self._notify()
 
     def _result(self, entry: _InFlight) -> Result:
         index = entry.frame._set
