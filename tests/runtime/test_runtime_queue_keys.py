@@ -263,6 +263,33 @@ def test_deliver_ready_waits_for_the_oldest_up_to_its_timeout(session: Session) 
             queue.acquire(timeout=0.05)
 
 
+def test_deliver_ready_passes_over_a_held_key_only(session: Session) -> None:
+    """deliverers=0, two callers delivering: while one is inside key 0's first callback, the other delivers key 1's
+    finished results (submitted after key 0's) and none of key 0's; key 0's come after, in order."""
+    inside, go = threading.Event(), threading.Event()
+
+    def delay(key: int, index: int) -> float:
+        if (key, index) == (0, 0):
+            inside.set()
+            go.wait(60)
+        return 0.0
+
+    recorder = Recorder(delay)
+    with session.queue(2, heap="memfd", callback=recorder, buffers=8, deliverers=0) as queue:
+        for key, index in ((0, 0), (0, 1), (1, 2), (1, 3), (0, 4)):
+            submit(queue, key, index)
+        queue.wait_all()
+        first = threading.Thread(target=queue.deliver_ready)
+        first.start()
+        assert inside.wait(60)
+        assert queue.deliver_ready() == 2  # key 1's two; key 0 is held by the other caller
+        assert recorder.by_key == {1: [2, 3]}
+        go.set()
+        first.join(60)
+        assert queue.join(timeout=60)
+    assert recorder.by_key == {0: [0, 1, 4], 1: [2, 3]} and not recorder.overlaps
+
+
 class _Waker:
     def __init__(self) -> None:
         self.released = threading.Event()

@@ -105,6 +105,7 @@ class _InFlight:
     key: Hashable = None
     done: bool = False
     completing: bool = False
+    delivered: bool = False
     latency_ms: float = 0.0
     error: BaseException | None = None
 
@@ -596,29 +597,57 @@ class AsyncQueue:
                     sleeping.pop().release()  # the key's next result may be waiting for another thread
 
     def deliver_ready(self, timeout: float = 0.0) -> int:
-        """With a callback and no delivery threads (``deliverers=0``): hand the finished results to the callback
-        from this thread, oldest first, waiting up to ``timeout`` s for the oldest to finish; returns how many were
-        delivered. One thread that both submits and delivers hands the GIL to nobody between the two."""
+        """With a callback and no delivery threads (``deliverers=0``): hand every finished result to the callback
+        from this thread, each key's in its submission order (a key whose oldest result is not finished waits, the
+        others go on), waiting up to ``timeout`` s for the oldest result when none is finished; returns how many
+        were delivered. One thread that both submits and delivers hands the GIL to nobody between the two."""
         callback = self._callback
         if callback is None or self._deliverers:
             raise InvalidArgumentError("deliver_ready() is for a queue made with a callback and deliverers=0")
+        delivered = self._deliver_finished(callback)
+        if delivered or timeout <= 0:
+            return delivered
+        with self._mutex:
+            oldest = self._pending[0] if self._pending and not self._closed else None
+        if oldest is None:
+            return 0
+        try:
+            self._complete(oldest, timeout)
+        except ModelError:
+            pass  # finished, as a failure: delivered as one below
+        return self._deliver_finished(callback)
+
+    def _deliver_finished(self, callback: Callable[[Result], None]) -> int:
+        """The pending results whose requests have finished, to ``callback``, oldest first; a key is passed over
+        from its first result that has not finished (or that another thread holds)."""
+        with self._mutex:
+            entries = list(self._pending) if not self._closed else []
+        waiting: set[Hashable] = set()
         delivered = 0
-        while True:
+        for entry in entries:
+            key = entry.key
+            if key in waiting:
+                continue
+            if not entry.done:
+                try:
+                    finished = not entry.completing and bool(self._requests[entry.request].wait_for(0))
+                except RuntimeError:  # it failed: finished, recorded by _complete below
+                    finished = True
+                if not finished:
+                    waiting.add(key)
+                    continue
             with self._mutex:
-                entry = self._pending[0] if self._pending and not self._closed else None
-                if entry is None or entry.key in self._delivering:  # none, or another thread delivers it
-                    return delivered
-                self._delivering.add(entry.key)
+                if entry.delivered or key in self._delivering:  # delivered meanwhile, or another thread holds the key
+                    waiting.add(key)
+                    continue
+                self._delivering.add(key)
             try:
-                done = self._complete(entry, 0.0 if delivered else timeout)
+                self._complete(entry, 0.0)  # recorded as done (or failed)
             except ModelError:
-                done = True  # delivered as a failure below
-            if not done:
-                with self._mutex:
-                    self._delivering.discard(entry.key)
-                return delivered
+                pass  # delivered as a failure
             self._deliver(entry, callback)
             delivered += 1
+        return delivered
 
     def wake_on_submit(self, waker: Any) -> bool:
         """For a caller that delivers (``deliverers=0``) and sleeps while no result is pending: ``waker.release()``
@@ -649,6 +678,7 @@ class AsyncQueue:
             else:  # the inference failed: its outputs were never handed out
                 self._free_set(entry.frame._set)
             with self._mutex:
+                entry.delivered = True
                 self._pending.remove(entry)
                 self._delivering.discard(entry.key)
                 self._delivered += 1
