@@ -6,7 +6,9 @@
 N H.264 clips (a pan across a photo, made once with PyAV's libx264) run as fast as they go through one
 ``npu_zc.Streams`` into a model that costs next to nothing (a 3x3 average pool of a 64x64 input: three logits),
 so that decoding and inference are cheap and the Python and hand-overs of each frame are what is left
-(``--model`` and ``--size`` run a real case the same way: where its CPU goes, by thread).
+(``--model`` and ``--size`` run a real case the same way: where its CPU goes, by thread). That model stands in for
+an NPU's, which costs the host's CPU nothing: with decoding workers, each run takes the delivery threads Streams
+chooses where the model is not on the CPU (none: the receiving thread delivers), unless ``--deliverers`` says.
 
 Per frame: wall microseconds (1e6 / FPS) and CPU microseconds of the whole process, and of each role of thread
 (``/proc/self/task/*/schedstat``, sampled every 50 ms): the sources' threads (PyAV demux + decode + the frame's
@@ -167,6 +169,20 @@ def threads_of(feeders: int | None, deliverers: int | None, workers: int | None 
     return {k: v for k, v in (("feeders", feeders), ("deliverers", deliverers), ("workers", workers)) if v is not None}
 
 
+def npu_host_deliverers(asked: int | None, workers: int | None, streams: int) -> int | None:
+    """The delivery threads of a run: those asked for, else Streams' choice where the model is not on the CPU (the
+    model here stands in for an NPU's, which costs this machine's CPU nothing): none with decoding workers (the
+    receiving thread delivers), Streams' own otherwise."""
+    from npu_zc.pipeline.streams import default_deliverers
+    from npu_zc.pipeline.workers import default_workers
+    from npu_zc.runtime.session import usable_cores
+
+    if asked is not None:
+        return asked
+    planned = default_workers(streams, usable_cores()) if workers is None else workers
+    return default_deliverers(streams, workers=planned, device="NPU") if planned else None
+
+
 def probe_gil(stop: threading.Event, late: list[float]) -> None:
     """Sleeps 1 ms at a time and records how late it runs Python again: a wait for the GIL (or for a core)."""
     while not stop.is_set():
@@ -277,9 +293,10 @@ def main() -> int:
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
     seconds = args.seconds or None
     rows, calls = [], []
-    for feeders, deliverers, workers in itertools.product(args.feeders or [None], args.deliverers or [None],
-                                                          args.workers or [None]):  # fmt: skip
+    for feeders, deliverers_asked, workers in itertools.product(args.feeders or [None], args.deliverers or [None],
+                                                                args.workers or [None]):  # fmt: skip
         for n in args.streams:
+            deliverers = npu_host_deliverers(deliverers_asked, workers, n)
             r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers, args.probe)
             label = "default" if feeders is None else str(feeders)
             dlabel = "default" if deliverers is None else str(deliverers)

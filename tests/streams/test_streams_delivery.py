@@ -79,6 +79,10 @@ class Watch:
 def test_default_deliverers_one_per_four_cores_at_least_two() -> None:
     assert [default_deliverers(32, cores) for cores in (1, 2, 8, 16, 64)] == [2, 2, 2, 4, 16]
     assert default_deliverers(1, 64) == 1 and default_deliverers(3, 64) == 3  # never more than one per stream
+    # With decoding workers: two where the CPU infers, none (the receiving thread delivers) where it does not.
+    assert [default_deliverers(32, 16, workers=4, device=d) for d in ("CPU", "AUTO", "HETERO:NPU,CPU")] == [2, 2, 2]
+    assert [default_deliverers(32, 16, workers=4, device=d) for d in ("NPU", "GPU", "GPU.1")] == [0, 0, 0]
+    assert default_deliverers(32, 16, device="NPU") == 4  # no workers: threads, whatever the device
     with pytest.raises(npu_zc.InvalidArgumentError, match="deliverers"):
         npu_zc.Streams([Counted("a", 2)], "efficientnet-lite0", deliverers=0)
 

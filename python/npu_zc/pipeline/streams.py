@@ -23,7 +23,9 @@
   of a stream come in its frame order: they are submitted in that order with
   the stream as the queue's key, and the queue delivers one key's results one
   at a time in submission order (a result waits only for its own stream's
-  earlier ones, never for another stream's).
+  earlier ones, never for another stream's). With decoding workers and a model
+  that is not on the CPU, the thread that receives the workers' frames
+  delivers instead (:func:`default_deliverers`).
 
 A source that fails or ends stops only its own stream (its error is kept in
 its :class:`StreamStats`); network streams reconnect on their own.
@@ -204,22 +206,31 @@ class _Lane(Lane):
         """The decoding worker process that reads it (:mod:`.workers`), or None: read by a thread here."""
 
 
-def default_deliverers(streams: int, cores: int | None = None, *, workers: int = 0) -> int:
-    """Delivery threads: one per four cores, at least two (at most one per stream); none with decoding workers.
+def default_deliverers(streams: int, cores: int | None = None, *, workers: int = 0, device: str = "CPU") -> int:
+    """Delivery threads: one per four cores, at least two (at most one per stream); with decoding workers, two
+    where the CPU runs the model, none where it does not (the receiving thread delivers).
 
     Each result's postprocess, tracker and outputs run with the GIL held on a
     delivery thread; with one alone, every result of every stream waited for
     the oldest request and then for the GIL behind it: one serial stage for all
     streams. With several, a result waits only for its own stream's earlier
     results, and a thread waiting for the GIL (or for a late request, or in a
-    slow output) holds up only its stream. With decoding workers, the
-    receiving thread that submits their frames delivers the results too: each
-    thread more would take the one lock from it at each of its waits
-    (docs/streams.md).
+    slow output) holds up only its stream. With decoding workers, this
+    process's threads are the receiving thread and these, and each one more
+    takes the lock from the receiving thread at each of its waits: where the
+    model runs on an NPU or a GPU (``device``), this process runs Python only,
+    and the receiving thread delivers too; where the CPU runs it, the
+    inferences share the cores and finish unevenly, and two delivery threads
+    waiting on them hold more streams (docs/streams.md).
     """
     if workers:
-        return 0
+        return 0 if _off_the_cpu(device) else max(1, min(streams, 2))
     return max(1, min(streams, max(2, (usable_cores() if cores is None else cores) // 4)))
+
+
+def _off_the_cpu(device: str) -> bool:
+    """The model runs on an accelerator alone (NPU, GPU, GPU.1): not the CPU, nor AUTO or HETERO, which may use it."""
+    return device.upper().split(".")[0] in ("NPU", "GPU")
 
 
 def default_feeders(streams: int, cores: int | None = None) -> int:
@@ -263,7 +274,8 @@ class Streams:
     side, each stream's results still in its frame order (default
     :func:`default_deliverers`; with more than one, an output is called from
     several threads at once, for different streams; 0, the default with
-    ``workers``: the thread that receives the workers' frames calls them). ``workers``: processes
+    ``workers`` where the model does not run on the CPU: the thread that
+    receives the workers' frames calls them). ``workers``: processes
     that decode the video files and network streams and convert each frame
     there, in place, into the model's input buffers (shared as fds; a few bytes
     a frame come back), past this interpreter's lock (:mod:`npu_zc.pipeline.workers`;
@@ -400,7 +412,9 @@ class Streams:
             self.workers = default_workers(elsewhere, usable_cores()) if keep_frames is False else 0
         """Decoding worker processes of a run (:mod:`npu_zc.pipeline.workers`): the video files and network streams
         are decoded and converted into the model's inputs there, past this interpreter's lock; 0: on threads here."""
-        self.deliverers = int(deliverers) if deliverers is not None else default_deliverers(planned, workers=self.workers)
+        if deliverers is None:
+            deliverers = default_deliverers(planned, workers=self.workers, device=self.pipeline.device)
+        self.deliverers = int(deliverers)
         """Delivery threads of a run (each stream's results in order on any of them); 0: the decoding workers'
         receiving thread delivers."""
         if self.deliverers == 0 and not self.workers:
