@@ -30,6 +30,9 @@ from .target import Target
 
 _SLICE_MS = int(SLICE_S * 1000)
 
+SCAN = 8
+"""How many unfinished results :meth:`AsyncQueue.deliver_ready` looks past, at most, for finished ones behind them."""
+
 ABANDON_S = 10.0
 """How long :meth:`AsyncQueue.abandon` waits for the inferences running (one inference's time, at most)."""
 
@@ -542,13 +545,17 @@ class AsyncQueue:
         with self._mutex:
             entry.completing = False
             if finished:
-                entry.done = True
-                entry.error = error
-                entry.latency_ms = float(request.latency) if error is None else 0.0
-                self._states[entry.request] = "result"  # the set stays taken until the result is released
-                self._running.remove(entry)
+                self._finished(entry, error)
             self._notify()
         return self._check(entry) if finished else False
+
+    def _finished(self, entry: _InFlight, error: BaseException | None) -> None:
+        """``entry``'s request has finished (with ``error``, if it failed): marked done (with the mutex held)."""
+        entry.done = True
+        entry.error = error
+        entry.latency_ms = float(self._requests[entry.request].latency) if error is None else 0.0
+        self._states[entry.request] = "result"  # the set stays taken until the result is released
+        self._running.remove(entry)
 
     def _check(self, entry: _InFlight) -> bool:
         if entry.error is not None:
@@ -619,32 +626,36 @@ class AsyncQueue:
 
     def _deliver_finished(self, callback: Callable[[Result], None]) -> int:
         """The pending results whose requests have finished, to ``callback``, oldest first; a key is passed over
-        from its first result that has not finished (or that another thread holds)."""
+        from its first result that has not finished (or that another thread holds). The scan ends at the
+        :data:`SCAN`-th result not finished: it runs between every few messages, and the later results' turn comes."""
         with self._mutex:
             entries = list(self._pending) if not self._closed else []
-        waiting: set[Hashable] = set()
-        delivered = 0
+        requests, waiting = self._requests, set()
+        delivered = unfinished = 0
         for entry in entries:
             key = entry.key
             if key in waiting:
                 continue
+            error: BaseException | None = None
             if not entry.done:
                 try:
-                    finished = not entry.completing and bool(self._requests[entry.request].wait_for(0))
-                except RuntimeError:  # it failed: finished, recorded by _complete below
-                    finished = True
+                    finished = not entry.completing and bool(requests[entry.request].wait_for(0))
+                except RuntimeError as exc:  # OpenVINO reports a failed inference here
+                    finished, error = True, exc
                 if not finished:
                     waiting.add(key)
+                    unfinished += 1
+                    if unfinished == SCAN:
+                        break
                     continue
             with self._mutex:
-                if entry.delivered or key in self._delivering:  # delivered meanwhile, or another thread holds the key
+                if entry.delivered or entry.completing or key in self._delivering:  # another thread has it
                     waiting.add(key)
                     continue
                 self._delivering.add(key)
-            try:
-                self._complete(entry, 0.0)  # recorded as done (or failed)
-            except ModelError:
-                pass  # delivered as a failure
+                if not entry.done:
+                    self._finished(entry, error)
+                    self._notify()
             self._deliver(entry, callback)
             delivered += 1
         return delivered
@@ -667,7 +678,8 @@ class AsyncQueue:
         result: Result | None = None
         failure: BaseException | None = None
         try:
-            self._complete(entry, None)
+            if not entry.done or entry.error is not None:
+                self._complete(entry, None)  # waits for it, or raises its failure
             result = self._result(entry)
             callback(result)
         except BaseException as exc:  # reported to the caller on its next call
