@@ -541,24 +541,62 @@ def test_a_stream_added_while_the_workers_start_is_read_once(long_clip: Path, pi
 
 
 def test_workers_argument_checks_and_source_objects_read_here(clips: dict[str, Path], picture_pipeline: Any) -> None:
-    """workers=-1 and keep_frames with workers are refused; a source object of one's own beside a path, with a
-    worker: the object is read here (no worker), the path in the worker, both complete in order."""
+    """workers=-1, keep_frames with workers and deliverers=0 without them are refused; a source object of one's own
+    beside a path, with a worker: the object is read here (no worker), the path in the worker, both complete in
+    order, whether delivery threads or the receiving thread deliver."""
     with pytest.raises(npu_zc.InvalidArgumentError, match="workers must be 0"):
         npu_zc.Streams([clips["h264"]], picture_pipeline, workers=-1)
     with pytest.raises(npu_zc.InvalidArgumentError, match="keep_frames"):
         npu_zc.Streams([clips["h264"]], picture_pipeline, workers=1, keep_frames=True)
     with pytest.raises(npu_zc.InvalidArgumentError, match="keep_frames"):
         npu_zc.Streams([clips["h264"]], picture_pipeline, workers=1, keep_frames=lambda name: False)
-    own = Frames("own", 30)
-    streams = npu_zc.Streams([own, clips["h264"]], picture_pipeline, workers=1)
+    with pytest.raises(npu_zc.InvalidArgumentError, match="deliverers=0"):
+        npu_zc.Streams([clips["h264"]], picture_pipeline, workers=0, deliverers=0)
+    for deliverers in (None, 0):  # with 0, the receiving thread delivers the frames submitted here too (woken)
+        own = Frames("own", 30)
+        streams = npu_zc.Streams([own, clips["h264"]], picture_pipeline, workers=1, deliverers=deliverers)
+        results: list[Any] = []
+        threads: set[str] = set()
+
+        def output(result: Any) -> None:
+            results.append(result)
+            threads.add(threading.current_thread().name)
+
+        report = streams.run(output)
+        streams.close()
+        assert [(s.state, s.frames) for s in report.streams] == [("done", 30), ("done", 45)]
+        got = by_stream(results)
+        assert [r.index for r in got[0]] == list(range(30)) and [r.index for r in got[1]] == list(range(45))
+        assert own.released == own.yielded == 30
+        assert streams.lanes[0].worker is None and streams.lanes[1].worker is not None
+        assert (threads == {"npu_zc-recv"}) is (deliverers == 0), threads
+        assert_reaped(streams)
+
+
+def test_the_receiving_thread_is_woken_by_a_submit_here(picture_pipeline: Any) -> None:
+    """deliverers=0 with a worker that reads nothing: no worker message ever wakes the receiving thread, so each of
+    the 60 frames of a source read here is delivered only because its submit wakes it (with more frames than sets,
+    a missed wake-up is a run that never ends)."""
+    own = Frames("own", 60)
+    streams = npu_zc.Streams([own], picture_pipeline, workers=1, deliverers=0, requests=2)
     results: list[Any] = []
-    report = streams.run(results.append)
+    threads: set[str] = set()
+
+    def output(result: Any) -> None:
+        results.append(result.index)
+        threads.add(threading.current_thread().name)
+
+    outcome: dict[str, Any] = {}
+    runner = threading.Thread(target=lambda: outcome.update(report=streams.run(output)), daemon=True)
+    runner.start()
+    runner.join(WAIT_S)
+    if runner.is_alive():
+        streams.stop()
+        runner.join(WAIT_S)
+        pytest.fail(f"the run did not end: {len(results)} of 60 results delivered")
     streams.close()
-    assert [(s.state, s.frames) for s in report.streams] == [("done", 30), ("done", 45)]
-    got = by_stream(results)
-    assert [r.index for r in got[0]] == list(range(30)) and [r.index for r in got[1]] == list(range(45))
-    assert own.released == own.yielded == 30
-    assert streams.lanes[0].worker is None and streams.lanes[1].worker is not None
+    assert outcome["report"].streams[0].frames == 60 and results == list(range(60))
+    assert threads == {"npu_zc-recv"} and streams.lanes[0].worker is None
     assert_reaped(streams)
 
 
