@@ -600,6 +600,22 @@ def test_the_receiving_thread_is_woken_by_a_submit_here(picture_pipeline: Any) -
     assert_reaped(streams)
 
 
+@pytest.mark.parametrize("deliverers", [2, 0])
+def test_a_failing_output_stops_a_run_with_workers(long_clip: Path, picture_pipeline: Any, deliverers: int) -> None:
+    """An output that raises on a worker's stream, on a delivery thread or on the receiving thread: the run raises
+    that error (not a worker's), ends without a hang, and reaps its workers."""
+
+    def output(result: Any) -> None:
+        if result.index == 5:
+            raise RuntimeError("the output broke")
+
+    streams = npu_zc.Streams([long_clip, long_clip], picture_pipeline, workers=1, deliverers=deliverers)
+    with pytest.raises(npu_zc.ModelError, match="the output broke"):
+        streams.run(output)
+    streams.close()
+    assert_reaped(streams)
+
+
 def test_live_drops_in_a_worker_are_counted(long_clip: Path, picture_pipeline: Any) -> None:
     """A live (not realtime) file decoded in a worker while the output holds its first result until the worker has
     read the whole file (its fd to the clip closed): the frames it could not convert (every set of buffers taken)

@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .. import layout
-from ..errors import Error, InvalidArgumentError, StreamNotFoundError, StreamsRunError
+from ..errors import Error, InvalidArgumentError, ModelError, StreamNotFoundError, StreamsRunError
 from .pipeline import DEFAULT_MODEL, Pipeline
 from .postprocess import Prediction, ResultReader
 from .feeding import convert_frame, converter_for, read_source
@@ -742,7 +742,7 @@ class Streams:
         self._queue = queue
         read = ResultReader(postprocess, input_size, dmabuf_outputs=queue.dmabuf_outputs)
         failures: list[BaseException] = []
-        workers = self._start_workers(queue) if self.workers else None
+        workers = self._start_workers(queue, failures) if self.workers else None
 
         def feeding() -> None:
             try:
@@ -770,11 +770,17 @@ class Streams:
                 self.worker_receiving = dict(workers.receiving)
             queue.close()
 
-    def _start_workers(self, queue: Any) -> DecodeWorkers:
-        """The decoding workers of a run, started, each given its share of the video streams."""
+    def _start_workers(self, queue: Any, failures: list[BaseException]) -> DecodeWorkers:
+        """The decoding workers of a run, started, each given its share of the video streams. A failure of the
+        queue (an inference's, an output's) that the receiving thread meets is the run's, as a feeding thread's
+        is: kept in ``failures``, and the run stops."""
         transforms: dict[tuple[str, tuple[int, int]], Any] = {}
         spec = self.pipeline.spec
         lock = self._scheduler.lock
+
+        def failed(exc: BaseException) -> None:
+            failures.append(exc)
+            self.stop()
 
         def submit(lane: _Lane, frame: Any, index: int, pts: float | None, decoded_ns: int, prepared_ns: int,
                    size: tuple[int, int], fmt: str, dropped: int) -> None:  # fmt: skip
@@ -792,6 +798,9 @@ class Streams:
                     transform = transforms[(fmt, size)] = spec.converter(fmt, size[0], size[1]).transform
                 queue.submit(frame, (lane, index, pts, decoded_ns, transform, size, prepared_ns, None), lane)
                 lane.submitted += 1
+            except ModelError as exc:  # reported here, not the worker's doing: the set goes back, the run stops
+                queue.discard(frame)
+                failed(exc)
             finally:
                 lane.owned = False
 
@@ -808,7 +817,7 @@ class Streams:
             stats.copied = int(message.get("copied") or 0)
             self._scheduler.ended(lane)
 
-        workers = DecodeWorkers(self.workers, spec, queue, submit=submit, ended=ended)
+        workers = DecodeWorkers(self.workers, spec, queue, submit=submit, ended=ended, failed=failed)
         workers.start()
         with self._lock:
             self._workers = workers

@@ -38,7 +38,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..errors import Error, PoolExhaustedError
+from ..errors import Error, ModelError, PoolExhaustedError
 from .decode_worker import FORMATS, FRAME, JOIN_S, MAX_PACKET, SET, pack_json, unpack_json
 
 CREDITS = 1
@@ -149,16 +149,19 @@ class DecodeWorkers:
     ``submit(lane, set, index, pts, decoded_ns, prepared_ns, frame_size, format, dropped)`` is called (on the
     receiving thread, in each stream's order) for every converted frame of a lane that is still taking frames,
     and must submit or discard the set; ``ended(lane, message)`` when a stream's reader ended
-    there (``message``: state, error, dropped, reconnects, copied), or when its worker died (state "error").
+    there (``message``: state, error, dropped, reconnects, copied), or when its worker died (state "error");
+    ``failed(error)`` when the queue reports a failure (an inference's, an output's) to this thread.
     """
 
     def __init__(self, count: int, spec: Any, queue: Any, *, submit: Callable[..., None],
-                 ended: Callable[[Any, dict[str, Any]], None]) -> None:  # fmt: skip
+                 ended: Callable[[Any, dict[str, Any]], None],
+                 failed: Callable[[BaseException], None] = lambda exc: None) -> None:  # fmt: skip
         self.count = count
         self.spec = spec
         self.queue = queue
         self._submit = submit
         self._ended = ended
+        self._failed = failed
         self.processes: list[_Process] = []
         self.cpu = {"sources": 0.0, "feeders": 0.0, "start": 0.0, "total": 0.0}
         """CPU seconds of every worker that said bye, by role of thread; "start": until it was ready (importing
@@ -410,7 +413,10 @@ class DecodeWorkers:
                 frame = self.queue.acquire(None if waits else 0)
             except PoolExhaustedError:  # none free: granted once this thread has delivered results
                 break
-            except Error:  # the queue failed or closed: the run is ending
+            except ModelError as exc:  # an inference or an output failed, reported here: the run's failure
+                self._failed(exc)
+                break
+            except Error:  # the queue closed: the run is ending
                 break
             worker.owed -= 1
             if worker.quitting:  # told to stop meanwhile: it would only give the set back
