@@ -342,7 +342,7 @@ class DecodeWorkers:
                                 self._grant(worker, 0)
                 figures["waiting"] += woke - began
                 figures["busy"] += clock() - woke
-            while delivers and queue.pending and not queue.closed:  # the frames the workers sent last: their results from here too
+            while delivers and queue.pending and not queue.closed:  # the results of the workers' last frames
                 queue.deliver_ready(DELIVER_S)
         finally:
             selector.close()
@@ -401,8 +401,9 @@ class DecodeWorkers:
                 raise Error(f"decoding worker {worker.number} sent a message of kind {kind!r}")
 
     def _grant(self, worker: _Process, count: int) -> None:
-        """``count`` free sets to ``worker``, in one message (waits for them: sets free as results are delivered);
-        none once it is told to stop."""
+        """``count`` more sets to ``worker``, in one message; none once it is told to stop. With delivery threads it
+        waits for free ones (they free as results are delivered); where this thread delivers, it grants those free
+        now and owes the rest (:attr:`_Process.owed`), granted after a delivery frees them."""
         indices = []
         waits = not self.delivers  # for a delivery thread to free a set; else this thread frees them
         worker.owed += count
