@@ -260,7 +260,8 @@ def main() -> int:
     parser.add_argument("--ours-only", action="store_true", help="leave out the baseline (an experiment's quick run)")
     parser.add_argument("--feeders", type=int, help="Streams' feeding threads (default: its own, one per two cores)")
     parser.add_argument("--deliverers", type=int,
-                        help="Streams' delivery threads (default: its own, one per four cores, at least two; 1: one serial stage)")
+                        help="Streams' delivery threads (default: its own, default_deliverers(); 1: one serial stage; 0: the "
+                        "decoding workers' receiving thread delivers)")
     parser.add_argument("--config", action="append", type=_property, default=[], metavar="KEY=VALUE",
                         help="an OpenVINO property of the compiled model, e.g. NUM_STREAMS=4 (repeatable; Streams and baseline)")
     parser.add_argument("--workers", type=int, help="Streams' decoding worker processes (default: its own; 0: none)")
@@ -323,7 +324,7 @@ def main() -> int:
     run_ours(live_pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders, args.deliverers, args.requests, args.workers)
     print(f"paced    npu_zc Streams (decoder threads: {args.decoder_threads or 'a share of the cores'}, "
           f"feeding threads: {args.feeders or 'one per two cores'}, "
-          f"delivery threads: {args.deliverers or 'one per four cores, at least two'})", flush=True)  # fmt: skip
+          f"delivery threads: {'its own' if args.deliverers is None else args.deliverers})", flush=True)  # fmt: skip
     ours_n, ours_runs = most_held(
         lambda n: run_ours(live_pipeline, clip, n, args.seconds, True, args.decoder_threads, args.feeders, args.deliverers,
                            args.requests, args.workers),
