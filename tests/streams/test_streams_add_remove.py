@@ -77,16 +77,19 @@ class Background:
 
 
 class Results:
-    """An output keeping every result, with an event per (stream name, frames seen)."""
+    """An output keeping every result and the names of the threads that called it, with an event per (stream name,
+    frames seen)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.results: list[Any] = []
+        self.threads: set[str] = set()
         self.waits: dict[tuple[str, int], threading.Event] = {}
 
     def __call__(self, result: Any) -> None:
         with self.lock:
             self.results.append(result)
+            self.threads.add(threading.current_thread().name)
             seen = sum(r.name == result.name for r in self.results)
             event = self.waits.get((result.name, seen))
         if event is not None:

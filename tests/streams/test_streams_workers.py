@@ -74,15 +74,10 @@ def test_same_results_as_decoding_here(clips: dict[str, Path], picture_pipeline:
     for workers, deliverers in ((2, 0), (1, 0), (2, None)):
         streams = npu_zc.Streams(paths, picture_pipeline, workers=workers, deliverers=deliverers)
         assert streams.workers == workers and streams.deliverers == (2 if deliverers is None else 0)
-        results: list[Any] = []
-        threads: set[str] = set()
-
-        def output(result: Any) -> None:
-            results.append(result)
-            threads.add(threading.current_thread().name)
-
+        output = Results()
         report = streams.run(output)
         streams.close()
+        results, threads = output.results, output.threads
         if deliverers == 0:
             assert threads == {"npu_zc-recv"}, threads
         else:  # one or both of them (as they find the results)
@@ -555,15 +550,10 @@ def test_workers_argument_checks_and_source_objects_read_here(clips: dict[str, P
     for deliverers in (None, 0):  # with 0, the receiving thread delivers the frames submitted here too (woken)
         own = Frames("own", 30)
         streams = npu_zc.Streams([own, clips["h264"]], picture_pipeline, workers=1, deliverers=deliverers)
-        results: list[Any] = []
-        threads: set[str] = set()
-
-        def output(result: Any) -> None:
-            results.append(result)
-            threads.add(threading.current_thread().name)
-
+        output = Results()
         report = streams.run(output)
         streams.close()
+        results, threads = output.results, output.threads
         assert [(s.state, s.frames) for s in report.streams] == [("done", 30), ("done", 45)]
         got = by_stream(results)
         assert [r.index for r in got[0]] == list(range(30)) and [r.index for r in got[1]] == list(range(45))
@@ -579,24 +569,17 @@ def test_the_receiving_thread_is_woken_by_a_submit_here(picture_pipeline: Any) -
     a missed wake-up is a run that never ends)."""
     own = Frames("own", 60)
     streams = npu_zc.Streams([own], picture_pipeline, workers=1, deliverers=0, requests=2)
-    results: list[Any] = []
-    threads: set[str] = set()
-
-    def output(result: Any) -> None:
-        results.append(result.index)
-        threads.add(threading.current_thread().name)
-
-    outcome: dict[str, Any] = {}
-    runner = threading.Thread(target=lambda: outcome.update(report=streams.run(output)), daemon=True)
-    runner.start()
-    runner.join(WAIT_S)
-    if runner.is_alive():
+    output = Results()
+    run = Background(streams, output)
+    run.thread.join(WAIT_S)
+    if run.thread.is_alive():  # stopped, so that its worker is reaped
         streams.stop()
-        runner.join(WAIT_S)
-        pytest.fail(f"the run did not end: {len(results)} of 60 results delivered")
+        run.thread.join(WAIT_S)
+        pytest.fail(f"the run did not end: {len(output.results)} of 60 results delivered")
+    report = run.join()
     streams.close()
-    assert outcome["report"].streams[0].frames == 60 and results == list(range(60))
-    assert threads == {"npu_zc-recv"} and streams.lanes[0].worker is None
+    assert report.streams[0].frames == 60 and [r.index for r in output.results] == list(range(60))
+    assert output.threads == {"npu_zc-recv"} and streams.lanes[0].worker is None
     assert_reaped(streams)
 
 

@@ -599,9 +599,6 @@ class AsyncQueue:
                     return  # the program is ending and nothing is left to deliver
                 continue
             self._deliver(entry, callback)
-            with self._mutex:
-                if sleeping and self._pending:
-                    sleeping.pop().release()  # the key's next result may be waiting for another thread
 
     def deliver_ready(self, timeout: float = 0.0) -> int:
         """With a callback and no delivery threads (``deliverers=0``): hand every finished result to the callback
@@ -697,6 +694,8 @@ class AsyncQueue:
                 if failure is not None:
                     self._failure = self._failure or failure
                 self._notify()
+                if self._deliverers and self._sleeping and self._pending:
+                    self._sleeping.pop().release()  # the key's next result may be waiting for another delivery thread
 
     def _result(self, entry: _InFlight) -> Result:
         index = entry.frame._set
