@@ -1,15 +1,21 @@
-"""Layout conversion speed: npu_zc.layout.convert against the physical limit
+"""Layout conversion speed: npu_zc.layout against the physical limit
 (memcpy of the same bytes) and the best composition a user would write with
 OpenCV + numpy + ml_dtypes, all timed in the same run.
 
     python benches/bench_layout.py                 # 1920x1080, one thread
     python benches/bench_layout.py --size 3840x2160 --threads 2
     python benches/bench_layout.py --threads-sweep 1,2,4,8,16   # scaling, 1080p and 4K
+    python benches/bench_layout.py --only "fast rounding"      # only the rows whose name contains it
 
 EdgeFirst (``edgefirst-image`` on PyPI, its CPU path: the GL backend is
 disabled) is timed beside OpenCV for the YUV cases it has, where installed;
 its kernels round differently (up to 2-3 levels from OpenCV), ours are
 bit-exact, and the "fast rounding" rows (``rounding="fast"``) within 1 level. Tables are recorded with benches/results.py.
+
+Like for like with a pipeline's per-frame path and with EdgeFirst's images (made once, in its own memory): npu_zc
+is a ``layout.Converter`` made once (``layout.convert`` checks every argument on each call: microseconds more), and
+the frames and destinations lie page-aligned, as the pipeline's buffers (mmaps) do (FFmpeg's planes are 64-byte
+aligned); numpy's own large arrays start 16 bytes past a cache line, which splits half of a kernel's 32-byte stores.
 
 "memcpy of the same bytes": a conversion reads R bytes and writes W bytes;
 copying (R + W) / 2 bytes with memcpy (numpy.copyto of contiguous arrays) also
@@ -25,6 +31,7 @@ depend on which of the two a burst of other work happened to hit. OpenCV runs si
 from __future__ import annotations
 
 import argparse
+import mmap
 import os
 from dataclasses import dataclass
 from typing import Callable
@@ -37,6 +44,20 @@ from npu_zc import _core, layout
 import results
 import timing
 from timing import memcpy_of, paired_ms, time_ms
+
+def page_aligned(shape: tuple[int, ...], dtype: object, like: np.ndarray | None = None) -> np.ndarray:
+    """An array in an anonymous mapping (page-aligned, as the pipeline's buffers are), holding ``like``'s values."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    array = np.frombuffer(mmap.mmap(-1, max(1, nbytes)), dtype, count=int(np.prod(shape))).reshape(shape)
+    if like is not None:
+        array[...] = like
+    return array
+
+
+def aligned(array: np.ndarray) -> np.ndarray:
+    return page_aligned(array.shape, array.dtype, array)
+
 
 MEAN = np.array([123.675, 116.28, 103.53], np.float32)
 STD = np.array([58.395, 57.12, 57.375], np.float32)
@@ -93,6 +114,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5,
                         help="alternating blocks of npu_zc and memcpy calls the runs are split into (default 5)")
     parser.add_argument("--stat", choices=("min", "median"), default="min", help="best or median of the runs (default: best)")
+    parser.add_argument("--only", metavar="SUBSTRING",
+                        help="time only the conversions whose name contains SUBSTRING, e.g. 'fast rounding' "
+                             "(neither recorded in benches/results nor checked against the targets)")
     parser.add_argument("--threads-sweep", metavar="N,N,...",
                         help="instead: per thread count, npu_zc against OpenCV and a multi-threaded memcpy, "
                              "at 1920x1080 and 3840x2160 (or --size)")
@@ -107,27 +131,29 @@ def main() -> None:
     cv2.setNumThreads(threads)
 
     rng = np.random.default_rng(0)
-    bgr = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
-    nv12 = rng.integers(0, 256, (height * 3 // 2, width), dtype=np.uint8)
+    bgr = aligned(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
+    nv12 = aligned(rng.integers(0, 256, (height * 3 // 2, width), dtype=np.uint8))
     rows: list[Row] = []
 
     def measure(case: str, src: np.ndarray, src_fmt: str, dst_fmt: str, norm: dict, compositions: dict,
                 rounding: str = "exact") -> None:
+        if args.only and args.only not in case:
+            return
         shape = (3, height, width) if dst_fmt.startswith("RGBP") else (height, width, 3 if dst_fmt in ("RGB", "BGR") else 4)
-        dst = np.empty(shape, {"RGBx": np.uint8, "BGRx": np.uint8, "RGB": np.uint8, "BGR": np.uint8,
+        dst = page_aligned(shape, {"RGBx": np.uint8, "BGRx": np.uint8, "RGB": np.uint8, "BGR": np.uint8,
                                "RGBx_BF16": ml_dtypes.bfloat16, "RGBx_FP16": np.float16, "RGBP_FLOAT": np.float32,
                                "RGBP_FP16": np.float16, "RGBx_I8": np.int8}[dst_fmt])
         moved = src.nbytes + dst.nbytes
         how = dict(norm, rounding=rounding) if rounding != "exact" else norm  # (an older npu_zc has no rounding=)
-        ours, copy = paired_ms(lambda: layout.convert(src, dst, src_fmt, dst_fmt, threads=threads, **how),
-                               memcpy_of(moved // 2), runs, args.rounds)  # moved = read + written
+        convert = layout.Converter(src_fmt, dst_fmt, width, height, threads=threads, **how)
+        ours, copy = paired_ms(lambda: convert(src, dst), memcpy_of(moved // 2), runs, args.rounds)  # moved = read + written
         comp, name = best(compositions, runs) if compositions else (None, "")
         peer = edgefirst_converter(src, src_fmt, dst_fmt, width, height) if not norm and threads == 1 else None
         theirs = time_ms(peer, runs) if peer else None
         rows.append(Row(case, ours, copy, comp, name, layout.describe_conversion(src_fmt, dst_fmt, **how), theirs))
 
     # --- the compositions a user would write --------------------------------
-    rgba_u8 = np.empty((height, width, 4), np.uint8)
+    rgba_u8 = page_aligned((height, width, 4), np.uint8)
     f32_packed = np.empty((height, width, 4), np.float32)
     bf16_packed = np.empty((height, width, 4), ml_dtypes.bfloat16)
     f16_packed = np.empty((height, width, 4), np.float16)
@@ -177,7 +203,7 @@ def main() -> None:
             {"numpy": planar_numpy, "numpy in place": planar_numpy_inplace, **compositions_planar_cv})
     measure("NV12 -> RGBx (u8)", nv12, "NV12", "RGBx", {},
             {"cv2.cvtColor(YUV2RGBA_NV12, dst=)": lambda: cv2.cvtColor(nv12, cv2.COLOR_YUV2RGBA_NV12, dst=rgba_u8)})
-    rgb_u8 = np.empty((height, width, 3), np.uint8)
+    rgb_u8 = page_aligned((height, width, 3), np.uint8)
     measure("NV12 -> RGB (u8)", nv12, "NV12", "RGB", {},
             {"cv2.cvtColor(YUV2RGB_NV12, dst=)": lambda: cv2.cvtColor(nv12, cv2.COLOR_YUV2RGB_NV12, dst=rgb_u8)})
     measure("NV12 -> RGBx_BF16 (normalised)", nv12, "NV12", "RGBx_BF16", NORM,
@@ -185,8 +211,8 @@ def main() -> None:
 
     # Camera formats (V4L2 YUYV, UYVY, I420): the same decoding as NV12, the packed rows and I420's planes read where they lie.
     # (Left out for an npu_zc without them: A/B runs against an older wheel.)
-    yuyv = rng.integers(0, 256, (height, width, 2), dtype=np.uint8)
-    i420 = nv12.copy()
+    yuyv = aligned(rng.integers(0, 256, (height, width, 2), dtype=np.uint8))
+    i420 = aligned(nv12)
     try:
         layout.convert(yuyv[:2, :4], rgba_u8[:2, :4], "YUYV", "RGBx")
         camera_formats = True
@@ -208,7 +234,7 @@ def main() -> None:
     # decoding: the composition a user would write drops the low bits, then decodes NV12.
     # (Left out for an npu_zc without them.)
     if {"P010", "RGBx_I8"} <= set(layout.SOURCE_FORMATS) | set(layout.DESTINATION_FORMATS):
-        p010 = rng.integers(0, 1 << 16, (height * 3 // 2, width), dtype=np.uint16)
+        p010 = aligned(rng.integers(0, 1 << 16, (height * 3 // 2, width), dtype=np.uint16))
         shifted, nv12_8 = np.empty_like(p010), np.empty(p010.shape, np.uint8)
 
         def p010_composition() -> None:
@@ -252,8 +278,9 @@ def main() -> None:
                 measure(f"{case_fmt} -> {dst_fmt} (u8, fast rounding)", src, case_fmt, dst_fmt, {},
                         {f"cv2.cvtColor(YUV2{name}_{case_fmt}, dst=)":
                          lambda src=src, code=code, out=out: cv2.cvtColor(src, code, dst=out)}, rounding="fast")
-    numpy_bf16 = time_ms(packed_float_numpy(bf16_packed), runs)
-    numpy_planar = time_ms(planar_numpy, runs)
+    if not args.only:
+        numpy_bf16 = time_ms(packed_float_numpy(bf16_packed), runs)
+        numpy_planar = time_ms(planar_numpy, runs)
 
     print(f"npu_zc layout benchmark: {width}x{height}, threads={threads}, {'best' if args.stat == 'min' else 'median'} of {runs} runs, "
           f"SIMD {layout.simd_levels()[1]}, OpenCV {cv2.__version__}, numpy {np.__version__}")
@@ -269,6 +296,8 @@ def main() -> None:
         print(f"| {r.case:32} | {r.ours:9.3f} | {r.memcpy:9.3f} | {r.ours / r.memcpy:8.2f}x | {comp} | {speed} | {ef} | "
               f"{r.composition_name} | {r.kernel} |")
     print()
+    if args.only:
+        return  # a partial table: not recorded, no targets
     columns = ["conversion", "npu_zc ms", "memcpy ms", "npu_zc / memcpy", "best composition ms", "composition / npu_zc",
                "EdgeFirst ms", "EdgeFirst / npu_zc", "best composition", "npu_zc kernel"]
     table_rows = [[r.case, round(r.ours, 4), round(r.memcpy, 4), round(r.ours / r.memcpy, 3),
@@ -279,8 +308,9 @@ def main() -> None:
     saved = results.save("bench_layout", [{
         "title": f"{width}x{height}, threads={threads}, {'best' if args.stat == 'min' else 'median'} of {runs} runs, "
                  f"SIMD {layout.simd_levels()[1]}",
-        "note": f"OpenCV {cv2.__version__}, numpy {np.__version__}; ratios above 1 in the composition and EdgeFirst "
-                "columns mean npu_zc is faster",
+        "note": f"OpenCV {cv2.__version__}, numpy {np.__version__}; npu_zc: a layout.Converter made once, EdgeFirst: "
+                "its images made once; frames and destinations page-aligned (as the pipeline's buffers); ratios above 1 "
+                "in the composition and EdgeFirst columns mean npu_zc is faster",
         "columns": columns, "rows": table_rows}], title="Layout conversions against memcpy, OpenCV and EdgeFirst")
     # One record: a second save to the same file used to replace this one (EdgeFirst's columns were lost).
     print(f"results: {saved}\n")
