@@ -94,6 +94,34 @@ def test_a_square_crossing_a_line_and_a_zone_is_counted_everywhere(red_square_yo
     sub.close()
 
 
+def test_without_the_live_view_a_many_core_host_decodes_in_workers(red_square_yolo: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """No HTTP, so no live view (it needs the decoded frames here): on a host of 16 cores (the count stood in for;
+    the run is real) the service decodes its two streams in two worker processes (sized for its streams, not for the
+    cores: four) with the delivery threads the CPU takes beside workers, and counts the square as in one process."""
+    import npu_zc.runtime.session as session
+    from npu_zc.pipeline.streams import default_deliverers
+
+    monkeypatch.setattr(session, "usable_cores", lambda: 16)
+    clip = square_clip(tmp_path / "walk.mp4", across_and_down())
+    frames = len(across_and_down())
+    sources = [{"name": "gate", "source": str(clip)}, {"name": "side", "source": str(clip)}]
+    service = Service(config(red_square_yolo, sources, None, http=False))
+    service.start()
+    try:
+        streams = service.streams
+        assert streams is not None and service.live is None
+        assert streams.workers == 2 and streams.deliverers == default_deliverers(2, workers=2, device="CPU") == 2
+        wait_for(lambda: [s["frames"] for s in service.streams_info()] == [frames, frames], 120, "every frame's result")
+        assert all(lane.worker is not None for lane in streams.lanes)  # decoded there, not here
+        gate, side = service.streams_info()
+        assert gate["error"] is None and side["error"] is None
+        assert gate["lines"] == [{"name": "door", "in": 1, "out": 0}]
+        assert gate["zones"][0] | {"occupancy": 0} == {"name": "lobby", "occupancy": 0, "entries": 1, "exits": 1}
+    finally:
+        service.stop()
+
+
 def test_the_broker_goes_away_and_every_event_arrives_when_it_is_back(red_square_yolo: Path, tmp_path: Path, broker: Broker) -> None:
     """Killed (SIGTERM) after the first event, restarted once events have queued: every event the analytics
     counted arrives, each once by its seq (QoS 1 may repeat one), none dropped."""

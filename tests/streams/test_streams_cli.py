@@ -94,6 +94,21 @@ def test_stream_plugin_option_and_delivery_threads(clips: dict[str, Path], model
         assert json.loads(capsys.readouterr().out.splitlines()[-1])["report"]["requests"] > 2
 
 
+def test_stream_receiving_thread_delivers(clips: dict[str, Path], model_xml: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--deliverers 0 with --workers: the thread receiving the workers' frames calls the outputs (every result, each
+    stream's in order); without workers it is refused in one sentence, before anything runs."""
+    args = ["stream", "-i", str(clips["nv12"]), "-i", str(clips["h264"]), "-m", str(model_xml), "-d", "CPU", "--json"]
+    assert main([*args, "--workers", "1", "--deliverers", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    results = [json.loads(line) for line in lines[:-1]]
+    assert [r["index"] for r in results if r["stream"] == 0] == list(range(12))
+    assert [r["index"] for r in results if r["stream"] == 1] == list(range(45))
+    assert main([*args, "--deliverers", "0"]) == 1
+    captured = capsys.readouterr()
+    assert not captured.out
+    assert "deliverers=0 leaves the delivering to the decoding workers' receiving thread" in captured.err
+
+
 def squares_clip(path: Path, frames: int = 8) -> tuple[Path, list[list[tuple[int, int, int, int]]]]:
     """A 640x640 NV12 clip (rawvideo: no loss past 4:2:0) of two red squares moving one anchor a frame, where the
     red-square YOLO's anchors fire; and each frame's squares in pixels."""

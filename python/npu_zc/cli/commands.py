@@ -217,8 +217,9 @@ def _many(args: argparse.Namespace) -> bool:
     return (
         len(args.input) + len(args.camera) > 1
         or any(is_network(i) for i in args.input)
-        or bool(args.realtime or args.save or args.jsonl or args.duration or args.hwaccel or args.feeders or args.deliverers
-             or args.workers is not None)
+        or bool(args.realtime or args.save or args.jsonl or args.duration or args.hwaccel or args.feeders)
+        or args.deliverers is not None
+        or args.workers is not None
     )
 
 

@@ -248,10 +248,10 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--hwaccel", choices=("vaapi", "qsv", "drm"), help="decode on a GPU (DRM PRIME frames imported as DmaBufs)")
     many.add_argument("--feeders", type=_positive, metavar="N",
                       help="threads converting frames into the model's inputs side by side (default: one per two cores)")
-    many.add_argument("--deliverers", type=_positive, metavar="N",
+    many.add_argument("--deliverers", type=_count, metavar="N",
                       help="threads reading results and writing the outputs side by side, each stream's in order "
                       "(default: one per four cores, at least two; with decoding workers, two on the CPU, none on "
-                      "an NPU or a GPU: the thread receiving the workers' frames delivers)")
+                      "an NPU or a GPU; 0, with --workers: the thread receiving the workers' frames delivers)")
     many.add_argument("--workers", type=_count, metavar="N",
                       help="processes decoding the video files and network streams (each frame converted there into "
                       "the model's input, shared, no copy; 0: decode in this process; default: one per four cores "
