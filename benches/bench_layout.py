@@ -45,6 +45,7 @@ import results
 import timing
 from timing import memcpy_of, paired_ms, time_ms
 
+
 def page_aligned(shape: tuple[int, ...], dtype: object, like: np.ndarray | None = None) -> np.ndarray:
     """An array in an anonymous mapping (page-aligned, as the pipeline's buffers are), holding ``like``'s values."""
     dtype = np.dtype(dtype)
