@@ -97,25 +97,34 @@ def test_a_square_crossing_a_line_and_a_zone_is_counted_everywhere(red_square_yo
 def test_without_the_live_view_a_many_core_host_decodes_in_workers(red_square_yolo: Path, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """No HTTP, so no live view (it needs the decoded frames here): on a host of 16 cores (the count stood in for;
-    the run is real) the service decodes its two streams in two worker processes (sized for its streams, not for the
-    cores: four) with the delivery threads the CPU takes beside workers, and counts the square as in one process."""
+    the run is real) the service decodes its two video streams in two worker processes (sized for the streams a
+    worker can read, not for the cores: four, nor for a folder of stills beside them, read here) with the delivery
+    threads the CPU takes beside workers, and counts the square as in one process."""
+    import cv2
+    import numpy as np
+
     import npu_zc.runtime.session as session
     from npu_zc.pipeline.streams import default_deliverers
 
     monkeypatch.setattr(session, "usable_cores", lambda: 16)
     clip = square_clip(tmp_path / "walk.mp4", across_and_down())
     frames = len(across_and_down())
-    sources = [{"name": "gate", "source": str(clip)}, {"name": "side", "source": str(clip)}]
+    stills = tmp_path / "stills"
+    stills.mkdir()
+    for k in range(2):
+        cv2.imwrite(str(stills / f"{k}.png"), np.full((64, 64, 3), 90, np.uint8))
+    sources = [{"name": "gate", "source": str(clip)}, {"name": "side", "source": str(clip)},
+               {"name": "stills", "source": str(stills)}]  # fmt: skip
     service = Service(config(red_square_yolo, sources, None, http=False))
     service.start()
     try:
         streams = service.streams
         assert streams is not None and service.live is None
-        assert streams.workers == 2 and streams.deliverers == default_deliverers(2, workers=2, device="CPU") == 2
-        wait_for(lambda: [s["frames"] for s in service.streams_info()] == [frames, frames], 120, "every frame's result")
-        assert all(lane.worker is not None for lane in streams.lanes)  # decoded there, not here
-        gate, side = service.streams_info()
-        assert gate["error"] is None and side["error"] is None
+        assert streams.workers == 2 and streams.deliverers == default_deliverers(3, workers=2, device="CPU") == 2
+        wait_for(lambda: [s["frames"] for s in service.streams_info()] == [frames, frames, 2], 120, "every frame's result")
+        assert [lane.worker is not None for lane in streams.lanes] == [True, True, False]  # the videos decoded there
+        gate, side, still = service.streams_info()
+        assert gate["error"] is None and side["error"] is None and still["error"] is None
         assert gate["lines"] == [{"name": "door", "in": 1, "out": 0}]
         assert gate["zones"][0] | {"occupancy": 0} == {"name": "lobby", "occupancy": 0, "entries": 1, "exits": 1}
     finally:

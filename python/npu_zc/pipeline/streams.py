@@ -55,10 +55,9 @@ from .scheduler import IDLE_CREDIT, Lane, Scheduler
 from ..runtime.latency_fit import StreamsFit
 from ..runtime.session import usable_cores
 from ..sources import open_source
-from ..sources.video import VideoSource
 from .throughput import STOP_GRACE_S, default_requests
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
-from .workers import DecodeWorkers, default_workers
+from .workers import DecodeWorkers, decodes_in_a_worker, default_workers
 
 STREAMS_STAGES = ("preprocess", "infer", "postprocess", "latency")
 """Per frame; ``latency``: from the decoder handing the frame over to its result being ready."""
@@ -925,9 +924,8 @@ def _check_name(name: Any) -> None:
 
 
 def _decodes_elsewhere(lane: _Lane) -> bool:
-    """Whether a worker process can read the lane's source: a video file or network stream (:class:`VideoSource`
-    itself, rebuilt there from its arguments; a subclass or a source object of one's own is read here)."""
-    return type(lane.source) is VideoSource and not lane.ended
+    """Whether a worker process can read the lane's source (:func:`~.workers.decodes_in_a_worker`), still running."""
+    return decodes_in_a_worker(lane.source) and not lane.ended
 
 
 def _cpu_seconds() -> float:

@@ -62,6 +62,14 @@ START_S = 60.0
 """How long a worker may take to start (import numpy and PyAV, map the buffers) and say ready."""
 
 
+def decodes_in_a_worker(source: Any) -> bool:
+    """Whether a worker process can read ``source``: a video file or network stream (:class:`VideoSource` itself,
+    rebuilt there from its arguments; a subclass or a source object of one's own is read here)."""
+    from ..sources.video import VideoSource
+
+    return type(source) is VideoSource
+
+
 def default_workers(streams: int, cores: int) -> int:
     """Worker processes for ``streams`` video streams on ``cores`` cores: one per four cores, at most one per stream;
     none below eight cores (there one process's lock is not the cap, and each worker costs a process's memory)."""
@@ -497,4 +505,4 @@ def _last_line(file: Any) -> str:
     return lines[-1] if lines else ""
 
 
-__all__ = ["CREDITS", "DecodeWorkers", "WORKER_FEEDERS", "WorkerError", "default_workers"]
+__all__ = ["CREDITS", "DecodeWorkers", "WORKER_FEEDERS", "WorkerError", "decodes_in_a_worker", "default_workers"]

@@ -142,7 +142,7 @@ class Service:
         from ..detect.track import Tracker
         from ..pipeline.pipeline import Pipeline
         from ..pipeline.streams import Streams, default_deliverers, default_feeders
-        from ..pipeline.workers import default_workers
+        from ..pipeline.workers import decodes_in_a_worker, default_workers
         from ..pipeline.yolo_postprocess import DetectOptions
         from ..runtime import CompileOptions
         from ..runtime.session import usable_cores
@@ -190,8 +190,10 @@ class Service:
                 self.live = LiveView(LiveConfig(fps=c.http.live_fps), self.overlays)
                 undo.append(self.live.close)
             most = max(len(c.streams), c.http.max_streams if c.http is not None else len(c.streams), 1)
-            # Sized for the most streams it may run: the live view needs the decoded frames here (no workers).
-            workers = 0 if self.live is not None else default_workers(most, usable_cores())
+            # Without HTTP no stream comes later: workers for the video streams it has. The live view (with HTTP)
+            # needs the decoded frames here: no workers.
+            videos = sum(map(decodes_in_a_worker, opened))
+            workers = 0 if self.live is not None else default_workers(videos, usable_cores())
             try:  # persistent: the service runs on while no stream does (all ended, or none yet)
                 self.streams = Streams(opened, pipeline, names=[s.name for s in c.streams], persistent=True,
                                        tracker=Tracker if c.tracker == "bytetrack" else None,
