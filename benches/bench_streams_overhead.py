@@ -16,7 +16,8 @@ plane views), the feeding threads (lane hand-over, the conversion, submit), the 
 (waiting for results, postprocess, outputs) and the rest (OpenVINO's and FFmpeg's own threads).
 A role whose threads' CPU per frame reaches the wall time per frame (a single thread's) is the serial stage.
 Beside them, how busy this process is (its threads' CPU over the wall time), with workers how much of its wall time
-the receiving thread is busy, and with ``--probe`` how long a thread that sleeps 1 ms at a time waits to run Python
+the receiving thread is busy and, per frame, how long it ran on a core and how long it was runnable but waited for
+one (a serial thread that other threads push off its core runs slower than its own work), and with ``--probe`` how long a thread that sleeps 1 ms at a time waits to run Python
 again (for the GIL, or a core): a process whose lock is the cap shows waits of the order of the switch interval, one
 that is not a fraction of a millisecond. The probe is one more thread taking the GIL a thousand times a second, so
 it is left out unless asked for.
@@ -47,7 +48,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results  # noqa: E402
-from python_per_frame import thread_ns  # noqa: E402  (per-thread CPU, written once there)
+from python_per_frame import thread_sched  # noqa: E402  (per-thread CPU, written once there)
 
 ROLES = (("npu_zc-src", "sources"), ("npu_zc-feed", "feeders"), ("npu_zc-streams", "feeders"), ("npu_zc-recv", "feeders"),
          ("npu_zc-queue", "delivery"))
@@ -86,13 +87,14 @@ def tiny_model() -> Any:
 
 
 class Sampler:
-    """CPU nanoseconds of each thread of this process, by role, sampled while a run goes on."""
+    """CPU nanoseconds of each thread of this process, by role, sampled while a run goes on; and of the receiving
+    thread, also the nanoseconds it was runnable but waited for a core (a thread preempted or queued behind others)."""
 
     def __init__(self) -> None:
         self.began = time.perf_counter_ns()
         self.wall_ns = 0
-        self.before = thread_ns()
-        self.last: dict[int, int] = {}
+        self.before = thread_sched()
+        self.last: dict[int, tuple[int, int]] = {}
         self.names: dict[int, str] = {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="sampler", daemon=True)
@@ -105,7 +107,7 @@ class Sampler:
         for t in threading.enumerate():
             if t.native_id is not None:
                 self.names.setdefault(t.native_id, t.name)
-        self.last.update(thread_ns())
+        self.last.update(thread_sched())
 
     def __enter__(self) -> "Sampler":
         self.thread.start()
@@ -120,12 +122,21 @@ class Sampler:
     def by_role(self) -> dict[str, int]:
         out = {"sources": 0, "feeders": 0, "delivery": 0, "other": 0}
         sampler = self.thread.native_id
-        for tid, ns in self.last.items():
+        for tid, (ns, _) in self.last.items():
             if tid == sampler or self.names.get(tid, "").startswith(("spinner", "probe")):
                 continue
             name = self.names.get(tid, "")
-            out[role_of(name)] += ns - self.before.get(tid, 0)
+            out[role_of(name)] += ns - self.before.get(tid, (0, 0))[0]
         return out
+
+    def of_threads(self, prefix: str) -> tuple[int, int]:
+        """(nanoseconds on a CPU, nanoseconds waiting for one) of the threads whose name starts with ``prefix``."""
+        on_cpu = waiting = 0
+        for tid, (ns, wait_ns) in self.last.items():
+            if self.names.get(tid, "").startswith(prefix):
+                before = self.before.get(tid, (0, 0))
+                on_cpu, waiting = on_cpu + ns - before[0], waiting + wait_ns - before[1]
+        return on_cpu, waiting
 
 
 def role_of(name: str) -> str:
@@ -240,9 +251,13 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     # granting sets), busy or waiting for a message.
     receiving = getattr(run, "worker_receiving", None) or {}
     spent = receiving.get("busy", 0.0) + receiving.get("waiting", 0.0)
+    received = max(1, receiving.get("frames", 0))
+    on_cpu_ns, queued_ns = sampler.of_threads("npu_zc-recv")
     return {"fps": report.fps, "wall_us": 1e6 / max(report.fps, 1e-9), "here_cores": here,
             "receiving_busy": receiving["busy"] / spent if spent else None,
-            "receiving_us": 1e6 * receiving["busy"] / max(1, receiving["frames"]) if spent else None,
+            "receiving_us": 1e6 * receiving["busy"] / received if spent else None,
+            "receiving_cpu_us": on_cpu_ns / 1000 / received if spent else None,
+            "receiving_queued_us": queued_ns / 1000 / received if spent else None,
             "probe_ms": (1e3 * late[len(late) // 2], 1e3 * late[int(0.9 * len(late))]) if late else None,
             "cpu_us": 1e6 * (report.cpu_seconds - started) / frames, "start_s": started,
             "workers": getattr(run, "workers", 0), **roles}  # fmt: skip
@@ -306,7 +321,9 @@ def main() -> int:
                          round(r["delivery"]), round(r["other"]), round(outside), round(r["here_cores"], 2),
                          *((None, None) if r["probe_ms"] is None else (round(r["probe_ms"][0], 2), round(r["probe_ms"][1], 2))),
                          None if r["receiving_busy"] is None else round(r["receiving_busy"], 2),
-                         None if r["receiving_us"] is None else round(r["receiving_us"])])  # fmt: skip
+                         None if r["receiving_us"] is None else round(r["receiving_us"]),
+                         None if r["receiving_cpu_us"] is None else round(r["receiving_cpu_us"]),
+                         None if r["receiving_queued_us"] is None else round(r["receiving_queued_us"])])  # fmt: skip
             print(f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}, workers {r['workers']}: {r['fps']:6.0f} FPS"
                   + (f" ({r['fps'] / decode:.0%} of decode)" if decode else "")
                   + f", wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame (sources {r['sources']:.0f}, "
@@ -315,7 +332,8 @@ def main() -> int:
                   + ("" if r["probe_ms"] is None else f", a thread waits to run Python again {r['probe_ms'][0]:.2f} ms "
                      f"(median), {r['probe_ms'][1]:.2f} ms (p90)")
                   + ("" if r["receiving_busy"] is None else f"; receiving thread busy {r['receiving_busy']:.0%} of its "
-                     f"time, {r['receiving_us']:.0f} us wall a frame"), flush=True)  # fmt: skip
+                     f"time, {r['receiving_us']:.0f} us wall a frame, {r['receiving_cpu_us']:.0f} us on a core, "
+                     f"{r['receiving_queued_us']:.0f} us waiting for one"), flush=True)  # fmt: skip
             c = count_calls(pipeline, clip, n, 50, feeders, deliverers, workers)
             calls.append([n, label, dlabel, r["workers"], round(c["sources"], 1), round(c["feeders"], 1),
                           round(c["delivery"], 1), round(sum(c.values()), 1)])  # fmt: skip
@@ -332,13 +350,16 @@ def main() -> int:
                 "This process's cores: its threads' CPU over the run's wall time (the workers' not counted); GIL probe (--probe): "
                 "how late a thread of this process that sleeps 1 ms at a time runs Python again (a wait for the GIL, or a core); "
                 "receiving thread (with workers): the share of its wall time spent reading frames, submitting them and "
-                "granting sets rather than waiting for them, and that time per frame. "
+                "granting sets rather than waiting for them, and that time per frame; of it, the time the thread ran on a "
+                "core and the time it was runnable but waited for one (schedstat's second field: preempted, or queued "
+                "behind other threads; the rest of its busy time it was blocked in a call). "
                 + (f"Decode rate: {decode:.0f} FPS (one single-threaded PyAV decoder per core, {len(os.sched_getaffinity(0))} cores)."
                    if decode else ""),
         "columns": ["streams", "feeders", "deliverers", "workers", "FPS", "of decode rate", "wall us", "CPU us",
                     "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)", "outside decoding",
                     "this process's cores", "GIL probe median ms", "GIL probe p90 ms", "receiving thread busy",
-                    "receiving thread us wall / frame"],
+                    "receiving thread us wall / frame", "receiving thread us on a core / frame",
+                    "receiving thread us waiting for a core / frame"],
         "rows": rows,
     }, {
         "title": "Python calls per frame (run with the GIL held), by role of thread",

@@ -30,13 +30,20 @@ from bench_throughput import MODEL, frames_1080p  # noqa: E402
 
 def thread_ns() -> dict[int, int]:
     """Nanoseconds on a CPU of each thread of this process (``/proc/self/task/*/schedstat``: finer than ticks)."""
-    out: dict[int, int] = {}
+    return {tid: on_cpu for tid, (on_cpu, _) in thread_sched().items()}
+
+
+def thread_sched() -> dict[int, tuple[int, int]]:
+    """Each thread of this process: (nanoseconds on a CPU, nanoseconds runnable but waiting for one), the first two
+    fields of ``/proc/self/task/*/schedstat``."""
+    out: dict[int, tuple[int, int]] = {}
     for tid in os.listdir("/proc/self/task"):
         try:
             with open(f"/proc/self/task/{tid}/schedstat") as f:
-                out[int(tid)] = int(f.read().split()[0])
-        except OSError:
+                on_cpu, waiting = f.read().split()[:2]
+        except (OSError, ValueError):
             continue
+        out[int(tid)] = (int(on_cpu), int(waiting))
     return out
 
 
