@@ -317,6 +317,25 @@ def test_wake_on_submit_wakes_a_sleeping_caller_once(session: Session) -> None:
     assert again.released.is_set()  # close() wakes it too: nothing will come
 
 
+def test_a_cancelled_waker_is_not_released_by_the_next_submit(session: Session) -> None:
+    """A caller woken for something else cancels its waker: its own submit then wakes nobody; asked again while the
+    result is pending it is refused, and once delivered it registers again."""
+    recorder = Recorder()
+    with session.queue(2, heap="memfd", callback=recorder, buffers=3, deliverers=0) as queue:
+        waker = _Waker()
+        assert queue.wake_on_submit(waker)
+        queue.cancel_wake(waker)
+        queue.cancel_wake(waker)  # twice: nothing to cancel, no error
+        submit(queue, 5, 0)
+        assert not waker.released.is_set()
+        assert not queue.wake_on_submit(waker)  # a result is pending: deliver it first
+        assert queue.join(timeout=60) and recorder.by_key[5] == [0]
+        assert queue.wake_on_submit(waker)
+        submit(queue, 5, 1)
+        assert waker.released.wait(60)  # registered again: released by the next submit
+        assert queue.join(timeout=60) and recorder.by_key[5] == [0, 1]
+
+
 def test_a_failing_callback_is_raised_by_the_callers_next_call(session: Session) -> None:
     """deliverers=0: a callback that raises is kept and raised by join() (as with delivery threads), the set it held
     freed."""

@@ -320,6 +320,8 @@ class DecodeWorkers:
                 sleeps = not delivers or queue.wake_on_submit(waker)
                 ready = selector.select(None if sleeps else 0)
                 woke = clock()
+                if delivers and sleeps:  # awake now: this thread's own submits below need not wake it again
+                    queue.cancel_wake(waker)
                 for key, _ in ready:
                     worker = key.data
                     if worker is None:  # the waker: a submit here, or the run stopping
@@ -431,8 +433,9 @@ class DecodeWorkers:
             if worker.quitting:  # told to stop meanwhile: it would only give the set back
                 self.queue.discard(frame)
                 break
-            worker.granted[frame.index] = frame
-            indices.append(frame.index)
+            index = frame.index
+            worker.granted[index] = frame
+            indices.append(index)
         if indices:
             try:
                 worker.send(b"G" + struct.pack(f"<{len(indices)}I", *indices))

@@ -669,6 +669,13 @@ class AsyncQueue:
                 self._sleeping.append(waker)
             return True
 
+    def cancel_wake(self, waker: Any) -> None:
+        """The caller of :meth:`wake_on_submit` woke for something else: ``waker`` is not released at the next
+        submit (the caller's own submits need no wake-up; it asks again before it sleeps)."""
+        with self._mutex:
+            if waker in self._sleeping:
+                self._sleeping.remove(waker)
+
     def _deliver(self, entry: _InFlight, callback: Callable[[Result], None]) -> None:
         """``entry``'s result to ``callback`` (claimed by this thread), then released; a failure is kept for the
         caller's next call."""
