@@ -1,6 +1,7 @@
 """Streams' own cost per frame: small clips and a tiny model, unpaced, so that the scheduler is what limits FPS.
 
     python3 benches/bench_streams_overhead.py [--streams 8 16] [--seconds 6] [--size 320x240] [--feeders 1 2] [--deliverers 1 2]
+    python3 benches/bench_streams_overhead.py --size 1920x1080 --frames 1200 --workers 4 --worker-nice 0 5  # workers' priority
     python3 benches/bench_streams_overhead.py --model efficientnet-lite0 --size 1920x1080 --frames 150 --seconds 0 --streams 4
 
 N H.264 clips (a pan across a photo, made once with PyAV's libx264) run as fast as they go through one
@@ -123,7 +124,7 @@ class Sampler:
         out = {"sources": 0, "feeders": 0, "delivery": 0, "other": 0}
         sampler = self.thread.native_id
         for tid, (ns, _) in self.last.items():
-            if tid == sampler or self.names.get(tid, "").startswith(("spinner", "probe")):
+            if tid == sampler or self.names.get(tid, "").startswith(("spinner", "probe", "renicer")):
                 continue
             name = self.names.get(tid, "")
             out[role_of(name)] += ns - self.before.get(tid, (0, 0))[0]
@@ -208,8 +209,33 @@ def spin(stop: threading.Event) -> None:
         sum(range(200))
 
 
+def renice_children(stop: threading.Event, nice: int) -> None:
+    """Every 20 ms, each thread of this process's child processes (the decoding workers) set to ``nice``: the threads
+    a worker starts later inherit it from the thread that starts them."""
+    me = os.getpid()
+    while not stop.wait(0.02):
+        for task in os.listdir(f"/proc/{me}/task"):
+            try:
+                with open(f"/proc/{me}/task/{task}/children") as f:
+                    children = f.read().split()
+            except OSError:
+                continue
+            for child in children:
+                try:
+                    tids = [int(t) for t in os.listdir(f"/proc/{child}/task")]
+                except OSError:
+                    continue
+                for tid in tids:
+                    try:
+                        if os.getpriority(os.PRIO_PROCESS, tid) != nice:
+                            os.setpriority(os.PRIO_PROCESS, tid, nice)
+                    except OSError:
+                        continue
+
+
 def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders: int | None,
-        deliverers: int | None = None, contend: int = 0, workers: int | None = None, probe: bool = False) -> dict[str, Any]:
+        deliverers: int | None = None, contend: int = 0, workers: int | None = None, probe: bool = False,
+        worker_nice: int | None = None) -> dict[str, Any]:
     import npu_zc
     from npu_zc.sources import VideoSource
 
@@ -222,6 +248,9 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     late: list[float] = []
     if probe:
         helpers.append(threading.Thread(target=probe_gil, args=(stop, late), name="probe", daemon=True))
+        helpers[-1].start()
+    if worker_nice is not None:
+        helpers.append(threading.Thread(target=renice_children, args=(stop, worker_nice), name="renicer", daemon=True))
         helpers[-1].start()
     try:
         with Sampler() as sampler:
@@ -279,6 +308,9 @@ def main() -> int:
                         "costs up to a switch interval, as among many busy Python threads (default 0)")
     parser.add_argument("--workers", type=int, nargs="+", default=None,
                         help="decoding worker processes to compare (default: Streams' own choice only; 0: none)")
+    parser.add_argument("--worker-nice", type=int, nargs="+", default=None, metavar="N",
+                        help="the decoding workers' threads at these nice values, to compare (default: as started, "
+                        "this process's)")
     parser.add_argument("--probe", action="store_true",
                         help="a thread that sleeps 1 ms at a time beside each timed run: how late it runs Python again")
     parser.add_argument("--decode-rate", action="store_true",
@@ -308,15 +340,15 @@ def main() -> int:
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
     seconds = args.seconds or None
     rows, calls = [], []
-    for feeders, deliverers_asked, workers in itertools.product(args.feeders or [None], args.deliverers or [None],
-                                                                args.workers or [None]):  # fmt: skip
+    for feeders, deliverers_asked, workers, nice in itertools.product(args.feeders or [None], args.deliverers or [None],
+                                                                      args.workers or [None], args.worker_nice or [None]):  # fmt: skip
         for n in args.streams:
             deliverers = npu_host_deliverers(deliverers_asked, workers, n)
-            r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers, args.probe)
+            r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers, args.probe, nice)
             label = "default" if feeders is None else str(feeders)
             dlabel = "default" if deliverers is None else str(deliverers)
             outside = r["cpu_us"] - r["sources"]
-            rows.append([n, label, dlabel, r["workers"], round(r["fps"]), round(r["fps"] / decode, 3) if decode else None,
+            rows.append([n, label, dlabel, r["workers"], nice, round(r["fps"]), round(r["fps"] / decode, 3) if decode else None,
                          round(r["wall_us"]), round(r["cpu_us"]), round(r["sources"]), round(r["feeders"]),
                          round(r["delivery"]), round(r["other"]), round(outside), round(r["here_cores"], 2),
                          *((None, None) if r["probe_ms"] is None else (round(r["probe_ms"][0], 2), round(r["probe_ms"][1], 2))),
@@ -324,7 +356,8 @@ def main() -> int:
                          None if r["receiving_us"] is None else round(r["receiving_us"]),
                          None if r["receiving_cpu_us"] is None else round(r["receiving_cpu_us"]),
                          None if r["receiving_queued_us"] is None else round(r["receiving_queued_us"])])  # fmt: skip
-            print(f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}, workers {r['workers']}: {r['fps']:6.0f} FPS"
+            print(f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}, workers {r['workers']}"
+                  + ("" if nice is None else f" at nice {nice}") + f": {r['fps']:6.0f} FPS"
                   + (f" ({r['fps'] / decode:.0%} of decode)" if decode else "")
                   + f", wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame (sources {r['sources']:.0f}, "
                   f"feeders {r['feeders']:.0f}, delivery {r['delivery']:.0f}, other {r['other']:.0f}; outside decoding "
@@ -355,7 +388,7 @@ def main() -> int:
                 "behind other threads; the rest of its busy time it was blocked in a call). "
                 + (f"Decode rate: {decode:.0f} FPS (one single-threaded PyAV decoder per core, {len(os.sched_getaffinity(0))} cores)."
                    if decode else ""),
-        "columns": ["streams", "feeders", "deliverers", "workers", "FPS", "of decode rate", "wall us", "CPU us",
+        "columns": ["streams", "feeders", "deliverers", "workers", "workers' nice", "FPS", "of decode rate", "wall us", "CPU us",
                     "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)", "outside decoding",
                     "this process's cores", "GIL probe median ms", "GIL probe p90 ms", "receiving thread busy",
                     "receiving thread us wall / frame", "receiving thread us on a core / frame",
