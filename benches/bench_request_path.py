@@ -31,6 +31,7 @@ sys.path.insert(0, str(HERE))
 import results  # noqa: E402
 
 NATIVE = HERE / "request_path"
+RUN_S = 600  # one variant's run, at most
 
 
 def python_path(model: str, requests: int, count: int, callback: bool) -> dict[str, Any]:
@@ -80,7 +81,14 @@ def build_native() -> Path:
     if not libraries:
         raise SystemExit(f"no libopenvino_c.so* in {Path(openvino.__file__).parent / 'libs'}")
     env = dict(os.environ, OPENVINO_C=str(libraries[-1]))
-    subprocess.run(["cargo", "build", "--release", "-q", "--manifest-path", str(NATIVE / "Cargo.toml")], env=env, check=True)
+    try:
+        subprocess.run(["cargo", "build", "--release", "-q", "--manifest-path", str(NATIVE / "Cargo.toml")], env=env,
+                       check=True)  # fmt: skip
+    except FileNotFoundError:
+        raise SystemExit("cargo is not on PATH: build benches/request_path where it is "
+                         "(OPENVINO_C=<libopenvino_c.so.N> cargo build --release) and pass --binary") from None
+    except subprocess.CalledProcessError as exc:
+        raise SystemExit(f"building benches/request_path failed (cargo exited with {exc.returncode}): see above") from None
     return NATIVE / "target" / "release" / "request_path"
 
 
@@ -91,8 +99,13 @@ def one(variant: str, binary: Path, model: str, requests: int, count: int) -> di
         command = [str(binary), model, str(requests), str(count), mode]
     else:
         command = [sys.executable, __file__, "--child", mode, model, str(requests), str(count)]
-    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    return dict(json.loads(out.strip().splitlines()[-1]))
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=RUN_S)
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"{variant} did not finish within {RUN_S} s (a request that never completes?)") from None
+    if done.returncode != 0:
+        raise SystemExit(f"{variant} failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def main() -> int:
@@ -113,6 +126,8 @@ def main() -> int:
     import openvino as ov
 
     binary = Path(args.binary) if args.binary else build_native()
+    if not os.access(binary, os.X_OK):
+        raise SystemExit(f"{binary} is not an executable file: a request_path built from benches/request_path")
     folder = Path(tempfile.mkdtemp(prefix="bench_request_path-"))
     model = str(folder / "tiny.xml")
     ov.save_model(tiny_model(), model)

@@ -18,8 +18,8 @@ plane views), the feeding threads (lane hand-over, the conversion, submit), the 
 A role whose threads' CPU per frame reaches the wall time per frame (a single thread's) is the serial stage.
 Beside them, how busy this process is (its threads' CPU over the wall time), with workers how much of its wall time
 the receiving thread is busy and, per frame, how long it ran on a core and how long it was runnable but waited for
-one (a serial thread that other threads push off its core runs slower than its own work), and with ``--probe`` how long a thread that sleeps 1 ms at a time waits to run Python
-again (for the GIL, or a core): a process whose lock is the cap shows waits of the order of the switch interval, one
+one (a serial thread that other threads push off its core runs slower than its own work), and with ``--probe`` how
+long a thread that sleeps 1 ms at a time waits to run Python again (for the GIL, or a core): a process whose lock is the cap shows waits of the order of the switch interval, one
 that is not a fraction of a millisecond. The probe is one more thread taking the GIL a thousand times a second, so
 it is left out unless asked for.
 

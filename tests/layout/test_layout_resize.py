@@ -161,10 +161,10 @@ def test_bilinear_and_nearest_are_bit_exact_with_opencv(fmt: str, interpolation:
     """Bilinear (OpenCV's fixed point) and nearest are bit-exact; area agrees
     but for a few pixels: OpenCV sums in another order in float.
 
-    OpenCV's Arm wheels (5.0, as scripts/test-aarch64.sh installs them: 5.1's
-    round otherwise again) resize u8 bilinear through the Carotene HAL, which
-    rounds otherwise: there, only within 1 on a few percent of the values
-    (our NEON path equals our scalar one, checked in Rust on every level)."""
+    OpenCV's Arm wheels resize u8 bilinear through the Carotene HAL, which
+    rounds otherwise: there, only within 1 on a few percent of the values with
+    OpenCV 5.0, the version scripts/test-aarch64.sh installs (16-18% with 5.1);
+    our NEON path equals our scalar one, checked in Rust on every level."""
     pytest.importorskip("cv2")
     rng = np.random.default_rng(7)
     total = mismatched = 0

@@ -1,6 +1,7 @@
 //! One thread keeps `REQUESTS` inferences of a model in flight through
 //! OpenVINO's C API, restarting each as it completes, and reads the first
-//! output value of each: what the request path costs the thread that drives
+//! output value of each (as an f32: the model's first output holds at least
+//! 4 bytes, or the run stops with that said): what the request path costs the thread that drives
 //! it, with no Python on the way.
 //!
 //!     request_path MODEL.xml REQUESTS COUNT wait|callback
@@ -130,8 +131,12 @@ impl Request {
             ov_tensor_free(input);
             filled?;
             check(ov_infer_request_get_output_tensor_by_index(handle, 0, &mut request.output), "get_output_tensor")?;
-            let mut out = ptr::null_mut();
+            let (mut out, mut bytes) = (ptr::null_mut(), 0usize);
             check(ov_tensor_data(request.output, &mut out), "tensor_data")?;
+            check(ov_tensor_get_byte_size(request.output, &mut bytes), "tensor_get_byte_size")?;
+            if bytes < size_of::<f32>() || out.is_null() {
+                return Err(format!("the model's first output holds {bytes} bytes: at least 4 are read (an f32)"));
+            }
             request.first = out.cast();
             Ok(request)
         }
