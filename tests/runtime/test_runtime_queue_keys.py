@@ -336,6 +336,28 @@ def test_a_cancelled_waker_is_not_released_by_the_next_submit(session: Session) 
         assert queue.join(timeout=60) and recorder.by_key[5] == [0, 1]
 
 
+def test_acquire_free_takes_only_the_free_sets_and_never_waits(session: Session) -> None:
+    """acquire_free(n): at most n sets, only those free now (none: an empty list at once), each a different set;
+    a set freed by a delivered result is taken again; a closed queue refuses."""
+    recorder = Recorder()
+    with session.queue(2, heap="memfd", callback=recorder, buffers=3, deliverers=0) as queue:
+        two = queue.acquire_free(2)
+        assert len(two) == 2 and len({frame.index for frame in two}) == 2
+        rest = queue.acquire_free(5)
+        assert len(rest) == 1 and rest[0].index not in {frame.index for frame in two}
+        assert queue.acquire_free(1) == []  # every set taken: nothing, and no wait
+        for k, frame in enumerate(two):
+            frame.inputs[0][...] = 1000 + k
+            queue.submit(frame, (1, k), 1)
+        assert queue.join(timeout=60) and recorder.by_key[1] == [0, 1] and not recorder.wrong
+        again = queue.acquire_free(3)  # the two delivered sets are free again; the third is still held
+        assert sorted(frame.index for frame in again) == sorted(frame.index for frame in two)
+        for frame in again + rest:
+            queue.discard(frame)
+    with pytest.raises(npu_zc.InvalidArgumentError, match="closed"):
+        queue.acquire_free(1)
+
+
 def test_a_failing_callback_is_raised_by_the_callers_next_call(session: Session) -> None:
     """deliverers=0: a callback that raises is kept and raised by join() (as with delivery threads), the set it held
     freed."""

@@ -171,7 +171,7 @@ class TopClasses(Postprocessor):
         if self.softmax:
             # The top value is the maximum: softmax = exp(v - max) / sum(exp(all - max)).
             peak = float(values[0])
-            total = float(np.exp(scores - peak).sum(dtype=np.float64))
+            total = float(np.add.reduce(np.exp(scores - peak), dtype=np.float64))  # ndarray.sum's wrapper skipped
             probabilities = [math.exp(float(v) - peak) / total for v in values]
         else:
             probabilities = [float(v) for v in values]
@@ -179,6 +179,12 @@ class TopClasses(Postprocessor):
         return [
             ClassScore(i, labels[i] if i < known else str(i), p) for i, p in zip(best.tolist(), probabilities)
         ]
+
+    def for_frame(
+        self, outputs: Sequence[np.ndarray], transform: Any, input_size: tuple[int, int], frame_size: tuple[int, int]
+    ) -> list[ClassScore]:
+        """Class scores have no geometry: the same in any frame."""
+        return self(outputs)
 
     def _name(self, index: int) -> str:
         return self.labels[index] if index < len(self.labels) else str(index)

@@ -38,7 +38,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..errors import Error, ModelError, PoolExhaustedError
+from ..errors import Error, ModelError
 from .decode_worker import FORMATS, FRAME, JOIN_S, MAX_PACKET, SET, pack_json, unpack_json
 
 CREDITS = 1
@@ -414,28 +414,29 @@ class DecodeWorkers:
         """``count`` more sets to ``worker``, in one message; none once it is told to stop. With delivery threads it
         waits for free ones (they free as results are delivered); where this thread delivers, it grants those free
         now and owes the rest (:attr:`_Process.owed`), granted after a delivery frees them."""
-        indices = []
+        indices: list[int] = []
         waits = not self.delivers  # for a delivery thread to free a set; else this thread frees them
+        queue, granted = self.queue, worker.granted
         worker.owed += count
-        while worker.owed:
-            if worker.quitting:
-                break
+        while worker.owed and not worker.quitting:
             try:
-                frame = self.queue.acquire(None if waits else 0)
-            except PoolExhaustedError:  # none free: granted once this thread has delivered results
-                break
+                frames = [queue.acquire(None)] if waits else queue.acquire_free(worker.owed)
             except ModelError as exc:  # an inference or an output failed, reported here: the run's failure
                 self._failed(exc)
                 break
             except Error:  # the queue closed: the run is ending
                 break
-            worker.owed -= 1
-            if worker.quitting:  # told to stop meanwhile: it would only give the set back
-                self.queue.discard(frame)
+            if not frames:  # none free: granted once this thread has delivered results
                 break
-            index = frame.index
-            worker.granted[index] = frame
-            indices.append(index)
+            worker.owed -= len(frames)
+            if worker.quitting:  # told to stop meanwhile: it would only give the sets back
+                for frame in frames:
+                    queue.discard(frame)
+                break
+            for frame in frames:
+                index = frame.index
+                granted[index] = frame
+                indices.append(index)
         if indices:
             try:
                 worker.send(b"G" + struct.pack(f"<{len(indices)}I", *indices))

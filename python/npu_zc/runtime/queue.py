@@ -310,6 +310,18 @@ class AsyncQueue:
                 self._wait(SLICE_S if left is None else min(SLICE_S, left))
             return self._frame(self._free.popleft())
 
+    def acquire_free(self, limit: int) -> list[BufferSet]:
+        """Up to ``limit`` sets of buffers that are free now, without waiting (none: an empty list), taken under
+        one lock: for a caller that hands out several at once (``npu_zc.Streams``' grants to its decoding workers)."""
+        if self._closed or self._failure is not None:
+            self._check_open()
+        frames = []
+        with self._mutex:
+            free, take = self._free, self._frame
+            for _ in range(min(limit, len(free))):
+                frames.append(take(free.popleft()))
+        return frames
+
     def submit(self, frame: BufferSet, userdata: Any = None, key: Hashable = None) -> int:
         """Start inference on ``frame``'s buffers; returns its sequence number.
 
@@ -650,9 +662,8 @@ class AsyncQueue:
                     waiting.add(key)
                     continue
                 self._delivering.add(key)
-                if not entry.done:
+                if not entry.done:  # (nobody waits for this: the delivery's end below notifies)
                     self._finished(entry, error)
-                    self._notify()
             self._deliver(entry, callback)
             delivered += 1
         return delivered
@@ -689,11 +700,13 @@ class AsyncQueue:
         except BaseException as exc:  # reported to the caller on its next call
             failure = exc
         finally:
-            if result is not None:
-                result.release()
-            else:  # the inference failed: its outputs were never handed out
-                self._free_set(entry.frame._set)
-            with self._mutex:
+            index = entry.frame._set
+            with self._mutex:  # the set freed under the same lock as the bookkeeping: this runs per frame
+                if result is None or not result._released:  # (None: the inference failed, no output handed out)
+                    if result is not None:
+                        result._released = True
+                    self._states[index] = "free"
+                    self._free.append(index)
                 entry.delivered = True
                 self._pending.remove(entry)
                 self._delivering.discard(entry.key)
