@@ -3,6 +3,7 @@
     python3 benches/bench_streams_overhead.py [--streams 8 16] [--seconds 6] [--size 320x240] [--feeders 1 2] [--deliverers 1 2]
     python3 benches/bench_streams_overhead.py --size 1920x1080 --frames 1200 --workers 4 --worker-nice 0 5  # workers' priority
     python3 benches/bench_streams_overhead.py --model efficientnet-lite0 --size 1920x1080 --frames 150 --seconds 0 --streams 4
+    python3 benches/bench_streams_overhead.py --size 1920x1080 --frames 1200 --workers 4 8 --rounds 3  # medians of 3, alternating
 
 N H.264 clips (a pan across a photo, made once with PyAV's libx264) run as fast as they go through one
 ``npu_zc.Streams`` into a model that costs next to nothing (a 3x3 average pool of a 64x64 input: three logits),
@@ -25,7 +26,9 @@ it is left out unless asked for.
 
 Timings on a shared machine move with its load; the Python each frame runs with the GIL held does not: one more
 run per count of streams with a profile hook on every thread counts the Python function calls and the C calls
-made from Python per frame, by role (deterministic, so it compares versions on a noisy machine).
+made from Python per frame, by role (deterministic, so it compares versions on a noisy machine). ``--rounds N`` runs
+every configuration N times, alternating, and gives each figure's median and the FPS spread: two configurations
+whose spreads overlap are not told apart by the run.
 
 ``--contend N`` adds N Python threads that spin through the timed runs. A thread that gives the GIL up (for a
 decode, a conversion, a wait for a request, a lock) then waits up to a switch interval (5 ms) to take it back, as
@@ -38,6 +41,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import statistics
 import sys
 import tempfile
 import threading
@@ -292,6 +296,24 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
             "workers": getattr(run, "workers", 0), **roles}  # fmt: skip
 
 
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's median over ``runs`` (one configuration's rounds; a figure absent from a run stays absent)."""
+    merged: dict[str, Any] = {}
+    for key, value in runs[0].items():
+        values = [r[key] for r in runs]
+        if value is None or any(v is None for v in values):
+            merged[key] = None
+        elif all(v == value for v in values):  # a setting (the workers), or a figure that did not move
+            merged[key] = value
+        elif isinstance(value, tuple):
+            merged[key] = tuple(statistics.median(v[k] for v in values) for k in range(len(value)))
+        elif isinstance(value, (int, float)):
+            merged[key] = statistics.median(values)
+        else:
+            merged[key] = value
+    return merged
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, nargs="+", default=[8, 16])
@@ -315,8 +337,13 @@ def main() -> int:
                         help="a thread that sleeps 1 ms at a time beside each timed run: how late it runs Python again")
     parser.add_argument("--decode-rate", action="store_true",
                         help="measure the all-core decode rate of the clip first (one single-threaded decoder per core)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every configuration this many times, alternating: the table gives each figure's "
+                        "median and the FPS spread (default 1)")
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     width, height = (int(v) for v in args.size.split("x"))
 
     import npu_zc
@@ -340,23 +367,22 @@ def main() -> int:
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
     seconds = args.seconds or None
     rows, calls = [], []
-    for feeders, deliverers_asked, workers, nice in itertools.product(args.feeders or [None], args.deliverers or [None],
-                                                                      args.workers or [None], args.worker_nice or [None]):  # fmt: skip
-        for n in args.streams:
+    configs = [(feeders, deliverers_asked, workers, nice, n)
+               for feeders, deliverers_asked, workers, nice in itertools.product(
+                   args.feeders or [None], args.deliverers or [None], args.workers or [None], args.worker_nice or [None])
+               for n in args.streams]  # fmt: skip
+    runs: dict[tuple[Any, ...], list[dict[str, Any]]] = {config: [] for config in configs}
+    for round_ in range(args.rounds):  # alternating: a machine's drift falls on every configuration alike
+        for config in configs:
+            feeders, deliverers_asked, workers, nice, n = config
             deliverers = npu_host_deliverers(deliverers_asked, workers, n)
             r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers, args.probe, nice)
+            runs[config].append(r)
             label = "default" if feeders is None else str(feeders)
             dlabel = "default" if deliverers is None else str(deliverers)
             outside = r["cpu_us"] - r["sources"]
-            rows.append([n, label, dlabel, r["workers"], nice, round(r["fps"]), round(r["fps"] / decode, 3) if decode else None,
-                         round(r["wall_us"]), round(r["cpu_us"]), round(r["sources"]), round(r["feeders"]),
-                         round(r["delivery"]), round(r["other"]), round(outside), round(r["here_cores"], 2),
-                         *((None, None) if r["probe_ms"] is None else (round(r["probe_ms"][0], 2), round(r["probe_ms"][1], 2))),
-                         None if r["receiving_busy"] is None else round(r["receiving_busy"], 2),
-                         None if r["receiving_us"] is None else round(r["receiving_us"]),
-                         None if r["receiving_cpu_us"] is None else round(r["receiving_cpu_us"]),
-                         None if r["receiving_queued_us"] is None else round(r["receiving_queued_us"])])  # fmt: skip
-            print(f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}, workers {r['workers']}"
+            print(("" if args.rounds == 1 else f"round {round_ + 1}: ")
+                  + f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}, workers {r['workers']}"
                   + ("" if nice is None else f" at nice {nice}") + f": {r['fps']:6.0f} FPS"
                   + (f" ({r['fps'] / decode:.0%} of decode)" if decode else "")
                   + f", wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame (sources {r['sources']:.0f}, "
@@ -367,11 +393,31 @@ def main() -> int:
                   + ("" if r["receiving_busy"] is None else f"; receiving thread busy {r['receiving_busy']:.0%} of its "
                      f"time, {r['receiving_us']:.0f} us wall a frame, {r['receiving_cpu_us']:.0f} us on a core, "
                      f"{r['receiving_queued_us']:.0f} us waiting for one"), flush=True)  # fmt: skip
-            c = count_calls(pipeline, clip, n, 50, feeders, deliverers, workers)
-            calls.append([n, label, dlabel, r["workers"], round(c["sources"], 1), round(c["feeders"], 1),
-                          round(c["delivery"], 1), round(sum(c.values()), 1)])  # fmt: skip
-            print(f"    Python calls per frame: sources {c['sources']:.1f}, feeders {c['feeders']:.1f}, "
-                  f"delivery {c['delivery']:.1f}", flush=True)  # fmt: skip
+    for config in configs:
+        feeders, deliverers_asked, workers, nice, n = config
+        deliverers = npu_host_deliverers(deliverers_asked, workers, n)
+        label = "default" if feeders is None else str(feeders)
+        dlabel = "default" if deliverers is None else str(deliverers)
+        r = median_run(runs[config])
+        fpses = [x["fps"] for x in runs[config]]
+        outside = r["cpu_us"] - r["sources"]
+        rows.append([n, label, dlabel, r["workers"], nice, round(r["fps"]),
+                     f"{min(fpses):.0f}-{max(fpses):.0f}" if len(fpses) > 1 else None,
+                     round(r["fps"] / decode, 3) if decode else None,
+                     round(r["wall_us"]), round(r["cpu_us"]), round(r["sources"]), round(r["feeders"]),
+                     round(r["delivery"]), round(r["other"]), round(outside), round(r["here_cores"], 2),
+                     *((None, None) if r["probe_ms"] is None else (round(r["probe_ms"][0], 2), round(r["probe_ms"][1], 2))),
+                     None if r["receiving_busy"] is None else round(r["receiving_busy"], 2),
+                     None if r["receiving_us"] is None else round(r["receiving_us"]),
+                     None if r["receiving_cpu_us"] is None else round(r["receiving_cpu_us"]),
+                     None if r["receiving_queued_us"] is None else round(r["receiving_queued_us"])])  # fmt: skip
+        c = count_calls(pipeline, clip, n, 50, feeders, deliverers, workers)
+        calls.append([n, label, dlabel, r["workers"], round(c["sources"], 1), round(c["feeders"], 1),
+                      round(c["delivery"], 1), round(sum(c.values()), 1)])  # fmt: skip
+        print(f"{n:>3} streams, feeders {label}, deliverers {dlabel}, workers {r['workers']}: "
+              + (f"median of {len(fpses)} rounds {r['fps']:.0f} FPS ({min(fpses):.0f}-{max(fpses):.0f}); " if len(fpses) > 1 else "")
+              + f"Python calls per frame: sources {c['sources']:.1f}, feeders {c['feeders']:.1f}, "
+              f"delivery {c['delivery']:.1f}", flush=True)  # fmt: skip
     pipeline.close()
     tables = [{
         "title": f"Streams' cost per frame: {args.size} H.264 clips, unpaced, "
@@ -386,9 +432,11 @@ def main() -> int:
                 "granting sets rather than waiting for them, and that time per frame; of it, the time the thread ran on a "
                 "core and the time it was runnable but waited for one (schedstat's second field: preempted, or queued "
                 "behind other threads; the rest of its busy time it was blocked in a call). "
+                + (f"Each configuration run {args.rounds} times, alternating: every figure is its median over the rounds, "
+                   "FPS spread the lowest and highest FPS. " if args.rounds > 1 else "")
                 + (f"Decode rate: {decode:.0f} FPS (one single-threaded PyAV decoder per core, {len(os.sched_getaffinity(0))} cores)."
                    if decode else ""),
-        "columns": ["streams", "feeders", "deliverers", "workers", "workers' nice", "FPS", "of decode rate", "wall us", "CPU us",
+        "columns": ["streams", "feeders", "deliverers", "workers", "workers' nice", "FPS", "FPS spread", "of decode rate", "wall us", "CPU us",
                     "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)", "outside decoding",
                     "this process's cores", "GIL probe median ms", "GIL probe p90 ms", "receiving thread busy",
                     "receiving thread us wall / frame", "receiving thread us on a core / frame",
