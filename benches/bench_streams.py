@@ -303,7 +303,7 @@ def main() -> int:
                              "live sources (default: Streams' own, 100; 0: the throughput hint's own streams)")
     parser.add_argument("--out-of-phase", action="store_true",
                         help="paced streams started one after another, 1/N of a frame apart, as independent cameras run "
-                             "(default: all at once, in step: every frame time a burst of N frames)")
+                             "(default: all at once, each paced from its first decoded frame)")
     parser.add_argument("--switch-interval", type=float, metavar="SECONDS",
                         help="Python's GIL switch interval (sys.setswitchinterval) for the whole run, Streams and baseline "
                              "alike (default: Python's, 0.005)")
