@@ -119,7 +119,8 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
         cores = usable_cores()
         threads = threads or max(1, cores // streams)
         workers = default_workers(streams, cores) if workers is None else workers
-        feeders = default_feeders(streams) if feeders is None else feeders
+        if feeders is None and not workers:  # (with workers Streams takes one: every frame comes converted)
+            feeders = default_feeders(streams)
         if deliverers is None:
             deliverers = default_deliverers(streams, workers=workers, device=pipeline.device)
     sources = [VideoSource(clip, name=f"s{i}", realtime=paced, live=paced, thread_count=threads) for i in range(streams)]
