@@ -638,6 +638,8 @@ pub(crate) trait Fast16: Copy {
     unsafe fn add16(a: Self::V, b: Self::V) -> Self::V;
     /// Signed, saturating.
     unsafe fn adds16(a: Self::V, b: Self::V) -> Self::V;
+    /// Each word shifted right by 6, arithmetic (`psraw`).
+    unsafe fn sra6(a: Self::V) -> Self::V;
     /// Words to bytes, unsigned saturation, per lane: `a`'s 8 then `b`'s 8 (`packuswb`).
     unsafe fn packus(a: Self::V, b: Self::V) -> Self::V;
     /// The index of `groups`' dword permute.
@@ -662,8 +664,11 @@ pub(crate) trait Fast16: Copy {
 /// `cy` added), each duplicated for its pair's two pixels by a word
 /// unpack; a row's luma by a saturating byte subtraction (the footroom),
 /// an xor, two unpacks and two `pmulhrsw`; per channel and half a
-/// saturating add and a `pmulhrsw` by 512 (round, `>> 6`), then a
-/// `packuswb` (the clamp). 4-byte pixels by two stages of byte and word
+/// saturating add and an arithmetic `>> 6`, then a `packuswb` (the clamp).
+/// The reference rounds with `pmulhrsw` by 512, `(s + 32) >> 6`: here the
+/// 32 rides in the chroma terms, added once a pair, and each pixel takes a
+/// shift instead of a multiply (where the saturating add clamps, both
+/// clamp to the same byte). 4-byte pixels by two stages of byte and word
 /// unpacks, the rows and the chroma read with their 4-byte groups permuted
 /// (`groups`) so that the pixels come out in order; 3-byte pixels by
 /// `store3`. BGR orders (and NV21) exchange the first and last channels.
@@ -703,7 +708,8 @@ unsafe fn fast_pair<S: Fast16, const BYTES: usize, const SWAP: bool>(
     let high = S::splat16(-256);
     let zero = S::splat8(0);
     let offset = S::splat8(f.y_offset as i8);
-    let (cy, round) = (S::splat16(f.cy), S::splat16(512));
+    let cy = S::splat16(f.cy);
+    let cy_half = S::splat16(f.cy + 32); // cy, and the half that makes the final `>> 6` round
     let (cvr, cvg, cug, cub) = (S::splat16(f.cvr), S::splat16(f.cvg), S::splat16(f.cug), S::splat16(f.cub));
     let pad = S::splat8(out.pad as i8);
     let mut i = 0;
@@ -730,9 +736,9 @@ unsafe fn fast_pair<S: Fast16, const BYTES: usize, const SWAP: bool>(
                 S::plane_words::<false>(v.as_ptr().add(i / 2), index),
             ),
         };
-        let r = S::add16(S::mulhrs(v, cvr), cy);
-        let g = S::add16(S::add16(S::mulhrs(u, cug), S::mulhrs(v, cvg)), cy);
-        let b = S::add16(S::mulhrs(u, cub), cy);
+        let r = S::add16(S::mulhrs(v, cvr), cy_half);
+        let g = S::add16(S::add16(S::mulhrs(u, cug), S::mulhrs(v, cvg)), cy_half);
+        let b = S::add16(S::mulhrs(u, cub), cy_half);
         let (first, last) = if SWAP { (b, r) } else { (r, b) };
         // Each term for the two pixels of its pair: the low and the high halves of the lanes.
         let terms = [
@@ -747,7 +753,7 @@ unsafe fn fast_pair<S: Fast16, const BYTES: usize, const SWAP: bool>(
             // Each channel's words, the low and the high halves of the lanes' pixels.
             let mut h = [(zero, zero); 3];
             for (h, t) in h.iter_mut().zip(terms) {
-                *h = (S::mulhrs(S::adds16(lo, t.0), round), S::mulhrs(S::adds16(hi, t.1), round));
+                *h = (S::sra6(S::adds16(lo, t.0)), S::sra6(S::adds16(hi, t.1)));
             }
             let o = d.as_mut_ptr().add(BYTES * i);
             if BYTES == 4 {

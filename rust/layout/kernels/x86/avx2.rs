@@ -502,6 +502,7 @@ impl Fast16 for Avx2 {
         mulhrs(a, b) = _mm256_mulhrs_epi16;
         add16(a, b) = _mm256_add_epi16;
         adds16(a, b) = _mm256_adds_epi16;
+        sra6(a) = _mm256_srai_epi16::<6>;
         packus(a, b) = _mm256_packus_epi16;
     );
     #[inline(always)]

@@ -556,6 +556,7 @@ impl<const VBMI: bool> Fast16 for Avx512<VBMI> {
         mulhrs(a, b) = _mm512_mulhrs_epi16;
         add16(a, b) = _mm512_add_epi16;
         adds16(a, b) = _mm512_adds_epi16;
+        sra6(a) = _mm512_srai_epi16::<6>;
         packus(a, b) = _mm512_packus_epi16;
     );
     #[inline(always)]
