@@ -135,6 +135,8 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
                 adder.start()
 
     report = run.run(duration=seconds, tick=tick, tick_seconds=0.05)
+    if staggered and adder.ident is not None:
+        adder.join()  # (it ended long before: the last stream joins within a frame time and N adds)
     run.close()
     per = [{"dropped": s.dropped, "fps": s.fps, "p99": s.latency().p99, "frames": s.frames} for s in report.streams]
     return {"fps": report.fps, "streams": per, "held": held(per), "cpu_ms_per_frame": 1000 * report.cpu_seconds / max(1, report.frames)}
