@@ -372,14 +372,16 @@ def main() -> int:
                    args.feeders or [None], args.deliverers or [None], args.workers or [None], args.worker_nice or [None])
                for n in args.streams]  # fmt: skip
     runs: dict[tuple[Any, ...], list[dict[str, Any]]] = {config: [] for config in configs}
+    # Per configuration: the delivery threads it runs with, and the labels of its feeders and those.
+    chosen = {config: npu_host_deliverers(config[1], config[2], config[4]) for config in configs}
+    labels = {config: ("default" if config[0] is None else str(config[0]),
+                       "default" if chosen[config] is None else str(chosen[config])) for config in configs}  # fmt: skip
     for round_ in range(args.rounds):  # alternating: a machine's drift falls on every configuration alike
         for config in configs:
-            feeders, deliverers_asked, workers, nice, n = config
-            deliverers = npu_host_deliverers(deliverers_asked, workers, n)
+            feeders, _, workers, nice, n = config
+            deliverers, (label, dlabel) = chosen[config], labels[config]
             r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers, args.probe, nice)
             runs[config].append(r)
-            label = "default" if feeders is None else str(feeders)
-            dlabel = "default" if deliverers is None else str(deliverers)
             outside = r["cpu_us"] - r["sources"]
             print(("" if args.rounds == 1 else f"round {round_ + 1}: ")
                   + f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}, workers {r['workers']}"
@@ -394,10 +396,8 @@ def main() -> int:
                      f"time, {r['receiving_us']:.0f} us wall a frame, {r['receiving_cpu_us']:.0f} us on a core, "
                      f"{r['receiving_queued_us']:.0f} us waiting for one"), flush=True)  # fmt: skip
     for config in configs:
-        feeders, deliverers_asked, workers, nice, n = config
-        deliverers = npu_host_deliverers(deliverers_asked, workers, n)
-        label = "default" if feeders is None else str(feeders)
-        dlabel = "default" if deliverers is None else str(deliverers)
+        feeders, _, workers, nice, n = config
+        deliverers, (label, dlabel) = chosen[config], labels[config]
         r = median_run(runs[config])
         fpses = [x["fps"] for x in runs[config]]
         outside = r["cpu_us"] - r["sources"]

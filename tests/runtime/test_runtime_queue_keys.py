@@ -346,6 +346,9 @@ def test_acquire_free_takes_only_the_free_sets_and_never_waits(session: Session)
         rest = queue.acquire_free(5)
         assert len(rest) == 1 and rest[0].index not in {frame.index for frame in two}
         assert queue.acquire_free(1) == []  # every set taken: nothing, and no wait
+        for bad in (-1, 1.5, "2", True, None):
+            with pytest.raises(npu_zc.InvalidArgumentError, match="limit must be"):
+                queue.acquire_free(bad)
         for k, frame in enumerate(two):
             frame.inputs[0][...] = 1000 + k
             queue.submit(frame, (1, k), 1)

@@ -315,6 +315,8 @@ class AsyncQueue:
         one lock: for a caller that hands out several at once (``npu_zc.Streams``' grants to its decoding workers)."""
         if self._closed or self._failure is not None:
             self._check_open()
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise InvalidArgumentError(f"limit must be a whole number of sets, 0 or more, not {limit!r}")
         frames = []
         with self._mutex:
             free, take = self._free, self._frame
@@ -705,8 +707,7 @@ class AsyncQueue:
                 if result is None or not result._released:  # (None: the inference failed, no output handed out)
                     if result is not None:
                         result._released = True
-                    self._states[index] = "free"
-                    self._free.append(index)
+                    self._free_set(index)  # (the lock is reentrant)
                 entry.delivered = True
                 self._pending.remove(entry)
                 self._delivering.discard(entry.key)
