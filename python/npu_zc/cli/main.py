@@ -254,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "an NPU or a GPU; 0, with --workers: the thread receiving the workers' frames delivers)")
     many.add_argument("--workers", type=_count, metavar="N",
                       help="processes decoding the video files and network streams (each frame converted there into "
-                      "the model's input, shared, no copy; 0: decode in this process; default: one per four cores "
+                      "the model's input, shared, no copy; 0: decode in this process; default: one per two cores "
                       "from eight cores up, else 0)")
     many.add_argument("--latency-budget", type=float, default=100.0, metavar="MS",
                       help="with a live source (camera, URL, --realtime): frame to result; the CPU plugin's streams "

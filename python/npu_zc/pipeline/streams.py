@@ -278,7 +278,7 @@ class Streams:
     that decode the video files and network streams and convert each frame
     there, in place, into the model's input buffers (shared as fds; a few bytes
     a frame come back), past this interpreter's lock (:mod:`npu_zc.pipeline.workers`;
-    default :func:`npu_zc.pipeline.workers.default_workers`: one per four cores
+    default :func:`npu_zc.pipeline.workers.default_workers`: one per two cores
     from eight cores up, else 0; 0: decode here; refused with ``keep_frames``:
     the frames stay in the workers). ``latency_budget_ms``:
     frame to result for live sources; where a live source is among them and

@@ -71,11 +71,13 @@ def decodes_in_a_worker(source: Any) -> bool:
 
 
 def default_workers(streams: int, cores: int) -> int:
-    """Worker processes for ``streams`` video streams on ``cores`` cores: one per four cores, at most one per stream;
-    none below eight cores (there one process's lock is not the cap, and each worker costs a process's memory)."""
+    """Worker processes for ``streams`` video streams on ``cores`` cores: one per two cores, at most one per stream;
+    none below eight cores (there one process's lock is not the cap, and each worker costs a process's memory).
+    Each worker's own lock serves its streams' readers and its feeding threads: with fewer, more streams each, its
+    live lanes drop frames first (docs/streams.md, "Default")."""
     if cores < 8 or streams < 2:
         return 0
-    return max(1, min(streams, cores // 4))
+    return max(1, min(streams, cores // 2))
 
 
 class WorkerError(Error, RuntimeError):
