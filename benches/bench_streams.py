@@ -4,6 +4,7 @@
     python3 benches/bench_streams.py --quick        # a smoke run: short trials, at most 4 streams
     python3 benches/bench_streams.py --model yolov8n.xml --config NUM_STREAMS=4   # the CPU plugin's own settings
     python3 benches/bench_streams.py --out-of-phase   # streams 1/N of a frame apart, as independent cameras run
+    python3 benches/bench_streams.py --at 40 46 52 --rounds 2 --workers 4 8   # fixed counts, no search: where it stops
 
 The clip: a pan across a scikit-image photo cut to 16:9 and upscaled to 1920x1080, encoded at 30 FPS with PyAV's
 libx264 (``--preset``, default veryfast), made once in a temporary folder. Every stream opens the clip itself.
@@ -29,6 +30,10 @@ libx264 (``--preset``, default veryfast), made once in a temporary folder. Every
 * **unpaced**: N files as fast as they go (``Streams`` and the baseline without pacing), FPS in all.
 
 The count of held streams is searched by doubling, then bisection. CPU: whatever this runs on (the table records it).
+``--at N...`` runs ``Streams`` alone at those counts instead (no search, no baseline, no bounds), each ``--workers``
+value in turn, ``--rounds`` times alternating: per trial the drops, the CPU a frame of the whole process tree (the
+workers included) and how busy the machine's cores were (``/proc/stat`` around the trial): where and why the count
+stops.
 A YOLOv8n-sized detector: pass its IR with ``--model`` (made by Ultralytics' exporter at bench time: its exports are
 AGPL and never committed); the baseline then runs the same model with a letterbox-free 640 stretch.
 ``--requests N`` sets ``Streams``' inferences in flight. ``--config KEY=VALUE`` (repeatable) sets an OpenVINO property of the compiled model for both ``Streams`` and the
@@ -134,12 +139,23 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
             if adder.ident is None:
                 adder.start()
 
+    busy_before = machine_jiffies()
     report = run.run(duration=seconds, tick=tick, tick_seconds=0.05)
+    busy_after = machine_jiffies()
     if staggered and adder.ident is not None:
         adder.join()  # (it ended long before: the last stream joins within a frame time and N adds)
     run.close()
     per = [{"dropped": s.dropped, "fps": s.fps, "p99": s.latency().p99, "frames": s.frames} for s in report.streams]
-    return {"fps": report.fps, "streams": per, "held": held(per), "cpu_ms_per_frame": 1000 * report.cpu_seconds / max(1, report.frames)}
+    busy = (busy_after[0] - busy_before[0]) / max(1, busy_after[1] - busy_before[1])
+    return {"fps": report.fps, "streams": per, "held": held(per), "cpu_ms_per_frame": 1000 * report.cpu_seconds / max(1, report.frames),
+            "machine_busy": busy}  # fmt: skip
+
+
+def machine_jiffies() -> tuple[int, int]:
+    """(busy, all) clock ticks of every CPU of the machine so far (``/proc/stat``: all but idle and iowait is busy)."""
+    with open("/proc/stat") as f:
+        ticks = [int(v) for v in f.readline().split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
 
 
 def add_in_turn(run: Any, sources: list[Any], gap: float) -> None:
@@ -280,6 +296,43 @@ def most_held(trial: Any, limit: int) -> tuple[int, dict[int, dict[str, Any]]]:
     return good, seen
 
 
+def at_counts(args: Any, pipeline: Any, clip: Path, worker_counts: list[int | None], fit: Any,
+              config: dict[str, str]) -> int:  # fmt: skip
+    """``--at``: Streams alone at fixed counts of paced streams, each workers value in turn, rounds alternating."""
+    run_ours(pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders, args.deliverers, args.requests,
+             worker_counts[0])  # first inferences outside the trials  # fmt: skip
+    rows = []
+    for round_ in range(1, args.rounds + 1):  # alternating: a machine's drift falls on every configuration alike
+        for n in args.at:
+            for workers in worker_counts:
+                r = run_ours(pipeline, clip, n, args.seconds, True, args.decoder_threads, args.feeders, args.deliverers,
+                             args.requests, workers, args.out_of_phase)  # fmt: skip
+                row = ["default" if workers is None else workers, n, round_, r["held"], round(r["fps"], 1),
+                       sum(x["dropped"] for x in r["streams"]), round(max(x["p99"] for x in r["streams"]), 1),
+                       round(min(x["fps"] for x in r["streams"]), 2), round(r["cpu_ms_per_frame"], 2),
+                       round(r["machine_busy"], 3)]  # fmt: skip
+                rows.append(row)
+                print(f"    workers {row[0]!s:>7}, {n:>3} streams, round {round_}: {'held' if r['held'] else 'not held'} "
+                      f"({row[4]:.0f} FPS in all, {row[5]} dropped, p99 max {row[6]:.0f} ms, CPU {row[8]:.1f} ms a "
+                      f"frame, machine {100 * row[9]:.0f}% busy)", flush=True)  # fmt: skip
+    table = {
+        "title": f"Streams at fixed counts, paced 1080p30 H.264, {args.model} on {args.device}"
+                 + "".join(f", {k}={v}" for k, v in config.items()) + (", streams out of phase" if args.out_of_phase else ""),
+        "note": f"{args.seconds:g} s trials, each count and workers value in turn, {args.rounds} round(s) alternating; held as in "
+                "the search; CPU a frame: the whole process tree (the decoding workers included); machine busy: the share of "
+                "every core's time not idle over the trial (/proc/stat), whatever ran. "
+                + (f"Paced Streams: {fit}." if fit is not None else "Paced Streams: the throughput hint's own streams."),
+        "columns": ["workers", "streams", "round", "held", "FPS in all", "dropped", "worst p99 ms", "slowest stream FPS",
+                    "CPU ms / frame", "machine busy"],
+        "rows": rows,
+    }  # fmt: skip
+    tag = "".join(f"--{k}-{v}" for k, v in config.items()).lower() + ("--out-of-phase" if args.out_of_phase else "")
+    default = results.RESULTS / f"bench_streams--{results.machine()['slug']}--{Path(args.model).stem}{tag}--at.json"
+    path = results.save("bench_streams", [table], title="Stream density at fixed counts", path=args.json or default)
+    print(f"results  {path}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="each trial's length (default 10)")
@@ -299,7 +352,11 @@ def main() -> int:
                         "decoding workers' receiving thread delivers)")
     parser.add_argument("--config", action="append", type=_property, default=[], metavar="KEY=VALUE",
                         help="an OpenVINO property of the compiled model, e.g. NUM_STREAMS=4 (repeatable; Streams and baseline)")
-    parser.add_argument("--workers", type=int, help="Streams' decoding worker processes (default: its own; 0: none)")
+    parser.add_argument("--workers", type=int, nargs="+",
+                        help="Streams' decoding worker processes (default: its own; 0: none); several only with --at")
+    parser.add_argument("--at", type=int, nargs="+", metavar="N",
+                        help="run Streams at these counts of paced streams only (no search, no baseline, no bounds)")
+    parser.add_argument("--rounds", type=int, default=1, help="with --at: each count and --workers value N times, alternating")
     parser.add_argument("--requests", type=int, help="Streams' inferences in flight (default: its own, twice the optimal number)")
     parser.add_argument("--latency-budget", type=float, default=None, metavar="MS",
                         help="the paced trials' Streams fits the CPU plugin's streams to this budget, as Streams does for "
@@ -311,6 +368,10 @@ def main() -> int:
                         help="Python's GIL switch interval (sys.setswitchinterval) for the whole run, Streams and baseline "
                              "alike (default: Python's, 0.005)")
     args = parser.parse_args()
+    worker_counts = args.workers or [None]
+    if len(worker_counts) > 1 and not args.at:
+        parser.error("several --workers values need --at")
+    args.workers = worker_counts[0]
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
     if args.quick:
@@ -345,6 +406,8 @@ def main() -> int:
         else:
             fitted.close()
         print(f"fitted   {fit if fit is not None else 'nothing to fit (--config fixes the streams)'}", flush=True)
+    if args.at:
+        return at_counts(args, live_pipeline, clip, worker_counts, fit, config)
     ours_xml = folder / "npu_zc.xml"
     import openvino as ov
 
