@@ -563,6 +563,16 @@ def test_workers_argument_checks_and_source_objects_read_here(clips: dict[str, P
         assert_reaped(streams)
 
 
+@pytest.mark.parametrize(("streams", "cores", "workers"),
+                         [(64, 4, 0), (64, 7, 0), (1, 16, 0), (64, 8, 4), (64, 16, 8), (64, 17, 8), (3, 16, 3),
+                          (2, 8, 2), (64, 128, 64)])  # fmt: skip
+def test_default_workers_one_per_two_cores_from_eight(streams: int, cores: int, workers: int) -> None:
+    """None below eight cores or for one stream; one per two cores; at most one per stream."""
+    from npu_zc.pipeline.workers import default_workers
+
+    assert default_workers(streams, cores) == workers
+
+
 def test_the_receiving_thread_is_woken_by_a_submit_here(picture_pipeline: Any) -> None:
     """deliverers=0 with a worker that reads nothing: no worker message ever wakes the receiving thread, so each of
     the 60 frames of a source read here is delivered only because its submit wakes it (with more frames than sets,
