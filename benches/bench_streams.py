@@ -296,11 +296,17 @@ def most_held(trial: Any, limit: int) -> tuple[int, dict[int, dict[str, Any]]]:
     return good, seen
 
 
+def results_path(args: Any, config: dict[str, str], kind: str) -> Path:
+    """The default results file: one per machine, model, settings that change the figures, and kind of run."""
+    tag = "".join(f"--{k}-{v}" for k, v in config.items()).lower()
+    tag += f"--switch-{args.switch_interval * 1e3:g}ms" if args.switch_interval is not None else ""
+    tag += "--out-of-phase" if args.out_of_phase else ""
+    return results.RESULTS / f"bench_streams--{results.machine()['slug']}--{Path(args.model).stem}{tag}{kind}.json"
+
+
 def at_counts(args: Any, pipeline: Any, clip: Path, worker_counts: list[int | None], fit: Any,
               config: dict[str, str]) -> int:  # fmt: skip
     """``--at``: Streams alone at fixed counts of paced streams, each workers value in turn, rounds alternating."""
-    run_ours(pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders, args.deliverers, args.requests,
-             worker_counts[0])  # first inferences outside the trials  # fmt: skip
     rows = []
     for round_ in range(1, args.rounds + 1):  # alternating: a machine's drift falls on every configuration alike
         for n in args.at:
@@ -326,8 +332,7 @@ def at_counts(args: Any, pipeline: Any, clip: Path, worker_counts: list[int | No
                     "CPU ms / frame", "machine busy"],
         "rows": rows,
     }  # fmt: skip
-    tag = "".join(f"--{k}-{v}" for k, v in config.items()).lower() + ("--out-of-phase" if args.out_of_phase else "")
-    default = results.RESULTS / f"bench_streams--{results.machine()['slug']}--{Path(args.model).stem}{tag}--at.json"
+    default = results_path(args, config, "--at")
     path = results.save("bench_streams", [table], title="Stream density at fixed counts", path=args.json or default)
     print(f"results  {path}")
     return 0
@@ -371,6 +376,8 @@ def main() -> int:
     worker_counts = args.workers or [None]
     if len(worker_counts) > 1 and not args.at:
         parser.error("several --workers values need --at")
+    if args.rounds < 1 or (args.rounds > 1 and not args.at):
+        parser.error("--rounds must be at least 1, and more than 1 needs --at")
     args.workers = worker_counts[0]
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
@@ -406,6 +413,8 @@ def main() -> int:
         else:
             fitted.close()
         print(f"fitted   {fit if fit is not None else 'nothing to fit (--config fixes the streams)'}", flush=True)
+    # One untimed trial first, so that first inferences and lazy compilation fall outside the trials.
+    run_ours(live_pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders, args.deliverers, args.requests, args.workers)
     if args.at:
         return at_counts(args, live_pipeline, clip, worker_counts, fit, config)
     ours_xml = folder / "npu_zc.xml"
@@ -421,8 +430,6 @@ def main() -> int:
     print(f"bound    benchmark_app {app['fps']:.0f} FPS, decode on {cores} cores {decode:.0f} FPS: {bound:.1f} streams "
           f"(shared cores: {shared:.1f})", flush=True)  # fmt: skip
 
-    # One untimed trial each first, so that first inferences and lazy compilation fall outside the trials.
-    run_ours(live_pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders, args.deliverers, args.requests, args.workers)
     phases = " (out of phase: each stream 1/N of a frame after the one before)" if args.out_of_phase else ""
     print(f"paced    npu_zc Streams{phases} (decoder threads: {args.decoder_threads or 'a share of the cores'}, "
           f"feeding threads: {args.feeders or 'one per two cores'}, "
@@ -480,10 +487,7 @@ def main() -> int:
          "rows": trials},
     ]  # fmt: skip
     # One file per model: the classifier's and the detector's tables side by side.
-    tag = "".join(f"--{k}-{v}" for k, v in config.items()).lower()
-    tag += f"--switch-{args.switch_interval * 1e3:g}ms" if args.switch_interval is not None else ""
-    tag += "--out-of-phase" if args.out_of_phase else ""
-    default = results.RESULTS / f"bench_streams--{results.machine()['slug']}--{Path(args.model).stem}{tag}.json"
+    default = results_path(args, config, "")
     path = results.save("bench_streams", tables, title="Stream density", path=args.json or default)
     print()
     for row in rows:

@@ -68,6 +68,12 @@ def save(bench: str, tables: Sequence[dict[str, Any]], *, title: str = "", path:
     """Writes this run's tables (each ``{"title", "columns", "rows", "note"?}``) and returns the file's path."""
     m = machine()
     commit = os.environ.get("NPU_ZC_COMMIT") or _git("rev-parse", "--short", "HEAD") or "unknown"
+    # A copy of the tree run elsewhere (a machine lent for benches) may carry a stale .git: whoever names the commit
+    # can say whether the tree differed from it (NPU_ZC_DIRTY=0 or 1); else git says.
+    said = os.environ.get("NPU_ZC_DIRTY")
+    dirty = said == "1" if said in ("0", "1") else bool(
+        _git("status", "--porcelain", "--untracked-files=no", "--", ":/",
+             ":(top,exclude)docs", ":(top,exclude,glob)**/*.md", ":(top,exclude)benches/results"))
     record = {
         "version": 1,
         "bench": bench,
@@ -75,8 +81,7 @@ def save(bench: str, tables: Sequence[dict[str, Any]], *, title: str = "", path:
         "command": "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0]) if sys.argv[0] else bench, *sys.argv[1:]]),
         "commit": commit,
         # Uncommitted changes to the code (not to docs or recorded results, which the benches do not run).
-        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--", ":/",
-                           ":(top,exclude)docs", ":(top,exclude,glob)**/*.md", ":(top,exclude)benches/results")),
+        "dirty": dirty,
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": m,
         # A shared machine's other work shows in every figure: the 1-minute load when the tables were saved.
