@@ -60,6 +60,8 @@ import results  # noqa: E402
 
 FPS = 30
 HELD_P99_MS = 100.0
+# --at's CPU a frame by role of thread, over every process (see run_ours).
+ROLE_COLUMNS = ("decode", "convert", "deliver", "here_other", "workers_other")
 
 
 def make_clip(path: Path, seconds: float, preset: str) -> Path:
@@ -112,8 +114,9 @@ def held(stats: list[dict[str, float]]) -> bool:
 
 def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: bool, threads: int | None = None,
              feeders: int | None = None, deliverers: int | None = None, requests: int | None = None,
-             workers: int | None = None, out_of_phase: bool = False) -> dict[str, Any]:
+             workers: int | None = None, out_of_phase: bool = False, worker_nice: int | None = None) -> dict[str, Any]:
     import npu_zc
+    from bench_streams_overhead import Sampler, renice_children
     from npu_zc.pipeline.streams import default_deliverers, default_feeders
     from npu_zc.pipeline.workers import default_workers
     from npu_zc.runtime.session import usable_cores
@@ -139,16 +142,35 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
             if adder.ident is None:
                 adder.start()
 
+    stop = threading.Event()
+    renicer = threading.Thread(target=renice_children, args=(stop, worker_nice), name="renicer", daemon=True)
+    if worker_nice is not None:
+        renicer.start()
     busy_before = machine_jiffies()
-    report = run.run(duration=seconds, tick=tick, tick_seconds=0.05)
+    try:
+        with Sampler() as sampler:
+            report = run.run(duration=seconds, tick=tick, tick_seconds=0.05)
+    finally:
+        stop.set()
     busy_after = machine_jiffies()
+    if renicer.ident is not None:
+        renicer.join()
     if staggered and adder.ident is not None:
         adder.join()  # (it ended long before: the last stream joins within a frame time and N adds)
     run.close()
     per = [{"dropped": s.dropped, "fps": s.fps, "p99": s.latency().p99, "frames": s.frames} for s in report.streams]
     busy = (busy_after[0] - busy_before[0]) / max(1, busy_after[1] - busy_before[1])
-    return {"fps": report.fps, "streams": per, "held": held(per), "cpu_ms_per_frame": 1000 * report.cpu_seconds / max(1, report.frames),
-            "machine_busy": busy}  # fmt: skip
+    frames = max(1, report.frames)
+    # CPU a frame by role of thread: this process's (decoding or feeding here, delivery, the rest: OpenVINO's
+    # threads and the receiving thread) and the decoding workers' (their readers decode, their feeders convert).
+    here = {role: ns / 1e6 / frames for role, ns in sampler.by_role().items()}
+    away = {role: 1000 * seconds / frames for role, seconds in run.worker_cpu.items()}
+    roles = {"decode": here["sources"] + away.get("sources", 0.0), "convert": here["feeders"] + away.get("feeders", 0.0),
+             "deliver": here["delivery"], "here_other": here["other"],
+             "workers_other": max(0.0, away.get("total", 0.0) - away.get("sources", 0.0) - away.get("feeders", 0.0)
+                                  - away.get("start", 0.0))}  # fmt: skip
+    return {"fps": report.fps, "streams": per, "held": held(per), "cpu_ms_per_frame": 1000 * report.cpu_seconds / frames,
+            "machine_busy": busy, "roles": roles}  # fmt: skip
 
 
 def machine_jiffies() -> tuple[int, int]:
@@ -301,35 +323,49 @@ def results_path(args: Any, config: dict[str, str], kind: str) -> Path:
     tag = "".join(f"--{k}-{v}" for k, v in config.items()).lower()
     tag += f"--switch-{args.switch_interval * 1e3:g}ms" if args.switch_interval is not None else ""
     tag += "--out-of-phase" if args.out_of_phase else ""
+    tag += f"--worker-nice-{args.worker_nice}" if args.worker_nice is not None else ""
     return results.RESULTS / f"bench_streams--{results.machine()['slug']}--{Path(args.model).stem}{tag}{kind}.json"
 
 
-def at_counts(args: Any, pipeline: Any, clip: Path, worker_counts: list[int | None], fit: Any,
+def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worker_counts: list[int | None], fit: Any,
               config: dict[str, str]) -> int:  # fmt: skip
-    """``--at``: Streams alone at fixed counts of paced streams, each workers value in turn, rounds alternating."""
+    """``--at``: Streams alone at fixed counts of paced streams (and with ``--unpaced-too`` the same count of files
+    as fast as they go, right after), each workers value in turn, rounds alternating."""
     rows = []
+    pacings = (True, False) if args.unpaced_too else (True,)
     for round_ in range(1, args.rounds + 1):  # alternating: a machine's drift falls on every configuration alike
         for n in args.at:
             for workers in worker_counts:
-                r = run_ours(pipeline, clip, n, args.seconds, True, args.decoder_threads, args.feeders, args.deliverers,
-                             args.requests, workers, args.out_of_phase)  # fmt: skip
-                row = ["default" if workers is None else workers, n, round_, r["held"], round(r["fps"], 1),
-                       sum(x["dropped"] for x in r["streams"]), round(max(x["p99"] for x in r["streams"]), 1),
-                       round(min(x["fps"] for x in r["streams"]), 2), round(r["cpu_ms_per_frame"], 2),
-                       round(r["machine_busy"], 3)]  # fmt: skip
-                rows.append(row)
-                print(f"    workers {row[0]!s:>7}, {n:>3} streams, round {round_}: {'held' if r['held'] else 'not held'} "
-                      f"({row[4]:.0f} FPS in all, {row[5]} dropped, p99 max {row[6]:.0f} ms, CPU {row[8]:.1f} ms a "
-                      f"frame, machine {100 * row[9]:.0f}% busy)", flush=True)  # fmt: skip
+                for paced in pacings:
+                    r = run_ours(pipeline if paced else unpaced_pipeline, clip, n, args.seconds, paced, args.decoder_threads,
+                                 args.feeders, args.deliverers, args.requests, workers, args.out_of_phase,
+                                 args.worker_nice)  # fmt: skip
+                    row = ["default" if workers is None else workers, n, "paced" if paced else "unpaced", round_,
+                           r["held"] if paced else None, round(r["fps"], 1), sum(x["dropped"] for x in r["streams"]),
+                           round(max(x["p99"] for x in r["streams"]), 1), round(min(x["fps"] for x in r["streams"]), 2),
+                           round(r["machine_busy"], 3), round(r["cpu_ms_per_frame"], 2),
+                           *(round(r["roles"][k], 2) for k in ROLE_COLUMNS)]  # fmt: skip
+                    rows.append(row)
+                    roles = ", ".join(f"{k} {r['roles'][k]:.2f}" for k in ROLE_COLUMNS)
+                    print(f"    workers {row[0]!s:>7}, {n:>3} streams {row[2]}, round {round_}: "
+                          f"{'' if not paced else 'held ' if r['held'] else 'not held '}"
+                          f"({row[5]:.0f} FPS in all, {row[6]} dropped, p99 max {row[7]:.0f} ms, machine {100 * row[9]:.0f}% "
+                          f"busy, CPU {row[10]:.2f} ms a frame: {roles})", flush=True)  # fmt: skip
     table = {
         "title": f"Streams at fixed counts, paced 1080p30 H.264, {args.model} on {args.device}"
                  + "".join(f", {k}={v}" for k, v in config.items()) + (", streams out of phase" if args.out_of_phase else ""),
         "note": f"{args.seconds:g} s trials, each count and workers value in turn, {args.rounds} round(s) alternating; held as in "
                 "the search; CPU a frame: the whole process tree (the decoding workers included); machine busy: the share of "
-                "every core's time not idle over the trial (/proc/stat), whatever ran. "
-                + (f"Paced Streams: {fit}." if fit is not None else "Paced Streams: the throughput hint's own streams."),
-        "columns": ["workers", "streams", "round", "held", "FPS in all", "dropped", "worst p99 ms", "slowest stream FPS",
-                    "CPU ms / frame", "machine busy"],
+                "every core's time not idle over the trial (/proc/stat), whatever ran; by role (schedstat of this process's "
+                "threads, the workers' own count): decode (the sources' readers, here or in the workers), convert (feeding "
+                "threads: conversion, hand-over, submit), deliver (the queue's delivery threads), here_other (the rest of this "
+                "process: OpenVINO's threads, the receiving thread), workers_other (the rest of the workers: FFmpeg's, their "
+                "control thread; their start left out). "
+                + (f"Decoding workers at nice {args.worker_nice}. " if args.worker_nice is not None else "")
+                + (f"Paced Streams: {fit}." if fit is not None else "Paced Streams: the throughput hint's own streams.")
+                + (" Unpaced: the throughput hint's own streams." if args.unpaced_too else ""),
+        "columns": ["workers", "streams", "pacing", "round", "held", "FPS in all", "dropped", "worst p99 ms",
+                    "slowest stream FPS", "machine busy", "CPU ms / frame", *(f"{k} ms" for k in ROLE_COLUMNS)],
         "rows": rows,
     }  # fmt: skip
     default = results_path(args, config, "--at")
@@ -362,6 +398,11 @@ def main() -> int:
     parser.add_argument("--at", type=int, nargs="+", metavar="N",
                         help="run Streams at these counts of paced streams only (no search, no baseline, no bounds)")
     parser.add_argument("--rounds", type=int, default=1, help="with --at: each count and --workers value N times, alternating")
+    parser.add_argument("--unpaced-too", action="store_true",
+                        help="with --at: each count also as that many files as fast as they go (the unpaced CPU a frame "
+                             "beside the paced one, by role)")
+    parser.add_argument("--worker-nice", type=int, metavar="NICE",
+                        help="the decoding workers' threads at this nice value through every trial (default: as started)")
     parser.add_argument("--requests", type=int, help="Streams' inferences in flight (default: its own, twice the optimal number)")
     parser.add_argument("--latency-budget", type=float, default=None, metavar="MS",
                         help="the paced trials' Streams fits the CPU plugin's streams to this budget, as Streams does for "
@@ -378,6 +419,8 @@ def main() -> int:
         parser.error("several --workers values need --at")
     if args.rounds < 1 or (args.rounds > 1 and not args.at):
         parser.error("--rounds must be at least 1, and more than 1 needs --at")
+    if args.unpaced_too and not args.at:
+        parser.error("--unpaced-too needs --at")
     args.workers = worker_counts[0]
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
@@ -416,7 +459,7 @@ def main() -> int:
     # One untimed trial first, so that first inferences and lazy compilation fall outside the trials.
     run_ours(live_pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders, args.deliverers, args.requests, args.workers)
     if args.at:
-        return at_counts(args, live_pipeline, clip, worker_counts, fit, config)
+        return at_counts(args, live_pipeline, pipeline, clip, worker_counts, fit, config)
     ours_xml = folder / "npu_zc.xml"
     import openvino as ov
 
