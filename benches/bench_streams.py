@@ -87,22 +87,24 @@ def make_clip(path: Path, seconds: float, preset: str) -> Path:
     return path
 
 
-def _decode_all(clip: str) -> tuple[int, float]:
+def _decode_all(clip: str) -> tuple[int, float, float]:
     import av
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with av.open(clip) as container:
         stream = container.streams.video[0]
         stream.thread_type = "NONE"
         frames = sum(1 for frame in container.decode(stream) if frame.planes)
-    return frames, time.perf_counter() - started
+    return frames, time.perf_counter() - started, time.process_time() - cpu
 
 
-def decode_rate(clip: Path, cores: int) -> float:
-    """Frames per second with one single-threaded PyAV decoder per core, side by side."""
-    with multiprocessing.get_context("spawn").Pool(cores) as pool:
-        runs = pool.map(_decode_all, [str(clip)] * cores)
-    return sum(frames / seconds for frames, seconds in runs)
+def decode_rate(clip: Path, cores: int, decoders: int | None = None) -> tuple[float, float]:
+    """(frames per second, CPU milliseconds a frame) with ``decoders`` single-threaded PyAV decoders (default: one
+    per core), each in its own process, side by side."""
+    decoders = decoders or cores
+    with multiprocessing.get_context("spawn").Pool(decoders) as pool:
+        runs = pool.map(_decode_all, [str(clip)] * decoders)
+    return sum(frames / seconds for frames, seconds, _ in runs), 1000 * sum(c for *_, c in runs) / sum(f for f, *_ in runs)
 
 
 def held(stats: list[dict[str, float]]) -> bool:
@@ -318,6 +320,38 @@ def most_held(trial: Any, limit: int) -> tuple[int, dict[int, dict[str, Any]]]:
     return good, seen
 
 
+def benchmark_app(args: Any, pipeline: Any, folder: Path) -> dict[str, Any]:
+    """OpenVINO's benchmark_app (throughput hint) on the model as npu_zc compiles it, at its precision."""
+    import openvino as ov
+    from bench_throughput import run_benchmark_app
+
+    ours_xml = folder / "npu_zc.xml"
+    ov.save_model(pipeline.session.prepared.model, str(ours_xml), compress_to_fp16=False)
+    precision = str(pipeline.session.property("INFERENCE_PRECISION_HINT"))
+    print("bound    benchmark_app ...", flush=True)
+    return run_benchmark_app(ours_xml, args.device, max(3.0, args.seconds), precision, [])
+
+
+def each_alone(args: Any, pipeline: Any, clip: Path, folder: Path) -> dict[str, Any]:
+    """``--alone``: what decoding and inference each cost on this machine when nothing else runs, to set beside the
+    roles' CPU a frame in Streams (where both share the cores): decoding with one decoder per core and with as many
+    decoders as the largest count (more decoders than cores take turns on them), and benchmark_app."""
+    cores = len(os.sched_getaffinity(0))
+    rows = []
+    for decoders in sorted({cores, max(args.at)}):
+        fps, cpu_ms = decode_rate(clip, cores, decoders)
+        rows.append([f"decode: {decoders} single-threaded PyAV decoders (processes) on {cores} cores", round(fps), round(cpu_ms, 2)])
+    app = benchmark_app(args, pipeline, folder)
+    rows.append([f"infer: benchmark_app, throughput hint, {app['precision']}", round(app["fps"]), round(app["cpu_ms_per_frame"], 2)])
+    for row in rows:
+        print(f"alone    {row[0]}: {row[1]} FPS, {row[2]:.2f} ms CPU a frame", flush=True)
+    return {"title": "Each part alone on the same machine, in the same run",
+            "note": "CPU a frame: decoding, the decoders' processes' CPU over their frames; benchmark_app, its process's CPU "
+                    "(its compilation included) over its iterations. Beside the trials' decode and here_other columns: what "
+                    "sharing the cores adds.",
+            "columns": ["", "FPS", "CPU ms / frame"], "rows": rows}  # fmt: skip
+
+
 def results_path(args: Any, config: dict[str, str], kind: str) -> Path:
     """The default results file: one per machine, model, settings that change the figures, and kind of run."""
     tag = "".join(f"--{k}-{v}" for k, v in config.items()).lower()
@@ -328,10 +362,11 @@ def results_path(args: Any, config: dict[str, str], kind: str) -> Path:
 
 
 def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worker_counts: list[int | None], fit: Any,
-              config: dict[str, str]) -> int:  # fmt: skip
+              config: dict[str, str], folder: Path) -> int:  # fmt: skip
     """``--at``: Streams alone at fixed counts of paced streams (and with ``--unpaced-too`` the same count of files
     as fast as they go, right after), each workers value in turn, rounds alternating."""
     rows = []
+    alone = [each_alone(args, unpaced_pipeline, clip, folder)] if args.alone else []
     pacings = (True, False) if args.unpaced_too else (True,)
     for round_ in range(1, args.rounds + 1):  # alternating: a machine's drift falls on every configuration alike
         for n in args.at:
@@ -369,7 +404,7 @@ def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worke
         "rows": rows,
     }  # fmt: skip
     default = results_path(args, config, "--at")
-    path = results.save("bench_streams", [table], title="Stream density at fixed counts", path=args.json or default)
+    path = results.save("bench_streams", [table, *alone], title="Stream density at fixed counts", path=args.json or default)
     print(f"results  {path}")
     return 0
 
@@ -401,6 +436,8 @@ def main() -> int:
     parser.add_argument("--unpaced-too", action="store_true",
                         help="with --at: each count also as that many files as fast as they go (the unpaced CPU a frame "
                              "beside the paced one, by role)")
+    parser.add_argument("--alone", action="store_true",
+                        help="with --at: first decoding alone and benchmark_app alone, each one's CPU a frame")
     parser.add_argument("--worker-nice", type=int, metavar="NICE",
                         help="the decoding workers' threads at this nice value through every trial (default: as started)")
     parser.add_argument("--requests", type=int, help="Streams' inferences in flight (default: its own, twice the optimal number)")
@@ -419,8 +456,8 @@ def main() -> int:
         parser.error("several --workers values need --at")
     if args.rounds < 1 or (args.rounds > 1 and not args.at):
         parser.error("--rounds must be at least 1, and more than 1 needs --at")
-    if args.unpaced_too and not args.at:
-        parser.error("--unpaced-too needs --at")
+    if (args.unpaced_too or args.alone) and not args.at:
+        parser.error("--unpaced-too and --alone need --at")
     args.workers = worker_counts[0]
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
@@ -428,7 +465,6 @@ def main() -> int:
         args.seconds, args.clip_seconds, args.max_streams, args.unpaced = 2.0, 3.0, 4, 2
 
     import npu_zc
-    from bench_throughput import run_benchmark_app
 
     cores = len(os.sched_getaffinity(0))
     folder = Path(tempfile.mkdtemp(prefix="bench_streams-"))
@@ -459,15 +495,9 @@ def main() -> int:
     # One untimed trial first, so that first inferences and lazy compilation fall outside the trials.
     run_ours(live_pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders, args.deliverers, args.requests, args.workers)
     if args.at:
-        return at_counts(args, live_pipeline, pipeline, clip, worker_counts, fit, config)
-    ours_xml = folder / "npu_zc.xml"
-    import openvino as ov
-
-    ov.save_model(pipeline.session.prepared.model, str(ours_xml), compress_to_fp16=False)
-    precision = str(pipeline.session.property("INFERENCE_PRECISION_HINT"))
-    print("bound    benchmark_app ...", flush=True)
-    app = run_benchmark_app(ours_xml, args.device, max(3.0, args.seconds), precision, [])
-    decode = decode_rate(clip, cores)
+        return at_counts(args, live_pipeline, pipeline, clip, worker_counts, fit, config, folder)
+    app = benchmark_app(args, pipeline, folder)
+    decode, _ = decode_rate(clip, cores)
     bound = min(app["fps"], decode) / FPS
     shared = 1 / (1 / app["fps"] + 1 / decode) / FPS if app["fps"] > 0 and decode > 0 else 0.0
     print(f"bound    benchmark_app {app['fps']:.0f} FPS, decode on {cores} cores {decode:.0f} FPS: {bound:.1f} streams "

@@ -362,7 +362,7 @@ def main() -> int:
         from bench_streams import decode_rate
 
         cores = len(os.sched_getaffinity(0))
-        decode = decode_rate(clip, cores)
+        decode, _ = decode_rate(clip, cores)
         print(f"decode   {decode:.0f} FPS: one single-threaded PyAV decoder per core, {cores} cores", flush=True)
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
     seconds = args.seconds or None
