@@ -403,7 +403,7 @@ def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worke
                     "slowest stream FPS", "machine busy", "CPU ms / frame", *(f"{k} ms" for k in ROLE_COLUMNS)],
         "rows": rows,
     }  # fmt: skip
-    default = results_path(args, config, "--at")
+    default = results_path(args, config, "--at" + ("-alone" if args.alone else "") + ("-unpaced" if args.unpaced_too else ""))
     path = results.save("bench_streams", [table, *alone], title="Stream density at fixed counts", path=args.json or default)
     print(f"results  {path}")
     return 0

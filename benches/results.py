@@ -64,6 +64,20 @@ def _git(*args: str) -> str:
         return ""
 
 
+def settings(argv: Sequence[str]) -> list[str]:
+    """A bench's arguments less where its results go (``--json PATH``): the command that gives the same figures."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--json":
+            skip = True
+        elif not arg.startswith("--json="):
+            out.append(arg)
+    return out
+
+
 def save(bench: str, tables: Sequence[dict[str, Any]], *, title: str = "", path: str | os.PathLike[str] | None = None) -> Path:
     """Writes this run's tables (each ``{"title", "columns", "rows", "note"?}``) and returns the file's path."""
     m = machine()
@@ -78,7 +92,8 @@ def save(bench: str, tables: Sequence[dict[str, Any]], *, title: str = "", path:
         "version": 1,
         "bench": bench,
         "title": title or bench,
-        "command": "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0]) if sys.argv[0] else bench, *sys.argv[1:]]),
+        "command": "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0]) if sys.argv[0] else bench,
+                                                                  *settings(sys.argv[1:])]),
         "commit": commit,
         # Uncommitted changes to the code (not to docs or recorded results, which the benches do not run).
         "dirty": dirty,
