@@ -171,8 +171,14 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
              "deliver": here["delivery"], "here_other": here["other"],
              "workers_other": max(0.0, away.get("total", 0.0) - away.get("sources", 0.0) - away.get("feeders", 0.0)
                                   - away.get("start", 0.0))}  # fmt: skip
+    # The workers' receiving thread: the share of its wall time spent reading and granting, and of waiting for a set
+    # to grant (every set in flight or held).
+    receiving = run.worker_receiving
+    spent = receiving.get("busy", 0.0) + receiving.get("waiting", 0.0)
+    hand_over = {"receiving_busy": receiving.get("busy", 0.0) / spent if spent else 0.0,
+                 "no_set": receiving.get("no_set", 0.0) / spent if spent else 0.0}  # fmt: skip
     return {"fps": report.fps, "streams": per, "held": held(per), "cpu_ms_per_frame": 1000 * report.cpu_seconds / frames,
-            "machine_busy": busy, "roles": roles}  # fmt: skip
+            "machine_busy": busy, "roles": roles, **hand_over}  # fmt: skip
 
 
 def machine_jiffies() -> tuple[int, int]:
@@ -379,13 +385,15 @@ def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worke
                            r["held"] if paced else None, round(r["fps"], 1), sum(x["dropped"] for x in r["streams"]),
                            round(max(x["p99"] for x in r["streams"]), 1), round(min(x["fps"] for x in r["streams"]), 2),
                            round(r["machine_busy"], 3), round(r["cpu_ms_per_frame"], 2),
-                           *(round(r["roles"][k], 2) for k in ROLE_COLUMNS)]  # fmt: skip
+                           *(round(r["roles"][k], 2) for k in ROLE_COLUMNS), round(r["receiving_busy"], 3),
+                           round(r["no_set"], 3)]  # fmt: skip
                     rows.append(row)
                     roles = ", ".join(f"{k} {r['roles'][k]:.2f}" for k in ROLE_COLUMNS)
                     print(f"    workers {row[0]!s:>7}, {n:>3} streams {row[2]}, round {round_}: "
                           f"{'' if not paced else 'held ' if r['held'] else 'not held '}"
                           f"({row[5]:.0f} FPS in all, {row[6]} dropped, p99 max {row[7]:.0f} ms, machine {100 * row[9]:.0f}% "
-                          f"busy, CPU {row[10]:.2f} ms a frame: {roles})", flush=True)  # fmt: skip
+                          f"busy, CPU {row[10]:.2f} ms a frame: {roles}; receiving thread busy {100 * row[-2]:.0f}%, "
+                          f"waiting for a set {100 * row[-1]:.0f}%)", flush=True)  # fmt: skip
     table = {
         "title": f"Streams at fixed counts, paced 1080p30 H.264, {args.model} on {args.device}"
                  + "".join(f", {k}={v}" for k, v in config.items()) + (", streams out of phase" if args.out_of_phase else ""),
@@ -395,12 +403,15 @@ def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worke
                 "threads, the workers' own count): decode (the sources' readers, here or in the workers), convert (feeding "
                 "threads: conversion, hand-over, submit), deliver (the queue's delivery threads), here_other (the rest of this "
                 "process: OpenVINO's threads, the receiving thread), workers_other (the rest of the workers: FFmpeg's, their "
-                "control thread; their start left out). "
+                "control thread; their start left out); with workers, the share of the receiving thread's wall time it was "
+                "busy (reading, submitting, granting) and, of it, waiting for a free set to grant (every set in flight or "
+                "held: no worker gets one meanwhile). "
                 + (f"Decoding workers at nice {args.worker_nice}. " if args.worker_nice is not None else "")
                 + (f"Paced Streams: {fit}." if fit is not None else "Paced Streams: the throughput hint's own streams.")
                 + (" Unpaced: the throughput hint's own streams." if args.unpaced_too else ""),
         "columns": ["workers", "streams", "pacing", "round", "held", "FPS in all", "dropped", "worst p99 ms",
-                    "slowest stream FPS", "machine busy", "CPU ms / frame", *(f"{k} ms" for k in ROLE_COLUMNS)],
+                    "slowest stream FPS", "machine busy", "CPU ms / frame", *(f"{k} ms" for k in ROLE_COLUMNS),
+                    "receiving busy", "waiting for a set"],
         "rows": rows,
     }  # fmt: skip
     default = results_path(args, config, "--at" + ("-alone" if args.alone else "") + ("-unpaced" if args.unpaced_too else ""))

@@ -95,6 +95,8 @@ def test_same_results_as_decoding_here(clips: dict[str, Path], picture_pipeline:
         assert streams.worker_cpu["total"] > 0
         receiving = streams.worker_receiving  # every frame came through the receiving thread, which timed itself
         assert receiving["frames"] == sum(want) and receiving["busy"] > 0 and receiving["waiting"] > 0, receiving
+        assert 0 <= receiving["no_set"] <= receiving["busy"], receiving  # a wait for a set is part of its busy time
+        assert deliverers != 0 or receiving["no_set"] == 0, receiving  # delivering, it frees sets itself: never waits
         assert_reaped(streams)
 
 

@@ -176,10 +176,11 @@ class DecodeWorkers:
         self.cpu = {"sources": 0.0, "feeders": 0.0, "start": 0.0, "total": 0.0}
         """CPU seconds of every worker that said bye, by role of thread; "start": until it was ready (importing
         numpy and PyAV, mapping the buffers: once per run); "total": the whole processes."""
-        self.receiving = {"frames": 0, "waiting": 0.0, "busy": 0.0}
+        self.receiving = {"frames": 0, "waiting": 0.0, "busy": 0.0, "no_set": 0.0}
         """The receiving thread over a run: frames it submitted or let go, and the seconds of wall time it spent
         waiting for a message ("waiting") or reading and granting ("busy", its GIL hand-overs included): a thread busy
-        nearly all the time is the serial stage, whatever its CPU."""
+        nearly all the time is the serial stage, whatever its CPU. "no_set": of "busy", the seconds it waited for a
+        delivery thread to free a set to grant (every set in flight or held: meanwhile no worker gets one)."""
         self.copies: dict[str, int] | None = None
         """Under the memcpy counter (:mod:`npu_zc.memcount` preloaded): what the workers copied from ready to bye,
         summed ("bytes", "calls") and the largest single copy ("largest"); None otherwise."""
@@ -422,7 +423,11 @@ class DecodeWorkers:
         worker.owed += count
         while worker.owed and not worker.quitting:
             try:
-                frames = [queue.acquire(None)] if waits else queue.acquire_free(worker.owed)
+                frames = queue.acquire_free(worker.owed)
+                if not frames and waits:  # every set in flight or held: wait for a delivery thread to free one
+                    began = time.perf_counter()
+                    frames = [queue.acquire(None)]
+                    self.receiving["no_set"] += time.perf_counter() - began
             except ModelError as exc:  # an inference or an output failed, reported here: the run's failure
                 self._failed(exc)
                 break
