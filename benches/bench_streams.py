@@ -44,6 +44,7 @@ a detector's p99 needs); the bound keeps benchmark_app's own choice (the most th
 from __future__ import annotations
 
 import argparse
+import itertools
 import multiprocessing
 import os
 import sys
@@ -289,6 +290,11 @@ class Baseline:
         return {"fps": total / wall, "streams": per, "held": held(per), "cpu_ms_per_frame": 1000 * (_cpu() - cpu0) / max(1, total)}
 
 
+def _requests(text: str) -> int | None:
+    """A --requests value: a number, or "default" (Streams' own)."""
+    return None if text == "default" else int(text)
+
+
 def _property(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip() or not value.strip():
@@ -364,40 +370,41 @@ def results_path(args: Any, config: dict[str, str], kind: str) -> Path:
     tag += f"--switch-{args.switch_interval * 1e3:g}ms" if args.switch_interval is not None else ""
     tag += "--out-of-phase" if args.out_of_phase else ""
     tag += f"--worker-nice-{args.worker_nice}" if args.worker_nice is not None else ""
+    tag += "--requests-" + "-".join("default" if r is None else str(r) for r in args.request_counts) if args.request_counts else ""
     return results.RESULTS / f"bench_streams--{results.machine()['slug']}--{Path(args.model).stem}{tag}{kind}.json"
 
 
-def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worker_counts: list[int | None], fit: Any,
-              config: dict[str, str], folder: Path) -> int:  # fmt: skip
+def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worker_counts: list[int | None],
+              request_counts: list[int | None], fit: Any, config: dict[str, str], folder: Path) -> int:  # fmt: skip
     """``--at``: Streams alone at fixed counts of paced streams (and with ``--unpaced-too`` the same count of files
-    as fast as they go, right after), each workers value in turn, rounds alternating."""
+    as fast as they go, right after), each workers and requests value in turn, rounds alternating."""
     rows = []
     alone = [each_alone(args, unpaced_pipeline, clip, folder)] if args.alone else []
     pacings = (True, False) if args.unpaced_too else (True,)
     for round_ in range(1, args.rounds + 1):  # alternating: a machine's drift falls on every configuration alike
         for n in args.at:
-            for workers in worker_counts:
-                for paced in pacings:
-                    r = run_ours(pipeline if paced else unpaced_pipeline, clip, n, args.seconds, paced, args.decoder_threads,
-                                 args.feeders, args.deliverers, args.requests, workers, args.out_of_phase,
-                                 args.worker_nice)  # fmt: skip
-                    row = ["default" if workers is None else workers, n, "paced" if paced else "unpaced", round_,
-                           r["held"] if paced else None, round(r["fps"], 1), sum(x["dropped"] for x in r["streams"]),
-                           round(max(x["p99"] for x in r["streams"]), 1), round(min(x["fps"] for x in r["streams"]), 2),
-                           round(r["machine_busy"], 3), round(r["cpu_ms_per_frame"], 2),
-                           *(round(r["roles"][k], 2) for k in ROLE_COLUMNS), round(r["receiving_busy"], 3),
-                           round(r["no_set"], 3)]  # fmt: skip
-                    rows.append(row)
-                    roles = ", ".join(f"{k} {r['roles'][k]:.2f}" for k in ROLE_COLUMNS)
-                    print(f"    workers {row[0]!s:>7}, {n:>3} streams {row[2]}, round {round_}: "
-                          f"{'' if not paced else 'held ' if r['held'] else 'not held '}"
-                          f"({row[5]:.0f} FPS in all, {row[6]} dropped, p99 max {row[7]:.0f} ms, machine {100 * row[9]:.0f}% "
-                          f"busy, CPU {row[10]:.2f} ms a frame: {roles}; receiving thread busy {100 * row[-2]:.0f}%, "
-                          f"waiting for a set {100 * row[-1]:.0f}%)", flush=True)  # fmt: skip
+            for workers, requests, paced in itertools.product(worker_counts, request_counts, pacings):
+                r = run_ours(pipeline if paced else unpaced_pipeline, clip, n, args.seconds, paced, args.decoder_threads,
+                             args.feeders, args.deliverers, requests, workers, args.out_of_phase,
+                             args.worker_nice)  # fmt: skip
+                row = ["default" if workers is None else workers, "default" if requests is None else requests, n,
+                       "paced" if paced else "unpaced", round_,
+                       r["held"] if paced else None, round(r["fps"], 1), sum(x["dropped"] for x in r["streams"]),
+                       round(max(x["p99"] for x in r["streams"]), 1), round(min(x["fps"] for x in r["streams"]), 2),
+                       round(r["machine_busy"], 3), round(r["cpu_ms_per_frame"], 2),
+                       *(round(r["roles"][k], 2) for k in ROLE_COLUMNS), round(r["receiving_busy"], 3),
+                       round(r["no_set"], 3)]  # fmt: skip
+                rows.append(row)
+                roles = ", ".join(f"{k} {r['roles'][k]:.2f}" for k in ROLE_COLUMNS)
+                print(f"    workers {row[0]!s:>7}, requests {row[1]!s:>7}, {n:>3} streams {row[3]}, round {round_}: "
+                      f"{'' if not paced else 'held ' if r['held'] else 'not held '}"
+                      f"({row[6]:.0f} FPS in all, {row[7]} dropped, p99 max {row[8]:.0f} ms, machine {100 * row[10]:.0f}% "
+                      f"busy, CPU {row[11]:.2f} ms a frame: {roles}; receiving thread busy {100 * row[-2]:.0f}%, "
+                      f"waiting for a set {100 * row[-1]:.0f}%)", flush=True)  # fmt: skip
     table = {
         "title": f"Streams at fixed counts, paced 1080p30 H.264, {args.model} on {args.device}"
                  + "".join(f", {k}={v}" for k, v in config.items()) + (", streams out of phase" if args.out_of_phase else ""),
-        "note": f"{args.seconds:g} s trials, each count and workers value in turn, {args.rounds} round(s) alternating; held as in "
+        "note": f"{args.seconds:g} s trials, each count, workers and requests value in turn, {args.rounds} round(s) alternating; held as in "
                 "the search; CPU a frame: the whole process tree (the decoding workers included); machine busy: the share of "
                 "every core's time not idle over the trial (/proc/stat), whatever ran; by role (schedstat of this process's "
                 "threads, the workers' own count): decode (the sources' readers, here or in the workers), convert (feeding "
@@ -409,7 +416,7 @@ def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worke
                 + (f"Decoding workers at nice {args.worker_nice}. " if args.worker_nice is not None else "")
                 + (f"Paced Streams: {fit}." if fit is not None else "Paced Streams: the throughput hint's own streams.")
                 + (" Unpaced: the throughput hint's own streams." if args.unpaced_too else ""),
-        "columns": ["workers", "streams", "pacing", "round", "held", "FPS in all", "dropped", "worst p99 ms",
+        "columns": ["workers", "requests", "streams", "pacing", "round", "held", "FPS in all", "dropped", "worst p99 ms",
                     "slowest stream FPS", "machine busy", "CPU ms / frame", *(f"{k} ms" for k in ROLE_COLUMNS),
                     "receiving busy", "waiting for a set"],
         "rows": rows,
@@ -451,7 +458,9 @@ def main() -> int:
                         help="with --at: first decoding alone and benchmark_app alone, each one's CPU a frame")
     parser.add_argument("--worker-nice", type=int, metavar="NICE",
                         help="the decoding workers' threads at this nice value through every trial (default: as started)")
-    parser.add_argument("--requests", type=int, help="Streams' inferences in flight (default: its own, twice the optimal number)")
+    parser.add_argument("--requests", type=_requests, nargs="+",
+                        help="Streams' inferences in flight (default: its own, twice the optimal number and at least one "
+                             "per stream; 'default' names it beside numbers); several only with --at")
     parser.add_argument("--latency-budget", type=float, default=None, metavar="MS",
                         help="the paced trials' Streams fits the CPU plugin's streams to this budget, as Streams does for "
                              "live sources (default: Streams' own, 100; 0: the throughput hint's own streams)")
@@ -469,7 +478,11 @@ def main() -> int:
         parser.error("--rounds must be at least 1, and more than 1 needs --at")
     if (args.unpaced_too or args.alone) and not args.at:
         parser.error("--unpaced-too and --alone need --at")
-    args.workers = worker_counts[0]
+    args.request_counts = args.requests
+    request_counts = args.requests or [None]
+    if len(request_counts) > 1 and not args.at:
+        parser.error("several --requests values need --at")
+    args.workers, args.requests = worker_counts[0], request_counts[0]
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
     if args.quick:
@@ -506,7 +519,7 @@ def main() -> int:
     # One untimed trial first, so that first inferences and lazy compilation fall outside the trials.
     run_ours(live_pipeline, clip, 1, 2.0, True, args.decoder_threads, args.feeders, args.deliverers, args.requests, args.workers)
     if args.at:
-        return at_counts(args, live_pipeline, pipeline, clip, worker_counts, fit, config, folder)
+        return at_counts(args, live_pipeline, pipeline, clip, worker_counts, request_counts, fit, config, folder)
     app = benchmark_app(args, pipeline, folder)
     decode, _ = decode_rate(clip, cores)
     bound = min(app["fps"], decode) / FPS

@@ -87,6 +87,22 @@ def test_default_deliverers_one_per_four_cores_at_least_two() -> None:
         npu_zc.Streams([Counted("a", 2)], "efficientnet-lite0", deliverers=0)
 
 
+def test_default_requests_at_least_one_per_stream(picture_pipeline: Any) -> None:
+    """Twice the plugin's optimal number of requests, and at least one per stream given at the start (with fewer, a
+    burst of live frames waits for a set in the lanes, where each is lost when its stream's next frame comes); a
+    number given is kept."""
+    from npu_zc.pipeline.throughput import default_requests
+
+    twice = default_requests(picture_pipeline.session.optimal_requests)
+    for count, want in ((1, twice), (twice, twice), (twice + 3, twice + 3)):
+        streams = npu_zc.Streams([Counted(f"s{k}", 1) for k in range(count)], picture_pipeline)
+        assert streams.requests == want, (count, streams.requests)
+        streams.close()
+    streams = npu_zc.Streams([Counted(f"s{k}", 1) for k in range(twice + 3)], picture_pipeline, requests=2)
+    assert streams.requests == 2
+    streams.close()
+
+
 def test_a_stream_waits_only_for_its_own_results(picture_pipeline: Any) -> None:
     """Stream 0's first result is held in the output until stream 1 has delivered three results. With several
     delivery threads they come; with one (every result behind the oldest, the old delivery), they cannot. Eight

@@ -8,7 +8,8 @@
 * Feeding threads (one per two cores, :func:`default_feeders`) each take a
   free set of bound buffers from the runtime's
   :class:`~npu_zc.runtime.AsyncQueue` (one shared pool, twice the device's
-  optimal number of requests, as in :mod:`.throughput`; each set has its own
+  optimal number of requests as in :mod:`.throughput`, at least one per
+  stream; each set has its own
   request, pointed at its buffers once), then the next ready
   lane in round-robin order (a fair share: a fast source cannot starve a slow
   one) that no other feeding thread holds, and convert the decoded frame **in
@@ -256,7 +257,7 @@ class Streams:
     ``"efficientnet-lite0"``, or a :class:`Pipeline` (zero-copy; made here with
     the throughput hint otherwise, with ``pipeline_options``).
     ``requests``: inferences in flight (default twice the device's optimal
-    number). ``tracker``: a factory called once per stream; what it returns
+    number, at least one per stream given here). ``tracker``: a factory called once per stream; what it returns
     gets each of that stream's predictions in order (``update(prediction)``,
     e.g. ``tracker=npu_zc.Tracker``, or a plain callable) and its return value
     replaces the prediction. ``realtime``: pace files at their frame rate as
@@ -393,7 +394,10 @@ class Streams:
         self.streams_fit: StreamsFit | None = self.pipeline.session.streams_fit
         """How the pipeline's NUM_STREAMS was fitted to a latency budget (here: the CPU, a live source, the model
         compiled here; or a pipeline passed in that was compiled with one); else None."""
-        self.requests = int(requests) if requests is not None else default_requests(self.pipeline.session.optimal_requests)
+        # At least one set in flight per stream: a burst of frames then waits in the plugin's queue, not in the lanes,
+        # where a live stream's frame is lost once the next one comes.
+        self.requests = (int(requests) if requests is not None
+                         else max(default_requests(self.pipeline.session.optimal_requests), len(self.lanes)))  # fmt: skip
         # N decoders side by side: each gets its share of the cores (frame threads beyond that only add threads,
         # and each frame thread delays a live stream's output by a frame).
         videos = [lane.source for lane in self.lanes if hasattr(lane.source, "thread_count")]
