@@ -178,8 +178,14 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
     spent = receiving.get("busy", 0.0) + receiving.get("waiting", 0.0)
     hand_over = {"receiving_busy": receiving.get("busy", 0.0) / spent if spent else 0.0,
                  "no_set": receiving.get("no_set", 0.0) / spent if spent else 0.0}  # fmt: skip
+    # Where a frame's decode-to-result time goes, over every frame: its inference from start to completion (a wait in
+    # the plugin's queue included) against the whole; the rest is the hand-over (the lane, a set, the receiving thread)
+    # and the wait for a delivery thread.
+    samples = run.timings.samples
+    p99 = {f"{stage}_p99": float(np.percentile(samples[stage], 99)) / 1e6 if samples.get(stage) else 0.0
+           for stage in ("infer", "latency")}  # fmt: skip
     return {"fps": report.fps, "streams": per, "held": held(per), "cpu_ms_per_frame": 1000 * report.cpu_seconds / frames,
-            "machine_busy": busy, "roles": roles, **hand_over}  # fmt: skip
+            "machine_busy": busy, "roles": roles, **hand_over, **p99}  # fmt: skip
 
 
 def machine_jiffies() -> tuple[int, int]:
@@ -392,14 +398,15 @@ def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worke
                        r["held"] if paced else None, round(r["fps"], 1), sum(x["dropped"] for x in r["streams"]),
                        round(max(x["p99"] for x in r["streams"]), 1), round(min(x["fps"] for x in r["streams"]), 2),
                        round(r["machine_busy"], 3), round(r["cpu_ms_per_frame"], 2),
-                       *(round(r["roles"][k], 2) for k in ROLE_COLUMNS), round(r["receiving_busy"], 3),
-                       round(r["no_set"], 3)]  # fmt: skip
+                       *(round(r["roles"][k], 2) for k in ROLE_COLUMNS), round(r["infer_p99"], 1),
+                       round(r["latency_p99"], 1), round(r["receiving_busy"], 3), round(r["no_set"], 3)]  # fmt: skip
                 rows.append(row)
                 roles = ", ".join(f"{k} {r['roles'][k]:.2f}" for k in ROLE_COLUMNS)
                 print(f"    workers {row[0]!s:>7}, requests {row[1]!s:>7}, {n:>3} streams {row[3]}, round {round_}: "
                       f"{'' if not paced else 'held ' if r['held'] else 'not held '}"
                       f"({row[6]:.0f} FPS in all, {row[7]} dropped, p99 max {row[8]:.0f} ms, machine {100 * row[10]:.0f}% "
-                      f"busy, CPU {row[11]:.2f} ms a frame: {roles}; receiving thread busy {100 * row[-2]:.0f}%, "
+                      f"busy, CPU {row[11]:.2f} ms a frame: {roles}; p99 of all frames: inference {row[-4]:.1f} ms "
+                      f"of {row[-3]:.1f}; receiving thread busy {100 * row[-2]:.0f}%, "
                       f"waiting for a set {100 * row[-1]:.0f}%)", flush=True)  # fmt: skip
     table = {
         "title": f"Streams at fixed counts, paced 1080p30 H.264, {args.model} on {args.device}"
@@ -412,13 +419,15 @@ def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worke
                 "process: OpenVINO's threads, the receiving thread), workers_other (the rest of the workers: FFmpeg's, their "
                 "control thread; their start left out); with workers, the share of the receiving thread's wall time it was "
                 "busy (reading, submitting, granting) and, of it, waiting for a free set to grant (every set in flight or "
-                "held: no worker gets one meanwhile). "
+                "held: no worker gets one meanwhile); p99 over every frame of its inference (start to completion, a wait "
+                "in the plugin's queue included) and of its whole decode-to-result time (the rest: the hand-over and "
+                "the wait for a delivery thread). "
                 + (f"Decoding workers at nice {args.worker_nice}. " if args.worker_nice is not None else "")
                 + (f"Paced Streams: {fit}." if fit is not None else "Paced Streams: the throughput hint's own streams.")
                 + (" Unpaced: the throughput hint's own streams." if args.unpaced_too else ""),
         "columns": ["workers", "requests", "streams", "pacing", "round", "held", "FPS in all", "dropped", "worst p99 ms",
                     "slowest stream FPS", "machine busy", "CPU ms / frame", *(f"{k} ms" for k in ROLE_COLUMNS),
-                    "receiving busy", "waiting for a set"],
+                    "inference p99 ms", "decode to result p99 ms", "receiving busy", "waiting for a set"],
         "rows": rows,
     }  # fmt: skip
     default = results_path(args, config, "--at" + ("-alone" if args.alone else "") + ("-unpaced" if args.unpaced_too else ""))
