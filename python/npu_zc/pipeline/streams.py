@@ -257,8 +257,9 @@ class Streams:
     ``"efficientnet-lite0"``, or a :class:`Pipeline` (zero-copy; made here with
     the throughput hint otherwise, with ``pipeline_options``).
     ``requests``: inferences in flight (default twice the device's optimal
-    number, at least one per stream given here). ``tracker``: a factory called once per stream; what it returns
-    gets each of that stream's predictions in order (``update(prediction)``,
+    number, and at least one per stream given here). ``tracker``: a factory
+    called once per stream; what it returns gets each of that stream's
+    predictions in order (``update(prediction)``,
     e.g. ``tracker=npu_zc.Tracker``, or a plain callable) and its return value
     replaces the prediction. ``realtime``: pace files at their frame rate as
     live sources. ``source_options``: passed to each :class:`VideoSource`
@@ -428,7 +429,8 @@ class Streams:
         ("start") and in all ("total")."""
         self.worker_receiving: dict[str, float] = {}
         """After a run with workers: this process's receiving thread, the frames it took ("frames") and its wall
-        seconds waiting for them ("waiting") and handling them ("busy"; see :class:`~npu_zc.pipeline.workers.DecodeWorkers`)."""
+        seconds waiting for them ("waiting") and handling them ("busy"), of which waiting for a free set to grant
+        ("no_set"; see :class:`~npu_zc.pipeline.workers.DecodeWorkers`)."""
         self.worker_copies: dict[str, int] | None = None
         """After a run with workers under the memcpy counter (:mod:`npu_zc.memcount`): what they copied ("bytes",
         "calls", the "largest" copy); None otherwise."""
