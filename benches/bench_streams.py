@@ -31,12 +31,14 @@ libx264 (``--preset``, default veryfast), made once in a temporary folder. Every
 
 The count of held streams is searched by doubling, then bisection. CPU: whatever this runs on (the table records it).
 ``--at N...`` runs ``Streams`` alone at those counts instead (no search, no baseline, no bounds), each ``--workers``
-value in turn, ``--rounds`` times alternating: per trial the drops, the CPU a frame of the whole process tree (the
-workers included) and how busy the machine's cores were (``/proc/stat`` around the trial): where and why the count
-stops.
+and ``--requests`` value in turn, ``--rounds`` times alternating: per trial the drops, the CPU a frame of the whole
+process tree (the workers included) and by role of thread, the p99 of the inference and of decode to result, the
+receiving thread's busy share and its wait for a set, and how busy the machine's cores were (``/proc/stat`` around
+the trial): where and why the count stops. With it, ``--unpaced-too`` runs each count also unpaced, ``--alone``
+measures decoding and benchmark_app alone first, ``--worker-nice N`` sets the workers' priority.
 A YOLOv8n-sized detector: pass its IR with ``--model`` (made by Ultralytics' exporter at bench time: its exports are
 AGPL and never committed); the baseline then runs the same model with a letterbox-free 640 stretch.
-``--requests N`` sets ``Streams``' inferences in flight. ``--config KEY=VALUE`` (repeatable) sets an OpenVINO property of the compiled model for both ``Streams`` and the
+``--requests N`` sets ``Streams``' inferences in flight (several values, or ``default``, with ``--at``). ``--config KEY=VALUE`` (repeatable) sets an OpenVINO property of the compiled model for both ``Streams`` and the
 baseline (e.g. ``NUM_STREAMS=4``: fewer CPU streams of more threads each, so each inference takes less time, what
 a detector's p99 needs); the bound keeps benchmark_app's own choice (the most the device does).
 """
