@@ -377,6 +377,7 @@ def results_path(args: Any, config: dict[str, str], kind: str) -> Path:
     tag = "".join(f"--{k}-{v}" for k, v in config.items()).lower()
     tag += f"--switch-{args.switch_interval * 1e3:g}ms" if args.switch_interval is not None else ""
     tag += "--out-of-phase" if args.out_of_phase else ""
+    tag += "--ours-only" if args.ours_only else ""
     tag += f"--worker-nice-{args.worker_nice}" if args.worker_nice is not None else ""
     tag += "--requests-" + "-".join("default" if r is None else str(r) for r in args.request_counts) if args.request_counts else ""
     return results.RESULTS / f"bench_streams--{results.machine()['slug']}--{Path(args.model).stem}{tag}{kind}.json"
@@ -450,7 +451,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 s trials, at most 4 streams")
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
     parser.add_argument("--decoder-threads", type=int, help="FFmpeg threads per stream (default: Streams' share of the cores)")
-    parser.add_argument("--ours-only", action="store_true", help="leave out the baseline (an experiment's quick run)")
+    parser.add_argument("--ours-only", action="store_true", help="leave out the baseline (an experiment's quick run; its results file is named after it)")
     parser.add_argument("--feeders", type=int, help="Streams' feeding threads (default: its own, one per two cores)")
     parser.add_argument("--deliverers", type=int,
                         help="Streams' delivery threads (default: its own, default_deliverers(); 1: one serial stage; 0: the "
@@ -547,18 +548,19 @@ def main() -> int:
                            args.requests, args.workers, args.out_of_phase),
         args.max_streams,
     )
-    if args.ours_only:
-        free = run_ours(pipeline, clip, args.unpaced, args.seconds, False, None, args.feeders, args.deliverers, args.requests, args.workers)
-        print(f"npu_zc Streams held {ours_n} streams (bound {bound:.1f}, shared-core bound {shared:.1f}); "
-              f"unpaced {args.unpaced} files: {free['fps']:.0f} FPS, {free['cpu_ms_per_frame']:.1f} ms CPU a frame")
-        return 0
-    baseline = Baseline(args.model, args.device, config)
-    baseline.run(clip, 1, 2.0, True)
-    print(f"paced    baseline (thread per stream, cv2.VideoCapture, AsyncInferQueue){phases}", flush=True)
-    base_n, base_runs = most_held(lambda n: baseline.run(clip, n, args.seconds, True, args.out_of_phase), args.max_streams)
+    base_n, base_runs, base_rows = 0, {}, []
+    if not args.ours_only:
+        baseline = Baseline(args.model, args.device, config)
+        baseline.run(clip, 1, 2.0, True)
+        print(f"paced    baseline (thread per stream, cv2.VideoCapture, AsyncInferQueue){phases}", flush=True)
+        base_n, base_runs = most_held(lambda n: baseline.run(clip, n, args.seconds, True, args.out_of_phase), args.max_streams)
     print(f"unpaced  {args.unpaced} files", flush=True)
     ours_free = run_ours(pipeline, clip, args.unpaced, args.seconds, False, None, args.feeders, args.deliverers, args.requests, args.workers)
-    base_free = baseline.run(clip, args.unpaced, args.seconds, False)
+    if not args.ours_only:
+        base_free = baseline.run(clip, args.unpaced, args.seconds, False)
+        base_rows = [["baseline: thread per stream, cv2.VideoCapture, AsyncInferQueue", base_n,
+                      base_n / bound if bound else 0.0, base_n / shared if shared else 0.0, 1.0, base_free["fps"],
+                      base_free["cpu_ms_per_frame"]]]  # fmt: skip
     pipeline.close()
     if live_pipeline is not pipeline:
         live_pipeline.close()
@@ -566,8 +568,7 @@ def main() -> int:
     rows = [
         ["npu_zc Streams", ours_n, ours_n / bound if bound else 0.0, ours_n / shared if shared else 0.0,
          ours_n / base_n if base_n else None, ours_free["fps"], ours_free["cpu_ms_per_frame"]],
-        ["baseline: thread per stream, cv2.VideoCapture, AsyncInferQueue", base_n, base_n / bound if bound else 0.0,
-         base_n / shared if shared else 0.0, 1.0, base_free["fps"], base_free["cpu_ms_per_frame"]],
+        *base_rows,
         [f"bound: min(benchmark_app {app['fps']:.0f}, decode {decode:.0f}) / 30", round(bound, 1), 1.0,
          bound / shared if shared else 0.0, None, None, None],
         [f"shared-core bound: 1 / (1/{app['fps']:.0f} + 1/{decode:.0f}) / 30", round(shared, 1),

@@ -595,6 +595,51 @@ def test_the_receiving_thread_is_woken_by_a_submit_here(picture_pipeline: Any) -
     assert_reaped(streams)
 
 
+def waiting_for_a_set(thread_name: str) -> bool:
+    """Whether the thread of that name is inside the queue's blocking acquire (every set in flight or held)."""
+    from npu_zc.runtime import queue as queue_module
+
+    idents = [t.ident for t in threading.enumerate() if t.name == thread_name]
+    frame = sys._current_frames().get(idents[0]) if idents else None
+    while frame is not None:
+        if frame.f_code.co_name == "acquire" and frame.f_code.co_filename == queue_module.__file__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_the_receiving_thread_waits_for_a_set_while_every_set_is_held(long_clip: Path, picture_pipeline: Any) -> None:
+    """A delivery thread held in the output on the first result: the worker's frames use every set of the queue
+    (their results wait behind the held one, in the stream's order), so the receiving thread, granting the worker
+    its sets again, waits in the queue's acquire; that wait is counted as ``no_set``. Let go, the run ends with
+    every frame delivered in order."""
+    held, release = threading.Event(), threading.Event()
+    output = Results()
+
+    def hold_the_first(result: Any) -> None:
+        if result.index == 0:
+            held.set()
+            release.wait(WAIT_S)
+        output(result)
+
+    streams = npu_zc.Streams([long_clip], picture_pipeline, workers=1, deliverers=1, requests=1)
+    run = Background(streams, hold_the_first)
+    try:
+        assert held.wait(WAIT_S), "no result came"
+        deadline = time.monotonic() + WAIT_S
+        while not waiting_for_a_set("npu_zc-recv"):
+            assert time.monotonic() < deadline, "the receiving thread never waited for a set"
+            time.sleep(0.01)
+    finally:
+        release.set()
+    report = run.join()
+    streams.close()
+    assert report.streams[0].frames == LONG_FRAMES and output.indices(report.streams[0].name) == list(range(LONG_FRAMES))
+    receiving = streams.worker_receiving
+    assert 0 < receiving["no_set"] <= receiving["busy"], receiving
+    assert_reaped(streams)
+
+
 @pytest.mark.parametrize("deliverers", [2, 0])
 def test_a_failing_output_stops_a_run_with_workers(long_clip: Path, picture_pipeline: Any, deliverers: int) -> None:
     """An output that raises on a worker's stream, on a delivery thread or on the receiving thread: the run raises
