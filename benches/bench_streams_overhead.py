@@ -4,6 +4,7 @@
     python3 benches/bench_streams_overhead.py --size 1920x1080 --frames 1200 --workers 4 --worker-nice 0 5  # workers' priority
     python3 benches/bench_streams_overhead.py --model efficientnet-lite0 --size 1920x1080 --frames 150 --seconds 0 --streams 4
     python3 benches/bench_streams_overhead.py --size 1920x1080 --frames 1200 --workers 4 8 --rounds 3  # medians of 3, alternating
+    python3 benches/bench_streams_overhead.py --size 1920x1080 --frames 3600 --warm 2 --seconds 5 --decode-rate  # steady rate
 
 N H.264 clips (a pan across a photo, made once with PyAV's libx264) run as fast as they go through one
 ``npu_zc.Streams`` into a model that costs next to nothing (a 3x3 average pool of a 64x64 input: three logits),
@@ -24,6 +25,11 @@ long a thread that sleeps 1 ms at a time waits to run Python again (for the GIL,
 that is not a fraction of a millisecond. The probe is one more thread taking the GIL a thousand times a second, so
 it is left out unless asked for.
 
+``--warm S`` measures FPS over the ``--seconds`` that follow the run's first S seconds, without the workers' start
+(their imports, a fraction of a second of each) and the run's end, as a service that runs for hours sees it (the FPS
+over the whole run beside it), with the whole machine's busy cores over that window from ``/proc/stat``: on a
+machine nothing else uses, the cores the run keeps busy, and that CPU a frame. The clip must outlast the run.
+
 Timings on a shared machine move with its load; the Python each frame runs with the GIL held does not: one more
 run per count of streams with a profile hook on every thread counts the Python function calls and the C calls
 made from Python per frame, by role (deterministic, so it compares versions on a noisy machine). ``--rounds N`` runs
@@ -39,6 +45,7 @@ each frame's serial path, on a machine with too few cores to show it otherwise.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import os
 import statistics
@@ -237,9 +244,53 @@ def renice_children(stop: threading.Event, nice: int) -> None:
                         continue
 
 
+def machine_busy_s() -> float:
+    """Seconds of CPU the whole machine has spent busy (every process: /proc/stat's first line, idle and iowait out)."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+class Window:
+    """The frames delivered, and the machine's busy CPU, over the ``seconds`` s that follow a run's first ``warm`` s:
+    the steady rate, without the workers' start and the end of the run."""
+
+    def __init__(self, warm: float, seconds: float) -> None:
+        self.warm, self.seconds = warm, seconds
+        self.frames = 0
+        self.edges: list[tuple[float, float, int]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="window", daemon=True)
+
+    def count(self, _: Any) -> None:
+        self.frames += 1
+
+    def _loop(self) -> None:
+        for wait in (self.warm, self.seconds):
+            if self.stop.wait(wait):
+                return
+            self.edges.append((time.perf_counter(), machine_busy_s(), self.frames))
+
+    def __enter__(self) -> "Window":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def figures(self) -> tuple[float, float] | None:
+        """(frames a second, the machine's busy cores) over the window; None if the run ended before it did."""
+        if len(self.edges) < 2:
+            return None
+        (t0, busy0, n0), (t1, busy1, n1) = self.edges
+        return (n1 - n0) / (t1 - t0), (busy1 - busy0) / (t1 - t0)
+
+
 def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders: int | None,
         deliverers: int | None = None, contend: int = 0, workers: int | None = None, probe: bool = False,
-        worker_nice: int | None = None) -> dict[str, Any]:
+        worker_nice: int | None = None, warm: float = 0.0) -> dict[str, Any]:
+    """One run of ``streams`` streams; with ``warm`` (and ``seconds``), ``seconds`` s measured after ``warm`` s."""
     import npu_zc
     from npu_zc.sources import VideoSource
 
@@ -256,9 +307,10 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     if worker_nice is not None:
         helpers.append(threading.Thread(target=renice_children, args=(stop, worker_nice), name="renicer", daemon=True))
         helpers[-1].start()
+    window = Window(warm, seconds) if warm and seconds else None
     try:
-        with Sampler() as sampler:
-            report = run.run(duration=seconds)
+        with Sampler() as sampler, window or contextlib.nullcontext():
+            report = run.run(window.count if window else None, duration=warm + seconds if window and seconds else seconds)
     finally:
         stop.set()
         for thread in helpers:
@@ -286,7 +338,13 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     spent = receiving.get("busy", 0.0) + receiving.get("waiting", 0.0)
     received = max(1, receiving.get("frames", 0))
     on_cpu_ns, queued_ns = sampler.of_threads("npu_zc-recv")
-    return {"fps": report.fps, "wall_us": 1e6 / max(report.fps, 1e-9), "here_cores": here,
+    steady = window.figures() if window else None
+    if window and steady is None:
+        raise RuntimeError(f"the run ended within its warm-up and window: make the clip longer than {report.frames} frames")
+    fps = steady[0] if steady else report.fps
+    return {"fps": fps, "run_fps": report.fps, "wall_us": 1e6 / max(fps, 1e-9), "here_cores": here,
+            "machine_cores": steady[1] if steady else None,
+            "machine_cpu_us": 1e6 * steady[1] / steady[0] if steady else None,
             "receiving_busy": receiving["busy"] / spent if spent else None,
             "receiving_us": 1e6 * receiving["busy"] / received if spent else None,
             "receiving_cpu_us": on_cpu_ns / 1000 / received if spent else None,
@@ -318,6 +376,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, nargs="+", default=[8, 16])
     parser.add_argument("--seconds", type=float, default=6.0, help="each run's length (0: until the clips end)")
+    parser.add_argument("--warm", type=float, default=0.0,
+                        help="measure FPS over --seconds s after this many s of the run (the workers started, every "
+                        "stream under way), with the machine's busy CPU; 0: FPS over the whole run (default)")
     parser.add_argument("--size", default="320x240")
     parser.add_argument("--frames", type=int, default=3000, help="the clip's length in frames (default 3000)")
     parser.add_argument("--model", default=None, help="a model file or efficientnet-lite0 (default: the tiny mean-pool model)")
@@ -380,13 +441,15 @@ def main() -> int:
         for config in configs:
             feeders, _, workers, nice, n = config
             deliverers, (label, dlabel) = chosen[config], labels[config]
-            r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers, args.probe, nice)
+            r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers, args.probe, nice, args.warm)
             runs[config].append(r)
             outside = r["cpu_us"] - r["sources"]
             print(("" if args.rounds == 1 else f"round {round_ + 1}: ")
                   + f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}, workers {r['workers']}"
                   + ("" if nice is None else f" at nice {nice}") + f": {r['fps']:6.0f} FPS"
                   + (f" ({r['fps'] / decode:.0%} of decode)" if decode else "")
+                  + ("" if r["machine_cores"] is None else f" after {args.warm:g} s ({r['run_fps']:.0f} over the "
+                     f"whole run), machine {r['machine_cores']:.1f} cores busy, {r['machine_cpu_us']:.0f} us/frame")
                   + f", wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame (sources {r['sources']:.0f}, "
                   f"feeders {r['feeders']:.0f}, delivery {r['delivery']:.0f}, other {r['other']:.0f}; outside decoding "
                   f"{outside:.0f}; workers' start {r['start_s']:.2f} s CPU); this process {r['here_cores']:.2f} cores"
@@ -410,7 +473,9 @@ def main() -> int:
                      None if r["receiving_busy"] is None else round(r["receiving_busy"], 2),
                      None if r["receiving_us"] is None else round(r["receiving_us"]),
                      None if r["receiving_cpu_us"] is None else round(r["receiving_cpu_us"]),
-                     None if r["receiving_queued_us"] is None else round(r["receiving_queued_us"])])  # fmt: skip
+                     None if r["receiving_queued_us"] is None else round(r["receiving_queued_us"]),
+                     *((None, None, None) if r["machine_cores"] is None else
+                       (round(r["run_fps"]), round(r["machine_cores"], 1), round(r["machine_cpu_us"])))])  # fmt: skip
         c = count_calls(pipeline, clip, n, 50, feeders, deliverers, workers)
         calls.append([n, label, dlabel, r["workers"], round(c["sources"], 1), round(c["feeders"], 1),
                       round(c["delivery"], 1), round(sum(c.values()), 1)])  # fmt: skip
@@ -432,6 +497,9 @@ def main() -> int:
                 "granting sets rather than waiting for them, and that time per frame; of it, the time the thread ran on a "
                 "core and the time it was runnable but waited for one (schedstat's second field: preempted, or queued "
                 "behind other threads; the rest of its busy time it was blocked in a call). "
+                + (f"FPS over {args.seconds:g} s after the run's first {args.warm:g} s (the workers started, every "
+                   "stream under way; FPS over the whole run beside it), and the machine's busy cores over that window "
+                   "(/proc/stat: every process) and its CPU us a frame. " if args.warm and args.seconds else "")
                 + (f"Each configuration run {args.rounds} times, alternating: every figure is its median over the rounds, "
                    "FPS spread the lowest and highest FPS. " if args.rounds > 1 else "")
                 + (f"Decode rate: {decode:.0f} FPS (one single-threaded PyAV decoder per core, {len(os.sched_getaffinity(0))} cores)."
@@ -440,7 +508,8 @@ def main() -> int:
                     "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)", "outside decoding",
                     "this process's cores", "GIL probe median ms", "GIL probe p90 ms", "receiving thread busy",
                     "receiving thread us wall / frame", "receiving thread us on a core / frame",
-                    "receiving thread us waiting for a core / frame"],
+                    "receiving thread us waiting for a core / frame", "FPS over the whole run", "machine cores busy",
+                    "machine CPU us"],
         "rows": rows,
     }, {
         "title": "Python calls per frame (run with the GIL held), by role of thread",
