@@ -121,7 +121,7 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
              feeders: int | None = None, deliverers: int | None = None, requests: int | None = None,
              workers: int | None = None, out_of_phase: bool = False, worker_nice: int | None = None) -> dict[str, Any]:
     import npu_zc
-    from bench_streams_overhead import Sampler, renice_children
+    from bench_streams_overhead import Sampler
     from npu_zc.pipeline.streams import default_deliverers, default_feeders
     from npu_zc.pipeline.workers import default_workers
     from npu_zc.runtime.session import usable_cores
@@ -138,7 +138,8 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
             deliverers = default_deliverers(streams, workers=workers, device=pipeline.device)
     sources = [VideoSource(clip, name=f"s{i}", realtime=paced, live=paced, thread_count=threads) for i in range(streams)]
     run = npu_zc.Streams(sources[:1] if staggered else sources, pipeline, feeders=feeders, deliverers=deliverers,
-                         requests=requests, **({} if workers is None else {"workers": workers}))  # fmt: skip
+                         requests=requests, **({} if workers is None else {"workers": workers}),
+                         **({} if worker_nice is None else {"worker_nice": worker_nice}))  # fmt: skip
     tick = None
     if staggered:
         adder = threading.Thread(target=add_in_turn, args=(run, sources[1:], 1 / FPS / streams), daemon=True)
@@ -147,19 +148,10 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
             if adder.ident is None:
                 adder.start()
 
-    stop = threading.Event()
-    renicer = threading.Thread(target=renice_children, args=(stop, worker_nice), name="renicer", daemon=True)
-    if worker_nice is not None:
-        renicer.start()
     busy_before = machine_jiffies()
-    try:
-        with Sampler() as sampler:
-            report = run.run(duration=seconds, tick=tick, tick_seconds=0.05)
-    finally:
-        stop.set()
+    with Sampler() as sampler:
+        report = run.run(duration=seconds, tick=tick, tick_seconds=0.05)
     busy_after = machine_jiffies()
-    if renicer.ident is not None:
-        renicer.join()
     if staggered and adder.ident is not None:
         adder.join()  # (it ended long before: the last stream joins within a frame time and N adds)
     run.close()
@@ -469,7 +461,8 @@ def main() -> int:
     parser.add_argument("--alone", action="store_true",
                         help="with --at: first decoding alone and benchmark_app alone, each one's CPU a frame")
     parser.add_argument("--worker-nice", type=int, metavar="NICE",
-                        help="the decoding workers' threads at this nice value through every trial (default: as started)")
+                        help="the decoding workers this many nice levels below this process (Streams' worker_nice; "
+                        "default: Streams' choice)")
     parser.add_argument("--requests", type=_requests, nargs="+",
                         help="Streams' inferences in flight (default: its own, twice the optimal number and at least one "
                              "per stream; 'default' names it beside numbers); several only with --at")

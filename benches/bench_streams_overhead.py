@@ -135,7 +135,7 @@ class Sampler:
         out = {"sources": 0, "feeders": 0, "delivery": 0, "other": 0}
         sampler = self.thread.native_id
         for tid, (ns, _) in self.last.items():
-            if tid == sampler or self.names.get(tid, "").startswith(("spinner", "probe", "renicer")):
+            if tid == sampler or self.names.get(tid, "").startswith(("spinner", "probe", "window")):
                 continue
             name = self.names.get(tid, "")
             out[role_of(name)] += ns - self.before.get(tid, (0, 0))[0]
@@ -192,6 +192,17 @@ def threads_of(feeders: int | None, deliverers: int | None, workers: int | None 
     return {k: v for k, v in (("feeders", feeders), ("deliverers", deliverers), ("workers", workers)) if v is not None}
 
 
+def npu_host_worker_nice(asked: int | None) -> int | None:
+    """The decoding workers' nice levels: those asked for, else Streams' choice where the model is not on the CPU
+    (None from a Streams that has none)."""
+    if asked is not None:
+        return asked
+    from npu_zc.pipeline import streams
+
+    choose = getattr(streams, "default_worker_nice", None)
+    return None if choose is None else int(choose("NPU"))
+
+
 def npu_host_deliverers(asked: int | None, workers: int | None, streams: int) -> int | None:
     """The delivery threads of a run: those asked for, else Streams' choice where the model is not on the CPU (the
     model here stands in for an NPU's, which costs this machine's CPU nothing): none with decoding workers (the
@@ -218,30 +229,6 @@ def spin(stop: threading.Event) -> None:
     """Python that wants the GIL all the time (as the Xeon's thirty-odd Python threads together did)."""
     while not stop.is_set():
         sum(range(200))
-
-
-def renice_children(stop: threading.Event, nice: int) -> None:
-    """Every 20 ms, each thread of this process's child processes (the decoding workers) set to ``nice``: the threads
-    a worker starts later inherit it from the thread that starts them."""
-    me = os.getpid()
-    while not stop.wait(0.02):
-        for task in os.listdir(f"/proc/{me}/task"):
-            try:
-                with open(f"/proc/{me}/task/{task}/children") as f:
-                    children = f.read().split()
-            except OSError:
-                continue
-            for child in children:
-                try:
-                    tids = [int(t) for t in os.listdir(f"/proc/{child}/task")]
-                except OSError:
-                    continue
-                for tid in tids:
-                    try:
-                        if os.getpriority(os.PRIO_PROCESS, tid) != nice:
-                            os.setpriority(os.PRIO_PROCESS, tid, nice)
-                    except OSError:
-                        continue
 
 
 def machine_busy_s() -> float:
@@ -295,7 +282,8 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     from npu_zc.sources import VideoSource
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1) for i in range(streams)]
-    run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers, workers))
+    run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers, workers),
+                         **({} if worker_nice is None else {"worker_nice": worker_nice}))  # fmt: skip
     stop = threading.Event()
     helpers = [threading.Thread(target=spin, args=(stop,), name=f"spinner{k}", daemon=True) for k in range(contend)]
     for helper in helpers:
@@ -303,9 +291,6 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     late: list[float] = []
     if probe:
         helpers.append(threading.Thread(target=probe_gil, args=(stop, late), name="probe", daemon=True))
-        helpers[-1].start()
-    if worker_nice is not None:
-        helpers.append(threading.Thread(target=renice_children, args=(stop, worker_nice), name="renicer", daemon=True))
         helpers[-1].start()
     window = Window(warm, seconds) if warm and seconds else None
     try:
@@ -392,8 +377,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=None,
                         help="decoding worker processes to compare (default: Streams' own choice only; 0: none)")
     parser.add_argument("--worker-nice", type=int, nargs="+", default=None, metavar="N",
-                        help="the decoding workers' threads at these nice values, to compare (default: as started, "
-                        "this process's)")
+                        help="the decoding workers this many nice levels below this process, to compare (Streams' "
+                        "worker_nice; default: Streams' choice where the model is not on the CPU)")
     parser.add_argument("--probe", action="store_true",
                         help="a thread that sleeps 1 ms at a time beside each timed run: how late it runs Python again")
     parser.add_argument("--decode-rate", action="store_true",
@@ -440,6 +425,7 @@ def main() -> int:
     for round_ in range(args.rounds):  # alternating: a machine's drift falls on every configuration alike
         for config in configs:
             feeders, _, workers, nice, n = config
+            nice = npu_host_worker_nice(nice)
             deliverers, (label, dlabel) = chosen[config], labels[config]
             r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers, args.probe, nice, args.warm)
             runs[config].append(r)
@@ -460,6 +446,7 @@ def main() -> int:
                      f"{r['receiving_queued_us']:.0f} us waiting for one"), flush=True)  # fmt: skip
     for config in configs:
         feeders, _, workers, nice, n = config
+        nice = npu_host_worker_nice(nice)
         deliverers, (label, dlabel) = chosen[config], labels[config]
         r = median_run(runs[config])
         fpses = [x["fps"] for x in runs[config]]

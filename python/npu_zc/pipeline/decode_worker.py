@@ -320,6 +320,20 @@ class Worker:
         return converter_for(self.spec, frame)
 
 
+def lower_priority(levels: int) -> None:
+    """Every thread of this process ``levels`` nice levels lower: those running now (numpy's BLAS pool, started at
+    its import) one by one, as Linux sets a nice value per thread; those started later (the readers, FFmpeg's
+    threads) inherit it from the thread that starts them."""
+    if levels <= 0:
+        return
+    for task in os.listdir("/proc/self/task"):
+        try:
+            tid = int(task)
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + levels))
+        except OSError:  # a thread that ended meanwhile
+            continue
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the inference process stops this one (see the module's text)
     parser = argparse.ArgumentParser(prog="npu_zc decode worker", description=__doc__.split("\n\n")[0])
@@ -328,6 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with socket.socket(fileno=args.fd) as sock:
         try:
             setup = unpack_json(sock.recv(MAX_PACKET))
+            lower_priority(int(setup.get("nice", 0)))
             worker = Worker(sock, setup)
         except BaseException as exc:
             with_text = f"{type(exc).__name__}: {exc}" if not isinstance(exc, Error) else str(exc)

@@ -58,7 +58,7 @@ from ..runtime.session import usable_cores
 from ..sources import open_source
 from .throughput import STOP_GRACE_S, default_requests
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
-from .workers import DecodeWorkers, decodes_in_a_worker, default_workers
+from .workers import WORKER_NICE, DecodeWorkers, decodes_in_a_worker, default_workers
 
 STREAMS_STAGES = ("preprocess", "infer", "postprocess", "latency")
 """Per frame; ``latency``: from the decoder handing the frame over to its result being ready."""
@@ -228,6 +228,18 @@ def default_deliverers(streams: int, cores: int | None = None, *, workers: int =
     return max(1, min(streams, max(2, (usable_cores() if cores is None else cores) // 4)))
 
 
+def default_worker_nice(device: str = "CPU") -> int:
+    """How many nice levels below this process the decoding workers run: :data:`~npu_zc.pipeline.workers.WORKER_NICE`
+    where the model runs on an NPU or a GPU (``device``), 0 where the CPU may run it.
+
+    Off the CPU this process runs only the serial stage of every frame (the receiving thread: each worker's message,
+    the request started, the result delivered, the set granted again) and the device's own threads, while the
+    workers' decoders fill the cores: lower, the decoders yield a core to it at once instead of taking turns, and
+    the same cores deliver more frames a second (docs/streams.md). Where the CPU runs the model, its inferences
+    would outrank the decoding of live streams, which then drop frames; nothing was gained there."""
+    return WORKER_NICE if _off_the_cpu(device) else 0
+
+
 def _off_the_cpu(device: str) -> bool:
     """The model runs on an accelerator alone (NPU, GPU, GPU.1): not the CPU, nor AUTO or HETERO, which may use it."""
     return device.upper().split(".")[0] in ("NPU", "GPU")
@@ -282,7 +294,10 @@ class Streams:
     a frame come back), past this interpreter's lock (:mod:`npu_zc.pipeline.workers`;
     default :func:`npu_zc.pipeline.workers.default_workers`: one per two cores
     from eight cores up, else 0; 0: decode here; refused with ``keep_frames``:
-    the frames stay in the workers). ``latency_budget_ms``:
+    the frames stay in the workers). ``worker_nice``: how many nice levels
+    below this process the workers run (0 to 19; default
+    :func:`default_worker_nice`: 10 where the model runs on an NPU or a GPU,
+    0 on the CPU). ``latency_budget_ms``:
     frame to result for live sources; where a live source is among them and
     the model is compiled here for the CPU, the plugin's streams are fitted to
     it (fewer, with more threads each, while one inference takes more than
@@ -318,6 +333,7 @@ class Streams:
         feeders: int | None = None,
         deliverers: int | None = None,
         workers: int | None = None,
+        worker_nice: int | None = None,
         latency_budget_ms: float | None = DEFAULT_LATENCY_BUDGET_MS,
         **pipeline_options: Any,
     ) -> None:
@@ -344,6 +360,10 @@ class Streams:
             raise InvalidArgumentError(f"deliverers must be 0 (with workers) or more, got {deliverers}")
         if workers is not None and int(workers) < 0:
             raise InvalidArgumentError(f"workers must be 0 (decode here) or more, got {workers}")
+        if worker_nice is not None and (isinstance(worker_nice, bool) or not isinstance(worker_nice, int)
+                                        or not 0 <= worker_nice <= 19):
+            raise InvalidArgumentError(f"worker_nice is a whole number of nice levels from 0 to 19 (a process may "
+                                       f"lower its own priority, not raise it), got {worker_nice!r}")  # fmt: skip
         if workers and keep_frames is not False:
             raise InvalidArgumentError("keep_frames needs each decoded frame in this process: it is not kept with "
                                        "workers (decoding in worker processes); give workers=0")  # fmt: skip
@@ -416,6 +436,8 @@ class Streams:
             self.workers = default_workers(elsewhere, usable_cores()) if keep_frames is False else 0
         """Decoding worker processes of a run (:mod:`npu_zc.pipeline.workers`): the video files and network streams
         are decoded and converted into the model's inputs there, past this interpreter's lock; 0: on threads here."""
+        self.worker_nice = default_worker_nice(self.pipeline.device) if worker_nice is None else worker_nice
+        """How many nice levels below this process the decoding workers run (:func:`default_worker_nice`)."""
         if deliverers is None:
             deliverers = default_deliverers(planned, workers=self.workers, device=self.pipeline.device)
         self.deliverers = int(deliverers)
@@ -822,7 +844,8 @@ class Streams:
             stats.copied = int(message.get("copied") or 0)
             self._scheduler.ended(lane)
 
-        workers = DecodeWorkers(self.workers, spec, queue, submit=submit, ended=ended, failed=failed)
+        workers = DecodeWorkers(self.workers, spec, queue, submit=submit, ended=ended, failed=failed,
+                                nice=self.worker_nice)  # fmt: skip
         workers.start()
         with self._lock:
             self._workers = workers

@@ -44,6 +44,10 @@ from .decode_worker import FORMATS, FRAME, JOIN_S, MAX_PACKET, SET, pack_json, u
 CREDITS = 1
 """Sets of buffers a worker holds beyond one per feeding thread: one ready while the others are written."""
 
+WORKER_NICE = 10
+"""Nice levels below the inference process that the workers run at where the model is off the CPU
+(:func:`npu_zc.pipeline.streams.default_worker_nice`)."""
+
 WORKER_FEEDERS = 2
 """Feeding threads in each worker (a conversion releases the GIL: two overlap one's Python with the other's pass)."""
 
@@ -165,8 +169,10 @@ class DecodeWorkers:
 
     def __init__(self, count: int, spec: Any, queue: Any, *, submit: Callable[..., None],
                  ended: Callable[[Any, dict[str, Any]], None],
-                 failed: Callable[[BaseException], None] = lambda exc: None) -> None:  # fmt: skip
+                 failed: Callable[[BaseException], None] = lambda exc: None, nice: int = 0) -> None:  # fmt: skip
         self.count = count
+        self.nice = nice
+        """How many nice levels below this process each worker runs (set there before it starts a thread)."""
         self.spec = spec
         self.queue = queue
         self._submit = submit
@@ -198,7 +204,8 @@ class DecodeWorkers:
         spec = self.spec
         view = queue.input_arrays[0][0]
         setup = {"kind": "setup", "spec": spec.to_dict(), "shape": list(view.shape), "dtype": view.dtype.str,
-                 "buffers": {str(k): b.fd for k, b in buffers.items()}, "feeders": WORKER_FEEDERS}  # fmt: skip
+                 "buffers": {str(k): b.fd for k, b in buffers.items()}, "feeders": WORKER_FEEDERS,
+                 "nice": self.nice}  # fmt: skip
         try:
             for number in range(self.count):
                 ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
