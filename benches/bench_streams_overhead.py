@@ -10,9 +10,8 @@ N H.264 clips (a pan across a photo, made once with PyAV's libx264) run as fast 
 ``npu_zc.Streams`` into a model that costs next to nothing (a 3x3 average pool of a 64x64 input: three logits),
 so that decoding and inference are cheap and the Python and hand-overs of each frame are what is left
 (``--model`` and ``--size`` run a real case the same way: where its CPU goes, by thread). That model stands in for
-an NPU's, which costs the host's CPU nothing: each run takes the decoding workers, their priority and the delivery
-threads Streams chooses where the model is not on the CPU (one worker per core from eight cores up, 10 nice levels
-down; the receiving thread delivers), unless ``--workers``, ``--worker-nice`` or ``--deliverers`` say.
+an NPU's, which costs the host's CPU nothing: with decoding workers, each run takes the delivery threads Streams
+chooses where the model is not on the CPU (none: the receiving thread delivers), unless ``--deliverers`` says.
 
 Per frame: wall microseconds (1e6 / FPS) and CPU microseconds of the whole process, and of each role of thread
 (``/proc/self/task/*/schedstat``, sampled every 50 ms): the sources' threads (PyAV demux + decode + the frame's
@@ -202,20 +201,6 @@ def npu_host_worker_nice(asked: int | None) -> int | None:
 
     choose = getattr(streams, "default_worker_nice", None)
     return None if choose is None else int(choose("NPU"))
-
-
-def npu_host_workers(asked: int | None, streams: int) -> int | None:
-    """The decoding workers of a run: those asked for, else Streams' choice where the model is not on the CPU (None
-    from a Streams whose choice does not depend on the device: its own)."""
-    if asked is not None:
-        return asked
-    from npu_zc.pipeline.workers import default_workers
-    from npu_zc.runtime.session import usable_cores
-
-    try:
-        return default_workers(streams, usable_cores(), "NPU")
-    except TypeError:
-        return None
 
 
 def npu_host_deliverers(asked: int | None, workers: int | None, streams: int) -> int | None:
@@ -434,14 +419,13 @@ def main() -> int:
                for n in args.streams]  # fmt: skip
     runs: dict[tuple[Any, ...], list[dict[str, Any]]] = {config: [] for config in configs}
     # Per configuration: the delivery threads it runs with, and the labels of its feeders and those.
-    chosen = {config: npu_host_deliverers(config[1], npu_host_workers(config[2], config[4]), config[4])
-              for config in configs}  # fmt: skip
+    chosen = {config: npu_host_deliverers(config[1], config[2], config[4]) for config in configs}
     labels = {config: ("default" if config[0] is None else str(config[0]),
                        "default" if chosen[config] is None else str(chosen[config])) for config in configs}  # fmt: skip
     for round_ in range(args.rounds):  # alternating: a machine's drift falls on every configuration alike
         for config in configs:
             feeders, _, workers, nice, n = config
-            nice, workers = npu_host_worker_nice(nice), npu_host_workers(workers, n)
+            nice = npu_host_worker_nice(nice)
             deliverers, (label, dlabel) = chosen[config], labels[config]
             r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers, args.probe, nice, args.warm)
             runs[config].append(r)
@@ -462,7 +446,7 @@ def main() -> int:
                      f"{r['receiving_queued_us']:.0f} us waiting for one"), flush=True)  # fmt: skip
     for config in configs:
         feeders, _, workers, nice, n = config
-        nice, workers = npu_host_worker_nice(nice), npu_host_workers(workers, n)
+        nice = npu_host_worker_nice(nice)
         deliverers, (label, dlabel) = chosen[config], labels[config]
         r = median_run(runs[config])
         fpses = [x["fps"] for x in runs[config]]

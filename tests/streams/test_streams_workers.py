@@ -569,13 +569,10 @@ def test_workers_argument_checks_and_source_objects_read_here(clips: dict[str, P
                          [(64, 4, 0), (64, 7, 0), (1, 16, 0), (64, 8, 4), (64, 16, 8), (64, 17, 8), (3, 16, 3),
                           (2, 8, 2), (64, 128, 64)])  # fmt: skip
 def test_default_workers_one_per_two_cores_from_eight(streams: int, cores: int, workers: int) -> None:
-    """None below eight cores or for one stream; one per two cores where the CPU may run the model, one per core
-    where an NPU or a GPU does; at most one per stream."""
+    """None below eight cores or for one stream; one per two cores; at most one per stream."""
     from npu_zc.pipeline.workers import default_workers
 
-    assert default_workers(streams, cores) == default_workers(streams, cores, "AUTO") == workers
-    off = 0 if workers == 0 else min(streams, cores)
-    assert default_workers(streams, cores, "NPU") == default_workers(streams, cores, "GPU.1") == off
+    assert default_workers(streams, cores) == workers
 
 
 def thread_nices(pid: int) -> list[int]:

@@ -58,7 +58,7 @@ from ..runtime.session import usable_cores
 from ..sources import open_source
 from .throughput import STOP_GRACE_S, default_requests
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
-from .workers import WORKER_NICE, DecodeWorkers, decodes_in_a_worker, default_workers, off_the_cpu
+from .workers import WORKER_NICE, DecodeWorkers, decodes_in_a_worker, default_workers
 
 STREAMS_STAGES = ("preprocess", "infer", "postprocess", "latency")
 """Per frame; ``latency``: from the decoder handing the frame over to its result being ready."""
@@ -224,7 +224,7 @@ def default_deliverers(streams: int, cores: int | None = None, *, workers: int =
     waiting on them hold more streams (docs/streams.md).
     """
     if workers:
-        return 0 if off_the_cpu(device) else max(1, min(streams, 2))
+        return 0 if _off_the_cpu(device) else max(1, min(streams, 2))
     return max(1, min(streams, max(2, (usable_cores() if cores is None else cores) // 4)))
 
 
@@ -237,8 +237,12 @@ def default_worker_nice(device: str = "CPU") -> int:
     workers' decoders fill the cores: lower, the decoders yield a core to it at once instead of taking turns, and
     the same cores deliver more frames a second (docs/streams.md). Where the CPU runs the model, its inferences
     would outrank the decoding of live streams, which then drop frames; nothing was gained there."""
-    return WORKER_NICE if off_the_cpu(device) else 0
+    return WORKER_NICE if _off_the_cpu(device) else 0
 
+
+def _off_the_cpu(device: str) -> bool:
+    """The model runs on an accelerator alone (NPU, GPU, GPU.1): not the CPU, nor AUTO or HETERO, which may use it."""
+    return device.upper().split(".")[0] in ("NPU", "GPU")
 
 
 def default_feeders(streams: int, cores: int | None = None) -> int:
@@ -429,8 +433,7 @@ class Streams:
             self.workers = int(workers)
         else:
             elsewhere = planned if self.persistent else sum(_decodes_elsewhere(lane) for lane in self.lanes)
-            self.workers = (default_workers(elsewhere, usable_cores(), self.pipeline.device) if keep_frames is False
-                            else 0)  # fmt: skip
+            self.workers = default_workers(elsewhere, usable_cores()) if keep_frames is False else 0
         """Decoding worker processes of a run (:mod:`npu_zc.pipeline.workers`): the video files and network streams
         are decoded and converted into the model's inputs there, past this interpreter's lock; 0: on threads here."""
         self.worker_nice = default_worker_nice(self.pipeline.device) if worker_nice is None else worker_nice

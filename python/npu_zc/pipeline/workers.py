@@ -74,20 +74,14 @@ def decodes_in_a_worker(source: Any) -> bool:
     return type(source) is VideoSource
 
 
-def off_the_cpu(device: str) -> bool:
-    """The model runs on an accelerator alone (NPU, GPU, GPU.1): not the CPU, nor AUTO or HETERO, which may use it."""
-    return device.upper().split(".")[0] in ("NPU", "GPU")
-
-
-def default_workers(streams: int, cores: int, device: str = "CPU") -> int:
-    """Worker processes for ``streams`` video streams on ``cores`` cores, at most one per stream: one per two cores
-    where the CPU may run the model (``device``), one per core where an NPU or a GPU does (the cores then only
-    decode and feed); none below eight cores (there one process's lock is not the cap, and each worker costs a
-    process's memory). Each worker's own lock serves its streams' readers and its feeding threads: with fewer, more
-    streams each, its live lanes drop frames first (docs/streams.md, "Default")."""
+def default_workers(streams: int, cores: int) -> int:
+    """Worker processes for ``streams`` video streams on ``cores`` cores: one per two cores, at most one per stream;
+    none below eight cores (there one process's lock is not the cap, and each worker costs a process's memory).
+    Each worker's own lock serves its streams' readers and its feeding threads: with fewer, more streams each, its
+    live lanes drop frames first (docs/streams.md, "Default")."""
     if cores < 8 or streams < 2:
         return 0
-    return max(1, min(streams, cores if off_the_cpu(device) else cores // 2))
+    return max(1, min(streams, cores // 2))
 
 
 class WorkerError(Error, RuntimeError):
