@@ -666,8 +666,13 @@ def test_the_receiving_thread_waits_for_a_set_while_every_set_is_held(long_clip:
         while not waiting_for_a_set("npu_zc-recv"):
             assert time.monotonic() < deadline, "the receiving thread never waited for a set"
             time.sleep(0.01)
-    finally:
+    except BaseException:  # the run stopped and its worker reaped before the failure is reported
         release.set()
+        streams.stop()
+        run.thread.join(WAIT_S)
+        streams.close()
+        raise
+    release.set()
     report = run.join()
     streams.close()
     assert report.streams[0].frames == LONG_FRAMES and output.indices(report.streams[0].name) == list(range(LONG_FRAMES))
