@@ -121,7 +121,7 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
              feeders: int | None = None, deliverers: int | None = None, requests: int | None = None,
              workers: int | None = None, out_of_phase: bool = False, worker_nice: int | None = None) -> dict[str, Any]:
     import npu_zc
-    from bench_streams_overhead import Sampler
+    from bench_streams_overhead import Sampler, machine_jiffies
     from npu_zc.pipeline.streams import default_deliverers, default_feeders
     from npu_zc.pipeline.workers import default_workers
     from npu_zc.runtime.session import usable_cores
@@ -180,13 +180,6 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
            for stage in ("infer", "latency")}  # fmt: skip
     return {"fps": report.fps, "streams": per, "held": held(per), "cpu_ms_per_frame": 1000 * report.cpu_seconds / frames,
             "machine_busy": busy, "roles": roles, **hand_over, **p99}  # fmt: skip
-
-
-def machine_jiffies() -> tuple[int, int]:
-    """(busy, all) clock ticks of every CPU of the machine so far (``/proc/stat``: all but idle and iowait is busy)."""
-    with open("/proc/stat") as f:
-        ticks = [int(v) for v in f.readline().split()[1:]]
-    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
 
 
 def add_in_turn(run: Any, sources: list[Any], gap: float) -> None:

@@ -192,11 +192,9 @@ def threads_of(feeders: int | None, deliverers: int | None, workers: int | None 
     return {k: v for k, v in (("feeders", feeders), ("deliverers", deliverers), ("workers", workers)) if v is not None}
 
 
-def npu_host_worker_nice(asked: int | None) -> int | None:
-    """The decoding workers' nice levels: those asked for, else Streams' choice where the model is not on the CPU
-    (None from a Streams that has none)."""
-    if asked is not None:
-        return asked
+def npu_host_worker_nice() -> int | None:
+    """The decoding workers' nice levels Streams chooses where the model is not on the CPU (None from a Streams that
+    has no such choice)."""
     from npu_zc.pipeline import streams
 
     choose = getattr(streams, "default_worker_nice", None)
@@ -231,11 +229,11 @@ def spin(stop: threading.Event) -> None:
         sum(range(200))
 
 
-def machine_busy_s() -> float:
-    """Seconds of CPU the whole machine has spent busy (every process: /proc/stat's first line, idle and iowait out)."""
+def machine_jiffies() -> tuple[int, int]:
+    """(busy, all) clock ticks of every CPU of the machine so far (``/proc/stat``: all but idle and iowait is busy)."""
     with open("/proc/stat") as f:
-        fields = [int(v) for v in f.readline().split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+        ticks = [int(v) for v in f.readline().split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
 
 
 class Window:
@@ -256,7 +254,7 @@ class Window:
         for wait in (self.warm, self.seconds):
             if self.stop.wait(wait):
                 return
-            self.edges.append((time.perf_counter(), machine_busy_s(), self.frames))
+            self.edges.append((time.perf_counter(), machine_jiffies()[0] / os.sysconf("SC_CLK_TCK"), self.frames))
 
     def __enter__(self) -> "Window":
         self.thread.start()
@@ -295,7 +293,7 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     window = Window(warm, seconds) if warm and seconds else None
     try:
         with Sampler() as sampler, window or contextlib.nullcontext():
-            report = run.run(window.count if window else None, duration=warm + seconds if window and seconds else seconds)
+            report = run.run(window.count if window else None, duration=warm + seconds if window else seconds)
     finally:
         stop.set()
         for thread in helpers:
@@ -415,7 +413,8 @@ def main() -> int:
     rows, calls = [], []
     configs = [(feeders, deliverers_asked, workers, nice, n)
                for feeders, deliverers_asked, workers, nice in itertools.product(
-                   args.feeders or [None], args.deliverers or [None], args.workers or [None], args.worker_nice or [None])
+                   args.feeders or [None], args.deliverers or [None], args.workers or [None],
+                   args.worker_nice or [npu_host_worker_nice()])
                for n in args.streams]  # fmt: skip
     runs: dict[tuple[Any, ...], list[dict[str, Any]]] = {config: [] for config in configs}
     # Per configuration: the delivery threads it runs with, and the labels of its feeders and those.
@@ -425,7 +424,6 @@ def main() -> int:
     for round_ in range(args.rounds):  # alternating: a machine's drift falls on every configuration alike
         for config in configs:
             feeders, _, workers, nice, n = config
-            nice = npu_host_worker_nice(nice)
             deliverers, (label, dlabel) = chosen[config], labels[config]
             r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers, args.probe, nice, args.warm)
             runs[config].append(r)
@@ -446,7 +444,6 @@ def main() -> int:
                      f"{r['receiving_queued_us']:.0f} us waiting for one"), flush=True)  # fmt: skip
     for config in configs:
         feeders, _, workers, nice, n = config
-        nice = npu_host_worker_nice(nice)
         deliverers, (label, dlabel) = chosen[config], labels[config]
         r = median_run(runs[config])
         fpses = [x["fps"] for x in runs[config]]

@@ -579,8 +579,11 @@ def thread_nices(pid: int) -> list[int]:
     """The nice value of every thread of process ``pid`` (/proc/PID/task/*/stat's 19th field)."""
     nices = []
     for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):  # a thread that ended meanwhile
+            continue
         nices.append(int(fields[16]))  # fields[0] is the 3rd field (the state)
     return nices
 
