@@ -364,6 +364,9 @@ def main() -> int:
                         "stream under way), with the machine's busy CPU; 0: FPS over the whole run (default)")
     parser.add_argument("--size", default="320x240")
     parser.add_argument("--frames", type=int, default=3000, help="the clip's length in frames (default 3000)")
+    parser.add_argument("--clip", type=Path, default=None,
+                        help="the clip's file: made there with --size and --frames unless it exists, then reused "
+                        "(calls that compare versions run the same clip without making it again)")
     parser.add_argument("--model", default=None, help="a model file or efficientnet-lite0 (default: the tiny mean-pool model)")
     parser.add_argument("--feeders", type=int, nargs="+", default=None,
                         help="feeding threads to compare (default: Streams' own choice only)")
@@ -393,9 +396,11 @@ def main() -> int:
     import npu_zc
     from npu_zc.runtime import CompileOptions
 
-    folder = Path(tempfile.mkdtemp(prefix="bench_streams_overhead-"))
     # Long enough that no stream ends within a trial (every stream restarts nothing: an ended one would idle).
-    clip = make_clip(folder / f"pan{width}x{height}.mp4", width, height, args.frames)
+    clip = args.clip or Path(tempfile.mkdtemp(prefix="bench_streams_overhead-")) / f"pan{width}x{height}.mp4"
+    if not clip.exists():
+        made = clip.with_name(f".{clip.name}.part{os.getpid()}.mp4")
+        clip = make_clip(made, width, height, args.frames).replace(clip)
     if args.model is None:
         pipeline = npu_zc.Pipeline(tiny_model(), "CPU", hint="throughput", fit="stretch", top=3,
                                    options=CompileOptions(inference_precision="f32"))  # fmt: skip

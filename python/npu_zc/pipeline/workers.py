@@ -55,8 +55,8 @@ WORKER_ENTRY = "from npu_zc.pipeline.decode_worker import run; run()"
 """What a worker process runs (``python -c``; see :mod:`.decode_worker`)."""
 
 DELIVER_S = 0.001
-"""How long the receiving thread, when it delivers, waits for the oldest inference before it looks at the workers'
-sockets again (a message waits at most this long; a worker holds sets enough to go on meanwhile)."""
+"""How long the receiving thread, when it delivers and results are pending, waits for a message before it looks at
+their inferences again (a message wakes it at once; a finished inference is seen within this)."""
 
 SEND_S = 30.0
 """How long a message to a worker may wait for room in its socket: a worker reads each at once (between opening
@@ -312,8 +312,8 @@ class DecodeWorkers:
 
         With a queue that has no delivery threads (:attr:`delivers`), this thread delivers the results too, between
         the messages, so that the GIL changes hands only where it waits: for a message while no result is pending
-        (or for a submit from a feeding thread here, :meth:`AsyncQueue.wake_on_submit`), else for the oldest
-        inference, up to :data:`DELIVER_S` at a time. It then runs until the run stops, workers or none, and
+        (or for a submit from a feeding thread here, :meth:`AsyncQueue.wake_on_submit`), else for a message up to
+        :data:`DELIVER_S`, delivering what has finished after each wait. It then runs until the run stops, workers or none, and
         delivers the last results before it ends."""
         selector = selectors.DefaultSelector()
         for worker in self.processes:
@@ -328,7 +328,9 @@ class DecodeWorkers:
             while running or (delivers and not self._stopping):
                 began = clock()
                 sleeps = not delivers or queue.wake_on_submit(waker)
-                ready = selector.select(None if sleeps else 0)
+                # With results pending, a message wakes it at once and their inferences are looked at every
+                # DELIVER_S: a thread that polled them instead would take a core from the decoders it waits for.
+                ready = selector.select(None if sleeps else DELIVER_S)
                 woke = clock()
                 if delivers and sleeps:  # awake now: this thread's own submits below need not wake it again
                     queue.cancel_wake(waker)
@@ -354,9 +356,7 @@ class DecodeWorkers:
                         running -= 1
                         self._gone(worker, bye=over)
                 if delivers and not sleeps:
-                    if not ready:  # nothing came: wait for the oldest inference instead (as waiting, not busy)
-                        woke = began
-                    if queue.deliver_ready(0 if ready else DELIVER_S):
+                    if queue.deliver_ready(0):
                         for worker in self.processes:
                             if worker.owed and worker.alive:
                                 self._grant(worker, 0)

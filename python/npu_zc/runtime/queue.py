@@ -16,6 +16,7 @@ in submission order per key (``submit(..., key=)``).
 from __future__ import annotations
 
 import collections
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -545,7 +546,8 @@ class AsyncQueue:
         try:
             # In slices: between them Python runs its signal handlers, so Ctrl-C stops a wait on a request.
             while True:
-                left_ms = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+                # Rounded up: OpenVINO waits whole milliseconds, and a timeout under one must still wait, not poll.
+                left_ms = None if deadline is None else max(0, math.ceil((deadline - time.monotonic()) * 1000))
                 finished = bool(request.wait_for(_SLICE_MS if left_ms is None else min(_SLICE_MS, left_ms)))
                 if finished or (left_ms is not None and left_ms <= _SLICE_MS):
                     break
