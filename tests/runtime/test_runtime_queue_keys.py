@@ -17,7 +17,7 @@ pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency 
 
 import npu_zc
 from npu_zc.runtime import Session
-from queue_models import doubling_session  # noqa: E402
+from queue_models import doubling_session, slow_session  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -261,6 +261,20 @@ def test_deliver_ready_waits_for_the_oldest_up_to_its_timeout(session: Session) 
             frame = queue.acquire()
             queue.submit(frame, (0, 3), 0)
             queue.acquire(timeout=0.05)
+
+
+def test_deliver_ready_waits_a_timeout_under_a_millisecond() -> None:
+    """OpenVINO waits for a request in whole milliseconds: a timeout under one is rounded up, not down to a poll, so
+    that a thread that delivers between messages sleeps while the oldest inference runs instead of spinning."""
+    with slow_session().queue(1, heap="memfd", callback=lambda result: None, buffers=1, deliverers=0) as queue:
+        frame = queue.acquire(timeout=30)
+        frame.inputs[0][...] = 1.0
+        queue.submit(frame, 0, 0)
+        began = time.monotonic()
+        assert queue.deliver_ready(0.0004) == 0  # the inference takes far longer than that
+        assert time.monotonic() - began >= 0.0004
+        assert queue.join(timeout=120)
+        assert queue.pending == 0
 
 
 def test_deliver_ready_passes_over_a_held_key_only(session: Session) -> None:
