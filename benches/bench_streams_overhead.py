@@ -356,6 +356,7 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> int:
+    from bench_streams import _property
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, nargs="+", default=[8, 16])
     parser.add_argument("--seconds", type=float, default=6.0, help="each run's length (0: until the clips end)")
@@ -368,6 +369,9 @@ def main() -> int:
                         help="the clip's file: made there with --size and --frames unless it exists, then reused "
                         "(calls that compare versions run the same clip without making it again)")
     parser.add_argument("--model", default=None, help="a model file or efficientnet-lite0 (default: the tiny mean-pool model)")
+    parser.add_argument("--config", action="append", type=_property, default=[], metavar="KEY=VALUE",
+                        help="an OpenVINO property of the compiled model, e.g. NUM_STREAMS=4 (repeatable): how much of "
+                        "the stand-in's cost is its plugin's threads")
     parser.add_argument("--feeders", type=int, nargs="+", default=None,
                         help="feeding threads to compare (default: Streams' own choice only)")
     parser.add_argument("--deliverers", type=int, nargs="+", default=None,
@@ -403,9 +407,11 @@ def main() -> int:
         clip = make_clip(made, width, height, args.frames).replace(clip)
     if args.model is None:
         pipeline = npu_zc.Pipeline(tiny_model(), "CPU", hint="throughput", fit="stretch", top=3,
-                                   options=CompileOptions(inference_precision="f32"))  # fmt: skip
+                                   options=CompileOptions(inference_precision="f32", extra=dict(args.config)))  # fmt: skip
     else:
-        pipeline = npu_zc.Pipeline(args.model, "CPU", hint="throughput")
+        pipeline = npu_zc.Pipeline(args.model, "CPU", hint="throughput", options=CompileOptions(extra=dict(args.config)))
+    if args.config:
+        print(f"config   {' '.join(f'{k}={v}' for k, v in args.config)}", flush=True)
     decode = 0.0
     if args.decode_rate:
         from bench_streams import decode_rate
