@@ -36,6 +36,11 @@ made from Python per frame, by role (deterministic, so it compares versions on a
 every configuration N times, alternating, and gives each figure's median and the FPS spread: two configurations
 whose spreads overlap are not told apart by the run.
 
+``--config KEY=VALUE`` sets an OpenVINO property of the compiled model (e.g. ``NUM_STREAMS=2`` with
+``INFERENCE_NUM_THREADS=2``): the stand-in still runs on the CPU plugin, whose streams' threads the receiving thread
+wakes at every ``start_async``, so this shows how much of its time a frame is the plugin behind it. ``--clip PATH``
+keeps the clip made there for the next call (calls that compare versions run one clip).
+
 ``--contend N`` adds N Python threads that spin through the timed runs. A thread that gives the GIL up (for a
 decode, a conversion, a wait for a request, a lock) then waits up to a switch interval (5 ms) to take it back, as
 among the Xeon's thirty-odd busy Python threads: the wall time per frame shows how many such hand-overs lie on
