@@ -417,13 +417,14 @@ def main() -> int:
         pipeline = npu_zc.Pipeline(args.model, "CPU", hint="throughput", options=CompileOptions(extra=dict(args.config)))
     if args.config:
         print(f"config   {' '.join(f'{k}={v}' for k, v in args.config)}", flush=True)
-    decode = 0.0
+    decode = decode_ms = 0.0
     if args.decode_rate:
         from bench_streams import decode_rate
 
         cores = len(os.sched_getaffinity(0))
-        decode, _ = decode_rate(clip, cores)
-        print(f"decode   {decode:.0f} FPS: one single-threaded PyAV decoder per core, {cores} cores", flush=True)
+        decode, decode_ms = decode_rate(clip, cores)
+        print(f"decode   {decode:.0f} FPS, {decode_ms:.2f} ms of CPU a frame: one single-threaded PyAV decoder per "
+              f"core, {cores} cores", flush=True)
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
     seconds = args.seconds or None
     rows, calls = [], []
@@ -447,7 +448,8 @@ def main() -> int:
             print(("" if args.rounds == 1 else f"round {round_ + 1}: ")
                   + f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}, workers {r['workers']}"
                   + ("" if nice is None else f" at nice {nice}") + f": {r['fps']:6.0f} FPS"
-                  + (f" ({r['fps'] / decode:.0%} of decode)" if decode else "")
+                  + (f" ({r['fps'] / decode:.0%} of decode, its decoding {r['sources'] / 1000 / decode_ms:.2f}x the "
+                     "CPU a frame of decoding alone)" if decode else "")
                   + ("" if r["machine_cores"] is None else f" after {args.warm:g} s ({r['run_fps']:.0f} over the "
                      f"whole run), machine {r['machine_cores']:.1f} cores busy, {r['machine_cpu_us']:.0f} us/frame")
                   + f", wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame (sources {r['sources']:.0f}, "
@@ -475,7 +477,8 @@ def main() -> int:
                      None if r["receiving_cpu_us"] is None else round(r["receiving_cpu_us"]),
                      None if r["receiving_queued_us"] is None else round(r["receiving_queued_us"]),
                      *((None, None, None) if r["machine_cores"] is None else
-                       (round(r["run_fps"]), round(r["machine_cores"], 1), round(r["machine_cpu_us"])))])  # fmt: skip
+                       (round(r["run_fps"]), round(r["machine_cores"], 1), round(r["machine_cpu_us"]))),
+                     round(r["sources"] / 1000 / decode_ms, 2) if decode else None])  # fmt: skip
         c = count_calls(pipeline, clip, n, 50, feeders, deliverers, workers)
         calls.append([n, label, dlabel, r["workers"], round(c["sources"], 1), round(c["feeders"], 1),
                       round(c["delivery"], 1), round(sum(c.values()), 1)])  # fmt: skip
@@ -502,14 +505,15 @@ def main() -> int:
                    "(/proc/stat: every process) and its CPU us a frame. " if args.warm and args.seconds else "")
                 + (f"Each configuration run {args.rounds} times, alternating: every figure is its median over the rounds, "
                    "FPS spread the lowest and highest FPS. " if args.rounds > 1 else "")
-                + (f"Decode rate: {decode:.0f} FPS (one single-threaded PyAV decoder per core, {len(os.sched_getaffinity(0))} cores)."
-                   if decode else ""),
+                + (f"Decode rate: {decode:.0f} FPS, {decode_ms:.2f} ms of CPU a frame (one single-threaded PyAV decoder "
+                   f"per core, {len(os.sched_getaffinity(0))} cores); decoding against alone: the sources' threads' CPU "
+                   "a frame over that (what decoding beside everything else costs more)." if decode else ""),
         "columns": ["streams", "feeders", "deliverers", "workers", "workers' nice", "FPS", "FPS spread", "of decode rate", "wall us", "CPU us",
                     "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)", "outside decoding",
                     "this process's cores", "GIL probe median ms", "GIL probe p90 ms", "receiving thread busy",
                     "receiving thread us wall / frame", "receiving thread us on a core / frame",
                     "receiving thread us waiting for a core / frame", "FPS over the whole run", "machine cores busy",
-                    "machine CPU us"],
+                    "machine CPU us", "decoding against alone"],
         "rows": rows,
     }, {
         "title": "Python calls per frame (run with the GIL held), by role of thread",
