@@ -313,8 +313,8 @@ class DecodeWorkers:
         With a queue that has no delivery threads (:attr:`delivers`), this thread delivers the results too, between
         the messages, so that the GIL changes hands only where it waits: for a message while no result is pending
         (or for a submit from a feeding thread here, :meth:`AsyncQueue.wake_on_submit`), else for a message up to
-        :data:`DELIVER_S`, delivering what has finished after each wait. It then runs until the run stops, workers or none, and
-        delivers the last results before it ends."""
+        :data:`DELIVER_S`, delivering what has finished after each wait. It then runs until the run stops, workers
+        or none, and delivers the last results before it ends."""
         selector = selectors.DefaultSelector()
         for worker in self.processes:
             worker.sock.setblocking(False)
