@@ -288,7 +288,7 @@ def _requests(text: str) -> int | None:
     return None if text == "default" else int(text)
 
 
-def _property(text: str) -> tuple[str, str]:
+def openvino_property(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip() or not value.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE, e.g. NUM_STREAMS=4")
@@ -441,7 +441,7 @@ def main() -> int:
     parser.add_argument("--deliverers", type=int,
                         help="Streams' delivery threads (default: its own, default_deliverers(); 1: one serial stage; 0: the "
                         "decoding workers' receiving thread delivers)")
-    parser.add_argument("--config", action="append", type=_property, default=[], metavar="KEY=VALUE",
+    parser.add_argument("--config", action="append", type=openvino_property, default=[], metavar="KEY=VALUE",
                         help="an OpenVINO property of the compiled model, e.g. NUM_STREAMS=4 (repeatable; Streams and baseline)")
     parser.add_argument("--workers", type=int, nargs="+",
                         help="Streams' decoding worker processes (default: its own; 0: none); several only with --at")

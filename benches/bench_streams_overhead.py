@@ -361,7 +361,8 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> int:
-    from bench_streams import _property
+    from bench_streams import openvino_property
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, nargs="+", default=[8, 16])
     parser.add_argument("--seconds", type=float, default=6.0, help="each run's length (0: until the clips end)")
@@ -374,7 +375,7 @@ def main() -> int:
                         help="the clip's file: made there with --size and --frames unless it exists, then reused "
                         "(calls that compare versions run the same clip without making it again)")
     parser.add_argument("--model", default=None, help="a model file or efficientnet-lite0 (default: the tiny mean-pool model)")
-    parser.add_argument("--config", action="append", type=_property, default=[], metavar="KEY=VALUE",
+    parser.add_argument("--config", action="append", type=openvino_property, default=[], metavar="KEY=VALUE",
                         help="an OpenVINO property of the compiled model, e.g. NUM_STREAMS=4 (repeatable): how much of "
                         "the stand-in's cost is its plugin's threads")
     parser.add_argument("--feeders", type=int, nargs="+", default=None,
