@@ -34,7 +34,8 @@ Timings on a shared machine move with its load; the Python each frame runs with 
 run per count of streams with a profile hook on every thread counts the Python function calls and the C calls
 made from Python per frame, by role (deterministic, so it compares versions on a noisy machine). ``--rounds N`` runs
 every configuration N times, alternating, and gives each figure's median and the FPS spread: two configurations
-whose spreads overlap are not told apart by the run.
+whose spreads overlap are not told apart by the run. ``--decode-rate`` measures the all-core decode rate at the start
+of every round and compares each run with its own round's rate (a shared machine drifts within one call by as much).
 
 ``--config KEY=VALUE`` sets an OpenVINO property of the compiled model (e.g. ``NUM_STREAMS=2`` with
 ``INFERENCE_NUM_THREADS=2``): the stand-in still runs on the CPU plugin, whose streams' threads the receiving thread
@@ -342,6 +343,21 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
             "workers": getattr(run, "workers", 0), **roles}  # fmt: skip
 
 
+def spread(values: list[Any], form: str) -> str | None:
+    """The lowest and highest of a figure over the rounds (None with one round, or without the figure)."""
+    if len(values) < 2 or any(v is None for v in values):
+        return None
+    return f"{form.format(min(values))}-{form.format(max(values))}"
+
+
+def decode_span(decodes: list[tuple[float, float]]) -> str:
+    """The decode rates of the rounds, as the table's note gives them."""
+    fps, ms = [d[0] for d in decodes], [d[1] for d in decodes]
+    if len(decodes) == 1:
+        return f"{fps[0]:.0f} FPS, {ms[0]:.2f} ms of CPU a frame"
+    return f"{min(fps):.0f}-{max(fps):.0f} FPS, {min(ms):.2f}-{max(ms):.2f} ms of CPU a frame over the rounds"
+
+
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Each figure's median over ``runs`` (one configuration's rounds; a figure absent from a run stays absent)."""
     merged: dict[str, Any] = {}
@@ -393,7 +409,8 @@ def main() -> int:
     parser.add_argument("--probe", action="store_true",
                         help="a thread that sleeps 1 ms at a time beside each timed run: how late it runs Python again")
     parser.add_argument("--decode-rate", action="store_true",
-                        help="measure the all-core decode rate of the clip first (one single-threaded decoder per core)")
+                        help="measure the all-core decode rate of the clip (one single-threaded decoder per core) at the "
+                        "start of every round: each run is compared with its own round's rate")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every configuration this many times, alternating: the table gives each figure's "
                         "median and the FPS spread (default 1)")
@@ -418,14 +435,8 @@ def main() -> int:
         pipeline = npu_zc.Pipeline(args.model, "CPU", hint="throughput", options=CompileOptions(extra=dict(args.config)))
     if args.config:
         print(f"config   {' '.join(f'{k}={v}' for k, v in args.config)}", flush=True)
-    decode = decode_ms = 0.0
-    if args.decode_rate:
-        from bench_streams import decode_rate
-
-        cores = len(os.sched_getaffinity(0))
-        decode, decode_ms = decode_rate(clip, cores)
-        print(f"decode   {decode:.0f} FPS, {decode_ms:.2f} ms of CPU a frame: one single-threaded PyAV decoder per "
-              f"core, {cores} cores", flush=True)
+    decodes: list[tuple[float, float]] = []
+    """Per round with --decode-rate: the all-core decode rate (FPS, CPU ms a frame) measured at its start."""
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
     seconds = args.seconds or None
     rows, calls = [], []
@@ -440,17 +451,28 @@ def main() -> int:
     labels = {config: ("default" if config[0] is None else str(config[0]),
                        "default" if chosen[config] is None else str(chosen[config])) for config in configs}  # fmt: skip
     for round_ in range(args.rounds):  # alternating: a machine's drift falls on every configuration alike
+        decode = decode_ms = 0.0
+        if args.decode_rate:  # in every round: a shared machine's speed drifts within a call as much as runs differ
+            from bench_streams import decode_rate
+
+            cores = len(os.sched_getaffinity(0))
+            decode, decode_ms = decode_rate(clip, cores)
+            decodes.append((decode, decode_ms))
+            print(("" if args.rounds == 1 else f"round {round_ + 1}: ") + f"decode {decode:.0f} FPS, {decode_ms:.2f} "
+                  f"ms of CPU a frame: one single-threaded PyAV decoder per core, {cores} cores", flush=True)
         for config in configs:
             feeders, _, workers, nice, n = config
             deliverers, (label, dlabel) = chosen[config], labels[config]
             r = run(pipeline, clip, n, seconds, feeders, deliverers, args.contend, workers, args.probe, nice, args.warm)
+            r["of_decode"] = r["fps"] / decode if decode else None
+            r["against_alone"] = r["sources"] / 1000 / decode_ms if decode else None
             runs[config].append(r)
             outside = r["cpu_us"] - r["sources"]
             print(("" if args.rounds == 1 else f"round {round_ + 1}: ")
                   + f"{n:>3} streams, feeders {label:>7}, deliverers {dlabel:>7}, workers {r['workers']}"
                   + ("" if nice is None else f" at nice {nice}") + f": {r['fps']:6.0f} FPS"
-                  + (f" ({r['fps'] / decode:.0%} of decode, its decoding {r['sources'] / 1000 / decode_ms:.2f}x the "
-                     "CPU a frame of decoding alone)" if decode else "")
+                  + (f" ({r['of_decode']:.0%} of decode, its decoding {r['against_alone']:.2f}x the CPU a frame of "
+                     "decoding alone)" if decode else "")
                   + ("" if r["machine_cores"] is None else f" after {args.warm:g} s ({r['run_fps']:.0f} over the "
                      f"whole run), machine {r['machine_cores']:.1f} cores busy, {r['machine_cpu_us']:.0f} us/frame")
                   + f", wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame (sources {r['sources']:.0f}, "
@@ -468,8 +490,9 @@ def main() -> int:
         fpses = [x["fps"] for x in runs[config]]
         outside = r["cpu_us"] - r["sources"]
         rows.append([n, label, dlabel, r["workers"], nice, round(r["fps"]),
-                     f"{min(fpses):.0f}-{max(fpses):.0f}" if len(fpses) > 1 else None,
-                     round(r["fps"] / decode, 3) if decode else None,
+                     spread(fpses, "{:.0f}"),
+                     None if r["of_decode"] is None else round(r["of_decode"], 3),
+                     spread([x["of_decode"] for x in runs[config]], "{:.0%}"),
                      round(r["wall_us"]), round(r["cpu_us"]), round(r["sources"]), round(r["feeders"]),
                      round(r["delivery"]), round(r["other"]), round(outside), round(r["here_cores"], 2),
                      *((None, None) if r["probe_ms"] is None else (round(r["probe_ms"][0], 2), round(r["probe_ms"][1], 2))),
@@ -479,7 +502,7 @@ def main() -> int:
                      None if r["receiving_queued_us"] is None else round(r["receiving_queued_us"]),
                      *((None, None, None) if r["machine_cores"] is None else
                        (round(r["run_fps"]), round(r["machine_cores"], 1), round(r["machine_cpu_us"]))),
-                     round(r["sources"] / 1000 / decode_ms, 2) if decode else None])  # fmt: skip
+                     None if r["against_alone"] is None else round(r["against_alone"], 2)])  # fmt: skip
         c = count_calls(pipeline, clip, n, 50, feeders, deliverers, workers)
         calls.append([n, label, dlabel, r["workers"], round(c["sources"], 1), round(c["feeders"], 1),
                       round(c["delivery"], 1), round(sum(c.values()), 1)])  # fmt: skip
@@ -506,10 +529,12 @@ def main() -> int:
                    "(/proc/stat: every process) and its CPU us a frame. " if args.warm and args.seconds else "")
                 + (f"Each configuration run {args.rounds} times, alternating: every figure is its median over the rounds, "
                    "FPS spread the lowest and highest FPS. " if args.rounds > 1 else "")
-                + (f"Decode rate: {decode:.0f} FPS, {decode_ms:.2f} ms of CPU a frame (one single-threaded PyAV decoder "
-                   f"per core, {len(os.sched_getaffinity(0))} cores); decoding against alone: the sources' threads' CPU "
-                   "a frame over that (what decoding beside everything else costs more)." if decode else ""),
-        "columns": ["streams", "feeders", "deliverers", "workers", "workers' nice", "FPS", "FPS spread", "of decode rate", "wall us", "CPU us",
+                + (f"Decode rate: {decode_span(decodes)} (one single-threaded PyAV decoder per core, "
+                   f"{len(os.sched_getaffinity(0))} cores), measured at the start of every round; of decode rate: FPS "
+                   "over its round's rate; decoding against alone: the sources' threads' CPU a frame over its round's "
+                   "(what decoding beside everything else costs more); each the median over the rounds." if decodes else ""),
+        "columns": ["streams", "feeders", "deliverers", "workers", "workers' nice", "FPS", "FPS spread", "of decode rate",
+                    "of decode rate spread", "wall us", "CPU us",
                     "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)", "outside decoding",
                     "this process's cores", "GIL probe median ms", "GIL probe p90 ms", "receiving thread busy",
                     "receiving thread us wall / frame", "receiving thread us on a core / frame",
