@@ -353,9 +353,8 @@ def spread(values: list[Any], form: str) -> str | None:
 def decode_span(decodes: list[tuple[float, float]]) -> str:
     """The decode rates of the rounds, as the table's note gives them."""
     fps, ms = [d[0] for d in decodes], [d[1] for d in decodes]
-    if len(decodes) == 1:
-        return f"{fps[0]:.0f} FPS, {ms[0]:.2f} ms of CPU a frame"
-    return f"{min(fps):.0f}-{max(fps):.0f} FPS, {min(ms):.2f}-{max(ms):.2f} ms of CPU a frame over the rounds"
+    return (f"{spread(fps, '{:.0f}') or f'{fps[0]:.0f}'} FPS, {spread(ms, '{:.2f}') or f'{ms[0]:.2f}'} ms of CPU a "
+            "frame" + (" over the rounds" if len(decodes) > 1 else ""))
 
 
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -437,6 +436,9 @@ def main() -> int:
         print(f"config   {' '.join(f'{k}={v}' for k, v in args.config)}", flush=True)
     decodes: list[tuple[float, float]] = []
     """Per round with --decode-rate: the all-core decode rate (FPS, CPU ms a frame) measured at its start."""
+    if args.decode_rate:
+        from bench_streams import decode_rate
+    cores = len(os.sched_getaffinity(0))
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
     seconds = args.seconds or None
     rows, calls = [], []
@@ -453,9 +455,6 @@ def main() -> int:
     for round_ in range(args.rounds):  # alternating: a machine's drift falls on every configuration alike
         decode = decode_ms = 0.0
         if args.decode_rate:  # in every round: a shared machine's speed drifts within a call as much as runs differ
-            from bench_streams import decode_rate
-
-            cores = len(os.sched_getaffinity(0))
             decode, decode_ms = decode_rate(clip, cores)
             decodes.append((decode, decode_ms))
             print(("" if args.rounds == 1 else f"round {round_ + 1}: ") + f"decode {decode:.0f} FPS, {decode_ms:.2f} "
@@ -529,10 +528,10 @@ def main() -> int:
                    "(/proc/stat: every process) and its CPU us a frame. " if args.warm and args.seconds else "")
                 + (f"Each configuration run {args.rounds} times, alternating: every figure is its median over the rounds, "
                    "FPS spread the lowest and highest FPS. " if args.rounds > 1 else "")
-                + (f"Decode rate: {decode_span(decodes)} (one single-threaded PyAV decoder per core, "
-                   f"{len(os.sched_getaffinity(0))} cores), measured at the start of every round; of decode rate: FPS "
-                   "over its round's rate; decoding against alone: the sources' threads' CPU a frame over its round's "
-                   "(what decoding beside everything else costs more); each the median over the rounds." if decodes else ""),
+                + (f"Decode rate: {decode_span(decodes)} (one single-threaded PyAV decoder per core, {cores} cores), "
+                   "measured at the start of every round; of decode rate: FPS over its round's rate; decoding against "
+                   "alone: the sources' threads' CPU a frame over its round's (what decoding beside everything else "
+                   "costs more)" + ("; each the median over the rounds." if args.rounds > 1 else ".") if decodes else ""),
         "columns": ["streams", "feeders", "deliverers", "workers", "workers' nice", "FPS", "FPS spread", "of decode rate",
                     "of decode rate spread", "wall us", "CPU us",
                     "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)", "outside decoding",
