@@ -16,7 +16,10 @@ chooses where the model is not on the CPU (none: the receiving thread delivers),
 Per frame: wall microseconds (1e6 / FPS) and CPU microseconds of the whole process, and of each role of thread
 (``/proc/self/task/*/schedstat``, sampled every 50 ms): the sources' threads (PyAV demux + decode + the frame's
 plane views), the feeding threads (lane hand-over, the conversion, submit), the queue's delivery thread
-(waiting for results, postprocess, outputs) and the rest (OpenVINO's and FFmpeg's own threads).
+(waiting for results, postprocess, outputs), inference (the threads this process's Python never made: OpenVINO's)
+and the rest (the workers' FFmpeg and control threads, this process's main thread). "Outside decoding" is every
+role but the sources'; "outside decoding and inference" leaves out OpenVINO's threads too, which an NPU's plugin
+replaces with its own.
 A role whose threads' CPU per frame reaches the wall time per frame (a single thread's) is the serial stage.
 Beside them, how busy this process is (its threads' CPU over the wall time), with workers how much of its wall time
 the receiving thread is busy and, per frame, how long it ran on a core and how long it was runnable but waited for
@@ -138,13 +141,15 @@ class Sampler:
         self.wall_ns = time.perf_counter_ns() - self.began
 
     def by_role(self) -> dict[str, int]:
-        out = {"sources": 0, "feeders": 0, "delivery": 0, "other": 0}
+        """CPU nanoseconds by role; a thread Python never knew (none of this process's roles, made by a library)
+        counts as inference: OpenVINO's threads, as PyAV decodes here on one thread (``thread_count=1``)."""
+        out = {"sources": 0, "feeders": 0, "delivery": 0, "inference": 0, "other": 0}
         sampler = self.thread.native_id
         for tid, (ns, _) in self.last.items():
-            if tid == sampler or self.names.get(tid, "").startswith(("spinner", "probe", "window")):
+            name = self.names.get(tid)
+            if tid == sampler or (name or "").startswith(("spinner", "probe", "window")):
                 continue
-            name = self.names.get(tid, "")
-            out[role_of(name)] += ns - self.before.get(tid, (0, 0))[0]
+            out["inference" if name is None else role_of(name)] += ns - self.before.get(tid, (0, 0))[0]
         return out
 
     def of_threads(self, prefix: str) -> tuple[int, int]:
@@ -475,8 +480,10 @@ def main() -> int:
                   + ("" if r["machine_cores"] is None else f" after {args.warm:g} s ({r['run_fps']:.0f} over the "
                      f"whole run), machine {r['machine_cores']:.1f} cores busy, {r['machine_cpu_us']:.0f} us/frame")
                   + f", wall {r['wall_us']:5.0f} us/frame, CPU {r['cpu_us']:5.0f} us/frame (sources {r['sources']:.0f}, "
-                  f"feeders {r['feeders']:.0f}, delivery {r['delivery']:.0f}, other {r['other']:.0f}; outside decoding "
-                  f"{outside:.0f}; workers' start {r['start_s']:.2f} s CPU); this process {r['here_cores']:.2f} cores"
+                  f"feeders {r['feeders']:.0f}, delivery {r['delivery']:.0f}, inference {r['inference']:.0f}, other "
+                  f"{r['other']:.0f}; outside decoding {outside:.0f}, outside decoding and inference "
+                  f"{outside - r['inference']:.0f}; "
+                  f"workers' start {r['start_s']:.2f} s CPU); this process {r['here_cores']:.2f} cores"
                   + ("" if r["probe_ms"] is None else f", a thread waits to run Python again {r['probe_ms'][0]:.2f} ms "
                      f"(median), {r['probe_ms'][1]:.2f} ms (p90)")
                   + ("" if r["receiving_busy"] is None else f"; receiving thread busy {r['receiving_busy']:.0%} of its "
@@ -493,7 +500,8 @@ def main() -> int:
                      None if r["of_decode"] is None else round(r["of_decode"], 3),
                      spread([x["of_decode"] for x in runs[config]], "{:.0%}"),
                      round(r["wall_us"]), round(r["cpu_us"]), round(r["sources"]), round(r["feeders"]),
-                     round(r["delivery"]), round(r["other"]), round(outside), round(r["here_cores"], 2),
+                     round(r["delivery"]), round(r["inference"]), round(r["other"]), round(outside),
+                     round(outside - r["inference"]), round(r["here_cores"], 2),
                      *((None, None) if r["probe_ms"] is None else (round(r["probe_ms"][0], 2), round(r["probe_ms"][1], 2))),
                      None if r["receiving_busy"] is None else round(r["receiving_busy"], 2),
                      None if r["receiving_us"] is None else round(r["receiving_us"]),
@@ -534,7 +542,8 @@ def main() -> int:
                    "costs more)" + ("; each the median over the rounds." if args.rounds > 1 else ".") if decodes else ""),
         "columns": ["streams", "feeders", "deliverers", "workers", "workers' nice", "FPS", "FPS spread", "of decode rate",
                     "of decode rate spread", "wall us", "CPU us",
-                    "sources' threads", "feeding", "delivery", "other (OpenVINO, FFmpeg)", "outside decoding",
+                    "sources' threads", "feeding", "delivery", "inference (OpenVINO's threads)",
+                    "other (FFmpeg, control threads)", "outside decoding", "outside decoding and inference",
                     "this process's cores", "GIL probe median ms", "GIL probe p90 ms", "receiving thread busy",
                     "receiving thread us wall / frame", "receiving thread us on a core / frame",
                     "receiving thread us waiting for a core / frame", "FPS over the whole run", "machine cores busy",
