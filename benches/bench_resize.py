@@ -5,6 +5,7 @@ would write with OpenCV + numpy + ml_dtypes, all in the same run.
     python benches/bench_resize.py                 # one thread
     python benches/bench_resize.py --simd avx2     # the AVX2 path (Intel Core Ultra has no AVX-512)
     python benches/bench_resize.py --runs 100 --stat median
+    python benches/bench_resize.py --cold 512 --stat median   # each call's frame from memory, as a decoder leaves it
 
 For each case: npu_zc on one thread (a Converter, as the pipeline calls it:
 arguments checked once); the composition with OpenCV on one
@@ -16,6 +17,13 @@ them once and writes them once, an upper bound of the time to read them.
 npu_zc and the composition are timed in alternating blocks (--rounds) so that
 a burst of other work on the machine falls on both. Every timing is the best
 (or median) of --runs calls after a warm-up.
+
+By default every call reads the same source, which stays in the caches after
+the first. In a pipeline each frame is new: a decoder wrote it a while ago,
+on another core. ``--cold MB`` makes each call read the next of enough
+copies of the source to fill MB megabytes (more than the last-level cache),
+for npu_zc, the composition, ``cv2.resize`` of the source and the read alike,
+so every case starts from memory.
 """
 
 from __future__ import annotations
@@ -54,6 +62,27 @@ def sampled_rows(interpolation: str, src_h: int, dst_h: int) -> int:
     return len(rows)
 
 
+class Cycle:
+    """A case's sources, one per call in turn: ``frame`` alone, or with copies of it filling ``megabytes``."""
+
+    def __init__(self, frame: np.ndarray, megabytes: int) -> None:
+        count = max(1, megabytes * 2**20 // frame.nbytes)
+        self.frames = [frame, *(frame.copy() for _ in range(count - 1))]
+        self.next = 0
+
+    def __call__(self) -> np.ndarray:
+        frame = self.frames[self.next]
+        self.next = (self.next + 1) % len(self.frames)
+        return frame
+
+    def read(self, nbytes: int) -> Callable[[], object]:
+        """A copy of ``nbytes`` of the next source (read ``nbytes``, write ``nbytes``)."""
+        if len(self.frames) == 1:
+            return memcpy_of(nbytes)
+        out = np.empty(nbytes, np.uint8)
+        return lambda: np.copyto(out, self().reshape(-1)[:nbytes])
+
+
 @dataclass
 class Row:
     case: str
@@ -70,6 +99,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="alternating blocks (default 5)")
     parser.add_argument("--stat", choices=("min", "median"), default="min", help="best or median of the runs (default: best)")
     parser.add_argument("--simd", default=None, help="npu_zc's code path, e.g. avx2 (default: the best this CPU has)")
+    parser.add_argument("--cold", type=int, default=0, metavar="MB",
+                        help="each call reads the next of copies of its source filling MB megabytes (default 0: one source, cached)")
     args = parser.parse_args()
     if args.simd:  # as NPU_ZC_SIMD=... would: the results name the level (their own file, beside the best level's)
         os.environ["NPU_ZC_SIMD"] = args.simd
@@ -77,9 +108,9 @@ def main() -> None:
     runs = args.runs
     cv2.setNumThreads(1)
     rng = np.random.default_rng(0)
-    bgr = rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8)
-    nv12 = rng.integers(0, 256, (1620, 1920), dtype=np.uint8)
-    nv12_4k = rng.integers(0, 256, (3240, 3840), dtype=np.uint8)
+    bgr = Cycle(rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8), args.cold)
+    nv12 = Cycle(rng.integers(0, 256, (1620, 1920), dtype=np.uint8), args.cold)
+    nv12_4k = Cycle(rng.integers(0, 256, (3240, 3840), dtype=np.uint8), args.cold)
     rows: list[Row] = []
 
     # Buffers of the compositions, allocated once.
@@ -97,34 +128,35 @@ def main() -> None:
         np.multiply(small_f32, INV4, out=small_f32)
         out[...] = small_f32  # the ml_dtypes cast
 
-    def case(name: str, src: np.ndarray, fmt: str, dst: np.ndarray, dst_fmt: str, geometry: dict, norm: dict,
+    def case(name: str, src: Cycle, fmt: str, dst: np.ndarray, dst_fmt: str, geometry: dict, norm: dict,
              composition: Callable[[], object], resize_alone: Callable[[], object], read_bytes: int) -> None:
         # A Converter, as the pipeline calls it: arguments checked once.
-        src_size = (src.shape[1], src.shape[0] * 2 // 3 if fmt == "NV12" else src.shape[0])
+        shape = src.frames[0].shape
+        src_size = (shape[1], shape[0] * 2 // 3 if fmt == "NV12" else shape[0])
         ours = layout.Converter(fmt, dst_fmt, dst.shape[1], dst.shape[0], src_size=src_size, threads=1, simd=args.simd,
                                 **geometry, **norm)
-        t_ours, t_comp = paired_ms(lambda: ours(src, dst), composition, runs, args.rounds)
-        rows.append(Row(name, t_ours, t_comp, time_ms(resize_alone, runs), time_ms(memcpy_of(read_bytes), runs), ours.kernel))
+        t_ours, t_comp = paired_ms(lambda: ours(src(), dst), composition, runs, args.rounds)
+        rows.append(Row(name, t_ours, t_comp, time_ms(resize_alone, runs), time_ms(src.read(read_bytes), runs), ours.kernel))
 
     # 1. 1080p BGR -> 224x224 RGBx_BF16 normalised, bilinear and area.
     for interpolation, flag in (("bilinear", cv2.INTER_LINEAR), ("area", cv2.INTER_AREA)):
         out = np.empty((224, 224, 4), ml_dtypes.bfloat16)
 
         def composition(flag: int = flag, out: np.ndarray = out) -> None:
-            cv2.resize(bgr, (224, 224), dst=small_bgr, interpolation=flag)
+            cv2.resize(bgr(), (224, 224), dst=small_bgr, interpolation=flag)
             cv2.cvtColor(small_bgr, cv2.COLOR_BGR2RGBA, dst=small_rgba)
             normalise_bf16(small_rgba, out)
 
         case(f"1080p BGR -> 224 RGBx_BF16 norm, {interpolation}", bgr, "BGR", out, "RGBx_BF16",
              dict(interpolation=interpolation), NORM, composition,
-             lambda flag=flag: cv2.resize(bgr, (224, 224), dst=small_bgr, interpolation=flag),
+             lambda flag=flag: cv2.resize(bgr(), (224, 224), dst=small_bgr, interpolation=flag),
              sampled_rows(interpolation, 1080, 224) * 1920 * 3)
 
     # 2. 1080p NV12 -> 640x640 letterboxed RGBx u8 (YOLO: fill 114).
     out = np.empty((640, 640, 4), np.uint8)
 
     def letterbox() -> None:
-        cv2.cvtColor(nv12, cv2.COLOR_YUV2RGBA_NV12, dst=rgba_1080)
+        cv2.cvtColor(nv12(), cv2.COLOR_YUV2RGBA_NV12, dst=rgba_1080)
         boxed[:140] = 114
         boxed[500:] = 114
         cv2.resize(rgba_1080, (640, 360), dst=boxed[140:500], interpolation=cv2.INTER_LINEAR)
@@ -138,7 +170,7 @@ def main() -> None:
     out = np.empty((224, 224, 4), ml_dtypes.bfloat16)
 
     def nv12_4k_composition() -> None:
-        cv2.cvtColor(nv12_4k, cv2.COLOR_YUV2RGB_NV12, dst=rgb_4k)
+        cv2.cvtColor(nv12_4k(), cv2.COLOR_YUV2RGB_NV12, dst=rgb_4k)
         cv2.resize(rgb_4k, (224, 224), dst=small_rgb, interpolation=cv2.INTER_LINEAR)
         cv2.cvtColor(small_rgb, cv2.COLOR_RGB2RGBA, dst=small_rgba)
         normalise_bf16(small_rgba, out)
@@ -149,8 +181,9 @@ def main() -> None:
          sampled * 3840 + sampled * 3840 // 2)
     del rgb_1080
 
+    cold = f", each call's source the next of {len(bgr.frames)}-{len(nv12.frames)} copies ({args.cold} MB)" if args.cold else ""
     print(f"npu_zc resize benchmark: one thread, {'best' if args.stat == 'min' else 'median'} of {runs} runs, "
-          f"SIMD {args.simd or layout.simd_levels()[1]}, OpenCV {cv2.__version__} (1 thread), numpy {np.__version__}")
+          f"SIMD {args.simd or layout.simd_levels()[1]}{cold}, OpenCV {cv2.__version__} (1 thread), numpy {np.__version__}")
     print()
     header = (f"| {'case':42} | {'npu_zc ms':>9} | {'composition ms':>14} | {'speed-up':>8} | {'cv2.resize alone ms':>19} "
               f"| {'read ms':>7} | {'vs read':>7} | npu_zc kernels |")
@@ -166,14 +199,19 @@ def main() -> None:
         print(f"  {r.case}: {r.composition / r.ours:.1f}x the composition ({'met' if ok else 'MISSED'}), "
               f"{r.resize_alone / r.ours:.2f}x cv2.resize alone")
     saved = results.save("bench_resize", [{
-        "title": f"Frame to model input, one thread, SIMD {args.simd or layout.simd_levels()[1]}",
+        "title": f"Frame to model input, one thread, SIMD {args.simd or layout.simd_levels()[1]}"
+                 + (", each frame from memory" if args.cold else ""),
         "note": f"{'best' if args.stat == 'min' else 'median'} of {runs} runs in alternating blocks; composition = "
                 f"cv2.resize + cvtColor + numpy + ml_dtypes (OpenCV {cv2.__version__}, 1 thread); read = memcpy of the "
-                "source rows the resize samples",
+                "source rows the resize samples"
+                + (f"; each call's source the next of copies filling {args.cold} MB (from memory, as a frame a decoder "
+                   "wrote a while ago), for the read as many bytes of it in one run; cv2.resize alone resizes the source "
+                   "(BGR) or the composition's full-size intermediate, which the call before it wrote" if args.cold else ""),
         "columns": ["case", "npu_zc ms", "composition ms", "speed-up", "cv2.resize alone ms", "read ms", "npu_zc / read"],
         "rows": [[r.case, round(r.ours, 3), round(r.composition, 3), f"{r.composition / r.ours:.1f}x",
                   round(r.resize_alone, 3), round(r.read, 3), f"{r.ours / r.read:.2f}x"] for r in rows],
-    }], title="Resize: frame to model input in one pass")
+    }], title="Resize: frame to model input in one pass",
+       path=results.RESULTS / f"bench_resize--{results.machine()['slug']}--cold.json" if args.cold else None)
     print(f"\nresults: {saved}")
 
 
