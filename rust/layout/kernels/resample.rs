@@ -33,8 +33,9 @@ impl YuvTaps {
 }
 
 /// `Resample::yuv_linear` of one Y row (`ROWS` 1) or two sharing their
-/// chroma row (2; the second ignored with 1), into as many rows of sums.
-pub(crate) type YuvLinear = unsafe fn([&[u8]; 2], Chroma<'_>, &YuvTaps, [&mut [i16]; 2], &YuvOut);
+/// chroma row (2; the second ignored with 1), into as many rows of sums;
+/// the last argument: the plane rows the next call reads, to prefetch.
+pub(crate) type YuvLinear = unsafe fn([&[u8]; 2], Chroma<'_>, &YuvTaps, [&mut [i16]; 2], &YuvOut, &[&[u8]]);
 
 /// One set of row loops, for one level and one number of channels.
 #[derive(Clone, Copy)]
@@ -95,6 +96,7 @@ pub(crate) trait Resample {
         taps: &YuvTaps,
         out: [&mut [i16]; 2],
         yuv: &YuvOut,
+        _ahead: &[&[u8]],
     ) {
         yuv_linear_from::<ROWS>(0, y, chroma, &taps.linear, out, yuv)
     }

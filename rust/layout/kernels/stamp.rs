@@ -90,7 +90,7 @@ macro_rules! stamp_kernels {
         $crate::simd::stamp!(@fn $f yuv_linear<const ROWS: usize>(
             y: [&[u8]; 2], chroma: $crate::layout::kernels::resample::Chroma<'_>,
             taps: &$crate::layout::kernels::resample::YuvTaps, out: [&mut [i16]; 2],
-            yuv: &$crate::layout::plan::YuvOut
+            yuv: &$crate::layout::plan::YuvOut, ahead: &[&[u8]]
         ) = <$isa as $crate::layout::kernels::resample::Resample>::yuv_linear::<ROWS>);
     };
     // The fast rounding's two-row decoder (`Fast16`: 16-bit lanes, x86).

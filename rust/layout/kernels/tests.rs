@@ -579,10 +579,10 @@ proptest::proptest! {
             // SAFETY: the level is available on this CPU.
             unsafe {
                 if two {
-                    pair([&y0, &y1], chroma, &taps, [g0, g1], &out);
+                    pair([&y0, &y1], chroma, &taps, [g0, g1], &out, &[&y1, &uv, &u, &v]);
                 } else {
-                    one([&y0, &[]], chroma, &taps, [g0, &mut []], &out);
-                    one([&y1, &[]], chroma, &taps, [g1, &mut []], &out);
+                    one([&y0, &[]], chroma, &taps, [g0, &mut []], &out, &[&y1]);
+                    one([&y1, &[]], chroma, &taps, [g1, &mut []], &out, &[]);
                 }
             }
             for r in 0..2 {

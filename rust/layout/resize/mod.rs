@@ -369,12 +369,16 @@ impl Job<'_> {
                     // A strong shrink of an 8-bit 4:2:0 source: decoded as the x pass reads the planes.
                     let yuv = &reader.decode.expect("a row decoder for a YUV source").out;
                     let shared_chroma = (self.transform.source.y + rows[0] as usize).is_multiple_of(2);
+                    // The next output row's plane rows, prefetched by this row's first call.
+                    let next_rows = next.filter(|n| *n != rows).map_or([&[][..]; 6], |n| reader.plane_rows(n));
+                    let mut ahead = &next_rows[..];
                     if fresh == [true, true] && rows[1] == rows[0] + 1 && shared_chroma {
                         let ((y0, chroma), (y1, _)) =
                             (reader.planes(rows[0] as usize), reader.planes(rows[1] as usize));
                         let [r0, r1] = &mut scratch.ring;
                         let out = if rows[0] & 1 == 0 { [r0, r1] } else { [r1, r0] };
-                        unsafe { two([y0, y1], chroma, taps, out.map(|o| &mut o[..]), yuv) };
+                        unsafe { two([y0, y1], chroma, taps, out.map(|o| &mut o[..]), yuv, ahead) };
+                        ahead = &[];
                         scratch.ring_rows[rows[0] as usize & 1] = Some(rows[0]);
                         scratch.ring_rows[rows[1] as usize & 1] = Some(rows[1]);
                     }
@@ -382,7 +386,9 @@ impl Job<'_> {
                         let slot = s as usize & 1;
                         if scratch.ring_rows[slot] != Some(s) {
                             let (luma, chroma) = reader.planes(s as usize);
-                            unsafe { one([luma, &[]], chroma, taps, [&mut scratch.ring[slot], &mut []], yuv) };
+                            let out = [&mut scratch.ring[slot][..], &mut []];
+                            unsafe { one([luma, &[]], chroma, taps, out, yuv, ahead) };
+                            ahead = &[];
                             scratch.ring_rows[slot] = Some(s);
                         }
                     }

@@ -44,6 +44,28 @@ impl<'a> RowReader<'a> {
         }
     }
 
+    /// The Y rows `rows` of an 8-bit 4:2:0 source and their chroma rows (the
+    /// region's columns; each row once), as byte rows: what the fused x pass
+    /// prefetches for the next output row.
+    pub(super) fn plane_rows(&self, rows: [u32; 2]) -> [&'a [u8]; 6] {
+        let mut out = [&[][..]; 6];
+        for (k, &r) in rows.iter().enumerate() {
+            if k == 1 && r == rows[0] {
+                break;
+            }
+            let (luma, chroma) = self.planes(r as usize);
+            out[k] = luma;
+            if k == 1 && (self.region.y + r as usize) / 2 == (self.region.y + rows[0] as usize) / 2 {
+                break; // the same chroma row
+            }
+            match chroma {
+                Chroma::Interleaved(uv) => out[2 + 2 * k] = uv,
+                Chroma::Planar(u, v) => (out[2 + 2 * k], out[3 + 2 * k]) = (u, v),
+            }
+        }
+        out
+    }
+
     /// Row `r`'s Y bytes and its chroma row (the region's columns), of an
     /// 8-bit 4:2:0 source, read in place.
     pub(super) fn planes(&self, r: usize) -> (&'a [u8], Chroma<'a>) {

@@ -677,12 +677,13 @@ impl Resample for Avx2 {
         taps: &YuvTaps,
         out: [&mut [i16]; 2],
         yuv: &YuvOut,
+        ahead: &[&[u8]],
     ) {
         match (yuv.pos, yuv.pad) {
-            ([0, 1, 2], 0) => yuv_rows::<ROWS, false, false>(y, chroma, taps, out, yuv),
-            ([0, 1, 2], _) => yuv_rows::<ROWS, false, true>(y, chroma, taps, out, yuv),
-            ([2, 1, 0], 0) => yuv_rows::<ROWS, true, false>(y, chroma, taps, out, yuv),
-            ([2, 1, 0], _) => yuv_rows::<ROWS, true, true>(y, chroma, taps, out, yuv),
+            ([0, 1, 2], 0) => yuv_rows::<ROWS, false, false>(y, chroma, taps, out, yuv, ahead),
+            ([0, 1, 2], _) => yuv_rows::<ROWS, false, true>(y, chroma, taps, out, yuv, ahead),
+            ([2, 1, 0], 0) => yuv_rows::<ROWS, true, false>(y, chroma, taps, out, yuv, ahead),
+            ([2, 1, 0], _) => yuv_rows::<ROWS, true, true>(y, chroma, taps, out, yuv, ahead),
             _ => yuv_linear_from::<ROWS>(0, y, chroma, &taps.linear, out, yuv),
         }
     }
@@ -789,6 +790,35 @@ unsafe fn dwords8(dword: impl Fn(usize) -> u32) -> __m256i {
 /// The pixel of a step in each 32-bit lane of `yuv_rows`.
 const LANE: [usize; 8] = [0, 1, 4, 5, 2, 3, 6, 7];
 
+/// The cache lines of some byte rows, fetched a few at a time: a share of
+/// them each step of a loop of `steps`, so that all are asked for by its end.
+struct Prefetch<'a> {
+    rows: &'a [&'a [u8]],
+    row: usize,
+    at: usize,
+    per_step: usize,
+}
+
+impl<'a> Prefetch<'a> {
+    fn new(rows: &'a [&'a [u8]], steps: usize) -> Prefetch<'a> {
+        let lines: usize = rows.iter().map(|r| r.len().div_ceil(64)).sum();
+        Prefetch { rows, row: 0, at: 0, per_step: lines.div_ceil(steps.max(1)) }
+    }
+
+    #[inline(always)]
+    fn step(&mut self) {
+        for _ in 0..self.per_step {
+            while self.row < self.rows.len() && self.at >= self.rows[self.row].len() {
+                (self.row, self.at) = (self.row + 1, 0);
+            }
+            let Some(row) = self.rows.get(self.row) else { return };
+            // SAFETY: `at` < row.len(): the address lies inside the row (and a prefetch cannot fault anyway).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(row.as_ptr().add(self.at).cast()) };
+            self.at += 64;
+        }
+    }
+}
+
 /// `Resample::yuv_linear` for AVX2 (and AVX-512, compiled with its
 /// features): 8 destination pixels a step. Each lane gathers the 4 Y bytes
 /// at its first source pixel (the pixel and the next are its two) and the 4
@@ -808,6 +838,7 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
     taps: &YuvTaps,
     out: [&mut [i16]; 2],
     yuv: &YuvOut,
+    ahead: &[&[u8]],
 ) {
     let n = taps.start.len();
     assert!(taps.linear.index.len() == n && taps.linear.weight.len() == n);
@@ -827,6 +858,9 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
         x + 2 <= luma && chroma_end <= chroma_len
     };
     let vectors = taps.start.partition_point(|&x| fits(x));
+    // The next call's rows lie far past these (a strong shrink), where the
+    // hardware prefetchers would start cold: their lines spread over the steps.
+    let mut prefetch = Prefetch::new(ahead, vectors.div_ceil(8));
     let k = yuv.k;
     let mut d = 0;
     // SAFETY: the callers are compiled with AVX2. Every lane's loads lie
@@ -870,6 +904,7 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
                 }
                 d = vectors - 8;
             }
+            prefetch.step();
             // Lane k holds pixel d + LANE[k]: the two unpacks of the store then leave pixels in order.
             let starts = taps.start.as_ptr().add(d);
             let start = |k: usize| *starts.add(LANE[k]) as usize;
