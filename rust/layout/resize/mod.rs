@@ -405,10 +405,11 @@ impl Job<'_> {
                     }
                     if fresh == [true, true] && rows[1] == rows[0] + 1 && reader.pairs(rows[0] as usize) {
                         // Two new rows of a 4:2:0 source that share their chroma: decoded together, one x pass over both.
+                        let ahead = next.map_or([&[][..]; 2], |n| n.map(|s| reader.ahead(s as usize)));
                         let src = reader.row_pair(rows[0] as usize);
                         let [r0, r1] = &mut scratch.ring;
                         let out = if rows[0] & 1 == 0 { [r0, r1] } else { [r1, r0] };
-                        unsafe { (k.horizontal_linear2)(src, x, out.map(|o| &mut o[..]), [&[]; 2]) };
+                        unsafe { (k.horizontal_linear2)(src, x, out.map(|o| &mut o[..]), ahead) };
                         scratch.ring_rows =
                             if rows[0] & 1 == 0 { rows.map(Some) } else { [Some(rows[1]), Some(rows[0])] };
                     }
@@ -416,7 +417,7 @@ impl Job<'_> {
                         let slot = s as usize & 1;
                         if scratch.ring_rows[slot] != Some(s) {
                             // The row the next output row reads in this place, to prefetch.
-                            let ahead = next.map_or(&[][..], |n| reader.peek(n[t] as usize));
+                            let ahead = next.map_or(&[][..], |n| reader.ahead(n[t] as usize));
                             unsafe { (k.horizontal_linear)(reader.row(s as usize), x, &mut scratch.ring[slot], ahead) };
                             scratch.ring_rows[slot] = Some(s);
                         }

@@ -66,6 +66,16 @@ impl<'a> RowReader<'a> {
         out
     }
 
+    /// What the x pass prefetches of source row `r`: a packed row, or an
+    /// 8-bit 4:2:0 row's Y bytes (most of what decoding it reads).
+    pub(super) fn ahead(&self, r: usize) -> &'a [u8] {
+        let Rect { x, y, width, .. } = self.region;
+        match self.pixels {
+            SourcePixels::Nv12 { y: luma, .. } | SourcePixels::I420 { y: luma, .. } => &luma.row(y + r)[x..x + width],
+            _ => self.peek(r),
+        }
+    }
+
     /// Row `r`'s Y bytes and its chroma row (the region's columns), of an
     /// 8-bit 4:2:0 source, read in place.
     pub(super) fn planes(&self, r: usize) -> (&'a [u8], Chroma<'a>) {
