@@ -132,7 +132,7 @@ def main() -> None:
              composition: Callable[[], object], resize_alone: Callable[[], object], read_bytes: int) -> None:
         # A Converter, as the pipeline calls it: arguments checked once.
         shape = src.frames[0].shape
-        src_size = (shape[1], shape[0] * 2 // 3 if fmt == "NV12" else shape[0])
+        src_size = (shape[1], shape[0] * 2 // 3 if fmt in ("NV12", "I420") else shape[0])
         ours = layout.Converter(fmt, dst_fmt, dst.shape[1], dst.shape[0], src_size=src_size, threads=1, simd=args.simd,
                                 **geometry, **norm)
         t_ours, t_comp = paired_ms(lambda: ours(src(), dst), composition, runs, args.rounds)
@@ -166,7 +166,23 @@ def main() -> None:
          letterbox, lambda: cv2.resize(rgba_1080, (640, 360), dst=boxed[140:500], interpolation=cv2.INTER_LINEAR),
          sampled * 1920 + (sampled + 1) // 2 * 1920)
 
-    # 3. 4K NV12 -> 224x224 RGBx_BF16 normalised (bilinear).
+    # 3. 1080p I420 (a software decoder's frame) -> 224x224 RGBx u8, the centre square cropped (a classifier's input).
+    i420 = Cycle(rng.integers(0, 256, (1620, 1920), dtype=np.uint8), args.cold)
+    out = np.empty((224, 224, 4), np.uint8)
+    left, top, side = 488, 68, 944
+    centre = rgb_1080[top : top + side, left : left + side]
+
+    def crop_composition() -> None:
+        cv2.cvtColor(i420(), cv2.COLOR_YUV2RGB_I420, dst=rgb_1080)
+        cv2.resize(centre, (224, 224), dst=small_rgb, interpolation=cv2.INTER_LINEAR)
+        cv2.cvtColor(small_rgb, cv2.COLOR_RGB2RGBA, dst=out)
+
+    sampled = sampled_rows("bilinear", side, 224)
+    case("1080p I420 -> 224 RGBx u8, centre crop", i420, "I420", out, "RGBx", dict(roi=(left, top, side, side)), {},
+         crop_composition, lambda: cv2.resize(centre, (224, 224), dst=small_rgb, interpolation=cv2.INTER_LINEAR),
+         sampled * side + sampled * side // 2)
+
+    # 4. 4K NV12 -> 224x224 RGBx_BF16 normalised (bilinear).
     out = np.empty((224, 224, 4), ml_dtypes.bfloat16)
 
     def nv12_4k_composition() -> None:
