@@ -197,7 +197,8 @@ def main() -> None:
          sampled * 3840 + sampled * 3840 // 2)
     del rgb_1080
 
-    cold = f", each call's source the next of {len(bgr.frames)}-{len(nv12.frames)} copies ({args.cold} MB)" if args.cold else ""
+    copies = [len(c.frames) for c in (bgr, nv12, i420, nv12_4k)]
+    cold = f", each call's source the next of {min(copies)}-{max(copies)} copies ({args.cold} MB)" if args.cold else ""
     print(f"npu_zc resize benchmark: one thread, {'best' if args.stat == 'min' else 'median'} of {runs} runs, "
           f"SIMD {args.simd or layout.simd_levels()[1]}{cold}, OpenCV {cv2.__version__} (1 thread), numpy {np.__version__}")
     print()

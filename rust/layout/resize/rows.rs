@@ -69,9 +69,8 @@ impl<'a> RowReader<'a> {
     /// What the x pass prefetches of source row `r`: a packed row, or an
     /// 8-bit 4:2:0 row's Y bytes (most of what decoding it reads).
     pub(super) fn ahead(&self, r: usize) -> &'a [u8] {
-        let Rect { x, y, width, .. } = self.region;
         match self.pixels {
-            SourcePixels::Nv12 { y: luma, .. } | SourcePixels::I420 { y: luma, .. } => &luma.row(y + r)[x..x + width],
+            SourcePixels::Nv12 { .. } | SourcePixels::I420 { .. } => self.planes(r).0,
             _ => self.peek(r),
         }
     }
