@@ -79,7 +79,8 @@ def find_camera() -> str:
 
 def measure(label: str, frames: int, grab: Callable[[], Any], rest: Callable[[Any], None], lib: Any) -> dict[str, Any]:
     clock = time.perf_counter_ns
-    waits, works = [], []
+    waits: list[int] = []
+    works: list[int] = []
     for i in range(frames + 3):  # 3 warm-up frames
         if i == 3:
             lib.memcount_reset()
@@ -117,7 +118,7 @@ def bench(device: str, frames: int) -> list[dict[str, Any]]:
 
     # What a user writes today.
     cap = cv2.VideoCapture(device, cv2.CAP_V4L2)
-    cap.set(cv2.CAP_PROP_FOURCC, cv2.VideoWriter_fourcc(*"YUYV"))
+    cap.set(cv2.CAP_PROP_FOURCC, cv2.VideoWriter.fourcc(*"YUYV"))
     cap.set(cv2.CAP_PROP_FRAME_WIDTH, 640)
     cap.set(cv2.CAP_PROP_FRAME_HEIGHT, 480)
     if not cap.isOpened():

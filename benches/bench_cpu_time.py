@@ -196,7 +196,7 @@ def main() -> int:
               f"{r['other_threads_ms']:9.3f}{overhead:10.3f}{vs_same:14.3f}")  # fmt: skip
     print()
     met = []
-    if budget is not None and bare is not None:
+    if budget is not None and bare is not None and base is not None:
         print(f"target: zero-copy CPU overhead <= baseline's / 3 = ({base['cpu_ms']:.3f} - {bare['cpu_ms']:.3f}) / 3 = {budget:.3f} ms")
         for r in rows:
             if r["variant"].startswith("zero-copy"):

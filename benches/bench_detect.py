@@ -16,17 +16,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Callable
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import cv2
 import numpy as np
+from numpy.typing import ArrayLike
 
 import npu_zc
 import results
 import timing
 
 cv2.setNumThreads(1)
+
+# A peer's result: (boxes as xyxy, class ids, masks or keypoints or None), in its own array type.
+Decoded = tuple[ArrayLike, ArrayLike, object]
+# A peer: (output, classes, protos or None) -> its result, or None where it does not decode that task.
+Peer = Callable[[np.ndarray, int, np.ndarray | None], Decoded | None]
 
 
 def synthetic(nc: int, extra: int, n: int = 8400, hot: int = 373, seed: int = 0) -> np.ndarray:
@@ -48,7 +55,9 @@ def synthetic(nc: int, extra: int, n: int = 8400, hot: int = 373, seed: int = 0)
     return out
 
 
-def numpy_cv2(out: np.ndarray, nc: int, protos: np.ndarray | None = None, conf=0.25, iou=0.7, max_det=300):
+def numpy_cv2(
+    out: np.ndarray, nc: int, protos: np.ndarray | None = None, conf: float = 0.25, iou: float = 0.7, max_det: int = 300
+) -> Decoded:
     """What a user writes: numpy threshold and best class, OpenCV's batched NMS (masks: numpy + cv2.resize)."""
     p = out[0]
     scores = p[4:4 + nc]
@@ -74,7 +83,7 @@ def numpy_cv2(out: np.ndarray, nc: int, protos: np.ndarray | None = None, conf=0
     return boxes, cls[keep], extra
 
 
-def ultralytics_peer():
+def ultralytics_peer() -> Peer | None:
     try:
         import torch
         import torchvision  # noqa: F401  (Ultralytics then uses torchvision's NMS, as predict does)
@@ -84,7 +93,7 @@ def ultralytics_peer():
         return None
     torch.set_num_threads(1)
 
-    def run(out: np.ndarray, nc: int, protos: np.ndarray | None = None):
+    def run(out: np.ndarray, nc: int, protos: np.ndarray | None = None) -> Decoded:
         p = non_max_suppression(torch.from_numpy(out), 0.25, 0.7, nc=nc)[0]
         if protos is not None:
             masks = ops.process_mask(torch.from_numpy(protos[0]), p[:, 6:], p[:, :4], (640, 640), upsample=True)
@@ -94,16 +103,16 @@ def ultralytics_peer():
     return run
 
 
-def edgefirst_peer():
+def edgefirst_peer() -> Peer | None:
     """EdgeFirst's `edgefirst-decoder` on a HAL tensor holding the output (copied in before timing, as the model
     would have written it there), Ultralytics' caps: 30000 candidates into NMS, 300 out. Detect only here."""
     try:
         from edgefirst.decoder import Decoder, Output, Tensor
     except ImportError:
         return None
-    made: dict = {}
+    made: dict[int, tuple[Decoder, Tensor, np.ndarray]] = {}
 
-    def run(out: np.ndarray, nc: int, protos: np.ndarray | None = None):
+    def run(out: np.ndarray, nc: int, protos: np.ndarray | None = None) -> Decoded | None:
         if protos is not None or out.shape[1] != 4 + nc:
             return None  # seg / pose: not wired here
         key = id(out)
@@ -121,7 +130,7 @@ def edgefirst_peer():
     return run
 
 
-def model_api_peer():
+def model_api_peer() -> Peer | None:
     """OpenVINO model API's `YOLOv8.postprocess` (openvino-model-api) on the raw output: its wrapper built on a
     stand-in IR with the detector's input and output shapes (the wrapper only checks them). Detect only; it rounds
     boxes to whole pixels, clips them to the image and has no max_det cap."""
@@ -133,9 +142,9 @@ def model_api_peer():
         from model_api.models import YOLOv8
     except ImportError:
         return None
-    made: dict = {}
+    made: dict[tuple[int, ...], tuple[YOLOv8, str]] = {}
 
-    def run(out: np.ndarray, nc: int, protos: np.ndarray | None = None):
+    def run(out: np.ndarray, nc: int, protos: np.ndarray | None = None) -> Decoded | None:
         if protos is not None or out.shape[1] != 4 + nc:
             return None
         if out.shape not in made:
@@ -154,7 +163,7 @@ def model_api_peer():
     return run
 
 
-def same_boxes(ours: npu_zc.Detections, theirs) -> str:
+def same_boxes(ours: npu_zc.Detections, theirs: Decoded) -> str:
     boxes, classes = np.asarray(theirs[0], np.float32), np.asarray(theirs[1]).astype(np.int32)
     if len(boxes) != len(ours):
         return f"no ({len(boxes)} vs {len(ours)})"
@@ -163,7 +172,7 @@ def same_boxes(ours: npu_zc.Detections, theirs) -> str:
     return "yes"
 
 
-def same_rounded(ours: npu_zc.Detections, theirs) -> str:
+def same_rounded(ours: npu_zc.Detections, theirs: Decoded) -> str:
     """The model API's boxes: whole pixels, clipped to the 640x640 image, no max_det: its first len(ours)."""
     boxes, classes = np.asarray(theirs[0], np.float32), np.asarray(theirs[1]).astype(np.int32)
     n = min(len(boxes), len(ours))
@@ -174,7 +183,7 @@ def same_rounded(ours: npu_zc.Detections, theirs) -> str:
     return "yes (rounded)" if alike else "no (boxes differ)"
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--stat", choices=["min", "median"], default="median")
@@ -190,7 +199,7 @@ def main() -> None:
         ("segment [1,116,8400] + protos [1,32,160,160], masks", [seg, protos], 80, protos),
         ("pose [1,56,8400], keypoints", [pose], 1, None),
     ]
-    peers = {"numpy + cv2.dnn.NMSBoxesBatched": numpy_cv2}
+    peers: dict[str, Peer] = {"numpy + cv2.dnn.NMSBoxesBatched": numpy_cv2}
     if (u := ultralytics_peer()) is not None:
         peers = {"ultralytics non_max_suppression": u, **peers}
     if (e := edgefirst_peer()) is not None:
@@ -212,7 +221,9 @@ def main() -> None:
                 continue  # this peer does not decode this task
             t_peer, t_ours_paired = timing.paired_ms(lambda: fn(*args_), lambda: npu_zc.decode_yolo(outputs, layout),
                                                      runs, 4)
-            same = (same_rounded if fn is peers.get("openvino model API YOLOv8") else same_boxes)(ours, fn(*args_))
+            theirs = fn(*args_)
+            assert theirs is not None  # it decoded this task above
+            same = (same_rounded if fn is peers.get("openvino model API YOLOv8") else same_boxes)(ours, theirs)
             rows.append([name, peer, round(t_peer, 4), round(t_ours_paired, 4), round(t_peer / t_ours_paired, 2), same])
             if same == "yes" and (fastest is None or t_peer < fastest[1]):
                 fastest = (peer, t_peer, t_peer / t_ours_paired)
@@ -229,6 +240,7 @@ def main() -> None:
         "rows": rows,
     }], title="YOLO decode")
     print("saved", path)
+    return 0
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -94,12 +94,13 @@ def median(values: list[float]) -> float:
 
 
 def npu_zc_side(export: Path, frame: np.ndarray, runs: int, threads: int = 1) -> dict[str, Any]:
+    from npu_zc.detect import Detections
     from npu_zc.pipeline import Pipeline
 
     with Pipeline(export, "CPU") as pipeline:
         pipeline.preprocess.threads = threads  # before the first frame: its conversion is made with them
         report = pipeline.run(frame, runs, warmup=3)
-        dets = report.prediction
+        dets = cast(Detections, report.prediction)  # a YOLO export's
         # The bare model: the same compiled model on its bound input, back to back.
         bare = []
         for _ in range(min(runs, 20)):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
@@ -47,11 +48,11 @@ def main() -> int:
 
     import npu_zc
     from npu_zc import layout
-    from npu_zc.runtime import CompileOptions, compile_model, model_normalisation, read_model, to_int8_input
+    from npu_zc.runtime import CompileOptions, Session, compile_model, model_normalisation, read_model, to_int8_input
 
     norm = model_normalisation(read_model("efficientnet-lite0"))
     assert norm.mean is not None and norm.scale is not None
-    mean, scale = np.float32(norm.mean), np.float32(norm.scale)
+    mean, scale = np.asarray(norm.mean, np.float32), np.asarray(norm.scale, np.float32)  # float32 arrays
     model, step, zero_point = with_input_fake_quantize(read_model("efficientnet-lite0"), mean, scale)
     options = CompileOptions(inference_precision="f32", num_threads=2)
     int8 = compile_model(model, "CPU", options=options)
@@ -64,10 +65,13 @@ def main() -> int:
     frame = np.ascontiguousarray(cv2.resize(npu_zc.pipeline.sample_photo("coffee"), (1920, 1080)))
     size = int8.image.height
 
-    def zero_copy(session: object, fmt: str, **quant: object) -> tuple[object, object, np.ndarray]:
-        request = session.create_request()  # type: ignore[attr-defined]
-        dst = request.bind_input(npu_zc.alloc(session.inputs[0].nbytes))  # type: ignore[attr-defined]
-        out = request.bind_output(npu_zc.alloc(session.outputs[0].nbytes))  # type: ignore[attr-defined]
+    # quant: Quantisation.converter_args(), typed dict[str, Any] there.
+    def zero_copy(
+        session: Session, fmt: str, **quant: Any
+    ) -> tuple[Callable[[], object], Callable[[], None], np.ndarray]:
+        request = session.create_request()
+        dst = request.bind_input(npu_zc.alloc(session.inputs[0].nbytes))
+        out = request.bind_output(npu_zc.alloc(session.outputs[0].nbytes))
         # Normalised by the preprocess for int8; inside the model for u8.
         norm_args = dict(mean=tuple(mean), scale=tuple(scale), **quant) if quant else {}
         convert = layout.Converter("BGR", fmt, size, size, src_size=(1920, 1080), threads=1, **norm_args)

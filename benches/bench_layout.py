@@ -34,7 +34,7 @@ import argparse
 import mmap
 import os
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Literal, TypedDict
 
 import cv2
 import ml_dtypes
@@ -45,8 +45,12 @@ import results
 import timing
 from timing import memcpy_of, paired_ms, time_ms
 
+if TYPE_CHECKING:
+    from edgefirst.image import ImageProcessor
+    from numpy.typing import DTypeLike
 
-def page_aligned(shape: tuple[int, ...], dtype: object, like: np.ndarray | None = None) -> np.ndarray:
+
+def page_aligned(shape: tuple[int, ...], dtype: DTypeLike, like: np.ndarray | None = None) -> np.ndarray:
     """An array in an anonymous mapping (page-aligned, as the pipeline's buffers are), holding ``like``'s values."""
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dtype.itemsize
@@ -60,9 +64,26 @@ def aligned(array: np.ndarray) -> np.ndarray:
     return page_aligned(array.shape, array.dtype, array)
 
 
+def cvt_color(src: np.ndarray, code: int, dst: np.ndarray) -> Callable[[], object]:
+    """cv2.cvtColor from ``src`` into ``dst``, its arguments bound now (a loop's, where the peer is made in one)."""
+    return lambda: cv2.cvtColor(src, code, dst=dst)
+
+
 MEAN = np.array([123.675, 116.28, 103.53], np.float32)
 STD = np.array([58.395, 57.12, 57.375], np.float32)
-NORM = dict(mean=tuple(MEAN.tolist()), scale=tuple(STD.tolist()))
+
+
+class Normalisation(TypedDict, total=False):
+    """The Converter's normalisation, quantisation and rounding arguments a case gives."""
+
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    quant_scale: float
+    zero_point: int
+    rounding: Literal["exact", "fast"]
+
+
+NORM: Normalisation = dict(mean=tuple(MEAN.tolist()), scale=tuple(STD.tolist()))
 
 
 @dataclass
@@ -86,19 +107,20 @@ def edgefirst_converter(src: np.ndarray, src_fmt: str, dst_fmt: str, width: int,
     except ImportError:
         return None
     formats = {"NV12": "Nv12", "YUYV": "Yuyv", "RGBx": "Rgba", "RGB": "Rgb", "BGR": None, "BGRx": "Bgra"}
-    if formats.get(src_fmt) is None or formats.get(dst_fmt) is None:
+    src_name, dst_name = formats.get(src_fmt), formats.get(dst_fmt)
+    if src_name is None or dst_name is None:
         return None
     global _EDGEFIRST
     if _EDGEFIRST is None:
         _EDGEFIRST = ImageProcessor()
     proc = _EDGEFIRST
-    source = proc.create_image(width, height, getattr(PixelFormat, formats[src_fmt]))
+    source = proc.create_image(width, height, getattr(PixelFormat, src_name))
     source.from_numpy(src.reshape(source.shape))
-    dst = proc.create_image(width, height, getattr(PixelFormat, formats[dst_fmt]))
+    dst = proc.create_image(width, height, getattr(PixelFormat, dst_name))
     return lambda: proc.convert(source, dst)
 
 
-_EDGEFIRST: object | None = None
+_EDGEFIRST: ImageProcessor | None = None
 
 
 def best(candidates: dict[str, Callable[[], object]], runs: int) -> tuple[float, str]:
@@ -136,8 +158,8 @@ def main() -> None:
     nv12 = aligned(rng.integers(0, 256, (height * 3 // 2, width), dtype=np.uint8))
     rows: list[Row] = []
 
-    def measure(case: str, src: np.ndarray, src_fmt: str, dst_fmt: str, norm: dict, compositions: dict,
-                rounding: str = "exact") -> None:
+    def measure(case: str, src: np.ndarray, src_fmt: str, dst_fmt: str, norm: Normalisation,
+                compositions: dict[str, Callable[[], object]], rounding: Literal["exact", "fast"] = "exact") -> None:
         if args.only and args.only not in case:
             return
         shape = (3, height, width) if dst_fmt.startswith("RGBP") else (height, width, 3 if dst_fmt in ("RGB", "BGR") else 4)
@@ -145,7 +167,8 @@ def main() -> None:
                                "RGBx_BF16": ml_dtypes.bfloat16, "RGBx_FP16": np.float16, "RGBP_FLOAT": np.float32,
                                "RGBP_FP16": np.float16, "RGBx_I8": np.int8}[dst_fmt])
         moved = src.nbytes + dst.nbytes
-        how = dict(norm, rounding=rounding) if rounding != "exact" else norm  # (an older npu_zc has no rounding=)
+        # (an older npu_zc has no rounding=)
+        how: Normalisation = {**norm, "rounding": rounding} if rounding != "exact" else norm
         convert = layout.Converter(src_fmt, dst_fmt, width, height, threads=threads, **how)
         ours, copy = paired_ms(lambda: convert(src, dst), memcpy_of(moved // 2), runs, args.rounds)  # moved = read + written
         comp, name = best(compositions, runs) if compositions else (None, "")
@@ -223,10 +246,10 @@ def main() -> None:
                                 ("I420", i420, cv2.COLOR_YUV2RGBA_I420)):
         if camera_formats:
             measure(f"{case_fmt} -> RGBx (u8)", src, case_fmt, "RGBx", {},
-                    {f"cv2.cvtColor(YUV2RGBA_{case_fmt}, dst=)": lambda src=src, code=code: cv2.cvtColor(src, code, dst=rgba_u8)})
+                    {f"cv2.cvtColor(YUV2RGBA_{case_fmt}, dst=)": cvt_color(src, code, rgba_u8)})
             code3 = getattr(cv2, f"COLOR_YUV2RGB_{case_fmt}")
             measure(f"{case_fmt} -> RGB (u8)", src, case_fmt, "RGB", {},
-                    {f"cv2.cvtColor(YUV2RGB_{case_fmt}, dst=)": lambda src=src, code=code3: cv2.cvtColor(src, code, dst=rgb_u8)})
+                    {f"cv2.cvtColor(YUV2RGB_{case_fmt}, dst=)": cvt_color(src, code3, rgb_u8)})
     if camera_formats:
         measure("YUYV -> RGBx_BF16 (normalised)", yuyv, "YUYV", "RGBx_BF16", NORM,
                 {"cv2.cvtColor + numpy in place + ml_dtypes": packed_float(bf16_packed, yuyv, cv2.COLOR_YUV2RGBA_YUYV)})
@@ -244,7 +267,7 @@ def main() -> None:
             cv2.cvtColor(nv12_8, cv2.COLOR_YUV2RGBA_NV12, dst=rgba_u8)
 
         measure("P010 -> RGBx (u8)", p010, "P010", "RGBx", {}, {"p010 >> 8 (numpy) + cv2.cvtColor(YUV2RGBA_NV12)": p010_composition})
-        quant = dict(NORM, quant_scale=0.0187, zero_point=-3)
+        quant: Normalisation = {**NORM, "quant_scale": 0.0187, "zero_point": -3}
         f32_work, i8_out = np.empty((height, width, 4), np.float32), np.empty((height, width, 4), np.int8)
 
         def quantised(src: np.ndarray, code: int) -> Callable[[], object]:
@@ -278,7 +301,7 @@ def main() -> None:
                 code = getattr(cv2, f"COLOR_YUV2{name}_{case_fmt}")
                 measure(f"{case_fmt} -> {dst_fmt} (u8, fast rounding)", src, case_fmt, dst_fmt, {},
                         {f"cv2.cvtColor(YUV2{name}_{case_fmt}, dst=)":
-                         lambda src=src, code=code, out=out: cv2.cvtColor(src, code, dst=out)}, rounding="fast")
+                         cvt_color(src, code, out)}, rounding="fast")
     if not args.only:
         numpy_bf16 = time_ms(packed_float_numpy(bf16_packed), runs)
         numpy_planar = time_ms(planar_numpy, runs)
@@ -338,7 +361,9 @@ def memcpy_limit_ms(nbytes: int, threads: int, runs: int) -> float | None:
     thread copying its part 40 times after starting together (in Rust, so
     without the cost of handing out work that a conversion pays). None with
     a wheel without it."""
-    seconds = getattr(getattr(_core, "_bench", None), "memcpy_seconds", None) or getattr(_core, "_memcpy_seconds", None)
+    seconds: Callable[[int, int, int], float] | None = (
+        getattr(getattr(_core, "_bench", None), "memcpy_seconds", None) or getattr(_core, "_memcpy_seconds", None)
+    )
     if seconds is None:
         return None
     return min(seconds(nbytes, threads, 40) for _ in range(max(3, runs // 10))) * 1e3
@@ -388,8 +413,8 @@ def threads_sweep(counts: list[int], sizes: list[str], runs: int, rounds: int) -
                 table.append([n, round(ours, 3), f"{first[0] / ours:.1f}x", round(theirs, 3), f"{first[1] / theirs:.1f}x",
                               round(limit, 3) if limit else None, f"{ours / theirs:.2f}x",
                               f"{ours / limit:.2f}x" if limit else None])
-    for table in tables:
-        table["note"] = (f"{'min' if timing.STAT is min else 'median'} of {runs} runs, npu_zc (a Converter) and cv2.cvtColor "
+    for entry in tables:
+        entry["note"] = (f"{'min' if timing.STAT is min else 'median'} of {runs} runs, npu_zc (a Converter) and cv2.cvtColor "
                      f"(cv2.setNumThreads(n), OpenCV {cv2.__version__}) in alternating blocks; limit = memcpy of "
                      "(read + written bytes) / 2, each of n threads copying its part; x1 = speed-up over one thread")
     print(f"\nresults: {results.save('bench_layout_threads', tables, title='Layout engine: scaling over threads')}")

@@ -48,13 +48,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
 import results
 
-from npu_zc.pipeline import Pipeline, StageStats, full_hd, load_image, sample_photo
+from npu_zc.pipeline import ClassScore, Pipeline, StageStats, full_hd, load_image, sample_photo
 from npu_zc.runtime import core, imagenet_labels, model_normalisation, openvino_version, read_model
 
 HERE = Path(__file__).resolve().parent
@@ -160,7 +160,7 @@ class Variant:
 
             def step(frame: np.ndarray) -> tuple[int, int, int]:
                 prediction, pre, infer, post = pipeline.step(frame)
-                self.last = prediction[0].label
+                self.last = cast(list[ClassScore], prediction)[0].label  # a classifier's
                 return pre, infer, post
 
             self.step: Step = step

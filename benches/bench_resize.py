@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, TypedDict
 
 import cv2
 import ml_dtypes
@@ -41,9 +41,26 @@ from npu_zc import layout
 import results
 from timing import memcpy_of, paired_ms, time_ms, use_stat
 
+
+class Geometry(TypedDict, total=False):
+    """The Converter's geometry arguments a case gives."""
+
+    interpolation: str
+    fit: str
+    fill: int
+    roi: tuple[int, int, int, int]
+
+
+class Normalisation(TypedDict, total=False):
+    """The Converter's normalisation arguments a case gives."""
+
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+
+
 MEAN = np.array([123.675, 116.28, 103.53], np.float32)
 STD = np.array([58.395, 57.12, 57.375], np.float32)
-NORM = dict(mean=tuple(MEAN.tolist()), scale=tuple(STD.tolist()))
+NORM: Normalisation = dict(mean=tuple(MEAN.tolist()), scale=tuple(STD.tolist()))
 MEAN4 = np.append(MEAN, 0).astype(np.float32)
 INV4 = np.append(1 / STD, 0).astype(np.float32)
 def sampled_rows(interpolation: str, src_h: int, dst_h: int) -> int:
@@ -67,7 +84,7 @@ class Cycle:
 
     def __init__(self, frame: np.ndarray, megabytes: int) -> None:
         count = max(1, megabytes * 2**20 // frame.nbytes)
-        self.frames = [frame, *(frame.copy() for _ in range(count - 1))]
+        self.frames: list[np.ndarray] = [frame, *(frame.copy() for _ in range(count - 1))]
         self.next = 0
 
     def __call__(self) -> np.ndarray:
@@ -128,7 +145,7 @@ def main() -> None:
         np.multiply(small_f32, INV4, out=small_f32)
         out[...] = small_f32  # the ml_dtypes cast
 
-    def case(name: str, src: Cycle, fmt: str, dst: np.ndarray, dst_fmt: str, geometry: dict, norm: dict,
+    def case(name: str, src: Cycle, fmt: str, dst: np.ndarray, dst_fmt: str, geometry: Geometry, norm: Normalisation,
              composition: Callable[[], object], resize_alone: Callable[[], object], read_bytes: int) -> None:
         # A Converter, as the pipeline calls it: arguments checked once.
         shape = src.frames[0].shape
@@ -147,9 +164,11 @@ def main() -> None:
             cv2.cvtColor(small_bgr, cv2.COLOR_BGR2RGBA, dst=small_rgba)
             normalise_bf16(small_rgba, out)
 
+        def resize_alone(flag: int = flag) -> object:
+            return cv2.resize(bgr(), (224, 224), dst=small_bgr, interpolation=flag)
+
         case(f"1080p BGR -> 224 RGBx_BF16 norm, {interpolation}", bgr, "BGR", out, "RGBx_BF16",
-             dict(interpolation=interpolation), NORM, composition,
-             lambda flag=flag: cv2.resize(bgr(), (224, 224), dst=small_bgr, interpolation=flag),
+             dict(interpolation=interpolation), NORM, composition, resize_alone,
              sampled_rows(interpolation, 1080, 224) * 1920 * 3)
 
     # 2. 1080p NV12 -> 640x640 letterboxed RGBx u8 (YOLO: fill 114).

@@ -34,7 +34,8 @@ def red_square_model(folder: Path) -> Path:
     sys.path.insert(0, str(ROOT / "tests"))
     from conftest import save_red_square_yolo  # the tests' builder: one definition of the model
 
-    return save_red_square_yolo(folder / "red_square_openvino_model")
+    model: Path = save_red_square_yolo(folder / "red_square_openvino_model")
+    return model
 
 
 def clip(folder: Path) -> Path:
@@ -42,7 +43,8 @@ def clip(folder: Path) -> Path:
     sys.path.insert(0, str(ROOT / "tests"))
     from serve_helpers import back_and_forth, square_clip
 
-    return square_clip(folder / "square.mp4", back_and_forth(40))
+    path: Path = square_clip(folder / "square.mp4", back_and_forth(40))
+    return path
 
 
 def frames(stats: list[Any]) -> int:

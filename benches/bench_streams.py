@@ -82,7 +82,8 @@ def make_clip(path: Path, seconds: float, preset: str) -> Path:
         stream.options = {"preset": preset}
         for i in range(round(seconds * FPS)):
             x, y = (4 * i) % 640, 400 + (2 * i) % 200
-            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(wide[y : y + 1080, x : x + 1920]), format="bgr24")
+            image = np.ascontiguousarray(wide[y : y + 1080, x : x + 1920], np.uint8)  # (already u8: typed so)
+            frame = av.VideoFrame.from_ndarray(image, format="bgr24")
             for packet in stream.encode(frame):
                 out.mux(packet)
         for packet in stream.encode():
@@ -121,7 +122,7 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
              feeders: int | None = None, deliverers: int | None = None, requests: int | None = None,
              workers: int | None = None, out_of_phase: bool = False, worker_nice: int | None = None) -> dict[str, Any]:
     import npu_zc
-    from bench_streams_overhead import Sampler, machine_jiffies
+    from bench_streams_overhead import Sampler, machine_jiffies, threads_of
     from npu_zc.pipeline.streams import default_deliverers, default_feeders
     from npu_zc.pipeline.workers import default_workers
     from npu_zc.runtime.session import usable_cores
@@ -137,9 +138,9 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
         if deliverers is None:
             deliverers = default_deliverers(streams, workers=workers, device=pipeline.device)
     sources = [VideoSource(clip, name=f"s{i}", realtime=paced, live=paced, thread_count=threads) for i in range(streams)]
-    run = npu_zc.Streams(sources[:1] if staggered else sources, pipeline, feeders=feeders, deliverers=deliverers,
-                         requests=requests, **({} if workers is None else {"workers": workers}),
-                         **({} if worker_nice is None else {"worker_nice": worker_nice}))  # fmt: skip
+    # (feeders and deliverers left out where None: Streams' defaults, as None gives them)
+    run = npu_zc.Streams(sources[:1] if staggered else sources, pipeline, requests=requests,
+                         **threads_of(feeders, deliverers, workers, worker_nice))
     tick = None
     if staggered:
         adder = threading.Thread(target=add_in_turn, args=(run, sources[1:], 1 / FPS / streams), daemon=True)
@@ -534,6 +535,7 @@ def main() -> int:
                            args.requests, args.workers, args.out_of_phase),
         args.max_streams,
     )
+    base_runs: dict[int, dict[str, Any]]  # most_held's
     base_n, base_runs, base_rows = 0, {}, []
     if not args.ours_only:
         baseline = Baseline(args.model, args.device, config)

@@ -63,7 +63,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
@@ -89,7 +89,7 @@ def make_clip(path: Path, width: int, height: int, frames: int) -> Path:
         stream.options = {"preset": "ultrafast"}
         for i in range(frames):
             x, y = (2 * i) % width, (i % height)
-            image = np.ascontiguousarray(wide[y : y + height, x : x + width])
+            image = np.ascontiguousarray(wide[y : y + height, x : x + width], np.uint8)  # (already u8: typed so)
             for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="bgr24")):
                 out.mux(packet)
         for packet in stream.encode():
@@ -191,16 +191,27 @@ def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: i
         report = run.run()
     finally:
         sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
         run.close()
     n = max(1, report.frames)
     return {role: counts[role] / n for role in ("sources", "feeders", "delivery")}
 
 
-def threads_of(feeders: int | None, deliverers: int | None, workers: int | None = None) -> dict[str, int]:
-    """Streams' thread and process counts where set (left out otherwise: an older Streams takes neither
-    deliverers nor workers)."""
-    return {k: v for k, v in (("feeders", feeders), ("deliverers", deliverers), ("workers", workers)) if v is not None}
+class StreamsCounts(TypedDict, total=False):
+    """Streams' keyword arguments that threads_of gives."""
+
+    feeders: int
+    deliverers: int
+    workers: int
+    worker_nice: int
+
+
+def threads_of(feeders: int | None, deliverers: int | None, workers: int | None = None,
+               worker_nice: int | None = None) -> StreamsCounts:
+    """Streams' thread and process counts, and the workers' nice level, where set (left out otherwise: an older
+    Streams takes neither deliverers nor workers)."""
+    counts = (("feeders", feeders), ("deliverers", deliverers), ("workers", workers), ("worker_nice", worker_nice))
+    return cast(StreamsCounts, {k: v for k, v in counts if v is not None})
 
 
 def npu_host_worker_nice() -> int | None:
@@ -291,8 +302,7 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     from npu_zc.sources import VideoSource
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1) for i in range(streams)]
-    run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers, workers),
-                         **({} if worker_nice is None else {"worker_nice": worker_nice}))  # fmt: skip
+    run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers, workers, worker_nice))
     stop = threading.Event()
     helpers = [threading.Thread(target=spin, args=(stop,), name=f"spinner{k}", daemon=True) for k in range(contend)]
     for helper in helpers:
@@ -304,7 +314,8 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     window = Window(warm, seconds) if warm and seconds else None
     try:
         with Sampler() as sampler, window or contextlib.nullcontext():
-            report = run.run(window.count if window else None, duration=warm + seconds if window else seconds)
+            report = run.run(window.count if window else None,
+                             duration=window.warm + window.seconds if window else seconds)
     finally:
         stop.set()
         for thread in helpers:

@@ -20,11 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 
-from npu_zc.pipeline import Pipeline
+from npu_zc.pipeline import ClassScore, Pipeline
 from npu_zc.runtime import CompileOptions, compile_model, openvino_version
 
 FORMATS = ("RGBx_BF16", "RGBx_FP16", "RGBx")
@@ -65,7 +65,8 @@ def path_to_first_convolution(compiled: Any) -> list[dict[str, str]]:
 
 def graph_check(device: str) -> list[dict[str, Any]]:
     out = []
-    for fmt, precision in [(f, None) for f in FORMATS] + [("RGBx_BF16", "f32")]:
+    cases: list[tuple[str, Literal["f32"] | None]] = [(f, None) for f in FORMATS] + [("RGBx_BF16", "f32")]
+    for fmt, precision in cases:
         session = compile_model("efficientnet-lite0", device, hw_format=fmt, options=CompileOptions(inference_precision=precision))
         used = session.property("INFERENCE_PRECISION_HINT")
         path = path_to_first_convolution(session.compiled)
@@ -130,9 +131,10 @@ def agreement(device: str) -> dict[str, Any]:
         confident, confident_same = 0, 0  # views where f32 is at least 30% sure of its class
         disagreements = []
         for name, image in images:
-            a = bf16.process(image)
+            # A classifier's pipeline: process() gives ClassScores (its type covers every kind of model).
+            a = cast(list[ClassScore], bf16.process(image))
             logits_a = np.array(bf16.outputs[0], np.float32, copy=True)
-            b = f32.process(image)
+            b = cast(list[ClassScore], f32.process(image))
             logits_b = np.array(f32.outputs[0], np.float32, copy=True)
             same_top1 += a[0].index == b[0].index
             if b[0].score >= 0.3:

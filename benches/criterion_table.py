@@ -19,11 +19,12 @@ ROW = re.compile(r"^(\S.*?)\s+time:\s+\[\S+ \S+ (\S+) (\S+) \S+ \S+\]")
 
 def parse(text: str) -> dict[str, float]:
     times: dict[str, float] = {}
-    pending = None
+    pending: str | None = None
     for line in text.splitlines():
         m = ROW.match(line.strip()) if "time:" in line else None
         if m:
             name = m.group(1) if m.group(1) else pending
+            assert name is not None  # ROW's first group matches at least one character
             times[name.strip()] = float(m.group(2)) * UNITS[m.group(3)]
         elif line and not line.startswith(" ") and "/" in line:
             pending = line.strip()  # criterion puts long ids on their own line

@@ -84,11 +84,11 @@ def main() -> int:
             pipeline.run_throughput(source(args.frames), workers=args.workers, requests=requests)
         finally:
             sys.setprofile(None)
-            threading.setprofile(None)  # type: ignore[arg-type]
-        names = sorted({name for name, _ in counts})
+            threading.setprofile(None)
+        callers = sorted({name for name, _ in counts})
         print(f"Python calls per frame ({args.frames} frames, {args.workers} workers):")
         total_py = total_c = 0.0
-        for name in names:
+        for name in callers:
             py, c = counts[(name, "call")] / args.frames, counts[(name, "c_call")] / args.frames
             total_py, total_c = total_py + py, total_c + c
             print(f"  {name:24s} {py:7.1f} Python  {c:7.1f} C")

@@ -54,6 +54,7 @@ lint() {
     step "lint: clippy" cargo clippy --quiet --all-targets --features python -- -D warnings
     step "lint: stubs (stubtest)" "$PY" -m mypy.stubtest npu_zc._core --allowlist .ci/stubtest-allowlist.txt
     step "lint: types (mypy --strict, pyproject.toml)" "$PY" -m mypy python/npu_zc
+    step "lint: bench types (mypy --strict, pyproject.toml)" "$PY" -m mypy benches
     step "lint: docs/benchmarks.md renders benches/results" "$PY" scripts/render_benchmarks.py --check
 }
 
