@@ -187,11 +187,14 @@ def test_resizing_equals_nv12_with_the_same_samples(interpolation: str, fit: str
 
 def test_a_strong_shrink_gathers_chroma_groups_and_says_so() -> None:
     """A shrink whose x taps read at most half of the 2-pixel chroma groups decodes only those
-    (I420's straight from its planes, no row interleaved; bilinear on x86 in the x pass itself):
-    the same bytes as NV12's, on every level, and the kernel name says which way ran."""
+    (I420's straight from its planes, no row interleaved; bilinear on x86 in the x pass itself,
+    which also takes any shrink by 3 or more): the same bytes as NV12's, on every level, and the
+    kernel name says which way ran."""
     frames = _nv12_twins(np.random.default_rng(22), 192, 54)
     for level in LEVELS:
-        for (width, height), gathered in (((16, 12), True), ((150, 40), False)):
+        # (size, taps read at most half of the groups, shrunk by 3 or more)
+        for (width, height), gathered, strong in (((16, 12), True, True), ((64, 20), False, True),
+                                                  ((150, 40), False, False)):  # fmt: skip
             for interpolation in ("bilinear", "nearest"):
                 args: dict[str, Any] = dict(interpolation=interpolation, simd=level, threads=1)
                 want = empty_destination("RGBx", width, height)
@@ -202,10 +205,10 @@ def test_a_strong_shrink_gathers_chroma_groups_and_says_so() -> None:
                     assert same_bits(got, want), (fmt, level, width, interpolation)
                 kernel = layout.Converter("I420", "RGBx", width, height, src_size=(192, 54), **args).kernel
                 # A bilinear one on x86 decodes in its x pass, from the planes: nothing gathered first.
-                fused = gathered and interpolation == "bilinear" and level.startswith("avx")
+                fused = (gathered or strong) and interpolation == "bilinear" and level.startswith("avx")
                 assert ("/yuv420-fused" in kernel) == fused, kernel
                 assert ("/i420-gather" in kernel) == (gathered and not fused), kernel
-                assert ("/i420-interleave" in kernel) != gathered, kernel
+                assert ("/i420-interleave" in kernel) == (not gathered and not fused), kernel
 
 
 def test_a_crop_off_the_chroma_grid_is_refused() -> None:

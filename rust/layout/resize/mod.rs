@@ -66,15 +66,24 @@ struct Job<'p> {
 struct Tables {
     method: Method,
     groups: Option<Vec<u32>>,
-    /// Where `groups` are: a bilinear method's x taps before `compact_columns`.
+    /// Where the fused x pass may take the shrink (`groups` are, or it
+    /// shrinks by 3 or more): a bilinear method's x taps before `compact_columns`.
     yuv_taps: Option<YuvTaps>,
 }
 
 impl Tables {
-    fn cached(interpolation: Interpolation, src: (usize, usize), dst: (usize, usize), yuv: bool) -> Arc<Tables> {
-        type Key = (Interpolation, (usize, usize), (usize, usize), bool);
+    /// `yuv`: the source may gather chroma groups (`may_gather`); `fusable`:
+    /// the fused x pass can read it (`may_fuse`).
+    fn cached(
+        interpolation: Interpolation,
+        src: (usize, usize),
+        dst: (usize, usize),
+        yuv: bool,
+        fusable: bool,
+    ) -> Arc<Tables> {
+        type Key = (Interpolation, (usize, usize), (usize, usize), bool, bool);
         static RECENT: Recent<Key, Tables, 8> = Recent::new();
-        RECENT.get_or_make((interpolation, src, dst, yuv), || {
+        RECENT.get_or_make((interpolation, src, dst, yuv, fusable), || {
             let mut method = Method::new(interpolation, src, dst);
             let linear = match &method {
                 Method::Linear { x, .. } if yuv => Some(x.clone()),
@@ -82,7 +91,12 @@ impl Tables {
             };
             // A YUV source shrunk along x: decode only the pixel pairs the x taps read.
             let groups = if yuv { compact_columns(&mut method, src.0) } else { None };
-            let yuv_taps = linear.filter(|_| groups.is_some()).map(YuvTaps::new);
+            // The fused pass decodes two pixels a destination pixel, the row
+            // decoders every pixel of the row once: a shrink by 3 or more
+            // decodes fewer in the fused pass, whatever share of the groups
+            // its taps read.
+            let strong = fusable && 3 * dst.0 <= src.0;
+            let yuv_taps = linear.filter(|_| groups.is_some() || strong).map(YuvTaps::new);
             Tables { method, groups, yuv_taps }
         })
     }
@@ -114,8 +128,10 @@ pub(crate) fn yuv_path(
     transform: &Transform,
     level: SimdLevel,
 ) -> YuvPath {
-    let tables = Tables::cached(interpolation, transform.source.size(), transform.content.size(), may_gather(src));
-    if fused_pass(src, plan, &tables, &row_kernels(level, plan.src_channels).0).is_some() {
+    let kernels = row_kernels(level, plan.src_channels).0;
+    let (source, content) = (transform.source.size(), transform.content.size());
+    let tables = Tables::cached(interpolation, source, content, may_gather(src), may_fuse(src, plan, &kernels));
+    if fused_pass(src, plan, &tables, &kernels).is_some() {
         YuvPath::Fused
     } else if tables.groups.is_some() {
         YuvPath::Gathered
@@ -134,11 +150,18 @@ fn fused_pass<'t>(
     tables: &'t Tables,
     kernels: &RowKernels,
 ) -> Option<(&'t YuvTaps, [YuvLinear; 2])> {
-    let decodes_to_4_bytes = plan.nv12.as_ref().is_some_and(|d| d.out.bytes == 4);
     match (&tables.yuv_taps, kernels.yuv_linear) {
-        (Some(taps), Some(kernel)) if fused_source(src) && decodes_to_4_bytes => Some((taps, kernel)),
+        (Some(taps), Some(kernel)) if may_fuse(src, plan, kernels) => Some((taps, kernel)),
         _ => None,
     }
+}
+
+/// Whether the fused x pass can read `src` as `plan` decodes it, with
+/// `kernels`: an 8-bit 4:2:0 source decoded to 4-byte pixels, at a level
+/// that has the kernel (the tables then say whether the shrink takes it).
+fn may_fuse(src: Format, plan: &Plan, kernels: &RowKernels) -> bool {
+    let decodes_to_4_bytes = plan.nv12.as_ref().is_some_and(|d| d.out.bytes == 4);
+    fused_source(src) && decodes_to_4_bytes && kernels.yuv_linear.is_some()
 }
 
 /// The sources whose bilinear shrinks the fused x pass reads: 8-bit 4:2:0.
@@ -198,9 +221,10 @@ pub(crate) fn run(
         SourcePixels::Packed { .. } => None,
         _ => Some(plan.nv12.expect("a YUV plan")),
     };
-    let tables = Tables::cached(interpolation, source.size(), content.size(), may_gather(src.format()));
-    let (method, mut groups) = (&tables.method, tables.groups.as_deref());
     let (kernels, _) = row_kernels(level, channels);
+    let fusable = may_fuse(src.format(), plan, &kernels);
+    let tables = Tables::cached(interpolation, source.size(), content.size(), may_gather(src.format()), fusable);
+    let (method, mut groups) = (&tables.method, tables.groups.as_deref());
     let fused = fused_pass(src.format(), plan, &tables, &kernels);
     if fused.is_some() {
         groups = None; // nothing is gathered

@@ -1,0 +1,108 @@
+"""Diagnosis (not a bench with targets): a decoder's 1080p frame (NV12, I420) into model inputs of several sizes,
+one thread, cached and from memory, under two or more builds of npu_zc side by side. Which path a shrink takes
+(the fused x pass, gathered groups, whole rows) is the library's choice, so comparing a change of it needs the
+build before it beside the one after.
+
+    python3 benches/yuv_resize_builds.py OLD_DIR NEW_DIR --rounds 4            # each DIR holds an npu_zc package
+    NPU_ZC_SIMD=avx2 python3 benches/yuv_resize_builds.py OLD_DIR NEW_DIR       # the AVX2 path
+
+Each round runs every build in its own process, in turn (a shared machine's drift falls on each alike); a
+build's figure for a case is the median of 7 blocks of 30 calls. "From memory": each call reads the next of
+copies of the frame filling --cold MB, as a pipeline's frame comes from its decoder. Per case: each build's
+range over the rounds, its kernel path, and the median of the later builds' per-round ratios to the first's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+CASES: tuple[tuple[str, tuple[int, int, int, int] | None, int, int], ...] = (
+    ("centre square -> 224", (420, 0, 1080, 1080), 224, 224),
+    ("centre square -> 256", (420, 0, 1080, 1080), 256, 256),
+    ("-> 416x416", None, 416, 416),
+    ("-> 512x512", None, 512, 512),
+    ("-> 640x640", None, 640, 640),
+    ("-> 800x450", None, 800, 450),
+)
+
+MEASURE = r"""
+import json, statistics, sys, time
+import numpy as np
+from npu_zc import layout
+cases, megabytes = json.loads(sys.argv[1]), int(sys.argv[2])
+rng = np.random.default_rng(1)
+width, height = 1920, 1080
+planes = {
+    "I420": ((height, width), (height // 2, width // 2), (height // 2, width // 2)),
+    "NV12": ((height, width), (height // 2, width)),
+}
+out = {}
+for fmt, shapes in planes.items():
+    frame = tuple(rng.integers(16, 236, shape, np.uint8) for shape in shapes)
+    count = max(1, megabytes * 2**20 // sum(p.nbytes for p in frame))
+    frames = [frame, *(tuple(p.copy() for p in frame) for _ in range(count - 1))]
+    for name, roi, w, h in cases:
+        geometry = {} if roi is None else {"roi": tuple(roi)}
+        convert = layout.Converter(fmt, "RGBx", w, h, src_size=(width, height), threads=1, **geometry)
+        dst = np.empty((h, w, 4), np.uint8)
+        for f in frames[:3]:
+            convert(f, dst)
+        for mode in ("cached", "from memory"):
+            blocks, k = [], 0
+            for _ in range(7):
+                began = time.perf_counter()
+                for _ in range(30):
+                    convert(frames[0] if mode == "cached" else frames[k % len(frames)], dst)
+                    k += 1
+                blocks.append((time.perf_counter() - began) / 30 * 1e6)
+            out[f"{fmt} {name}, {mode}"] = [statistics.median(blocks), convert.kernel]
+print(json.dumps(out))
+"""
+
+
+def measure(build: str, megabytes: int) -> dict[str, tuple[float, str]]:
+    """Every case under the npu_zc package in ``build`` (a directory), in a process of its own."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([build, os.environ.get("PYTHONPATH", "")])}
+    cases = json.dumps([list(case) for case in CASES])
+    done = subprocess.run([sys.executable, "-c", MEASURE, cases, str(megabytes)], env=env, check=True,
+                          capture_output=True, text=True)  # fmt: skip
+    return {case: (float(us), str(kernel)) for case, (us, kernel) in json.loads(done.stdout).items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("builds", nargs="+", help="directories, each holding an npu_zc package (the first: the base)")
+    parser.add_argument("--rounds", type=int, default=4, help="alternating rounds (default 4)")
+    parser.add_argument("--cold", type=int, default=1024, metavar="MB", help="copies of each frame (default 1024 MB)")
+    args = parser.parse_args()
+    for build in args.builds:
+        if not (Path(build) / "npu_zc" / "__init__.py").is_file():
+            parser.error(f"{build} holds no npu_zc package")
+    runs: list[list[dict[str, tuple[float, str]]]] = [[] for _ in args.builds]
+    for round_ in range(args.rounds):
+        for k, build in enumerate(args.builds):
+            runs[k].append(measure(build, args.cold))
+        print(f"round {round_ + 1} of {args.rounds} done", file=sys.stderr, flush=True)
+    simd = os.environ.get("NPU_ZC_SIMD", "the best level")
+    print(f"µs a call, one thread, {simd}; each build's range over {args.rounds} rounds")
+    for case in runs[0][0]:
+        line = [f"{case:42}"]
+        for k, build in enumerate(args.builds):
+            times = [run[case][0] for run in runs[k]]
+            path = runs[k][0][case][1].split(" + ")[1]
+            line.append(f"{Path(build).name or build}: {min(times):7.1f}-{max(times):7.1f} ({path})")
+            if k:
+                ratio = statistics.median(new[case][0] / old[case][0] for new, old in zip(runs[k], runs[0]))
+                line.append(f"x{ratio:.2f}")
+        print("  ".join(line))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
