@@ -35,31 +35,25 @@ MEASURE = r"""
 import json, statistics, sys, time
 import numpy as np
 from npu_zc import layout
+from bench_resize import Cycle
 cases, megabytes = json.loads(sys.argv[1]), int(sys.argv[2])
 rng = np.random.default_rng(1)
 width, height = 1920, 1080
-planes = {
-    "I420": ((height, width), (height // 2, width // 2), (height // 2, width // 2)),
-    "NV12": ((height, width), (height // 2, width)),
-}
 out = {}
-for fmt, shapes in planes.items():
-    frame = tuple(rng.integers(16, 236, shape, np.uint8) for shape in shapes)
-    count = max(1, megabytes * 2**20 // sum(p.nbytes for p in frame))
-    frames = [frame, *(tuple(p.copy() for p in frame) for _ in range(count - 1))]
+for fmt in ("I420", "NV12"):
+    frames = Cycle(rng.integers(16, 236, (height * 3 // 2, width), np.uint8), megabytes)  # one buffer, planes in turn
     for name, roi, w, h in cases:
         geometry = {} if roi is None else {"roi": tuple(roi)}
         convert = layout.Converter(fmt, "RGBx", w, h, src_size=(width, height), threads=1, **geometry)
         dst = np.empty((h, w, 4), np.uint8)
-        for f in frames[:3]:
-            convert(f, dst)
+        for _ in range(3):
+            convert(frames(), dst)
         for mode in ("cached", "from memory"):
-            blocks, k = [], 0
+            blocks = []
             for _ in range(7):
                 began = time.perf_counter()
                 for _ in range(30):
-                    convert(frames[0] if mode == "cached" else frames[k % len(frames)], dst)
-                    k += 1
+                    convert(frames.frames[0] if mode == "cached" else frames(), dst)
                 blocks.append((time.perf_counter() - began) / 30 * 1e6)
             out[f"{fmt} {name}, {mode}"] = [statistics.median(blocks), convert.kernel]
 print(json.dumps(out))
@@ -68,10 +62,13 @@ print(json.dumps(out))
 
 def measure(build: str, megabytes: int) -> dict[str, tuple[float, str]]:
     """Every case under the npu_zc package in ``build`` (a directory), in a process of its own."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([build, os.environ.get("PYTHONPATH", "")])}
+    benches = str(Path(__file__).resolve().parent)  # bench_resize's Cycle (its copies of a frame), as it makes them
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([build, benches, os.environ.get("PYTHONPATH", "")])}
     cases = json.dumps([list(case) for case in CASES])
-    done = subprocess.run([sys.executable, "-c", MEASURE, cases, str(megabytes)], env=env, check=True,
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", MEASURE, cases, str(megabytes)], env=env, capture_output=True,
+                          text=True)  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"measuring under {build} failed (exit status {done.returncode}):\n{done.stderr.strip()}")
     return {case: (float(us), str(kernel)) for case, (us, kernel) in json.loads(done.stdout).items()}
 
 

@@ -95,7 +95,7 @@ impl Tables {
             // decoders every pixel of the row once: a shrink by 3 or more
             // decodes fewer in the fused pass, whatever share of the groups
             // its taps read.
-            let strong = fusable && 3 * dst.0 <= src.0;
+            let strong = fusable && dst.0 <= src.0 / 3;
             let yuv_taps = linear.filter(|_| groups.is_some() || strong).map(YuvTaps::new);
             Tables { method, groups, yuv_taps }
         })

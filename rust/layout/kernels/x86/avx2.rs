@@ -858,8 +858,9 @@ fn yuv_rows<const ROWS: usize, const SWAP: bool, const PAD: bool>(
         x + 2 <= luma && chroma_end <= chroma_len
     };
     let vectors = taps.start.partition_point(|&x| fits(x));
-    // The next call's rows lie far past these (a strong shrink), where the
-    // hardware prefetchers would start cold: their lines spread over the steps.
+    // The next call's rows lie past these (rows apart where the shrink along y
+    // is strong), where the hardware prefetchers would start cold: their
+    // lines spread over the steps.
     let mut prefetch = Prefetch::new(ahead, vectors.div_ceil(8));
     let k = yuv.k;
     let mut d = 0;
