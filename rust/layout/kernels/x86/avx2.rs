@@ -730,6 +730,7 @@ pub(super) fn rows<const C: usize, const R: usize>(
         let spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
         let weights = taps.weight.as_ptr();
         while d + 2 <= n && fits(d + 1) {
+            // A line a step, not `Prefetch`: its bookkeeping cost this two-pixel step more (docs/layout.md).
             for a in &ahead {
                 if fetched < a.len() {
                     _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().add(fetched).cast());

@@ -1,10 +1,12 @@
-"""Diagnosis (not a bench with targets): a decoder's 1080p frame (NV12, I420) into model inputs of several sizes,
-one thread, cached and from memory, under two or more builds of npu_zc side by side. Which path a shrink takes
-(the fused x pass, gathered groups, whole rows) is the library's choice, so comparing a change of it needs the
-build before it beside the one after.
+"""Diagnosis (not a bench with targets): a 1080p frame (a decoder's NV12 or I420 by default; packed RGB with
+``--formats``) into model inputs of several sizes, one thread, cached and from memory, under two or more builds of
+npu_zc side by side. Which path a shrink takes (the fused x pass, gathered groups, whole rows) and how the x pass
+reads its rows are the library's choice, so comparing a change of them needs the build before it beside the one
+after.
 
-    python3 benches/yuv_resize_builds.py OLD_DIR NEW_DIR --rounds 4            # each DIR holds an npu_zc package
-    NPU_ZC_SIMD=avx2 python3 benches/yuv_resize_builds.py OLD_DIR NEW_DIR       # the AVX2 path
+    python3 benches/resize_builds.py OLD_DIR NEW_DIR --rounds 4            # each DIR holds an npu_zc package
+    NPU_ZC_SIMD=avx2 python3 benches/resize_builds.py OLD_DIR NEW_DIR       # the AVX2 path
+    python3 benches/resize_builds.py OLD_DIR NEW_DIR --formats BGR RGBx     # packed sources (the packed x pass)
 
 Each round runs every build in its own process, in turn (a shared machine's drift falls on each alike); a
 build's figure for a case is the median of 7 blocks of 30 calls. "From memory": each call reads the next of
@@ -36,12 +38,12 @@ import json, statistics, sys, time
 import numpy as np
 from npu_zc import layout
 from bench_resize import Cycle
-cases, megabytes = json.loads(sys.argv[1]), int(sys.argv[2])
+cases, formats, megabytes = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
 rng = np.random.default_rng(1)
 width, height = 1920, 1080
 out = {}
-for fmt in ("I420", "NV12"):
-    frames = Cycle(rng.integers(16, 236, (height * 3 // 2, width), np.uint8), megabytes)  # one buffer, planes in turn
+for fmt, shape in formats:
+    frames = Cycle(rng.integers(16, 236, shape, np.uint8), megabytes)
     for name, roi, w, h in cases:
         geometry = {} if roi is None else {"roi": tuple(roi)}
         convert = layout.Converter(fmt, "RGBx", w, h, src_size=(width, height), threads=1, **geometry)
@@ -60,13 +62,23 @@ print(json.dumps(out))
 """
 
 
-def measure(build: str, megabytes: int) -> dict[str, tuple[float, str]]:
+WIDTH, HEIGHT = 1920, 1080
+SHAPES = {
+    **{fmt: (HEIGHT * 3 // 2, WIDTH) for fmt in ("I420", "NV12", "NV21")},  # one buffer, the planes in turn
+    **{fmt: (HEIGHT, WIDTH, 3) for fmt in ("BGR", "RGB")},
+    **{fmt: (HEIGHT, WIDTH, 4) for fmt in ("BGRA", "BGRx", "RGBA", "RGBx")},
+}
+"""The frame's array shape, per source format the bench takes."""
+
+
+def measure(build: str, formats: list[str], megabytes: int) -> dict[str, tuple[float, str]]:
     """Every case under the npu_zc package in ``build`` (a directory), in a process of its own."""
     benches = str(Path(__file__).resolve().parent)  # bench_resize's Cycle (its copies of a frame), as it makes them
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([build, benches, os.environ.get("PYTHONPATH", "")])}
     cases = json.dumps([list(case) for case in CASES])
-    done = subprocess.run([sys.executable, "-c", MEASURE, cases, str(megabytes)], env=env, capture_output=True,
-                          text=True)  # fmt: skip
+    shapes = json.dumps([[fmt, SHAPES[fmt]] for fmt in formats])
+    done = subprocess.run([sys.executable, "-c", MEASURE, cases, shapes, str(megabytes)], env=env,
+                          capture_output=True, text=True)  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"measuring under {build} failed (exit status {done.returncode}):\n{done.stderr.strip()}")
     return {case: (float(us), str(kernel)) for case, (us, kernel) in json.loads(done.stdout).items()}
@@ -77,6 +89,8 @@ def main() -> int:
     parser.add_argument("builds", nargs="+", help="directories, each holding an npu_zc package (the first: the base)")
     parser.add_argument("--rounds", type=int, default=4, help="alternating rounds (default 4)")
     parser.add_argument("--cold", type=int, default=1024, metavar="MB", help="copies of each frame (default 1024 MB)")
+    parser.add_argument("--formats", nargs="+", default=["I420", "NV12"], choices=sorted(SHAPES),
+                        help="the frames' formats (default I420 NV12)")
     args = parser.parse_args()
     for build in args.builds:
         if not (Path(build) / "npu_zc" / "__init__.py").is_file():
@@ -84,7 +98,7 @@ def main() -> int:
     runs: list[list[dict[str, tuple[float, str]]]] = [[] for _ in args.builds]
     for round_ in range(args.rounds):
         for k, build in enumerate(args.builds):
-            runs[k].append(measure(build, args.cold))
+            runs[k].append(measure(build, args.formats, args.cold))
         print(f"round {round_ + 1} of {args.rounds} done", file=sys.stderr, flush=True)
     simd = os.environ.get("NPU_ZC_SIMD", "the best level")
     print(f"µs a call, one thread, {simd}; each build's range over {args.rounds} rounds")
@@ -92,7 +106,7 @@ def main() -> int:
         line = [f"{case:42}"]
         for k, build in enumerate(args.builds):
             times = [run[case][0] for run in runs[k]]
-            path = runs[k][0][case][1].split(" + ")[1]
+            path = runs[k][0][case][1]
             line.append(f"{Path(build).name or build}: {min(times):7.1f}-{max(times):7.1f} ({path})")
             if k:
                 ratio = statistics.median(new[case][0] / old[case][0] for new, old in zip(runs[k], runs[0]))
