@@ -44,6 +44,7 @@ def per_call_us(call: Callable[[], object], runs: int, batch: int = 2000) -> flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--json", help="where to write the results (default benches/results/)")
     args = parser.parse_args()
     label = os.environ.get("NPU_ZC_LABEL", "this build")
     rng = np.random.default_rng(0)
@@ -75,6 +76,7 @@ def main() -> None:
         [{"title": f"Per-call time ({label})", "columns": ["call", "us per call"], "rows": rows,
           "note": "best of --runs batches of 2000 calls; one thread"}],
         title="The aliasing rule's cost per call",
+        path=args.json,
     )
 
 

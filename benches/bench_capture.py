@@ -15,7 +15,7 @@ Per frame, from the frame's dequeue (DQBUF) to the model input written:
 Each is timed in two parts: waiting for and dequeuing the frame (``grab()`` /
 ``read()``) and the rest (retrieve or convert, resize, normalise). The
 memcpy/memmove bytes per frame over both parts are counted with the LD_PRELOAD
-counter of tests/memcount (the script builds it and runs itself under it).
+counter of npu_zc/memcount (the script builds it and runs itself under it).
 
 Run it inside the test VM (the host has no camera) and compare ratios only:
 the VM's CPU is emulated.
@@ -56,7 +56,7 @@ def build_counter() -> Path:
     lib = Path(os.environ.get("TMPDIR", "/tmp")) / "npu_zc_bench_memcount.so"
     subprocess.run(
         [gcc, "-O2", "-shared", "-fPIC", "-fno-builtin", "-fno-tree-loop-distribute-patterns", "-o", str(lib),
-         str(ROOT / "tests" / "memcount" / "memcount.c"), "-ldl"],
+         str(ROOT / "python" / "npu_zc" / "memcount" / "memcount.c"), "-ldl"],
         check=True,
     )  # fmt: skip
     return lib

@@ -187,6 +187,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--stat", choices=["min", "median"], default="median")
+    ap.add_argument("--json", help="where to write the results (default benches/results/)")
     args = ap.parse_args()
     timing.use_stat(args.stat)
     rng = np.random.default_rng(1)
@@ -238,7 +239,7 @@ def main() -> int:
         "note": "peer ms and npu_zc ms timed in alternating blocks; ratio = peer / npu_zc; same = same boxes, classes, order",
         "columns": ["case", "method", "peer ms", "npu_zc ms", "ratio", "same"],
         "rows": rows,
-    }], title="YOLO decode")
+    }], title="YOLO decode", path=args.json)
     print("saved", path)
     return 0
 

@@ -143,11 +143,12 @@ def main() -> None:
     parser.add_argument("--threads-sweep", metavar="N,N,...",
                         help="instead: per thread count, npu_zc against OpenCV and a multi-threaded memcpy, "
                              "at 1920x1080 and 3840x2160 (or --size)")
+    parser.add_argument("--json", help="where to write the results (default benches/results/)")
     args = parser.parse_args()
     timing.use_stat(args.stat)
     if args.threads_sweep:
         sizes = [args.size] if args.size else ["1920x1080", "3840x2160"]
-        threads_sweep([int(n) for n in args.threads_sweep.split(",")], sizes, args.runs, args.rounds)
+        threads_sweep([int(n) for n in args.threads_sweep.split(",")], sizes, args.runs, args.rounds, args.json)
         return
     width, height = (int(v) for v in (args.size or "1920x1080").lower().split("x"))
     threads, runs = args.threads, args.runs
@@ -335,7 +336,8 @@ def main() -> None:
         "note": f"OpenCV {cv2.__version__}, numpy {np.__version__}; npu_zc: a layout.Converter made once, EdgeFirst: "
                 "its images made once; frames and destinations page-aligned (as the pipeline's buffers); ratios above 1 "
                 "in the composition and EdgeFirst columns mean npu_zc is faster",
-        "columns": columns, "rows": table_rows}], title="Layout conversions against memcpy, OpenCV and EdgeFirst")
+        "columns": columns, "rows": table_rows}], title="Layout conversions against memcpy, OpenCV and EdgeFirst",
+        path=args.json)
     # One record: a second save to the same file used to replace this one (EdgeFirst's columns were lost).
     print(f"results: {saved}\n")
 
@@ -369,7 +371,7 @@ def memcpy_limit_ms(nbytes: int, threads: int, runs: int) -> float | None:
     return min(seconds(nbytes, threads, 40) for _ in range(max(3, runs // 10))) * 1e3
 
 
-def threads_sweep(counts: list[int], sizes: list[str], runs: int, rounds: int) -> None:
+def threads_sweep(counts: list[int], sizes: list[str], runs: int, rounds: int, path: str | None = None) -> None:
     """Per thread count: a Converter (the per-frame API: arguments checked
     once), cv2.cvtColor (cv2.setNumThreads) in alternating blocks with it,
     and the memcpy limit of the same bytes on as many threads, in one run."""
@@ -417,7 +419,7 @@ def threads_sweep(counts: list[int], sizes: list[str], runs: int, rounds: int) -
         entry["note"] = (f"{'min' if timing.STAT is min else 'median'} of {runs} runs, npu_zc (a Converter) and cv2.cvtColor "
                      f"(cv2.setNumThreads(n), OpenCV {cv2.__version__}) in alternating blocks; limit = memcpy of "
                      "(read + written bytes) / 2, each of n threads copying its part; x1 = speed-up over one thread")
-    print(f"\nresults: {results.save('bench_layout_threads', tables, title='Layout engine: scaling over threads')}")
+    print(f"\nresults: {results.save('bench_layout_threads', tables, title='Layout engine: scaling over threads', path=path)}")
 
 
 if __name__ == "__main__":

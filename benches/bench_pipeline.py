@@ -27,7 +27,7 @@ busy machine slows them alike. Besides wall time, each frame's CPU time (all thr
 recorded: other processes on a shared machine do not count in it.
 
 Bytes copied per frame come from a process run under the memcpy/memmove
-counter of tests/memcount (LD_PRELOAD), counting from the start of the
+counter of npu_zc/memcount (LD_PRELOAD), counting from the start of the
 preprocess to the end of the postprocess of each frame; "bytes touching frame
 buffers" counts the copies whose source or destination is the frame's input,
 output or resize buffer.
@@ -58,7 +58,7 @@ from npu_zc.pipeline import ClassScore, Pipeline, StageStats, full_hd, load_imag
 from npu_zc.runtime import core, imagenet_labels, model_normalisation, openvino_version, read_model
 
 HERE = Path(__file__).resolve().parent
-MEMCOUNT = HERE.parent / "tests" / "memcount" / "memcount.c"
+MEMCOUNT = HERE.parent / "python" / "npu_zc" / "memcount" / "memcount.c"
 MODEL = "efficientnet-lite0"
 VARIANTS = ("zero-copy", "two-step", "copy", "baseline", "bare model")
 STAGES = ("preprocess", "infer", "postprocess", "total", "cpu")
@@ -131,7 +131,8 @@ class TwoStep:
         self.write = InputWriter(spec, self.resized)
         self.transform = None  # a classifier: nothing to map back
 
-    def __call__(self, image: np.ndarray, dst: np.ndarray) -> None:
+    def __call__(self, image: np.ndarray, dst: np.ndarray, *, keep_fill: bool = False) -> None:
+        # keep_fill (Pipeline.step passes it): nothing to keep, a centre crop leaves no bars.
         rows, cols = self.spec.region(*image.shape[:2])
         self.cv2.resize(image[rows, cols], (self.spec.width, self.spec.height), dst=self.resized, interpolation=self.cv2.INTER_LINEAR)
         self.write(dst)

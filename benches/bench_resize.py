@@ -118,6 +118,7 @@ def main() -> None:
     parser.add_argument("--simd", default=None, help="npu_zc's code path, e.g. avx2 (default: the best this CPU has)")
     parser.add_argument("--cold", type=int, default=0, metavar="MB",
                         help="each call reads the next of copies of its source filling MB megabytes (default 0: one source, cached)")
+    parser.add_argument("--json", help="where to write the results (default benches/results/)")
     args = parser.parse_args()
     if args.simd:  # as NPU_ZC_SIMD=... would: the results name the level (their own file, beside the best level's)
         os.environ["NPU_ZC_SIMD"] = args.simd
@@ -247,7 +248,7 @@ def main() -> None:
         "rows": [[r.case, round(r.ours, 3), round(r.composition, 3), f"{r.composition / r.ours:.1f}x",
                   round(r.resize_alone, 3), round(r.read, 3), f"{r.ours / r.read:.2f}x"] for r in rows],
     }], title="Resize: frame to model input in one pass",
-       path=results.RESULTS / f"bench_resize--{results.machine()['slug']}--cold.json" if args.cold else None)
+       path=args.json or (results.RESULTS / f"bench_resize--{results.machine()['slug']}--cold.json" if args.cold else None))
     print(f"\nresults: {saved}")
 
 

@@ -73,6 +73,7 @@ def main() -> None:
     parser.add_argument("--device", default="CPU")
     parser.add_argument("--no-mqtt", action="store_true", help="the service without MQTT (what its share costs)")
     parser.add_argument("--no-http", action="store_true", help="the service without HTTP, metrics scrapes and the live view")
+    parser.add_argument("--json", help="where to write the results (default benches/results/)")
     args = parser.parse_args()
 
     import npu_zc
@@ -151,7 +152,7 @@ def main() -> None:
              "columns": ["streams", "Streams alone FPS", "with the service FPS", "ratio", "MQTT events"],
              "rows": [[args.streams, result["streams_fps"], result["service_fps"], result["ratio"], events]]}  # fmt: skip
     path = results.save("bench_serve", [table], title="The service's own cost",
-                        path=results.RESULTS / f"bench_serve--{results.machine()['slug']}{tag}.json")
+                        path=args.json or results.RESULTS / f"bench_serve--{results.machine()['slug']}{tag}.json")
     print("results", path)
 
 
