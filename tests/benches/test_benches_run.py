@@ -10,9 +10,9 @@ copy's results/. No bench may write into benches/results/ here. The diagnosis sc
 (check_bf16, decode_beside_inference, decoders_per_core, python_per_frame, resize_builds, streams_processes) are
 run for their exit status only.
 
-Left out: bench_request_path, whose native side (benches/request_path) is a Rust binary built with cargo that the
-bench cannot run without (there is no flag to skip it), and bench_capture's camera mode, which needs a V4L2 camera
-(vivid, in the VM); its ``--synthetic`` mode runs here. Not run either: the helpers (results.py, timing.py,
+bench_request_path builds its native side (benches/request_path) with cargo, as the test suite's machines have it.
+Left out: bench_capture's camera mode, which needs a V4L2 camera (vivid, in the VM); its ``--synthetic`` mode runs
+here. Not run either: the helpers (results.py, timing.py,
 criterion_table.py, which reads ``cargo bench``'s output). The diagnosis that compares builds of npu_zc given as
 folders (resize_builds) runs with this tree's package as both.
 """
@@ -71,6 +71,7 @@ CASES = {
     "bench_layout-threads-sweep": Case("bench_layout", "--threads-sweep 1 --size 64x48 --runs 1 --rounds 1",
                                        "bench_layout_threads"),
     "bench_pipeline": Case("bench_pipeline", "--runs 1 --count-frames 1", "bench_pipeline", copy=True),
+    "bench_request_path": Case("bench_request_path", "--requests 2 --count 10 --rounds 1", "bench_request_path"),
     "bench_resize": Case("bench_resize", "--runs 1 --rounds 1", "bench_resize"),
     "bench_serve": Case("bench_serve", "--streams 1 --seconds 1 --warmup 1", "bench_serve"),
     "bench_streams": Case("bench_streams", "--seconds 0.5 --clip-seconds 1 --max-streams 1 --unpaced 1",
