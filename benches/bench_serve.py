@@ -94,6 +94,9 @@ def main() -> None:
     runner.join()
     streams.close()
     pipeline.close()
+    if not alone:
+        raise SystemExit(f"Streams alone delivered no frame in {args.seconds:g} s after a {args.warmup:g} s warm-up: "
+                         "nothing to compare the service with (a longer --warmup or --seconds)")  # fmt: skip
 
     broker = None
     mqtt: dict[str, Any] | None = None
@@ -138,7 +141,7 @@ def main() -> None:
         broker.terminate()
         broker.wait()
     result = {"streams": args.streams, "seconds": args.seconds, "model": model.name, "device": args.device,
-              "streams_fps": round(alone, 1), "service_fps": round(served, 1), "ratio": round(served / alone, 3) if alone else None,
+              "streams_fps": round(alone, 1), "service_fps": round(served, 1), "ratio": round(served / alone, 3),
               "mqtt": mqtt is not None, "events": events}  # fmt: skip
     print(f"{args.streams} streams: Streams alone {alone:.1f} FPS, with the service {served:.1f} FPS "
           f"({served / alone:.1%} of it); MQTT {'on' if mqtt else 'off (no mosquitto)'}, events {events}")  # fmt: skip
