@@ -17,7 +17,7 @@ dev:  ## a quick rebuild of the extension after a Rust change (no LTO)
 test:  ## everything CI runs
 	scripts/test.sh
 
-host:  ## Rust tests and pytest on this machine
+host:  ## Rust tests, the criterion benches once each, pytest on this machine
 	scripts/test.sh host
 
 lint:  ## rustfmt, clippy, stubtest, mypy --strict, docs/benchmarks.md current

@@ -3,7 +3,7 @@
 # runs: .ci/run); with targets, just those, in the order given:
 #
 #   scripts/test.sh              set-up, then host, lint, then vm beside aarch64
-#   scripts/test.sh host         Rust tests and pytest on this machine (no VM)
+#   scripts/test.sh host         Rust tests, the criterion benches once each, pytest (no VM)
 #   scripts/test.sh lint         cargo fmt --check, clippy, stubtest, mypy --strict, docs/benchmarks.md current
 #   scripts/test.sh vm           the real-kernel tests inside a VM (dma-buf heaps, udmabuf, vgem, vivid)
 #   scripts/test.sh aarch64      the aarch64 wheel and Rust core under qemu
@@ -46,6 +46,7 @@ tally() {  # name, exit status, seconds
 
 host() {
     step "rust tests (host)" cargo test --quiet
+    step "criterion benches, each once (host)" cargo test --quiet --benches
     step "pytest (host)" "$PY" -m pytest -q -p no:cacheprovider tests
 }
 
