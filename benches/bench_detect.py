@@ -135,7 +135,6 @@ def model_api_peer() -> Peer | None:
     stand-in IR with the detector's input and output shapes (the wrapper only checks them). Detect only; it rounds
     boxes to whole pixels, clips them to the image and has no max_det cap."""
     try:
-        import tempfile
         import openvino as ov
         from openvino import opset13 as ops
         from model_api.adapters import OpenvinoAdapter, create_core
@@ -151,7 +150,7 @@ def model_api_peer() -> Peer | None:
             image = ops.parameter([1, 3, 640, 640], ov.Type.f32, name="images")
             zero = ops.reshape(ops.reduce_sum(image, [1, 2, 3], keep_dims=False), [1, 1, 1], False)
             model = ov.Model([ops.add(ops.constant(np.zeros(out.shape, np.float32)), zero)], [image], "yolo")
-            folder = tempfile.mkdtemp()
+            folder = str(results.scratch("bench_detect-"))
             ov.save_model(model, folder + "/yolo.xml")
             wrapper = YOLOv8(OpenvinoAdapter(create_core(), folder + "/yolo.xml", device="CPU"),
                              {"labels": [str(i) for i in range(nc)]}, preload=False)

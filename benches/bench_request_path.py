@@ -21,7 +21,6 @@ import queue
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -128,7 +127,7 @@ def main() -> int:
     binary = Path(args.binary) if args.binary else build_native()
     if not os.access(binary, os.X_OK):
         raise SystemExit(f"{binary} is not an executable file: a request_path built from benches/request_path")
-    folder = Path(tempfile.mkdtemp(prefix="bench_request_path-"))
+    folder = results.scratch("bench_request_path-")
     model = str(folder / "tiny.xml")
     ov.save_model(tiny_model(), model)
     variants = ["python/wait", "python/callback", "native/wait", "native/callback"]

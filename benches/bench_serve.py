@@ -19,7 +19,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -80,7 +79,7 @@ def main() -> None:
     from npu_zc.pipeline import Pipeline
     from npu_zc.serve import Service
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench_serve-"))
+    tmp = results.scratch("bench_serve-")
     model = Path(args.model) if args.model else red_square_model(tmp)
     video = clip(tmp)
     names = [f"cam{k:02d}" for k in range(args.streams)]

@@ -50,7 +50,6 @@ import itertools
 import multiprocessing
 import os
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -490,7 +489,7 @@ def main() -> int:
     import npu_zc
 
     cores = len(os.sched_getaffinity(0))
-    folder = Path(tempfile.mkdtemp(prefix="bench_streams-"))
+    folder = results.scratch("bench_streams-")
     print(f"clip     1080p30 H.264 ({args.preset}), {args.clip_seconds:g} s, in {folder}", flush=True)
     clip = make_clip(folder / "pan1080.mp4", args.clip_seconds, args.preset)
 

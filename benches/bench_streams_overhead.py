@@ -59,7 +59,6 @@ import itertools
 import os
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -439,7 +438,7 @@ def main() -> int:
     from npu_zc.runtime import CompileOptions
 
     # Long enough that no stream ends within a trial (every stream restarts nothing: an ended one would idle).
-    clip = args.clip or Path(tempfile.mkdtemp(prefix="bench_streams_overhead-")) / f"pan{width}x{height}.mp4"
+    clip = args.clip or results.scratch("bench_streams_overhead-") / f"pan{width}x{height}.mp4"
     if not clip.exists():
         made = clip.with_name(f".{clip.name}.part{os.getpid()}.mp4")
         clip = make_clip(made, width, height, args.frames).replace(clip)

@@ -12,7 +12,6 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -50,9 +49,10 @@ def main() -> int:
                         help="benchmark_app's -infer_precision (default: bf16 where the CPU has it, else f32)")
     args = parser.parse_args()
     import bench_streams
+    import results
     from bench_throughput import run_benchmark_app
 
-    clip = bench_streams.make_clip(Path(tempfile.mkdtemp(prefix="decode_beside-")) / "pan.mp4", 12, "veryfast")
+    clip = bench_streams.make_clip(results.scratch("decode_beside-") / "pan.mp4", 12, "veryfast")
 
     def decode(n: int, seconds: float) -> subprocess.Popen[str]:
         return subprocess.Popen([sys.executable, "-c", DECODE, str(clip), str(n), str(seconds)], stdout=subprocess.PIPE,

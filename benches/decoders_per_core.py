@@ -17,7 +17,6 @@ import argparse
 import multiprocessing
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -78,8 +77,9 @@ def main() -> int:
     parser.add_argument("--clip", type=Path, default=None, help="a 1080p H.264 clip (default: made here, 1200 frames)")
     args = parser.parse_args()
     from bench_streams_overhead import make_clip
+    from results import scratch
 
-    clip = args.clip or make_clip(Path(tempfile.mkdtemp(prefix="decoders_per_core-")) / "pan.mp4", 1920, 1080, 1200)
+    clip = args.clip or make_clip(scratch("decoders_per_core-") / "pan.mp4", 1920, 1080, 1200)
     results: dict[tuple[int, int, int], list[tuple[float, float]]] = {s: [] for s in args.specs}
     for round_ in range(args.rounds):  # alternating: a shared machine's drift falls on every spec alike
         for processes, threads, slots in args.specs:

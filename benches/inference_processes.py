@@ -21,7 +21,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -97,7 +96,7 @@ def main() -> int:
     from npu_zc.pipeline.workers import default_workers
 
     width, height = (int(v) for v in args.size.split("x"))
-    clip = make_clip(Path(tempfile.mkdtemp(prefix="inference_processes-")) / "pan.mp4", width, height, args.frames)
+    clip = make_clip(results.scratch("inference_processes-") / "pan.mp4", width, height, args.frames)
     decode, _ = decode_rate(clip, CORES)
     print(f"decode   {decode:.0f} FPS: one single-threaded PyAV decoder per core, {CORES} cores", flush=True)
     configs = [(n, p) for n in args.streams for p in args.processes]

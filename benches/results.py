@@ -21,14 +21,17 @@ Schema (version 1)::
 
 from __future__ import annotations
 
+import atexit
 import datetime as _dt
 import json
 import os
 import platform
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -55,6 +58,14 @@ def machine() -> dict[str, Any]:
     kind = "xeon" if "Xeon" in cpu else "epyc" if "EPYC" in cpu else platform.machine()
     slug = f"{kind}-{cores}c-{isa}" + (f"-simd-{forced}" if forced else "")
     return {"cpu": cpu, "cores": cores, "simd": simd, "forced_simd": forced, "slug": slug}
+
+
+def scratch(prefix: str) -> Path:
+    """A temporary folder for a bench's inputs (clips, models), removed when the bench exits: a 1080p clip of
+    minutes is hundreds of megabytes, and a lent machine's disk is small. (A clip to keep: the bench's ``--clip``.)"""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def _git(*args: str) -> str:

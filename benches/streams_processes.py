@@ -17,7 +17,6 @@ import argparse
 import multiprocessing
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -69,8 +68,9 @@ def main() -> int:
     parser.add_argument("--start-in", type=float, default=25.0, help="seconds for every process to compile and warm up")
     args = parser.parse_args()
     import bench_streams
+    import results
 
-    clip = bench_streams.make_clip(Path(tempfile.mkdtemp(prefix="streams_processes-")) / "pan.mp4", args.seconds + 3,
+    clip = bench_streams.make_clip(results.scratch("streams_processes-") / "pan.mp4", args.seconds + 3,
                                    "veryfast")  # fmt: skip
     for spec in args.specs:
         processes, streams = (int(v) for v in spec.lower().split("x"))

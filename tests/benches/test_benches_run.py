@@ -3,6 +3,8 @@ exit status, and the record it writes (benches/results.py's schema, version 1) r
 scripts/render_benchmarks.py renders docs/benchmarks.md. Only the shape of what they write is checked, never a
 figure: no timing, ratio or target, nor anything that depends on the CPU plugin's precision.
 
+A bench's temporary files (clips, models) must be gone when it exits (``results.scratch``).
+
 Each bench that records runs with ``--json PATH`` (a temporary file), except those whose own ``--json`` means
 something else (bench_capture and bench_pipeline: print a JSON object; bench_cpu_time and bench_throughput: a raw
 dump beside the record): they run from a copy of benches/ in a temporary folder, so that their record lands in the
@@ -197,6 +199,8 @@ def test_bench_runs_and_records(case: Case, inputs: dict[str, str], tmp_path: Pa
     assert done.returncode == 0, (f"{script} {shlex.join(args)} exited with {done.returncode}\n"
                                   f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-6000:]}")  # fmt: skip
     assert results_now() == before, f"{script} wrote into {RESULTS.relative_to(REPO)}/"
+    left = sorted(p.name for p in (tmp_path / "tmp").iterdir())
+    assert not left, f"{script} left {left} in its temporary folder"
     if case.record is None:
         return
     if case.copy:
