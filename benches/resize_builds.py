@@ -38,9 +38,8 @@ import json, statistics, sys, time
 import numpy as np
 from npu_zc import layout
 from bench_resize import Cycle
-cases, formats, megabytes = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+cases, formats, (width, height), megabytes = (json.loads(a) for a in sys.argv[1:5])
 rng = np.random.default_rng(1)
-width, height = 1920, 1080
 out = {}
 for fmt, shape in formats:
     frames = Cycle(rng.integers(16, 236, shape, np.uint8), megabytes)
@@ -61,7 +60,6 @@ for fmt, shape in formats:
 print(json.dumps(out))
 """
 
-
 WIDTH, HEIGHT = 1920, 1080
 SHAPES = {
     **{fmt: (HEIGHT * 3 // 2, WIDTH) for fmt in ("I420", "NV12", "NV21")},  # one buffer, the planes in turn
@@ -77,8 +75,8 @@ def measure(build: str, formats: list[str], megabytes: int) -> dict[str, tuple[f
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([build, benches, os.environ.get("PYTHONPATH", "")])}
     cases = json.dumps([list(case) for case in CASES])
     shapes = json.dumps([[fmt, SHAPES[fmt]] for fmt in formats])
-    done = subprocess.run([sys.executable, "-c", MEASURE, cases, shapes, str(megabytes)], env=env,
-                          capture_output=True, text=True)  # fmt: skip
+    argv = [sys.executable, "-c", MEASURE, cases, shapes, json.dumps([WIDTH, HEIGHT]), str(megabytes)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"measuring under {build} failed (exit status {done.returncode}):\n{done.stderr.strip()}")
     return {case: (float(us), str(kernel)) for case, (us, kernel) in json.loads(done.stdout).items()}
@@ -92,6 +90,8 @@ def main() -> int:
     parser.add_argument("--formats", nargs="+", default=["I420", "NV12"], choices=sorted(SHAPES),
                         help="the frames' formats (default I420 NV12)")
     args = parser.parse_args()
+    if args.rounds < 1 or args.cold < 0:
+        parser.error("--rounds takes 1 or more, --cold 0 or more")
     for build in args.builds:
         if not (Path(build) / "npu_zc" / "__init__.py").is_file():
             parser.error(f"{build} holds no npu_zc package")

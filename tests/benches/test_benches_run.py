@@ -129,11 +129,19 @@ def run_bench(argv: list[str], cwd: Path, tmp: Path) -> subprocess.CompletedProc
     try:
         stdout, stderr = process.communicate(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        stop_group(process.pid)
         stdout, stderr = process.communicate()
         pytest.fail(f"{shlex.join(argv)} did not finish within {TIMEOUT_S} s\n--- stdout\n{stdout[-4000:]}\n"
                     f"--- stderr\n{stderr[-6000:]}")  # fmt: skip
+    stop_group(process.pid)  # what a bench that failed midway left running (a broker, a worker)
     return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+
+def stop_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:  # every process of it has ended
+        pass
 
 
 def renderer() -> ModuleType:
