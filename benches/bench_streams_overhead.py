@@ -33,6 +33,10 @@ it is left out unless asked for.
 over the whole run beside it), with the whole machine's busy cores over that window from ``/proc/stat``: on a
 machine nothing else uses, the cores the run keeps busy, and that CPU a frame. The clip must outlast the run.
 
+Beside the CPU, the times each role's threads gave their core up to wait per frame (voluntary context switches:
+for the GIL, a lock, a message, a frame, an inference), every process's: each is a hand-over that costs the waker a
+wake-up and the sleeper its caches, and unlike the timings it moves little with the machine's load.
+
 Timings on a shared machine move with its load; the Python each frame runs with the GIL held does not: one more
 run per count of streams with a profile hook on every thread counts the Python function calls and the C calls
 made from Python per frame, by role (deterministic, so it compares versions on a noisy machine). ``--rounds N`` runs
@@ -74,6 +78,9 @@ ROLES = (("npu_zc-src", "sources"), ("npu_zc-feed", "feeders"), ("npu_zc-streams
          ("npu_zc-queue", "delivery"))
 
 
+SLEEP_ROLES = ("sources", "feeders", "delivery", "inference", "other")
+
+
 def make_clip(path: Path, width: int, height: int, frames: int) -> Path:
     import av
     import cv2
@@ -106,15 +113,31 @@ def tiny_model() -> Any:
     return ov.Model([ops.result(pooled)], [image], "tiny")
 
 
+def thread_sleeps() -> dict[int, int]:
+    """Each thread of this process: the times it gave its core up to wait (``voluntary_ctxt_switches``)."""
+    out: dict[int, int] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/status") as f:
+                line = next(line for line in f if line.startswith("voluntary_ctxt_switches:"))
+        except (OSError, StopIteration):
+            continue
+        out[int(tid)] = int(line.split()[1])
+    return out
+
+
 class Sampler:
     """CPU nanoseconds of each thread of this process, by role, sampled while a run goes on; and of the receiving
-    thread, also the nanoseconds it was runnable but waited for a core (a thread preempted or queued behind others)."""
+    thread, also the nanoseconds it was runnable but waited for a core (a thread preempted or queued behind others);
+    and the times each thread gave its core up to wait (for the GIL, a lock, a message, an inference)."""
 
     def __init__(self) -> None:
         self.began = time.perf_counter_ns()
         self.wall_ns = 0
         self.before = thread_sched()
+        self.slept_before = thread_sleeps()
         self.last: dict[int, tuple[int, int]] = {}
+        self.slept: dict[int, int] = {}
         self.names: dict[int, str] = {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="sampler", daemon=True)
@@ -128,6 +151,7 @@ class Sampler:
             if t.native_id is not None:
                 self.names.setdefault(t.native_id, t.name)
         self.last.update(thread_sched())
+        self.slept.update(thread_sleeps())
 
     def __enter__(self) -> "Sampler":
         self.thread.start()
@@ -139,16 +163,19 @@ class Sampler:
         self.sample()
         self.wall_ns = time.perf_counter_ns() - self.began
 
-    def by_role(self) -> dict[str, int]:
-        """CPU nanoseconds by role; a thread Python never knew (none of this process's roles, made by a library)
-        counts as inference: OpenVINO's threads, as PyAV decodes here on one thread (``thread_count=1``)."""
+    def by_role(self, sleeps: bool = False) -> dict[str, int]:
+        """CPU nanoseconds by role (``sleeps``: the times its threads gave a core up to wait); a thread Python never
+        knew (none of this process's roles, made by a library) counts as inference: OpenVINO's threads, as PyAV
+        decodes here on one thread (``thread_count=1``)."""
         out = {"sources": 0, "feeders": 0, "delivery": 0, "inference": 0, "other": 0}
         sampler = self.thread.native_id
-        for tid, (ns, _) in self.last.items():
+        counts = self.slept if sleeps else {tid: ns for tid, (ns, _) in self.last.items()}
+        before = self.slept_before if sleeps else {tid: ns for tid, (ns, _) in self.before.items()}
+        for tid, count in counts.items():
             name = self.names.get(tid)
             if tid == sampler or (name or "").startswith(("spinner", "probe", "window")):
                 continue
-            out["inference" if name is None else role_of(name)] += ns - self.before.get(tid, (0, 0))[0]
+            out["inference" if name is None else role_of(name)] += count - before.get(tid, 0)
         return out
 
     def of_threads(self, prefix: str) -> tuple[int, int]:
@@ -333,6 +360,13 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
         rest = elsewhere["total"] - elsewhere["sources"] - elsewhere["feeders"] - elsewhere.get("start", 0.0)
         ns["other"] += int(1e9 * max(0.0, rest))
     roles = {k: v / 1000 / frames for k, v in ns.items()}
+    slept = sampler.by_role(sleeps=True)
+    away = getattr(run, "worker_sleeps", None) or {}
+    if away:
+        slept["sources"] += away["sources"]
+        slept["feeders"] += away["feeders"]
+        slept["other"] += max(0, away["total"] - away["sources"] - away["feeders"] - away.get("start", 0))
+    sleeps = {k: v / frames for k, v in slept.items()}
     # A worker's start (its imports, once a run) is left out of the per-frame figures: said beside them.
     started = elsewhere.get("start", 0.0) if elsewhere else 0.0
     late.sort()
@@ -355,7 +389,7 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
             "receiving_queued_us": queued_ns / 1000 / received if spent else None,
             "probe_ms": (1e3 * late[len(late) // 2], 1e3 * late[int(0.9 * len(late))]) if late else None,
             "cpu_us": 1e6 * (report.cpu_seconds - started) / frames, "start_s": started,
-            "workers": getattr(run, "workers", 0), **roles}  # fmt: skip
+            "workers": getattr(run, "workers", 0), "sleeps": sleeps, **roles}  # fmt: skip
 
 
 def spread(values: list[Any], form: str) -> str | None:
@@ -383,6 +417,8 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
             merged[key] = value
         elif isinstance(value, tuple):
             merged[key] = tuple(statistics.median(v[k] for v in values) for k in range(len(value)))
+        elif isinstance(value, dict):
+            merged[key] = {k: statistics.median(v[k] for v in values) for k in value}
         elif isinstance(value, (int, float)):
             merged[key] = statistics.median(values)
         else:
@@ -456,7 +492,7 @@ def main() -> int:
     cores = len(os.sched_getaffinity(0))
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
     seconds = args.seconds or None
-    rows, calls = [], []
+    rows, calls, sleeps = [], [], []
     configs = [(feeders, deliverers_asked, workers, nice, n)
                for feeders, deliverers_asked, workers, nice in itertools.product(
                    args.feeders or [None], args.deliverers or [None], args.workers or [None],
@@ -520,13 +556,17 @@ def main() -> int:
                      *((None, None, None) if r["machine_cores"] is None else
                        (round(r["run_fps"]), round(r["machine_cores"], 1), round(r["machine_cpu_us"]))),
                      None if r["against_alone"] is None else round(r["against_alone"], 2)])  # fmt: skip
+        slept = r["sleeps"]
+        sleeps.append([n, label, dlabel, r["workers"], *(round(slept[k], 2) for k in SLEEP_ROLES),
+                       round(sum(slept.values()), 2)])  # fmt: skip
         c = count_calls(pipeline, clip, n, 50, feeders, deliverers, workers)
         calls.append([n, label, dlabel, r["workers"], round(c["sources"], 1), round(c["feeders"], 1),
                       round(c["delivery"], 1), round(sum(c.values()), 1)])  # fmt: skip
         print(f"{n:>3} streams, feeders {label}, deliverers {dlabel}, workers {r['workers']}: "
               + (f"median of {len(fpses)} rounds {r['fps']:.0f} FPS ({min(fpses):.0f}-{max(fpses):.0f}); " if len(fpses) > 1 else "")
               + f"Python calls per frame: sources {c['sources']:.1f}, feeders {c['feeders']:.1f}, "
-              f"delivery {c['delivery']:.1f}", flush=True)  # fmt: skip
+              f"delivery {c['delivery']:.1f}; sleeps per frame: "
+              + ", ".join(f"{k} {slept[k]:.2f}" for k in SLEEP_ROLES), flush=True)  # fmt: skip
     pipeline.close()
     tables = [{
         "title": f"Streams' cost per frame: {args.size} H.264 clips, unpaced, "
@@ -565,6 +605,16 @@ def main() -> int:
                 "(not the decoding workers') over 50 frames of each stream: independent of the machine's load.",
         "columns": ["streams", "feeders", "deliverers", "workers", "sources' threads", "feeding", "delivery", "in all"],
         "rows": calls,
+    }, {
+        "title": "Sleeps per frame (a thread giving its core up to wait), by role of thread",
+        "note": "voluntary context switches of every process's threads per frame delivered: a wait for the GIL, a lock, "
+                "a message, a frame or an inference, each a hand-over that wakes the thread again later; this "
+                "process's from /proc/self/task/*/status, the workers' as each thread counted it (getrusage), their "
+                "start left out; roles as in the first table"
+                + (", each the median over the rounds." if args.rounds > 1 else "."),
+        "columns": ["streams", "feeders", "deliverers", "workers", "sources' threads", "feeding", "delivery",
+                    "inference (OpenVINO's threads)", "other (FFmpeg, control threads)", "in all"],
+        "rows": sleeps,
     }]  # fmt: skip
     path = results.save("bench_streams_overhead", tables, title="Streams' cost per frame", path=args.json)
     print(f"results  {path}")

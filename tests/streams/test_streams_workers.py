@@ -93,6 +93,8 @@ def test_same_results_as_decoding_here(clips: dict[str, Path], picture_pipeline:
             for r, prediction in zip(got[stream], expected[stream]):
                 assert np.array_equal(r.prediction[0], prediction), (workers, name, r.index)
         assert streams.worker_cpu["total"] > 0
+        sleeps = streams.worker_sleeps  # the workers' threads wait (for a grant, a frame, the GIL) and count it
+        assert 0 < sleeps["sources"] + sleeps["feeders"] <= sleeps["total"] and sleeps["start"] <= sleeps["total"], sleeps
         receiving = streams.worker_receiving  # every frame came through the receiving thread, which timed itself
         assert receiving["frames"] == sum(want) and receiving["busy"] > 0 and receiving["waiting"] > 0, receiving
         assert 0 <= receiving["no_set"] <= receiving["busy"], receiving  # a wait for a set is part of its busy time
@@ -754,6 +756,8 @@ class _Lane:
     pytest.param(b"U\x01", id="give-back-of-the-wrong-size"),
     pytest.param(b"J{not json", id="broken-json"),
     pytest.param(b'J{"kind": "ended"}', id="end-without-a-stream"),
+    pytest.param(b'J{"kind": "bye", "cpu": [1]}', id="bye-whose-cpu-is-no-object"),
+    pytest.param(b'J{"kind": "bye", "sleeps": {"sources": "many"}}', id="bye-whose-sleeps-are-no-numbers"),
     pytest.param(b"Z", id="unknown-kind"),
 ])  # fmt: skip
 def test_a_message_the_protocol_does_not_allow_ends_that_worker(message: bytes | None) -> None:

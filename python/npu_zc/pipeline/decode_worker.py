@@ -23,7 +23,7 @@ Messages, one per packet (``SOCK_SEQPACKET`` keeps them whole and in order)::
                           F stream set index pts decoded_ns prepared_ns width height format dropped
                           J {"kind": "ended", stream, state, error, dropped, reconnects, copied}
                           U set                       a granted set given back unwritten
-                          J {"kind": "bye", cpu: {sources, feeders, start, total}, failure, memcpy}
+                          J {"kind": "bye", cpu: {sources, feeders, start, total}, sleeps: {the same}, failure, memcpy}
 
 Ctrl-C reaches this process too (the terminal signals the whole group): it is
 ignored here, as the inference process stops its workers itself. When the
@@ -37,6 +37,7 @@ import collections
 import json
 import math
 import os
+import resource
 import signal
 import socket
 import struct
@@ -124,11 +125,15 @@ class Worker:
         self.quitting = False
         self.unused: list[int] = []
         self.cpu = {"sources": 0.0, "feeders": 0.0}
+        self.sleeps = {"sources": 0, "feeders": 0}
+        """Times its threads of each role gave their core up to wait (voluntary context switches: for the GIL, a
+        lock, a message), as the CPU beside them."""
         self.cpu_lock = threading.Lock()
         self.failure: str | None = None
         self.started_cpu = 0.0
-        self.counter: Any = None
         """CPU seconds this process took to be ready (imports, mapping the buffers)."""
+        self.started_sleeps = 0
+        self.counter: Any = None
         self.feeders = [threading.Thread(target=self._feed, name=f"npu_zc-feed{k}", daemon=True)
                         for k in range(max(1, int(setup.get("feeders", 1))))]  # fmt: skip
 
@@ -227,17 +232,18 @@ class Worker:
         times = os.times()
         with self.cpu_lock:
             cpu = {**self.cpu, "start": self.started_cpu, "total": times.user + times.system}
+            sleeps = {**self.sleeps, "start": self.started_sleeps, "total": _sleeps(resource.RUSAGE_SELF)}
         copies = None
         if self.counter is not None:
             self.counter.stop()
             counts = self.counter.counts()
             copies = {"bytes": counts.bytes, "calls": counts.calls, "largest": counts.largest}
-        self.send(pack_json({"kind": "bye", "cpu": cpu, "failure": self.failure, "memcpy": copies}))
+        self.send(pack_json({"kind": "bye", "cpu": cpu, "sleeps": sleeps, "failure": self.failure, "memcpy": copies}))
 
     # --- the streams' threads ---
 
     def _read(self, entry: _Stream) -> None:
-        started = time.thread_time()
+        started, slept = time.thread_time(), _sleeps(resource.RUSAGE_THREAD)
         try:
             read_source(self.scheduler, entry.lane, entry.source, entry.figures)
         finally:
@@ -245,6 +251,7 @@ class Worker:
             self._end_if_sent(entry)
             with self.cpu_lock:
                 self.cpu["sources"] += time.thread_time() - started
+                self.sleeps["sources"] += _sleeps(resource.RUSAGE_THREAD) - slept
 
     def _end_if_sent(self, entry: _Stream) -> None:
         """Say the stream ended once its reader has and its lane's frames are all sent (or let go): after its last
@@ -271,7 +278,7 @@ class Worker:
             return self.grants.popleft() if self.grants else None
 
     def _feed(self) -> None:
-        started = time.thread_time()
+        started, slept = time.thread_time(), _sleeps(resource.RUSAGE_THREAD)
         clock = time.perf_counter_ns
         try:
             while True:
@@ -315,9 +322,16 @@ class Worker:
         finally:
             with self.cpu_lock:
                 self.cpu["feeders"] += time.thread_time() - started
+                self.sleeps["feeders"] += _sleeps(resource.RUSAGE_THREAD) - slept
 
     def _converter(self, frame: Any) -> layout.Converter:
         return converter_for(self.spec, frame)
+
+
+def _sleeps(who: int) -> int:
+    """Voluntary context switches of this thread (``RUSAGE_THREAD``) or of the whole process, its ended threads'
+    included (``RUSAGE_SELF``)."""
+    return resource.getrusage(who).ru_nvcsw
 
 
 def lower_priority(levels: int) -> None:
@@ -352,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pass
             return 1
         times = os.times()
-        worker.started_cpu = times.user + times.system
+        worker.started_cpu, worker.started_sleeps = times.user + times.system, _sleeps(resource.RUSAGE_SELF)
         worker.count_copies()
         worker.send(pack_json({"kind": "ready"}))
         try:

@@ -449,6 +449,9 @@ class Streams:
         self.worker_cpu: dict[str, float] = {}
         """After a run with workers: their CPU seconds, by role of thread ("sources", "feeders"), to be ready
         ("start") and in all ("total")."""
+        self.worker_sleeps: dict[str, int] = {}
+        """After a run with workers: the times their threads gave a core up to wait (voluntary context switches), by
+        the same roles as :attr:`worker_cpu`."""
         self.worker_receiving: dict[str, float] = {}
         """After a run with workers: this process's receiving thread, the frames it took ("frames") and its wall
         seconds waiting for them ("waiting") and handling them ("busy"), of which waiting for a free set to grant
@@ -794,6 +797,7 @@ class Streams:
             if workers is not None:
                 workers.close()
                 self.worker_cpu, self.worker_copies = dict(workers.cpu), workers.copies
+                self.worker_sleeps = dict(workers.sleeps)
                 self.worker_receiving = dict(workers.receiving)
             queue.close()
 

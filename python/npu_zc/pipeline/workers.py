@@ -182,6 +182,9 @@ class DecodeWorkers:
         self.cpu = {"sources": 0.0, "feeders": 0.0, "start": 0.0, "total": 0.0}
         """CPU seconds of every worker that said bye, by role of thread; "start": until it was ready (importing
         numpy and PyAV, mapping the buffers: once per run); "total": the whole processes."""
+        self.sleeps = {"sources": 0, "feeders": 0, "start": 0, "total": 0}
+        """The same for the times their threads gave a core up to wait (voluntary context switches: a wait for the
+        GIL, a lock, a message): the hand-overs a frame costs there."""
         self.receiving = {"frames": 0, "waiting": 0.0, "busy": 0.0, "no_set": 0.0}
         """The receiving thread over a run: frames it submitted or let go, and the seconds of wall time it spent
         waiting for a message ("waiting") or reading and granting ("busy", its GIL hand-overs included): a thread busy
@@ -403,10 +406,13 @@ class DecodeWorkers:
                     if lane is not None:
                         self._ended(lane, message)
                 elif message["kind"] == "bye":
-                    cpu = message.get("cpu") or {}
+                    cpu, sleeps = message.get("cpu") or {}, message.get("sleeps") or {}
+                    if not isinstance(cpu, dict) or not isinstance(sleeps, dict):
+                        raise TypeError("a bye whose figures are not objects")
                     with self._lock:
                         for role in self.cpu:
                             self.cpu[role] += float(cpu.get(role, 0.0))
+                            self.sleeps[role] += int(sleeps.get(role, 0))
                     copies = message.get("memcpy")
                     if isinstance(copies, dict):
                         with self._lock:
