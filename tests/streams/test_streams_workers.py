@@ -239,7 +239,7 @@ def wait_stopped(pid: int) -> None:
 
 def test_a_message_crossing_a_workers_bye_is_not_its_failure(long_clip: Path, picture_pipeline: Any,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    """A message of ours that a worker never reads (a grant sent as it is told to stop) leaves a reset on our end
+    """A message of ours that a worker never reads (a remove sent as it is told to stop) leaves a reset on our end
     of its socket, reported before its last messages: the run reads on past it. Made certain here: each worker is
     stopped (SIGSTOP) while its stop and one more message go, so it quits with that message unread. Every stream
     ends stopped, with no error; every worker said bye and was reaped."""
@@ -264,6 +264,33 @@ def test_a_message_crossing_a_workers_bye_is_not_its_failure(long_clip: Path, pi
     report, results = run_until(streams, 20)
     assert [(s.state, s.error) for s in report.streams] == [("stopped", None)] * 4
     assert streams.worker_cpu is not None and streams.worker_cpu["total"] > 0  # from the byes
+    assert_reaped(streams)
+
+
+def test_a_grant_of_a_set_never_shared_ends_that_workers_streams(long_clip: Path, picture_pipeline: Any) -> None:
+    """A grant naming a set the worker was never given (sent here on its grants' socket, as the receiving thread
+    sends them) is refused there, never written: the worker's streams end with one sentence naming it, its bye
+    says so, and it exits as usual."""
+    streams = npu_zc.Streams([long_clip], picture_pipeline, names=["long"], workers=1, persistent=True)
+    out = Results()
+    run = Background(streams, out)
+    assert out.after("long", 1).wait(WAIT_S)
+    assert streams._workers is not None
+    worker = streams._workers.processes[0]
+    worker.grant([1 << 30])  # queued behind the grants sent before it: read within a few frames
+    live = streams.lanes[0].stats
+    deadline = time.monotonic() + WAIT_S
+    while live.state == "running":
+        assert time.monotonic() < deadline, "the stream did not end"
+        time.sleep(0.01)
+    streams.stop()
+    report = run.join()
+    streams.close()
+    said = "Error: the inference process granted set 1073741824, which it never shared"
+    stats = report.streams[0]
+    assert (stats.state, stats.error) == ("error", f"its decoding worker (pid {worker.process.pid}) failed: {said}")
+    assert stats.frames < LONG_FRAMES
+    assert worker.failure == f"failed: {said}"
     assert_reaped(streams)
 
 

@@ -1,10 +1,10 @@
 """A decoding worker process of :class:`npu_zc.Streams` (:mod:`.workers` starts and drives it): its streams decoded
 and converted straight into the inference process's input buffers. No OpenVINO here.
 
-Started as ``python -c "from npu_zc.pipeline.decode_worker import run; run()" --fd N``
+Started as ``python -c "from npu_zc.pipeline.decode_worker import run; run()" --fd N --grants M``
 (not ``-m``: the package imports this module, and runpy would run it a second
-time) with its end of a ``SOCK_SEQPACKET`` socket pair and every input
-buffer's fd inherited. Inside,
+time) with its ends of two ``SOCK_SEQPACKET`` socket pairs (messages; grants)
+and every input buffer's fd inherited. Inside,
 the same parts as a one-process run: a reader thread per stream into its lane
 (:func:`.feeding.read_source`), the fair :class:`.scheduler.Scheduler`, and
 feeding threads that convert a lane's frame into a set of buffers the
@@ -15,7 +15,6 @@ model input.
 Messages, one per packet (``SOCK_SEQPACKET`` keeps them whole and in order)::
 
     inference -> worker   J {"kind": "setup", spec, shape, dtype, buffers: {set: fd}, feeders}
-                          G set...                    sets of buffers granted: write a frame into each
                           J {"kind": "add", stream, source}      a stream to read (VideoSource's arguments)
                           X stream                    stop reading a stream
                           Q                           stop: every stream, then give unused sets back and say bye
@@ -24,6 +23,14 @@ Messages, one per packet (``SOCK_SEQPACKET`` keeps them whole and in order)::
                           J {"kind": "ended", stream, state, error, dropped, reconnects, copied}
                           U set                       a granted set given back unwritten
                           J {"kind": "bye", cpu: {sources, feeders, start, total}, sleeps: {the same}, failure, memcpy}
+    grants, inference -> worker:
+                          G set                       a set of buffers granted: write a frame into it
+
+A grant is a packet of its own on a socket of its own, which the feeding
+threads read themselves: each grant wakes one of them, or waits for the
+first to come back, with no thread between (the main thread reads the
+messages, which come a few a stream). Every grant sent before a stop is in
+that socket when the stop is read: the stop gives back those not taken.
 
 Ctrl-C reaches this process too (the terminal signals the whole group): it is
 ignored here, as the inference process stops its workers itself. When the
@@ -56,6 +63,8 @@ FRAME = struct.Struct("<1sIIqdqqIIBI")
 """A converted frame: b"F", stream, set, index, pts (NaN: none), decoded_ns, prepared_ns, width, height, format, dropped."""
 SET = struct.Struct("<1sI")
 """b"G" (a set granted), b"U" (a set given back unwritten), b"X" (a stream to stop)."""
+GRANTS_FLAG = "--grants"
+"""The worker's argument naming its end of the grants' socket pair."""
 FORMATS = tuple(sorted(layout.SOURCE_FORMATS))
 """The layout engine's source formats: a frame's format travels as its position here (the same package both sides)."""
 MAX_PACKET = 1 << 16
@@ -105,10 +114,12 @@ class _Stream:
 class Worker:
     """This process's streams, decoded and converted into the granted sets of buffers."""
 
-    def __init__(self, sock: socket.socket, setup: dict[str, Any]) -> None:
+    def __init__(self, sock: socket.socket, grants: socket.socket, setup: dict[str, Any]) -> None:
         from ..buffers import DmaBuf
 
         self.sock = sock
+        self.grant_sock = grants
+        """Where the feeding threads take their grants, one a packet (read by whichever of them is free)."""
         self.send_lock = threading.Lock()
         self.spec = PreprocessSpec.from_dict(setup["spec"])
         shape, dtype = tuple(int(v) for v in setup["shape"]), str(setup["dtype"])
@@ -121,8 +132,8 @@ class Worker:
         self.scheduler: Scheduler[Lane] = Scheduler(persistent=True)  # streams come and go until told to stop
         self.streams: dict[int, _Stream] = {}
         self.grants: collections.deque[int] = collections.deque()
-        self.granted = threading.Condition()
-        self.quitting = False
+        """Grants taken from the socket and handed back unwritten (a frame the engine refused), taken first."""
+        self.grants_lock = threading.Lock()
         self.unused: list[int] = []
         self.cpu = {"sources": 0.0, "feeders": 0.0}
         self.sleeps = {"sources": 0, "feeders": 0}
@@ -166,9 +177,7 @@ class Worker:
                 self._stop_streams()
                 return
             kind = data[:1]
-            if kind == b"G":
-                self._grant([index for (index,) in struct.iter_unpack("<I", data[1:])])
-            elif kind == b"J":
+            if kind == b"J":
                 message = unpack_json(data)
                 if message["kind"] == "add":
                     self._add(int(message["stream"]), dict(message["source"]))
@@ -177,14 +186,6 @@ class Worker:
             elif kind == b"Q":
                 self._quit()
                 return
-
-    def _grant(self, indices: list[int]) -> None:
-        for index in indices:
-            if index not in self.views:
-                raise Error(f"the inference process granted set {index}, which it never shared")
-        with self.granted:
-            self.grants.extend(indices)
-            self.granted.notify(len(indices))
 
     def _add(self, stream: int, arguments: dict[str, Any]) -> None:
         from ..sources.video import VideoSource
@@ -216,17 +217,20 @@ class Worker:
         self.scheduler.drain()  # frames decoded and never taken: nobody will convert them now
         for entry in list(self.streams.values()):
             self._end_if_sent(entry)
-        with self.granted:
-            self.quitting = True
-            self.granted.notify_all()
+        try:  # a feeding thread waiting for a grant reads the end of them (grants sent already stay readable)
+            self.grant_sock.shutdown(socket.SHUT_RD)
+        except OSError:
+            pass
         for feeder in self.feeders:
             feeder.join(JOIN_S)
 
     def _quit(self) -> None:
         self._stop_streams()
-        with self.granted:
+        with self.grants_lock:
             unused = [*self.unused, *self.grants]
             self.unused, self.grants = [], collections.deque()
+        while (index := self._read_grant()) is not None:  # granted before the stop, never taken
+            unused.append(index)
         for index in unused:
             self.send(SET.pack(b"U", index))
         times = os.times()
@@ -272,10 +276,27 @@ class Worker:
             pass  # the inference process is gone
 
     def _take_grant(self) -> int | None:
-        with self.granted:
-            while not self.grants and not self.quitting:
-                self.granted.wait()
-            return self.grants.popleft() if self.grants else None
+        """The next set granted (None once this process stops, or the inference process is gone)."""
+        with self.grants_lock:
+            if self.grants:
+                return self.grants.popleft()
+        return self._read_grant()
+
+    def _read_grant(self) -> int | None:
+        """A grant from the socket, waiting for one until its reading end is shut (then None, once those sent before
+        are read)."""
+        try:
+            data = self.grant_sock.recv(SET.size + 1)
+        except OSError:  # gone: nobody would read what a grant would make
+            return None
+        if not data:
+            return None
+        if len(data) != SET.size or data[:1] != b"G":
+            raise Error(f"the inference process sent a grant of {len(data)} bytes starting {data[:1]!r}")
+        index = int(SET.unpack(data)[1])
+        if index not in self.views:
+            raise Error(f"the inference process granted set {index}, which it never shared")
+        return index
 
     def _feed(self) -> None:
         started, slept = time.thread_time(), _sleeps(resource.RUSAGE_THREAD)
@@ -287,7 +308,7 @@ class Worker:
                     return
                 picked = self.scheduler.next()
                 if picked is None:
-                    with self.granted:
+                    with self.grants_lock:
                         self.unused.append(index)
                     return
                 lane, frame = picked
@@ -298,7 +319,7 @@ class Worker:
                         convert_frame(entry.converters, self._converter, frame, self.views[index], self.buffers[index])
                     except Error as exc:  # a frame the engine refuses: this stream's error
                         frame.release()
-                        with self.granted:
+                        with self.grants_lock:
                             self.grants.appendleft(index)
                         entry.figures.error = str(exc)
                         self.scheduler.fail(lane)
@@ -315,9 +336,12 @@ class Worker:
                     self.scheduler.let_go(lane)
                 if entry.read:
                     self._end_if_sent(entry)
-        except BaseException as exc:  # a defect: said in the bye (and on stderr), the streams stop
+        except BaseException as exc:  # a defect: each stream's error, said in the bye (and on stderr); they stop
             self.failure = f"{type(exc).__name__}: {exc}"
             print(f"npu-zc decode worker: {self.failure}", file=sys.stderr, flush=True)
+            said = f"its decoding worker (pid {os.getpid()}) failed: {self.failure}"
+            for entry in list(self.streams.values()):
+                entry.figures.error = entry.figures.error or said
             self.scheduler.stop()
         finally:
             with self.cpu_lock:
@@ -351,13 +375,14 @@ def lower_priority(levels: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the inference process stops this one (see the module's text)
     parser = argparse.ArgumentParser(prog="npu_zc decode worker", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--fd", type=int, required=True, help="this process's end of the SOCK_SEQPACKET pair")
+    parser.add_argument("--fd", type=int, required=True, help="this process's end of the messages' SOCK_SEQPACKET pair")
+    parser.add_argument(GRANTS_FLAG, type=int, required=True, help="its end of the grants' SOCK_SEQPACKET pair")
     args = parser.parse_args(argv)
-    with socket.socket(fileno=args.fd) as sock:
+    with socket.socket(fileno=args.fd) as sock, socket.socket(fileno=args.grants) as grants:
         try:
             setup = unpack_json(sock.recv(MAX_PACKET))
             lower_priority(int(setup.get("nice", 0)))
-            worker = Worker(sock, setup)
+            worker = Worker(sock, grants, setup)
         except BaseException as exc:
             with_text = f"{type(exc).__name__}: {exc}" if not isinstance(exc, Error) else str(exc)
             try:

@@ -39,7 +39,7 @@ import time
 from typing import Any, Callable
 
 from ..errors import Error, ModelError
-from .decode_worker import FORMATS, FRAME, JOIN_S, MAX_PACKET, SET, pack_json, unpack_json
+from .decode_worker import FORMATS, FRAME, GRANTS_FLAG, JOIN_S, MAX_PACKET, SET, pack_json, unpack_json
 
 CREDITS = 1
 """Sets of buffers a worker holds beyond one per feeding thread: one ready while the others are written."""
@@ -89,12 +89,15 @@ class WorkerError(Error, RuntimeError):
 
 
 class _Process:
-    """One worker: its process, its end of the socket, the sets granted to it, its streams."""
+    """One worker: its process, its ends of the sockets (messages; grants), the sets granted to it, its streams."""
 
-    def __init__(self, number: int, process: subprocess.Popen[bytes], sock: socket.socket, errors: Any) -> None:
+    def __init__(self, number: int, process: subprocess.Popen[bytes], sock: socket.socket, errors: Any,
+                 grants: socket.socket | None = None) -> None:  # fmt: skip
         self.number = number
         self.process = process
         self.sock = sock
+        self.grants = grants
+        """Where its sets are granted, one a packet (its feeding threads read them); None: a peer of a test."""
         self.errors = errors
         self.send_lock = threading.Lock()
         self.granted: dict[int, Any] = {}
@@ -117,19 +120,29 @@ class _Process:
         it can be gone."""
         with self.send_lock:
             try:
-                self._send(data)
+                self._send(self.sock, data)
             except ConnectionResetError as exc:
                 raise BrokenPipeError(f"decoding worker {self.number} is gone") from exc
 
-    def _send(self, data: bytes) -> None:
+    def grant(self, indices: list[int]) -> None:
+        """Sets ``indices`` granted, a packet each (each wakes one feeding thread there), as :meth:`send` sends."""
+        assert self.grants is not None
+        with self.send_lock:
+            try:
+                for index in indices:
+                    self._send(self.grants, SET.pack(b"G", index))
+            except ConnectionResetError as exc:
+                raise BrokenPipeError(f"decoding worker {self.number} is gone") from exc
+
+    def _send(self, sock: socket.socket, data: bytes) -> None:
         try:
-            self.sock.send(data)
+            sock.send(data)
             return
         except BlockingIOError:
             pass
         deadline = time.monotonic() + SEND_S
         room = select.poll()
-        room.register(self.sock, select.POLLOUT)
+        room.register(sock, select.POLLOUT)
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -138,7 +151,7 @@ class _Process:
                 raise BrokenPipeError(f"decoding worker {self.number} is stuck")
             room.poll(min(left, 1.0) * 1000)
             try:
-                self.sock.send(data)
+                sock.send(data)
                 return
             except BlockingIOError:
                 continue
@@ -212,17 +225,25 @@ class DecodeWorkers:
         try:
             for number in range(self.count):
                 ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                grants, their_grants = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                grants.setblocking(False)  # a full socket waits in _send, up to SEND_S
                 errors = tempfile.TemporaryFile()
                 try:
                     process = subprocess.Popen(
-                        [sys.executable, "-c", WORKER_ENTRY, "--fd", str(theirs.fileno())],
-                        pass_fds=[theirs.fileno(), *(b.fd for b in buffers.values())],
+                        [sys.executable, "-c", WORKER_ENTRY, "--fd", str(theirs.fileno()),
+                         GRANTS_FLAG, str(their_grants.fileno())],
+                        pass_fds=[theirs.fileno(), their_grants.fileno(), *(b.fd for b in buffers.values())],
                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
                         env=_child_environment(),
                     )  # fmt: skip
+                except BaseException:
+                    ours.close()
+                    grants.close()
+                    raise
                 finally:
                     theirs.close()
-                self.processes.append(_Process(number, process, ours, errors))
+                    their_grants.close()
+                self.processes.append(_Process(number, process, ours, errors, grants))
                 ours.send(pack_json(setup))
             deadline = time.monotonic() + START_S
             for worker in self.processes:
@@ -292,10 +313,12 @@ class DecodeWorkers:
         """Close the sockets (a worker still running stops on its own then), reap every worker, killing one that
         does not end (idempotent)."""
         for worker in self.processes:
-            try:
-                worker.sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # closed already
+            for sock in (worker.sock, worker.grants):
+                try:
+                    if sock is not None:
+                        sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass  # closed already
         for worker in self.processes:
             if worker.process.poll() is None:
                 try:
@@ -304,6 +327,8 @@ class DecodeWorkers:
                     worker.process.kill()
                     worker.process.wait()
             worker.sock.close()
+            if worker.grants is not None:
+                worker.grants.close()
             worker.errors.close()
         self._waker.close()
 
@@ -311,7 +336,7 @@ class DecodeWorkers:
 
     def _receive(self) -> None:
         """Every worker's messages, on one thread: each ready socket drained, then the sets its frames used granted
-        again, in one message (one thread and few wake-ups: this process's lock is what the workers relieve).
+        again (one thread and few wake-ups: this process's lock is what the workers relieve).
 
         With a queue that has no delivery threads (:attr:`delivers`), this thread delivers the results too, between
         the messages, so that the GIL changes hands only where it waits: for a message while no result is pending
@@ -427,7 +452,7 @@ class DecodeWorkers:
                 raise Error(f"decoding worker {worker.number} sent a message of kind {kind!r}")
 
     def _grant(self, worker: _Process, count: int) -> None:
-        """``count`` more sets to ``worker``, in one message; none once it is told to stop. With delivery threads it
+        """``count`` more sets to ``worker``; none once it is told to stop. With delivery threads it
         waits for free ones (they free as results are delivered); where this thread delivers, it grants those free
         now and owes the rest (:attr:`_Process.owed`), granted after a delivery frees them."""
         indices: list[int] = []
@@ -459,7 +484,7 @@ class DecodeWorkers:
                 indices.append(index)
         if indices:
             try:
-                worker.send(b"G" + struct.pack(f"<{len(indices)}I", *indices))
+                worker.grant(indices)
             except OSError:
                 pass  # gone: its end of the socket closes, and every set granted to it comes back then
 
