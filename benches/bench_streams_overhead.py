@@ -378,7 +378,8 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
     on_cpu_ns, queued_ns = sampler.of_threads("npu_zc-recv")
     steady = window.figures() if window else None
     if window and steady is None:
-        raise RuntimeError(f"the run ended within its warm-up and window: make the clip longer than {report.frames} frames")
+        raise SystemExit(f"the run ended within its {warm:g} s warm-up and {seconds:g} s window, after {report.frames} "
+                         "frames: make the clip longer (--frames), or the warm-up and window shorter")
     fps = steady[0] if steady else report.fps
     return {"fps": fps, "run_fps": report.fps, "wall_us": 1e6 / max(fps, 1e-9), "here_cores": here,
             "machine_cores": steady[1] if steady else None,

@@ -3,7 +3,8 @@ exit status, and the record it writes (benches/results.py's schema, version 1) r
 scripts/render_benchmarks.py renders docs/benchmarks.md. Only the shape of what they write is checked, never a
 figure: no timing, ratio or target, nor anything that depends on the CPU plugin's precision.
 
-A bench's temporary files (clips, models) must be gone when it exits (``results.scratch``).
+A bench's temporary files (clips, models) must be gone when it exits (``results.scratch``). A bench refuses what it
+cannot run with one sentence and a non-zero exit status, not a traceback: those paths run here too.
 
 Each bench that records runs with ``--json PATH`` (a temporary file), except those whose own ``--json`` means
 something else (bench_capture and bench_pipeline: print a JSON object; bench_cpu_time and bench_throughput: a raw
@@ -225,3 +226,39 @@ def test_bench_runs_and_records(case: Case, inputs: dict[str, str], tmp_path: Pa
     assert f"## {record['title']}" in text
     for table in record["tables"]:
         assert f"**{table['title']}**" in text
+
+
+REFUSALS = {
+    "resize_builds-rounds": ("resize_builds", "python --rounds 0", 2, "--rounds takes 1 or more, --cold 0 or more"),
+    "resize_builds-no-package": ("resize_builds", "{empty}", 2, "holds no npu_zc package"),
+    "resize_builds-measuring-fails": ("resize_builds", "{broken} --rounds 1 --cold 0", 1,
+                                      "failed (exit status 1):\nTraceback"),
+    "bench_streams_overhead-rounds": ("bench_streams_overhead", "--rounds 0", 2, "--rounds must be at least 1"),
+    "bench_streams_overhead-clip-too-short": ("bench_streams_overhead",
+                                              "--streams 1 --size 64x48 --frames 10 --warm 5 --seconds 5", 1,
+                                              "the run ended within its 5 s warm-up and 5 s window, after 10 frames"),
+    "bench_streams-rounds": ("bench_streams", "--rounds 2", 2, "--rounds must be at least 1, and more than 1 needs --at"),
+}  # fmt: skip
+"""Per case: the script, its arguments (``{empty}``: a folder with no npu_zc; ``{broken}``: one whose npu_zc fails
+to import, so the measuring process fails with its own traceback, which the bench passes on after its sentence), the
+exit status and what its stderr says."""
+
+
+@pytest.mark.parametrize("case", list(REFUSALS.values()), ids=list(REFUSALS))
+def test_bench_refuses_with_a_sentence(case: tuple[str, str, int, str], tmp_path: Path) -> None:
+    script, args, status, said = case
+    broken = tmp_path / "broken"
+    (broken / "npu_zc").mkdir(parents=True)
+    (broken / "npu_zc" / "__init__.py").write_text("raise ImportError('a build that cannot be imported')\n")
+    (tmp_path / "empty").mkdir()
+    argv = [a.format(empty=tmp_path / "empty", broken=broken) for a in shlex.split(args)]
+    before = results_now()
+
+    done = run_bench([sys.executable, f"benches/{script}.py", *argv], REPO, tmp_path / "tmp")
+
+    assert done.returncode == status, (f"{script} {shlex.join(argv)} exited with {done.returncode}\n"
+                                       f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-6000:]}")  # fmt: skip
+    assert said in done.stderr, done.stderr[-6000:]
+    assert not done.stderr.startswith("Traceback"), done.stderr[-6000:]  # the bench's own sentence comes first
+    assert results_now() == before
+    assert not list((tmp_path / "tmp").iterdir())
