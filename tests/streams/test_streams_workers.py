@@ -271,18 +271,9 @@ def test_a_grant_of_a_set_never_shared_ends_that_workers_streams(long_clip: Path
     """A grant naming a set the worker was never given (sent here on its grants' socket, as the receiving thread
     sends them) is refused there, never written: the worker's streams end with one sentence naming it, its bye
     says so, and it exits as usual."""
-    streams = npu_zc.Streams([long_clip], picture_pipeline, names=["long"], workers=1, persistent=True)
-    out = Results()
-    run = Background(streams, out)
-    assert out.after("long", 1).wait(WAIT_S)
-    assert streams._workers is not None
-    worker = streams._workers.processes[0]
+    streams, _, run, worker = a_long_run_in_one_worker(long_clip, picture_pipeline)
     worker.grant([1 << 30])  # queued behind the grants sent before it: read within a few frames
-    live = streams.lanes[0].stats
-    deadline = time.monotonic() + WAIT_S
-    while live.state == "running":
-        assert time.monotonic() < deadline, "the stream did not end"
-        time.sleep(0.01)
+    wait_ended(streams.lanes[0].stats)
     streams.stop()
     report = run.join()
     streams.close()
@@ -420,15 +411,30 @@ def fill(sock: Any) -> int:
         sent += 1
 
 
-def a_stuck_worker(long_clip: Path, picture_pipeline: Any) -> tuple[npu_zc.Streams, Results, Background, Any]:
-    """A persistent run of the long clip in one worker, once it delivers: the worker stopped (SIGSTOP), its socket
-    full. The caller resumes it (SIGCONT) or sees it killed."""
+def a_long_run_in_one_worker(long_clip: Path,
+                             picture_pipeline: Any) -> tuple[npu_zc.Streams, Results, Background, Any]:  # fmt: skip
+    """A persistent run of the long clip in one worker, once it delivers: the run, its results, its thread and its
+    worker (``_Process``)."""
     streams = npu_zc.Streams([long_clip], picture_pipeline, names=["long"], workers=1, persistent=True)
     out = Results()
     run = Background(streams, out)
     assert out.after("long", 1).wait(WAIT_S)
     assert streams._workers is not None
-    worker = streams._workers.processes[0]
+    return streams, out, run, streams._workers.processes[0]
+
+
+def wait_ended(stats: Any) -> None:
+    """Until the stream is no longer running (its end comes through the receiving thread)."""
+    deadline = time.monotonic() + WAIT_S
+    while stats.state == "running":
+        assert time.monotonic() < deadline, "the stream did not end"
+        time.sleep(0.01)
+
+
+def a_stuck_worker(long_clip: Path, picture_pipeline: Any) -> tuple[npu_zc.Streams, Results, Background, Any]:
+    """A persistent run of the long clip in one worker, once it delivers: the worker stopped (SIGSTOP), its socket
+    full. The caller resumes it (SIGCONT) or sees it killed."""
+    streams, out, run, worker = a_long_run_in_one_worker(long_clip, picture_pipeline)
     os.kill(worker.process.pid, signal.SIGSTOP)
     try:
         wait_stopped(worker.process.pid)
@@ -493,10 +499,7 @@ def test_a_worker_that_reads_no_message_is_stopped(long_clip: Path, picture_pipe
     with pytest.raises(BrokenPipeError):
         worker.send(SET.pack(b"X", 1 << 30))
     assert worker.process.wait(WAIT_S) == -signal.SIGKILL
-    deadline = time.monotonic() + WAIT_S
-    while live.state == "running":  # its end comes through the receiving thread
-        assert time.monotonic() < deadline, "the stuck worker's stream did not end"
-        time.sleep(0.01)
+    wait_ended(live)
     streams.stop()
     report = run.join()
     streams.close()
