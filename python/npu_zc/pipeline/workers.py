@@ -236,9 +236,10 @@ class DecodeWorkers:
                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
                         env=_child_environment(),
                     )  # fmt: skip
-                except BaseException:
+                except BaseException:  # not started: nothing else holds these
                     ours.close()
                     grants.close()
+                    errors.close()
                     raise
                 finally:
                     theirs.close()
