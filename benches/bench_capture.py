@@ -29,10 +29,8 @@ part alone from a YUYV frame in memory (a real CPU, no VideoCapture).
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -42,31 +40,11 @@ from typing import Any, Callable
 import numpy as np
 
 import results
+from npu_zc import memcount
 
-ROOT = Path(__file__).resolve().parent.parent
 MEAN = np.array([123.675, 116.28, 103.53], np.float32)
 STD = np.array([58.395, 57.12, 57.375], np.float32)
 SIZE = 224
-
-
-def build_counter() -> Path:
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if gcc is None:
-        sys.exit("no C compiler to build the memcpy counter")
-    lib = Path(os.environ.get("TMPDIR", "/tmp")) / "npu_zc_bench_memcount.so"
-    subprocess.run(
-        [gcc, "-O2", "-shared", "-fPIC", "-fno-builtin", "-fno-tree-loop-distribute-patterns", "-o", str(lib),
-         str(ROOT / "python" / "npu_zc" / "memcount" / "memcount.c"), "-ldl"],
-        check=True,
-    )  # fmt: skip
-    return lib
-
-
-def counter() -> Any:
-    lib = ctypes.CDLL(None)
-    for name in ("memcount_total_bytes", "memcount_total_calls", "memcount_largest"):
-        getattr(lib, name).restype = ctypes.c_ulonglong
-    return lib
 
 
 def find_camera() -> str:
@@ -77,32 +55,34 @@ def find_camera() -> str:
     return "/dev/video0"
 
 
-def measure(label: str, frames: int, grab: Callable[[], Any], rest: Callable[[Any], None], lib: Any) -> dict[str, Any]:
+def measure(label: str, frames: int, grab: Callable[[], Any], rest: Callable[[Any], None],
+            lib: memcount.Counter) -> dict[str, Any]:  # fmt: skip
     clock = time.perf_counter_ns
     waits: list[int] = []
     works: list[int] = []
     for i in range(frames + 3):  # 3 warm-up frames
         if i == 3:
-            lib.memcount_reset()
+            lib.reset()
             waits.clear()
             works.clear()
-        lib.memcount_start()
+        lib.start()
         t0 = clock()
         item = grab()
         t1 = clock()
         rest(item)
         t2 = clock()
-        lib.memcount_stop()
+        lib.stop()
         del item
         waits.append(t1 - t0)
         works.append(t2 - t1)
+    counts = lib.counts()
     return {
         "path": label,
         "dequeue_ms": float(np.median(waits)) / 1e6,
         "to_input_ms": float(np.median(works)) / 1e6,
         "total_ms": float(np.median(np.add(waits, works))) / 1e6,
-        "copied_bytes_per_frame": lib.memcount_total_bytes() / frames,
-        "largest_copy": int(lib.memcount_largest()),
+        "copied_bytes_per_frame": counts.bytes / frames,
+        "largest_copy": counts.largest,
     }
 
 
@@ -113,7 +93,9 @@ def bench(device: str, frames: int) -> list[dict[str, Any]]:
     from npu_zc.pipeline.camera import CameraPreprocessor
     from npu_zc.pipeline.preprocess import PreprocessSpec
 
-    lib = counter()
+    lib = memcount.preloaded()
+    if lib is None:
+        raise SystemExit("bench_capture: the memcpy counter is not preloaded (LD_PRELOAD)")
     results = []
 
     # What a user writes today.
@@ -216,7 +198,10 @@ def main() -> None:
         print(f"results: {saved}")
         return
     if "memcount" not in os.environ.get("LD_PRELOAD", ""):
-        lib = build_counter()
+        try:
+            lib = memcount.build()
+        except memcount.CounterUnavailableError as exc:
+            raise SystemExit(f"bench_capture: {exc}") from None
         env = dict(os.environ, LD_PRELOAD=str(lib), OMP_NUM_THREADS="1")
         sys.exit(subprocess.run([sys.executable, *sys.argv], env=env).returncode)
     device = args.device or find_camera()

@@ -39,13 +39,10 @@ No 1920x1080 photo ships offline: the default image is scikit-image's
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, cast
@@ -54,11 +51,11 @@ import numpy as np
 
 import results
 
+from npu_zc import memcount
 from npu_zc.pipeline import ClassScore, Pipeline, StageStats, full_hd, load_image, sample_photo
 from npu_zc.runtime import core, imagenet_labels, model_normalisation, openvino_version, read_model
 
 HERE = Path(__file__).resolve().parent
-MEMCOUNT = HERE.parent / "python" / "npu_zc" / "memcount" / "memcount.c"
 MODEL = "efficientnet-lite0"
 VARIANTS = ("zero-copy", "two-step", "copy", "baseline", "bare model")
 STAGES = ("preprocess", "infer", "postprocess", "total", "cpu")
@@ -268,22 +265,16 @@ def _line(process: subprocess.Popen[str], name: str) -> str:
 
 
 def count_copies(image: str | None, device: str, frames: int) -> dict[str, dict[str, float]]:
-    gcc = shutil.which("gcc") or shutil.which("cc")
-    if gcc is None:
-        raise SystemExit("bench_pipeline: no C compiler to build the memcpy counter (apt-get install gcc)")
-    with tempfile.TemporaryDirectory() as tmp:
-        lib = Path(tmp) / "libmemcount.so"
-        subprocess.run(
-            [gcc, "-O2", "-shared", "-fPIC", "-fno-builtin", "-fno-tree-loop-distribute-patterns",
-             "-o", str(lib), str(MEMCOUNT), "-ldl"],
-            check=True,
-        )  # fmt: skip
-        done = subprocess.run(
-            [sys.executable, __file__, "--count-copies", str(frames), "--device", device, *(["--image", image] if image else [])],
-            env=dict(os.environ, LD_PRELOAD=str(lib)),
-            capture_output=True,
-            text=True,
-        )
+    try:
+        lib = memcount.build()
+    except memcount.CounterUnavailableError as exc:
+        raise SystemExit(f"bench_pipeline: {exc}") from None
+    done = subprocess.run(
+        [sys.executable, __file__, "--count-copies", str(frames), "--device", device, *(["--image", image] if image else [])],
+        env=dict(os.environ, LD_PRELOAD=str(lib)),
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise SystemExit(f"bench_pipeline: the counting run failed:\n{done.stderr[-3000:]}")
     result: dict[str, dict[str, float]] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -291,31 +282,29 @@ def count_copies(image: str | None, device: str, frames: int) -> dict[str, dict[
 
 
 def counting_child(image: str | None, device: str, frames: int) -> None:
-    lib = ctypes.CDLL(None)
-    if not getattr(lib, "memcount_loaded", None) or not lib.memcount_loaded():
-        raise SystemExit("libmemcount.so is not preloaded")
-    for name in ("memcount_total_bytes", "memcount_watched_bytes", "memcount_largest", "memcount_total_calls"):
-        getattr(lib, name).restype = ctypes.c_ulonglong
-    lib.memcount_watch.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+    counter = memcount.preloaded()
+    if counter is None:
+        raise SystemExit("bench_pipeline: the memcpy counter is not preloaded (LD_PRELOAD)")
     frame, _ = frame_of(image)
     out: dict[str, dict[str, float]] = {}
     for name in VARIANTS:
         variant = Variant(name, device)
-        lib.memcount_unwatch_all()
+        counter.unwatch_all()
         for array in variant.watched:
-            lib.memcount_watch(array.ctypes.data, array.nbytes)
+            counter.watch(array.ctypes.data, array.nbytes)
         for _ in range(3):
             variant.step(frame)
-        lib.memcount_reset()
+        counter.reset()
         for _ in range(frames):
-            lib.memcount_start()  # from the start of the preprocess to the end of the postprocess
+            counter.start()  # from the start of the preprocess to the end of the postprocess
             variant.step(frame)
-            lib.memcount_stop()
+            counter.stop()
+        counts = counter.counts()
         out[name] = {
-            "bytes_per_frame": lib.memcount_total_bytes() / frames,
-            "calls_per_frame": lib.memcount_total_calls() / frames,
-            "frame_buffer_bytes_per_frame": lib.memcount_watched_bytes() / frames if variant.watched else -1,
-            "largest_copy": lib.memcount_largest(),
+            "bytes_per_frame": counts.bytes / frames,
+            "calls_per_frame": counts.calls / frames,
+            "frame_buffer_bytes_per_frame": counts.watched_bytes / frames if variant.watched else -1,
+            "largest_copy": counts.largest,
         }
     print(json.dumps(out))
 

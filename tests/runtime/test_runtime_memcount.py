@@ -46,6 +46,27 @@ def test_counter_sees_copies(memcount: Path) -> None:
     assert int(out.stdout) >= 1 << 20
 
 
+def test_counter_watches_ranges_until_unwatched(memcount: Path) -> None:
+    """The package's Counter: a copy into a watched range counts as watched; after unwatch_all the same copy counts
+    in all but not as watched."""
+    code = (
+        "import json, numpy as np\n"
+        "from npu_zc.memcount import preloaded\n"
+        "counter = preloaded()\n"
+        "a = np.ones(1 << 20, np.uint8); b = np.empty_like(a)\n"
+        "counter.watch(b.ctypes.data, b.nbytes)\n"
+        "counter.reset(); counter.start(); np.copyto(b, a); counter.stop(); watched = counter.counts()\n"
+        "counter.unwatch_all()\n"
+        "counter.reset(); counter.start(); np.copyto(b, a); counter.stop(); unwatched = counter.counts()\n"
+        "print(json.dumps([watched.bytes, watched.watched_bytes, unwatched.bytes, unwatched.watched_bytes]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, LD_PRELOAD=str(memcount)),
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    watched_all, watched, unwatched_all, unwatched = json.loads(out.stdout)
+    assert watched_all >= 1 << 20 and watched >= 1 << 20
+    assert unwatched_all >= 1 << 20 and unwatched == 0
+
+
 def test_zero_copy_moves_no_frame_bytes(memcount: Path) -> None:
     pytest.importorskip("openvino", reason="OpenVINO is not installed (a dependency of npu_zc): the frame loop runs the model")
     zero = run_loop(memcount, "--mode", "zero-copy", "--frames", "20")

@@ -112,6 +112,10 @@ class Counter:
         """Count copies touching ``nbytes`` at ``address`` apart (at most 16 ranges)."""
         self._lib.memcount_watch(address, nbytes)
 
+    def unwatch_all(self) -> None:
+        """Forget every watched range."""
+        self._lib.memcount_unwatch_all()
+
     def counts(self) -> Counts:
         lib = self._lib
         return Counts(
