@@ -607,23 +607,25 @@ def test_default_workers_one_per_two_cores_from_eight(streams: int, cores: int, 
     assert default_workers(streams, cores) == workers
 
 
-def thread_nices(pid: int) -> list[int]:
-    """The nice value of every thread of process ``pid`` (/proc/PID/task/*/stat's 19th field)."""
-    nices = []
+def thread_priorities(pid: int) -> list[tuple[int, int]]:
+    """The nice value and scheduling policy of every thread of process ``pid`` (/proc/PID/task/*/stat's 19th and
+    41st fields)."""
+    seen = []
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{task}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
         except (FileNotFoundError, ProcessLookupError):  # a thread that ended meanwhile
             continue
-        nices.append(int(fields[16]))  # fields[0] is the 3rd field (the state)
-    return nices
+        seen.append((int(fields[16]), int(fields[38])))  # fields[0] is the 3rd field (the state)
+    return seen
 
 
-def test_workers_run_worker_nice_levels_below_this_process(long_clip: Path, picture_pipeline: Any) -> None:
+def test_workers_run_worker_nice_levels_below_this_process_as_batch_work(long_clip: Path, picture_pipeline: Any) -> None:
     """worker_nice outside 0-19 (or not a whole number) is refused; by default 10 where the model is on an NPU or a
     GPU, 0 where the CPU may run it; with worker_nice=7 every thread of the worker (its control thread, feeding
-    threads, the stream's reader and FFmpeg's threads), seen while it runs, is 7 levels below this process."""
+    threads, the stream's reader and FFmpeg's threads), seen while it runs, is 7 levels below this process and
+    batch work (SCHED_BATCH); with worker_nice=0 every one is at this process's level and policy."""
     from npu_zc.pipeline.streams import default_worker_nice
 
     for bad in (-1, 20, 2.5, True, "5"):
@@ -631,19 +633,20 @@ def test_workers_run_worker_nice_levels_below_this_process(long_clip: Path, pict
             npu_zc.Streams([long_clip], picture_pipeline, workers=1, worker_nice=bad)  # type: ignore[arg-type]
     assert [default_worker_nice(d) for d in ("NPU", "GPU.1", "CPU", "AUTO", "HETERO:NPU,CPU")] == [10, 10, 0, 0, 0]
     assert npu_zc.Streams([long_clip], picture_pipeline, workers=1).worker_nice == 0  # the CPU runs the model
-    streams = npu_zc.Streams([VideoSource(long_clip, limit=40)], picture_pipeline, workers=1, worker_nice=7)
-    seen: list[list[int]] = []
+    here = os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0)
+    for nice, want in ((7, (min(19, here[0] + 7), os.SCHED_BATCH)), (0, here)):
+        streams = npu_zc.Streams([VideoSource(long_clip, limit=40)], picture_pipeline, workers=1, worker_nice=nice)
+        seen: list[list[tuple[int, int]]] = []
 
-    def look(result: Any) -> None:
-        if not seen:
-            seen.append(thread_nices(worker_pids(streams)[0]))
+        def look(result: Any) -> None:
+            if not seen:
+                seen.append(thread_priorities(worker_pids(streams)[0]))
 
-    report = streams.run(look)
-    streams.close()
-    assert report.streams[0].frames == 40 and len(seen) == 1
-    want = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 7)
-    assert len(seen[0]) >= 4 and set(seen[0]) == {want}, seen
-    assert_reaped(streams)
+        report = streams.run(look)
+        streams.close()
+        assert report.streams[0].frames == 40 and len(seen) == 1
+        assert len(seen[0]) >= 4 and set(seen[0]) == {want}, (nice, seen)
+        assert_reaped(streams)
 
 
 def test_the_receiving_thread_is_woken_by_a_submit_here(picture_pipeline: Any) -> None:

@@ -257,8 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
                       "the model's input, shared, no copy; 0: decode in this process; default: one per two cores "
                       "from eight cores up, else 0)")
     many.add_argument("--worker-nice", type=_count, metavar="N",
-                      help="the decoding workers run N nice levels below this process, 0 to 19 (default: 10 where "
-                      "the model is on an NPU or a GPU, 0 on the CPU)")
+                      help="the decoding workers run N nice levels below this process, 0 to 19, and from 1 as batch "
+                      "work (SCHED_BATCH) (default: 10 where the model is on an NPU or a GPU, 0 on the CPU)")
     many.add_argument("--latency-budget", type=float, default=100.0, metavar="MS",
                       help="with a live source (camera, URL, --realtime): frame to result; the CPU plugin's streams "
                       "are fitted to it, fewer with more threads each (default 100; 0: the throughput hint's own)")

@@ -359,9 +359,13 @@ def _sleeps(who: int) -> int:
 
 
 def lower_priority(levels: int) -> None:
-    """Every thread of this process ``levels`` nice levels lower: those running now (numpy's BLAS pool, started at
-    its import) one by one, as Linux sets a nice value per thread; those started later (the readers, FFmpeg's
-    threads) inherit it from the thread that starts them."""
+    """Every thread of this process ``levels`` nice levels lower and, below the inference process, batch work
+    (``SCHED_BATCH``): those running now (numpy's BLAS pool, started at its import) one by one, as Linux sets both
+    per thread; those started later (the readers, FFmpeg's threads) inherit them from the thread that starts them.
+
+    A batch thread that wakes does not take the core of a thread running: a feeding thread woken by a grant, or a
+    reader by the GIL, waits for the decoder on its core to use its slice up instead of cutting in, and the
+    decoders keep their caches (docs/streams.md, "Priority")."""
     if levels <= 0:
         return
     for task in os.listdir("/proc/self/task"):
@@ -369,6 +373,10 @@ def lower_priority(levels: int) -> None:
             tid = int(task)
             os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + levels))
         except OSError:  # a thread that ended meanwhile
+            continue
+        try:
+            os.sched_setscheduler(tid, os.SCHED_BATCH, os.sched_param(0))  # (keeps the nice value just set)
+        except OSError:  # ended meanwhile, or a sandbox that refuses the call: the nice levels alone
             continue
 
 

@@ -230,7 +230,8 @@ def default_deliverers(streams: int, cores: int | None = None, *, workers: int =
 
 def default_worker_nice(device: str = "CPU") -> int:
     """How many nice levels below this process the decoding workers run: :data:`~npu_zc.pipeline.workers.WORKER_NICE`
-    where the model runs on an NPU or a GPU (``device``), 0 where the CPU may run it.
+    where the model runs on an NPU or a GPU (``device``), 0 where the CPU may run it. Workers below this process run
+    as batch work too (``SCHED_BATCH``: a thread of theirs that wakes does not take a running thread's core).
 
     Off the CPU this process runs only the serial stage of every frame (the receiving thread: each worker's message,
     the request started, the result delivered, the set granted again) and the device's own threads, while the
@@ -295,7 +296,8 @@ class Streams:
     default :func:`npu_zc.pipeline.workers.default_workers`: one per two cores
     from eight cores up, else 0; 0: decode here; refused with ``keep_frames``:
     the frames stay in the workers). ``worker_nice``: how many nice levels
-    below this process the workers run (0 to 19; default
+    below this process the workers run (0 to 19; from 1, as batch work too,
+    ``SCHED_BATCH``; default
     :func:`default_worker_nice`: 10 where the model runs on an NPU or a GPU,
     0 on the CPU). ``latency_budget_ms``:
     frame to result for live sources; where a live source is among them and

@@ -45,7 +45,7 @@ CREDITS = 1
 """Sets of buffers a worker holds beyond one per feeding thread: one ready while the others are written."""
 
 WORKER_NICE = 10
-"""Nice levels below the inference process that the workers run at where the model is off the CPU
+"""Nice levels below the inference process that the workers run at where the model is off the CPU, as batch work
 (:func:`npu_zc.pipeline.streams.default_worker_nice`)."""
 
 WORKER_FEEDERS = 2
