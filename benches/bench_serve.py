@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import arguments
 import results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,9 +66,9 @@ def free_port() -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--streams", type=int, default=32)
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--streams", type=arguments.count(1), default=32)
+    parser.add_argument("--seconds", type=arguments.seconds(), default=20.0)
+    parser.add_argument("--warmup", type=arguments.seconds(zero=True), default=5.0)
     parser.add_argument("--model")
     parser.add_argument("--device", default="CPU")
     parser.add_argument("--no-mqtt", action="store_true", help="the service without MQTT (what its share costs)")

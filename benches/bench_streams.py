@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import arguments  # noqa: E402
 import results  # noqa: E402
 
 FPS = 30
@@ -426,13 +427,13 @@ def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worke
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=10.0, help="each trial's length (default 10)")
-    parser.add_argument("--clip-seconds", type=float, default=12.0, help="the clip's length (default 12)")
-    parser.add_argument("--max-streams", type=int, default=128)
+    parser.add_argument("--seconds", type=arguments.seconds(), default=10.0, help="each trial's length (default 10)")
+    parser.add_argument("--clip-seconds", type=arguments.seconds(), default=12.0, help="the clip's length (default 12)")
+    parser.add_argument("--max-streams", type=arguments.count(1), default=128)
     parser.add_argument("--model", default="efficientnet-lite0")
     parser.add_argument("--device", default="CPU")
     parser.add_argument("--preset", default="veryfast", help="libx264 preset of the clip (default veryfast)")
-    parser.add_argument("--unpaced", type=int, default=4, help="files in the unpaced run (default 4)")
+    parser.add_argument("--unpaced", type=arguments.count(1), default=4, help="files in the unpaced run (default 4)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 s trials, at most 4 streams")
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
     parser.add_argument("--decoder-threads", type=int, help="FFmpeg threads per stream (default: Streams' share of the cores)")
@@ -445,7 +446,7 @@ def main() -> int:
                         help="an OpenVINO property of the compiled model, e.g. NUM_STREAMS=4 (repeatable; Streams and baseline)")
     parser.add_argument("--workers", type=int, nargs="+",
                         help="Streams' decoding worker processes (default: its own; 0: none); several only with --at")
-    parser.add_argument("--at", type=int, nargs="+", metavar="N",
+    parser.add_argument("--at", type=arguments.count(1), nargs="+", metavar="N",
                         help="run Streams at these counts of paced streams only (no search, no baseline, no bounds)")
     parser.add_argument("--rounds", type=int, default=1, help="with --at: each count and --workers value N times, alternating")
     parser.add_argument("--unpaced-too", action="store_true",

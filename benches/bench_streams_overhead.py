@@ -71,6 +71,7 @@ from typing import Any, TypedDict, cast
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import arguments  # noqa: E402
 import results  # noqa: E402
 from python_per_frame import thread_sched  # noqa: E402  (per-thread CPU, written once there)
 
@@ -431,13 +432,15 @@ def main() -> int:
     from bench_streams import openvino_property
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--streams", type=int, nargs="+", default=[8, 16])
-    parser.add_argument("--seconds", type=float, default=6.0, help="each run's length (0: until the clips end)")
-    parser.add_argument("--warm", type=float, default=0.0,
+    parser.add_argument("--streams", type=arguments.count(1), nargs="+", default=[8, 16])
+    parser.add_argument("--seconds", type=arguments.seconds(zero=True), default=6.0,
+                        help="each run's length (0: until the clips end)")
+    parser.add_argument("--warm", type=arguments.seconds(zero=True), default=0.0,
                         help="measure FPS over --seconds s after this many s of the run (the workers started, every "
                         "stream under way), with the machine's busy CPU; 0: FPS over the whole run (default)")
     parser.add_argument("--size", default="320x240")
-    parser.add_argument("--frames", type=int, default=3000, help="the clip's length in frames (default 3000)")
+    parser.add_argument("--frames", type=arguments.count(1), default=3000,
+                        help="the clip's length in frames (default 3000)")
     parser.add_argument("--clip", type=Path, default=None,
                         help="the clip's file: made there with --size and --frames unless it exists, then reused "
                         "(calls that compare versions run the same clip without making it again)")
