@@ -7,7 +7,7 @@ time) with its ends of two ``SOCK_SEQPACKET`` socket pairs (messages; grants)
 and every input buffer's fd inherited. Inside,
 the same parts as a one-process run: a reader thread per stream into its lane
 (:func:`.feeding.read_source`), the fair :class:`.scheduler.Scheduler`, and
-feeding threads that convert a lane's frame into a set of buffers the
+the feeding thread (or threads: the setup's ``feeders``) that converts a lane's frame into a set of buffers the
 inference process granted (:func:`.feeding.convert_frame`) and name it in a
 few bytes. A frame's pixels never leave the decoder's memory but into the
 model input.
@@ -208,7 +208,8 @@ class Worker:
             entry.figures.stopped = True
             self.scheduler.remove(entry.lane)
 
-    def _stop_streams(self) -> None:
+    def _end_streams(self) -> None:
+        """Every reader stopped and joined, the frames never taken let go, each stream's end said."""
         self.scheduler.stop()
         deadline = time.monotonic() + JOIN_S
         for entry in list(self.streams.values()):
@@ -217,6 +218,9 @@ class Worker:
         self.scheduler.drain()  # frames decoded and never taken: nobody will convert them now
         for entry in list(self.streams.values()):
             self._end_if_sent(entry)
+
+    def _stop_streams(self) -> None:
+        self._end_streams()
         try:  # a feeding thread waiting for a grant reads the end of them (grants sent already stay readable)
             self.grant_sock.shutdown(socket.SHUT_RD)
         except OSError:
@@ -342,7 +346,7 @@ class Worker:
             said = f"its decoding worker (pid {os.getpid()}) failed: {self.failure}"
             for entry in list(self.streams.values()):
                 entry.figures.error = entry.figures.error or said
-            self.scheduler.stop()
+            self._end_streams()  # no feeding thread may be left to take the frames waiting and say the ends
         finally:
             with self.cpu_lock:
                 self.cpu["feeders"] += time.thread_time() - started

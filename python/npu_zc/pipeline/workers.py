@@ -48,8 +48,9 @@ WORKER_NICE = 10
 """Nice levels below the inference process that the workers run at where the model is off the CPU, as batch work
 (:func:`npu_zc.pipeline.streams.default_worker_nice`)."""
 
-WORKER_FEEDERS = 2
-"""Feeding threads in each worker (a conversion releases the GIL: two overlap one's Python with the other's pass)."""
+WORKER_FEEDERS = 1
+"""Feeding threads in each worker: one converts a worker's share of frames in time, and a second one, overlapping
+one's Python with the other's pass, only added hand-overs of the worker's lock (docs/streams.md, "Grants")."""
 
 WORKER_ENTRY = "from npu_zc.pipeline.decode_worker import run; run()"
 """What a worker process runs (``python -c``; see :mod:`.decode_worker`)."""
