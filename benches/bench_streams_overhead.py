@@ -11,7 +11,8 @@ N H.264 clips (a pan across a photo, made once with PyAV's libx264) run as fast 
 so that decoding and inference are cheap and the Python and hand-overs of each frame are what is left
 (``--model`` and ``--size`` run a real case the same way: where its CPU goes, by thread). That model stands in for
 an NPU's, which costs the host's CPU nothing: with decoding workers, each run takes the delivery threads Streams
-chooses where the model is not on the CPU (none: the receiving thread delivers), unless ``--deliverers`` says.
+chooses where the model is not on the CPU (none: the receiving thread delivers) unless ``--deliverers`` says, the
+workers' nice levels it chooses there unless ``--worker-nice`` says, and their feeding threads (one a worker).
 
 Per frame: wall microseconds (1e6 / FPS) and CPU microseconds of the whole process, and of each role of thread
 (``/proc/self/task/*/schedstat``, sampled every 50 ms): the sources' threads (PyAV demux + decode + the frame's
@@ -212,6 +213,7 @@ def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: i
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1, limit=frames) for i in range(streams)]
     run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers, workers))
+    as_on_an_npu_host(run)
     threading.setprofile(hook)
     sys.setprofile(hook)
     try:
@@ -248,6 +250,16 @@ def npu_host_worker_nice() -> int | None:
 
     choose = getattr(streams, "default_worker_nice", None)
     return None if choose is None else int(choose("NPU"))
+
+
+def as_on_an_npu_host(run: Any) -> None:
+    """The workers' feeding threads Streams chooses where the model is not on the CPU (a Streams without that choice
+    is left as it is)."""
+    from npu_zc.pipeline import streams
+
+    choose = getattr(streams, "default_worker_feeders", None)
+    if choose is not None:
+        run.worker_feeders = choose("NPU")
 
 
 def npu_host_deliverers(asked: int | None, workers: int | None, streams: int) -> int | None:
@@ -330,6 +342,7 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1) for i in range(streams)]
     run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers, workers, worker_nice))
+    as_on_an_npu_host(run)
     stop = threading.Event()
     helpers = [threading.Thread(target=spin, args=(stop,), name=f"spinner{k}", daemon=True) for k in range(contend)]
     for helper in helpers:

@@ -42,7 +42,8 @@ def sets_of(streams: npu_zc.Streams) -> int:
     """The most frames of a run that can be converted and not yet delivered: its queue's sets of buffers."""
     from npu_zc.pipeline.workers import DecodeWorkers
 
-    return streams.requests + streams.feeders + streams.deliverers + DecodeWorkers.sets_for(streams.workers)
+    held = DecodeWorkers.sets_for(streams.workers, streams.worker_feeders)
+    return streams.requests + streams.feeders + streams.deliverers + held
 
 
 def worker_pids(streams: npu_zc.Streams) -> list[int]:
@@ -65,15 +66,17 @@ def test_same_results_as_decoding_here(clips: dict[str, Path], picture_pipeline:
     one, give exactly the predictions of the in-process run (the same converter on the same planes, into the same
     compiled model): no error, each stream done with every frame of FFmpeg's, in order; the workers' CPU is
     reported and every worker is reaped. With deliverers=0 the receiving thread calls the outputs; by default on
-    the CPU, the queue's two delivery threads do, with the same results."""
+    the CPU, the queue's two delivery threads do, with the same results; with one feeding thread a worker (as
+    where the model runs on an NPU or a GPU) or two (the CPU's), the same."""
     paths = [clips[name] for name in CLIPS]
     want = [len(reference_frames(path)) for path in paths]
     here, here_results = run_streams(paths, picture_pipeline, workers=0)
     assert not here.errors and [s.frames for s in here.streams] == want
     expected = {stream: [r.prediction[0] for r in got] for stream, got in by_stream(here_results).items()}
-    for workers, deliverers in ((2, 0), (1, 0), (2, None)):
+    for workers, deliverers, feeders in ((2, 0, 1), (1, 0, 2), (2, None, 2)):
         streams = npu_zc.Streams(paths, picture_pipeline, workers=workers, deliverers=deliverers)
         assert streams.workers == workers and streams.deliverers == (2 if deliverers is None else 0)
+        streams.worker_feeders = feeders
         output = Results()
         report = streams.run(output)
         streams.close()
@@ -267,11 +270,13 @@ def test_a_message_crossing_a_workers_bye_is_not_its_failure(long_clip: Path, pi
     assert_reaped(streams)
 
 
-def test_a_grant_of_a_set_never_shared_ends_that_workers_streams(long_clip: Path, picture_pipeline: Any) -> None:
+@pytest.mark.parametrize("feeders", [1, 2])
+def test_a_grant_of_a_set_never_shared_ends_that_workers_streams(long_clip: Path, picture_pipeline: Any,
+                                                                 feeders: int) -> None:
     """A grant naming a set the worker was never given (sent here on its grants' socket, as the receiving thread
     sends them) is refused there, never written: the worker's streams end with one sentence naming it, its bye
-    says so, and it exits as usual."""
-    streams, _, run, worker = a_long_run_in_one_worker(long_clip, picture_pipeline)
+    says so, and it exits as usual; with one feeding thread too, where no other is left to say the streams' end."""
+    streams, _, run, worker = a_long_run_in_one_worker(long_clip, picture_pipeline, feeders)
     worker.grant([1 << 30])  # queued behind the grants sent before it: read within a few frames
     wait_ended(streams.lanes[0].stats)
     streams.stop()
@@ -411,11 +416,13 @@ def fill(sock: Any) -> int:
         sent += 1
 
 
-def a_long_run_in_one_worker(long_clip: Path,
-                             picture_pipeline: Any) -> tuple[npu_zc.Streams, Results, Background, Any]:  # fmt: skip
-    """A persistent run of the long clip in one worker, once it delivers: the run, its results, its thread and its
-    worker (``_Process``)."""
+def a_long_run_in_one_worker(long_clip: Path, picture_pipeline: Any,
+                             feeders: int | None = None) -> tuple[npu_zc.Streams, Results, Background, Any]:  # fmt: skip
+    """A persistent run of the long clip in one worker (of ``feeders`` feeding threads; None: Streams' own), once it
+    delivers: the run, its results, its thread and its worker (``_Process``)."""
     streams = npu_zc.Streams([long_clip], picture_pipeline, names=["long"], workers=1, persistent=True)
+    if feeders is not None:
+        streams.worker_feeders = feeders
     out = Results()
     run = Background(streams, out)
     assert out.after("long", 1).wait(WAIT_S)
@@ -647,6 +654,17 @@ def test_workers_run_worker_nice_levels_below_this_process_as_batch_work(long_cl
         assert report.streams[0].frames == 40 and len(seen) == 1
         assert len(seen[0]) >= 4 and set(seen[0]) == {want}, (nice, seen)
         assert_reaped(streams)
+
+
+def test_worker_feeding_threads_by_device(long_clip: Path, picture_pipeline: Any) -> None:
+    """One feeding thread a worker where the model runs on an NPU or a GPU, two where the CPU may run it; the sets
+    a worker holds follow (one per feeding thread and CREDITS more)."""
+    from npu_zc.pipeline.streams import default_worker_feeders
+    from npu_zc.pipeline.workers import CREDITS, DecodeWorkers
+
+    assert [default_worker_feeders(d) for d in ("NPU", "GPU.1", "CPU", "AUTO", "HETERO:NPU,CPU")] == [1, 1, 2, 2, 2]
+    assert npu_zc.Streams([long_clip], picture_pipeline, workers=1).worker_feeders == 2  # the CPU runs the model
+    assert [DecodeWorkers.sets_for(3, feeders) for feeders in (1, 2)] == [3 * (1 + CREDITS), 3 * (2 + CREDITS)]
 
 
 def test_the_receiving_thread_is_woken_by_a_submit_here(picture_pipeline: Any) -> None:

@@ -241,6 +241,18 @@ def default_worker_nice(device: str = "CPU") -> int:
     return WORKER_NICE if _off_the_cpu(device) else 0
 
 
+def default_worker_feeders(device: str = "CPU") -> int:
+    """Feeding threads in each decoding worker: one where the model runs on an NPU or a GPU (``device``), two where
+    the CPU may run it.
+
+    Off the CPU the workers run as batch work below this process, and one feeding thread keeps up with its worker's
+    frames: a second one, overlapping one's Python with the other's conversion, only hands the worker's lock over
+    more often. Where the CPU runs the model its inferences take cores from the feeding threads too, and a worker
+    with two is not held up whenever one of them waits for a core: near the cores' limit one lost more paced frames
+    (docs/streams.md, "One feeding thread a worker off the CPU")."""
+    return 1 if _off_the_cpu(device) else 2
+
+
 def _off_the_cpu(device: str) -> bool:
     """The model runs on an accelerator alone (NPU, GPU, GPU.1): not the CPU, nor AUTO or HETERO, which may use it."""
     return device.upper().split(".")[0] in ("NPU", "GPU")
@@ -440,6 +452,8 @@ class Streams:
         are decoded and converted into the model's inputs there, past this interpreter's lock; 0: on threads here."""
         self.worker_nice = default_worker_nice(self.pipeline.device) if worker_nice is None else worker_nice
         """How many nice levels below this process the decoding workers run (:func:`default_worker_nice`)."""
+        self.worker_feeders = default_worker_feeders(self.pipeline.device)
+        """Feeding threads in each decoding worker (:func:`default_worker_feeders`)."""
         if deliverers is None:
             deliverers = default_deliverers(planned, workers=self.workers, device=self.pipeline.device)
         self.deliverers = int(deliverers)
@@ -768,7 +782,7 @@ class Streams:
         # Spare sets of buffers (each with its own request): one being written by each feeding thread (and those
         # the decoding workers hold), one for each result being read; a set is taken from its acquire until its
         # result is released.
-        spare = self.feeders + self.deliverers + DecodeWorkers.sets_for(self.workers)
+        spare = self.feeders + self.deliverers + DecodeWorkers.sets_for(self.workers, self.worker_feeders)
         queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver, buffers=self.requests + spare,
                               deliverers=self.deliverers)  # fmt: skip
         self._queue = queue
@@ -851,7 +865,7 @@ class Streams:
             self._scheduler.ended(lane)
 
         workers = DecodeWorkers(self.workers, spec, queue, submit=submit, ended=ended, failed=failed,
-                                nice=self.worker_nice)  # fmt: skip
+                                nice=self.worker_nice, feeders=self.worker_feeders)  # fmt: skip
         workers.start()
         with self._lock:
             self._workers = workers

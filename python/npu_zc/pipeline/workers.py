@@ -48,9 +48,6 @@ WORKER_NICE = 10
 """Nice levels below the inference process that the workers run at where the model is off the CPU, as batch work
 (:func:`npu_zc.pipeline.streams.default_worker_nice`)."""
 
-WORKER_FEEDERS = 1
-"""Feeding threads in each worker: one converts a worker's share of frames in time, and a second one, overlapping
-one's Python with the other's pass, only added hand-overs of the worker's lock (docs/streams.md, "Grants")."""
 
 WORKER_ENTRY = "from npu_zc.pipeline.decode_worker import run; run()"
 """What a worker process runs (``python -c``; see :mod:`.decode_worker`)."""
@@ -183,10 +180,13 @@ class DecodeWorkers:
 
     def __init__(self, count: int, spec: Any, queue: Any, *, submit: Callable[..., None],
                  ended: Callable[[Any, dict[str, Any]], None],
-                 failed: Callable[[BaseException], None] = lambda exc: None, nice: int = 0) -> None:  # fmt: skip
+                 failed: Callable[[BaseException], None] = lambda exc: None, nice: int = 0,
+                 feeders: int = 1) -> None:  # fmt: skip
         self.count = count
         self.nice = nice
         """How many nice levels below this process each worker runs (set there before it starts a thread)."""
+        self.feeders = feeders
+        """Feeding threads in each worker (:func:`npu_zc.pipeline.streams.default_worker_feeders`)."""
         self.spec = spec
         self.queue = queue
         self._submit = submit
@@ -221,7 +221,7 @@ class DecodeWorkers:
         spec = self.spec
         view = queue.input_arrays[0][0]
         setup = {"kind": "setup", "spec": spec.to_dict(), "shape": list(view.shape), "dtype": view.dtype.str,
-                 "buffers": {str(k): b.fd for k, b in buffers.items()}, "feeders": WORKER_FEEDERS,
+                 "buffers": {str(k): b.fd for k, b in buffers.items()}, "feeders": self.feeders,
                  "nice": self.nice}  # fmt: skip
         try:
             for number in range(self.count):
@@ -260,7 +260,7 @@ class DecodeWorkers:
                                       f"{message.get('message') or worker.how_it_ended()}")  # fmt: skip
                 worker.sock.settimeout(None)
             for worker in self.processes:
-                self._grant(worker, WORKER_FEEDERS + CREDITS)
+                self._grant(worker, self.feeders + CREDITS)
             self._receiver = threading.Thread(target=self._receive, name="npu_zc-recv", daemon=True)
             self._receiver.start()
         except BaseException:
@@ -268,9 +268,10 @@ class DecodeWorkers:
             raise
 
     @staticmethod
-    def sets_for(count: int) -> int:
-        """Sets of buffers ``count`` workers hold at most (a queue needs that many beyond its own)."""
-        return count * (WORKER_FEEDERS + CREDITS)
+    def sets_for(count: int, feeders: int) -> int:
+        """Sets of buffers ``count`` workers of ``feeders`` feeding threads each hold at most (a queue needs that
+        many beyond its own)."""
+        return count * (feeders + CREDITS)
 
     def add(self, lane: Any, source: Any) -> bool:
         """Give a stream to the worker with the fewest streams; False when none is running (read it here)."""
@@ -556,4 +557,4 @@ def _last_line(file: Any) -> str:
     return lines[-1] if lines else ""
 
 
-__all__ = ["CREDITS", "DecodeWorkers", "WORKER_FEEDERS", "WorkerError", "decodes_in_a_worker", "default_workers"]
+__all__ = ["CREDITS", "DecodeWorkers", "WorkerError", "decodes_in_a_worker", "default_workers"]
