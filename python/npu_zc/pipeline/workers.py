@@ -48,7 +48,6 @@ WORKER_NICE = 10
 """Nice levels below the inference process that the workers run at where the model is off the CPU, as batch work
 (:func:`npu_zc.pipeline.streams.default_worker_nice`)."""
 
-
 WORKER_ENTRY = "from npu_zc.pipeline.decode_worker import run; run()"
 """What a worker process runs (``python -c``; see :mod:`.decode_worker`)."""
 
