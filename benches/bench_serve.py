@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import arguments
 import results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,8 +64,10 @@ def free_port() -> int:
 
 
 def main() -> None:
+    from npu_zc.cli import arguments
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--streams", type=arguments.count(1), default=32)
+    parser.add_argument("--streams", type=arguments.positive, default=32)
     parser.add_argument("--seconds", type=arguments.seconds(), default=20.0)
     parser.add_argument("--warmup", type=arguments.seconds(zero=True), default=5.0)
     parser.add_argument("--model")

@@ -58,7 +58,6 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import arguments  # noqa: E402
 import results  # noqa: E402
 
 FPS = 30
@@ -289,13 +288,6 @@ def _requests(text: str) -> int | None:
     return None if text == "default" else int(text)
 
 
-def openvino_property(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip() or not value.strip():
-        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE, e.g. NUM_STREAMS=4")
-    return key.strip(), value.strip()
-
-
 def _cpu() -> float:
     t = os.times()
     return t.user + t.system
@@ -426,27 +418,29 @@ def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worke
 
 
 def main() -> int:
+    from npu_zc.cli import arguments
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=arguments.seconds(), default=10.0, help="each trial's length (default 10)")
     parser.add_argument("--clip-seconds", type=arguments.seconds(), default=12.0, help="the clip's length (default 12)")
-    parser.add_argument("--max-streams", type=arguments.count(1), default=128)
+    parser.add_argument("--max-streams", type=arguments.positive, default=128)
     parser.add_argument("--model", default="efficientnet-lite0")
     parser.add_argument("--device", default="CPU")
     parser.add_argument("--preset", default="veryfast", help="libx264 preset of the clip (default veryfast)")
-    parser.add_argument("--unpaced", type=arguments.count(1), default=4, help="files in the unpaced run (default 4)")
+    parser.add_argument("--unpaced", type=arguments.positive, default=4, help="files in the unpaced run (default 4)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 s trials, at most 4 streams")
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
-    parser.add_argument("--decoder-threads", type=int, help="FFmpeg threads per stream (default: Streams' share of the cores)")
+    parser.add_argument("--decoder-threads", type=arguments.positive, help="FFmpeg threads per stream (default: Streams' share of the cores)")
     parser.add_argument("--ours-only", action="store_true", help="leave out the baseline (an experiment's quick run; its results file is named after it)")
-    parser.add_argument("--feeders", type=int, help="Streams' feeding threads (default: its own, one per two cores)")
-    parser.add_argument("--deliverers", type=int,
+    parser.add_argument("--feeders", type=arguments.positive, help="Streams' feeding threads (default: its own, one per two cores)")
+    parser.add_argument("--deliverers", type=arguments.count,
                         help="Streams' delivery threads (default: its own, default_deliverers(); 1: one serial stage; 0: the "
                         "decoding workers' receiving thread delivers)")
-    parser.add_argument("--config", action="append", type=openvino_property, default=[], metavar="KEY=VALUE",
+    parser.add_argument("--config", action="append", type=arguments.setting, default=[], metavar="KEY=VALUE",
                         help="an OpenVINO property of the compiled model, e.g. NUM_STREAMS=4 (repeatable; Streams and baseline)")
-    parser.add_argument("--workers", type=int, nargs="+",
+    parser.add_argument("--workers", type=arguments.count, nargs="+",
                         help="Streams' decoding worker processes (default: its own; 0: none); several only with --at")
-    parser.add_argument("--at", type=arguments.count(1), nargs="+", metavar="N",
+    parser.add_argument("--at", type=arguments.positive, nargs="+", metavar="N",
                         help="run Streams at these counts of paced streams only (no search, no baseline, no bounds)")
     parser.add_argument("--rounds", type=int, default=1, help="with --at: each count and --workers value N times, alternating")
     parser.add_argument("--unpaced-too", action="store_true",
@@ -454,7 +448,7 @@ def main() -> int:
                              "beside the paced one, by role)")
     parser.add_argument("--alone", action="store_true",
                         help="with --at: first decoding alone and benchmark_app alone, each one's CPU a frame")
-    parser.add_argument("--worker-nice", type=int, metavar="NICE",
+    parser.add_argument("--worker-nice", type=arguments.count, metavar="NICE",
                         help="the decoding workers this many nice levels below this process (Streams' worker_nice; "
                         "default: Streams' choice)")
     parser.add_argument("--requests", type=_requests, nargs="+",
@@ -466,7 +460,7 @@ def main() -> int:
     parser.add_argument("--out-of-phase", action="store_true",
                         help="paced streams started one after another, 1/N of a frame apart, as independent cameras run "
                              "(default: all at once, each paced from its first decoded frame)")
-    parser.add_argument("--switch-interval", type=float, metavar="SECONDS",
+    parser.add_argument("--switch-interval", type=arguments.seconds(), metavar="SECONDS",
                         help="Python's GIL switch interval (sys.setswitchinterval) for the whole run, Streams and baseline "
                              "alike (default: Python's, 0.005)")
     args = parser.parse_args()

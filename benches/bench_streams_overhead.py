@@ -72,7 +72,6 @@ from typing import Any, TypedDict, cast
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import arguments  # noqa: E402
 import results  # noqa: E402
 from python_per_frame import thread_sched  # noqa: E402  (per-thread CPU, written once there)
 
@@ -442,35 +441,35 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> int:
-    from bench_streams import openvino_property
+    from npu_zc.cli import arguments
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--streams", type=arguments.count(1), nargs="+", default=[8, 16])
+    parser.add_argument("--streams", type=arguments.positive, nargs="+", default=[8, 16])
     parser.add_argument("--seconds", type=arguments.seconds(zero=True), default=6.0,
                         help="each run's length (0: until the clips end)")
     parser.add_argument("--warm", type=arguments.seconds(zero=True), default=0.0,
                         help="measure FPS over --seconds s after this many s of the run (the workers started, every "
                         "stream under way), with the machine's busy CPU; 0: FPS over the whole run (default)")
     parser.add_argument("--size", default="320x240")
-    parser.add_argument("--frames", type=arguments.count(1), default=3000,
+    parser.add_argument("--frames", type=arguments.positive, default=3000,
                         help="the clip's length in frames (default 3000)")
     parser.add_argument("--clip", type=Path, default=None,
                         help="the clip's file: made there with --size and --frames unless it exists, then reused "
                         "(calls that compare versions run the same clip without making it again)")
     parser.add_argument("--model", default=None, help="a model file or efficientnet-lite0 (default: the tiny mean-pool model)")
-    parser.add_argument("--config", action="append", type=openvino_property, default=[], metavar="KEY=VALUE",
+    parser.add_argument("--config", action="append", type=arguments.setting, default=[], metavar="KEY=VALUE",
                         help="an OpenVINO property of the compiled model, e.g. NUM_STREAMS=4 (repeatable): how much of "
                         "the stand-in's cost is its plugin's threads")
-    parser.add_argument("--feeders", type=int, nargs="+", default=None,
+    parser.add_argument("--feeders", type=arguments.positive, nargs="+", default=None,
                         help="feeding threads to compare (default: Streams' own choice only)")
-    parser.add_argument("--deliverers", type=int, nargs="+", default=None,
+    parser.add_argument("--deliverers", type=arguments.count, nargs="+", default=None,
                         help="delivery threads to compare (default: Streams' own choice only; 1: one serial stage)")
-    parser.add_argument("--contend", type=int, default=0, metavar="N",
+    parser.add_argument("--contend", type=arguments.count, default=0, metavar="N",
                         help="N more Python threads spinning through the timed runs: each GIL hand-over of a frame then "
                         "costs up to a switch interval, as among many busy Python threads (default 0)")
-    parser.add_argument("--workers", type=int, nargs="+", default=None,
+    parser.add_argument("--workers", type=arguments.count, nargs="+", default=None,
                         help="decoding worker processes to compare (default: Streams' own choice only; 0: none)")
-    parser.add_argument("--worker-nice", type=int, nargs="+", default=None, metavar="N",
+    parser.add_argument("--worker-nice", type=arguments.count, nargs="+", default=None, metavar="N",
                         help="the decoding workers this many nice levels below this process, to compare (Streams' "
                         "worker_nice; default: Streams' choice where the model is not on the CPU)")
     parser.add_argument("--probe", action="store_true",

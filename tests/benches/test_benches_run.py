@@ -238,13 +238,13 @@ REFUSALS = {
                                               "--streams 1 --size 64x48 --frames 10 --warm 5 --seconds 5", 1,
                                               "the run ended within its 5 s warm-up and 5 s window, after 10 frames"),
     "bench_streams-rounds": ("bench_streams", "--rounds 2", 2, "--rounds must be at least 1, and more than 1 needs --at"),
-    "bench_streams-at": ("bench_streams", "--at 8 0", 2, "argument --at: takes a whole number of 1 or more, got '0'"),
+    "bench_streams-at": ("bench_streams", "--at 8 0", 2, "argument --at: must be at least 1, got 0"),
     "bench_streams_overhead-seconds": ("bench_streams_overhead", "--seconds -1", 2,
-                                       "argument --seconds: takes a number of seconds of 0 or more, got '-1'"),
+                                       "argument --seconds: expected a number of seconds of 0 or more, got '-1'"),
     "bench_serve-streams": ("bench_serve", "--streams 0", 2,
-                            "argument --streams: takes a whole number of 1 or more, got '0'"),
+                            "argument --streams: must be at least 1, got 0"),
     "bench_serve-seconds": ("bench_serve", "--seconds nan", 2,
-                            "argument --seconds: takes a number of seconds above 0, got 'nan'"),
+                            "argument --seconds: expected a number of seconds more than 0, got 'nan'"),
 }  # fmt: skip
 """Per case: the script, its arguments (``{empty}``: a folder with no npu_zc; ``{broken}``: one whose npu_zc fails
 to import, so the measuring process fails with its own traceback, which the bench passes on after its sentence), the

@@ -11,8 +11,9 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .._numbers import channel_values
-from ..errors import Error, InvalidArgumentError
+from ..errors import Error
+from .arguments import (channels, class_ids, count, fraction, height_by_width, positive, seconds, setting,
+                        width_by_height)
 from .install import missing_module_message
 
 EXAMPLES = """\
@@ -30,115 +31,11 @@ examples:
 """
 
 
-MAX_COUNT = 2**31 - 1
-"""The largest count or class id a flag takes."""
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (the usage is one `--help` away)."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _positive(text: str) -> int:
-    return _whole(text, 1)
-
-
-def _count(text: str) -> int:
-    """A whole number from 0 (``--workers 0``: none)."""
-    return _whole(text, 0)
-
-
-def _whole(text: str, least: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        try:  # 2e9 is a whole number too
-            number = float(text)
-            value = int(number) if number.is_integer() else -1
-        except (ValueError, OverflowError):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
-    if value > MAX_COUNT:  # beyond what OpenVINO's and the decoder's integers hold
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_COUNT}, got {text}")
-    return value
-
-
-def _values(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(v) for v in text.replace(",", " ").split())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not 1 or 3 numbers") from None
-    if len(values) not in (1, 3):
-        raise argparse.ArgumentTypeError(f"{text!r} is not 1 or 3 numbers")
-    try:  # the check every path with a mean or scale makes: 1 or 3 finite numbers
-        checked = channel_values(values, "the value")
-    except InvalidArgumentError as e:
-        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
-    assert checked is not None
-    return checked
-
-
-def _property(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip() or not value.strip():
-        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE, e.g. ENABLE_CPU_PINNING=NO")
-    return key.strip(), value.strip()
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text}")
-    return value
-
-
-def _ids(text: str) -> tuple[int, ...]:
-    try:
-        ids = tuple(int(v) for v in text.replace(" ", ",").split(",") if v)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected class ids such as '0,2', got {text!r}") from None
-    if not ids or min(ids) < 0 or max(ids) > MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"expected class ids from 0 to {MAX_COUNT}, such as '0,2', got {text!r}")
-    return ids
-
-
-def _seconds(text: str) -> float:
-    """A number of seconds, more than 0: ``inf`` is no limit; NaN, 0 and negatives are refused."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0:  # NaN too
-        raise argparse.ArgumentTypeError(f"expected a number of seconds more than 0 (or inf: no limit), got {text!r}")
-    return value
-
-
-def _size(text: str) -> tuple[int, int]:
-    try:
-        height, width = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not HEIGHTxWIDTH, e.g. 224x224") from None
-    if height < 1 or width < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: both sides must be at least 1")
-    return height, width
-
-
-def _wxh(text: str) -> tuple[int, int]:
-    try:
-        width, height = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not WIDTHxHEIGHT, e.g. 640x480") from None
-    if height < 1 or width < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: both sides must be at least 1")
-    return width, height
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -161,10 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="IR (.xml), ONNX or TFLite file, or the built-in efficientnet-lite0 (default)")
     group.add_argument("-d", "--device", default="AUTO", help="NPU, CPU, GPU or AUTO (the NPU when present, else the CPU; default)")
     group.add_argument("--labels", metavar="FILE", help="class names, one per line (or JSON); default: ImageNet's for 1000 classes, else indices")
-    group.add_argument("--top", metavar="K", type=_positive, default=5, help="how many classes or detections to show (default 5)")
-    group.add_argument("--mean", type=_values, metavar="M", help="per-channel mean, e.g. '127.5' or '123.7,116.3,103.5' (default: the model's own)")
-    group.add_argument("--scale", type=_values, metavar="S", help="per-channel scale: the model sees (x - mean) / scale (default: the model's own)")
-    group.add_argument("--input-size", type=_size, metavar="HxW", help="for a model whose input size is dynamic")
+    group.add_argument("--top", metavar="K", type=positive, default=5, help="how many classes or detections to show (default 5)")
+    group.add_argument("--mean", type=channels, metavar="M", help="per-channel mean, e.g. '127.5' or '123.7,116.3,103.5' (default: the model's own)")
+    group.add_argument("--scale", type=channels, metavar="S", help="per-channel scale: the model sees (x - mean) / scale (default: the model's own)")
+    group.add_argument("--input-size", type=height_by_width, metavar="HxW", help="for a model whose input size is dynamic")
     group.add_argument("--hw-format", choices=("RGBx", "BGRx", "RGBx_FP16", "RGBx_BF16", "RGBx_I8", "RGB_I8"),
                        help="zero-copy input layout (default: chosen from the model's input type)")
     group.add_argument("--interpolation", choices=("linear", "area", "nearest"), default="linear",
@@ -173,27 +70,27 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--hint", choices=("latency", "throughput"), default=None,
                        help="latency (default; throughput for several streams): one frame at a time; throughput: twice "
                        "the device's optimal number of frames in flight, preprocessing ahead (zero-copy)")
-    group.add_argument("--threads", type=_positive, metavar="N", help="INFERENCE_NUM_THREADS: threads the CPU plugin infers with")
+    group.add_argument("--threads", type=positive, metavar="N", help="INFERENCE_NUM_THREADS: threads the CPU plugin infers with")
     group.add_argument("--npu-turbo", action="store_true", help="NPU_TURBO: the NPU at its highest clocks (NPU only)")
     group.add_argument("--npu-strides-for", metavar="NAMES",
                        help="NPU_ENABLE_STRIDES_FOR: inputs/outputs (comma-separated) read with their row padding as it is (NPU only)")
     group.add_argument("--npu-sequential", action="store_true",
                        help="RUN_INFERENCES_SEQUENTIALLY: the NPU runs requests one after another, async only (NPU only)")
-    group.add_argument("--option", action="append", type=_property, metavar="KEY=VALUE", default=[],
+    group.add_argument("--option", action="append", type=setting, metavar="KEY=VALUE", default=[],
                        help="any other OpenVINO property, e.g. ENABLE_CPU_PINNING=NO (repeatable)")
 
     detector = model.add_argument_group("detectors (YOLO: Ultralytics' predict defaults)")
-    detector.add_argument("--conf", type=_fraction, default=0.25, help="keep detections scoring above this (default 0.25)")
-    detector.add_argument("--iou", type=_fraction, default=0.7, help="NMS IoU threshold (default 0.7)")
-    detector.add_argument("--classes", type=_ids, metavar="IDS", help="only these class ids, e.g. '0,2'")
+    detector.add_argument("--conf", type=fraction, default=0.25, help="keep detections scoring above this (default 0.25)")
+    detector.add_argument("--iou", type=fraction, default=0.7, help="NMS IoU threshold (default 0.7)")
+    detector.add_argument("--classes", type=class_ids, metavar="IDS", help="only these class ids, e.g. '0,2'")
     detector.add_argument("--agnostic", action="store_true", help="NMS across classes")
-    detector.add_argument("--max-det", type=_positive, default=300, metavar="N", help="at most N detections (default 300)")
+    detector.add_argument("--max-det", type=positive, default=300, metavar="N", help="at most N detections (default 300)")
     detector.add_argument("--task", choices=("detect", "segment", "pose", "obb"),
                           help="what the model does, when its metadata does not say (default: from metadata.yaml or the output shapes)")
     detector.add_argument("--names", metavar="FILE", help="class names: a YAML (names:), JSON or text file, one per line")
 
     images = _Parser(add_help=False)
-    images.add_argument("--max-pixels", type=_positive, metavar="N",
+    images.add_argument("--max-pixels", type=positive, metavar="N",
                         help="refuse images of more than N pixels before decoding them (default 100000000)")
 
     info = sub.add_parser("info", parents=[debug], help="OpenVINO devices, DMA-BUF heaps, and what heap='auto' would take")
@@ -207,8 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-i", "--image", required=True, help="the image (JPEG, PNG, BMP, TIFF, WebP...)")
     run.add_argument("-c", "--non-zero-copy", action="store_true",
                      help="copy mode: planar float in ordinary memory, the runtime copies in and out")
-    run.add_argument("-n", "--runs", type=_positive, default=1, help="timed iterations after the warm-up (default 1)")
-    run.add_argument("--requests", type=_positive, metavar="N",
+    run.add_argument("-n", "--runs", type=positive, default=1, help="timed iterations after the warm-up (default 1)")
+    run.add_argument("--requests", type=positive, metavar="N",
                      help="frames in flight (zero-copy; default 1, or twice the device's optimal number with --hint "
                      "throughput): with 2, the next frame is preprocessed while one infers")
     run.add_argument("--json", action="store_true", help="print one JSON object")
@@ -221,12 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
         "compare", parents=[model, images, debug], help="zero-copy and copy mode back to back on one image, the ratio per stage",
     )
     compare.add_argument("-i", "--image", required=True, help="the image")
-    compare.add_argument("-n", "--runs", type=_positive, default=100, help="timed iterations per mode (default 100)")
+    compare.add_argument("-n", "--runs", type=positive, default=100, help="timed iterations per mode (default 100)")
     compare.add_argument("--plot", metavar="FILE.png", help="draw the per-stage comparison into this image file")
     compare.add_argument("--json", action="store_true", help="print one JSON object")
 
     demo = sub.add_parser("demo", parents=[debug], help="EfficientNet-Lite0 on a real photo, zero-copy: the label and the stage table")
-    demo.add_argument("-n", "--runs", type=_positive, default=100, help="timed iterations (default 100)")
+    demo.add_argument("-n", "--runs", type=positive, default=100, help="timed iterations (default 100)")
     demo.add_argument("-d", "--device", default="AUTO", help="NPU, CPU, GPU or AUTO (default)")
 
     stream = sub.add_parser(
@@ -242,36 +139,36 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--realtime", action="store_true", help="pace files at their frame rate, as live sources (newest frame wins)")
     many.add_argument("--save", metavar="DIR", help="write an annotated video per stream into DIR (PyAV, H.264)")
     many.add_argument("--jsonl", metavar="FILE", help="one JSON line per result into FILE ('-': stdout)")
-    many.add_argument("--duration", type=_seconds, metavar="S", help="stop after S seconds")
-    many.add_argument("--timeout", type=_seconds, default=5.0, metavar="S",
+    many.add_argument("--duration", type=seconds(unlimited=True), metavar="S", help="stop after S seconds")
+    many.add_argument("--timeout", type=seconds(unlimited=True), default=5.0, metavar="S",
                       help="seconds a network stream may stay silent (default 5; inf: no limit)")
     many.add_argument("--hwaccel", choices=("vaapi", "qsv", "drm"), help="decode on a GPU (DRM PRIME frames imported as DmaBufs)")
-    many.add_argument("--feeders", type=_positive, metavar="N",
+    many.add_argument("--feeders", type=positive, metavar="N",
                       help="threads converting frames into the model's inputs side by side (default: one per two cores)")
-    many.add_argument("--deliverers", type=_count, metavar="N",
+    many.add_argument("--deliverers", type=count, metavar="N",
                       help="threads reading results and writing the outputs side by side, each stream's in order "
                       "(default: one per four cores, at least two; with decoding workers, two on the CPU, none on "
                       "an NPU or a GPU; 0, with --workers: the thread receiving the workers' frames delivers)")
-    many.add_argument("--workers", type=_count, metavar="N",
+    many.add_argument("--workers", type=count, metavar="N",
                       help="processes decoding the video files and network streams (each frame converted there into "
                       "the model's input, shared, no copy; 0: decode in this process; default: one per two cores "
                       "from eight cores up, else 0)")
-    many.add_argument("--worker-nice", type=_count, metavar="N",
+    many.add_argument("--worker-nice", type=count, metavar="N",
                       help="the decoding workers run N nice levels below this process, 0 to 19, and from 1 as batch "
                       "work (SCHED_BATCH) (default: 10 where the model is on an NPU or a GPU, 0 on the CPU)")
     many.add_argument("--latency-budget", type=float, default=100.0, metavar="MS",
                       help="with a live source (camera, URL, --realtime): frame to result; the CPU plugin's streams "
                       "are fitted to it, fewer with more threads each (default 100; 0: the throughput hint's own)")
     cam = stream.add_argument_group("camera")
-    cam.add_argument("--frames", type=_positive, help="with --camera: stop after this many frames (default: until Ctrl-C)")
-    cam.add_argument("--size", type=_wxh, default=(640, 480), metavar="WxH", help="camera capture size (default 640x480)")
+    cam.add_argument("--frames", type=positive, help="with --camera: stop after this many frames (default: until Ctrl-C)")
+    cam.add_argument("--size", type=width_by_height, default=(640, 480), metavar="WxH", help="camera capture size (default 640x480)")
     cam.add_argument("--format", default="YUYV", help="camera pixel format: YUYV (default), UYVY, I420, NV12, P010 (10-bit)...")
     cam.add_argument("--memory", choices=("auto", "dmabuf", "mmap"), default="auto",
                      help="dmabuf: the driver writes our buffers (--heap); mmap: its own, exported; auto (default): dmabuf where a heap exists")
-    cam.add_argument("--buffers", type=_positive, default=4, help="camera buffers (default 4)")
+    cam.add_argument("--buffers", type=positive, default=4, help="camera buffers (default 4)")
     stream.add_argument("-c", "--non-zero-copy", action="store_true", help="copy mode (frames one after the other)")
-    stream.add_argument("--limit", type=_positive, help="stop after this many frames")
-    stream.add_argument("--depth", type=_positive,
+    stream.add_argument("--limit", type=positive, help="stop after this many frames")
+    stream.add_argument("--depth", type=positive,
                         help="frames in flight (default: the device's optimal number, at least 2; twice it with --hint throughput)")
     stream.add_argument("--drop", action="store_true", help="skip a frame when every buffer is in flight, as for a live source")
     stream.add_argument("--two-process", action="store_true",
