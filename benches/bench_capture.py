@@ -56,26 +56,26 @@ def find_camera() -> str:
 
 
 def measure(label: str, frames: int, grab: Callable[[], Any], rest: Callable[[Any], None],
-            lib: memcount.Counter) -> dict[str, Any]:  # fmt: skip
+            copies: memcount.Counter) -> dict[str, Any]:  # fmt: skip
     clock = time.perf_counter_ns
     waits: list[int] = []
     works: list[int] = []
     for i in range(frames + 3):  # 3 warm-up frames
         if i == 3:
-            lib.reset()
+            copies.reset()
             waits.clear()
             works.clear()
-        lib.start()
+        copies.start()
         t0 = clock()
         item = grab()
         t1 = clock()
         rest(item)
         t2 = clock()
-        lib.stop()
+        copies.stop()
         del item
         waits.append(t1 - t0)
         works.append(t2 - t1)
-    counts = lib.counts()
+    counts = copies.counts()
     return {
         "path": label,
         "dequeue_ms": float(np.median(waits)) / 1e6,
@@ -93,8 +93,8 @@ def bench(device: str, frames: int) -> list[dict[str, Any]]:
     from npu_zc.pipeline.camera import CameraPreprocessor
     from npu_zc.pipeline.preprocess import PreprocessSpec
 
-    lib = memcount.preloaded()
-    if lib is None:
+    copies = memcount.preloaded()
+    if copies is None:
         raise SystemExit("bench_capture: the memcpy counter is not preloaded (LD_PRELOAD)")
     results = []
 
@@ -116,7 +116,8 @@ def bench(device: str, frames: int) -> list[dict[str, Any]]:
         x = ((small.astype(np.float32) - MEAN) / STD).transpose(2, 0, 1)[None]
         opencv_rest.last = np.ascontiguousarray(x)  # type: ignore[attr-defined]
 
-    results.append(measure("opencv: VideoCapture + cvtColor + resize + numpy", frames, opencv_grab, opencv_rest, lib))
+    results.append(measure("opencv: VideoCapture + cvtColor + resize + numpy", frames, opencv_grab, opencv_rest,
+                           copies))
     cap.release()
 
     # npu_zc: the driver writes our DMA-BUFs; the preprocess reads them in place.
@@ -133,7 +134,7 @@ def bench(device: str, frames: int) -> list[dict[str, Any]]:
                     pre(frame, dst)
 
             label = f"npu_zc {fmt} ({cam.memory} {cam.heap})"
-            results.append(measure(label, frames, lambda: cam.read(), ours_rest, lib))
+            results.append(measure(label, frames, lambda: cam.read(), ours_rest, copies))
             pre.close()
         del dst
         dst_buf.close()

@@ -212,7 +212,7 @@ def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: i
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1, limit=frames) for i in range(streams)]
     run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers, workers))
-    as_on_an_npu_host(run)
+    npu_host_worker_feeders(run)
     threading.setprofile(hook)
     sys.setprofile(hook)
     try:
@@ -251,7 +251,7 @@ def npu_host_worker_nice() -> int | None:
     return None if choose is None else int(choose("NPU"))
 
 
-def as_on_an_npu_host(run: Any) -> None:
+def npu_host_worker_feeders(run: Any) -> None:
     """The workers' feeding threads Streams chooses where the model is not on the CPU (a Streams without that choice
     is left as it is)."""
     from npu_zc.pipeline import streams
@@ -341,7 +341,7 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1) for i in range(streams)]
     run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers, workers, worker_nice))
-    as_on_an_npu_host(run)
+    npu_host_worker_feeders(run)
     stop = threading.Event()
     helpers = [threading.Thread(target=spin, args=(stop,), name=f"spinner{k}", daemon=True) for k in range(contend)]
     for helper in helpers:
