@@ -10,9 +10,10 @@ N H.264 clips (a pan across a photo, made once with PyAV's libx264) run as fast 
 ``npu_zc.Streams`` into a model that costs next to nothing (a 3x3 average pool of a 64x64 input: three logits),
 so that decoding and inference are cheap and the Python and hand-overs of each frame are what is left
 (``--model`` and ``--size`` run a real case the same way: where its CPU goes, by thread). That model stands in for
-an NPU's, which costs the host's CPU nothing: with decoding workers, each run takes the delivery threads Streams
-chooses where the model is not on the CPU (none: the receiving thread delivers) unless ``--deliverers`` says, the
-workers' nice levels it chooses there unless ``--worker-nice`` says, and their feeding threads (one a worker).
+an NPU's, which costs the host's CPU nothing: each run takes the decoding workers Streams chooses where the model
+is not on the CPU unless ``--workers`` says, and with workers the delivery threads it chooses there (none: the
+receiving thread delivers) unless ``--deliverers`` says, the workers' nice levels it chooses there unless
+``--worker-nice`` says, and their feeding threads (one a worker).
 
 Per frame: wall microseconds (1e6 / FPS) and CPU microseconds of the whole process, and of each role of thread
 (``/proc/self/task/*/schedstat``, sampled every 50 ms): the sources' threads (PyAV demux + decode + the frame's
@@ -261,6 +262,18 @@ def npu_host_worker_feeders(run: Any) -> None:
         run.worker_feeders = choose("NPU")
 
 
+def npu_host_workers(streams: int) -> int | None:
+    """The decoding workers Streams chooses for ``streams`` where the model is not on the CPU (None from a Streams
+    whose choice does not depend on the device: its own)."""
+    from npu_zc.pipeline.workers import default_workers
+    from npu_zc.runtime.session import usable_cores
+
+    try:
+        return int(default_workers(streams, usable_cores(), "NPU"))
+    except TypeError:
+        return None
+
+
 def npu_host_deliverers(asked: int | None, workers: int | None, streams: int) -> int | None:
     """The delivery threads of a run: those asked for, else Streams' choice where the model is not on the CPU (the
     model here stands in for an NPU's, which costs this machine's CPU nothing): none with decoding workers (the
@@ -468,7 +481,8 @@ def main() -> int:
                         help="N more Python threads spinning through the timed runs: each GIL hand-over of a frame then "
                         "costs up to a switch interval, as among many busy Python threads (default 0)")
     parser.add_argument("--workers", type=arguments.count, nargs="+", default=None,
-                        help="decoding worker processes to compare (default: Streams' own choice only; 0: none)")
+                        help="decoding worker processes to compare (default: Streams' own choice where the model is off the "
+                        "CPU; 0: none)")
     parser.add_argument("--worker-nice", type=arguments.count, nargs="+", default=None, metavar="N",
                         help="the decoding workers this many nice levels below this process, to compare (Streams' "
                         "worker_nice; default: Streams' choice where the model is not on the CPU)")
@@ -509,7 +523,7 @@ def main() -> int:
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
     seconds = args.seconds or None
     rows, calls, sleeps = [], [], []
-    configs = [(feeders, deliverers_asked, workers, nice, n)
+    configs = [(feeders, deliverers_asked, npu_host_workers(n) if workers is None else workers, nice, n)
                for feeders, deliverers_asked, workers, nice in itertools.product(
                    args.feeders or [None], args.deliverers or [None], args.workers or [None],
                    args.worker_nice or [npu_host_worker_nice()])

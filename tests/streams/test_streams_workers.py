@@ -608,10 +608,42 @@ def test_workers_argument_checks_and_source_objects_read_here(clips: dict[str, P
                          [(64, 4, 0), (64, 7, 0), (1, 16, 0), (64, 8, 4), (64, 16, 8), (64, 17, 8), (3, 16, 3),
                           (2, 8, 2), (64, 128, 64)])  # fmt: skip
 def test_default_workers_one_per_two_cores_from_eight(streams: int, cores: int, workers: int) -> None:
-    """None below eight cores or for one stream; one per two cores; at most one per stream."""
+    """Where the CPU may run the model: none below eight cores or for one stream; one per two cores; at most one
+    per stream."""
     from npu_zc.pipeline.workers import default_workers
 
     assert default_workers(streams, cores) == workers
+    assert default_workers(streams, cores, "AUTO") == default_workers(streams, cores, "HETERO:NPU,CPU") == workers
+
+
+@pytest.mark.parametrize(("streams", "cores", "workers"),
+                         [(2, 2, 1), (64, 2, 1), (1, 2, 0), (1, 16, 0), (64, 4, 2), (64, 7, 3), (3, 7, 3), (64, 16, 8),
+                          (2, 1, 1)])  # fmt: skip
+def test_default_workers_off_the_cpu_on_any_machine(streams: int, cores: int, workers: int) -> None:
+    """Where the model runs on an NPU or a GPU: one per two cores (at least one) from two streams up, whatever the
+    machine's cores; at most one per stream."""
+    from npu_zc.pipeline.workers import default_workers
+
+    assert default_workers(streams, cores, "NPU") == default_workers(streams, cores, "GPU.1") == workers
+
+
+def test_streams_choose_workers_by_the_models_device(long_clip: Path, picture_pipeline: Any,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Streams asks for the workers of its pipeline's device (the service does as well): on a machine of fewer than
+    eight cores, none where the CPU runs the model and one where an NPU would."""
+    from npu_zc.pipeline.workers import default_workers
+    from npu_zc.runtime.session import usable_cores
+
+    cores = usable_cores()
+    for device in ("CPU", "NPU"):  # the pipeline as compiled, then as an NPU's would say (nothing is run)
+        monkeypatch.setattr(type(picture_pipeline), "device", property(lambda self, d=device: d))
+        streams = npu_zc.Streams([long_clip, long_clip], picture_pipeline)
+        try:
+            assert streams.workers == default_workers(2, cores, device)
+        finally:
+            streams.close()
+    if cores < 8:  # where the two rules part
+        assert default_workers(2, cores, "CPU") == 0 and default_workers(2, cores, "NPU") == 1
 
 
 def thread_priorities(pid: int) -> list[tuple[int, int]]:

@@ -58,7 +58,7 @@ from ..runtime.session import usable_cores
 from ..sources import open_source
 from .throughput import STOP_GRACE_S, default_requests
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
-from .workers import WORKER_NICE, DecodeWorkers, decodes_in_a_worker, default_workers
+from .workers import WORKER_NICE, DecodeWorkers, decodes_in_a_worker, default_workers, off_the_cpu
 
 STREAMS_STAGES = ("preprocess", "infer", "postprocess", "latency")
 """Per frame; ``latency``: from the decoder handing the frame over to its result being ready."""
@@ -224,7 +224,7 @@ def default_deliverers(streams: int, cores: int | None = None, *, workers: int =
     waiting on them hold more streams (docs/streams.md).
     """
     if workers:
-        return 0 if _off_the_cpu(device) else max(1, min(streams, 2))
+        return 0 if off_the_cpu(device) else max(1, min(streams, 2))
     return max(1, min(streams, max(2, (usable_cores() if cores is None else cores) // 4)))
 
 
@@ -238,7 +238,7 @@ def default_worker_nice(device: str = "CPU") -> int:
     workers' decoders fill the cores: lower, the decoders yield a core to it at once instead of taking turns, and
     the same cores deliver more frames a second (docs/streams.md). Where the CPU runs the model, its inferences
     would outrank the decoding of live streams, which then drop frames; nothing was gained there."""
-    return WORKER_NICE if _off_the_cpu(device) else 0
+    return WORKER_NICE if off_the_cpu(device) else 0
 
 
 def default_worker_feeders(device: str = "CPU") -> int:
@@ -250,12 +250,7 @@ def default_worker_feeders(device: str = "CPU") -> int:
     more often. Where the CPU runs the model its inferences take cores from the feeding threads too, and a worker
     with two is not held up whenever one of them waits for a core: near the cores' limit one lost more paced frames
     (docs/streams.md, "One feeding thread a worker off the CPU")."""
-    return 1 if _off_the_cpu(device) else 2
-
-
-def _off_the_cpu(device: str) -> bool:
-    """The model runs on an accelerator alone (NPU, GPU, GPU.1): not the CPU, nor AUTO or HETERO, which may use it."""
-    return device.upper().split(".")[0] in ("NPU", "GPU")
+    return 1 if off_the_cpu(device) else 2
 
 
 def default_feeders(streams: int, cores: int | None = None) -> int:
@@ -306,7 +301,8 @@ class Streams:
     there, in place, into the model's input buffers (shared as fds; a few bytes
     a frame come back), past this interpreter's lock (:mod:`npu_zc.pipeline.workers`;
     default :func:`npu_zc.pipeline.workers.default_workers`: one per two cores
-    from eight cores up, else 0; 0: decode here; refused with ``keep_frames``:
+    from two streams up, on any machine where the model runs on an NPU or a
+    GPU, from eight cores up where the CPU may run it, else 0; 0: decode here; refused with ``keep_frames``:
     the frames stay in the workers). ``worker_nice``: how many nice levels
     below this process the workers run (0 to 19; from 1, as batch work too,
     ``SCHED_BATCH``; default
@@ -447,7 +443,7 @@ class Streams:
             self.workers = int(workers)
         else:
             elsewhere = planned if self.persistent else sum(_decodes_elsewhere(lane) for lane in self.lanes)
-            self.workers = default_workers(elsewhere, usable_cores()) if keep_frames is False else 0
+            self.workers = default_workers(elsewhere, usable_cores(), self.pipeline.device) if keep_frames is False else 0
         """Decoding worker processes of a run (:mod:`npu_zc.pipeline.workers`): the video files and network streams
         are decoded and converted into the model's inputs there, past this interpreter's lock; 0: on threads here."""
         self.worker_nice = default_worker_nice(self.pipeline.device) if worker_nice is None else worker_nice

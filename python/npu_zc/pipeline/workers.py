@@ -71,14 +71,21 @@ def decodes_in_a_worker(source: Any) -> bool:
     return type(source) is VideoSource
 
 
-def default_workers(streams: int, cores: int) -> int:
-    """Worker processes for ``streams`` video streams on ``cores`` cores: one per two cores, at most one per stream;
-    none below eight cores (there one process's lock is not the cap, and each worker costs a process's memory).
+def default_workers(streams: int, cores: int, device: str = "CPU") -> int:
+    """Worker processes for ``streams`` video streams on ``cores`` cores: one per two cores, at least one and at most
+    one per stream, from two streams up. Where the CPU may run the model (``device``), none below eight cores: its
+    inferences share those few cores, and each worker costs a process's memory. Where the model runs on an NPU or a
+    GPU, one process's lock caps its decoders even on two cores (docs/streams.md, "Default").
     Each worker's own lock serves its streams' readers and its feeding threads: with fewer, more streams each, its
-    live lanes drop frames first (docs/streams.md, "Default")."""
-    if cores < 8 or streams < 2:
+    live lanes drop frames first."""
+    if streams < 2 or (cores < 8 and not off_the_cpu(device)):
         return 0
     return max(1, min(streams, cores // 2))
+
+
+def off_the_cpu(device: str) -> bool:
+    """The model runs on an accelerator alone (NPU, GPU, GPU.1): not the CPU, nor AUTO or HETERO, which may use it."""
+    return device.upper().split(".")[0] in ("NPU", "GPU")
 
 
 class WorkerError(Error, RuntimeError):

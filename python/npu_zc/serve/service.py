@@ -193,7 +193,7 @@ class Service:
             # Without HTTP no stream comes later: workers for the video streams it has. The live view (with HTTP)
             # needs the decoded frames here: no workers.
             videos = sum(map(decodes_in_a_worker, opened))
-            workers = 0 if self.live is not None else default_workers(videos, usable_cores())
+            workers = 0 if self.live is not None else default_workers(videos, usable_cores(), pipeline.device)
             try:  # persistent: the service runs on while no stream does (all ended, or none yet)
                 self.streams = Streams(opened, pipeline, names=[s.name for s in c.streams], persistent=True,
                                        tracker=Tracker if c.tracker == "bytetrack" else None,
