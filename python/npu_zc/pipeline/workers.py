@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import select
-import selectors
 import signal
 import socket
 import struct
@@ -352,14 +351,19 @@ class DecodeWorkers:
         (or for a submit from a feeding thread here, :meth:`AsyncQueue.wake_on_submit`), else for a message up to
         :data:`DELIVER_S`, delivering what has finished after each wait. It then runs until the run stops, workers
         or none, and delivers the last results before it ends."""
-        selector = selectors.DefaultSelector()
+        # epoll itself, not `selectors`: a wait there is several Python calls more, on the thread that is every
+        # frame's serial stage.
+        poller = select.epoll()
+        senders: dict[int, _Process | None] = {}
         for worker in self.processes:
             worker.sock.setblocking(False)
-            selector.register(worker.sock, selectors.EVENT_READ, worker)
+            poller.register(worker.sock.fileno(), select.EPOLLIN)
+            senders[worker.sock.fileno()] = worker
         running = len(self.processes)
         queue, delivers, waker = self.queue, self.delivers, self._waker
         if delivers:
-            selector.register(waker.reader, selectors.EVENT_READ, None)
+            poller.register(waker.reader.fileno(), select.EPOLLIN)
+            senders[waker.reader.fileno()] = None
         clock, figures = time.perf_counter, self.receiving
         try:
             while running or (delivers and not self._stopping):
@@ -367,15 +371,16 @@ class DecodeWorkers:
                 sleeps = not delivers or queue.wake_on_submit(waker)
                 # With results pending, a message wakes it at once and their inferences are looked at every
                 # DELIVER_S: a thread that polled them instead would take a core from the decoders it waits for.
-                ready = selector.select(None if sleeps else DELIVER_S)
+                ready = poller.poll(-1 if sleeps else DELIVER_S)
                 woke = clock()
                 if delivers and sleeps:  # awake now: this thread's own submits below need not wake it again
                     queue.cancel_wake(waker)
-                for key, _ in ready:
-                    worker = key.data
-                    if worker is None:  # the waker: a submit here, or the run stopping
+                for fd, _ in ready:
+                    sender = senders[fd]
+                    if sender is None:  # the waker: a submit here, or the run stopping
                         waker.clear()
                         continue
+                    worker = sender
                     try:
                         owed, over = self._drain(worker)
                     except OSError:  # its end broke (it died): as closed
@@ -389,7 +394,7 @@ class DecodeWorkers:
                     if over is None:
                         self._grant(worker, owed)
                     else:
-                        selector.unregister(worker.sock)
+                        poller.unregister(fd)
                         running -= 1
                         self._gone(worker, bye=over)
                 if delivers and not sleeps:
@@ -402,7 +407,7 @@ class DecodeWorkers:
             while delivers and queue.pending and not queue.closed:  # the results of the workers' last frames
                 queue.deliver_ready(DELIVER_S)
         finally:
-            selector.close()
+            poller.close()
 
     def _drain(self, worker: _Process) -> tuple[int, bool | None]:
         """The worker's messages waiting now: (the sets its frames used, None while it runs | True after its bye |
