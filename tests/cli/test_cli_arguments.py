@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,6 +15,9 @@ from npu_zc.cli import arguments
 def test_whole_takes_each_count_in_range_written_either_way(value: int) -> None:
     assert arguments.count(str(value)) == value
     assert arguments.count(repr(float(value))) == value  # 12.0 is a whole number too
+
+
+def test_whole_takes_exponent_notation() -> None:
     assert arguments.count("2e9") == 2_000_000_000
 
 

@@ -695,7 +695,8 @@ def test_worker_feeding_threads_by_device(long_clip: Path, picture_pipeline: Any
     from npu_zc.pipeline.workers import CREDITS, DecodeWorkers
 
     assert [default_worker_feeders(d) for d in ("NPU", "GPU.1", "CPU", "AUTO", "HETERO:NPU,CPU")] == [1, 1, 2, 2, 2]
-    assert npu_zc.Streams([long_clip], picture_pipeline, workers=1).worker_feeders == 2  # the CPU runs the model
+    with npu_zc.Streams([long_clip], picture_pipeline, workers=1) as streams:
+        assert streams.worker_feeders == 2  # the CPU runs the model
     assert [DecodeWorkers.sets_for(3, feeders) for feeders in (1, 2)] == [3 * (1 + CREDITS), 3 * (2 + CREDITS)]
 
 

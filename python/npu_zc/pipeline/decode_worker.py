@@ -9,8 +9,8 @@ the same parts as a one-process run: a reader thread per stream into its lane
 (:func:`.feeding.read_source`), the fair :class:`.scheduler.Scheduler`, and
 a feeding thread (or the setup's ``feeders``) that converts a lane's frame into
 a set of buffers the inference process granted (:func:`.feeding.convert_frame`)
-and names it in a few bytes. A frame's pixels never leave the decoder's memory but into the
-model input.
+and names it in a few bytes. A frame's pixels never leave the decoder's memory
+but into the model input.
 
 Messages, one per packet (``SOCK_SEQPACKET`` keeps them whole and in order)::
 

@@ -303,9 +303,9 @@ class Streams:
     default :func:`npu_zc.pipeline.workers.default_workers`: one per two cores
     from two streams up, on any machine where the model runs on an NPU or a
     GPU, from eight cores up where the CPU may run it, else 0; 0: decode
-    here; refused with ``keep_frames``: the frames stay in the workers). ``worker_nice``: how many nice levels
-    below this process the workers run (0 to 19; from 1, as batch work too,
-    ``SCHED_BATCH``; default
+    here; refused with ``keep_frames``: the frames stay in the workers).
+    ``worker_nice``: how many nice levels below this process the workers run
+    (0 to 19; from 1, as batch work too, ``SCHED_BATCH``; default
     :func:`default_worker_nice`: 10 where the model runs on an NPU or a GPU,
     0 on the CPU). ``latency_budget_ms``:
     frame to result for live sources; where a live source is among them and
