@@ -133,7 +133,7 @@ def main() -> None:
         browser = subprocess.Popen([sys.executable, "-c", browse, f"http://127.0.0.1:{service.port}", *names])
     assert service.streams is not None
     served = measure(lambda: service.streams.stats if service.streams else [], args.warmup, args.seconds)
-    events = service.mqtt._seq if service.mqtt is not None else None
+    events = service.mqtt.events if service.mqtt is not None else None
     if browser is not None:
         browser.terminate()
         browser.wait()

@@ -448,7 +448,7 @@ def main() -> int:
                              "beside the paced one, by role)")
     parser.add_argument("--alone", action="store_true",
                         help="with --at: first decoding alone and benchmark_app alone, each one's CPU a frame")
-    parser.add_argument("--worker-nice", type=arguments.count, metavar="NICE",
+    parser.add_argument("--worker-nice", type=arguments.nice_levels, metavar="NICE",
                         help="the decoding workers this many nice levels below this process (Streams' worker_nice; "
                         "default: Streams' choice)")
     parser.add_argument("--requests", type=_requests, nargs="+",

@@ -483,7 +483,7 @@ def main() -> int:
     parser.add_argument("--workers", type=arguments.count, nargs="+", default=None,
                         help="decoding worker processes to compare (default: Streams' own choice where the model is off the "
                         "CPU; 0: none)")
-    parser.add_argument("--worker-nice", type=arguments.count, nargs="+", default=None, metavar="N",
+    parser.add_argument("--worker-nice", type=arguments.nice_levels, nargs="+", default=None, metavar="N",
                         help="the decoding workers this many nice levels below this process, to compare (Streams' "
                         "worker_nice; default: Streams' choice where the model is not on the CPU)")
     parser.add_argument("--probe", action="store_true",

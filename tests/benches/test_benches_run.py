@@ -239,6 +239,8 @@ REFUSALS = {
                                               "the run ended within its 5 s warm-up and 5 s window, after 10 frames"),
     "bench_streams-rounds": ("bench_streams", "--rounds 2", 2, "--rounds must be at least 1, and more than 1 needs --at"),
     "bench_streams-at": ("bench_streams", "--at 8 0", 2, "argument --at: must be at least 1, got 0"),
+    "bench_streams_overhead-worker-nice": ("bench_streams_overhead", "--worker-nice 0 20", 2,
+                                           "argument --worker-nice: must be at most 19, got 20"),
     "bench_streams_overhead-seconds": ("bench_streams_overhead", "--seconds -1", 2,
                                        "argument --seconds: expected a number of seconds of 0 or more, got '-1'"),
     "bench_serve-streams": ("bench_serve", "--streams 0", 2,

@@ -21,6 +21,10 @@ def test_whole_takes_exponent_notation() -> None:
     assert arguments.count("2e9") == 2_000_000_000
 
 
+def test_nice_levels_take_0_to_19() -> None:
+    assert [arguments.nice_levels(str(n)) for n in (0, 10, 19)] == [0, 10, 19]
+
+
 @pytest.mark.parametrize(
     ("parse", "text", "said"),
     [
@@ -28,6 +32,8 @@ def test_whole_takes_exponent_notation() -> None:
         (arguments.count, "-1", "must be at least 0, got -1"),
         (arguments.whole(3), "2", "must be at least 3, got 2"),
         (arguments.count, str(arguments.MAX_COUNT + 1), f"must be at most {arguments.MAX_COUNT}"),
+        (arguments.nice_levels, "20", "must be at most 19, got 20"),
+        (arguments.nice_levels, "-1", "must be at least 0, got -1"),
         (arguments.count, "1.5", "'1.5' is not a whole number"),
         (arguments.count, "nan", "'nan' is not a whole number"),
         (arguments.count, "inf", "'inf' is not a whole number"),

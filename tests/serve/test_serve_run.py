@@ -52,7 +52,7 @@ def test_a_square_crossing_a_line_and_a_zone_is_counted_everywhere(red_square_yo
         assert left["dwell_frames"] == left["frame"] - entered["frame"]
         assert left["dwell_s"] == pytest.approx(left["dwell_frames"] / 30, abs=1e-3)  # the clip's pts, 30 fps
         assert {e["track_id"] for e in events} == {events[0]["track_id"]} and events[0]["label"] == "person"
-        assert [e["seq"] for e in events] == [1, 2, 3]
+        assert [e["seq"] for e in events] == [1, 2, 3] and service.mqtt.events == 3
         detections = wait_for(lambda: (d := sub.json("/gate/detections")) and len(d) == frames and d, 20, "every result")
         assert [d["index"] for d in detections] == list(range(frames))
         assert all(len(d["result"]["detections"]) == 1 and "track_id" in d["result"]["detections"][0] for d in detections[1:])
@@ -149,7 +149,7 @@ def test_the_broker_goes_away_and_every_event_arrives_when_it_is_back(red_square
         # The paced stream has ended (a loaded machine may have dropped some of its frames: not every frame is awaited).
         wait_for(lambda: service.streams is not None and service.streams.stats[0].state == "done", 120,
                  "the stream's end")  # fmt: skip
-        counted = service.mqtt._seq
+        counted = service.mqtt.events
         assert counted >= 4  # a paced stream may drop frames (and a track with them): the count is what was counted
         wait_for(lambda: {e["seq"] for e in sub.json("/events")} >= set(range(1, counted + 1)), 60, "every event")
         assert service.mqtt.dropped == 0

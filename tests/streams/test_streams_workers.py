@@ -858,7 +858,7 @@ def test_a_message_the_protocol_does_not_allow_ends_that_worker(message: bytes |
         message = FRAME.pack(b"F", 3, 7, 0, 0.0, 0, 0, 64, 48, FORMATS.index("NV12"), 0)
     ended: list[tuple[int, dict[str, Any]]] = []
     workers = DecodeWorkers(1, None, None, submit=lambda *_: pytest.fail("nothing is submitted"),
-                            ended=lambda lane, m: ended.append((lane.stream, m)))  # fmt: skip
+                            ended=lambda lane, m: ended.append((lane.stream, m)), nice=0, feeders=1)  # fmt: skip
     peer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     worker = _Process(0, peer, ours, tempfile.TemporaryFile())

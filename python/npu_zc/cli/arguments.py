@@ -14,8 +14,8 @@ MAX_COUNT = 2**31 - 1
 """The largest count or class id a flag takes."""
 
 
-def whole(least: int = 1) -> Callable[[str], int]:
-    """A whole number from ``least`` to :data:`MAX_COUNT` (``2e9`` is one too)."""
+def whole(least: int = 1, most: int = MAX_COUNT) -> Callable[[str], int]:
+    """A whole number from ``least`` to ``most`` (``2e9`` is one too)."""
 
     def parse(text: str) -> int:
         try:
@@ -30,8 +30,8 @@ def whole(least: int = 1) -> Callable[[str], int]:
                 raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if value < least:
             raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
-        if value > MAX_COUNT:  # beyond what OpenVINO's and the decoder's integers hold
-            raise argparse.ArgumentTypeError(f"must be at most {MAX_COUNT}, got {text}")
+        if value > most:  # MAX_COUNT: beyond what OpenVINO's and the decoder's integers hold
+            raise argparse.ArgumentTypeError(f"must be at most {most}, got {text}")
         return value
 
     return parse
@@ -42,6 +42,9 @@ positive = whole(1)
 
 count = whole(0)
 """A whole number from 0 (``--workers 0``: none)."""
+
+nice_levels = whole(0, 19)
+"""Nice levels below this process, 0 to 19: a process may lower its own priority, not raise it."""
 
 
 def seconds(*, zero: bool = False, unlimited: bool = False) -> Callable[[str], float]:
@@ -128,5 +131,5 @@ def width_by_height(text: str) -> tuple[int, int]:
     return _sides(text, "WIDTHxHEIGHT", "640x480")
 
 
-__all__ = ["MAX_COUNT", "channels", "class_ids", "count", "fraction", "height_by_width", "positive", "seconds",
-           "setting", "whole", "width_by_height"]  # fmt: skip
+__all__ = ["MAX_COUNT", "channels", "class_ids", "count", "fraction", "height_by_width", "nice_levels", "positive",
+           "seconds", "setting", "whole", "width_by_height"]  # fmt: skip

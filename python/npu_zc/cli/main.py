@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ..errors import Error
-from .arguments import (channels, class_ids, count, fraction, height_by_width, positive, seconds, setting,
-                        width_by_height)
+from .arguments import (channels, class_ids, count, fraction, height_by_width, nice_levels, positive, seconds,
+                        setting, width_by_height)
 from .install import missing_module_message
 
 EXAMPLES = """\
@@ -154,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "the model's input, shared, no copy; 0: decode in this process; default: one per two cores "
                       "from two streams up, on an NPU or a GPU on any machine, on the CPU from eight cores up, "
                       "else 0)")
-    many.add_argument("--worker-nice", type=count, metavar="N",
+    many.add_argument("--worker-nice", type=nice_levels, metavar="N",
                       help="the decoding workers run N nice levels below this process, 0 to 19, and from 1 as batch "
                       "work (SCHED_BATCH) (default: 10 where the model is on an NPU or a GPU, 0 on the CPU)")
     many.add_argument("--latency-budget", type=float, default=100.0, metavar="MS",

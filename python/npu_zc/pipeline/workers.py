@@ -180,13 +180,14 @@ class DecodeWorkers:
     receiving thread, in each stream's order) for every converted frame of a lane that is still taking frames,
     and must submit or discard the set; ``ended(lane, message)`` when a stream's reader ended
     there (``message``: state, error, dropped, reconnects, copied), or when its worker died (state "error");
-    ``failed(error)`` when the queue reports a failure (an inference's, an output's) to this thread.
+    ``failed(error)`` when the queue reports a failure (an inference's, an output's) to this thread. ``nice`` and
+    ``feeders`` have no defaults here: :class:`~npu_zc.pipeline.streams.Streams` chooses them by device.
     """
 
     def __init__(self, count: int, spec: Any, queue: Any, *, submit: Callable[..., None],
                  ended: Callable[[Any, dict[str, Any]], None],
-                 failed: Callable[[BaseException], None] = lambda exc: None, nice: int = 0,
-                 feeders: int = 1) -> None:  # fmt: skip
+                 failed: Callable[[BaseException], None] = lambda exc: None, nice: int,
+                 feeders: int) -> None:  # fmt: skip
         self.count = count
         self.nice = nice
         """How many nice levels below this process each worker runs (set there before it starts a thread)."""

@@ -207,6 +207,12 @@ class MqttSink:
         return len(self._queue)
 
     @property
+    def events(self) -> int:
+        """Events handed to :meth:`event` so far: the last ``seq`` given (each event's is one more)."""
+        with self._lock:
+            return self._seq
+
+    @property
     def detections_pending(self) -> int:
         """Detection messages handed to paho and not yet written to the socket (at most ``detections_queue``)."""
         with self._detections_lock:
