@@ -129,6 +129,10 @@ class Request:
     def infer(self) -> None:
         """Run on the bound buffers and wait (zero copy: nothing is copied in or out)."""
         self._check_bound()
+        self._infer()
+
+    def _infer(self) -> None:
+        """Infer on what is bound to the request now, and wait; the first call's time is noted."""
         started = time.perf_counter()
         try:
             if self.target.async_only:  # RUN_INFERENCES_SEQUENTIALLY: the plugin takes async requests only
@@ -181,16 +185,7 @@ class Request:
             self.request.set_output_tensor(i, self._own_tensor("out", i, spec))
         self._inputs = [None] * len(specs)
         self._outputs = [None] * len(self.target.outputs)
-        started = time.perf_counter()
-        try:
-            if self.target.async_only:  # RUN_INFERENCES_SEQUENTIALLY: the plugin takes async requests only
-                self.request.start_async()
-                self.request.wait()
-            else:
-                self.request.infer(share_outputs=True)  # results stay in place: no copy of the outputs
-        except RuntimeError as exc:
-            raise ModelError(f"inference failed on {self.target.device}: {plugin_message(exc)}") from None
-        self._note_first((time.perf_counter() - started) * 1000)
+        self._infer()
         results: list[np.ndarray] = []
         for i, spec in enumerate(self.target.outputs):
             data = _as_spec_dtype(self._own[("out", i)].data, spec)
