@@ -97,7 +97,7 @@ def test_stream_plugin_option_and_delivery_threads(clips: dict[str, Path], model
 def test_stream_receiving_thread_delivers(clips: dict[str, Path], model_xml: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--deliverers 0 with --workers (and the workers 5 nice levels down): the thread receiving the workers' frames
     calls the outputs (every result, each stream's in order); without workers it is refused in one sentence, before
-    anything runs, and so is a nice level past 19."""
+    anything runs, and so (by argparse) is a nice level past 19."""
     args = ["stream", "-i", str(clips["nv12"]), "-i", str(clips["h264"]), "-m", str(model_xml), "-d", "CPU", "--json"]
     assert main([*args, "--workers", "1", "--deliverers", "0", "--worker-nice", "5"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -108,9 +108,11 @@ def test_stream_receiving_thread_delivers(clips: dict[str, Path], model_xml: Pat
     captured = capsys.readouterr()
     assert not captured.out
     assert "deliverers=0 leaves the delivering to the decoding workers' receiving thread" in captured.err
-    assert main([*args, "--workers", "1", "--worker-nice", "20"]) == 1
+    with pytest.raises(SystemExit) as refused:  # argparse's line, before anything runs
+        main([*args, "--workers", "1", "--worker-nice", "20"])
     captured = capsys.readouterr()
-    assert not captured.out and "worker_nice is a whole number of nice levels from 0 to 19" in captured.err
+    assert refused.value.code == 2 and not captured.out
+    assert "argument --worker-nice: must be at most 19, got 20" in captured.err
 
 
 def squares_clip(path: Path, frames: int = 8) -> tuple[Path, list[list[tuple[int, int, int, int]]]]:
