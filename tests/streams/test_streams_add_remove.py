@@ -277,6 +277,35 @@ def test_add_and_remove_from_many_threads_during_a_run(picture_pipeline: Any) ->
     assert report.frames == len(out.results)
 
 
+def test_a_stream_removed_from_a_persistent_run_leaves_its_figures_not_its_samples(
+        picture_pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A service's streams come and go for days: remove() summarises a stream's latency and lets its samples go, one
+    still running too, and the report keeps the latest FIGURES_WINDOW streams removed (each with its whole count)."""
+    import npu_zc.pipeline.streams as streams_module
+    from npu_zc.pipeline.timing import StageStats
+
+    monkeypatch.setattr(streams_module, "FIGURES_WINDOW", 2)  # 4 samples a stream kept untrimmed
+    streams = npu_zc.Streams([Frames("steady", 3)], picture_pipeline, persistent=True)
+    out = Results()
+    run = Background(streams, out)
+    assert out.after("steady", 3).wait(WAIT_S)
+    for i in range(4):
+        source = Frames(f"gone{i}", 100, free=4)  # waits after its 4th frame: removed while it runs
+        streams.add(source, name=f"gone{i}")
+        assert out.after(f"gone{i}", 4).wait(WAIT_S)
+        (running,) = [s for s in streams.stats if s.name == f"gone{i}"]
+        expected = StageStats.of(list(running.latencies_ns))
+        stats = streams.remove(f"gone{i}")
+        assert stats is running and stats.state == "stopped" and stats.frames == 4
+        assert stats.latencies_ns == [] and stats.latency() == expected and expected.count == 4
+        assert stats.to_dict()["latency_ms"]["p99"] == expected.p99
+    streams.stop()
+    report = run.join()
+    streams.close()
+    assert [(s.name, s.frames) for s in report.streams] == [("steady", 3), ("gone2", 4), ("gone3", 4)]
+    assert report.streams[0].latency().count == 3  # one that was not removed keeps its samples
+
+
 def test_a_persistent_runs_figures_are_over_its_latest_frames(picture_pipeline: Any,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """A service runs for days: its per-frame samples (latency per stream, the stages) are kept over the latest

@@ -39,6 +39,7 @@ submits; delivery is the same.
 
 from __future__ import annotations
 
+import collections
 import os
 import threading
 import time
@@ -124,6 +125,8 @@ class StreamStats:
     latencies_ns: list[int] = field(default_factory=list, repr=False)
     first_ns: int | None = None
     last_ns: int | None = None
+    _settled: StageStats | None = field(default=None, init=False, repr=False, compare=False)
+    """Its latency, summarised when it left a persistent run (its samples then let go)."""
 
     @property
     def fps(self) -> float:
@@ -132,7 +135,13 @@ class StreamStats:
         return (self.frames - 1) * 1e9 / (self.last_ns - self.first_ns)
 
     def latency(self) -> StageStats:
-        return StageStats.of(self.latencies_ns)
+        return self._settled if self._settled is not None else StageStats.of(self.latencies_ns)
+
+    def _settle(self) -> None:
+        """Its latency summarised once, its samples let go: a stream that left a persistent run (a service adds and
+        removes streams for days, and each one's samples would stay with the report)."""
+        self._settled = StageStats.of(self.latencies_ns)
+        self.latencies_ns = []
 
     @property
     def state(self) -> str:
@@ -394,6 +403,9 @@ class Streams:
         self._readers: list[threading.Thread] = []
         self._run_stats: dict[int, StreamStats] = {}
         """Every stream that took part in the current (or last) run, removed ones too: the report's streams."""
+        self._left: collections.deque[int] = collections.deque()
+        """The ids of the streams removed from a persistent run, oldest first: its report keeps the latest
+        :data:`FIGURES_WINDOW` of them."""
         self._abandoned = False
         self._delivering = threading.local()
         """Set on a delivery thread while it runs the outputs (:meth:`remove` called there does not wait for them)."""
@@ -556,6 +568,9 @@ class Streams:
         in flight are still delivered (waited for here, within the fence
         timeout, except when called from an output). The other streams go on,
         their order and figures untouched. Unknown: :class:`StreamNotFoundError`.
+        In a persistent run its latency figures are summarised here and its
+        samples let go, and the report keeps the latest :data:`FIGURES_WINDOW`
+        streams removed: a service's streams come and go for days.
         """
         with self._lock:
             lane = self._find(name)
@@ -570,6 +585,12 @@ class Streams:
             # A feeding thread may hold one of its frames (then submits it) and results may be in flight.
             while (lane.owned or lane.delivered < lane.submitted) and time.monotonic() < deadline:
                 time.sleep(0.005)
+        if self.persistent:  # a service's streams come and go for days: what each leaves behind stays small
+            lane.stats._settle()
+            with self._lock:
+                self._left.append(lane.stream)
+                while len(self._left) > FIGURES_WINDOW:
+                    self._run_stats.pop(self._left.popleft(), None)
         return lane.stats
 
     def _find(self, name: str | int) -> _Lane:
@@ -712,7 +733,8 @@ class Streams:
                 queue.abandon()  # no more frames; the inferences running end before the process may
             raise interrupted
         seconds = time.perf_counter() - wall0
-        ran = [stats for _, stats in sorted(self._run_stats.items())]
+        with self._lock:  # a stream removed meanwhile may take another's place in it
+            ran = [stats for _, stats in sorted(self._run_stats.items())]
         if tick is not None:
             tick(self.stats)
         if interrupted is not None:
