@@ -733,7 +733,7 @@ class Streams:
                 queue.abandon()  # no more frames; the inferences running end before the process may
             raise interrupted
         seconds = time.perf_counter() - wall0
-        with self._lock:  # a stream removed meanwhile may take another's place in it
+        with self._lock:  # remove() may let an old entry go meanwhile
             ran = [stats for _, stats in sorted(self._run_stats.items())]
         if tick is not None:
             tick(self.stats)
