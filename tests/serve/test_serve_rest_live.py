@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from serve_helpers import LINE, TOKEN, ZONE, Broker, broker, Subscriber, across_and_down, back_and_forth, config, http, needs, square_clip, wait_for
+from serve_helpers import LINE, TOKEN, ZONE, Broker, broker, Subscriber, across_and_down, back_and_forth, config, http, metrics_value, needs, square_clip, wait_for
 
 from npu_zc.serve import Service
 
@@ -68,6 +68,24 @@ def test_streams_come_and_go_over_rest_while_the_others_keep_their_order(red_squ
     finally:
         service.stop()
         sub.close()
+
+
+def test_a_removed_streams_zone_reads_empty_not_its_last_count(red_square_yolo: Path, tmp_path: Path) -> None:
+    """A zone is watched through its stream: once the stream is removed its occupancy gauge reads 0, not the tracks
+    that were inside at the removal (a dashboard would count people nobody sees), and its counters keep their counts."""
+    inside = square_clip(tmp_path / "inside.mp4", [(30, 12)] * 60)  # bottom centre (488, 232): in the zone throughout
+    service = Service(config(red_square_yolo, [{"name": "a", "source": str(inside)}], None))
+    service.start()
+    try:
+        port = service.port or 0
+        occupancy = lambda: metrics_value(port, "npu_zc_zone_occupancy", TOKEN, zone="lobby")  # noqa: E731
+        wait_for(lambda: occupancy() == 1, 120, "the square in the zone")
+        assert http(port, "DELETE", "/streams/a", token=TOKEN)[0] == 200
+        assert occupancy() == 0
+        assert metrics_value(port, "npu_zc_zone_entries_total", TOKEN, zone="lobby") == 1
+        assert metrics_value(port, "npu_zc_zone_exits_total", TOKEN, zone="lobby") == 0
+    finally:
+        service.stop()
 
 
 def chromium(url: str, out: Path, *args: str) -> subprocess.CompletedProcess[str]:

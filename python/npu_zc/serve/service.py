@@ -431,6 +431,8 @@ class Service:
             if name not in self.stream_names():
                 raise KeyError(f"no stream is named {name!r}")
             stats = streams.remove(name)
+            for zone in self._zones.get(name, ()):
+                zone.reset()  # no longer watched: its occupancy gauge reads 0, not the tracks inside at the removal
             self._sources.pop(name, None)
             self._recent.pop(name, None)
             self._drop_added(name)
