@@ -157,3 +157,65 @@ def test_a_port_in_use_stops_the_start_before_anything_runs(tmp_path: Path) -> N
         with pytest.raises(ConfigError, match=rf"^http\.port {port} on 127\.0\.0\.1 is in use"):
             service.start()
         assert service.streams is None and service.http is None and not service.started
+
+
+# --- any input: taken, or refused with one sentence -----------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from npu_zc.serve.config import stream_config  # noqa: E402
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+"""What YAML's safe_load or a JSON body can give: any nesting of these (huge integers, NaN and infinities too)."""
+
+
+def leaves(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path to every value inside ``value`` (itself included)."""
+    found = [path]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found += leaves(v, (*path, k))
+    elif isinstance(value, list):
+        for k, v in enumerate(value):
+            found += leaves(v, (*path, k))
+    return found
+
+
+def replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[path[0]] = replaced(value[path[0]], path[1:], new)
+    return copy
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), JSON)
+def test_a_config_with_any_value_anywhere_parses_or_is_one_config_error(data: st.DataObject, new: Any) -> None:
+    """The config is untrusted input: any value at any place of a good one (or in place of the whole) is taken or
+    refused as a ConfigError naming where, never another exception."""
+    good = base()
+    path = data.draw(st.sampled_from(leaves(good)))
+    try:
+        parse(replaced(good, path, new))
+    except ConfigError as exc:
+        assert str(exc) and "\n" not in str(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), JSON)
+def test_a_stream_body_with_any_value_anywhere_parses_or_is_one_config_error(data: st.DataObject, new: Any) -> None:
+    """POST /streams' body, as the service reads it: the same rule."""
+    good = {"name": "c", "source": "c.mp4", "realtime": False, "timeout": 2,
+            "lines": [{"name": "c-door", "start": [0, 0], "end": [10, 10], "classes": ["person"]}],
+            "zones": [{"name": "c-lobby", "polygon": [[0, 0], [9, 0], [9, 9]], "lost_frames": 5}]}  # fmt: skip
+    path = data.draw(st.sampled_from(leaves(good)))
+    try:
+        stream_config(replaced(good, path, new), "the stream", analytics=True)
+    except ConfigError as exc:
+        assert str(exc) and "\n" not in str(exc)

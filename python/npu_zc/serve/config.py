@@ -108,7 +108,14 @@ def _keys(value: Any, where: str, allowed: tuple[str, ...], required: tuple[str,
 
 
 def _at(where: str, key: Any) -> str:
-    return str(key) if not where or where == "the config" else f"{where}.{key}"
+    key = _key(key)
+    return key if not where or where == "the config" else f"{where}.{key}"
+
+
+def _key(key: Any) -> str:
+    """A key as a sentence shows it: as written where it is a plain name, else quoted (the input's own, it may hold
+    anything, a line break too, and the sentence goes to a log and an HTTP client)."""
+    return key if isinstance(key, str) and key.isidentifier() else repr(key)
 
 
 def _kind(value: Any) -> str:
@@ -338,10 +345,11 @@ TOP_KEYS = ("model", "device", "options", "tracker", "conf", "iou", "latency_bud
 def parse(data: Any, base: str | os.PathLike[str] | None = None) -> Config:
     """A config from a dict (what ``safe_load`` gives); relative paths are read from ``base``."""
     d = _keys(data, "the config", TOP_KEYS, ("model",))
-    options = _keys(d.get("options") or {}, "options", tuple(d.get("options") or {}))
+    given = d.get("options") or {}
+    options = _keys(given, "options", tuple(given) if isinstance(given, Mapping) else ())  # any key: the plugin's
     for key, v in options.items():
         if not isinstance(key, str) or isinstance(v, (list, dict)) or v is None:
-            raise ConfigError(f"options.{key} must be a single value (an OpenVINO property), got {_kind(v)}")
+            raise ConfigError(f"options.{_key(key)} must be a single value (an OpenVINO property), got {_kind(v)}")
     tracker = _str(d.get("tracker", "bytetrack"), "tracker")
     if tracker not in ("bytetrack", "none"):
         raise ConfigError(f"tracker must be bytetrack or none, got {tracker!r}")

@@ -94,6 +94,8 @@ def make_app(service: Served, config: HttpConfig) -> Starlette:
             spec = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             return error(400, f"the request body is not JSON: {exc}")
+        except RecursionError:  # arrays or objects nested deeper than the decoder goes
+            return error(400, "the request body is not JSON: nested deeper than the decoder goes")
         from starlette.concurrency import run_in_threadpool
 
         try:  # opening a network source waits for it (bounded by its timeout): off the event loop
