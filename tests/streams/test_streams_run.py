@@ -70,6 +70,22 @@ def test_every_clip_at_once_each_in_order_matching_ffmpeg(clips: dict[str, Path]
     assert report.stages["latency"].count == report.frames
 
 
+@pytest.mark.parametrize("key", ["requests", "feeders", "deliverers", "workers", "worker_nice", "latency_budget_ms"])
+def test_a_count_or_budget_of_the_wrong_kind_or_size_is_one_sentence(clips: dict[str, Path], picture_pipeline: Any,
+                                                                      key: str) -> None:  # fmt: skip
+    """Streams' counts are whole numbers within a machine's means (a bool, a float, text, NaN, a million threads or
+    processes are refused before anything starts), its budget a positive number: InvalidArgumentError naming the
+    argument, never int()'s or a comparison's own exception."""
+    junk: list[Any] = [True, "3", float("nan"), float("inf"), -1, [1], None.__class__]
+    if key != "latency_budget_ms":  # a budget may be 2.5 ms, or large
+        junk += [2.5, 2**70, npu_zc.pipeline.streams.MAX_CONCURRENCY + 1]
+    for value in junk:
+        with pytest.raises(InvalidArgumentError, match=f"^{key} "):
+            npu_zc.Streams([clips["nv12"]], picture_pipeline, **{key: value})
+    with npu_zc.Streams([clips["nv12"]], picture_pipeline, **{key: np.int64(2)}) as streams:  # numpy's ints are ints
+        assert key == "latency_budget_ms" or getattr(streams, key) == 2
+
+
 def test_every_stream_is_served_throughout(picture_pipeline: Any) -> None:
     """Sources that always have a frame ready: every stream is served throughout the run, none left until the others
     are done. The scheduler's rule (least served first, no credit for idle time) is proven without threads in

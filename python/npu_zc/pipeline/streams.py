@@ -40,6 +40,7 @@ submits; delivery is the same.
 from __future__ import annotations
 
 import collections
+import math
 import os
 import threading
 import time
@@ -63,6 +64,10 @@ from .workers import WORKER_NICE, DecodeWorkers, decodes_in_a_worker, default_wo
 
 STREAMS_STAGES = ("preprocess", "infer", "postprocess", "latency")
 """Per frame; ``latency``: from the decoder handing the frame over to its result being ready."""
+
+MAX_CONCURRENCY = 1024
+"""The most requests, feeding threads, delivery threads or decoding workers a ``Streams`` takes: past a machine's
+means threads and processes fail to start or exhaust its memory, and a mistyped count should say so at once."""
 
 FIGURES_WINDOW = 10_000
 """A persistent run's figures (latency percentiles per stream, the stages) are over its latest frames: between this
@@ -322,7 +327,9 @@ class Streams:
     it (fewer, with more threads each, while one inference takes more than
     half of it: :attr:`streams_fit` says what was tried); ``None`` keeps the
     throughput hint's own (the most frames a second). Files alone are not
-    fitted: nothing waits for their results.
+    fitted: nothing waits for their results. ``requests``, ``feeders``,
+    ``deliverers`` and ``workers`` are whole numbers up to
+    :data:`MAX_CONCURRENCY`.
 
     Use :meth:`run` (blocks, Ctrl-C stops it cleanly) with ``on_result``
     callbacks, and read the :class:`StreamsReport`.
@@ -368,26 +375,25 @@ class Streams:
             twice = sorted({name for name in names if names.count(name) > 1})
             if twice:
                 raise InvalidArgumentError(f"names must be unique: {', '.join(map(repr, twice))} given twice")
-        if requests is not None and int(requests) < 1:
-            raise InvalidArgumentError(f"requests must be at least 1, got {requests}")
+        for count, least, value in (("requests", 1, requests), ("feeders", 1, feeders), ("deliverers", 0, deliverers),
+                                    ("workers", 0, workers)):  # fmt: skip
+            if value is not None:
+                _check_count(value, count, least)
         if not isinstance(keep_frames, bool) and not callable(keep_frames):
             raise InvalidArgumentError(f"keep_frames is True, False or a callable taking a stream's name, got {keep_frames!r}")
         self.keep_frames = keep_frames
-        if feeders is not None and int(feeders) < 1:
-            raise InvalidArgumentError(f"feeders must be at least 1, got {feeders}")
-        if deliverers is not None and int(deliverers) < 0:
-            raise InvalidArgumentError(f"deliverers must be 0 (with workers) or more, got {deliverers}")
-        if workers is not None and int(workers) < 0:
-            raise InvalidArgumentError(f"workers must be 0 (decode here) or more, got {workers}")
-        if worker_nice is not None and (isinstance(worker_nice, bool) or not isinstance(worker_nice, int)
+        if worker_nice is not None and (isinstance(worker_nice, bool) or not isinstance(worker_nice, (int, np.integer))
                                         or not 0 <= worker_nice <= 19):
             raise InvalidArgumentError(f"worker_nice is a whole number of nice levels from 0 to 19 (a process may "
                                        f"lower its own priority, not raise it), got {worker_nice!r}")  # fmt: skip
         if workers and keep_frames is not False:
             raise InvalidArgumentError("keep_frames needs each decoded frame in this process: it is not kept with "
                                        "workers (decoding in worker processes); give workers=0")  # fmt: skip
-        if latency_budget_ms is not None and not latency_budget_ms > 0:
-            raise InvalidArgumentError(f"latency_budget_ms must be positive (or None), got {latency_budget_ms}")
+        if latency_budget_ms is not None and (isinstance(latency_budget_ms, bool)
+                                              or not isinstance(latency_budget_ms, (int, float, np.integer, np.floating))
+                                              or not 0 < latency_budget_ms < math.inf):  # NaN too
+            raise InvalidArgumentError(f"latency_budget_ms must be positive and finite (or None: no budget), "
+                                       f"got {latency_budget_ms!r}")  # fmt: skip
         options = dict(source_options or {})
         if realtime:
             options["realtime"] = True
@@ -985,6 +991,15 @@ def _name_of(source: Any) -> str:
     return str(getattr(source, "name", None) or source)
 
 
+def _check_count(value: Any, name: str, least: int) -> None:
+    """A count argument: a whole number (an int, not a bool, a float or text) from ``least`` to
+    :data:`MAX_CONCURRENCY`; :class:`InvalidArgumentError` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not least <= value <= MAX_CONCURRENCY:
+        meaning = " (0: decode here)" if name == "workers" else " (0: with workers)" if name == "deliverers" else ""
+        raise InvalidArgumentError(f"{name} must be a whole number from {least}{meaning} to {MAX_CONCURRENCY}, "
+                                   f"got {value!r}")  # fmt: skip
+
+
 def _check_name(name: Any) -> None:
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"a stream's name is a non-empty str, got {name!r}")
@@ -1001,5 +1016,5 @@ def _cpu_seconds() -> float:
     return times.user + times.system + times.children_user + times.children_system
 
 
-__all__ = ["DEFAULT_LATENCY_BUDGET_MS", "FIGURES_WINDOW", "IDLE_CREDIT", "STREAMS_STAGES", "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_deliverers",
-           "default_feeders"]  # fmt: skip
+__all__ = ["DEFAULT_LATENCY_BUDGET_MS", "FIGURES_WINDOW", "IDLE_CREDIT", "MAX_CONCURRENCY", "STREAMS_STAGES",
+           "StreamResult", "StreamStats", "Streams", "StreamsReport", "default_deliverers", "default_feeders"]  # fmt: skip
