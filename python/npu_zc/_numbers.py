@@ -1,6 +1,7 @@
 """The one check of per-channel numbers (mean, scale, fill) for every path
 that takes them: :func:`npu_zc.convert`, :class:`npu_zc.Converter`, the
-:class:`npu_zc.Pipeline`/:class:`npu_zc.Session` and the CLI's ``--mean``.
+:class:`npu_zc.Pipeline`/:class:`npu_zc.Session` and the CLI's ``--mean``;
+and of whole-number arguments (counts, frames, class ids: :func:`whole_number`).
 
 A string is refused rather than iterated (``mean="123"`` would otherwise be
 (1, 2, 3)), so is a mapping (its keys) or a set (no order); every value must
@@ -67,3 +68,15 @@ def channel_values(
         if (low is not None and x < low) or (high is not None and x > high):
             raise InvalidArgumentError(f"{name}[{k}] is {x:g}: a {what} goes from {low:g} to {high:g}")
     return (items[0], items[1], items[2])
+
+
+def whole_number(value: Any, name: str, least: int = 0, most: int | None = None) -> int:
+    """``value`` as an int, where it is one (numpy's too, not a bool: ``True`` is not a count) from ``least`` to
+    ``most``; else :class:`npu_zc.InvalidArgumentError` naming ``name``, not ``int()``'s own error (NaN, inf and
+    text would reach it, 2.5 and ``True`` pass it)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgumentError(f"{name} must be a whole number, not {type(value).__name__} {value!r}")
+    if value < least or (most is not None and value > most):
+        upto = f" to {most}" if most is not None else " or more"
+        raise InvalidArgumentError(f"{name} must be from {least}{upto}, got {value}")
+    return int(value)

@@ -14,12 +14,14 @@ supervision user gets from the same tracks (docs/analytics.md):
 
 from __future__ import annotations
 
+from collections.abc import Iterable as AnyIterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
 from ._core import _LineCounter, _Zone
+from ._numbers import whole_number
 from .errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -74,6 +76,8 @@ def _point(value: Any, what: str) -> tuple[float, float]:
 
 
 def _anchors(values: Iterable[str] | str, what: str) -> list[str]:
+    if not isinstance(values, (str, AnyIterable)):
+        raise InvalidArgumentError(f"{what}'s anchors are names, one of {', '.join(ANCHORS)}, got {values!r}")
     names = [values] if isinstance(values, str) else list(values)
     if not names:
         raise InvalidArgumentError(f"{what} needs at least one anchor, one of {', '.join(ANCHORS)}")
@@ -86,10 +90,9 @@ def _anchors(values: Iterable[str] | str, what: str) -> list[str]:
 def _classes(classes: Iterable[int] | None) -> list[int] | None:
     if classes is None:
         return None
-    out = [int(c) for c in classes]
-    if any(c < 0 for c in out):
-        raise InvalidArgumentError(f"classes are class ids of 0 or more, got {out}")
-    return out
+    if isinstance(classes, (str, bytes)) or not isinstance(classes, AnyIterable):
+        raise InvalidArgumentError(f"classes are class ids (a list of whole numbers), got {classes!r}")
+    return [whole_number(c, "a class id", 0, 2**31 - 1) for c in classes]
 
 
 def _arrays(detections: Detections) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -116,15 +119,15 @@ class LineCounter:
 
     def __init__(self, start: Sequence[float], end: Sequence[float], *, anchors: Iterable[str] = LINE_ANCHORS,
                  minimum_crossing_threshold: int = 1, classes: Iterable[int] | None = None, name: str = "line") -> None:  # fmt: skip
-        if int(minimum_crossing_threshold) < 1:
-            raise InvalidArgumentError(f"minimum_crossing_threshold must be at least 1, got {minimum_crossing_threshold}")
+        minimum_crossing_threshold = whole_number(minimum_crossing_threshold, f"line {name}: minimum_crossing_threshold",
+                                                  1, 2**31 - 1)  # fmt: skip
         self.name = name
         self.start = _point(start, f"line {name}'s start")
         self.end = _point(end, f"line {name}'s end")
         self.classes = _classes(classes)
         try:
             self._inner = _LineCounter(self.start, self.end, _anchors(anchors, f"line {name}"),
-                                       int(minimum_crossing_threshold), self.classes)  # fmt: skip
+                                       minimum_crossing_threshold, self.classes)  # fmt: skip
         except InvalidArgumentError as exc:
             raise InvalidArgumentError(f"line {name}: {exc}") from None
 
@@ -179,8 +182,7 @@ class Zone:
 
     def __init__(self, polygon: Sequence[Sequence[float]], *, anchor: str | Iterable[str] = ZONE_ANCHOR,
                  lost_frames: int = LOST_FRAMES, classes: Iterable[int] | None = None, name: str = "zone") -> None:  # fmt: skip
-        if int(lost_frames) < 1:
-            raise InvalidArgumentError(f"zone {name}: lost_frames must be at least 1, got {lost_frames}")
+        lost_frames = whole_number(lost_frames, f"zone {name}: lost_frames", 1, 2**31 - 1)
         self.name = name
         try:
             self.polygon = [_point(p, f"zone {name}'s points") for p in polygon]
@@ -189,7 +191,7 @@ class Zone:
         self.classes = _classes(classes)
         self._labels: dict[int, str] = {}
         try:
-            self._inner = _Zone(self.polygon, _anchors(anchor, f"zone {name}"), int(lost_frames), self.classes)
+            self._inner = _Zone(self.polygon, _anchors(anchor, f"zone {name}"), lost_frames, self.classes)
         except InvalidArgumentError as exc:
             raise InvalidArgumentError(f"zone {name}: {exc}") from None
 

@@ -142,3 +142,16 @@ def test_bad_lines_and_zones_are_one_sentence() -> None:
         npu_zc.LineCounter((0, 0), (1, 1), anchors=["middle"])
     with pytest.raises(InvalidArgumentError, match="tracked detections"):
         npu_zc.LineCounter((0, 0), (1, 1)).update(npu_zc.Detections.empty())
+    # Counts and class ids are whole numbers, anchors names: NaN, inf, 2**70, 2.5, True, None or a scalar where a list
+    # goes is one sentence, not int()'s or iter()'s own error.
+    square = [[0, 0], [9, 0], [9, 9]]
+    for junk in [float("nan"), float("inf"), 2**70, 2.5, True, None, "3", 0]:
+        with pytest.raises(InvalidArgumentError, match="minimum_crossing_threshold"):
+            npu_zc.LineCounter((0, 0), (1, 1), minimum_crossing_threshold=junk)
+        with pytest.raises(InvalidArgumentError, match="lost_frames"):
+            npu_zc.Zone(square, lost_frames=junk)
+        with pytest.raises(InvalidArgumentError, match="class"):
+            npu_zc.Zone(square, classes=[junk] if junk != 0 else 7)
+        with pytest.raises(InvalidArgumentError, match="anchor"):
+            npu_zc.LineCounter((0, 0), (1, 1), anchors=junk if junk is not None else [None])
+    assert npu_zc.Zone(square, classes=np.array([0, 2]), lost_frames=np.int64(3)).classes == [0, 2]

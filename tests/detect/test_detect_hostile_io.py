@@ -16,6 +16,8 @@ from npu_zc import Detections, InvalidArgumentError, Tracker
 @pytest.mark.parametrize(("kwargs", "named"), [
     (dict(track_buffer=-1), "track_buffer"), (dict(track_buffer=2**40), "track_buffer"),
     (dict(frame_rate=0), "frame_rate"), (dict(frame_rate=2**70), "frame_rate"),
+    (dict(track_high_thresh=float("nan")), "track_high_thresh"), (dict(match_thresh=float("inf")), "match_thresh"),
+    (dict(new_track_thresh=None), "new_track_thresh"), (dict(track_low_thresh="0.1"), "track_low_thresh"),
 ])
 def test_tracker_settings_out_of_range_are_typed_errors(kwargs: dict, named: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(InvalidArgumentError, match=named):

@@ -371,3 +371,14 @@ def test_decoded_frame_release_is_idempotent() -> None:
     f.release()
     f.release()
     assert calls == [1]
+
+
+@pytest.mark.parametrize("key", ["reconnect", "limit", "thread_count"])
+def test_a_video_sources_counts_are_whole_numbers(clips: dict[str, Path], key: str) -> None:
+    """reconnect, limit and thread_count: NaN, inf, 2.5, True, text or a negative count is one sentence naming it."""
+    from npu_zc.sources import VideoSource
+
+    for junk in [float("nan"), float("inf"), 2.5, True, "3", -1, [1]]:
+        with pytest.raises(npu_zc.InvalidArgumentError, match=f"^{key} must be"):
+            VideoSource(clips["h264"], **{key: junk})
+    assert getattr(VideoSource(clips["h264"], **{key: np.int64(3)}), key) == 3

@@ -13,6 +13,8 @@ half-turn form nearest the track's, and overlaps measured by probabilistic IoU (
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -41,6 +43,11 @@ class Tracker:
         for what, value, low in (("track_buffer", track_buffer, 0), ("frame_rate", frame_rate, 1)):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not low <= value < 2**32:
                 raise InvalidArgumentError(f"{what} must be a whole number from {low} below 2**32, got {value!r}")
+        thresholds = (("track_high_thresh", track_high_thresh), ("track_low_thresh", track_low_thresh),
+                      ("new_track_thresh", new_track_thresh), ("match_thresh", match_thresh))  # fmt: skip
+        for name, threshold in thresholds:  # NaN would match nothing, without a word
+            if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not math.isfinite(threshold):
+                raise InvalidArgumentError(f"{name} must be a finite number, got {threshold!r}")
         self.config: dict[str, float | int | bool] = {
             "track_high_thresh": float(track_high_thresh),
             "track_low_thresh": float(track_low_thresh),

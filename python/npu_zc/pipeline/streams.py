@@ -50,6 +50,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .. import layout
+from .._numbers import whole_number
 from ..errors import Error, InvalidArgumentError, ModelError, StreamNotFoundError, StreamsRunError
 from .pipeline import DEFAULT_MODEL, Pipeline
 from .postprocess import Prediction, ResultReader
@@ -376,16 +377,12 @@ class Streams:
             if twice:
                 raise InvalidArgumentError(f"names must be unique: {', '.join(map(repr, twice))} given twice")
         for count, least, value in (("requests", 1, requests), ("feeders", 1, feeders), ("deliverers", 0, deliverers),
-                                    ("workers", 0, workers)):  # fmt: skip
-            if value is not None:
-                _check_count(value, count, least)
+                                    ("workers", 0, workers), ("worker_nice", 0, worker_nice)):  # fmt: skip
+            if value is not None:  # worker_nice: a process may lower its own priority, not raise it
+                whole_number(value, count, least, 19 if count == "worker_nice" else MAX_CONCURRENCY)
         if not isinstance(keep_frames, bool) and not callable(keep_frames):
             raise InvalidArgumentError(f"keep_frames is True, False or a callable taking a stream's name, got {keep_frames!r}")
         self.keep_frames = keep_frames
-        if worker_nice is not None and (isinstance(worker_nice, bool) or not isinstance(worker_nice, (int, np.integer))
-                                        or not 0 <= worker_nice <= 19):
-            raise InvalidArgumentError(f"worker_nice is a whole number of nice levels from 0 to 19 (a process may "
-                                       f"lower its own priority, not raise it), got {worker_nice!r}")  # fmt: skip
         if workers and keep_frames is not False:
             raise InvalidArgumentError("keep_frames needs each decoded frame in this process: it is not kept with "
                                        "workers (decoding in worker processes); give workers=0")  # fmt: skip
@@ -464,7 +461,7 @@ class Streams:
             self.workers = default_workers(elsewhere, usable_cores(), self.pipeline.device) if keep_frames is False else 0
         """Decoding worker processes of a run (:mod:`npu_zc.pipeline.workers`): the video files and network streams
         are decoded and converted into the model's inputs there, past this interpreter's lock; 0: on threads here."""
-        self.worker_nice = default_worker_nice(self.pipeline.device) if worker_nice is None else worker_nice
+        self.worker_nice = default_worker_nice(self.pipeline.device) if worker_nice is None else int(worker_nice)
         """How many nice levels below this process the decoding workers run (:func:`default_worker_nice`)."""
         self.worker_feeders = default_worker_feeders(self.pipeline.device)
         """Feeding threads in each decoding worker (:func:`default_worker_feeders`)."""
@@ -989,15 +986,6 @@ def _plain(value: object) -> Any:
 
 def _name_of(source: Any) -> str:
     return str(getattr(source, "name", None) or source)
-
-
-def _check_count(value: Any, name: str, least: int) -> None:
-    """A count argument: a whole number (an int, not a bool, a float or text) from ``least`` to
-    :data:`MAX_CONCURRENCY`; :class:`InvalidArgumentError` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not least <= value <= MAX_CONCURRENCY:
-        meaning = " (0: decode here)" if name == "workers" else " (0: with workers)" if name == "deliverers" else ""
-        raise InvalidArgumentError(f"{name} must be a whole number from {least}{meaning} to {MAX_CONCURRENCY}, "
-                                   f"got {value!r}")  # fmt: skip
 
 
 def _check_name(name: Any) -> None:

@@ -35,6 +35,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .._numbers import whole_number
 from .._timeouts import timeout_seconds
 from ..errors import InvalidArgumentError, SourceError, SourceNotFoundError, SourceTimeoutError
 from .frame import DecodedFrame, colour_of
@@ -110,10 +111,10 @@ class VideoSource:
         self.live = (self.network or self.realtime) if live is None else bool(live)
         self.timeout = math.inf if seconds is None else seconds
         """Seconds a network stream may take to answer or stay silent (``inf``: no limit)."""
-        self.reconnect = (5 if self.network else 0) if reconnect is None else max(0, int(reconnect))
-        self.limit = limit
+        self.reconnect = (5 if self.network else 0) if reconnect is None else whole_number(reconnect, "reconnect")
+        self.limit = None if limit is None else whole_number(limit, "limit")
         self.threads = threads
-        self.thread_count = thread_count
+        self.thread_count = None if thread_count is None else whole_number(thread_count, "thread_count", 0, 1024)
         """Decoding threads (None: FFmpeg's choice, one per core; :class:`npu_zc.Streams` gives each of N sources a share)."""
         self.options = dict(options or {})
         if self.url.startswith("rtsp") and "rtsp_transport" not in self.options:
