@@ -83,9 +83,9 @@ def test_a_square_crossing_a_line_and_a_zone_is_counted_everywhere(red_square_yo
         assert status == 400 and body["error"].startswith("the request body is not JSON")
         status, body = http(port, "POST", "/streams", {"name": "x", "source": "a.mp4", "\nlevel=ERROR": 1}, token=TOKEN)
         assert status == 422 and "the stream.'\\nlevel=ERROR': unknown key" in body["error"]  # one line, the key quoted
-        for source in ["a\0b.mp4", "x" * 5000, "file:///etc/shadow", "-i"]:  # refused before anything opens
+        for source in ["a\0b.mp4", "x" * 5000, "file:///etc/shadow", "-i", "rtsp://u:pw@[::1"]:  # refused at once
             status, body = http(port, "POST", "/streams", {"name": "x", "source": source}, token=TOKEN)
-            assert status == 422 and "\n" not in body["error"], (source, status, body)
+            assert status == 422 and "\n" not in body["error"] and "pw" not in body["error"], (source, status, body)
         status, body = http(port, "POST", "/streams", {"name": "gate", "source": str(clip)}, token=TOKEN)
         assert status == 409 and "already runs" in body["error"]
         status, body = http(port, "POST", "/streams", {"name": "x", "source": "/dev/zero"}, token=TOKEN)

@@ -382,3 +382,16 @@ def test_a_video_sources_counts_are_whole_numbers(clips: dict[str, Path], key: s
         with pytest.raises(npu_zc.InvalidArgumentError, match=f"^{key} must be"):
             VideoSource(clips["h264"], **{key: junk})
     assert getattr(VideoSource(clips["h264"], **{key: np.int64(3)}), key) == 3
+
+
+def test_a_network_url_that_cannot_be_parsed_is_refused_at_once() -> None:
+    """Not taken, to fail at every open and back off as a camera that is down: one sentence, without the URL (it
+    may hold a password). URLs FFmpeg takes that have no host (a UDP listener) are taken."""
+    from npu_zc.sources import VideoSource
+
+    for url, why in [("rtsp://u:pw@[::1/cam", "Invalid IPv6 URL"), ("rtsp://h:99999/cam", "Port out of range"),
+                     ("http://h:x/cam", "Port could not be cast")]:  # fmt: skip
+        with pytest.raises(npu_zc.SourceError, match=f"URL cannot be parsed: {why}") as refused:
+            VideoSource(url)
+        assert "pw" not in str(refused.value)
+    assert VideoSource("udp://@:1234").network and VideoSource("http://[::1]:80/x").network

@@ -30,6 +30,7 @@ import math
 import os
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -97,7 +98,12 @@ class VideoSource:
 
         self.url = os.fspath(url)
         self.network = is_network(self.url)
-        if not self.network:
+        if self.network:
+            try:  # a URL that cannot be parsed would only fail at each open, backing off as a camera that is down
+                urllib.parse.urlsplit(self.url).port
+            except ValueError as exc:  # not echoed: it may hold a password
+                raise SourceError(f"the {self.url.partition(':')[0]} URL cannot be parsed: {exc}") from None
+        else:
             path = Path(self.url)
             if not path.exists():
                 raise SourceNotFoundError(f"no such video: {self.url}")
