@@ -1,7 +1,8 @@
 """The one check of per-channel numbers (mean, scale, fill) for every path
 that takes them: :func:`npu_zc.convert`, :class:`npu_zc.Converter`, the
 :class:`npu_zc.Pipeline`/:class:`npu_zc.Session` and the CLI's ``--mean``;
-and of whole-number arguments (counts, frames, class ids: :func:`whole_number`).
+and of single-number arguments (counts, frames, class ids: :func:`whole_number`; budgets and thresholds:
+:func:`real_number`).
 
 A string is refused rather than iterated (``mean="123"`` would otherwise be
 (1, 2, 3)), so is a mapping (its keys) or a set (no order); every value must
@@ -80,3 +81,14 @@ def whole_number(value: Any, name: str, least: int = 0, most: int | None = None)
         upto = f" to {most}" if most is not None else " or more"
         raise InvalidArgumentError(f"{name} must be from {least}{upto}, got {value}")
     return int(value)
+
+
+def real_number(value: Any, name: str, *, positive: bool = False) -> float:
+    """``value`` as a float, where it is a finite real number (numpy's too, not a bool), above 0 with ``positive``;
+    else :class:`npu_zc.InvalidArgumentError` naming ``name`` (a comparison with text would be a TypeError, NaN
+    passes every ``>`` check as False and silently)."""
+    real = not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real) and math.isfinite(value)
+    if not real or (positive and not float(value) > 0):
+        raise InvalidArgumentError(f"{name} must be {'positive and finite' if positive else 'a finite number'}, "
+                                   f"got {value!r}")  # fmt: skip
+    return float(value)

@@ -24,6 +24,9 @@ from ._core import _LineCounter, _Zone
 from ._numbers import whole_number
 from .errors import InvalidArgumentError
 
+_MOST = 2**31 - 1
+"""The largest count or class id a line or a zone takes (the core's class ids are i32)."""
+
 if TYPE_CHECKING:
     from .detect.results import Detections
 
@@ -92,7 +95,7 @@ def _classes(classes: Iterable[int] | None) -> list[int] | None:
         return None
     if isinstance(classes, (str, bytes)) or not isinstance(classes, AnyIterable):
         raise InvalidArgumentError(f"classes are class ids (a list of whole numbers), got {classes!r}")
-    return [whole_number(c, "a class id", 0, 2**31 - 1) for c in classes]
+    return [whole_number(c, "a class id", 0, _MOST) for c in classes]
 
 
 def _arrays(detections: Detections) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -120,7 +123,7 @@ class LineCounter:
     def __init__(self, start: Sequence[float], end: Sequence[float], *, anchors: Iterable[str] = LINE_ANCHORS,
                  minimum_crossing_threshold: int = 1, classes: Iterable[int] | None = None, name: str = "line") -> None:  # fmt: skip
         minimum_crossing_threshold = whole_number(minimum_crossing_threshold, f"line {name}: minimum_crossing_threshold",
-                                                  1, 2**31 - 1)  # fmt: skip
+                                                  1, _MOST)  # fmt: skip
         self.name = name
         self.start = _point(start, f"line {name}'s start")
         self.end = _point(end, f"line {name}'s end")
@@ -182,7 +185,7 @@ class Zone:
 
     def __init__(self, polygon: Sequence[Sequence[float]], *, anchor: str | Iterable[str] = ZONE_ANCHOR,
                  lost_frames: int = LOST_FRAMES, classes: Iterable[int] | None = None, name: str = "zone") -> None:  # fmt: skip
-        lost_frames = whole_number(lost_frames, f"zone {name}: lost_frames", 1, 2**31 - 1)
+        lost_frames = whole_number(lost_frames, f"zone {name}: lost_frames", 1, _MOST)
         self.name = name
         try:
             self.polygon = [_point(p, f"zone {name}'s points") for p in polygon]

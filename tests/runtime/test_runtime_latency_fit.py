@@ -148,7 +148,7 @@ def test_with_latency_budget_leaves_fixed_streams_alone() -> None:
     assert CompileOptions(extra={"NUM_STREAMS": 3}).with_latency_budget(50).latency_budget_ms is None
 
 
-@pytest.mark.parametrize("budget", [0, -1, math.nan])
+@pytest.mark.parametrize("budget", [0, -1, math.nan, math.inf, "5"])
 def test_compile_refuses_a_budget_that_is_not_positive(budget: float) -> None:
     with pytest.raises(InvalidArgumentError, match="latency_budget_ms must be positive"):
         _compile(latency_budget_ms=budget)

@@ -98,7 +98,7 @@ def test_cli_fits_live_streams_and_says_so(clips: dict[str, Path], model_xml: Pa
     assert sum(stream["frames"] + stream["dropped"] for stream in report["streams"]) == 24  # realtime: drops counted
 
 
-@pytest.mark.parametrize("budget", ["-5", "nan"])
+@pytest.mark.parametrize("budget", ["-5", "nan", "inf"])
 def test_cli_refuses_a_negative_budget(clips: dict[str, Path], model_xml: Path, capsys: pytest.CaptureFixture[str], budget: str) -> None:
     code = main(["stream", "-i", str(clips["nv12"]), "--realtime", "-m", str(model_xml), "-d", "CPU", "--latency-budget", budget])
     assert code != 0

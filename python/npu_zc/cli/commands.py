@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -232,8 +233,8 @@ def _streams(args: argparse.Namespace) -> int:
     from ..pipeline.streams import Streams
     from ..sources.video import is_network
 
-    if not args.latency_budget >= 0:  # NaN too
-        raise ValueError(f"--latency-budget must be 0 (off) or positive, got {args.latency_budget:g}")
+    if not 0 <= args.latency_budget < math.inf:  # NaN too
+        raise ValueError(f"--latency-budget must be 0 (off) or positive and finite, got {args.latency_budget:g}")
     if args.non_zero_copy or args.two_process or args.drop:
         raise ValueError("several streams run zero-copy in one process, live sources dropping on their own "
                          "(drop -c, --two-process and --drop)")

@@ -13,14 +13,13 @@ half-turn form nearest the track's, and overlaps measured by probabilistic IoU (
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._core import _ByteTracker
+from .._numbers import real_number, whole_number
 from ..errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -40,14 +39,11 @@ class Tracker:
         fuse_score: bool = True,
         frame_rate: int = 30,
     ) -> None:
-        for what, value, low in (("track_buffer", track_buffer, 0), ("frame_rate", frame_rate, 1)):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not low <= value < 2**32:
-                raise InvalidArgumentError(f"{what} must be a whole number from {low} below 2**32, got {value!r}")
-        thresholds = (("track_high_thresh", track_high_thresh), ("track_low_thresh", track_low_thresh),
-                      ("new_track_thresh", new_track_thresh), ("match_thresh", match_thresh))  # fmt: skip
-        for name, threshold in thresholds:  # NaN would match nothing, without a word
-            if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not math.isfinite(threshold):
-                raise InvalidArgumentError(f"{name} must be a finite number, got {threshold!r}")
+        whole_number(track_buffer, "track_buffer", 0, 2**32 - 1)  # the core's u32
+        whole_number(frame_rate, "frame_rate", 1, 2**32 - 1)
+        for name, threshold in (("track_high_thresh", track_high_thresh), ("track_low_thresh", track_low_thresh),
+                                ("new_track_thresh", new_track_thresh), ("match_thresh", match_thresh)):  # fmt: skip
+            real_number(threshold, name)  # NaN would match nothing, without a word
         self.config: dict[str, float | int | bool] = {
             "track_high_thresh": float(track_high_thresh),
             "track_low_thresh": float(track_low_thresh),

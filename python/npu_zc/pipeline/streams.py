@@ -40,7 +40,6 @@ submits; delivery is the same.
 from __future__ import annotations
 
 import collections
-import math
 import os
 import threading
 import time
@@ -50,7 +49,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .. import layout
-from .._numbers import whole_number
+from .._numbers import real_number, whole_number
 from ..errors import Error, InvalidArgumentError, ModelError, StreamNotFoundError, StreamsRunError
 from .pipeline import DEFAULT_MODEL, Pipeline
 from .postprocess import Prediction, ResultReader
@@ -376,21 +375,20 @@ class Streams:
             twice = sorted({name for name in names if names.count(name) > 1})
             if twice:
                 raise InvalidArgumentError(f"names must be unique: {', '.join(map(repr, twice))} given twice")
-        for count, least, value in (("requests", 1, requests), ("feeders", 1, feeders), ("deliverers", 0, deliverers),
-                                    ("workers", 0, workers), ("worker_nice", 0, worker_nice)):  # fmt: skip
-            if value is not None:  # worker_nice: a process may lower its own priority, not raise it
-                whole_number(value, count, least, 19 if count == "worker_nice" else MAX_CONCURRENCY)
+        counts = (("requests", requests, 1, MAX_CONCURRENCY), ("feeders", feeders, 1, MAX_CONCURRENCY),
+                  ("deliverers", deliverers, 0, MAX_CONCURRENCY), ("workers", workers, 0, MAX_CONCURRENCY),
+                  ("worker_nice", worker_nice, 0, 19))  # a process may lower its own priority, not raise it
+        for count, value, least, most in counts:
+            if value is not None:
+                whole_number(value, count, least, most)
         if not isinstance(keep_frames, bool) and not callable(keep_frames):
             raise InvalidArgumentError(f"keep_frames is True, False or a callable taking a stream's name, got {keep_frames!r}")
         self.keep_frames = keep_frames
         if workers and keep_frames is not False:
             raise InvalidArgumentError("keep_frames needs each decoded frame in this process: it is not kept with "
                                        "workers (decoding in worker processes); give workers=0")  # fmt: skip
-        if latency_budget_ms is not None and (isinstance(latency_budget_ms, bool)
-                                              or not isinstance(latency_budget_ms, (int, float, np.integer, np.floating))
-                                              or not 0 < latency_budget_ms < math.inf):  # NaN too
-            raise InvalidArgumentError(f"latency_budget_ms must be positive and finite (or None: no budget), "
-                                       f"got {latency_budget_ms!r}")  # fmt: skip
+        if latency_budget_ms is not None:  # None: no budget
+            real_number(latency_budget_ms, "latency_budget_ms", positive=True)
         options = dict(source_options or {})
         if realtime:
             options["realtime"] = True

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
+from .._numbers import real_number
 from ..errors import DeviceNotFoundError, InvalidArgumentError, ModelError
 from . import remote
 from .device import DeviceChoice, choose_device, core, is_available, plugin_message, why_unavailable
@@ -329,8 +330,8 @@ def compile_model(
     """
     colour = colour_argument(colour, color)
     options = options or CompileOptions()
-    if options.latency_budget_ms is not None and not options.latency_budget_ms > 0:
-        raise InvalidArgumentError(f"latency_budget_ms must be positive, got {options.latency_budget_ms}")
+    if options.latency_budget_ms is not None:
+        real_number(options.latency_budget_ms, "latency_budget_ms", positive=True)
     choice = choose_device(device)
     prepared = prepare(
         model, choice.device, mode=mode, hw_format=hw_format, mean=mean, scale=scale, colour=colour, input_size=input_size
