@@ -17,7 +17,7 @@ import pytest
 import npu_zc
 from npu_zc.sources import DecodedFrame, ImageSource, VideoSource, colour_of, open_source
 from npu_zc.sources import hardware
-from npu_zc.sources.video import engine_reads_i420_planes, plane_view
+from npu_zc.sources.video import engine_reads_i420_planes, plane_view, redact
 
 av = pytest.importorskip("av")
 
@@ -395,3 +395,16 @@ def test_a_network_url_that_cannot_be_parsed_is_refused_at_once() -> None:
             VideoSource(url)
         assert "pw" not in str(refused.value)
     assert VideoSource("udp://@:1234").network and VideoSource("http://[::1]:80/x").network
+
+
+def test_a_network_source_named_by_its_url_does_not_show_its_password() -> None:
+    """The name is in the source's errors, the run's figures and the service's logs: the password is not."""
+    source = VideoSource("rtsp://admin:hunter2@127.0.0.1:9/cam", timeout=1, reconnect=0)
+    assert source.name == "rtsp://admin:***@127.0.0.1:9/cam" and "hunter2" not in repr(source)
+    with pytest.raises(npu_zc.SourceError, match=r"^rtsp://admin:\*\*\*@127\.0\.0\.1:9/cam refused the connection"):
+        next(source.frames())
+    assert VideoSource("rtsp://127.0.0.1:9/cam", name="door").name == "door"
+    for url, shown in [("rtsp://u:p@ss@[::1]:554/s?a=b@c", "rtsp://u:***@[::1]:554/s?a=b@c"),
+                       ("http://u:pw@[::1/cam", "http://u:***@[::1/cam"), ("rtsp://u:pw@h:99999", "rtsp://u:***@h:99999"),
+                       ("rtsp://u@h/s", "rtsp://u@h/s"), ("rtsp://h/a:b@c", "rtsp://h/a:b@c"), ("clip.mp4", "clip.mp4")]:
+        assert redact(url) == shown

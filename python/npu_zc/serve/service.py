@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Mapping
-from urllib.parse import urlsplit, urlunsplit
 
 from ..analytics import Event, LineCounter, Zone
 from ..detect import Detections
 from ..errors import Error, InvalidArgumentError
+from ..sources.video import NETWORK_SCHEMES, is_network, redact
 from .config import Config, ConfigError, LineConfig, StreamConfig, ZoneConfig, load, parse, stream_config
 
 if TYPE_CHECKING:
@@ -60,7 +60,6 @@ def check_source(text: str, base: Path, where: str = "source") -> str:
     V4L2 camera (``/dev/videoN``, a character device), or a regular file or folder. A FIFO, another device
     or an FFmpeg protocol (``file:``, ``pipe:``, ``concat:``...) is refused: the service would block on it
     or read what it should not. Returns the path or URL to open."""
-    from ..sources.video import NETWORK_SCHEMES, is_network
 
     if is_network(text):
         return text
@@ -81,18 +80,6 @@ def check_source(text: str, base: Path, where: str = "source") -> str:
     from .._files import _kind
 
     raise ConfigError(f"{where} {text!r} is {_kind(mode)}: give a video file, a folder of images, a camera or a URL")
-
-
-def redact(url: str) -> str:
-    """A URL without its password (what GET /streams shows)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 class Service:

@@ -62,6 +62,19 @@ def is_network(url: str) -> bool:
     return bool(sep) and scheme.lower() in NETWORK_SCHEMES
 
 
+def redact(url: str) -> str:
+    """The URL with its password shown as ``***`` (``rtsp://admin:***@10.0.0.5/s``), as names, logs and errors show
+    it. Read from the text, not parsed: a URL that urllib cannot parse (an unclosed IPv6 bracket, a bad port) loses
+    its password too."""
+    scheme, sep, rest = url.partition("://")
+    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    user, at, host = rest[:end].rpartition("@")
+    name, colon, _ = user.partition(":")
+    if not (sep and at and colon):
+        return url
+    return f"{scheme}://{name}:***@{host}{rest[end:]}"
+
+
 class VideoSource:
     """A video file or network URL, decoded by PyAV (FFmpeg).
 
@@ -112,7 +125,7 @@ class VideoSource:
         seconds = timeout_seconds(timeout)  # the one rule: NaN and negatives refused, None and inf for ever
         if seconds == 0:
             raise InvalidArgumentError("timeout must be more than 0 s (or None: no limit): a stream needs time to answer")
-        self.name = name or (self.url if self.network else Path(self.url).name)
+        self.name = name or (redact(self.url) if self.network else Path(self.url).name)
         self.realtime = bool(realtime)
         self.live = (self.network or self.realtime) if live is None else bool(live)
         self.timeout = math.inf if seconds is None else seconds
