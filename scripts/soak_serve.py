@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""A soak of the service's long life: streams added and removed over REST while it runs, with the process's
+resources sampled.
+
+    .venv/bin/python scripts/soak_serve.py --seconds 60        # a minute, on any host
+    .venv/bin/python scripts/soak_serve.py --seconds 1800      # by hand, 30 minutes
+
+A real ``Service`` (the tests' red-square YOLOv8 on the CPU in f32, HTTP with a token, MQTT to a local mosquitto
+where there is one) starts with no stream. Then, until the time is up, over and over: ``POST /streams`` of the
+next of ``--names`` names (a clip of the square going back and forth, each POST with its own line and zone),
+``GET /streams`` and ``GET /metrics`` read, and the oldest stream ``DELETE``d once more than ``--keep`` run.
+Names come round again, as a site's cameras do; a name never reused keeps its metric series by design
+(docs/serve.md), which is not a leak. Every answer must be the expected status.
+
+Every second the process's RSS, open fds, memory mappings, threads and child processes are sampled (the
+same samples and limits as ``scripts/soak.py``, children too); RSS after glibc's ``malloc_trim``, so that what
+the allocator keeps for its threads is not taken for a leak (the RSS before it is recorded beside). The verdict:
+every request answered as expected, the service stopped cleanly with no child left, and the resources flat: after
+a warm-up, the median of the last quarter of the samples exceeds that of the first quarter by at most the limits.
+Exit status 0 when all holds, 1 otherwise; every sample is written to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import ctypes.util
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests"), str(ROOT / "tests" / "serve")]
+
+from soak import LIMITS, sample, slope_per_minute  # noqa: E402
+
+SOAK_LIMITS = {**LIMITS, "children": 0}
+
+
+def children() -> int:
+    """This process's child processes (the service's decoding workers, mosquitto)."""
+    me = str(os.getpid())
+    count = 0
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue
+            count += stat.rpartition(")")[2].split()[1] == me
+    return count
+
+
+def untrimmed_then_trim() -> float:
+    """The RSS in MiB as it is, then glibc's free memory handed back (``malloc_trim``) so that the sample taken next
+    is the memory in use: glibc keeps what threads freed in their arenas, which a stream's coming and going churns."""
+    rss = sample()["rss_mib"]
+    name = ctypes.util.find_library("c")
+    if name:
+        libc = ctypes.CDLL(name)
+        if hasattr(libc, "malloc_trim"):
+            libc.malloc_trim(0)
+    return rss
+
+
+def stream_body(name: str, clip: Path, k: int) -> dict[str, Any]:
+    """A stream with its own line and zone, placed a little differently each time."""
+    x = 200 + (k * 37) % 240
+    return {"name": name, "source": str(clip),
+            "lines": [{"name": f"line{k % 7}", "start": [x, 20], "end": [x, 620]}],
+            "zones": [{"name": f"zone{k % 5}", "polygon": [[x, 0], [639, 0], [639, 400], [x, 400]]}]}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60, help="how long (default 60; 1800 by hand)")
+    parser.add_argument("--names", type=int, default=6, help="stream names, reused in turn (default 6)")
+    parser.add_argument("--keep", type=int, default=3, help="streams running at once (default 3)")
+    parser.add_argument("--warmup", type=float, default=None,
+                        help="seconds left out of the comparison (default: a sixth)")
+    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "soak_serve.json")
+    args = parser.parse_args(argv)
+    warmup = args.seconds / 6 if args.warmup is None else args.warmup
+
+    import shutil
+
+    from conftest import save_red_square_yolo
+    from serve_helpers import TOKEN, Broker, back_and_forth, config, http, square_clip
+
+    from npu_zc.serve import Service
+
+    folder = Path(tempfile.mkdtemp(prefix="npu_zc-soak-serve-"))
+    model = save_red_square_yolo(folder / "red_square_openvino_model")
+    clip = square_clip(folder / "square.mp4", back_and_forth(20))
+    broker = Broker(folder / "broker") if shutil.which("mosquitto") and shutil.which("mosquitto_passwd") else None
+    if broker is not None:
+        broker.start()
+    service = Service(config(model, [], broker, prefix="npu_zc/soak"))
+    service.start()
+    port = service.port or 0
+    print(f"soak_serve: service on port {port}, MQTT {'on' if broker else 'off (no mosquitto)'}", flush=True)
+
+    samples: list[dict[str, float]] = []
+    problems: list[str] = []
+    counts = {"added": 0, "removed": 0, "reads": 0}
+    stop = threading.Event()
+
+    def expect(status: int, wanted: int, what: str, body: Any) -> None:
+        if status != wanted and len(problems) < 20:
+            problems.append(f"{what}: {status} (wanted {wanted}): {str(body)[:200]}")
+
+    def churn() -> None:
+        running: list[str] = []
+        k = 0
+        while not stop.is_set():
+            name = f"cam{k % args.names}"
+            if name in running:  # still running from its last turn: take it out first
+                running.remove(name)
+                status, body = http(port, "DELETE", f"/streams/{name}", token=TOKEN)
+                expect(status, 200, f"DELETE {name}", body)
+                counts["removed"] += 1
+            status, body = http(port, "POST", "/streams", stream_body(name, clip, k), token=TOKEN)
+            expect(status, 201, f"POST {name}", body)
+            counts["added"] += 1
+            running.append(name)
+            for path in ("/streams", "/metrics"):
+                status, body = http(port, "GET", path, token=TOKEN)
+                expect(status, 200, f"GET {path}", body)
+                counts["reads"] += 1
+            while len(running) > args.keep:
+                oldest = running.pop(0)
+                status, body = http(port, "DELETE", f"/streams/{oldest}", token=TOKEN)
+                expect(status, 200, f"DELETE {oldest}", body)
+                counts["removed"] += 1
+            k += 1
+
+    started = time.monotonic()
+    churner = threading.Thread(target=churn, name="soak-churn", daemon=True)
+    churner.start()
+    try:
+        while time.monotonic() < started + args.seconds and churner.is_alive():
+            untrimmed = untrimmed_then_trim()
+            samples.append({**sample(), "rss_untrimmed_mib": untrimmed, "children": children()})
+            time.sleep(1.0)
+    finally:
+        stop.set()
+        churner.join(timeout=120)
+        if churner.is_alive():
+            problems.append("the REST churn did not stop within 120 s")
+        service.stop()
+        if broker is not None:
+            broker.stop()
+    left = children()
+    if left:
+        problems.append(f"{left} child process(es) left after the service stopped")
+    if counts["added"] == 0:
+        problems.append("no stream was added")
+
+    steady = [s for s in samples if s["t"] - started >= warmup]
+    quarter = max(1, len(steady) // 4)
+    growth = {
+        key: statistics.median(s[key] for s in steady[-quarter:]) - statistics.median(s[key] for s in steady[:quarter])
+        for key in (*SOAK_LIMITS, "rss_untrimmed_mib")
+    } if steady else {key: 0.0 for key in (*SOAK_LIMITS, "rss_untrimmed_mib")}  # fmt: skip
+    slopes = {key: slope_per_minute(steady, key) for key in (*SOAK_LIMITS, "rss_untrimmed_mib")}
+    problems += [f"{key} grew by {growth[key]:.1f} (limit {SOAK_LIMITS[key]})" for key in SOAK_LIMITS
+                 if growth[key] > SOAK_LIMITS[key]]  # fmt: skip
+
+    result = {"seconds": args.seconds, "names": args.names, "keep": args.keep, "warmup": warmup,
+              "mqtt": broker is not None, **counts, "growth": growth, "limits": SOAK_LIMITS,
+              "slopes_per_minute": slopes, "samples": samples, "problems": problems}  # fmt: skip
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1))
+    except OSError as exc:
+        print(f"soak_serve: cannot write {args.out}: {exc}", file=sys.stderr)
+    shutil.rmtree(folder, ignore_errors=True)
+
+    print(f"soak_serve: {args.seconds:.0f} s; {counts['added']} streams added, {counts['removed']} removed, "
+          f"{counts['reads']} reads; {len(samples)} samples")
+    print("  slopes / minute: " + ", ".join(f"{k} {v:+.2f}" for k, v in slopes.items()))
+    print("  growth (last quarter - first quarter, medians): " + ", ".join(f"{k} {v:+.1f}" for k, v in growth.items()))
+    for p in problems:
+        print(f"  PROBLEM: {p}")
+    print("soak_serve: " + ("passed" if not problems else "FAILED"))
+    return 0 if not problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
