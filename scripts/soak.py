@@ -96,6 +96,30 @@ def slope_per_minute(samples: list[dict[str, float]], key: str) -> float:
     return float(np.polyfit(t - t[0], y, 1)[0])
 
 
+def resources_verdict(
+    samples: list[dict[str, float]], since: float, limits: dict[str, float], also: tuple[str, ...] = ()
+) -> tuple[dict[str, float], dict[str, float], list[str]]:
+    """Over the samples from ``since`` on: each resource's growth (the last quarter's median over the first
+    quarter's), its least-squares slope a minute, and a sentence for each that grew past its limit; the keys in
+    ``also`` are measured, not judged."""
+    steady = [s for s in samples if s["t"] >= since]
+    keys = (*limits, *also)
+    quarter = max(1, len(steady) // 4)
+    growth = {
+        key: statistics.median(s[key] for s in steady[-quarter:]) - statistics.median(s[key] for s in steady[:quarter])
+        if steady else 0.0
+        for key in keys
+    }  # fmt: skip
+    slopes = {key: slope_per_minute(steady, key) for key in keys}
+    problems = [f"{key} grew by {growth[key]:.1f} (limit {limits[key]})" for key in limits if growth[key] > limits[key]]
+    return growth, slopes, problems
+
+
+def print_resources(growth: dict[str, float], slopes: dict[str, float]) -> None:
+    print("  slopes / minute: " + ", ".join(f"{k} {v:+.2f}" for k, v in slopes.items()))
+    print("  growth (last quarter - first quarter, medians): " + ", ".join(f"{k} {v:+.1f}" for k, v in growth.items()))
+
+
 # --- the model and the photos --------------------------------------------------
 
 
@@ -402,14 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         pipeline.close()
 
     # --- the verdict ---
-    steady = [s for s in samples if s["t"] - started >= warmup]
-    quarter = max(1, len(steady) // 4)
-    growth = {
-        key: statistics.median(s[key] for s in steady[-quarter:]) - statistics.median(s[key] for s in steady[:quarter])
-        for key in LIMITS
-    } if steady else {key: 0.0 for key in LIMITS}  # fmt: skip
-    slopes = {key: slope_per_minute(steady, key) for key in LIMITS}
-    problems = [f"{key} grew by {growth[key]:.1f} (limit {LIMITS[key]})" for key in LIMITS if growth[key] > LIMITS[key]]
+    growth, slopes, problems = resources_verdict(samples, started + warmup, LIMITS)
     for fault in faults.values():
         problems += [f"{fault.name}: {u}" for u in fault.untyped]
         if fault.injected and fault.typed < fault.injected:
@@ -446,8 +463,7 @@ def main(argv: list[str] | None = None) -> int:
           f"  file:   {files.frames} frames in {files.passes} passes, {len(files.failures)} bad passes")  # fmt: skip
     for f in faults.values():
         print(f"  fault {f.name:<9} injected {f.injected}, typed {f.typed}: {f.outcomes}")
-    print("  slopes / minute: " + ", ".join(f"{k} {v:+.2f}" for k, v in slopes.items()))
-    print("  growth (last quarter - first quarter, medians): " + ", ".join(f"{k} {v:+.1f}" for k, v in growth.items()))
+    print_resources(growth, slopes)
     for p in problems:
         print(f"  PROBLEM: {p}")
     print("soak: " + ("passed" if not problems else "FAILED"))

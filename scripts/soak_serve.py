@@ -27,7 +27,6 @@ import ctypes
 import ctypes.util
 import json
 import os
-import statistics
 import sys
 import tempfile
 import threading
@@ -38,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests"), str(ROOT / "tests" / "serve")]
 
-from soak import LIMITS, sample, slope_per_minute  # noqa: E402
+from soak import LIMITS, print_resources, resources_verdict, sample  # noqa: E402
 
 SOAK_LIMITS = {**LIMITS, "children": 0}
 
@@ -162,15 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     if counts["added"] == 0:
         problems.append("no stream was added")
 
-    steady = [s for s in samples if s["t"] - started >= warmup]
-    quarter = max(1, len(steady) // 4)
-    growth = {
-        key: statistics.median(s[key] for s in steady[-quarter:]) - statistics.median(s[key] for s in steady[:quarter])
-        for key in (*SOAK_LIMITS, "rss_untrimmed_mib")
-    } if steady else {key: 0.0 for key in (*SOAK_LIMITS, "rss_untrimmed_mib")}  # fmt: skip
-    slopes = {key: slope_per_minute(steady, key) for key in (*SOAK_LIMITS, "rss_untrimmed_mib")}
-    problems += [f"{key} grew by {growth[key]:.1f} (limit {SOAK_LIMITS[key]})" for key in SOAK_LIMITS
-                 if growth[key] > SOAK_LIMITS[key]]  # fmt: skip
+    growth, slopes, grown = resources_verdict(samples, started + warmup, SOAK_LIMITS, also=("rss_untrimmed_mib",))
+    problems += grown
 
     result = {"seconds": args.seconds, "names": args.names, "keep": args.keep, "warmup": warmup,
               "mqtt": broker is not None, **counts, "growth": growth, "limits": SOAK_LIMITS,
@@ -184,8 +176,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"soak_serve: {args.seconds:.0f} s; {counts['added']} streams added, {counts['removed']} removed, "
           f"{counts['reads']} reads; {len(samples)} samples")
-    print("  slopes / minute: " + ", ".join(f"{k} {v:+.2f}" for k, v in slopes.items()))
-    print("  growth (last quarter - first quarter, medians): " + ", ".join(f"{k} {v:+.1f}" for k, v in growth.items()))
+    print_resources(growth, slopes)
     for p in problems:
         print(f"  PROBLEM: {p}")
     print("soak_serve: " + ("passed" if not problems else "FAILED"))
