@@ -115,9 +115,14 @@ def resources_verdict(
     return growth, slopes, problems
 
 
-def print_resources(growth: dict[str, float], slopes: dict[str, float]) -> None:
+def report(name: str, growth: dict[str, float], slopes: dict[str, float], problems: list[str]) -> int:
+    """Prints the resources' figures and every problem; the exit status: 0 when there is none."""
     print("  slopes / minute: " + ", ".join(f"{k} {v:+.2f}" for k, v in slopes.items()))
     print("  growth (last quarter - first quarter, medians): " + ", ".join(f"{k} {v:+.1f}" for k, v in growth.items()))
+    for p in problems:
+        print(f"  PROBLEM: {p}")
+    print(f"{name}: " + ("passed" if not problems else "FAILED"))
+    return 0 if not problems else 1
 
 
 # --- the model and the photos --------------------------------------------------
@@ -463,11 +468,7 @@ def main(argv: list[str] | None = None) -> int:
           f"  file:   {files.frames} frames in {files.passes} passes, {len(files.failures)} bad passes")  # fmt: skip
     for f in faults.values():
         print(f"  fault {f.name:<9} injected {f.injected}, typed {f.typed}: {f.outcomes}")
-    print_resources(growth, slopes)
-    for p in problems:
-        print(f"  PROBLEM: {p}")
-    print("soak: " + ("passed" if not problems else "FAILED"))
-    return 0 if not problems else 1
+    return report("soak", growth, slopes, problems)
 
 
 if __name__ == "__main__":

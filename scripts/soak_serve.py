@@ -37,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests"), str(ROOT / "tests" / "serve")]
 
-from soak import LIMITS, print_resources, resources_verdict, sample  # noqa: E402
+from soak import LIMITS, report, resources_verdict, sample  # noqa: E402
 
 SOAK_LIMITS = {**LIMITS, "children": 0}
 
@@ -176,11 +176,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"soak_serve: {args.seconds:.0f} s; {counts['added']} streams added, {counts['removed']} removed, "
           f"{counts['reads']} reads; {len(samples)} samples")
-    print_resources(growth, slopes)
-    for p in problems:
-        print(f"  PROBLEM: {p}")
-    print("soak_serve: " + ("passed" if not problems else "FAILED"))
-    return 0 if not problems else 1
+    return report("soak_serve", growth, slopes, problems)
 
 
 if __name__ == "__main__":
