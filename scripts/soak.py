@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A soak: a camera stream and a file stream through the pipeline while faults
-are injected, with the process's resources sampled (issue 22).
+are injected, with the process's resources sampled.
 
 Runs where vivid and the DMA-BUF heaps exist, i.e. in the test VM:
 

@@ -109,7 +109,7 @@ FUNCTIONS: dict[str, Callable[[World, Any], object]] = {
     "planar_to_packed(pad)": lambda w, v: npu_zc.planar_to_packed(np.zeros((3, 4, 4), np.float32), w.rgbx, pad=v),
 }
 
-# Every timeout argument (issue 22): huge, infinite, NaN and negative values give a typed
+# Every timeout argument: huge, infinite, NaN and negative values give a typed
 # error or wait for ever by the documented rule (docs/safety.md). None of these cases may
 # wait: each either fails at once or finds what it waits for ready.
 TIMEOUTS: dict[str, Any] = {

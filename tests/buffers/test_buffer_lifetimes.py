@@ -1,4 +1,4 @@
-"""Leaks and stuck objects (issue 22): a cpu_access bracket dropped without
+"""Leaks and stuck objects: a cpu_access bracket dropped without
 ``__exit__`` ends with it, and leaving ``with alloc(...)`` by an exception
 never replaces that exception with BufferInUseError."""
 

@@ -1,4 +1,4 @@
-"""Issue 22 for buffers and pools: timeouts by one rule, waits that Ctrl-C stops,
+"""Buffers and pools sound (docs/safety.md): timeouts by one rule, waits that Ctrl-C stops,
 and a pool slot that cannot be released while views made through it live."""
 
 from __future__ import annotations

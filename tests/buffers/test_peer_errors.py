@@ -1,5 +1,5 @@
-"""Everything wrong that comes from a peer is a PeerError (issue 22, "errors
-of the wrong type"): fds that are not buffers, more fds than one message may
+"""Everything wrong that comes from a peer is a PeerError, never an error
+of another type: fds that are not buffers, more fds than one message may
 carry, an empty SEQPACKET message; and a send that times out says the peer is
 not reading."""
 

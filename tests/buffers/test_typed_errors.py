@@ -1,4 +1,4 @@
-"""Raw built-ins where npu_zc.Error is documented (issue 22): each of these
+"""Raw built-ins where npu_zc.Error is documented: each of these
 raised TypeError, ValueError, OverflowError or UnicodeEncodeError before."""
 
 from __future__ import annotations

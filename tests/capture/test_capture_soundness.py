@@ -1,4 +1,4 @@
-"""Issue 22 for cameras: a frame's buffer, mapped, is read-only and holds the frame."""
+"""Cameras sound (docs/safety.md): a frame's buffer, mapped, is read-only and holds the frame."""
 
 from __future__ import annotations
 

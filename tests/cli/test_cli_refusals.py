@@ -1,5 +1,5 @@
-"""The CLI refuses what would block, never end, or mislead, with one line
-(issue 22): FIFOs and devices as input or labels, a TIFF bomb, a truncated
+"""The CLI refuses what would block, never end, or mislead, with one line:
+FIFOs and devices as input or labels, a TIFF bomb, a truncated
 JPEG that still ends in an end-of-image marker, a camera size beyond 32 bits;
 Ctrl-C with --hint throughput prints the partial table."""
 

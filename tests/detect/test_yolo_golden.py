@@ -2,7 +2,7 @@
 scale_boxes, process_mask + scale_masks, scale_coords and rotated NMS made of them
 (tests/detect/fixtures, made by scripts/make_yolo_fixtures.py; CI needs no torch).
 
-Tolerances (the issue's): boxes within 0.5 px, scores 1e-4 relative, masks IoU >= 0.99, the same order."""
+Tolerances: boxes within 0.5 px, scores 1e-4 relative, masks IoU >= 0.99, the same order."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The aliasing rule (docs/safety.md): no call writes memory it reads, whatever
 numpy's base objects are, and no call touches memory another call is writing.
 
-Each reproducer of issue 22's "memory written while it is read" is a test
+Each known way of writing memory while it is read is a test
 here; the hypothesis suite draws a source and a destination from one piece of
 memory in every way a caller can (views of one mapping, two mappings, a
 read-only map, memoryviews, a DmaBuf as the destination, a second import of
@@ -46,7 +46,7 @@ def test_aliasing_error_is_an_invalid_argument_and_a_value_error() -> None:
     assert issubclass(AliasingError, ValueError)
 
 
-# --- the reproducers of issue 22 ---------------------------------------------
+# --- the known reproducers -------------------------------------------------
 
 
 def test_two_maps_of_one_buffer_are_the_same_memory() -> None:

@@ -1,4 +1,4 @@
-"""Closing lets go of everything (issue 22, "leaks and stuck objects"):
+"""Closing lets go of everything, no leak and no stuck object:
 a closed AsyncQueue holds no view of its buffers, so its pools close and
 their fds go; Pipeline.close() is retryable and idempotent."""
 

@@ -1,5 +1,5 @@
-"""One check for every path that takes normalisation or a fill (issue 22,
-"silently wrong"): NaN, inf, numbers too large for a float, strings, mappings
+"""One check for every path that takes normalisation or a fill, never
+silently wrong: NaN, inf, numbers too large for a float, strings, mappings
 and sets are refused with InvalidArgumentError, never iterated or run."""
 
 from __future__ import annotations

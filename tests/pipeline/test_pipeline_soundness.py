@@ -1,4 +1,4 @@
-"""Issue 22 for the pipeline: Ctrl-C stops run_throughput even when on_result
+"""The pipeline sound (docs/safety.md): Ctrl-C stops run_throughput even when on_result
 never returns (a real SIGINT sent to a child process)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""run_throughput and the preprocess refuse frames that are not images
-(issue 22): a zero-size frame was a ZeroDivisionError, None an AttributeError."""
+"""run_throughput and the preprocess refuse frames that are not images:
+a zero-size frame was a ZeroDivisionError, None an AttributeError."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Silent copies, told to the user (issue 22): per bound input and output,
+"""Silent copies, told to the user: per bound input and output,
 whether the device reads our memory or a copy, with the evidence; the NPU
 options users ask for reach the plugin, and fail in one sentence without an
 NPU."""

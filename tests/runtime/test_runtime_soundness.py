@@ -1,4 +1,4 @@
-"""Issue 22 for the runtime: a request's output may not share memory with its
+"""The runtime sound (docs/safety.md): a request's output may not share memory with its
 inputs, a frame is submitted only to its own queue, every timeout is checked,
 and Ctrl-C stops an acquire past the queue's depth."""
 

@@ -1,4 +1,4 @@
-"""The service's config: every bad input of the issue's list is one sentence naming the key, before anything
+"""The service's config: every bad input is one sentence naming the key, before anything
 starts; a good one parses to what it says."""
 
 from __future__ import annotations
