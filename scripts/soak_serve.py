@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import ctypes.util
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests"), str(ROOT / "tests" / "serve")]
 
 from soak import LIMITS, report, resources_verdict, sample  # noqa: E402
+
+from npu_zc.cli.arguments import positive, seconds  # noqa: E402
 
 SOAK_LIMITS = {**LIMITS, "children": 0}
 
@@ -56,16 +58,10 @@ def children() -> int:
     return count
 
 
-def untrimmed_then_trim() -> float:
-    """The RSS in MiB as it is, then glibc's free memory handed back (``malloc_trim``) so that the sample taken next
-    is the memory in use: glibc keeps what threads freed in their arenas, which a stream's coming and going churns."""
-    rss = sample()["rss_mib"]
-    name = ctypes.util.find_library("c")
-    if name:
-        libc = ctypes.CDLL(name)
-        if hasattr(libc, "malloc_trim"):
-            libc.malloc_trim(0)
-    return rss
+def trimmer() -> Any:
+    """glibc's ``malloc_trim``, which hands its free memory back so that the RSS sampled next is the memory in use:
+    glibc keeps what threads freed in their arenas, which a stream's coming and going churns. None elsewhere (musl)."""
+    return getattr(ctypes.CDLL(None), "malloc_trim", None)  # the C library this process already has
 
 
 def stream_body(name: str, clip: Path, k: int) -> dict[str, Any]:
@@ -78,32 +74,42 @@ def stream_body(name: str, clip: Path, k: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=60, help="how long (default 60; 1800 by hand)")
-    parser.add_argument("--names", type=int, default=6, help="stream names, reused in turn (default 6)")
-    parser.add_argument("--keep", type=int, default=3, help="streams running at once (default 3)")
-    parser.add_argument("--warmup", type=float, default=None,
+    parser.add_argument("--seconds", type=seconds(), default=60, help="how long (default 60; 1800 by hand)")
+    parser.add_argument("--names", type=positive, default=6, help="stream names, reused in turn (default 6)")
+    parser.add_argument("--keep", type=positive, default=3, help="streams running at once (default 3)")
+    parser.add_argument("--warmup", type=seconds(zero=True), default=None,
                         help="seconds left out of the comparison (default: a sixth)")
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "soak_serve.json")
     args = parser.parse_args(argv)
     warmup = args.seconds / 6 if args.warmup is None else args.warmup
 
-    import shutil
-
     from conftest import save_red_square_yolo
-    from serve_helpers import TOKEN, Broker, back_and_forth, config, http, square_clip
+    from serve_helpers import Broker, back_and_forth, config, square_clip
 
     from npu_zc.serve import Service
 
     folder = Path(tempfile.mkdtemp(prefix="npu_zc-soak-serve-"))
-    model = save_red_square_yolo(folder / "red_square_openvino_model")
-    clip = square_clip(folder / "square.mp4", back_and_forth(20))
     broker = Broker(folder / "broker") if shutil.which("mosquitto") and shutil.which("mosquitto_passwd") else None
-    if broker is not None:
-        broker.start()
-    service = Service(config(model, [], broker, prefix="npu_zc/soak"))
+    try:
+        model = save_red_square_yolo(folder / "red_square_openvino_model")
+        clip = square_clip(folder / "square.mp4", back_and_forth(20))
+        if broker is not None:
+            broker.start()
+        return soak(args, warmup, Service(config(model, [], broker, prefix="npu_zc/soak")), clip, broker is not None)
+    finally:
+        if broker is not None:
+            broker.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def soak(args: argparse.Namespace, warmup: float, service: Any, clip: Path, mqtt: bool) -> int:
+    """Runs the churn beside the sampling until the time is up, stops the service, and gives the verdict."""
+    from serve_helpers import TOKEN, http
+
     service.start()
     port = service.port or 0
-    print(f"soak_serve: service on port {port}, MQTT {'on' if broker else 'off (no mosquitto)'}", flush=True)
+    print(f"soak_serve: service on port {port}, MQTT {'on' if mqtt else 'off (no mosquitto)'}", flush=True)
+    malloc_trim = trimmer()
 
     samples: list[dict[str, float]] = []
     problems: list[str] = []
@@ -115,6 +121,12 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"{what}: {status} (wanted {wanted}): {str(body)[:200]}")
 
     def churn() -> None:
+        try:
+            turns()
+        except Exception as exc:  # noqa: BLE001 - the service stopped answering (refused, timed out): a failure
+            problems.append(f"the REST churn stopped: {exc!r}")
+
+    def turns() -> None:
         running: list[str] = []
         k = 0
         while not stop.is_set():
@@ -144,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     churner.start()
     try:
         while time.monotonic() < started + args.seconds and churner.is_alive():
-            untrimmed = untrimmed_then_trim()
+            untrimmed = sample()["rss_mib"]
+            if malloc_trim is not None:
+                malloc_trim(0)
             samples.append({**sample(), "rss_untrimmed_mib": untrimmed, "children": children()})
             time.sleep(1.0)
     finally:
@@ -153,9 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         if churner.is_alive():
             problems.append("the REST churn did not stop within 120 s")
         service.stop()
-        if broker is not None:
-            broker.stop()
-    left = children()
+    left = children() - mqtt  # the broker, stopped by the caller
     if left:
         problems.append(f"{left} child process(es) left after the service stopped")
     if counts["added"] == 0:
@@ -165,14 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     problems += grown
 
     result = {"seconds": args.seconds, "names": args.names, "keep": args.keep, "warmup": warmup,
-              "mqtt": broker is not None, **counts, "growth": growth, "limits": SOAK_LIMITS,
+              "mqtt": mqtt, **counts, "growth": growth, "limits": SOAK_LIMITS,
               "slopes_per_minute": slopes, "samples": samples, "problems": problems}  # fmt: skip
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1))
     except OSError as exc:
         print(f"soak_serve: cannot write {args.out}: {exc}", file=sys.stderr)
-    shutil.rmtree(folder, ignore_errors=True)
 
     print(f"soak_serve: {args.seconds:.0f} s; {counts['added']} streams added, {counts['removed']} removed, "
           f"{counts['reads']} reads; {len(samples)} samples")
