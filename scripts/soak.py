@@ -7,9 +7,9 @@ Runs where vivid and the DMA-BUF heaps exist, i.e. in the test VM:
     scripts/vm-run.sh .venv/bin/python scripts/soak.py --seconds 60      # what CI runs
     VM_TIMEOUT=2400 scripts/vm-run.sh .venv/bin/python scripts/soak.py --seconds 1800
 
-Two streams run for the whole soak, each on its own pipeline (a tiny model
-built here, so that even the emulated CPU of the VM infers many frames a
-second):
+Two streams run for the whole soak, each on its own pipeline (a tiny model,
+``colour_model`` of ``tests/churn_helpers.py``, so that even the emulated CPU
+of the VM infers many frames a second):
 
 * camera: vivid's single-planar capture node through ``run_camera``, reopened
   whenever the camera goes away;
@@ -42,6 +42,7 @@ printed and written with every sample to ``--out`` (default:
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import random
@@ -58,11 +59,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-import npu_zc
-from npu_zc.pipeline import FrameSource, Pipeline, sample_photo
-from npu_zc.pipeline.camera import run_camera
-from npu_zc.pipeline.single_stream import run_stream
-from npu_zc.runtime import CompileOptions
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from churn_helpers import colour_model  # noqa: E402
+
+import npu_zc  # noqa: E402
+from npu_zc.pipeline import FrameSource, Pipeline, sample_photo  # noqa: E402
+from npu_zc.pipeline.camera import run_camera  # noqa: E402
+from npu_zc.pipeline.single_stream import run_stream  # noqa: E402
+from npu_zc.runtime import CompileOptions  # noqa: E402
 
 VIVID = Path("/sys/bus/platform/drivers/vivid")
 CAMERA_NAME = "vivid-000-vid-cap"
@@ -75,17 +80,64 @@ PHOTOS = ("chelsea", "coffee", "astronaut", "rocket", "cat")
 
 
 def sample() -> dict[str, float]:
-    status = Path("/proc/self/status").read_text()
-    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-    with open("/proc/self/maps") as maps:
-        mappings = sum(1 for _ in maps)
-    return {
-        "t": time.monotonic(),
-        "rss_mib": int(fields["VmRSS"].split()[0]) / 1024,
-        "fds": len(os.listdir("/proc/self/fd")),
-        "maps": mappings,
-        "threads": int(fields["Threads"]),
-    }
+    """This process's RSS (MiB), open fds, memory mappings and threads, and when."""
+    own = sample_process("self")
+    assert own is not None
+    return {"t": time.monotonic(), **own}
+
+
+def children() -> list[int]:
+    """The pids of this process's child processes (decoding workers, a broker)."""
+    me = str(os.getpid())
+    pids = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:  # ended meanwhile
+                continue
+            if stat.rpartition(")")[2].split()[1] == me:
+                pids.append(int(pid))
+    return sorted(pids)
+
+
+def sample_process(pid: int | str) -> dict[str, float] | None:
+    """A process's RSS (MiB), open fds, memory mappings and threads; None once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        with open(f"/proc/{pid}/maps") as maps:
+            mappings = sum(1 for _ in maps)
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
+    return {"rss_mib": int(fields["VmRSS"].split()[0]) / 1024, "fds": fds, "maps": mappings,
+            "threads": int(fields["Threads"])}  # fmt: skip
+
+
+def trimmer() -> Any:
+    """glibc's ``malloc_trim``, which hands its free memory back so that the RSS sampled next is the memory in use:
+    glibc keeps what threads freed in their arenas, which streams coming and going churn. None elsewhere (musl)."""
+    return getattr(ctypes.CDLL(None), "malloc_trim", None)  # the C library this process already has
+
+
+def trimmed_sample(malloc_trim: Any) -> dict[str, float]:
+    """:func:`sample` with the RSS read after ``malloc_trim(0)`` (see :func:`trimmer`), the RSS as it was beside as
+    ``rss_untrimmed_mib``."""
+    untrimmed = sample()["rss_mib"]
+    if malloc_trim is not None:
+        malloc_trim(0)
+    return {**sample(), "rss_untrimmed_mib": untrimmed}
+
+
+def save(out: Path, name: str, result: dict[str, Any]) -> None:
+    """A soak's figures and samples as JSON (a folder that cannot be written is said, not raised: the verdict
+    still comes)."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1))
+    except OSError as exc:
+        print(f"{name}: cannot write {out}: {exc}", file=sys.stderr)
 
 
 def slope_per_minute(samples: list[dict[str, float]], key: str) -> float:
@@ -126,19 +178,6 @@ def report(name: str, growth: dict[str, float], slopes: dict[str, float], proble
 
 
 # --- the model and the photos --------------------------------------------------
-
-
-def tiny_model() -> Any:
-    """Mean colour -> 3 logits, on a 32 x 32 RGB input: cheap on an emulated CPU, real all the same."""
-    import openvino as ov
-    from openvino import opset13 as ops
-
-    image = ops.parameter([1, 3, 32, 32], ov.Type.f32, name="image")
-    mean = ops.reduce_mean(image, ops.constant(np.array([2, 3], np.int64)), keep_dims=False)
-    logits = ops.multiply(mean, ops.constant(np.array([[1.0, 2.0, 3.0]], np.float32)), name="logits")
-    model = ov.Model([logits], [image], "soak-colours")
-    model.output(0).get_tensor().set_names({"logits"})
-    return model
 
 
 def write_photos(folder: Path) -> list[str]:
@@ -372,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
 
     began = time.monotonic()
     options = CompileOptions(num_threads=1, inference_precision="f32")
-    model = tiny_model()
+    model = colour_model()
     pipelines = [Pipeline(model, "CPU", options=options, labels=["red", "green", "blue"]) for _ in range(2)]
     camera_pipeline, file_pipeline = pipelines
     folder = Path(tempfile.mkdtemp(prefix="npu_zc-soak-"))
@@ -456,11 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         "samples": samples,
         "problems": problems,
     }
-    try:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1))
-    except OSError as exc:
-        print(f"soak: cannot write {args.out}: {exc}", file=sys.stderr)
+    save(args.out, "soak", result)
 
     print(f"soak: {args.seconds:.0f} s, a fault every {args.fault_every:.0f} s; {len(samples)} samples")
     print(f"  camera: {camera.frames} frames, typed errors {camera.typed_errors}")

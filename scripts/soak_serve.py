@@ -23,8 +23,6 @@ Exit status 0 when all holds, 1 otherwise; every sample is written to ``--out``.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import json
 import os
 import shutil
 import sys
@@ -37,31 +35,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests"), str(ROOT / "tests" / "serve")]
 
-from soak import LIMITS, report, resources_verdict, sample  # noqa: E402
+from soak import LIMITS, children, report, resources_verdict, save, trimmed_sample, trimmer  # noqa: E402
 
 from npu_zc.cli.arguments import positive, seconds  # noqa: E402
 
 SOAK_LIMITS = {**LIMITS, "children": 0}
-
-
-def children() -> int:
-    """This process's child processes (the service's decoding workers, mosquitto)."""
-    me = str(os.getpid())
-    count = 0
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                stat = Path(f"/proc/{pid}/stat").read_text()
-            except OSError:
-                continue
-            count += stat.rpartition(")")[2].split()[1] == me
-    return count
-
-
-def trimmer() -> Any:
-    """glibc's ``malloc_trim``, which hands its free memory back so that the RSS sampled next is the memory in use:
-    glibc keeps what threads freed in their arenas, which a stream's coming and going churns. None elsewhere (musl)."""
-    return getattr(ctypes.CDLL(None), "malloc_trim", None)  # the C library this process already has
 
 
 def stream_body(name: str, clip: Path, k: int) -> dict[str, Any]:
@@ -156,10 +134,7 @@ def soak(args: argparse.Namespace, warmup: float, service: Any, clip: Path, mqtt
     churner.start()
     try:
         while time.monotonic() < started + args.seconds and churner.is_alive():
-            untrimmed = sample()["rss_mib"]
-            if malloc_trim is not None:
-                malloc_trim(0)
-            samples.append({**sample(), "rss_untrimmed_mib": untrimmed, "children": children()})
+            samples.append({**trimmed_sample(malloc_trim), "children": len(children())})
             time.sleep(1.0)
     finally:
         stop.set()
@@ -167,7 +142,7 @@ def soak(args: argparse.Namespace, warmup: float, service: Any, clip: Path, mqtt
         if churner.is_alive():
             problems.append("the REST churn did not stop within 120 s")
         service.stop()
-    left = children() - mqtt  # the broker, stopped by the caller
+    left = len(children()) - mqtt  # the broker, stopped by the caller
     if left:
         problems.append(f"{left} child process(es) left after the service stopped")
     if counts["added"] == 0:
@@ -179,11 +154,7 @@ def soak(args: argparse.Namespace, warmup: float, service: Any, clip: Path, mqtt
     result = {"seconds": args.seconds, "names": args.names, "keep": args.keep, "warmup": warmup,
               "mqtt": mqtt, **counts, "growth": growth, "limits": SOAK_LIMITS,
               "slopes_per_minute": slopes, "samples": samples, "problems": problems}  # fmt: skip
-    try:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1))
-    except OSError as exc:
-        print(f"soak_serve: cannot write {args.out}: {exc}", file=sys.stderr)
+    save(args.out, "soak_serve", result)
 
     print(f"soak_serve: {args.seconds:.0f} s; {counts['added']} streams added, {counts['removed']} removed, "
           f"{counts['reads']} reads; {len(samples)} samples")

@@ -206,6 +206,44 @@ def test_remove_mid_run_leaves_the_others_intact(clips: dict[str, Path], picture
     assert report.frames == 125 + stats.frames == len(out.results)
 
 
+def test_a_file_removed_with_frames_waiting_is_stopped_not_done(picture_pipeline: Any) -> None:
+    """A file whose decoder has read it to its end, removed while decoded frames still wait in its lane: those frames
+    are let go and counted, and the stream is "stopped" (it did not reach its end), not "done". Made certain here:
+    the feeding thread is held inside ``keep_frames`` with frame 0 while frames 1 and 2 wait and the source ends."""
+    held, go = threading.Event(), threading.Event()
+
+    def keep(name: str) -> bool:
+        held.set()
+        assert go.wait(WAIT_S)
+        return False
+
+    source = Frames("short", 3)
+    streams = npu_zc.Streams(model=picture_pipeline, persistent=True, feeders=1, deliverers=1, keep_frames=keep)
+    out = Results()
+    run = Background(streams, out)
+    stats = streams.add(source)
+    assert held.wait(WAIT_S)
+    [lane] = streams.lanes
+    deadline = time.monotonic() + WAIT_S
+    while not (lane.ended and len(lane.frames) == 2) and time.monotonic() < deadline:  # read to its end
+        time.sleep(0.005)
+    assert stats.done and len(lane.frames) == 2
+    removal = threading.Thread(target=streams.remove, args=("short",), daemon=True)
+    removal.start()
+    while not lane.removed and time.monotonic() < deadline:
+        time.sleep(0.005)
+    go.set()  # the frame held is submitted and delivered; remove() returns once it is
+    removal.join(WAIT_S)
+    assert not removal.is_alive()
+    assert (stats.state, stats.frames, stats.let_go) == ("stopped", 1, 2)
+    assert stats.to_dict()["let_go"] == 2
+    streams.stop()
+    report = run.join()
+    streams.close()
+    assert out.indices("short") == [0] and source.released == source.yielded == 3
+    assert [(s.name, s.state) for s in report.streams] == [("short", "stopped")]
+
+
 def test_remove_from_an_output(picture_pipeline: Any) -> None:
     """remove() called by an output (on a delivery thread) does not wait for that thread's own deliveries."""
     endless = Frames("endless", 10**9)

@@ -364,6 +364,37 @@ def test_streams_added_and_removed_during_a_persistent_run(clips: dict[str, Path
     assert_reaped(streams)
 
 
+def test_streams_churned_through_workers_keep_every_result(tmp_path: Path) -> None:
+    """Sixty streams added to a persistent run with two workers and removed, three at a time (a short clip that ends
+    on its own, a long one removed while it runs, in turn; tests/churn_helpers.py): every result in its stream's
+    order, none missing, each its own frame's colour (a set granted twice, or read while a worker wrote it, gives
+    another), none after its stream's removal; each removed stream's figures count its results, "done" only with
+    every frame of its clip; the workers that started are the ones reaped. ``scripts/soak_streams.py`` runs the
+    same churn for as long as it is asked, with the resources sampled."""
+    from churn_helpers import Checks, churn, colour_clip, colour_model
+
+    from npu_zc.runtime import CompileOptions
+
+    clips = [(colour_clip(tmp_path / "short.mp4", 12), 12), (colour_clip(tmp_path / "long.mp4", 300), 300)]
+    pipeline = npu_zc.Pipeline(colour_model(), "CPU", labels=["red", "green", "blue"],
+                               options=CompileOptions(inference_precision="f32"))  # fmt: skip
+    streams = npu_zc.Streams([], pipeline, workers=2, persistent=True)
+    checks = Checks()
+    run = Background(streams, checks)
+    counts = churn(streams, clips, checks, names=5, keep=3, go_on=lambda turns: turns < 60)
+    pids = worker_pids(streams)
+    streams.stop()
+    report = run.join()
+    streams.close()
+    pipeline.close()
+    assert checks.problems == []
+    assert counts == {"added": 60, "removed": 60} and checks.results >= 60
+    assert [s.stream for s in report.streams] == list(range(60))
+    assert {s.state for s in report.streams} <= {"done", "stopped"}
+    assert len(pids) == 2
+    assert_reaped(streams)
+
+
 def test_a_frame_named_as_its_stream_is_removed_is_delivered_before_remove_returns(
         long_clip: Path, clips: dict[str, Path], picture_pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """remove() returns once the stream's results in flight are delivered, none after: also for a frame its worker

@@ -20,7 +20,7 @@ Messages, one per packet (``SOCK_SEQPACKET`` keeps them whole and in order)::
                           Q                           stop: every stream, then give unused sets back and say bye
     worker -> inference   J {"kind": "ready"}  or  J {"kind": "failed", message}
                           F stream set index pts decoded_ns prepared_ns width height format dropped
-                          J {"kind": "ended", stream, state, error, dropped, reconnects, copied}
+                          J {"kind": "ended", stream, state, error, dropped, reconnects, copied, let_go}
                           U set                       a granted set given back unwritten
                           J {"kind": "bye", cpu: {sources, feeders, start, total}, sleeps: {the same}, failure, memcpy}
     grants, inference -> worker:
@@ -96,7 +96,7 @@ class _Figures:
         """Of ``dropped``, what the frame messages already carried."""
         self.stopped = self.done = False
         self.error: str | None = None
-        self.reconnects = self.copied = 0
+        self.reconnects = self.copied = self.let_go = 0
 
 
 class _Stream:
@@ -206,7 +206,7 @@ class Worker:
         entry = self.streams.get(stream)
         if entry is not None:
             entry.figures.stopped = True
-            self.scheduler.remove(entry.lane)
+            entry.figures.let_go += self.scheduler.remove(entry.lane)
 
     def _end_streams(self) -> None:
         """Every reader stopped and joined, the frames never taken let go, each stream's end said."""
@@ -275,7 +275,7 @@ class Worker:
         try:
             self.send(pack_json({"kind": "ended", "stream": lane.stream, "state": state, "error": figures.error,
                                  "dropped": figures.dropped, "reconnects": figures.reconnects,
-                                 "copied": figures.copied}))  # fmt: skip
+                                 "copied": figures.copied, "let_go": figures.let_go}))  # fmt: skip
         except OSError:
             pass  # the inference process is gone
 

@@ -91,13 +91,15 @@ class Scheduler(Generic[L]):
             self.lanes = [*self.lanes, lane]
             self.ready.notify_all()
 
-    def remove(self, lane: L) -> None:
-        """A lane leaves: its decoder is told to stop, its waiting frames are let go. A frame a feeding thread
-        holds stays with that thread (it lets the lane go as usual)."""
+    def remove(self, lane: L) -> int:
+        """A lane leaves: its decoder is told to stop, its waiting frames are let go; returns how many. A frame a
+        feeding thread holds stays with that thread (it lets the lane go as usual)."""
         with self.ready:
             self.lanes = [other for other in self.lanes if other is not lane]
             lane.removed = True
+            waiting = len(lane.frames)
             self._end(lane)
+            return waiting
 
     def fail(self, lane: L) -> None:
         """A lane's stream failed: it ends, its decoder is told to stop, its waiting frames are let go."""

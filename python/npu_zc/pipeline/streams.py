@@ -121,6 +121,9 @@ class StreamStats:
     reached the stream (a camera driver's drops, frames it marked corrupt or sent short)."""
     copied: int = 0
     """Frames FFmpeg had to convert (a copy) before the layout engine could read them."""
+    let_go: int = 0
+    """Frames decoded and never inferred because the stream was removed (:meth:`Streams.remove`): a stream that let
+    frames go did not reach its end, whatever its source did."""
     reconnects: int = 0
     error: str | None = None
     done: bool = False
@@ -150,13 +153,17 @@ class StreamStats:
 
     @property
     def state(self) -> str:
-        return "error" if self.error else "done" if self.done else "stopped" if self.stopped else "running"
+        if self.error:
+            return "error"
+        if self.done and not self.let_go:
+            return "done"
+        return "stopped" if self.stopped or self.done else "running"
 
     def to_dict(self) -> dict[str, Any]:
         lat = self.latency()
         return {"stream": self.stream, "name": self.name, "live": self.live, "state": self.state, "frames": self.frames,
-                "dropped": self.dropped, "copied": self.copied, "reconnects": self.reconnects, "fps": self.fps,
-                "latency_ms": {"p50": lat.median, "p99": lat.p99, "mean": lat.mean}, "error": self.error}  # fmt: skip
+                "dropped": self.dropped, "copied": self.copied, "let_go": self.let_go, "reconnects": self.reconnects,
+                "fps": self.fps, "latency_ms": {"p50": lat.median, "p99": lat.p99, "mean": lat.mean}, "error": self.error}  # fmt: skip
 
 
 @dataclass
@@ -577,7 +584,7 @@ class Streams:
             lane = self._find(name)
             if not lane.ended:
                 lane.stats.stopped = True  # its reader, told to stop, may take a moment (a network read) to end
-            self._scheduler.remove(lane)
+            lane.stats.let_go += self._scheduler.remove(lane)
             running = self._running
             if self._workers is not None:
                 self._workers.remove(lane)
@@ -855,6 +862,7 @@ class Streams:
             with lock:  # held as a feeding thread holds a frame: remove() waits for it, or it sees the removal
                 wanted = not (lane.removed or lane.ended)  # not when taken out, or failed, meanwhile
                 lane.owned = wanted
+                lane.stats.let_go += lane.removed
             if not wanted:
                 queue.discard(frame)
                 return
@@ -881,6 +889,7 @@ class Streams:
             stats.dropped = max(stats.dropped, int(message.get("dropped") or 0))
             stats.reconnects = int(message.get("reconnects") or 0)
             stats.copied = int(message.get("copied") or 0)
+            stats.let_go += int(message.get("let_go") or 0)
             self._scheduler.ended(lane)
 
         workers = DecodeWorkers(self.workers, spec, queue, submit=submit, ended=ended, failed=failed,
