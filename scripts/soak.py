@@ -177,6 +177,18 @@ def report(name: str, growth: dict[str, float], slopes: dict[str, float], proble
     return 0 if not problems else 1
 
 
+def conclude(name: str, out: Path, samples: list[dict[str, float]], since: float, limits: dict[str, float],
+             problems: list[str], figures: dict[str, Any], summary: str, also: tuple[str, ...] = ()) -> int:
+    """A soak's end: the resources' verdict added to ``problems``, every figure and sample saved to ``out``, the
+    ``summary`` and the report printed; the exit status."""
+    growth, slopes, grown = resources_verdict(samples, since, limits, also)
+    problems = [*problems, *grown]
+    save(out, name, {**figures, "growth": growth, "limits": limits, "slopes_per_minute": slopes, "samples": samples,
+                     "problems": problems})  # fmt: skip
+    print(summary)
+    return report(name, growth, slopes, problems)
+
+
 # --- the model and the photos --------------------------------------------------
 
 
@@ -470,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         pipeline.close()
 
     # --- the verdict ---
-    growth, slopes, problems = resources_verdict(samples, started + warmup, LIMITS)
+    problems: list[str] = []
     for fault in faults.values():
         problems += [f"{fault.name}: {u}" for u in fault.untyped]
         if fault.injected and fault.typed < fault.injected:
@@ -481,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     if camera.frames == 0 and not args.no_camera:
         problems.append("the camera stream delivered no frame")
 
-    result = {
+    figures = {
         "seconds": args.seconds,
         "fault_every": args.fault_every,
         "warmup": warmup,
@@ -489,21 +501,13 @@ def main(argv: list[str] | None = None) -> int:
                     for s in (camera, files)},  # fmt: skip
         "faults": {f.name: {"injected": f.injected, "typed": f.typed, "outcomes": f.outcomes, "untyped": f.untyped}
                    for f in faults.values()},  # fmt: skip
-        "growth": growth,
-        "limits": LIMITS,
-        "slopes_per_minute": slopes,
-        "samples": samples,
-        "problems": problems,
     }
-    save(args.out, "soak", result)
-
-    print(f"soak: {args.seconds:.0f} s, a fault every {args.fault_every:.0f} s; {len(samples)} samples")
-    print(f"  camera: {camera.frames} frames, typed errors {camera.typed_errors}")
-    print(f"  file:   {files.frames} frames in {files.passes} passes, none lost" if not files.failures else
-          f"  file:   {files.frames} frames in {files.passes} passes, {len(files.failures)} bad passes")  # fmt: skip
-    for f in faults.values():
-        print(f"  fault {f.name:<9} injected {f.injected}, typed {f.typed}: {f.outcomes}")
-    return report("soak", growth, slopes, problems)
+    summary = [f"soak: {args.seconds:.0f} s, a fault every {args.fault_every:.0f} s; {len(samples)} samples",
+               f"  camera: {camera.frames} frames, typed errors {camera.typed_errors}",
+               f"  file:   {files.frames} frames in {files.passes} passes, none lost" if not files.failures else
+               f"  file:   {files.frames} frames in {files.passes} passes, {len(files.failures)} bad passes"]  # fmt: skip
+    summary += [f"  fault {f.name:<9} injected {f.injected}, typed {f.typed}: {f.outcomes}" for f in faults.values()]
+    return conclude("soak", args.out, samples, started + warmup, LIMITS, problems, figures, "\n".join(summary))
 
 
 if __name__ == "__main__":

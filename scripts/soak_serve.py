@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests"), str(ROOT / "tests" / "serve")]
 
-from soak import LIMITS, children, report, resources_verdict, save, trimmed_sample, trimmer  # noqa: E402
+from soak import LIMITS, children, conclude, trimmed_sample, trimmer  # noqa: E402
 
 from npu_zc.cli.arguments import positive, seconds  # noqa: E402
 
@@ -148,17 +148,11 @@ def soak(args: argparse.Namespace, warmup: float, service: Any, clip: Path, mqtt
     if counts["added"] == 0:
         problems.append("no stream was added")
 
-    growth, slopes, grown = resources_verdict(samples, started + warmup, SOAK_LIMITS, also=("rss_untrimmed_mib",))
-    problems += grown
-
-    result = {"seconds": args.seconds, "names": args.names, "keep": args.keep, "warmup": warmup,
-              "mqtt": mqtt, **counts, "growth": growth, "limits": SOAK_LIMITS,
-              "slopes_per_minute": slopes, "samples": samples, "problems": problems}  # fmt: skip
-    save(args.out, "soak_serve", result)
-
-    print(f"soak_serve: {args.seconds:.0f} s; {counts['added']} streams added, {counts['removed']} removed, "
-          f"{counts['reads']} reads; {len(samples)} samples")
-    return report("soak_serve", growth, slopes, problems)
+    figures = {"seconds": args.seconds, "names": args.names, "keep": args.keep, "warmup": warmup, "mqtt": mqtt, **counts}
+    summary = (f"soak_serve: {args.seconds:.0f} s; {counts['added']} streams added, {counts['removed']} removed, "
+               f"{counts['reads']} reads; {len(samples)} samples")
+    return conclude("soak_serve", args.out, samples, started + warmup, SOAK_LIMITS, problems, figures, summary,
+                    also=("rss_untrimmed_mib",))
 
 
 if __name__ == "__main__":

@@ -37,8 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests")]
 
 from churn_helpers import Checks, churn, colour_clip, colour_model  # noqa: E402
-from soak import (  # noqa: E402
-    LIMITS, children, report, resources_verdict, sample_process, save, trimmed_sample, trimmer)
+from soak import LIMITS, children, conclude, sample_process, trimmed_sample, trimmer  # noqa: E402
 
 import npu_zc  # noqa: E402
 from npu_zc.cli.arguments import positive, seconds  # noqa: E402
@@ -140,18 +139,12 @@ def soak(args: argparse.Namespace, warmup: float, pipeline: Any, clips: list[tup
     if not counts.get("removed"):
         checks.problem("no stream was removed")
 
-    limits = {**LIMITS, **WORKER_LIMITS}
-    growth, slopes, grown = resources_verdict(samples, started + warmup, limits,
-                                              also=("rss_untrimmed_mib", "workers_rss_mib"))  # fmt: skip
-    problems = checks.problems + grown
-    result = {"seconds": args.seconds, "workers": args.workers, "names": args.names, "keep": args.keep,
-              "warmup": warmup, **counts, "results": checks.results, "growth": growth, "limits": limits,
-              "slopes_per_minute": slopes, "samples": samples, "problems": problems}  # fmt: skip
-    save(args.out, "soak_streams", result)
-
-    print(f"soak_streams: {args.seconds:.0f} s; {counts.get('added', 0)} streams added, {counts.get('removed', 0)} "
-          f"removed, {checks.results} results checked; {len(samples)} samples")
-    return report("soak_streams", growth, slopes, problems)
+    figures = {"seconds": args.seconds, "workers": args.workers, "names": args.names, "keep": args.keep,
+               "warmup": warmup, **counts, "results": checks.results}  # fmt: skip
+    summary = (f"soak_streams: {args.seconds:.0f} s; {counts.get('added', 0)} streams added, "
+               f"{counts.get('removed', 0)} removed, {checks.results} results checked; {len(samples)} samples")
+    return conclude("soak_streams", args.out, samples, started + warmup, {**LIMITS, **WORKER_LIMITS}, checks.problems,
+                    figures, summary, also=("rss_untrimmed_mib", "workers_rss_mib"))
 
 
 if __name__ == "__main__":

@@ -862,7 +862,8 @@ class Streams:
             with lock:  # held as a feeding thread holds a frame: remove() waits for it, or it sees the removal
                 wanted = not (lane.removed or lane.ended)  # not when taken out, or failed, meanwhile
                 lane.owned = wanted
-                lane.stats.let_go += lane.removed
+                if not wanted and lane.removed:  # converted in its worker, never inferred
+                    lane.stats.let_go += 1
             if not wanted:
                 queue.discard(frame)
                 return
