@@ -871,6 +871,8 @@ class _Lane:
     pytest.param(b"U\x01", id="give-back-of-the-wrong-size"),
     pytest.param(b"J{not json", id="broken-json"),
     pytest.param(b'J{"kind": "ended"}', id="end-without-a-stream"),
+    pytest.param(b'J{"kind": "ended", "stream": 3, "let_go": -1}', id="end-whose-counts-are-no-whole-numbers"),
+    pytest.param(b'J{"kind": "ended", "stream": 3, "dropped": "many"}', id="end-whose-drops-are-no-number"),
     pytest.param(b'J{"kind": "bye", "cpu": [1]}', id="bye-whose-cpu-is-no-object"),
     pytest.param(b'J{"kind": "bye", "sleeps": {"sources": "many"}}', id="bye-whose-sleeps-are-no-numbers"),
     pytest.param(b"Z", id="unknown-kind"),

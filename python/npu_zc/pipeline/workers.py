@@ -442,6 +442,9 @@ class DecodeWorkers:
             elif kind == b"J":
                 message = unpack_json(data)
                 if message["kind"] == "ended":  # after its last frame: forgotten here
+                    counts = [message.get(key) or 0 for key in ("dropped", "reconnects", "copied", "let_go")]
+                    if not all(type(count) is int and count >= 0 for count in counts):
+                        raise TypeError("an end whose counts are not whole numbers")
                     lane = lanes.pop(int(message["stream"]), None)
                     if lane is not None:
                         self._ended(lane, message)
