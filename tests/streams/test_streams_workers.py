@@ -660,10 +660,10 @@ def test_default_workers_one_per_two_cores_from_eight(streams: int, cores: int, 
 
 
 @pytest.mark.parametrize(("streams", "cores", "workers"),
-                         [(2, 2, 1), (64, 2, 1), (1, 2, 0), (1, 16, 0), (64, 4, 2), (64, 7, 3), (3, 7, 3), (64, 16, 8),
-                          (2, 1, 1)])  # fmt: skip
+                         [(2, 2, 2), (64, 2, 2), (1, 2, 0), (1, 16, 0), (64, 4, 4), (64, 7, 7), (3, 7, 3), (64, 16, 16),
+                          (32, 16, 16), (2, 1, 1), (64, 1, 1)])  # fmt: skip
 def test_default_workers_off_the_cpu_on_any_machine(streams: int, cores: int, workers: int) -> None:
-    """Where the model runs on an NPU or a GPU: one per two cores (at least one) from two streams up, whatever the
+    """Where the model runs on an NPU or a GPU: one per core (at least one) from two streams up, whatever the
     machine's cores; at most one per stream."""
     from npu_zc.pipeline.workers import default_workers
 
@@ -673,7 +673,7 @@ def test_default_workers_off_the_cpu_on_any_machine(streams: int, cores: int, wo
 def test_streams_choose_workers_by_the_models_device(long_clip: Path, picture_pipeline: Any,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """Streams asks for the workers of its pipeline's device (the service does as well): on a machine of fewer than
-    eight cores, none where the CPU runs the model and one where an NPU would."""
+    eight cores, none where the CPU runs the model and one per core (two streams: at most two) where an NPU would."""
     from npu_zc.pipeline.workers import default_workers
     from npu_zc.runtime.session import usable_cores
 
@@ -686,7 +686,7 @@ def test_streams_choose_workers_by_the_models_device(long_clip: Path, picture_pi
         finally:
             streams.close()
     if cores < 8:  # where the two rules part
-        assert default_workers(2, cores, "CPU") == 0 and default_workers(2, cores, "NPU") == 1
+        assert default_workers(2, cores, "CPU") == 0 and default_workers(2, cores, "NPU") == min(2, cores)
 
 
 def thread_priorities(pid: int) -> list[tuple[int, int]]:

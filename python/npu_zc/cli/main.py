@@ -151,9 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
                       "an NPU or a GPU; 0, with --workers: the thread receiving the workers' frames delivers)")
     many.add_argument("--workers", type=count, metavar="N",
                       help="processes decoding the video files and network streams (each frame converted there into "
-                      "the model's input, shared, no copy; 0: decode in this process; default: one per two cores "
-                      "from two streams up, on an NPU or a GPU on any machine, on the CPU from eight cores up, "
-                      "else 0)")
+                      "the model's input, shared, no copy; 0: decode in this process; default, from two streams up: "
+                      "on an NPU or a GPU one per core on any machine, on the CPU one per two cores from eight "
+                      "cores up, else 0)")
     many.add_argument("--worker-nice", type=nice_levels, metavar="N",
                       help="the decoding workers run N nice levels below this process, 0 to 19, and from 1 as batch "
                       "work (SCHED_BATCH) (default: 10 where the model is on an NPU or a GPU, 0 on the CPU)")

@@ -321,9 +321,9 @@ class Streams:
     that decode the video files and network streams and convert each frame
     there, in place, into the model's input buffers (shared as fds; a few bytes
     a frame come back), past this interpreter's lock (:mod:`npu_zc.pipeline.workers`;
-    default :func:`npu_zc.pipeline.workers.default_workers`: one per two cores
-    from two streams up, on any machine where the model runs on an NPU or a
-    GPU, from eight cores up where the CPU may run it, else 0; 0: decode
+    default :func:`npu_zc.pipeline.workers.default_workers`: from two streams
+    up, one per core on any machine where the model runs on an NPU or a GPU,
+    one per two cores from eight cores up where the CPU may run it, else 0; 0: decode
     here; refused with ``keep_frames``: the frames stay in the workers).
     ``worker_nice``: how many nice levels below this process the workers run
     (0 to 19; from 1, as batch work too, ``SCHED_BATCH``; default

@@ -71,15 +71,17 @@ def decodes_in_a_worker(source: Any) -> bool:
 
 
 def default_workers(streams: int, cores: int, device: str = "CPU") -> int:
-    """Worker processes for ``streams`` video streams on ``cores`` cores: one per two cores, at least one and at most
-    one per stream, from two streams up. Where the CPU may run the model (``device``), none below eight cores: its
-    inferences share those few cores, and each worker costs a process's memory. Where the model runs on an NPU or a
-    GPU, one process's lock caps its decoders even on two cores (docs/streams.md, "Default").
-    Each worker's own lock serves its streams' readers and its feeding threads: with fewer, more streams each, its
-    live lanes drop frames first."""
-    if streams < 2 or (cores < 8 and not off_the_cpu(device)):
+    """Worker processes for ``streams`` video streams on ``cores`` cores, from two streams up and at most one per
+    stream. Where the model runs on an NPU or a GPU (``device``), one per core on any machine: one process's lock
+    caps its decoders even on two cores, and the cores are all the workers'. Where the CPU may run the model, one
+    per two cores, none below eight: its inferences share those cores, and each worker costs a process's memory
+    (docs/streams.md, "Default"). Each worker's own lock serves its streams' readers and its feeding threads: with
+    fewer, more streams each, its live lanes drop frames first."""
+    if streams < 2:
         return 0
-    return max(1, min(streams, cores // 2))
+    if off_the_cpu(device):
+        return max(1, min(streams, cores))
+    return min(streams, cores // 2) if cores >= 8 else 0
 
 
 def off_the_cpu(device: str) -> bool:
