@@ -130,6 +130,55 @@ def trimmed_sample(malloc_trim: Any) -> dict[str, float]:
     return {**sample(), "rss_untrimmed_mib": untrimmed}
 
 
+def churn_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    """The flags of a soak that churns streams (``--names`` taken in turn, ``--keep`` running at once), its figures
+    written to ``name``.json in the temporary folder by default."""
+    from npu_zc.cli.arguments import positive, seconds
+
+    parser.add_argument("--seconds", type=seconds(), default=60, help="how long (default 60; 1800 by hand)")
+    parser.add_argument("--names", type=positive, default=6, help="stream names, reused in turn (default 6)")
+    parser.add_argument("--keep", type=positive, default=3, help="streams running at once (default 3)")
+    parser.add_argument("--warmup", type=seconds(zero=True), default=None,
+                        help="seconds left out of the comparison (default: a sixth)")
+    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / f"{name}.json")
+
+
+def warmup_of(args: argparse.Namespace) -> float:
+    """Seconds at the start left out of the comparison: ``--warmup``, or a sixth of the soak."""
+    return float(args.seconds / 6 if args.warmup is None else args.warmup)
+
+
+CHURN_STOP_S = 120.0
+"""How long a churn may take to notice its stop and end (a REST call or a stream's removal in flight)."""
+
+
+Sample = dict[str, float]
+
+
+def sample_beside(churn: Callable[[], None], stop: threading.Event, seconds: float, take: Callable[[], Sample | None],
+                  problem: Callable[[str], None]) -> list[Sample]:
+    """``churn`` on a thread of its own, and a sample taken by ``take`` every second beside it, until ``seconds``
+    pass, the churn ends, or ``take`` returns None (a finding it said); then ``stop`` is set and the churn waited
+    for (up to :data:`CHURN_STOP_S`, else a problem). Returns the samples."""
+    samples: list[Sample] = []
+    deadline = time.monotonic() + seconds
+    churner = threading.Thread(target=churn, name="soak-churn", daemon=True)
+    churner.start()
+    try:
+        while time.monotonic() < deadline and churner.is_alive():
+            taken = take()
+            if taken is None:
+                break
+            samples.append(taken)
+            time.sleep(1.0)
+    finally:
+        stop.set()
+        churner.join(timeout=CHURN_STOP_S)
+        if churner.is_alive():
+            problem(f"the churn did not stop within {CHURN_STOP_S:g} s")
+    return samples
+
+
 def save(out: Path, name: str, result: dict[str, Any]) -> None:
     """A soak's figures and samples as JSON (a folder that cannot be written is said, not raised: the verdict
     still comes)."""
@@ -416,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("NPU_ZC_VM_OUT", tempfile.gettempdir())) / "soak.json")
     parser.add_argument("--no-camera", action="store_true", help="no camera stream and no unbinding (a host without vivid)")
     args = parser.parse_args(argv)
-    warmup = args.seconds / 6 if args.warmup is None else args.warmup
+    warmup = warmup_of(args)
     if not args.no_camera and (not (VIVID / "vivid.0").exists() or camera_node() is None):
         print("soak: vivid is not loaded: run it in the VM (scripts/vm-run.sh)", file=sys.stderr)
         return 2

@@ -35,9 +35,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests"), str(ROOT / "tests" / "serve")]
 
-from soak import LIMITS, children, conclude, trimmed_sample, trimmer  # noqa: E402
+from soak import (LIMITS, children, churn_arguments, conclude, sample_beside, trimmed_sample,  # noqa: E402
+                  trimmer, warmup_of)
 
-from npu_zc.cli.arguments import positive, seconds  # noqa: E402
 
 SOAK_LIMITS = {**LIMITS, "children": 0}
 
@@ -52,14 +52,9 @@ def stream_body(name: str, clip: Path, k: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=seconds(), default=60, help="how long (default 60; 1800 by hand)")
-    parser.add_argument("--names", type=positive, default=6, help="stream names, reused in turn (default 6)")
-    parser.add_argument("--keep", type=positive, default=3, help="streams running at once (default 3)")
-    parser.add_argument("--warmup", type=seconds(zero=True), default=None,
-                        help="seconds left out of the comparison (default: a sixth)")
-    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "soak_serve.json")
+    churn_arguments(parser, "soak_serve")
     args = parser.parse_args(argv)
-    warmup = args.seconds / 6 if args.warmup is None else args.warmup
+    warmup = warmup_of(args)
 
     from conftest import save_red_square_yolo
     from serve_helpers import Broker, back_and_forth, config, square_clip
@@ -89,7 +84,6 @@ def soak(args: argparse.Namespace, warmup: float, service: Any, clip: Path, mqtt
     print(f"soak_serve: service on port {port}, MQTT {'on' if mqtt else 'off (no mosquitto)'}", flush=True)
     malloc_trim = trimmer()
 
-    samples: list[dict[str, float]] = []
     problems: list[str] = []
     counts = {"added": 0, "removed": 0, "reads": 0}
     stop = threading.Event()
@@ -130,17 +124,10 @@ def soak(args: argparse.Namespace, warmup: float, service: Any, clip: Path, mqtt
             k += 1
 
     started = time.monotonic()
-    churner = threading.Thread(target=churn, name="soak-churn", daemon=True)
-    churner.start()
     try:
-        while time.monotonic() < started + args.seconds and churner.is_alive():
-            samples.append({**trimmed_sample(malloc_trim), "children": len(children())})
-            time.sleep(1.0)
+        samples = sample_beside(churn, stop, args.seconds,
+                                lambda: {**trimmed_sample(malloc_trim), "children": len(children())}, problems.append)
     finally:
-        stop.set()
-        churner.join(timeout=120)
-        if churner.is_alive():
-            problems.append("the REST churn did not stop within 120 s")
         service.stop()
     left = len(children()) - mqtt  # the broker, stopped by the caller
     if left:

@@ -37,10 +37,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests")]
 
 from churn_helpers import Checks, churn, colour_clip, colour_model  # noqa: E402
-from soak import LIMITS, children, conclude, sample_process, trimmed_sample, trimmer  # noqa: E402
+from soak import (LIMITS, children, churn_arguments, conclude, sample_beside, sample_process,  # noqa: E402
+                  trimmed_sample, trimmer, warmup_of)
 
 import npu_zc  # noqa: E402
-from npu_zc.cli.arguments import positive, seconds  # noqa: E402
+from npu_zc.cli.arguments import positive  # noqa: E402
 
 SHORT_FRAMES, LONG_FRAMES = 45, 900
 WORKER_LIMITS = {f"workers_{key}": limit for key, limit in LIMITS.items() if key != "rss_mib"}
@@ -50,17 +51,12 @@ cannot be trimmed from here, and PyAV leaks a little with each decode left befor
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=seconds(), default=60, help="how long (default 60; 1800 by hand)")
+    churn_arguments(parser, "soak_streams")
     parser.add_argument("--workers", type=positive, default=2, help="decoding worker processes (default 2)")
-    parser.add_argument("--names", type=positive, default=6, help="stream names, reused in turn (default 6)")
-    parser.add_argument("--keep", type=positive, default=3, help="streams running at once (default 3)")
-    parser.add_argument("--warmup", type=seconds(zero=True), default=None,
-                        help="seconds left out of the comparison (default: a sixth)")
-    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "soak_streams.json")
     args = parser.parse_args(argv)
     if args.names <= args.keep:
         parser.error("--names must be more than --keep: a name comes round again only once its stream is removed")
-    warmup = args.seconds / 6 if args.warmup is None else args.warmup
+    warmup = warmup_of(args)
 
     from npu_zc.runtime import CompileOptions
 
@@ -107,24 +103,19 @@ def soak(args: argparse.Namespace, warmup: float, pipeline: Any, clips: list[tup
             checks.problem(f"the churn stopped: {exc!r}")
 
     malloc_trim = trimmer()
-    samples: list[dict[str, float]] = []
+
+    def take() -> dict[str, float] | None:
+        if children() != workers:
+            checks.problem(f"the workers changed: {workers} at the start, {children()} now")
+            return None
+        theirs = [sample_process(pid) for pid in workers]
+        together = {f"workers_{key}": sum(s[key] for s in theirs if s is not None) for key in LIMITS}
+        return {**trimmed_sample(malloc_trim), **together}
+
     started = time.monotonic()
-    churner = threading.Thread(target=churning, name="soak-churn", daemon=True)
-    churner.start()
     try:
-        while time.monotonic() < started + args.seconds and churner.is_alive():
-            theirs = [sample_process(pid) for pid in workers]
-            together = {f"workers_{key}": sum(s[key] for s in theirs if s is not None) for key in LIMITS}
-            samples.append({**trimmed_sample(malloc_trim), **together})
-            if children() != workers:
-                checks.problem(f"the workers changed: {workers} at the start, {children()} now")
-                break
-            time.sleep(1.0)
+        samples = sample_beside(churning, stop, args.seconds, take, checks.problem)
     finally:
-        stop.set()
-        churner.join(timeout=120)
-        if churner.is_alive():
-            checks.problem("the churn did not stop within 120 s")
         streams.stop()
         runner.join(timeout=120)
         streams.close()
