@@ -71,7 +71,7 @@ class CompileOptions:
     camera frame with padded rows is read as it is."""
     latency_budget_ms: float | None = None
     """CPU, throughput hint: fit NUM_STREAMS to a live stream's budget from frame to result. The compiled model's
-    streams are halved (each inference gets twice the threads) while one inference takes more than three quarters of it,
+    streams are halved (each inference gets twice the threads) while one inference takes more than 70% of it,
     down to one stream (:func:`npu_zc.runtime.latency_fit.fit_streams`; :attr:`Session.streams_fit` says what
     was tried). Unless NUM_STREAMS or INFERENCE_NUM_THREADS is given."""
     run_inferences_sequentially: bool | None = None
