@@ -143,8 +143,12 @@ def churn_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / f"{name}.json")
 
 
-def warmup_of(args: argparse.Namespace) -> float:
-    """Seconds at the start left out of the comparison: ``--warmup``, or a sixth of the soak."""
+def warmup_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> float:
+    """Seconds at the start left out of the comparison: ``--warmup``, or a sixth of the soak; refused (argparse's
+    exit status 2) where it would leave nothing to compare."""
+    if args.warmup is not None and args.warmup >= args.seconds:
+        parser.error(f"--warmup ({args.warmup:g} s) must be shorter than --seconds ({args.seconds:g} s): "
+                     "nothing would be left to compare")
     return float(args.seconds / 6 if args.warmup is None else args.warmup)
 
 
@@ -205,10 +209,13 @@ def resources_verdict(
     ``also`` are measured, not judged."""
     steady = [s for s in samples if s["t"] >= since]
     keys = (*limits, *also)
+    if len(steady) < 2:  # a soak that compared nothing must not pass
+        nothing = dict.fromkeys(keys, 0.0)
+        return nothing, dict(nothing), [f"{len(steady)} sample(s) after the warm-up: too few to judge the resources "
+                                        "(a longer soak, or a shorter --warmup)"]  # fmt: skip
     quarter = max(1, len(steady) // 4)
     growth = {
         key: statistics.median(s[key] for s in steady[-quarter:]) - statistics.median(s[key] for s in steady[:quarter])
-        if steady else 0.0
         for key in keys
     }  # fmt: skip
     slopes = {key: slope_per_minute(steady, key) for key in keys}
@@ -459,13 +466,16 @@ def aliasing(fault: Fault) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=60, help="how long (default 60; 1800 by hand)")
-    parser.add_argument("--fault-every", type=float, default=4, help="seconds between faults (default 4)")
-    parser.add_argument("--warmup", type=float, default=None, help="seconds left out of the comparison (default: a sixth)")
+    from npu_zc.cli.arguments import seconds
+
+    parser.add_argument("--seconds", type=seconds(), default=60, help="how long (default 60; 1800 by hand)")
+    parser.add_argument("--fault-every", type=seconds(), default=4, help="seconds between faults (default 4)")
+    parser.add_argument("--warmup", type=seconds(zero=True), default=None,
+                        help="seconds left out of the comparison (default: a sixth)")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("NPU_ZC_VM_OUT", tempfile.gettempdir())) / "soak.json")
     parser.add_argument("--no-camera", action="store_true", help="no camera stream and no unbinding (a host without vivid)")
     args = parser.parse_args(argv)
-    warmup = warmup_of(args)
+    warmup = warmup_of(parser, args)
     if not args.no_camera and (not (VIVID / "vivid.0").exists() or camera_node() is None):
         print("soak: vivid is not loaded: run it in the VM (scripts/vm-run.sh)", file=sys.stderr)
         return 2

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     churn_arguments(parser, "soak_serve")
     args = parser.parse_args(argv)
-    warmup = warmup_of(args)
+    warmup = warmup_of(parser, args)
 
     from conftest import save_red_square_yolo
     from serve_helpers import Broker, back_and_forth, config, square_clip

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.names <= args.keep:
         parser.error("--names must be more than --keep: a name comes round again only once its stream is removed")
-    warmup = warmup_of(args)
+    warmup = warmup_of(parser, args)
 
     from npu_zc.runtime import CompileOptions
 

@@ -395,18 +395,6 @@ def test_streams_churned_through_workers_keep_every_result(tmp_path: Path) -> No
     assert_reaped(streams)
 
 
-@pytest.mark.parametrize("names, keep", [(3, 3), (2, 3)])
-def test_the_workers_soak_refuses_names_that_would_come_round_while_running(names: int, keep: int) -> None:
-    """``scripts/soak_streams.py`` adds the next of ``--names`` names while ``--keep`` run: with no more names than
-    that, a name would come round again while its stream still runs (an ``add`` refused mid-soak), so it is refused
-    before anything starts, with the reason."""
-    script = Path(__file__).resolve().parents[2] / "scripts" / "soak_streams.py"
-    done = subprocess.run([sys.executable, str(script), "--names", str(names), "--keep", str(keep), "--seconds", "1"],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert done.returncode == 2
-    assert "--names must be more than --keep" in done.stderr
-
-
 def test_a_frame_named_as_its_stream_is_removed_is_delivered_before_remove_returns(
         long_clip: Path, clips: dict[str, Path], picture_pipeline: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """remove() returns once the stream's results in flight are delivered, none after: also for a frame its worker
