@@ -10,8 +10,8 @@ Each bench that records runs with ``--json PATH`` (a temporary file), except tho
 something else (bench_capture and bench_pipeline: print a JSON object; bench_cpu_time and bench_throughput: a raw
 dump beside the record): they run from a copy of benches/ in a temporary folder, so that their record lands in the
 copy's results/. No bench may write into benches/results/ here. The diagnosis scripts that record nothing
-(check_bf16, decode_beside_inference, decoders_per_core, python_per_frame, resize_builds, streams_processes) are
-run for their exit status only.
+(check_bf16, decode_beside_inference, decoders_per_core, fit_timings, python_per_frame, resize_builds,
+streams_processes) are run for their exit status only.
 
 bench_request_path builds its native side (benches/request_path) with cargo, as the test suite's machines have it.
 Left out: bench_capture's camera mode, which needs a V4L2 camera (vivid, in the VM); its ``--synthetic`` mode runs
@@ -90,6 +90,7 @@ CASES = {
     "check_bf16": Case("check_bf16", "", None),
     "decode_beside_inference": Case("decode_beside_inference", "--model {model} --threads 1 --seconds 0.5", None),
     "decoders_per_core": Case("decoders_per_core", "1x1 --rounds 1 --frames 1 --clip {clip}", None),
+    "fit_timings": Case("fit_timings", "{model} --repeat 1", None),
     "resize_builds": Case("resize_builds", "python python --rounds 1 --cold 8 --formats BGR NV12", None),
     "python_per_frame": Case("python_per_frame", "--frames 1 --workers 1", None),
     "streams_processes": Case("streams_processes", "1x1 --model {model} --seconds 0.5 --start-in 0", None),
@@ -247,6 +248,8 @@ REFUSALS = {
                             "argument --streams: must be at least 1, got 0"),
     "bench_serve-seconds": ("bench_serve", "--seconds nan", 2,
                             "argument --seconds: expected a number of seconds more than 0, got 'nan'"),
+    "fit_timings-budget": ("fit_timings", "efficientnet-lite0 --budget nan", 2, "--budget must be more than 0 ms, got nan"),
+    "fit_timings-repeat": ("fit_timings", "efficientnet-lite0 --repeat 0", 2, "argument --repeat: must be at least 1, got 0"),
 }  # fmt: skip
 """Per case: the script, its arguments (``{empty}``: a folder with no npu_zc; ``{broken}``: one whose npu_zc fails
 to import, so the measuring process fails with its own traceback, which the bench passes on after its sentence), the

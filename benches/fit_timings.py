@@ -1,0 +1,61 @@
+"""Diagnosis (not a bench with targets): one inference of a model on the CPU plugin, timed as the latency fit times
+it (``runtime/latency_fit.py``), at the throughput hint's own ``NUM_STREAMS`` and at each halving down to one.
+
+    python3 benches/fit_timings.py yolo896.xml --repeat 2
+
+Each repeat compiles every count afresh (the fit's own path, with a budget nothing meets), so the spread between
+two fits shows; then which count the fit would keep at ``--budget``. With the streams each count holds
+(``bench_streams.py --at ... --config NUM_STREAMS=N``) it places a model against the fit's limit: docs/streams.md,
+"Detectors and the latency budget", has the Xeon's table made this way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def main() -> int:
+    from npu_zc.cli.arguments import positive
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", help="a model file, or a built-in model's name")
+    parser.add_argument("--repeat", type=positive, default=2, help="fits, each compiling every count (default 2)")
+    parser.add_argument("--budget", type=float, default=None, metavar="MS",
+                        help="the budget whose kept count is said (default: Streams' own, 100)")  # fmt: skip
+    args = parser.parse_args()
+
+    import npu_zc
+    from npu_zc.pipeline.streams import DEFAULT_LATENCY_BUDGET_MS
+    from npu_zc.runtime import CompileOptions
+    from npu_zc.runtime.latency_fit import LATENCY_SHARE
+
+    budget = DEFAULT_LATENCY_BUDGET_MS if args.budget is None else args.budget
+    if not budget > 0:
+        parser.error(f"--budget must be more than 0 ms, got {args.budget}")
+    times: dict[int, list[float]] = {}
+    for repeat in range(1, args.repeat + 1):
+        # A budget nothing meets: the fit's own timing at every count, down to one stream.
+        pipeline = npu_zc.Pipeline(args.model, "CPU", hint="throughput",
+                                   options=CompileOptions().with_latency_budget(1e-9))  # fmt: skip
+        fit = pipeline.session.streams_fit
+        pipeline.close()
+        if fit is None:
+            parser.error("the CPU plugin's streams are not fitted for this model (its options fix them)")
+        for streams, ms in fit.tried:
+            times.setdefault(streams, []).append(ms)
+        print(f"fit {repeat}: " + ", ".join(f"NUM_STREAMS {n}: {ms:.1f} ms" for n, ms in fit.tried), flush=True)
+    limit = budget * LATENCY_SHARE
+    medians = {n: statistics.median(ms) for n, ms in times.items()}
+    kept = next((n for n, ms in medians.items() if ms <= limit), min(medians))
+    print(f"limit    {limit:g} ms ({LATENCY_SHARE:.0%} of {budget:g}): on these medians the fit keeps NUM_STREAMS {kept} "
+          f"({medians[kept]:.1f} ms); " + ", ".join(f"{n}: {min(ms):.1f}-{max(ms):.1f} ms" for n, ms in times.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
