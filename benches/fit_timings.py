@@ -52,8 +52,9 @@ def main() -> int:
     limit = budget * LATENCY_SHARE
     medians = {n: statistics.median(ms) for n, ms in times.items()}
     kept = next((n for n, ms in medians.items() if ms <= limit), min(medians))
-    print(f"limit    {limit:g} ms ({LATENCY_SHARE:.0%} of {budget:g}): on these medians the fit keeps NUM_STREAMS {kept} "
-          f"({medians[kept]:.1f} ms); " + ", ".join(f"{n}: {min(ms):.1f}-{max(ms):.1f} ms" for n, ms in times.items()))
+    spreads = ", ".join(f"{n}: {min(ms):.1f}-{max(ms):.1f} ms" for n, ms in times.items())
+    print(f"limit    {limit:g} ms ({LATENCY_SHARE:.0%} of {budget:g}): on these medians the fit keeps NUM_STREAMS "
+          f"{kept} ({medians[kept]:.1f} ms); {spreads}")
     return 0
 
 

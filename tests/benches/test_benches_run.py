@@ -248,8 +248,10 @@ REFUSALS = {
                             "argument --streams: must be at least 1, got 0"),
     "bench_serve-seconds": ("bench_serve", "--seconds nan", 2,
                             "argument --seconds: expected a number of seconds more than 0, got 'nan'"),
-    "fit_timings-budget": ("fit_timings", "efficientnet-lite0 --budget nan", 2, "--budget must be more than 0 ms, got nan"),
-    "fit_timings-repeat": ("fit_timings", "efficientnet-lite0 --repeat 0", 2, "argument --repeat: must be at least 1, got 0"),
+    "fit_timings-budget": ("fit_timings", "efficientnet-lite0 --budget nan", 2,
+                           "--budget must be more than 0 ms, got nan"),
+    "fit_timings-repeat": ("fit_timings", "efficientnet-lite0 --repeat 0", 2,
+                           "argument --repeat: must be at least 1, got 0"),
 }  # fmt: skip
 """Per case: the script, its arguments (``{empty}``: a folder with no npu_zc; ``{broken}``: one whose npu_zc fails
 to import, so the measuring process fails with its own traceback, which the bench passes on after its sentence), the

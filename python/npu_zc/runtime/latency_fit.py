@@ -14,8 +14,9 @@ alone takes more than 70% of the budget is fitted, and fitting stops at the
 first count within it: fewer streams carry fewer frames a second. On the Xeon
 a model timed at up to about three quarters of the budget held as many live
 streams with the hint's streams as fitted, or more, and one from about 80% held
-more fitted; 70% leaves the timing's spread on the side where both held alike
-(``docs/streams.md``, "Detectors and the latency budget").
+more fitted; 70% sits where both held alike (``docs/streams.md``, "Detectors
+and the latency budget", which also says how much the timing moves between
+fits).
 """
 
 from __future__ import annotations
