@@ -4,7 +4,9 @@ it (``runtime/latency_fit.py``), at the throughput hint's own ``NUM_STREAMS`` an
     python3 benches/fit_timings.py yolo896.xml --repeat 2
 
 Each repeat compiles every count afresh (the fit's own path, with a budget nothing meets), so the spread between
-two fits shows; then which count the fit would keep at ``--budget``. With the streams each count holds
+two fits shows; then which count the fit would keep at ``--budget``. ``--per-stream`` also times each count, compiled
+again, round a request per stream (up to 15, each warmed up once) instead of one request: the fit's one request may
+be kept on slower cores than the rest, and this shows how far its timing sits from the streams' median. With the streams each count holds
 (``bench_streams.py --at ... --config NUM_STREAMS=N``) it places a model against the fit's limit: docs/streams.md,
 "Detectors and the latency budget", has the Xeon's table made this way.
 """
@@ -12,9 +14,11 @@ two fits shows; then which count the fit would keep at ``--budget``. With the st
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -26,7 +30,9 @@ def main() -> int:
     parser.add_argument("model", help="a model file, or a built-in model's name")
     parser.add_argument("--repeat", type=positive, default=2, help="fits, each compiling every count (default 2)")
     parser.add_argument("--budget", type=float, default=None, metavar="MS",
-                        help="the budget whose kept count is said (default: Streams' own, 100)")  # fmt: skip
+                        help="the budget whose kept count is said (default: Streams' own, 100)")
+    parser.add_argument("--per-stream", action="store_true",
+                        help="also time each count round a request per stream (up to 15), compiled again")  # fmt: skip
     args = parser.parse_args()
 
     import npu_zc
@@ -38,6 +44,7 @@ def main() -> int:
     if not budget > 0:
         parser.error(f"--budget must be more than 0 ms, got {args.budget}")
     times: dict[int, list[float]] = {}
+    per_stream: dict[int, list[float]] = {}
     for repeat in range(1, args.repeat + 1):
         # A budget nothing meets: the fit's own timing at every count, down to one stream.
         pipeline = npu_zc.Pipeline(args.model, "CPU", hint="throughput",
@@ -49,13 +56,40 @@ def main() -> int:
         for streams, ms in fit.tried:
             times.setdefault(streams, []).append(ms)
         print(f"fit {repeat}: " + ", ".join(f"NUM_STREAMS {n}: {ms:.1f} ms" for n, ms in fit.tried), flush=True)
+        if args.per_stream:
+            for streams, _ in fit.tried:
+                per_stream.setdefault(streams, []).append(round_the_streams_ms(args.model, streams))
+            print("  round a request per stream: " + ", ".join(f"NUM_STREAMS {n}: {ms[-1]:.1f} ms"
+                                                            for n, ms in per_stream.items()), flush=True)  # fmt: skip
     limit = budget * LATENCY_SHARE
     medians = {n: statistics.median(ms) for n, ms in times.items()}
     kept = next((n for n, ms in medians.items() if ms <= limit), min(medians))
     spreads = ", ".join(f"{n}: {min(ms):.1f}-{max(ms):.1f} ms" for n, ms in times.items())
     print(f"limit    {limit:g} ms ({LATENCY_SHARE:.0%} of {budget:g}): on these medians the fit keeps NUM_STREAMS "
           f"{kept} ({medians[kept]:.1f} ms); {spreads}")
+    if per_stream:
+        print("per stream " + ", ".join(f"{n}: {min(ms):.1f}-{max(ms):.1f} ms (median {statistics.median(ms):.1f})"
+                                        for n, ms in per_stream.items()))  # fmt: skip
     return 0
+
+
+def round_the_streams_ms(model: str, streams: int) -> float:
+    """One inference's median time with ``streams`` CPU streams, round a request per stream (up to 15)."""
+    import numpy as np
+
+    import npu_zc
+    from npu_zc.runtime import CompileOptions
+    from npu_zc.runtime.latency_fit import MEASURE_RUNS, median_inference_ms
+
+    pipeline = npu_zc.Pipeline(model, "CPU", hint="throughput", options=CompileOptions(extra={"NUM_STREAMS": streams}))
+    try:
+        session = pipeline.session
+        requests = [session.create_request() for _ in range(min(streams, 15))]
+        zeros: list[Any] = [np.zeros(spec.shape, spec.dtype) for spec in session.inputs]
+        infers = [functools.partial(request.infer_copy, zeros) for request in requests]
+        return median_inference_ms(*infers, runs=max(MEASURE_RUNS, len(infers)))
+    finally:
+        pipeline.close()
 
 
 if __name__ == "__main__":

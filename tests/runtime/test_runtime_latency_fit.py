@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -72,19 +73,55 @@ def test_the_rule_refuses_a_budget_that_is_not_positive(budget: float) -> None:
         fit_streams(4, 4, lambda n: n, lambda n: 1.0, budget)
 
 
-def test_each_candidate_is_timed_after_a_warm_up_and_a_slow_one_briefly() -> None:
-    import time
+class _Clock:
+    """The timing's clock, advanced only by the inferences it times: no test here waits on a real one."""
 
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.calls: list[int] = []
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def infers(self, seconds: list[float]) -> list[Callable[[], None]]:
+        """One inference per request, request ``k`` taking ``seconds[k]``."""
+
+        def infer(k: int) -> None:
+            self.calls.append(k)
+            self.now += seconds[k]
+
+        return [functools.partial(infer, k) for k in range(len(seconds))]
+
+
+def test_each_candidate_is_timed_after_a_warm_up_and_a_slow_one_briefly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from npu_zc.runtime import latency_fit
     from npu_zc.runtime.latency_fit import MEASURE_RUNS, MEASURE_SECONDS
 
-    calls: list[float] = []
-    median_inference_ms(lambda: calls.append(0.0))
-    assert len(calls) == 1 + MEASURE_RUNS
-    calls.clear()
+    clock = _Clock()
+    monkeypatch.setattr(latency_fit, "time", clock)
+    assert median_inference_ms(*clock.infers([0.002])) == pytest.approx(2.0)
+    assert clock.calls == [0] * (1 + MEASURE_RUNS)  # the fit's one request: warmed up once, then timed
+    clock.calls.clear()
     slow = MEASURE_SECONDS / 2.5  # three of them pass the time allowed
-    ms = median_inference_ms(lambda: calls.append(time.sleep(slow) or slow))
-    assert len(calls) == 1 + 3
-    assert ms >= slow * 1000
+    assert median_inference_ms(*clock.infers([slow])) == pytest.approx(slow * 1000)
+    assert clock.calls == [0] * (1 + 3)
+    with pytest.raises(ValueError, match="nothing to time"):
+        median_inference_ms()
+
+
+def test_several_requests_are_each_warmed_up_then_timed_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fit_timings.py --per-stream``'s timing: a request kept on slower cores is one of several timed."""
+    from npu_zc.runtime import latency_fit
+    from npu_zc.runtime.latency_fit import MEASURE_SECONDS
+
+    clock = _Clock()
+    monkeypatch.setattr(latency_fit, "time", clock)
+    assert median_inference_ms(*clock.infers([0.030, 0.010, 0.010, 0.010]), runs=8) == pytest.approx(10.0)
+    assert clock.calls == [0, 1, 2, 3] + [0, 1, 2, 3] * 2
+    clock.calls.clear()
+    slow = MEASURE_SECONDS / 2.5  # the warm-up reaches the third request; three timed calls pass the time allowed
+    median_inference_ms(*clock.infers([slow] * 8), runs=8)
+    assert clock.calls == [0, 1, 2, 0, 1, 2]
 
 
 # --- real compilations on the CPU plugin, read back ---

@@ -104,13 +104,26 @@ def fit_streams(
     return compiled, StreamsFit(budget_ms, tuple(tried))
 
 
-def median_inference_ms(infer: Callable[[], object]) -> float:
-    """The median time of ``infer()`` over :data:`MEASURE_RUNS` calls after a warm-up (at least three, fewer than
-    all when they pass :data:`MEASURE_SECONDS`)."""
-    infer()
+def median_inference_ms(*infers: Callable[[], object], runs: int = MEASURE_RUNS) -> float:
+    """The median time of one call over ``runs`` calls taken in turn from ``infers`` (at least three, fewer than all
+    when they pass :data:`MEASURE_SECONDS`), each called once untimed first (those that warm-up reaches within
+    :data:`MEASURE_SECONDS`, at least one).
+
+    The fit gives one request's inference. Several (a request per stream, ``benches/fit_timings.py --per-stream``)
+    time more of the plugin's streams: it may keep one request on the same cores, some slower than others."""
+    if not infers:
+        raise ValueError("nothing to time: no inference given")
+    warm: list[Callable[[], object]] = []
+    started = time.perf_counter()
+    for infer in infers:
+        infer()
+        warm.append(infer)
+        if time.perf_counter() - started >= MEASURE_SECONDS:
+            break
     times: list[float] = []
     started = time.perf_counter()
-    while len(times) < MEASURE_RUNS and (len(times) < 3 or time.perf_counter() - started < MEASURE_SECONDS):
+    while len(times) < runs and (len(times) < 3 or time.perf_counter() - started < MEASURE_SECONDS):
+        infer = warm[len(times) % len(warm)]
         t0 = time.perf_counter()
         infer()
         times.append((time.perf_counter() - t0) * 1000)
