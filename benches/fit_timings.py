@@ -5,10 +5,11 @@ it (``runtime/latency_fit.py``), at the throughput hint's own ``NUM_STREAMS`` an
 
 Each repeat compiles every count afresh (the fit's own path, with a budget nothing meets), so the spread between
 two fits shows; then which count the fit would keep at ``--budget``. ``--per-stream`` also times each count, compiled
-again, round a request per stream (up to 15, each warmed up once) instead of one request: the fit's one request may
-be kept on slower cores than the rest, and this shows how far its timing sits from the streams' median. With the streams each count holds
-(``bench_streams.py --at ... --config NUM_STREAMS=N``) it places a model against the fit's limit: docs/streams.md,
-"Detectors and the latency budget", has the Xeon's table made this way.
+again, round a request per stream (up to :data:`PER_STREAM_REQUESTS`, each warmed up once) instead of one request:
+the fit's one request may be kept on slower cores than the rest, and this shows how far its timing sits from the
+streams' median. With the streams each count holds (``bench_streams.py --at ... --config NUM_STREAMS=N``) it places
+a model against the fit's limit: docs/streams.md, "Detectors and the latency budget", has the Xeon's table made
+this way.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+PER_STREAM_REQUESTS = 15
+"""``--per-stream``: requests timed in turn at most (the Xeon's 15 CPU streams under the hint)."""
+
 
 def main() -> int:
     from npu_zc.cli.arguments import positive
@@ -32,7 +36,8 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=None, metavar="MS",
                         help="the budget whose kept count is said (default: Streams' own, 100)")
     parser.add_argument("--per-stream", action="store_true",
-                        help="also time each count round a request per stream (up to 15), compiled again")  # fmt: skip
+                        help=f"also time each count round a request per stream (up to {PER_STREAM_REQUESTS}), "
+                        "compiled again")  # fmt: skip
     args = parser.parse_args()
 
     import npu_zc
@@ -74,7 +79,8 @@ def main() -> int:
 
 
 def round_the_streams_ms(model: str, streams: int) -> float:
-    """One inference's median time with ``streams`` CPU streams, round a request per stream (up to 15)."""
+    """One inference's median time with ``streams`` CPU streams, round a request per stream (up to
+    :data:`PER_STREAM_REQUESTS`)."""
     import numpy as np
 
     import npu_zc
@@ -84,7 +90,7 @@ def round_the_streams_ms(model: str, streams: int) -> float:
     pipeline = npu_zc.Pipeline(model, "CPU", hint="throughput", options=CompileOptions(extra={"NUM_STREAMS": streams}))
     try:
         session = pipeline.session
-        requests = [session.create_request() for _ in range(min(streams, 15))]
+        requests = [session.create_request() for _ in range(min(streams, PER_STREAM_REQUESTS))]
         zeros: list[Any] = [np.zeros(spec.shape, spec.dtype) for spec in session.inputs]
         infers = [functools.partial(request.infer_copy, zeros) for request in requests]
         return median_inference_ms(*infers, runs=max(MEASURE_RUNS, len(infers)))

@@ -23,7 +23,6 @@ Exit status 0 when all holds, 1 otherwise; every sample is written to ``--out``.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
