@@ -7,7 +7,9 @@ Each repeat compiles every count afresh (the fit's own path, with a budget nothi
 two fits shows; then which count the fit would keep at ``--budget``. ``--per-stream`` also times each count, compiled
 again, round a request per stream (up to :data:`PER_STREAM_REQUESTS`, each warmed up once) instead of one request:
 the fit's one request may be kept on slower cores than the rest, and this shows how far its timing sits from the
-streams' median. With the streams each count holds (``bench_streams.py --at ... --config NUM_STREAMS=N``) it places
+streams' median. ``--together`` times each count, compiled again, with a request per stream (every stream, up to
+:data:`TOGETHER_REQUESTS`) started at once, :data:`TOGETHER_ROUNDS` times after a warm-up: an inference's time with
+every stream busy, as under a full load of live streams (each request's own time, as OpenVINO measures it). With the streams each count holds (``bench_streams.py --at ... --config NUM_STREAMS=N``) it places
 a model against the fit's limit: docs/streams.md, "Detectors and the latency budget", has the Xeon's table made
 this way.
 """
@@ -25,6 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 PER_STREAM_REQUESTS = 15
 """``--per-stream``: requests timed in turn at most (the Xeon's 15 CPU streams under the hint)."""
+TOGETHER_REQUESTS = 64
+"""``--together``: requests started at once at most (one per CPU stream below that)."""
+TOGETHER_ROUNDS = 5
+"""``--together``: times every request is started at once and timed, after one untimed round."""
 
 
 def main() -> int:
@@ -38,6 +44,8 @@ def main() -> int:
     parser.add_argument("--per-stream", action="store_true",
                         help=f"also time each count round a request per stream (up to {PER_STREAM_REQUESTS}), "
                         "compiled again")  # fmt: skip
+    parser.add_argument("--together", action="store_true",
+                        help="also time each count with a request per stream started at once, compiled again")
     args = parser.parse_args()
 
     import npu_zc
@@ -50,6 +58,7 @@ def main() -> int:
         parser.error(f"--budget must be more than 0 ms, got {args.budget}")
     times: dict[int, list[float]] = {}
     per_stream: dict[int, list[float]] = {}
+    together: dict[int, list[float]] = {}
     for repeat in range(1, args.repeat + 1):
         # A budget nothing meets: the fit's own timing at every count, down to one stream.
         pipeline = npu_zc.Pipeline(args.model, "CPU", hint="throughput",
@@ -66,6 +75,11 @@ def main() -> int:
                 per_stream.setdefault(streams, []).append(round_the_streams_ms(args.model, streams))
             print("  round a request per stream: " + ", ".join(f"NUM_STREAMS {n}: {ms[-1]:.1f} ms"
                                                             for n, ms in per_stream.items()), flush=True)  # fmt: skip
+        if args.together:
+            for streams, _ in fit.tried:
+                together.setdefault(streams, []).append(all_streams_at_once_ms(args.model, streams))
+            print("  a request per stream at once: " + ", ".join(f"NUM_STREAMS {n}: {ms[-1]:.1f} ms"
+                                                                for n, ms in together.items()), flush=True)  # fmt: skip
     limit = budget * LATENCY_SHARE
     medians = {n: statistics.median(ms) for n, ms in times.items()}
     kept = next((n for n, ms in medians.items() if ms <= limit), min(medians))
@@ -75,6 +89,9 @@ def main() -> int:
     if per_stream:
         print("per stream " + ", ".join(f"{n}: {min(ms):.1f}-{max(ms):.1f} ms (median {statistics.median(ms):.1f})"
                                         for n, ms in per_stream.items()))  # fmt: skip
+    if together:
+        print("at once " + ", ".join(f"{n}: {min(ms):.1f}-{max(ms):.1f} ms (median {statistics.median(ms):.1f})"
+                                     for n, ms in together.items()))  # fmt: skip
     return 0
 
 
@@ -94,6 +111,34 @@ def round_the_streams_ms(model: str, streams: int) -> float:
         zeros: list[Any] = [np.zeros(spec.shape, spec.dtype) for spec in session.inputs]
         infers = [functools.partial(request.infer_copy, zeros) for request in requests]
         return median_inference_ms(*infers, runs=max(MEASURE_RUNS, len(infers)))
+    finally:
+        pipeline.close()
+
+
+def all_streams_at_once_ms(model: str, streams: int) -> float:
+    """The median time of one inference with ``streams`` CPU streams, a request per stream (up to
+    :data:`TOGETHER_REQUESTS`) started at once, over :data:`TOGETHER_ROUNDS` rounds after an untimed one."""
+    import numpy as np
+
+    import npu_zc
+    from npu_zc.runtime import CompileOptions
+
+    pipeline = npu_zc.Pipeline(model, "CPU", hint="throughput", options=CompileOptions(extra={"NUM_STREAMS": streams}))
+    try:
+        session = pipeline.session
+        requests = [session.create_request() for _ in range(min(streams, TOGETHER_REQUESTS))]
+        zeros: list[Any] = [np.zeros(spec.shape, spec.dtype) for spec in session.inputs]
+        for request in requests:  # the requests' own input and output tensors set, each warmed up
+            request.infer_copy(zeros)
+        times: list[float] = []
+        for round_ in range(TOGETHER_ROUNDS + 1):
+            for request in requests:
+                request.request.start_async()
+            for request in requests:
+                request.wait()
+            if round_:
+                times.extend(request.latency_ms for request in requests)
+        return statistics.median(times)
     finally:
         pipeline.close()
 
