@@ -9,9 +9,9 @@ again, round a request per stream (up to :data:`PER_STREAM_REQUESTS`, each warme
 the fit's one request may be kept on slower cores than the rest, and this shows how far its timing sits from the
 streams' median. ``--together`` times each count, compiled again, with a request per stream (every stream, up to
 :data:`TOGETHER_REQUESTS`) started at once, :data:`TOGETHER_ROUNDS` times after a warm-up: an inference's time with
-every stream busy, as under a full load of live streams (each request's own time, as OpenVINO measures it). With the streams each count holds (``bench_streams.py --at ... --config NUM_STREAMS=N``) it places
-a model against the fit's limit: docs/streams.md, "Detectors and the latency budget", has the Xeon's table made
-this way.
+every stream busy, as under a full load of live streams (each request's own time, as OpenVINO measures it). With
+the streams each count holds (``bench_streams.py --at ... --config NUM_STREAMS=N``) it places a model against the
+fit's limit: docs/streams.md, "Detectors and the latency budget", has the Xeon's table made this way.
 """
 
 from __future__ import annotations
