@@ -90,7 +90,7 @@ CASES = {
     "check_bf16": Case("check_bf16", "", None),
     "decode_beside_inference": Case("decode_beside_inference", "--model {model} --threads 1 --seconds 0.5", None),
     "decoders_per_core": Case("decoders_per_core", "1x1 --rounds 1 --frames 1 --clip {clip}", None),
-    "fit_timings": Case("fit_timings", "{model} --repeat 1 --per-stream --together", None),
+    "fit_timings": Case("fit_timings", "{model} --repeat 1 --one-request", None),
     "resize_builds": Case("resize_builds", "python python --rounds 1 --cold 8 --formats BGR NV12", None),
     "python_per_frame": Case("python_per_frame", "--frames 1 --workers 1", None),
     "streams_processes": Case("streams_processes", "1x1 --model {model} --seconds 0.5 --start-in 0", None),

@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from npu_zc.errors import InvalidArgumentError
-from npu_zc.runtime.latency_fit import LATENCY_SHARE, StreamsFit, fit_streams, median_inference_ms
+from npu_zc.runtime.latency_fit import (
+    HINT_SHARE,
+    LATENCY_SHARE,
+    StreamsFit,
+    fit_streams,
+    median_busy_ms,
+    median_inference_ms,
+)
 
 # --- the rule, on a cost model: an inference of W ms of work spread over the threads of one stream of N cores ---
 
@@ -26,17 +33,28 @@ def _fit(work_ms: float, cores: int, budget_ms: float) -> tuple[int, StreamsFit,
     return kept, fit, compiled
 
 
-def test_a_model_within_the_budget_keeps_the_hints_streams() -> None:
+def test_a_model_within_half_the_budget_keeps_the_hints_streams() -> None:
     kept, fit, compiled = _fit(45.0, 16, 100.0)  # YOLOv8n on one of the Xeon's cores
     assert (kept, compiled, fit.num_streams, fit.changed, fit.fits) == (16, [], 16, False, True)
     assert fit.tried == ((16, 45.0),)
+    assert HINT_SHARE == 0.5 and fit.limit_ms == pytest.approx(50.0)
 
 
-def test_a_model_above_half_the_budget_but_within_seventy_percent_keeps_them() -> None:
-    # YOLOv8n on a slow instance of the Xeon: fitted to 7 streams it held fewer live streams than with the hint's 15.
-    kept, fit, compiled = _fit(60.0, 16, 100.0)
-    assert (kept, compiled, fit.changed, fit.fits) == (16, [], False, True)
+def test_a_model_above_half_the_budget_with_the_hints_streams_is_fitted() -> None:
+    # On the Xeon the hint's 15 streams held no live stream where an inference with every stream busy took 57 ms,
+    # and 7 streams held five or six.
+    kept, fit, compiled = _fit(57.0, 16, 100.0)
+    assert (kept, compiled, fit.changed, fit.fits) == (8, [8], True, True)
+    assert fit.tried == ((16, 57.0), (8, 28.5))
+
+
+def test_once_fitted_halving_goes_on_only_above_seventy_percent() -> None:
+    # 260 ms on one core: 130 ms on two (above 70), 65 on four: kept there, though above half the budget.
+    kept, fit, compiled = _fit(260.0, 16, 100.0)
+    assert compiled == [8, 4] and kept == 4
+    assert fit.latency_ms == pytest.approx(65.0) and fit.fits and fit.changed
     assert LATENCY_SHARE == 0.7 and fit.limit_ms == pytest.approx(70.0)
+    assert "65.0 ms with every stream busy, within 70.0 ms (70% of the 100 ms budget" in str(fit)
 
 
 def test_a_slow_model_gets_fewer_streams_until_one_inference_fits() -> None:
@@ -45,12 +63,13 @@ def test_a_slow_model_gets_fewer_streams_until_one_inference_fits() -> None:
     assert compiled == [8, 4, 2] and kept == 2
     assert [n for n, _ in fit.tried] == [16, 8, 4, 2]
     assert fit.latency_ms == pytest.approx(40.0) and fit.fits and fit.changed
-    assert fit.limit_ms == pytest.approx(100.0 * LATENCY_SHARE)
 
 
-def test_the_limit_itself_fits() -> None:
-    kept, fit, compiled = _fit(100.0 * LATENCY_SHARE, 8, 100.0)
+def test_each_limit_itself_fits() -> None:
+    kept, fit, compiled = _fit(100.0 * HINT_SHARE, 8, 100.0)
     assert (kept, compiled, fit.fits) == (8, [], True)
+    kept, fit, compiled = _fit(2 * 100.0 * LATENCY_SHARE, 8, 100.0)
+    assert (kept, compiled, fit.fits) == (4, [4], True)
 
 
 def test_it_stops_at_one_stream_and_says_it_does_not_fit() -> None:
@@ -59,6 +78,7 @@ def test_it_stops_at_one_stream_and_says_it_does_not_fit() -> None:
     assert not fit.fits and fit.num_streams == 1
     assert "still above" in str(fit) and "tried NUM_STREAMS 16: 2000.0 ms, 8" in str(fit)
     assert fit.to_dict()["tried"][-1] == {"num_streams": 1, "latency_ms": 125.0}
+    assert fit.to_dict()["limit_ms"] == pytest.approx(70.0)
 
 
 def test_odd_core_counts_halve_down_to_one() -> None:
@@ -93,35 +113,61 @@ class _Clock:
         return [functools.partial(infer, k) for k in range(len(seconds))]
 
 
-def test_each_candidate_is_timed_after_a_warm_up_and_a_slow_one_briefly(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_request_alone_is_timed_after_a_warm_up_and_a_slow_one_briefly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fit_timings.py --one-request``'s timing."""
     from npu_zc.runtime import latency_fit
     from npu_zc.runtime.latency_fit import MEASURE_RUNS, MEASURE_SECONDS
 
     clock = _Clock()
     monkeypatch.setattr(latency_fit, "time", clock)
     assert median_inference_ms(*clock.infers([0.002])) == pytest.approx(2.0)
-    assert clock.calls == [0] * (1 + MEASURE_RUNS)  # the fit's one request: warmed up once, then timed
+    assert clock.calls == [0] * (1 + MEASURE_RUNS)  # warmed up once, then timed
     clock.calls.clear()
     slow = MEASURE_SECONDS / 2.5  # three of them pass the time allowed
     assert median_inference_ms(*clock.infers([slow])) == pytest.approx(slow * 1000)
     assert clock.calls == [0] * (1 + 3)
+
+
+class _Request:
+    """A request of the busy timing: its inferences take ``ms`` in turn (the first, untimed, ``ms[0]``), and the
+    clock moves on by the longest of a round's."""
+
+    def __init__(self, clock: _Clock, ms: list[float]) -> None:
+        self.clock, self.ms, self.started, self.latency, self.began = clock, ms, 0, math.nan, 0.0
+
+    def start_async(self) -> None:
+        self.latency = self.ms[min(self.started, len(self.ms) - 1)]
+        self.started += 1
+        self.began = self.clock.now
+
+    def wait(self) -> None:
+        self.clock.now = max(self.clock.now, self.began + self.latency / 1000)
+
+
+def test_every_request_is_started_at_once_and_its_own_time_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    from npu_zc.runtime import latency_fit
+    from npu_zc.runtime.latency_fit import BUSY_ROUNDS
+
+    clock = _Clock()
+    monkeypatch.setattr(latency_fit, "time", clock)
+    # A first (untimed) round slow; then one stream's core slower than the others': the median is the streams'.
+    requests = [_Request(clock, [90.0, 10.0]), _Request(clock, [90.0, 10.0]), _Request(clock, [90.0, 30.0])]
+    assert median_busy_ms(requests) == pytest.approx(10.0)
+    assert [r.started for r in requests] == [1 + BUSY_ROUNDS] * 3
     with pytest.raises(ValueError, match="nothing to time"):
-        median_inference_ms()
+        median_busy_ms([])
 
 
-def test_several_requests_are_each_warmed_up_then_timed_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``fit_timings.py --per-stream``'s timing: a request kept on slower cores is one of several timed."""
+def test_a_slow_model_is_timed_for_three_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
     from npu_zc.runtime import latency_fit
     from npu_zc.runtime.latency_fit import MEASURE_SECONDS
 
     clock = _Clock()
     monkeypatch.setattr(latency_fit, "time", clock)
-    assert median_inference_ms(*clock.infers([0.030, 0.010, 0.010, 0.010]), runs=8) == pytest.approx(10.0)
-    assert clock.calls == [0, 1, 2, 3] + [0, 1, 2, 3] * 2
-    clock.calls.clear()
-    slow = MEASURE_SECONDS / 2.5  # the warm-up reaches the third request; three timed calls pass the time allowed
-    median_inference_ms(*clock.infers([slow] * 8), runs=8)
-    assert clock.calls == [0, 1, 2, 0, 1, 2]
+    slow = MEASURE_SECONDS * 1000 / 2.5  # ms: the untimed round and two timed ones pass the time allowed
+    requests = [_Request(clock, [slow]), _Request(clock, [slow])]
+    assert median_busy_ms(requests) == pytest.approx(slow)
+    assert [r.started for r in requests] == [1 + 3] * 2
 
 
 # --- real compilations on the CPU plugin, read back ---

@@ -90,7 +90,7 @@ def test_cli_fits_live_streams_and_says_so(clips: dict[str, Path], model_xml: Pa
                  "-d", "CPU", "--latency-budget", "0.000001", "--no-progress"])  # fmt: skip
     text = capsys.readouterr().out
     assert code == 0
-    assert "fitted   NUM_STREAMS 1: one inference" in text and "still above" in text
+    assert "fitted   NUM_STREAMS 1: an inference" in text and "still above" in text
     code = main(["stream", "-i", str(clips["nv12"]), "-i", str(clips["nv12"]), "--realtime", "-m", str(model_xml),
                  "-d", "CPU", "--latency-budget", "0", "--json"])  # fmt: skip
     report = json.loads(capsys.readouterr().out.splitlines()[-1])["report"]

@@ -331,8 +331,9 @@ class Streams:
     0 on the CPU). ``latency_budget_ms``:
     frame to result for live sources; where a live source is among them and
     the model is compiled here for the CPU, the plugin's streams are fitted to
-    it (fewer, with more threads each, while one inference takes more than
-    half of it: :attr:`streams_fit` says what was tried); ``None`` keeps the
+    it (fewer, with more threads each, while an inference with every stream
+    busy takes more than half of it, 70% once fitted: :attr:`streams_fit`
+    says what was tried); ``None`` keeps the
     throughput hint's own (the most frames a second). Files alone are not
     fitted: nothing waits for their results. ``requests``, ``feeders``,
     ``deliverers`` and ``workers`` are whole numbers up to

@@ -8,15 +8,17 @@ fewer streams give each inference more threads: lower latency, fewer frames a
 second.
 
 :func:`fit_streams` halves ``NUM_STREAMS`` (doubling the threads of each
-inference) while one inference, measured on the compiled model, takes more
-than :data:`LATENCY_SHARE` of the budget, down to one stream. Only a model that
-alone takes more than 70% of the budget is fitted, and fitting stops at the
-first count within it: fewer streams carry fewer frames a second. On the Xeon
-a model timed at up to about three quarters of the budget held as many live
-streams with the hint's streams as fitted, or more, and one from about 80% held
-more fitted; 70% sits where both held alike (``docs/streams.md``, "Detectors
-and the latency budget", which also says how much the timing moves between
-fits).
+inference) while an inference, timed on the compiled model with every stream
+busy (:func:`median_busy_ms`: a request per stream started at once), takes more
+than :data:`HINT_SHARE` of the budget with the hint's own streams, or more than
+:data:`LATENCY_SHARE` once fitted, down to one stream; it stops at the first
+count within. On the Xeon (``docs/streams.md``, "Detectors and the latency
+budget") the hint's streams held as many live streams as half as many or more
+where an inference with every stream busy took up to 49% of the budget, and
+fewer from 57%; once fitted, halving again held fewer where one inference took
+49-60%. Timed with every stream busy, the inference is timed on every core
+under load, as live streams run it: one request timed alone moved by up to 1.7x
+between fits of one model on one machine, and did not tell those cases apart.
 """
 
 from __future__ import annotations
@@ -24,24 +26,36 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Callable, TypeVar
+from typing import Callable, Protocol, Sequence, TypeVar
+
+HINT_SHARE = 0.5
+"""The part of the latency budget an inference with every stream busy may take before the throughput hint's own
+streams are fitted (the rest: decoding, the queue, delivery, and the tail of an inference sharing its one core with
+the decoders)."""
 
 LATENCY_SHARE = 0.7
-"""The part of the latency budget one inference, timed alone, may take before the streams are fitted (the rest:
-decoding, the queue, delivery and the plugin's tail under load)."""
+"""Once fitted, the part of the budget an inference with every stream busy may take at the fewer streams kept."""
+
+BUSY_ROUNDS = 5
+"""Rounds of a request per stream started at once, timed per candidate after an untimed one (fewer for a slow model:
+see :data:`MEASURE_SECONDS`)."""
+
+BUSY_REQUESTS = 64
+"""Requests started at once at most (a machine with more CPU streams has some idle while it is timed)."""
 
 MEASURE_RUNS = 7
-"""Timed inferences per candidate (after one warm-up), fewer for a slow model: see :data:`MEASURE_SECONDS`."""
+"""Timed inferences of :func:`median_inference_ms` (after one warm-up), fewer for a slow model."""
 
 MEASURE_SECONDS = 1.0
-"""Per candidate, timing stops after this long once three inferences are timed."""
+"""Per candidate, timing stops after this long once three inferences (or rounds) are timed."""
 
 Compiled = TypeVar("Compiled")
 
 
 @dataclass(frozen=True)
 class StreamsFit:
-    """What :func:`fit_streams` tried, in order: ``(NUM_STREAMS, median ms of one inference)``; the last is kept."""
+    """What :func:`fit_streams` tried, in order: ``(NUM_STREAMS, median ms of an inference with every stream busy)``;
+    the last is kept."""
 
     budget_ms: float
     tried: tuple[tuple[int, float], ...]
@@ -52,13 +66,19 @@ class StreamsFit:
 
     @property
     def latency_ms(self) -> float:
-        """One inference's median time with :attr:`num_streams`."""
+        """An inference's median time with :attr:`num_streams`, every stream busy."""
         return self.tried[-1][1]
 
     @property
+    def share(self) -> float:
+        """The part of the budget an inference may take at the count kept: :data:`HINT_SHARE` with the hint's own
+        streams, :data:`LATENCY_SHARE` once fitted."""
+        return LATENCY_SHARE if self.changed else HINT_SHARE
+
+    @property
     def limit_ms(self) -> float:
-        """What one inference may take: :data:`LATENCY_SHARE` of the budget."""
-        return self.budget_ms * LATENCY_SHARE
+        """What an inference may take at the count kept."""
+        return self.budget_ms * self.share
 
     @property
     def fits(self) -> bool:
@@ -76,8 +96,9 @@ class StreamsFit:
     def __str__(self) -> str:
         steps = ", ".join(f"{n}: {ms:.1f} ms" for n, ms in self.tried)
         verdict = "within" if self.fits else "still above"
-        return (f"NUM_STREAMS {self.num_streams}: one inference {self.latency_ms:.1f} ms, {verdict} "
-                f"{self.limit_ms:.1f} ms ({LATENCY_SHARE:.0%} of the {self.budget_ms:g} ms budget; tried NUM_STREAMS {steps})")  # fmt: skip
+        return (f"NUM_STREAMS {self.num_streams}: an inference {self.latency_ms:.1f} ms with every stream busy, "
+                f"{verdict} {self.limit_ms:.1f} ms ({self.share:.0%} of the {self.budget_ms:g} ms budget; "
+                f"tried NUM_STREAMS {steps})")
 
 
 def fit_streams(
@@ -87,43 +108,70 @@ def fit_streams(
     measure_ms: Callable[[Compiled], float],
     budget_ms: float,
 ) -> tuple[Compiled, StreamsFit]:
-    """Halve ``streams`` while one inference takes more than :data:`LATENCY_SHARE` of ``budget_ms``, down to 1.
+    """Halve ``streams`` while an inference takes more than :data:`HINT_SHARE` of ``budget_ms`` with the hint's
+    ``streams``, or more than :data:`LATENCY_SHARE` once halved, down to 1.
 
-    ``compiled`` was compiled with ``streams`` streams; ``recompile(n)`` compiles
-    with ``n``; ``measure_ms`` times one inference of a compiled model. Returns
-    the last compiled model and what was tried.
+    ``compiled`` was compiled with ``streams`` streams (the hint's own); ``recompile(n)`` compiles with ``n``;
+    ``measure_ms`` times an inference of a compiled model (the session's: :func:`median_busy_ms`). Returns the last
+    compiled model and what was tried.
     """
     if not budget_ms > 0:
         raise ValueError(f"a latency budget must be positive, got {budget_ms}")
-    limit = budget_ms * LATENCY_SHARE
     tried = [(streams, measure_ms(compiled))]
+    limit = budget_ms * HINT_SHARE
     while tried[-1][1] > limit and streams > 1:
         streams = max(1, streams // 2)
         compiled = recompile(streams)
         tried.append((streams, measure_ms(compiled)))
+        limit = budget_ms * LATENCY_SHARE
     return compiled, StreamsFit(budget_ms, tuple(tried))
 
 
-def median_inference_ms(*infers: Callable[[], object], runs: int = MEASURE_RUNS) -> float:
-    """The median time of one call over ``runs`` calls taken in turn from ``infers`` (at least three, fewer than all
-    when they pass :data:`MEASURE_SECONDS`), each called once untimed first (those that warm-up reaches within
-    :data:`MEASURE_SECONDS`, at least one).
+class Startable(Protocol):
+    """What :func:`median_busy_ms` times: an ``openvino.InferRequest``'s three members it uses."""
 
-    The fit gives one request's inference. Several (a request per stream, ``benches/fit_timings.py --per-stream``)
-    time more of the plugin's streams: it may keep one request on the same cores, some slower than others."""
-    if not infers:
-        raise ValueError("nothing to time: no inference given")
-    warm: list[Callable[[], object]] = []
+    def start_async(self) -> None: ...
+
+    def wait(self) -> None: ...
+
+    @property
+    def latency(self) -> float: ...
+
+
+def median_busy_ms(requests: Sequence[Startable], rounds: int = BUSY_ROUNDS) -> float:
+    """The median time of an inference with every request started at once, over ``rounds`` rounds after an untimed
+    one (at least three, fewer than ``rounds`` once they pass :data:`MEASURE_SECONDS`): each request's own time from
+    its start to its completion, as OpenVINO measures it (``InferRequest.latency``, milliseconds).
+
+    The fit gives a request per CPU stream: each stream runs one, so every core is timed under load, as live streams
+    run the model."""
+    if not requests:
+        raise ValueError("nothing to time: no request given")
+    times: list[float] = []
     started = time.perf_counter()
-    for infer in infers:
-        infer()
-        warm.append(infer)
-        if time.perf_counter() - started >= MEASURE_SECONDS:
-            break
+    for round_ in range(rounds + 1):
+        for request in requests:
+            request.start_async()
+        for request in requests:
+            request.wait()
+        if round_:
+            times.extend(float(request.latency) for request in requests)
+            if round_ >= 3 and time.perf_counter() - started >= MEASURE_SECONDS:
+                break
+    return statistics.median(times)
+
+
+def median_inference_ms(infer: Callable[[], object], runs: int = MEASURE_RUNS) -> float:
+    """The median time of one call of ``infer`` over ``runs`` calls after an untimed one (at least three, fewer once
+    they pass :data:`MEASURE_SECONDS`).
+
+    One request timed alone (``benches/fit_timings.py --one-request`` shows it beside the fit's
+    :func:`median_busy_ms`): the plugin may keep it on the same core, and it moves between fits more than the fit's
+    timing."""
+    infer()
     times: list[float] = []
     started = time.perf_counter()
     while len(times) < runs and (len(times) < 3 or time.perf_counter() - started < MEASURE_SECONDS):
-        infer = warm[len(times) % len(warm)]
         t0 = time.perf_counter()
         infer()
         times.append((time.perf_counter() - t0) * 1000)

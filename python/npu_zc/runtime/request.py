@@ -173,6 +173,22 @@ class Request:
 
         The results go into ``outputs`` when given (e.g. mapped output buffers), else into new arrays.
         """
+        self._copy_in(inputs)
+        self._infer()
+        results: list[np.ndarray] = []
+        for i, spec in enumerate(self.target.outputs):
+            data = _as_spec_dtype(self._own[("out", i)].data, spec)
+            if outputs is not None:
+                _check_array(spec, outputs[i])
+                np.copyto(outputs[i], data, casting="no")
+                results.append(outputs[i])
+            else:
+                results.append(data.copy())
+        return results
+
+    def _copy_in(self, inputs: Sequence[np.ndarray]) -> None:
+        """Copy mode's first half: ``inputs`` copied into the request's own memory, its own outputs set (the latency
+        fit starts such requests together)."""
         specs = self.target.inputs
         if len(inputs) != len(specs):
             raise InvalidArgumentError(f"the model has {len(specs)} input(s), got {len(inputs)} array(s)")
@@ -185,17 +201,6 @@ class Request:
             self.request.set_output_tensor(i, self._own_tensor("out", i, spec))
         self._inputs = [None] * len(specs)
         self._outputs = [None] * len(self.target.outputs)
-        self._infer()
-        results: list[np.ndarray] = []
-        for i, spec in enumerate(self.target.outputs):
-            data = _as_spec_dtype(self._own[("out", i)].data, spec)
-            if outputs is not None:
-                _check_array(spec, outputs[i])
-                np.copyto(outputs[i], data, casting="no")
-                results.append(outputs[i])
-            else:
-                results.append(data.copy())
-        return results
 
     @property
     def latency_ms(self) -> float:

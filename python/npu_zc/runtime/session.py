@@ -24,7 +24,7 @@ from .device import DeviceChoice, choose_device, core, is_available, plugin_mess
 from .model import ImageInput, Mode, Normalisation, PreparedModel, TensorSpec, colour_argument, prepare
 from .quantisation import InputQuantisation
 from .binding import BindingReport, copy_report
-from .latency_fit import StreamsFit, fit_streams, median_inference_ms
+from .latency_fit import BUSY_REQUESTS, StreamsFit, fit_streams, median_busy_ms
 from .queue import AsyncQueue
 from .request import Request
 from .target import Target
@@ -71,9 +71,10 @@ class CompileOptions:
     camera frame with padded rows is read as it is."""
     latency_budget_ms: float | None = None
     """CPU, throughput hint: fit NUM_STREAMS to a live stream's budget from frame to result. The compiled model's
-    streams are halved (each inference gets twice the threads) while one inference takes more than 70% of it,
-    down to one stream (:func:`npu_zc.runtime.latency_fit.fit_streams`; :attr:`Session.streams_fit` says what
-    was tried). Unless NUM_STREAMS or INFERENCE_NUM_THREADS is given."""
+    streams are halved (each inference gets twice the threads) while an inference with every stream busy takes
+    more than half of it with the hint's own streams, or more than 70% once halved, down to one stream
+    (:func:`npu_zc.runtime.latency_fit.fit_streams`; :attr:`Session.streams_fit` says what was tried). Unless
+    NUM_STREAMS or INFERENCE_NUM_THREADS is given."""
     run_inferences_sequentially: bool | None = None
     """RUN_INFERENCES_SEQUENTIALLY (NPU): requests run one after the other in submission order; async only (a
     request's ``infer()`` then starts and waits)."""
@@ -362,7 +363,7 @@ def compile_model(
             session,
             int(session.property("NUM_STREAMS")),
             lambda streams: session_of({**config, "NUM_STREAMS": streams}),
-            _inference_ms,
+            _busy_inference_ms,
             options.latency_budget_ms,
         )
         session.streams_fit = fit
@@ -394,13 +395,19 @@ def _compile(prepared: PreparedModel, device: str, context: Any | None, config: 
     return compiled, Startup(compile_ms, from_cache, config.get("CACHE_DIR"))
 
 
-def _inference_ms(session: Session) -> float:
-    """One inference's median time on zero inputs, in the request's own memory."""
+def _busy_inference_ms(session: Session) -> float:
+    """An inference's median time on zero inputs with every CPU stream busy: a request per stream (up to
+    :data:`~npu_zc.runtime.latency_fit.BUSY_REQUESTS`), each in its own memory, started at once."""
     import numpy as np
 
-    request = session.create_request()
+    requests = [session.create_request() for _ in range(min(int(session.property("NUM_STREAMS")), BUSY_REQUESTS))]
     zeros = [np.zeros(spec.shape, spec.dtype) for spec in session.inputs]
-    return median_inference_ms(lambda: request.infer_copy(zeros))
+    for request in requests:
+        request._copy_in(zeros)
+    try:
+        return median_busy_ms([request.request for request in requests])
+    except RuntimeError as exc:
+        raise ModelError(f"inference failed on {session.device}: {plugin_message(exc)}") from None
 
 
 def measure_startup(
