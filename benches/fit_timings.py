@@ -70,8 +70,9 @@ def main() -> int:
     print(f"on these medians the fit keeps NUM_STREAMS {fit.num_streams} ({fit.latency_ms:.1f} ms, limit "
           f"{fit.limit_ms:g} ms: {fit.share:.0%} of {budget:g}); with every stream busy {spreads}")
     if alone:
-        print("one request alone " + ", ".join(f"{n}: {min(ms):.1f}-{max(ms):.1f} ms (median {statistics.median(ms):.1f})"
-                                               for n, ms in alone.items()))  # fmt: skip
+        spreads = ", ".join(f"{n}: {min(ms):.1f}-{max(ms):.1f} ms (median {statistics.median(ms):.1f})"
+                            for n, ms in alone.items())  # fmt: skip
+        print(f"one request alone {spreads}")
     return 0
 
 
