@@ -13,12 +13,13 @@ busy (:func:`median_busy_ms`: a request per stream started at once), takes more
 than :data:`HINT_SHARE` of the budget with the hint's own streams, or more than
 :data:`LATENCY_SHARE` once fitted, down to one stream; it stops at the first
 count within. On the Xeon (``docs/streams.md``, "Detectors and the latency
-budget") the hint's streams held as many live streams as half as many or more
-where an inference with every stream busy took up to 49% of the budget, and
-fewer from 57%; once fitted, halving again held fewer where one inference took
-49-60%. Timed with every stream busy, the inference is timed on every core
-under load, as live streams run it: one request timed alone moved by up to 1.7x
-between fits of one model on one machine, and did not tell those cases apart.
+budget") the hint's streams held more live streams than half as many where an
+inference with every stream busy took 49% of the budget, and none from 55%,
+where half as many held four to six; once fitted, halving again held fewer
+where an inference took 41-60%. Timed with every stream busy, every core is
+timed under load, as live streams run the model: one request timed alone
+moved by up to 1.7x between fits of one model on one machine, and did not tell
+those cases apart.
 """
 
 from __future__ import annotations
