@@ -140,8 +140,13 @@ class _Request:
         self.started += 1
         self.began = self.clock.now
 
-    def wait(self) -> None:
-        self.clock.now = max(self.clock.now, self.began + self.latency / 1000)
+    def wait_for(self, timeout: int) -> bool:
+        """Done once its inference's time has passed; else the clock moves on by the slice waited."""
+        done = self.began + self.latency / 1000
+        if self.clock.now >= done:
+            return True
+        self.clock.now = min(done, self.clock.now + timeout / 1000)
+        return self.clock.now >= done
 
 
 def test_every_request_is_started_at_once_and_its_own_time_taken(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -168,6 +173,18 @@ def test_a_slow_model_is_timed_for_three_rounds(monkeypatch: pytest.MonkeyPatch)
     requests = [_Request(clock, [slow]), _Request(clock, [slow])]
     assert median_busy_ms(requests) == pytest.approx(slow)
     assert [r.started for r in requests] == [1 + 3] * 2
+
+
+def test_an_inference_that_never_finishes_is_an_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    from npu_zc.runtime import latency_fit
+    from npu_zc.runtime.latency_fit import BUSY_WAIT_S
+
+    clock = _Clock()
+    monkeypatch.setattr(latency_fit, "time", clock)
+    stuck = 10 * BUSY_WAIT_S * 1000  # ms: it would finish, long after the fit gives up
+    with pytest.raises(TimeoutError, match="did not finish within"):
+        median_busy_ms([_Request(clock, [10.0]), _Request(clock, [stuck])])
+    assert clock.now < 2 * BUSY_WAIT_S
 
 
 # --- real compilations on the CPU plugin, read back ---

@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence, TypeVar
 
+from .._timeouts import SLICE_S
+
 HINT_SHARE = 0.5
 """The part of the latency budget an inference with every stream busy may take before the throughput hint's own
 streams are fitted (the rest: decoding, the queue, delivery, and the tail of an inference sharing its one core with
@@ -43,6 +45,9 @@ see :data:`MEASURE_SECONDS`)."""
 
 BUSY_REQUESTS = 64
 """Requests started at once at most (a machine with more CPU streams has some idle while it is timed)."""
+
+BUSY_WAIT_S = 60.0
+"""How long a round of the busy timing may take before the fit gives up (a plugin that never finishes)."""
 
 MEASURE_RUNS = 7
 """Timed inferences of :func:`median_inference_ms` (after one warm-up), fewer for a slow model."""
@@ -133,7 +138,7 @@ class Startable(Protocol):
 
     def start_async(self) -> None: ...
 
-    def wait(self) -> None: ...
+    def wait_for(self, timeout: int) -> bool: ...
 
     @property
     def latency(self) -> float: ...
@@ -153,8 +158,12 @@ def median_busy_ms(requests: Sequence[Startable], rounds: int = BUSY_ROUNDS) -> 
     for round_ in range(rounds + 1):
         for request in requests:
             request.start_async()
+        deadline = time.perf_counter() + BUSY_WAIT_S
         for request in requests:
-            request.wait()
+            # In slices: Ctrl-C is seen between them, and a plugin that never finishes is an error, not a hang.
+            while not request.wait_for(int(SLICE_S * 1000)):
+                if time.perf_counter() > deadline:
+                    raise TimeoutError(f"an inference did not finish within {BUSY_WAIT_S:g} s while it was timed")
         if round_:
             times.extend(float(request.latency) for request in requests)
             if round_ >= 3 and time.perf_counter() - started >= MEASURE_SECONDS:

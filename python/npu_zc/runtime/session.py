@@ -408,6 +408,8 @@ def _busy_inference_ms(session: Session) -> float:
         return median_busy_ms([request.request for request in requests])
     except RuntimeError as exc:
         raise ModelError(f"inference failed on {session.device}: {plugin_message(exc)}") from None
+    except TimeoutError as exc:
+        raise ModelError(f"the latency fit could not time {session.device}: {exc}") from None
 
 
 def measure_startup(
