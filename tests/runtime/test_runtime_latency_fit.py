@@ -120,11 +120,11 @@ def test_one_request_alone_is_timed_after_a_warm_up_and_a_slow_one_briefly(monke
 
     clock = _Clock()
     monkeypatch.setattr(latency_fit, "time", clock)
-    assert median_inference_ms(*clock.infers([0.002])) == pytest.approx(2.0)
+    assert median_inference_ms(clock.infers([0.002])[0]) == pytest.approx(2.0)
     assert clock.calls == [0] * (1 + MEASURE_RUNS)  # warmed up once, then timed
     clock.calls.clear()
     slow = MEASURE_SECONDS / 2.5  # three of them pass the time allowed
-    assert median_inference_ms(*clock.infers([slow])) == pytest.approx(slow * 1000)
+    assert median_inference_ms(clock.infers([slow])[0]) == pytest.approx(slow * 1000)
     assert clock.calls == [0] * (1 + 3)
 
 
@@ -229,6 +229,29 @@ def test_a_generous_budget_keeps_the_hints_streams() -> None:
     assert fit is not None and fit.fits and not fit.changed
     assert fit.num_streams == own == int(session.property("NUM_STREAMS"))
     assert fit.latency_ms > 0
+
+
+def test_an_inference_the_plugin_refuses_while_timed_is_a_model_error() -> None:
+    """A model the CPU plugin compiles but cannot run on zero inputs: its scatter's index is |sum of the picture| +
+    100, past the end of four elements, which the plugin checks at each inference."""
+    pytest.importorskip("openvino")
+    import openvino
+    import openvino.opset13 as ops
+
+    from npu_zc.errors import ModelError
+    from npu_zc.runtime import CompileOptions, compile_model
+
+    image = ops.parameter([1, 3, 8, 8], np.float32, name="image")
+    total = ops.abs(ops.reduce_sum(image, ops.constant(np.array([0, 1, 2, 3])), False))
+    index = ops.reshape(ops.convert(ops.add(total, ops.constant(np.float32(100))), "i64"), [1], False)
+    scatter = ops.scatter_update(ops.constant(np.zeros(4, np.float32)), index, ops.constant(np.ones(1, np.float32)),
+                                 ops.constant(np.int64(0)))  # fmt: skip
+    model = openvino.Model([ops.result(scatter)], [image], "out_of_range")
+    options = CompileOptions(performance_hint="THROUGHPUT", latency_budget_ms=1e9)
+    with pytest.raises(ModelError, match=r"^inference failed on CPU: .*ScatterUpdate.*non-existing") as raised:
+        compile_model(model, "CPU", options=options)
+    assert "\n" not in str(raised.value)
+    compile_model(model, "CPU", options=CompileOptions(performance_hint="THROUGHPUT"))  # no fit: no inference, no error
 
 
 @pytest.mark.parametrize(
