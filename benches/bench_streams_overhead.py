@@ -213,7 +213,7 @@ def count_calls(pipeline: Any, clip: Path, streams: int, frames: int, feeders: i
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1, limit=frames) for i in range(streams)]
     run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers, workers))
-    npu_host_worker_feeders(run)
+    npu_host_workers_as_chosen(run)
     threading.setprofile(hook)
     sys.setprofile(hook)
     try:
@@ -252,14 +252,17 @@ def npu_host_worker_nice() -> int | None:
     return None if choose is None else int(choose("NPU"))
 
 
-def npu_host_worker_feeders(run: Any) -> None:
-    """The workers' feeding threads Streams chooses where the model is not on the CPU (a Streams without that choice
-    is left as it is)."""
-    from npu_zc.pipeline import streams
+def npu_host_workers_as_chosen(run: Any) -> None:
+    """The workers' feeding threads and sets ahead Streams chooses where the model is not on the CPU (a Streams
+    without such a choice is left as it is)."""
+    from npu_zc.pipeline import streams, workers
 
-    choose = getattr(streams, "default_worker_feeders", None)
-    if choose is not None:
-        run.worker_feeders = choose("NPU")
+    feeders = getattr(streams, "default_worker_feeders", None)
+    if feeders is not None:
+        run.worker_feeders = feeders("NPU")
+    credits = getattr(workers, "default_worker_credits", None)
+    if credits is not None:
+        run.worker_credits = credits("NPU")
 
 
 def npu_host_workers(streams: int) -> int | None:
@@ -354,7 +357,7 @@ def run(pipeline: Any, clip: Path, streams: int, seconds: float | None, feeders:
 
     sources = [VideoSource(clip, name=f"s{i}", thread_count=1) for i in range(streams)]
     run = npu_zc.Streams(sources, pipeline, **threads_of(feeders, deliverers, workers, worker_nice))
-    npu_host_worker_feeders(run)
+    npu_host_workers_as_chosen(run)
     stop = threading.Event()
     helpers = [threading.Thread(target=spin, args=(stop,), name=f"spinner{k}", daemon=True) for k in range(contend)]
     for helper in helpers:

@@ -42,7 +42,7 @@ def sets_of(streams: npu_zc.Streams) -> int:
     """The most frames of a run that can be converted and not yet delivered: its queue's sets of buffers."""
     from npu_zc.pipeline.workers import DecodeWorkers
 
-    held = DecodeWorkers.sets_for(streams.workers, streams.worker_feeders)
+    held = DecodeWorkers.sets_for(streams.workers, streams.worker_feeders, streams.worker_credits)
     return streams.requests + streams.feeders + streams.deliverers + held
 
 
@@ -719,16 +719,24 @@ def test_workers_run_worker_nice_levels_below_this_process_as_batch_work(long_cl
         assert_reaped(streams)
 
 
-def test_worker_feeding_threads_by_device(long_clip: Path, picture_pipeline: Any) -> None:
-    """One feeding thread a worker where the model runs on an NPU or a GPU, two where the CPU may run it; the sets
-    a worker holds follow (one per feeding thread and CREDITS more)."""
+def test_worker_feeding_threads_and_sets_ahead_by_device(long_clip: Path, picture_pipeline: Any) -> None:
+    """One feeding thread a worker and CREDITS sets ahead where the model runs on an NPU or a GPU, two and
+    CPU_CREDITS where the CPU may run it; the sets a worker holds follow (one per feeding thread, and those)."""
     from npu_zc.pipeline.streams import default_worker_feeders
-    from npu_zc.pipeline.workers import CREDITS, DecodeWorkers
+    from npu_zc.pipeline.workers import CPU_CREDITS, CREDITS, DecodeWorkers, default_worker_credits
 
-    assert [default_worker_feeders(d) for d in ("NPU", "GPU.1", "CPU", "AUTO", "HETERO:NPU,CPU")] == [1, 1, 2, 2, 2]
-    with npu_zc.Streams([long_clip], picture_pipeline, workers=1) as streams:
-        assert streams.worker_feeders == 2  # the CPU runs the model
-    assert [DecodeWorkers.sets_for(3, feeders) for feeders in (1, 2)] == [3 * (1 + CREDITS), 3 * (2 + CREDITS)]
+    devices = ("NPU", "GPU.1", "CPU", "AUTO", "HETERO:NPU,CPU")
+    assert [default_worker_feeders(d) for d in devices] == [1, 1, 2, 2, 2]
+    assert [default_worker_credits(d) for d in devices] == [CREDITS, CREDITS, CPU_CREDITS, CPU_CREDITS, CPU_CREDITS]
+    assert CPU_CREDITS > CREDITS >= 1
+    streams = npu_zc.Streams([VideoSource(long_clip, limit=5)], picture_pipeline, workers=1)
+    assert (streams.worker_feeders, streams.worker_credits) == (2, CPU_CREDITS)  # the CPU runs the model
+    seen: list[int] = []
+    report = streams.run(lambda result: seen.append(streams._workers.credits if streams._workers else -1))
+    streams.close()
+    assert report.streams[0].frames == 5 and set(seen) == {CPU_CREDITS}
+    assert [DecodeWorkers.sets_for(3, feeders, credits) for feeders, credits in ((1, CREDITS), (2, CPU_CREDITS))] == [
+        3 * (1 + CREDITS), 3 * (2 + CPU_CREDITS)]
 
 
 def test_the_receiving_thread_is_woken_by_a_submit_here(picture_pipeline: Any) -> None:

@@ -60,7 +60,14 @@ from ..runtime.session import usable_cores
 from ..sources import open_source
 from .throughput import STOP_GRACE_S, default_requests
 from .timing import FENCE_TIMEOUT_S, StageStats, Timings
-from .workers import WORKER_NICE, DecodeWorkers, decodes_in_a_worker, default_workers, off_the_cpu
+from .workers import (
+    WORKER_NICE,
+    DecodeWorkers,
+    decodes_in_a_worker,
+    default_worker_credits,
+    default_workers,
+    off_the_cpu,
+)
 
 STREAMS_STAGES = ("preprocess", "infer", "postprocess", "latency")
 """Per frame; ``latency``: from the decoder handing the frame over to its result being ready."""
@@ -471,6 +478,9 @@ class Streams:
         """How many nice levels below this process the decoding workers run (:func:`default_worker_nice`)."""
         self.worker_feeders = default_worker_feeders(self.pipeline.device)
         """Feeding threads in each decoding worker (:func:`default_worker_feeders`)."""
+        self.worker_credits = default_worker_credits(self.pipeline.device)
+        """Sets of buffers each decoding worker holds beyond one per feeding thread
+        (:func:`~npu_zc.pipeline.workers.default_worker_credits`)."""
         if deliverers is None:
             deliverers = default_deliverers(planned, workers=self.workers, device=self.pipeline.device)
         self.deliverers = int(deliverers)
@@ -809,7 +819,8 @@ class Streams:
         # Spare sets of buffers (each with its own request): one being written by each feeding thread (and those
         # the decoding workers hold), one for each result being read; a set is taken from its acquire until its
         # result is released.
-        spare = self.feeders + self.deliverers + DecodeWorkers.sets_for(self.workers, self.worker_feeders)
+        held = DecodeWorkers.sets_for(self.workers, self.worker_feeders, self.worker_credits)
+        spare = self.feeders + self.deliverers + held
         queue = session.queue(self.requests, heap=pipeline.heap, callback=deliver, buffers=self.requests + spare,
                               deliverers=self.deliverers)  # fmt: skip
         self._queue = queue
@@ -895,7 +906,8 @@ class Streams:
             self._scheduler.ended(lane)
 
         workers = DecodeWorkers(self.workers, spec, queue, submit=submit, ended=ended, failed=failed,
-                                nice=self.worker_nice, feeders=self.worker_feeders)  # fmt: skip
+                                nice=self.worker_nice, feeders=self.worker_feeders,
+                                credits=self.worker_credits)  # fmt: skip
         workers.start()
         with self._lock:
             self._workers = workers

@@ -11,7 +11,7 @@ buffers (sealed memfds or DMA-BUFs) are shared once, as inherited fds, when the
 worker starts, and each frame is then a message of a few dozen bytes naming
 the set. This process submits the set's request (bound once, as ever) and
 delivers the result; a set is granted to a worker again once free, a few per
-worker at a time (:data:`CREDITS` beyond its feeding threads).
+worker at a time (:func:`default_worker_credits` beyond its feeding threads).
 
 What a caller sees does not change: each stream's results in its frame order
 (one worker reads a stream, its messages come in order, they are submitted in
@@ -41,7 +41,11 @@ from ..errors import Error, ModelError
 from .decode_worker import FORMATS, FRAME, GRANTS_FLAG, JOIN_S, MAX_PACKET, SET, pack_json, unpack_json
 
 CREDITS = 1
-"""Sets of buffers a worker holds beyond one per feeding thread: one ready while the others are written."""
+"""Sets of buffers a worker holds beyond one per feeding thread where the model runs on an NPU or a GPU: one ready
+while the others are written (:func:`default_worker_credits`)."""
+
+CPU_CREDITS = 8
+"""The same where the CPU may run the model (:func:`default_worker_credits`)."""
 
 WORKER_NICE = 10
 """Nice levels below the inference process that the workers run at where the model is off the CPU, as batch work
@@ -82,6 +86,19 @@ def default_workers(streams: int, cores: int, device: str = "CPU") -> int:
     if off_the_cpu(device):
         return max(1, min(streams, cores))
     return min(streams, cores // 2) if cores >= 8 else 0
+
+
+def default_worker_credits(device: str = "CPU") -> int:
+    """Sets of buffers each worker holds beyond one per feeding thread: :data:`CREDITS` where the model runs on an
+    NPU or a GPU (``device``), :data:`CPU_CREDITS` where the CPU may run it.
+
+    A worker's feeding thread that has no set waits for this process's receiving thread to grant one, and
+    meanwhile its streams' live lanes drop frames. Where the CPU runs the model, inferences, decoders and the
+    receiving thread share the cores, and the grants come late now and then: with sets ahead a worker's frames
+    wait converted instead of being dropped (near the cores' limit, paced, fewer frames lost and more streams held:
+    docs/streams.md, "Sets ahead"). Each set is a request's inputs and outputs, so off the CPU, where unpaced
+    files went no faster with more, a worker holds one."""
+    return CREDITS if off_the_cpu(device) else CPU_CREDITS
 
 
 def off_the_cpu(device: str) -> bool:
@@ -189,12 +206,14 @@ class DecodeWorkers:
     def __init__(self, count: int, spec: Any, queue: Any, *, submit: Callable[..., None],
                  ended: Callable[[Any, dict[str, Any]], None],
                  failed: Callable[[BaseException], None] = lambda exc: None, nice: int,
-                 feeders: int) -> None:  # fmt: skip
+                 feeders: int, credits: int = CREDITS) -> None:  # fmt: skip
         self.count = count
         self.nice = nice
         """How many nice levels below this process each worker runs (set there before it starts a thread)."""
         self.feeders = feeders
         """Feeding threads in each worker (:func:`npu_zc.pipeline.streams.default_worker_feeders`)."""
+        self.credits = credits
+        """Sets each worker holds beyond one per feeding thread (:func:`default_worker_credits`)."""
         self.spec = spec
         self.queue = queue
         self._submit = submit
@@ -268,7 +287,7 @@ class DecodeWorkers:
                                       f"{message.get('message') or worker.how_it_ended()}")  # fmt: skip
                 worker.sock.settimeout(None)
             for worker in self.processes:
-                self._grant(worker, self.feeders + CREDITS)
+                self._grant(worker, self.feeders + self.credits)
             self._receiver = threading.Thread(target=self._receive, name="npu_zc-recv", daemon=True)
             self._receiver.start()
         except BaseException:
@@ -276,10 +295,10 @@ class DecodeWorkers:
             raise
 
     @staticmethod
-    def sets_for(count: int, feeders: int) -> int:
-        """Sets of buffers ``count`` workers of ``feeders`` feeding threads each hold at most (a queue needs that
-        many beyond its own)."""
-        return count * (feeders + CREDITS)
+    def sets_for(count: int, feeders: int, credits: int = CREDITS) -> int:
+        """Sets of buffers ``count`` workers of ``feeders`` feeding threads and ``credits`` sets ahead each hold at
+        most (a queue needs that many beyond its own)."""
+        return count * (feeders + credits)
 
     def add(self, lane: Any, source: Any) -> bool:
         """Give a stream to the worker with the fewest streams; False when none is running (read it here)."""
@@ -574,4 +593,5 @@ def _last_line(file: Any) -> str:
     return lines[-1] if lines else ""
 
 
-__all__ = ["CREDITS", "DecodeWorkers", "WorkerError", "decodes_in_a_worker", "default_workers"]
+__all__ = ["CPU_CREDITS", "CREDITS", "DecodeWorkers", "WorkerError", "decodes_in_a_worker", "default_worker_credits",
+           "default_workers"]
