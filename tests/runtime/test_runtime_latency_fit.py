@@ -134,6 +134,10 @@ class _Request:
 
     def __init__(self, clock: _Clock, ms: list[float]) -> None:
         self.clock, self.ms, self.started, self.latency, self.began = clock, ms, 0, math.nan, 0.0
+        self.cancelled = 0
+
+    def cancel(self) -> None:
+        self.cancelled += 1
 
     def start_async(self) -> None:
         self.latency = self.ms[min(self.started, len(self.ms) - 1)]
@@ -182,9 +186,11 @@ def test_an_inference_that_never_finishes_is_an_error_not_a_hang(monkeypatch: py
     clock = _Clock()
     monkeypatch.setattr(latency_fit, "time", clock)
     stuck = 10 * BUSY_WAIT_S * 1000  # ms: it would finish, long after the fit gives up
+    requests = [_Request(clock, [10.0]), _Request(clock, [stuck])]
     with pytest.raises(TimeoutError, match="did not finish within"):
-        median_busy_ms([_Request(clock, [10.0]), _Request(clock, [stuck])])
+        median_busy_ms(requests)
     assert clock.now < 2 * BUSY_WAIT_S
+    assert [r.cancelled for r in requests] == [1, 1]  # none left running behind the error
 
 
 # --- real compilations on the CPU plugin, read back ---

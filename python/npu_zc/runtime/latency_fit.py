@@ -140,6 +140,8 @@ class Startable(Protocol):
 
     def wait_for(self, timeout: int) -> bool: ...
 
+    def cancel(self) -> None: ...
+
     @property
     def latency(self) -> float: ...
 
@@ -158,17 +160,32 @@ def median_busy_ms(requests: Sequence[Startable], rounds: int = BUSY_ROUNDS) -> 
     for round_ in range(rounds + 1):
         for request in requests:
             request.start_async()
-        deadline = time.perf_counter() + BUSY_WAIT_S
-        for request in requests:
-            # In slices: Ctrl-C is seen between them, and a plugin that never finishes is an error, not a hang.
-            while not request.wait_for(int(SLICE_S * 1000)):
-                if time.perf_counter() > deadline:
-                    raise TimeoutError(f"an inference did not finish within {BUSY_WAIT_S:g} s while it was timed")
+        try:
+            _wait_all(requests)
+        except BaseException:
+            # The others may still run (a failure, the limit, Ctrl-C): cancelled, so that dropping them does not
+            # wait on a plugin that never finishes.
+            for request in requests:
+                try:
+                    request.cancel()
+                except RuntimeError:
+                    pass
+            raise
         if round_:
             times.extend(float(request.latency) for request in requests)
             if round_ >= 3 and time.perf_counter() - started >= MEASURE_SECONDS:
                 break
     return statistics.median(times)
+
+
+def _wait_all(requests: Sequence[Startable]) -> None:
+    """Every request's inference done, waited in slices: Ctrl-C is seen between them, and a plugin that never
+    finishes is a :class:`TimeoutError` after :data:`BUSY_WAIT_S`, not a hang."""
+    deadline = time.perf_counter() + BUSY_WAIT_S
+    for request in requests:
+        while not request.wait_for(int(SLICE_S * 1000)):
+            if time.perf_counter() > deadline:
+                raise TimeoutError(f"an inference did not finish within {BUSY_WAIT_S:g} s while it was timed")
 
 
 def median_inference_ms(infer: Callable[[], object], runs: int = MEASURE_RUNS) -> float:
