@@ -739,6 +739,33 @@ def test_worker_feeding_threads_and_sets_ahead_by_device(long_clip: Path, pictur
         3 * (1 + CREDITS), 3 * (2 + CPU_CREDITS)]
 
 
+def test_a_large_models_sets_ahead_are_bounded_by_memory(long_clip: Path) -> None:
+    """Where the CPU runs the model, a worker's sets ahead take at most AHEAD_BYTES (one set at least): a model whose
+    inputs and outputs take 26 MB a request gets two, where a small one gets CPU_CREDITS; off the CPU, CREDITS."""
+    import openvino as ov
+    import openvino.opset13 as ops
+    from npu_zc.pipeline.workers import AHEAD_BYTES, CPU_CREDITS, CREDITS, DecodeWorkers, default_worker_credits
+    from npu_zc.runtime import CompileOptions
+
+    assert [default_worker_credits("CPU", n) for n in (0, AHEAD_BYTES // 8, AHEAD_BYTES // 8 + 1, AHEAD_BYTES + 1)] == [
+        CPU_CREDITS, 8, 7, 1]
+    assert default_worker_credits("NPU", 1 << 30) == default_worker_credits("NPU") == CREDITS
+    image = ops.parameter([1, 3, 1280, 1280], np.float32, name="image")
+    scores = ops.reshape(ops.multiply(image, ops.constant(np.float32(0.5))), ops.constant(np.array([1, -1])), False)
+    model = ov.Model([ops.result(scores)], [image], "large")  # one score vector: a classifier to the pipeline
+    pipeline = npu_zc.Pipeline(model, "CPU", hint="throughput", options=CompileOptions(inference_precision="f32"))
+    try:
+        set_bytes = pipeline.session.set_bytes
+        assert set_bytes == 1280 * 1280 * 4 + 3 * 1280 * 1280 * 4  # RGBx u8 in, f32 out
+        streams = npu_zc.Streams([VideoSource(long_clip, limit=5), VideoSource(long_clip, limit=5)], pipeline,
+                                 workers=1)  # fmt: skip
+        assert streams.worker_credits == AHEAD_BYTES // set_bytes == 2
+        assert DecodeWorkers.sets_for(streams.workers, streams.worker_feeders, streams.worker_credits) == 2 + 2
+        streams.close()
+    finally:
+        pipeline.close()
+
+
 def test_the_receiving_thread_is_woken_by_a_submit_here(picture_pipeline: Any) -> None:
     """deliverers=0 with a worker that reads nothing: no worker message ever wakes the receiving thread, so each of
     the 60 frames of a source read here is delivered only because its submit wakes it (with more frames than sets,

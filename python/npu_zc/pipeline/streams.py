@@ -478,9 +478,9 @@ class Streams:
         """How many nice levels below this process the decoding workers run (:func:`default_worker_nice`)."""
         self.worker_feeders = default_worker_feeders(self.pipeline.device)
         """Feeding threads in each decoding worker (:func:`default_worker_feeders`)."""
-        self.worker_credits = default_worker_credits(self.pipeline.device)
-        """Sets of buffers each decoding worker holds beyond one per feeding thread
-        (:func:`~npu_zc.pipeline.workers.default_worker_credits`)."""
+        self.worker_credits = default_worker_credits(self.pipeline.device, self.pipeline.session.set_bytes)
+        """Sets of buffers each decoding worker holds beyond one per feeding thread (by device and the model's
+        inputs' and outputs' size: :func:`~npu_zc.pipeline.workers.default_worker_credits`)."""
         if deliverers is None:
             deliverers = default_deliverers(planned, workers=self.workers, device=self.pipeline.device)
         self.deliverers = int(deliverers)

@@ -45,7 +45,11 @@ CREDITS = 1
 while the others are written (:func:`default_worker_credits`)."""
 
 CPU_CREDITS = 8
-"""The same where the CPU may run the model (:func:`default_worker_credits`)."""
+"""The same where the CPU may run the model, within :data:`AHEAD_BYTES` (:func:`default_worker_credits`)."""
+
+AHEAD_BYTES = 64 << 20
+"""The most memory a worker's sets ahead take where the CPU may run the model (one set at least): a set is a
+request's inputs and outputs, 0.2 MB for a classifier at 224, 4.5 MB for a detector at 640, about 18 MB at 1280."""
 
 WORKER_NICE = 10
 """Nice levels below the inference process that the workers run at where the model is off the CPU, as batch work
@@ -88,17 +92,21 @@ def default_workers(streams: int, cores: int, device: str = "CPU") -> int:
     return min(streams, cores // 2) if cores >= 8 else 0
 
 
-def default_worker_credits(device: str = "CPU") -> int:
+def default_worker_credits(device: str = "CPU", set_bytes: int = 0) -> int:
     """Sets of buffers each worker holds beyond one per feeding thread: :data:`CREDITS` where the model runs on an
-    NPU or a GPU (``device``), :data:`CPU_CREDITS` where the CPU may run it.
+    NPU or a GPU (``device``); where the CPU may run it, :data:`CPU_CREDITS`, or as many sets of ``set_bytes``
+    (:attr:`Session.set_bytes <npu_zc.runtime.Session.set_bytes>`) as fit in :data:`AHEAD_BYTES`, one at least.
 
     A worker's feeding thread that has no set waits for this process's receiving thread to grant one, and
     meanwhile its streams' live lanes drop frames. Where the CPU runs the model, inferences, decoders and the
     receiving thread share the cores, and the grants come late now and then: with sets ahead a worker's frames
-    wait converted instead of being dropped (near the cores' limit, paced, fewer frames lost and more streams held:
-    docs/streams.md, "Sets ahead"). Each set is a request's inputs and outputs, so off the CPU, where unpaced
-    files went no faster with more, a worker holds one."""
-    return CREDITS if off_the_cpu(device) else CPU_CREDITS
+    wait converted instead of being dropped (near the cores' limit, paced, fewer frames lost at a given count; the
+    largest count held moved within the spread: docs/streams.md, "Sets ahead"). Each set is a request's inputs and
+    outputs, so off the CPU, where unpaced files went no faster with more, a worker holds one, and a large model's
+    sets ahead are bounded by memory."""
+    if off_the_cpu(device):
+        return CREDITS
+    return max(1, min(CPU_CREDITS, AHEAD_BYTES // set_bytes)) if set_bytes > 0 else CPU_CREDITS
 
 
 def off_the_cpu(device: str) -> bool:
@@ -593,5 +601,5 @@ def _last_line(file: Any) -> str:
     return lines[-1] if lines else ""
 
 
-__all__ = ["CPU_CREDITS", "CREDITS", "DecodeWorkers", "WorkerError", "decodes_in_a_worker", "default_worker_credits",
-           "default_workers"]
+__all__ = ["AHEAD_BYTES", "CPU_CREDITS", "CREDITS", "DecodeWorkers", "WorkerError", "decodes_in_a_worker",
+           "default_worker_credits", "default_workers"]

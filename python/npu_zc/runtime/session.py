@@ -229,6 +229,11 @@ class Session:
         return self.prepared.outputs
 
     @property
+    def set_bytes(self) -> int:
+        """Bytes of one request's inputs and outputs together: one set of an :class:`AsyncQueue`'s buffers."""
+        return sum(spec.nbytes for spec in self.inputs + self.outputs)
+
+    @property
     def optimal_requests(self) -> int:
         """The device's OPTIMAL_NUMBER_OF_INFER_REQUESTS for this model and hint."""
         return self.target.optimal_requests
