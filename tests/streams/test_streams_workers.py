@@ -759,9 +759,11 @@ def test_a_large_models_sets_ahead_are_bounded_by_memory(long_clip: Path) -> Non
         assert set_bytes == 1280 * 1280 * 4 + 3 * 1280 * 1280 * 4  # RGBx u8 in, f32 out
         streams = npu_zc.Streams([VideoSource(long_clip, limit=5), VideoSource(long_clip, limit=5)], pipeline,
                                  workers=1)  # fmt: skip
-        assert streams.worker_credits == AHEAD_BYTES // set_bytes == 2
-        assert DecodeWorkers.sets_for(streams.workers, streams.worker_feeders, streams.worker_credits) == 2 + 2
-        streams.close()
+        try:
+            assert streams.worker_credits == AHEAD_BYTES // set_bytes == 2
+            assert DecodeWorkers.sets_for(streams.workers, streams.worker_feeders, streams.worker_credits) == 2 + 2
+        finally:
+            streams.close()
     finally:
         pipeline.close()
 
