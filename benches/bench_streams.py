@@ -5,10 +5,11 @@
     python3 benches/bench_streams.py --model yolov8n.xml --config NUM_STREAMS=4   # the CPU plugin's own settings
     python3 benches/bench_streams.py --out-of-phase   # streams 1/N of a frame apart, as independent cameras run
     python3 benches/bench_streams.py --at 40 46 52 --rounds 2 --workers 4 8   # fixed counts, no search: where it stops
-    python3 benches/bench_streams.py --model yolov8n.xml --fps 10 --at 2 3 4   # slower streams: a small machine's detector
+    python3 benches/bench_streams.py --model yolov8n.xml --fps 10 --at 2 3 4   # 10 FPS streams: a small machine
 
-The clip: a pan across a scikit-image photo cut to 16:9 and upscaled to 1920x1080, encoded at 30 FPS (``--fps``) with PyAV's
-libx264 (``--preset``, default veryfast), made once in a temporary folder. Every stream opens the clip itself.
+The clip: a pan across a scikit-image photo cut to 16:9 and upscaled to 1920x1080, encoded at 30 FPS (``--fps``)
+with PyAV's libx264 (``--preset``, default veryfast), made once in a temporary folder. Every stream opens the clip
+itself.
 
 * **npu_zc Streams**, paced: N sources ``VideoSource(clip, realtime=True)`` into one ``npu_zc.Streams`` (one
   compiled model with the throughput hint, its streams fitted to the latency budget as ``Streams`` does for live
