@@ -729,11 +729,10 @@ def test_worker_feeding_threads_and_sets_ahead_by_device(long_clip: Path, pictur
     assert [default_worker_feeders(d) for d in devices] == [1, 1, 2, 2, 2]
     assert [default_worker_credits(d) for d in devices] == [CREDITS, CREDITS, CPU_CREDITS, CPU_CREDITS, CPU_CREDITS]
     assert CPU_CREDITS > CREDITS >= 1
-    streams = npu_zc.Streams([VideoSource(long_clip, limit=5)], picture_pipeline, workers=1)
-    assert (streams.worker_feeders, streams.worker_credits) == (2, CPU_CREDITS)  # the CPU runs the model
     seen: list[int] = []
-    report = streams.run(lambda result: seen.append(streams._workers.credits if streams._workers else -1))
-    streams.close()
+    with npu_zc.Streams([VideoSource(long_clip, limit=5)], picture_pipeline, workers=1) as streams:
+        assert (streams.worker_feeders, streams.worker_credits) == (2, CPU_CREDITS)  # the CPU runs the model
+        report = streams.run(lambda result: seen.append(streams._workers.credits if streams._workers else -1))
     assert report.streams[0].frames == 5 and set(seen) == {CPU_CREDITS}
     assert [DecodeWorkers.sets_for(3, feeders, credits) for feeders, credits in ((1, CREDITS), (2, CPU_CREDITS))] == [
         3 * (1 + CREDITS), 3 * (2 + CPU_CREDITS)]
@@ -753,19 +752,14 @@ def test_a_large_models_sets_ahead_are_bounded_by_memory(long_clip: Path) -> Non
     image = ops.parameter([1, 3, 1280, 1280], np.float32, name="image")
     scores = ops.reshape(ops.multiply(image, ops.constant(np.float32(0.5))), ops.constant(np.array([1, -1])), False)
     model = ov.Model([ops.result(scores)], [image], "large")  # one score vector: a classifier to the pipeline
-    pipeline = npu_zc.Pipeline(model, "CPU", hint="throughput", options=CompileOptions(inference_precision="f32"))
-    try:
+    options = CompileOptions(inference_precision="f32")
+    with npu_zc.Pipeline(model, "CPU", hint="throughput", options=options) as pipeline:
         set_bytes = pipeline.session.set_bytes
         assert set_bytes == 1280 * 1280 * 4 + 3 * 1280 * 1280 * 4  # RGBx u8 in, f32 out
-        streams = npu_zc.Streams([VideoSource(long_clip, limit=5), VideoSource(long_clip, limit=5)], pipeline,
-                                 workers=1)  # fmt: skip
-        try:
+        sources = [VideoSource(long_clip, limit=5), VideoSource(long_clip, limit=5)]
+        with npu_zc.Streams(sources, pipeline, workers=1) as streams:
             assert streams.worker_credits == AHEAD_BYTES // set_bytes == 2
             assert DecodeWorkers.sets_for(streams.workers, streams.worker_feeders, streams.worker_credits) == 2 + 2
-        finally:
-            streams.close()
-    finally:
-        pipeline.close()
 
 
 def test_the_receiving_thread_is_woken_by_a_submit_here(picture_pipeline: Any) -> None:
