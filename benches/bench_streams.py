@@ -16,8 +16,8 @@ itself.
   sources (``--latency-budget``, default 100 ms: fewer CPU streams of more threads each where one inference takes
   more than half of it), twice its optimal number of requests, PyAV frame-threaded decoding, the decoder's
   planes converted in place). A count of streams is **held** when, over ``--seconds``, no stream
-  dropped more than one frame (the start), every stream delivered at least 90% of 30 FPS and every stream's p99
-  latency (decoder hand-over to result) stayed under 100 ms.
+  dropped more than one frame (the start), every stream delivered at least 90% of the clip's rate (30 FPS unless
+  ``--fps`` says) and every stream's p99 latency (decoder hand-over to result) stayed under 100 ms.
 * **baseline**, paced: what users write today: a thread per stream with ``cv2.VideoCapture`` (FFmpeg decodes, OpenCV
   converts each frame to BGR), sleeping to the clip's pace, cv2 resize + centre crop + cvtColor + numpy
   normalisation into NCHW float, ``start_async`` on one shared ``ov.AsyncInferQueue`` of the original model compiled
