@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from npu_zc.pipeline.scheduler import FILE_LANE_FRAMES, IDLE_CREDIT, Lane, Scheduler
+from npu_zc.pipeline.scheduler import FILE_LANE_FRAMES, IDLE_CREDIT, MAX_LIVE_FRAMES, Lane, Scheduler
 
 WAIT_S = 30.0
 
@@ -80,6 +80,27 @@ def test_a_live_lane_keeps_the_newest_and_counts_what_it_lost() -> None:
         assert scheduler.arrive(live, Frame(released, 2)) == 1
     picked = scheduler.next()
     assert picked is not None and picked[1].tag == 2 and released == [0, 1]
+
+
+def test_a_live_lane_of_two_frames_keeps_the_two_newest() -> None:
+    scheduler: Scheduler[Lane] = Scheduler(live_frames=2)
+    (live,) = lanes(scheduler, 1, live=True)
+    released: list[Any] = []
+    with scheduler.lock:
+        assert scheduler.arrive(live, Frame(released, 0)) == 0
+        assert scheduler.arrive(live, Frame(released, 1)) == 0  # room for two: none lost
+        assert scheduler.arrive(live, Frame(released, 2, lost_before=1)) == 2  # one lost before it, and frame 0
+    taken = [scheduler.next(), None]
+    assert taken[0] is not None
+    scheduler.let_go(taken[0][0])
+    taken[1] = scheduler.next()
+    assert [t[1].tag for t in taken if t is not None] == [1, 2] and released == [0]
+
+
+@pytest.mark.parametrize("live_frames", [0, MAX_LIVE_FRAMES + 1, 1.0, True])
+def test_live_frames_out_of_range_is_refused(live_frames: Any) -> None:
+    with pytest.raises(ValueError, match=f"live_frames is a whole number from 1 to {MAX_LIVE_FRAMES}"):
+        Scheduler(live_frames=live_frames)
 
 
 def test_a_files_decoder_waits_for_room_until_a_frame_is_taken_or_it_is_stopped() -> None:

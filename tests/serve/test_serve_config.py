@@ -51,6 +51,7 @@ def test_the_issues_example_parses(tmp_path: Path) -> None:
     assert c.mqtt is not None and c.mqtt.prefix == "npu_zc/site1" and c.mqtt.queue == 10000
     assert c.http is not None and c.http.port == 8080 and c.http.token is None
     assert c.options == {"PERFORMANCE_HINT_NUM_REQUESTS": "4"}
+    assert c.live_frames == 1 and parse(change("live_frames", 2)).live_frames == 2
 
 
 def change(path: str, value: Any) -> dict[str, Any]:
@@ -98,6 +99,8 @@ def change(path: str, value: Any) -> dict[str, Any]:
         ("http.token", "short", r"^http\.token must be at least 16 characters"),
         ("tracker", "sort", r"^tracker must be bytetrack or none"),
         ("conf", 2, r"^conf must be at most 1"),
+        ("live_frames", 5, r"^live_frames must be from 1 to 4, got 5"),
+        ("live_frames", 1.5, r"^live_frames must be a whole number"),
     ],
 )
 def test_bad_input_is_one_sentence_naming_the_key(where: str, value: Any, sentence: str) -> None:

@@ -115,6 +115,19 @@ def test_stream_receiving_thread_delivers(clips: dict[str, Path], model_xml: Pat
     assert "argument --worker-nice: must be at most 19, got 20" in captured.err
 
 
+def test_stream_live_frames(clips: dict[str, Path], model_xml: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--live-frames runs even one file through the many-streams scheduler (its report, every frame in order); a
+    count past what a live lane may keep is refused in one sentence, before anything runs."""
+    args = ["stream", "-i", str(clips["nv12"]), "-m", str(model_xml), "-d", "CPU", "--json"]
+    assert main([*args, "--live-frames", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["index"] for line in lines[:-1]] == list(range(12))
+    assert json.loads(lines[-1])["report"]["streams"][0]["state"] == "done"
+    assert main([*args, "--live-frames", "5"]) == 1
+    captured = capsys.readouterr()
+    assert not captured.out and "live_frames" in captured.err and captured.err.count("\n") == 1, captured.err
+
+
 def squares_clip(path: Path, frames: int = 8) -> tuple[Path, list[list[tuple[int, int, int, int]]]]:
     """A 640x640 NV12 clip (rawvideo: no loss past 4:2:0) of two red squares moving one anchor a frame, where the
     red-square YOLO's anchors fire; and each frame's squares in pixels."""

@@ -101,15 +101,17 @@ def test_every_stream_is_served_throughout(picture_pipeline: Any) -> None:
     assert all(s.released == 60 for s in sources)  # every frame given back
 
 
-def test_live_keeps_the_newest_and_counts_drops_files_keep_all(picture_pipeline: Any, clips: dict[str, Path]) -> None:
+@pytest.mark.parametrize("live_frames", [1, 2])
+def test_live_keeps_the_newest_and_counts_drops_files_keep_all(picture_pipeline: Any, clips: dict[str, Path],
+                                                               live_frames: int) -> None:  # fmt: skip
     live = Synthetic("live", 400, live=True)
-    report, results = run_streams([live, clips["nv12"]], picture_pipeline)
+    report, results = run_streams([live, clips["nv12"]], picture_pipeline, live_frames=live_frames)
     live_stats, file_stats = report.streams
     assert live_stats.frames + live_stats.dropped == 400
     assert live_stats.dropped > 0
     indices = [r.index for r in results if r.stream == 0]
     assert indices == sorted(indices) and len(set(indices)) == len(indices)
-    assert indices[-1] == 399  # the newest frame is never the one dropped
+    assert indices[-live_frames:] == list(range(400 - live_frames, 400))  # the newest frames are never dropped
     assert file_stats.frames == 12 and file_stats.dropped == 0
     assert live.released == 400
 

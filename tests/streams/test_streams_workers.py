@@ -848,12 +848,13 @@ def test_a_failing_output_stops_a_run_with_workers(long_clip: Path, picture_pipe
     assert_reaped(streams)
 
 
-def test_live_drops_in_a_worker_are_counted(long_clip: Path, picture_pipeline: Any) -> None:
+@pytest.mark.parametrize("live_frames", [1, 2])
+def test_live_drops_in_a_worker_are_counted(long_clip: Path, picture_pipeline: Any, live_frames: int) -> None:
     """A live (not realtime) file decoded in a worker while the output holds its first result until the worker has
     read the whole file (its fd to the clip closed): the frames it could not convert (every set of buffers taken)
     were dropped there, and counted here: frames + dropped is the clip's length, drops many, the indices increasing,
-    the last frame never dropped."""
-    streams = npu_zc.Streams([VideoSource(long_clip, live=True)], picture_pipeline, workers=1)
+    the newest ``live_frames`` frames (the lane's, in the worker) never dropped."""
+    streams = npu_zc.Streams([VideoSource(long_clip, live=True)], picture_pipeline, workers=1, live_frames=live_frames)
     results: list[Any] = []
     read_through: list[bool] = []
     path = os.path.realpath(long_clip)
@@ -883,9 +884,10 @@ def test_live_drops_in_a_worker_are_counted(long_clip: Path, picture_pipeline: A
     indices = [r.index for r in results]
     assert (stats.state, stats.error) == ("done", None)
     assert stats.frames == len(results) and stats.frames + stats.dropped == LONG_FRAMES, (stats.frames, stats.dropped)
-    # Held up, the run could convert at most its sets of buffers (and keep one newest frame): the rest was dropped.
-    assert stats.frames <= sets_of(streams) + 2 < LONG_FRAMES
-    assert all(a < b for a, b in zip(indices, indices[1:])) and indices[-1] == LONG_FRAMES - 1
+    # Held up, the run could convert at most its sets of buffers (and keep the newest frames): the rest was dropped.
+    assert stats.frames <= sets_of(streams) + 1 + live_frames < LONG_FRAMES
+    assert all(a < b for a, b in zip(indices, indices[1:]))
+    assert indices[-live_frames:] == list(range(LONG_FRAMES - live_frames, LONG_FRAMES)), indices
     assert_reaped(streams)
 
 

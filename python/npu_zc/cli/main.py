@@ -157,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--worker-nice", type=nice_levels, metavar="N",
                       help="the decoding workers run N nice levels below this process, 0 to 19, and from 1 as batch "
                       "work (SCHED_BATCH) (default: 10 where the model is on an NPU or a GPU, 0 on the CPU)")
+    many.add_argument("--live-frames", type=positive, default=1, metavar="N",
+                      help="the newest frames a live stream's lane keeps for the model (default 1: a frame not taken "
+                      "before the next comes is dropped; 2: kept, the stream up to a frame time behind instead)")
     many.add_argument("--latency-budget", type=float, default=100.0, metavar="MS",
                       help="with a live source (camera, URL, --realtime): frame to result; the CPU plugin's streams "
                       "are fitted to it, fewer with more threads each (default 100; 0: the throughput hint's own)")

@@ -129,7 +129,8 @@ class Worker:
             buffer = DmaBuf.from_fd(int(fd), take_ownership=True)  # sealed memfds and DMA-BUFs only (no trust_size)
             self.buffers[int(index)] = buffer
             self.views[int(index)] = buffer.map(dtype, shape)
-        self.scheduler: Scheduler[Lane] = Scheduler(persistent=True)  # streams come and go until told to stop
+        # Streams come and go until told to stop.
+        self.scheduler: Scheduler[Lane] = Scheduler(persistent=True, live_frames=int(setup.get("live_frames", 1)))
         self.streams: dict[int, _Stream] = {}
         self.grants: collections.deque[int] = collections.deque()
         """Grants taken from the socket and handed back unwritten (a frame the engine refused), taken first."""

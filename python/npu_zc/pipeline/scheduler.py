@@ -1,14 +1,12 @@
 """The fair scheduler of :class:`~npu_zc.pipeline.streams.Streams`: lanes of decoded frames, and which one the next
 feeding thread takes.
 
-Each stream has a :class:`Lane`: its decoded frames waiting for the model. A
-**live** lane keeps only the newest frame (an older one is let go, counted as
-dropped); a **file**'s lane holds :data:`FILE_LANE_FRAMES` and makes its
-decoder wait. :meth:`Scheduler.next` gives a feeding thread the frame of the
-lane served least (ties: round robin), among the lanes with a frame that no
-other feeding thread holds; the lane is then held until :meth:`Scheduler.let_go`,
-so a stream's frames are taken, and submitted, in their order. Lanes come and
-go while it runs (:meth:`Scheduler.add`, :meth:`Scheduler.remove`).
+Each stream has a :class:`Lane`: its decoded frames waiting for the model. A **live** lane keeps only the newest
+frames (the scheduler's ``live_frames``, one by default; an older one is let go, counted as dropped); a **file**'s
+lane holds :data:`FILE_LANE_FRAMES` and makes its decoder wait. :meth:`Scheduler.next` gives a feeding thread the
+frame of the lane served least (ties: round robin), among the lanes with a frame that no other feeding thread holds;
+the lane is then held until :meth:`Scheduler.let_go`, so a stream's frames are taken, and submitted, in their order.
+Lanes come and go while it runs (:meth:`Scheduler.add`, :meth:`Scheduler.remove`).
 
 Nothing here knows the model or the runtime: a frame is any object with
 ``release()`` and ``lost_before`` (a :class:`~npu_zc.sources.DecodedFrame`).
@@ -22,6 +20,10 @@ from typing import Any, Generic, TypeVar
 
 FILE_LANE_FRAMES = 2
 """Decoded frames a file's lane holds before its decoder waits (one being read, one ready)."""
+
+MAX_LIVE_FRAMES = 4
+"""The most frames a live lane may keep: each one more is a frame time more of latency for a stream that falls
+behind, and a camera's frames held in lanes are buffers its driver cannot fill."""
 
 IDLE_CREDIT = 1
 """Frames a lane that had none may still be behind the others when its next one comes (it catches up that much):
@@ -61,10 +63,16 @@ class Scheduler(Generic[L]):
 
     ``persistent``: :meth:`next` waits while no lane has a frame, even when
     every lane has ended, until :meth:`stop` (a service's run); otherwise it
-    returns None once every lane has ended.
+    returns None once every lane has ended. ``live_frames``: the newest frames
+    a live lane keeps (1 to :data:`MAX_LIVE_FRAMES`): one loses a frame
+    whenever the next comes before it was taken; two absorb such a late take
+    at up to a frame time more of latency.
     """
 
-    def __init__(self, *, persistent: bool = False) -> None:
+    def __init__(self, *, persistent: bool = False, live_frames: int = 1) -> None:
+        if type(live_frames) is not int or not 1 <= live_frames <= MAX_LIVE_FRAMES:
+            raise ValueError(f"live_frames is a whole number from 1 to {MAX_LIVE_FRAMES}, got {live_frames!r}")
+        self.live_frames = live_frames
         self.lock = threading.RLock()
         """Guards the lanes and the pick; re-entrant, so that an owner (Streams) can check and add a lane in one
         step under it."""
@@ -153,13 +161,14 @@ class Scheduler(Generic[L]):
         return not lane.stop.is_set()
 
     def arrive(self, lane: L, frame: Any) -> int:
-        """A decoded frame into its lane (the lock held): a live lane keeps only the newest. Returns the frames
-        the stream lost with it: let go here, or lost before they reached the stream (``frame.lost_before``)."""
+        """A decoded frame into its lane (the lock held): a live lane keeps only the newest :attr:`live_frames`.
+        Returns the frames the stream lost with it: let go here, or lost before they reached the stream
+        (``frame.lost_before``)."""
         if not lane.frames and not lane.owned:  # it had nothing: no credit for the time it waited, beyond a frame
             lane.served = max(lane.served, self._clock - IDLE_CREDIT)
         lost = frame.lost_before
         if lane.live:
-            while lane.frames:  # the newest frame wins
+            while len(lane.frames) >= self.live_frames:  # the newest frames win
                 lane.frames.popleft().release()
                 lost += 1
         lane.frames.append(frame)
@@ -212,4 +221,4 @@ class Scheduler(Generic[L]):
                 self.ready.notify()
 
 
-__all__ = ["FILE_LANE_FRAMES", "IDLE_CREDIT", "Lane", "Scheduler"]
+__all__ = ["FILE_LANE_FRAMES", "IDLE_CREDIT", "MAX_LIVE_FRAMES", "Lane", "Scheduler"]

@@ -54,7 +54,7 @@ from ..errors import Error, InvalidArgumentError, ModelError, StreamNotFoundErro
 from .pipeline import DEFAULT_MODEL, Pipeline
 from .postprocess import Prediction, ResultReader
 from .feeding import convert_frame, converter_for, read_source
-from .scheduler import IDLE_CREDIT, Lane, Scheduler
+from .scheduler import IDLE_CREDIT, MAX_LIVE_FRAMES, Lane, Scheduler
 from ..runtime.latency_fit import StreamsFit
 from ..runtime.session import usable_cores
 from ..sources import open_source
@@ -342,7 +342,11 @@ class Streams:
     busy takes more than half of it, 70% once fitted: :attr:`streams_fit`
     says what was tried); ``None`` keeps the
     throughput hint's own (the most frames a second). Files alone are not
-    fitted: nothing waits for their results. ``requests``, ``feeders``,
+    fitted: nothing waits for their results. ``live_frames``: the newest
+    frames a live stream's lane keeps for the model (1 to
+    :data:`~npu_zc.pipeline.scheduler.MAX_LIVE_FRAMES`; default 1: a frame not
+    taken before the next one comes is dropped; 2 keeps it, and the stream
+    falls up to a frame time behind instead). ``requests``, ``feeders``,
     ``deliverers`` and ``workers`` are whole numbers up to
     :data:`MAX_CONCURRENCY`.
 
@@ -376,6 +380,7 @@ class Streams:
         workers: int | None = None,
         worker_nice: int | None = None,
         latency_budget_ms: float | None = DEFAULT_LATENCY_BUDGET_MS,
+        live_frames: int = 1,
         **pipeline_options: Any,
     ) -> None:
         sources = list(sources)
@@ -392,7 +397,8 @@ class Streams:
                 raise InvalidArgumentError(f"names must be unique: {', '.join(map(repr, twice))} given twice")
         counts = (("requests", requests, 1, MAX_CONCURRENCY), ("feeders", feeders, 1, MAX_CONCURRENCY),
                   ("deliverers", deliverers, 0, MAX_CONCURRENCY), ("workers", workers, 0, MAX_CONCURRENCY),
-                  ("worker_nice", worker_nice, 0, 19))  # a process may lower its own priority, not raise it
+                  ("worker_nice", worker_nice, 0, 19),  # a process may lower its own priority, not raise it
+                  ("live_frames", live_frames, 1, MAX_LIVE_FRAMES))  # fmt: skip
         for count, value, least, most in counts:
             if value is not None:
                 whole_number(value, count, least, most)
@@ -410,7 +416,9 @@ class Streams:
         self.persistent = bool(persistent)
         self._options = options
         self._tracker = tracker
-        self._scheduler: Scheduler[_Lane] = Scheduler(persistent=self.persistent)
+        self.live_frames = int(live_frames)
+        """The newest frames a live stream's lane keeps (:class:`~npu_zc.pipeline.scheduler.Scheduler`)."""
+        self._scheduler: Scheduler[_Lane] = Scheduler(persistent=self.persistent, live_frames=self.live_frames)
         self._lock = self._scheduler.lock
         """The scheduler's (re-entrant) lock: it also guards the run's state and the names here."""
         self._next_id = 0
@@ -907,7 +915,7 @@ class Streams:
 
         workers = DecodeWorkers(self.workers, spec, queue, submit=submit, ended=ended, failed=failed,
                                 nice=self.worker_nice, feeders=self.worker_feeders,
-                                credits=self.worker_credits)  # fmt: skip
+                                credits=self.worker_credits, live_frames=self.live_frames)  # fmt: skip
         workers.start()
         with self._lock:
             self._workers = workers

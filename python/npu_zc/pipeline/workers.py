@@ -214,7 +214,7 @@ class DecodeWorkers:
     def __init__(self, count: int, spec: Any, queue: Any, *, submit: Callable[..., None],
                  ended: Callable[[Any, dict[str, Any]], None],
                  failed: Callable[[BaseException], None] = lambda exc: None, nice: int,
-                 feeders: int, credits: int = CREDITS) -> None:  # fmt: skip
+                 feeders: int, credits: int = CREDITS, live_frames: int = 1) -> None:  # fmt: skip
         self.count = count
         self.nice = nice
         """How many nice levels below this process each worker runs (set there before it starts a thread)."""
@@ -222,6 +222,8 @@ class DecodeWorkers:
         """Feeding threads in each worker (:func:`npu_zc.pipeline.streams.default_worker_feeders`)."""
         self.credits = credits
         """Sets each worker holds beyond one per feeding thread (:func:`default_worker_credits`)."""
+        self.live_frames = live_frames
+        """The newest frames a live lane keeps in the workers (:class:`~npu_zc.pipeline.scheduler.Scheduler`)."""
         self.spec = spec
         self.queue = queue
         self._submit = submit
@@ -257,7 +259,7 @@ class DecodeWorkers:
         view = queue.input_arrays[0][0]
         setup = {"kind": "setup", "spec": spec.to_dict(), "shape": list(view.shape), "dtype": view.dtype.str,
                  "buffers": {str(k): b.fd for k, b in buffers.items()}, "feeders": self.feeders,
-                 "nice": self.nice}  # fmt: skip
+                 "nice": self.nice, "live_frames": self.live_frames}  # fmt: skip
         try:
             for number in range(self.count):
                 ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)

@@ -185,7 +185,7 @@ class Service:
                 self.streams = Streams(opened, pipeline, names=[s.name for s in c.streams], persistent=True,
                                        tracker=Tracker if c.tracker == "bytetrack" else None,
                                        keep_frames=self.live.wants if self.live is not None else False,
-                                       feeders=default_feeders(most), workers=workers,
+                                       live_frames=c.live_frames, feeders=default_feeders(most), workers=workers,
                                        deliverers=default_deliverers(most, workers=workers, device=pipeline.device))  # fmt: skip
             except InvalidArgumentError as exc:
                 raise ConfigError(f"streams: {exc}") from None
