@@ -124,7 +124,8 @@ def held(stats: list[dict[str, float]]) -> bool:
 
 def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: bool, threads: int | None = None,
              feeders: int | None = None, deliverers: int | None = None, requests: int | None = None,
-             workers: int | None = None, out_of_phase: bool = False, worker_nice: int | None = None) -> dict[str, Any]:
+             workers: int | None = None, out_of_phase: bool = False, worker_nice: int | None = None,
+             live_frames: int | None = None) -> dict[str, Any]:  # fmt: skip
     import npu_zc
     from bench_streams_overhead import Sampler, machine_jiffies, threads_of
     from npu_zc.pipeline.streams import default_deliverers, default_feeders
@@ -143,8 +144,9 @@ def run_ours(pipeline: Any, clip: Path, streams: int, seconds: float, paced: boo
             deliverers = default_deliverers(streams, workers=workers, device=pipeline.device)
     sources = [VideoSource(clip, name=f"s{i}", realtime=paced, live=paced, thread_count=threads) for i in range(streams)]
     # (feeders and deliverers left out where None: Streams' defaults, as None gives them)
+    lanes: dict[str, Any] = {} if live_frames is None else {"live_frames": live_frames}  # (unless set: older Streams)
     run = npu_zc.Streams(sources[:1] if staggered else sources, pipeline, requests=requests,
-                         **threads_of(feeders, deliverers, workers, worker_nice))
+                         **threads_of(feeders, deliverers, workers, worker_nice), **lanes)
     tick = None
     if staggered:
         adder = threading.Thread(target=add_in_turn, args=(run, sources[1:], 1 / FPS / streams), daemon=True)
@@ -355,6 +357,11 @@ def each_alone(args: Any, pipeline: Any, clip: Path, folder: Path) -> dict[str, 
             "columns": ["", "FPS", "CPU ms / frame"], "rows": rows}  # fmt: skip
 
 
+def live_lanes(args: Any) -> str:
+    """A table title's words for ``--live-frames`` (nothing where Streams' own is kept)."""
+    return "" if args.live_frames is None else f", live lanes of {args.live_frames} frames"
+
+
 def results_path(args: Any, config: dict[str, str], kind: str) -> Path:
     """The default results file: one per machine, model, settings that change the figures, and kind of run."""
     tag = "".join(f"--{k}-{v}" for k, v in config.items()).lower()
@@ -362,6 +369,7 @@ def results_path(args: Any, config: dict[str, str], kind: str) -> Path:
     tag += "--out-of-phase" if args.out_of_phase else ""
     tag += "--ours-only" if args.ours_only else ""
     tag += f"--worker-nice-{args.worker_nice}" if args.worker_nice is not None else ""
+    tag += f"--live-frames-{args.live_frames}" if args.live_frames is not None else ""
     tag += "--requests-" + "-".join("default" if r is None else str(r) for r in args.request_counts) if args.request_counts else ""
     return results.RESULTS / f"bench_streams--{results.machine()['slug']}--{Path(args.model).stem}{tag}{kind}.json"
 
@@ -378,7 +386,7 @@ def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worke
             for workers, requests, paced in itertools.product(worker_counts, request_counts, pacings):
                 r = run_ours(pipeline if paced else unpaced_pipeline, clip, n, args.seconds, paced, args.decoder_threads,
                              args.feeders, args.deliverers, requests, workers, args.out_of_phase,
-                             args.worker_nice)  # fmt: skip
+                             args.worker_nice, args.live_frames)  # fmt: skip
                 row = ["default" if workers is None else workers, "default" if requests is None else requests, n,
                        "paced" if paced else "unpaced", round_,
                        r["held"] if paced else None, round(r["fps"], 1), sum(x["dropped"] for x in r["streams"]),
@@ -396,7 +404,8 @@ def at_counts(args: Any, pipeline: Any, unpaced_pipeline: Any, clip: Path, worke
                       f"waiting for a set {100 * row[-1]:.0f}%)", flush=True)  # fmt: skip
     table = {
         "title": f"Streams at fixed counts, paced 1080p{FPS} H.264, {args.model} on {args.device}"
-                 + "".join(f", {k}={v}" for k, v in config.items()) + (", streams out of phase" if args.out_of_phase else ""),
+                 + "".join(f", {k}={v}" for k, v in config.items()) + (", streams out of phase" if args.out_of_phase else "")
+                 + live_lanes(args),
         "note": f"{args.seconds:g} s trials, each count, workers and requests value in turn, {args.rounds} round(s) alternating; held as in "
                 "the search; CPU a frame: the whole process tree (the decoding workers included); machine busy: the share of "
                 "every core's time not idle over the trial (/proc/stat), whatever ran; by role (schedstat of this process's "
@@ -459,6 +468,9 @@ def main() -> int:
     parser.add_argument("--worker-nice", type=arguments.nice_levels, metavar="NICE",
                         help="the decoding workers this many nice levels below this process (Streams' worker_nice; "
                         "default: Streams' choice)")
+    parser.add_argument("--live-frames", type=arguments.positive, metavar="N",
+                        help="the newest frames each paced stream's live lane keeps (Streams' live_frames; default: "
+                        "Streams' own, 1)")
     parser.add_argument("--requests", type=_requests, nargs="+",
                         help="Streams' inferences in flight (default: its own, twice the optimal number and at least one "
                              "per stream; 'default' names it beside numbers); several only with --at")
@@ -535,7 +547,7 @@ def main() -> int:
           f"delivery threads: {'its own' if args.deliverers is None else args.deliverers})", flush=True)  # fmt: skip
     ours_n, ours_runs = most_held(
         lambda n: run_ours(live_pipeline, clip, n, args.seconds, True, args.decoder_threads, args.feeders, args.deliverers,
-                           args.requests, args.workers, args.out_of_phase),
+                           args.requests, args.workers, args.out_of_phase, live_frames=args.live_frames),
         args.max_streams,
     )
     base_runs: dict[int, dict[str, Any]]  # most_held's
@@ -572,7 +584,7 @@ def main() -> int:
         {"title": f"Streams held in real time, 1080p{FPS} H.264, {args.model} on {args.device}"
                   + "".join(f", {k}={v}" for k, v in config.items())
                   + (f", switch interval {args.switch_interval * 1e3:g} ms" if args.switch_interval is not None else "")
-                  + (", streams out of phase" if args.out_of_phase else ""),
+                  + (", streams out of phase" if args.out_of_phase else "") + live_lanes(args),
          "note": f"held: at most one frame dropped per stream (the start), every stream >= {0.9 * FPS:g} FPS, p99 decode-to-result < 100 ms over {args.seconds:g} s trials; "
                  + ("paced streams out of phase (each started 1/N of a frame after the one before, Streams' taken in "
                     "while it runs); " if args.out_of_phase else "paced streams in step (all started at once); ")

@@ -79,7 +79,7 @@ CASES = {
     "bench_serve": Case("bench_serve", "--streams 1 --seconds 1 --warmup 1", "bench_serve"),
     "bench_streams": Case("bench_streams", "--seconds 0.5 --clip-seconds 1 --max-streams 1 --unpaced 1",
                           "bench_streams"),
-    "bench_streams-at": Case("bench_streams", "--at 1 --seconds 0.5 --clip-seconds 1 --fps 10", "bench_streams"),
+    "bench_streams-at": Case("bench_streams", "--at 1 --seconds 0.5 --clip-seconds 1 --fps 10 --live-frames 2", "bench_streams"),
     "bench_streams_overhead": Case("bench_streams_overhead",
                                    "--streams 1 --seconds 0 --size 64x48 --frames 60 --workers 1",
                                    "bench_streams_overhead"),
