@@ -359,7 +359,9 @@ def each_alone(args: Any, pipeline: Any, clip: Path, folder: Path) -> dict[str, 
 
 def live_lanes(args: Any) -> str:
     """A table title's words for ``--live-frames`` (nothing where Streams' own is kept)."""
-    return "" if args.live_frames is None else f", live lanes of {args.live_frames} frames"
+    if args.live_frames is None:
+        return ""
+    return f", live lanes of {args.live_frames} frame{'s' if args.live_frames > 1 else ''}"
 
 
 def results_path(args: Any, config: dict[str, str], kind: str) -> Path:
