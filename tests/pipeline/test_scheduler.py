@@ -90,11 +90,11 @@ def test_a_live_lane_of_two_frames_keeps_the_two_newest() -> None:
         assert scheduler.arrive(live, Frame(released, 0)) == 0
         assert scheduler.arrive(live, Frame(released, 1)) == 0  # room for two: none lost
         assert scheduler.arrive(live, Frame(released, 2, lost_before=1)) == 2  # one lost before it, and frame 0
-    taken = [scheduler.next(), None]
-    assert taken[0] is not None
-    scheduler.let_go(taken[0][0])
-    taken[1] = scheduler.next()
-    assert [t[1].tag for t in taken if t is not None] == [1, 2] and released == [0]
+    first = scheduler.next()
+    assert first is not None
+    scheduler.let_go(first[0])
+    second = scheduler.next()
+    assert second is not None and (first[1].tag, second[1].tag) == (1, 2) and released == [0]
 
 
 @pytest.mark.parametrize("live_frames", [0, MAX_LIVE_FRAMES + 1, 1.0, True])

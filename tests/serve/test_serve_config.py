@@ -99,7 +99,7 @@ def change(path: str, value: Any) -> dict[str, Any]:
         ("http.token", "short", r"^http\.token must be at least 16 characters"),
         ("tracker", "sort", r"^tracker must be bytetrack or none"),
         ("conf", 2, r"^conf must be at most 1"),
-        ("live_frames", 5, r"^live_frames must be from 1 to 4, got 5"),
+        ("live_frames", 5, r"^live_frames must be from 1 to 2, got 5"),
         ("live_frames", 1.5, r"^live_frames must be a whole number"),
     ],
 )

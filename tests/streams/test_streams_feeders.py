@@ -78,7 +78,7 @@ def test_default_feeders_one_per_two_cores() -> None:
     assert default_feeders(3, 64) == 3 and default_feeders(1, 16) == 1  # never more than one per stream
     with pytest.raises(npu_zc.InvalidArgumentError, match="feeders"):
         npu_zc.Streams([Mixed("a", 2, 0)], "efficientnet-lite0", feeders=0)
-    for live_frames in (0, 5):  # a live lane keeps 1 to 4 frames
+    for live_frames in (0, 5):  # a live lane keeps 1 or 2 frames
         with pytest.raises(npu_zc.InvalidArgumentError, match="live_frames"):
             npu_zc.Streams([Mixed("a", 2, 0)], "efficientnet-lite0", live_frames=live_frames)
 

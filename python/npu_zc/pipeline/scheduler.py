@@ -21,9 +21,10 @@ from typing import Any, Generic, TypeVar
 FILE_LANE_FRAMES = 2
 """Decoded frames a file's lane holds before its decoder waits (one being read, one ready)."""
 
-MAX_LIVE_FRAMES = 4
+MAX_LIVE_FRAMES = 2
 """The most frames a live lane may keep: each one more is a frame time more of latency for a stream that falls
-behind, and a camera's frames held in lanes are buffers its driver cannot fill."""
+behind, and a camera's frames held are buffers its driver cannot fill (two in the lane and one being converted
+leave one of a camera's default four)."""
 
 IDLE_CREDIT = 1
 """Frames a lane that had none may still be behind the others when its next one comes (it catches up that much):
