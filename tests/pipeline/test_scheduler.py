@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from npu_zc.pipeline.scheduler import FILE_LANE_FRAMES, IDLE_CREDIT, MAX_LIVE_FRAMES, Lane, Scheduler
+from npu_zc.pipeline.scheduler import FILE_LANE_FRAMES, IDLE_CREDIT, LIVE_FRAMES, MAX_LIVE_FRAMES, Lane, Scheduler
 
 WAIT_S = 30.0
 
@@ -70,8 +70,8 @@ def test_least_served_no_credit_for_idle_time_and_a_held_lane_first() -> None:
     assert pick() is held[0]  # the lane it held is behind: served first
 
 
-def test_a_live_lane_keeps_the_newest_and_counts_what_it_lost() -> None:
-    scheduler: Scheduler[Lane] = Scheduler()
+def test_a_live_lane_of_one_frame_keeps_the_newest_and_counts_what_it_lost() -> None:
+    scheduler: Scheduler[Lane] = Scheduler(live_frames=1)
     (live,) = lanes(scheduler, 1, live=True)
     released: list[Any] = []
     with scheduler.lock:
@@ -82,8 +82,9 @@ def test_a_live_lane_keeps_the_newest_and_counts_what_it_lost() -> None:
     assert picked is not None and picked[1].tag == 2 and released == [0, 1]
 
 
-def test_a_live_lane_of_two_frames_keeps_the_two_newest() -> None:
-    scheduler: Scheduler[Lane] = Scheduler(live_frames=2)
+def test_a_live_lane_keeps_the_two_newest_by_default() -> None:
+    scheduler: Scheduler[Lane] = Scheduler()
+    assert scheduler.live_frames == LIVE_FRAMES == 2
     (live,) = lanes(scheduler, 1, live=True)
     released: list[Any] = []
     with scheduler.lock:

@@ -51,7 +51,7 @@ def test_the_issues_example_parses(tmp_path: Path) -> None:
     assert c.mqtt is not None and c.mqtt.prefix == "npu_zc/site1" and c.mqtt.queue == 10000
     assert c.http is not None and c.http.port == 8080 and c.http.token is None
     assert c.options == {"PERFORMANCE_HINT_NUM_REQUESTS": "4"}
-    assert c.live_frames == 1 and parse(change("live_frames", 2)).live_frames == 2
+    assert c.live_frames == 2 and parse(change("live_frames", 1)).live_frames == 1
 
 
 def change(path: str, value: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from streams_helpers import by_stream, reference_frames, run_streams
 import npu_zc
 from npu_zc import InvalidArgumentError
 from npu_zc.sinks import AnnotatedVideos, JsonLines
+from npu_zc.pipeline.scheduler import LIVE_FRAMES
 from npu_zc.sources import DecodedFrame, VideoSource
 
 pytest.importorskip("openvino")
@@ -101,17 +102,20 @@ def test_every_stream_is_served_throughout(picture_pipeline: Any) -> None:
     assert all(s.released == 60 for s in sources)  # every frame given back
 
 
-@pytest.mark.parametrize("live_frames", [1, 2])
+@pytest.mark.parametrize("live_frames", [1, None])
 def test_live_keeps_the_newest_and_counts_drops_files_keep_all(picture_pipeline: Any, clips: dict[str, Path],
-                                                               live_frames: int) -> None:  # fmt: skip
+                                                               live_frames: int | None) -> None:  # fmt: skip
+    """A live lane keeps its newest ``live_frames`` (None: Streams' default, two); a file's loses nothing."""
     live = Synthetic("live", 400, live=True)
-    report, results = run_streams([live, clips["nv12"]], picture_pipeline, live_frames=live_frames)
+    given = {} if live_frames is None else {"live_frames": live_frames}
+    kept = live_frames or LIVE_FRAMES
+    report, results = run_streams([live, clips["nv12"]], picture_pipeline, **given)
     live_stats, file_stats = report.streams
     assert live_stats.frames + live_stats.dropped == 400
     assert live_stats.dropped > 0
     indices = [r.index for r in results if r.stream == 0]
     assert indices == sorted(indices) and len(set(indices)) == len(indices)
-    assert indices[-live_frames:] == list(range(400 - live_frames, 400))  # the newest frames are never dropped
+    assert indices[-kept:] == list(range(400 - kept, 400))  # the newest frames are never dropped
     assert file_stats.frames == 12 and file_stats.dropped == 0
     assert live.released == 400
 

@@ -22,6 +22,7 @@ from streams_helpers import by_stream, make_clip, reference_frames, run_streams
 from test_streams_add_remove import WAIT_S, Background, Frames, Results
 
 import npu_zc
+from npu_zc.pipeline.scheduler import LIVE_FRAMES
 from npu_zc.sources import DecodedFrame, VideoSource
 
 pytest.importorskip("openvino")
@@ -848,13 +849,15 @@ def test_a_failing_output_stops_a_run_with_workers(long_clip: Path, picture_pipe
     assert_reaped(streams)
 
 
-@pytest.mark.parametrize("live_frames", [1, 2])
-def test_live_drops_in_a_worker_are_counted(long_clip: Path, picture_pipeline: Any, live_frames: int) -> None:
+@pytest.mark.parametrize("live_frames", [1, None])
+def test_live_drops_in_a_worker_are_counted(long_clip: Path, picture_pipeline: Any, live_frames: int | None) -> None:
     """A live (not realtime) file decoded in a worker while the output holds its first result until the worker has
     read the whole file (its fd to the clip closed): the frames it could not convert (every set of buffers taken)
     were dropped there, and counted here: frames + dropped is the clip's length, drops many, the indices increasing,
-    the newest ``live_frames`` frames (the lane's, in the worker) never dropped."""
-    streams = npu_zc.Streams([VideoSource(long_clip, live=True)], picture_pipeline, workers=1, live_frames=live_frames)
+    the newest ``live_frames`` frames (the lane's, in the worker; None: Streams' default, two) never dropped."""
+    given = {} if live_frames is None else {"live_frames": live_frames}
+    kept = live_frames or LIVE_FRAMES
+    streams = npu_zc.Streams([VideoSource(long_clip, live=True)], picture_pipeline, workers=1, **given)
     results: list[Any] = []
     read_through: list[bool] = []
     path = os.path.realpath(long_clip)
@@ -885,9 +888,9 @@ def test_live_drops_in_a_worker_are_counted(long_clip: Path, picture_pipeline: A
     assert (stats.state, stats.error) == ("done", None)
     assert stats.frames == len(results) and stats.frames + stats.dropped == LONG_FRAMES, (stats.frames, stats.dropped)
     # Held up, the run could convert at most its sets of buffers (and keep the newest frames): the rest was dropped.
-    assert stats.frames <= sets_of(streams) + 1 + live_frames < LONG_FRAMES
+    assert stats.frames <= sets_of(streams) + 1 + kept < LONG_FRAMES
     assert all(a < b for a, b in zip(indices, indices[1:]))
-    assert indices[-live_frames:] == list(range(LONG_FRAMES - live_frames, LONG_FRAMES)), indices
+    assert indices[-kept:] == list(range(LONG_FRAMES - kept, LONG_FRAMES)), indices
     assert_reaped(streams)
 
 

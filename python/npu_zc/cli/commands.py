@@ -222,7 +222,7 @@ def _many(args: argparse.Namespace) -> bool:
         or args.deliverers is not None
         or args.workers is not None
         or args.worker_nice is not None
-        or args.live_frames != 1
+        or args.live_frames is not None
     )
 
 
@@ -231,6 +231,7 @@ def _streams(args: argparse.Namespace) -> int:
     import sys
 
     from ..sinks import AnnotatedVideos, JsonLines
+    from ..pipeline.scheduler import LIVE_FRAMES
     from ..pipeline.streams import Streams
     from ..sources.video import is_network
 
@@ -263,8 +264,8 @@ def _streams(args: argparse.Namespace) -> int:
     tracker = Tracker if pipeline.kind == "yolo" and not args.no_track else None
     streams = Streams(sources, pipeline, requests=args.depth, realtime=args.realtime, source_options=options,
                       keep_frames=videos is not None, feeders=args.feeders, deliverers=args.deliverers,
-                      workers=args.workers, worker_nice=args.worker_nice, live_frames=args.live_frames,
-                      tracker=tracker)  # fmt: skip
+                      workers=args.workers, worker_nice=args.worker_nice, tracker=tracker,
+                      live_frames=args.live_frames or LIVE_FRAMES)  # fmt: skip
     try:
         result = streams.run(outputs, duration=args.duration, tick=live)  # type: ignore[arg-type]
     except KeyboardInterrupt:

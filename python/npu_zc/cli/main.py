@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a V4L2 camera, e.g. /dev/video0 (npu-zc info lists them): "
                         "zero copy from the driver's buffer to the result; repeatable")
     many = stream.add_argument_group("several streams (more than one source, a URL, or any of these)")
-    many.add_argument("--realtime", action="store_true", help="pace files at their frame rate, as live sources (newest frame wins)")
+    many.add_argument("--realtime", action="store_true", help="pace files at their frame rate, as live sources (newest frames win)")
     many.add_argument("--save", metavar="DIR", help="write an annotated video per stream into DIR (PyAV, H.264)")
     many.add_argument("--jsonl", metavar="FILE", help="one JSON line per result into FILE ('-': stdout)")
     many.add_argument("--duration", type=seconds(unlimited=True), metavar="S", help="stop after S seconds")
@@ -157,9 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
     many.add_argument("--worker-nice", type=nice_levels, metavar="N",
                       help="the decoding workers run N nice levels below this process, 0 to 19, and from 1 as batch "
                       "work (SCHED_BATCH) (default: 10 where the model is on an NPU or a GPU, 0 on the CPU)")
-    many.add_argument("--live-frames", type=positive, default=1, metavar="N",
-                      help="the newest frames a live stream's lane keeps for the model (default 1: a frame not taken "
-                      "before the next comes is dropped; 2: kept, the stream up to a frame time behind instead)")
+    many.add_argument("--live-frames", type=positive, metavar="N",
+                      help="the newest frames a live stream's lane keeps for the model (default 2: a frame not taken "
+                      "before the next comes waits, the stream up to a frame time behind; 1: dropped, the least "
+                      "latency)")
     many.add_argument("--latency-budget", type=float, default=100.0, metavar="MS",
                       help="with a live source (camera, URL, --realtime): frame to result; the CPU plugin's streams "
                       "are fitted to it, fewer with more threads each (default 100; 0: the throughput hint's own)")

@@ -57,7 +57,7 @@ from .. import layout
 from ..errors import Error
 from .feeding import Converters, convert_frame, converter_for, read_source
 from .preprocess import PreprocessSpec
-from .scheduler import Lane, Scheduler
+from .scheduler import LIVE_FRAMES, Lane, Scheduler
 
 FRAME = struct.Struct("<1sIIqdqqIIBI")
 """A converted frame: b"F", stream, set, index, pts (NaN: none), decoded_ns, prepared_ns, width, height, format, dropped."""
@@ -130,7 +130,8 @@ class Worker:
             self.buffers[int(index)] = buffer
             self.views[int(index)] = buffer.map(dtype, shape)
         # Streams come and go until told to stop.
-        self.scheduler: Scheduler[Lane] = Scheduler(persistent=True, live_frames=int(setup.get("live_frames", 1)))
+        live_frames = int(setup.get("live_frames", LIVE_FRAMES))
+        self.scheduler: Scheduler[Lane] = Scheduler(persistent=True, live_frames=live_frames)
         self.streams: dict[int, _Stream] = {}
         self.grants: collections.deque[int] = collections.deque()
         """Grants taken from the socket and handed back unwritten (a frame the engine refused), taken first."""

@@ -2,10 +2,11 @@
 feeding thread takes.
 
 Each stream has a :class:`Lane`: its decoded frames waiting for the model. A **live** lane keeps only the newest
-frames (the scheduler's ``live_frames``, one by default; an older one is let go, counted as dropped); a **file**'s
-lane holds :data:`FILE_LANE_FRAMES` and makes its decoder wait. :meth:`Scheduler.next` gives a feeding thread the
-frame of the lane served least (ties: round robin), among the lanes with a frame that no other feeding thread holds;
-the lane is then held until :meth:`Scheduler.let_go`, so a stream's frames are taken, and submitted, in their order.
+frames (the scheduler's ``live_frames``, :data:`LIVE_FRAMES` by default; an older one is let go, counted as dropped);
+a **file**'s lane holds :data:`FILE_LANE_FRAMES` and makes its decoder wait. :meth:`Scheduler.next` gives a feeding
+thread the frame of the lane served least (ties: round robin), among the lanes with a frame that no other feeding
+thread holds; the lane is then held until :meth:`Scheduler.let_go`, so a stream's frames are taken, and submitted, in
+their order.
 Lanes come and go while it runs (:meth:`Scheduler.add`, :meth:`Scheduler.remove`).
 
 Nothing here knows the model or the runtime: a frame is any object with
@@ -25,6 +26,10 @@ MAX_LIVE_FRAMES = 2
 """The most frames a live lane may keep: each one more is a frame time more of latency for a stream that falls
 behind, and a camera's frames held are buffers its driver cannot fill (two in the lane and one being converted
 leave one of a camera's default four)."""
+
+LIVE_FRAMES = 2
+"""The frames a live lane keeps unless told otherwise: a frame taken late waits instead of being lost, at up to a
+frame time more of latency (one loses it; why two: docs/streams.md, "Live vs file")."""
 
 IDLE_CREDIT = 1
 """Frames a lane that had none may still be behind the others when its next one comes (it catches up that much):
@@ -70,7 +75,7 @@ class Scheduler(Generic[L]):
     at up to a frame time more of latency.
     """
 
-    def __init__(self, *, persistent: bool = False, live_frames: int = 1) -> None:
+    def __init__(self, *, persistent: bool = False, live_frames: int = LIVE_FRAMES) -> None:
         if type(live_frames) is not int or not 1 <= live_frames <= MAX_LIVE_FRAMES:
             raise ValueError(f"live_frames is a whole number from 1 to {MAX_LIVE_FRAMES}, got {live_frames!r}")
         self.live_frames = live_frames
@@ -222,4 +227,4 @@ class Scheduler(Generic[L]):
                 self.ready.notify()
 
 
-__all__ = ["FILE_LANE_FRAMES", "IDLE_CREDIT", "MAX_LIVE_FRAMES", "Lane", "Scheduler"]
+__all__ = ["FILE_LANE_FRAMES", "IDLE_CREDIT", "LIVE_FRAMES", "MAX_LIVE_FRAMES", "Lane", "Scheduler"]

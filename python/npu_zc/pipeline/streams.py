@@ -2,8 +2,8 @@
 
 * Each source (a video file or URL through PyAV, a camera, a folder of
   images) decodes on its own thread into a small lane: a **live** source's
-  lane keeps only the newest frame (the older one goes back to the decoder or
-  the driver, counted as a drop); a **file**'s lane holds two frames and makes
+  lane keeps only the newest two frames (``live_frames``; an older one goes
+  back to the decoder or the driver, counted as a drop); a **file**'s lane holds two frames and makes
   its decoder wait (back-pressure: no frame is lost).
 * Feeding threads (one per two cores, :func:`default_feeders`) each take a
   free set of bound buffers from the runtime's
@@ -54,7 +54,7 @@ from ..errors import Error, InvalidArgumentError, ModelError, StreamNotFoundErro
 from .pipeline import DEFAULT_MODEL, Pipeline
 from .postprocess import Prediction, ResultReader
 from .feeding import convert_frame, converter_for, read_source
-from .scheduler import IDLE_CREDIT, MAX_LIVE_FRAMES, Lane, Scheduler
+from .scheduler import IDLE_CREDIT, LIVE_FRAMES, MAX_LIVE_FRAMES, Lane, Scheduler
 from ..runtime.latency_fit import StreamsFit
 from ..runtime.session import usable_cores
 from ..sources import open_source
@@ -344,9 +344,9 @@ class Streams:
     throughput hint's own (the most frames a second). Files alone are not
     fitted: nothing waits for their results. ``live_frames``: the newest
     frames a live stream's lane keeps for the model (1 to
-    :data:`~npu_zc.pipeline.scheduler.MAX_LIVE_FRAMES`; default 1: a frame not
-    taken before the next one comes is dropped; 2 keeps it, and the stream
-    falls up to a frame time behind instead). ``requests``, ``feeders``,
+    :data:`~npu_zc.pipeline.scheduler.MAX_LIVE_FRAMES`; default 2: a frame
+    not taken before the next one comes waits, and the stream falls up to a
+    frame time behind; 1 drops it, for the least latency). ``requests``, ``feeders``,
     ``deliverers`` and ``workers`` are whole numbers up to
     :data:`MAX_CONCURRENCY`.
 
@@ -380,7 +380,7 @@ class Streams:
         workers: int | None = None,
         worker_nice: int | None = None,
         latency_budget_ms: float | None = DEFAULT_LATENCY_BUDGET_MS,
-        live_frames: int = 1,
+        live_frames: int = LIVE_FRAMES,
         **pipeline_options: Any,
     ) -> None:
         sources = list(sources)

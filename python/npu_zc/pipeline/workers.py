@@ -16,7 +16,7 @@ worker at a time (:func:`default_worker_credits` beyond its feeding threads).
 What a caller sees does not change: each stream's results in its frame order
 (one worker reads a stream, its messages come in order, they are submitted in
 that order with the stream as the queue's key), drops counted (a worker's live
-lane keeps the newest frame, as here), an error per stream, results in frame
+lane keeps the newest frames, as here), an error per stream, results in frame
 pixels. A worker that dies is an error of each of its streams; the others go
 on. Stopping tells every worker to stop, takes the frames they have converted,
 and waits for each to say bye (then reaps it; one that does not answer is
@@ -39,6 +39,7 @@ from typing import Any, Callable
 
 from ..errors import Error, ModelError
 from .decode_worker import FORMATS, FRAME, GRANTS_FLAG, JOIN_S, MAX_PACKET, SET, pack_json, unpack_json
+from .scheduler import LIVE_FRAMES
 
 CREDITS = 1
 """Sets of buffers a worker holds beyond one per feeding thread where the model runs on an NPU or a GPU: one ready
@@ -214,7 +215,7 @@ class DecodeWorkers:
     def __init__(self, count: int, spec: Any, queue: Any, *, submit: Callable[..., None],
                  ended: Callable[[Any, dict[str, Any]], None],
                  failed: Callable[[BaseException], None] = lambda exc: None, nice: int,
-                 feeders: int, credits: int = CREDITS, live_frames: int = 1) -> None:  # fmt: skip
+                 feeders: int, credits: int = CREDITS, live_frames: int = LIVE_FRAMES) -> None:  # fmt: skip
         self.count = count
         self.nice = nice
         """How many nice levels below this process each worker runs (set there before it starts a thread)."""

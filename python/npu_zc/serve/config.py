@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from ..analytics import ANCHORS, LINE_ANCHORS, LOST_FRAMES, ZONE_ANCHOR
 from ..errors import InvalidArgumentError
-from ..pipeline.scheduler import MAX_LIVE_FRAMES
+from ..pipeline.scheduler import LIVE_FRAMES, MAX_LIVE_FRAMES
 from ..sinks.mqtt import MqttConfig, TlsConfig
 
 MAX_CONFIG_BYTES = 1 << 20
@@ -84,7 +84,7 @@ class Config:
     conf: float = 0.25
     iou: float = 0.7
     latency_budget_ms: float | None = 100.0
-    live_frames: int = 1
+    live_frames: int = LIVE_FRAMES
     """The newest frames each stream's lane keeps for the model (``Streams(live_frames=)``)."""
     streams: list[StreamConfig] = field(default_factory=list)
     lines: list[LineConfig] = field(default_factory=list)
@@ -362,7 +362,7 @@ def parse(data: Any, base: str | os.PathLike[str] | None = None) -> Config:
         options={str(k): str(v) for k, v in options.items()}, tracker=tracker,
         conf=_number(d.get("conf", 0.25), "conf", 0.0, 1.0), iou=_number(d.get("iou", 0.7), "iou", 0.0, 1.0),
         latency_budget_ms=None if budget is None or budget == 0 else _number(budget, "latency_budget_ms", 0.0, open_low=True),
-        live_frames=_int(d.get("live_frames", 1), "live_frames", 1, MAX_LIVE_FRAMES),
+        live_frames=_int(d.get("live_frames", LIVE_FRAMES), "live_frames", 1, MAX_LIVE_FRAMES),
         streams=[stream_config(s, f"streams[{k}]") for k, s in enumerate(_list(d.get("streams"), "streams"))],
         lines=[_line(v, f"lines[{k}]") for k, v in enumerate(_list(d.get("lines"), "lines"))],
         zones=[_zone(v, f"zones[{k}]") for k, v in enumerate(_list(d.get("zones"), "zones"))],

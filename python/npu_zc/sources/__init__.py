@@ -4,7 +4,7 @@ A floor below :mod:`npu_zc.pipeline`: nothing here imports it. A new kind of
 source goes here, as a class with the :class:`Source` protocol (and a case in
 :func:`open_source` when a string should pick it).
 
-Every source has a ``name``, ``live`` (keep only the newest frame when the
+Every source has a ``name``, ``live`` (keep only the newest frames when the
 model falls behind) and ``frames(stop)``, an iterator of
 :class:`DecodedFrame` run on the source's own thread by
 :class:`npu_zc.Streams`. :func:`open_source` picks the source for a string.

@@ -78,7 +78,7 @@ def redact(url: str) -> str:
 class VideoSource:
     """A video file or network URL, decoded by PyAV (FFmpeg).
 
-    ``live``: keep only the newest frame when the model falls behind (default:
+    ``live``: keep only the newest frames when the model falls behind (default:
     network streams yes, files no). ``realtime``: pace a file at its frame rate
     (and treat it as live), as a camera would deliver it. ``timeout``: seconds
     to wait for a network stream to answer or send (the one rule of
