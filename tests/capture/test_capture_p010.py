@@ -14,9 +14,11 @@ camera preprocess (``CameraPreprocessor``) and a camera in ``Streams``
 
 from __future__ import annotations
 
+import threading
+import time
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import cv2
 import numpy as np
@@ -78,6 +80,8 @@ class DriverFrame:
         rows[H:, : 2 * W] = uv.view(np.uint8)
         del rows
         self.released = False
+        self.on_release: Callable[[], None] | None = None
+        """Called once released: the driver has its buffer back."""
 
     def array(self) -> np.ndarray:
         if self.short:  # what Frame.array() says of a frame whose bytesused is short of its rows
@@ -94,6 +98,8 @@ class DriverFrame:
         if alive:
             raise npu_zc.BufferInUseError(f"cannot release frame {self.sequence}: {alive} numpy view(s) of it are alive")
         self.released = True
+        if self.on_release is not None:
+            self.on_release()
 
 
 class P010Camera:
@@ -111,6 +117,33 @@ class P010Camera:
 
     def close(self) -> None:
         pass
+
+
+class BufferedCamera(P010Camera):
+    """A camera with ``buffers`` driver buffers: a frame read takes one until it is released; with every buffer
+    held, ``read()`` waits up to ``timeout`` for one and then raises ``FramesHeldError``, as ``npu_zc.Camera`` does
+    (``when_full="wait"``)."""
+
+    def __init__(self, frames: list[DriverFrame], buffers: int, timeout: float) -> None:
+        super().__init__(frames, ("bt709", "limited"))
+        self.buffers = [object() for _ in range(buffers)]  # what CameraSource counts (npu_zc.Camera: its DmaBufs)
+        self.timeout, self.held = timeout, 0
+        self.given_back = threading.Condition()
+        for frame in self.frames:
+            frame.on_release = self._given_back
+
+    def _given_back(self) -> None:
+        with self.given_back:
+            self.held -= 1
+            self.given_back.notify_all()
+
+    def read(self) -> DriverFrame:
+        with self.given_back:
+            if not self.given_back.wait_for(lambda: self.held < len(self.buffers), self.timeout):
+                raise npu_zc.FramesHeldError(f"all {len(self.buffers)} buffers held for {self.timeout} s")
+            frame = super().read()
+            self.held += 1
+            return frame
 
 
 def test_p010_is_a_camera_format_the_engine_reads() -> None:
@@ -255,3 +288,29 @@ def test_frames_a_camera_lost_are_the_streams_drops(picture_pipeline: Any) -> No
     stats = report.streams[0]
     assert len(results) == stats.frames and stats.frames + stats.dropped == 5  # sequences 0-4
     assert stats.dropped >= 3  # the corrupt frame and the driver's two, whatever the model's pace dropped besides
+
+
+def test_a_stalled_model_holds_frames_not_every_buffer_of_a_camera(picture_pipeline: Any) -> None:
+    """A camera of two buffers in ``Streams`` (whose live lanes keep two frames): while the output holds the first
+    result the model's sets fill and no frame is converted, yet the camera is read through (its lane keeps one
+    frame, leaving its driver the other buffer), every frame a result or a drop; with both buffers waiting in the
+    lane the camera would have ended the stream (``FramesHeldError``)."""
+    y, uv = planes(p010_frame(photo(), "bt709", "limited"))
+    count = 40
+    camera = BufferedCamera([DriverFrame(y, uv, sequence=s) for s in range(count)], buffers=2, timeout=5.0)
+    streams = npu_zc.Streams([CameraSource(camera, name="cam")], picture_pipeline)
+    results: list[Any] = []
+
+    def output(result: Any) -> None:
+        if not results:  # held until the camera has sent every frame (or long past its timeout)
+            deadline = time.monotonic() + 6 * camera.timeout
+            while camera.frames and time.monotonic() < deadline:
+                time.sleep(0.01)
+        results.append(result)
+
+    report = streams.run(output)
+    streams.close()
+    stats = report.streams[0]
+    assert (stats.state, stats.error) == ("done", None)
+    assert not camera.frames and camera.held == 0
+    assert stats.frames == len(results) and stats.frames + stats.dropped == count and stats.dropped > 0

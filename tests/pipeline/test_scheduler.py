@@ -1,14 +1,16 @@
 """The fair scheduler of Streams, alone (no model, no OpenVINO, no decoder): lanes, the least-served pick without
-credit for idle time, a held lane served first, live lanes keeping the newest frame, a file's back-pressure, lanes
-added and removed while feeding threads pick, persistent or not."""
+credit for idle time, a held lane served first, live lanes keeping the newest frames (no more than their source
+lends), a file's back-pressure, lanes added and removed while feeding threads pick, persistent or not."""
 
 from __future__ import annotations
 
 import threading
+import types
 from typing import Any
 
 import pytest
 
+from npu_zc.pipeline.feeding import read_source
 from npu_zc.pipeline.scheduler import FILE_LANE_FRAMES, IDLE_CREDIT, LIVE_FRAMES, MAX_LIVE_FRAMES, Lane, Scheduler
 
 WAIT_S = 30.0
@@ -96,6 +98,32 @@ def test_a_live_lane_keeps_the_two_newest_by_default() -> None:
     scheduler.let_go(first[0])
     second = scheduler.next()
     assert second is not None and (first[1].tag, second[1].tag) == (1, 2) and released == [0]
+
+
+class Lending:
+    """A live source that lends ``most_held`` of its frames at once (a camera: its buffers less one)."""
+
+    live, name = True, "lending"
+
+    def __init__(self, most_held: int | None, count: int, log: list[Any]) -> None:
+        self.most_held, self.count, self.log = most_held, count, log
+
+    def frames(self, stop: Any = None) -> Any:
+        return (Frame(self.log, k) for k in range(self.count))
+
+
+@pytest.mark.parametrize(("most_held", "kept"), [(1, [3]), (5, [2, 3]), (None, [2, 3])])
+def test_a_live_lane_keeps_no_more_than_its_source_lends(most_held: int | None, kept: list[int]) -> None:
+    """A source's reader fits its live lane to what the source lends (a camera of two buffers: one frame waits, so
+    that a stalled model leaves its driver a buffer); more than the scheduler's two, or nothing said: two."""
+    scheduler: Scheduler[Lane] = Scheduler()
+    (live,) = lanes(scheduler, 1, live=True)
+    released: list[Any] = []
+    figures = types.SimpleNamespace(dropped=0, stopped=False, done=False, error=None, reconnects=0, copied=0)
+    read_source(scheduler, live, Lending(most_held, 4, released), figures)
+    assert (figures.done, figures.error) == (True, None)
+    assert [frame.tag for frame in live.frames] == kept and released == list(range(4 - len(kept)))
+    assert figures.dropped == 4 - len(kept)
 
 
 @pytest.mark.parametrize("live_frames", [0, MAX_LIVE_FRAMES + 1, 1.0, True])

@@ -52,6 +52,9 @@ class Lane:
         """Notified when a feeding thread takes a frame: a file's decoder waiting for room wakes, and no other."""
         self.waiting = False
         """Its decoder waits on :attr:`room` (notified only then: a notify costs a handful of Python calls)."""
+        self.keep = 1
+        """The newest frames it keeps if live: the scheduler's ``live_frames`` (set by :meth:`Scheduler.add`), fewer
+        where its source lends fewer (:func:`~npu_zc.pipeline.feeding.read_source`)."""
         self.served = 0
         """Frames taken by the feeding threads (raised to the scheduler's clock when the lane was idle)."""
         self.owned = False
@@ -100,6 +103,7 @@ class Scheduler(Generic[L]):
         """A lane joins, level with the others (no credit for the time before it came)."""
         with self.ready:
             lane.served = self._clock
+            lane.keep = self.live_frames
             if self.stopped.is_set():  # the run is ending: its decoder ends at once
                 lane.stop.set()
             self.lanes = [*self.lanes, lane]
@@ -167,14 +171,14 @@ class Scheduler(Generic[L]):
         return not lane.stop.is_set()
 
     def arrive(self, lane: L, frame: Any) -> int:
-        """A decoded frame into its lane (the lock held): a live lane keeps only the newest :attr:`live_frames`.
+        """A decoded frame into its lane (the lock held): a live lane keeps only its newest ``keep`` frames.
         Returns the frames the stream lost with it: let go here, or lost before they reached the stream
         (``frame.lost_before``)."""
         if not lane.frames and not lane.owned:  # it had nothing: no credit for the time it waited, beyond a frame
             lane.served = max(lane.served, self._clock - IDLE_CREDIT)
         lost = frame.lost_before
         if lane.live:
-            while len(lane.frames) >= self.live_frames:  # the newest frames win
+            while len(lane.frames) >= lane.keep:  # the newest frames win
                 lane.frames.popleft().release()
                 lost += 1
         lane.frames.append(frame)

@@ -7,7 +7,10 @@ source goes here, as a class with the :class:`Source` protocol (and a case in
 Every source has a ``name``, ``live`` (keep only the newest frames when the
 model falls behind) and ``frames(stop)``, an iterator of
 :class:`DecodedFrame` run on the source's own thread by
-:class:`npu_zc.Streams`. :func:`open_source` picks the source for a string.
+:class:`npu_zc.Streams`. A live source that lends few frames says how many
+may wait at once (``most_held``, known by its first frame: a camera's buffers
+less one); its lane keeps no more. :func:`open_source` picks the source for
+a string.
 """
 
 from __future__ import annotations

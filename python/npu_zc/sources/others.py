@@ -27,6 +27,10 @@ class CameraSource:
     """
 
     live = True
+    most_held: int | None = None
+    """The most of its frames a stream may keep waiting and still leave the driver a buffer to fill (the camera's
+    buffers less one), known once the camera is open: a live lane keeps no more, so that a model that stalls holds
+    frames, not every buffer (the camera would then end the stream with :class:`~npu_zc.FramesHeldError`)."""
 
     def __init__(self, camera: Any, *, name: str | None = None, limit: int | None = None, **camera_args: Any) -> None:
         self._camera = None if isinstance(camera, (str, os.PathLike)) else camera
@@ -50,6 +54,8 @@ class CameraSource:
         try:
             fmt = CAMERA_SOURCE_FORMATS[camera.format]  # checked above, or by the Camera this source opened
             matrix, range_ = getattr(camera, "colour", None) or (None, None)  # what the driver says of its YUV frames
+            buffers = getattr(camera, "buffers", None)  # as many as the driver gave
+            self.most_held = None if buffers is None else max(1, len(buffers) - 1)
             count = lost = short = 0
             while not stop.is_set() and (self.limit is None or count < self.limit):
                 try:
