@@ -124,13 +124,16 @@ class BufferedCamera(P010Camera):
     held, ``read()`` waits up to ``timeout`` for one and then raises ``FramesHeldError``, as ``npu_zc.Camera`` does
     (``when_full="wait"``)."""
 
-    def __init__(self, frames: list[DriverFrame], buffers: int, timeout: float) -> None:
-        super().__init__(frames, ("bt709", "limited"))
+    def __init__(self, buffers: int, timeout: float) -> None:
+        super().__init__([], ("bt709", "limited"))
         self.buffers = [object() for _ in range(buffers)]  # what CameraSource counts (npu_zc.Camera: its DmaBufs)
         self.timeout, self.held = timeout, 0
         self.given_back = threading.Condition()
-        for frame in self.frames:
+
+    def send(self, frames: list[DriverFrame]) -> None:
+        for frame in frames:
             frame.on_release = self._given_back
+        self.frames += frames
 
     def _given_back(self) -> None:
         with self.given_back:
@@ -295,10 +298,12 @@ def test_a_stalled_model_holds_frames_not_every_buffer_of_a_camera(picture_pipel
     result the model's sets fill and no frame is converted, yet the camera is read through (its lane keeps one
     frame, leaving its driver the other buffer), every frame a result or a drop; with both buffers waiting in the
     lane the camera would have ended the stream (``FramesHeldError``)."""
-    y, uv = planes(p010_frame(photo(), "bt709", "limited"))
-    count = 40
-    camera = BufferedCamera([DriverFrame(y, uv, sequence=s) for s in range(count)], buffers=2, timeout=5.0)
+    camera = BufferedCamera(buffers=2, timeout=5.0)
     streams = npu_zc.Streams([CameraSource(camera, name="cam")], picture_pipeline)
+    # More frames than the run's sets of buffers can take while the first result is held: the lane must fill.
+    count = streams.requests + streams.feeders + streams.deliverers + 20
+    y, uv = planes(p010_frame(photo(), "bt709", "limited"))
+    camera.send([DriverFrame(y, uv, sequence=s) for s in range(count)])
     results: list[Any] = []
 
     def output(result: Any) -> None:

@@ -6,8 +6,7 @@ frames (the scheduler's ``live_frames``, :data:`LIVE_FRAMES` by default; an olde
 a **file**'s lane holds :data:`FILE_LANE_FRAMES` and makes its decoder wait. :meth:`Scheduler.next` gives a feeding
 thread the frame of the lane served least (ties: round robin), among the lanes with a frame that no other feeding
 thread holds; the lane is then held until :meth:`Scheduler.let_go`, so a stream's frames are taken, and submitted, in
-their order.
-Lanes come and go while it runs (:meth:`Scheduler.add`, :meth:`Scheduler.remove`).
+their order. Lanes come and go while it runs (:meth:`Scheduler.add`, :meth:`Scheduler.remove`).
 
 Nothing here knows the model or the runtime: a frame is any object with
 ``release()`` and ``lost_before`` (a :class:`~npu_zc.sources.DecodedFrame`).

@@ -3,8 +3,9 @@
 * Each source (a video file or URL through PyAV, a camera, a folder of
   images) decodes on its own thread into a small lane: a **live** source's
   lane keeps only the newest two frames (``live_frames``; an older one goes
-  back to the decoder or the driver, counted as a drop); a **file**'s lane holds two frames and makes
-  its decoder wait (back-pressure: no frame is lost).
+  back to the decoder or the driver, counted as a drop); a **file**'s lane
+  holds two frames and makes its decoder wait (back-pressure: no frame is
+  lost).
 * Feeding threads (one per two cores, :func:`default_feeders`) each take a
   free set of bound buffers from the runtime's
   :class:`~npu_zc.runtime.AsyncQueue` (one shared pool, twice the device's
@@ -346,7 +347,8 @@ class Streams:
     frames a live stream's lane keeps for the model (1 to
     :data:`~npu_zc.pipeline.scheduler.MAX_LIVE_FRAMES`; default 2: a frame
     not taken before the next one comes waits, and the stream falls up to a
-    frame time behind; 1 drops it, for the least latency). ``requests``, ``feeders``,
+    frame time behind; 1 drops it, for the least latency; a camera's lane
+    keeps no more than its buffers less one). ``requests``, ``feeders``,
     ``deliverers`` and ``workers`` are whole numbers up to
     :data:`MAX_CONCURRENCY`.
 
