@@ -136,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a V4L2 camera, e.g. /dev/video0 (npu-zc info lists them): "
                         "zero copy from the driver's buffer to the result; repeatable")
     many = stream.add_argument_group("several streams (more than one source, a URL, or any of these)")
-    many.add_argument("--realtime", action="store_true", help="pace files at their frame rate, as live sources (newest frames win)")
+    many.add_argument("--realtime", action="store_true",
+                      help="pace files at their frame rate, as live sources (newest frames win)")
     many.add_argument("--save", metavar="DIR", help="write an annotated video per stream into DIR (PyAV, H.264)")
     many.add_argument("--jsonl", metavar="FILE", help="one JSON line per result into FILE ('-': stdout)")
     many.add_argument("--duration", type=seconds(unlimited=True), metavar="S", help="stop after S seconds")
