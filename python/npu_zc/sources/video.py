@@ -43,7 +43,7 @@ from .frame import DecodedFrame, colour_of
 from .hardware import hardware_frame, is_hardware_frame
 
 NETWORK_SCHEMES = ("rtsp", "rtsps", "rtmp", "http", "https", "udp", "tcp", "srt", "rtp")
-"""URL schemes read as live network streams (newest frame wins, reconnects)."""
+"""URL schemes read as live network streams (newest frames win, reconnects)."""
 
 BACKOFF_S = (0.5, 8.0)
 """First and longest wait between reconnection attempts (doubling in between)."""
