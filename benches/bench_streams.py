@@ -358,10 +358,13 @@ def each_alone(args: Any, pipeline: Any, clip: Path, folder: Path) -> dict[str, 
 
 
 def live_lanes(args: Any) -> str:
-    """A table title's words for ``--live-frames`` (nothing where Streams' own is kept)."""
-    if args.live_frames is None:
-        return ""
-    return f", live lanes of {args.live_frames} frame{'s' if args.live_frames > 1 else ''}"
+    """A table title's words for the frames a paced stream's live lane keeps: ``--live-frames``, or Streams' default
+    (one in trees older than ``LIVE_FRAMES``)."""
+    from npu_zc.pipeline import scheduler
+
+    frames = args.live_frames if args.live_frames is not None else getattr(scheduler, "LIVE_FRAMES", 1)
+    given = "" if args.live_frames is not None else " (Streams' default)"
+    return f", live lanes of {frames} frame{'s' if frames > 1 else ''}{given}"
 
 
 def results_path(args: Any, config: dict[str, str], kind: str) -> Path:
@@ -472,7 +475,7 @@ def main() -> int:
                         "default: Streams' choice)")
     parser.add_argument("--live-frames", type=arguments.positive, metavar="N",
                         help="the newest frames each paced stream's live lane keeps (Streams' live_frames; default: "
-                        "Streams' own, 1)")
+                        "Streams' own, LIVE_FRAMES)")
     parser.add_argument("--requests", type=_requests, nargs="+",
                         help="Streams' inferences in flight (default: its own, twice the optimal number and at least one "
                              "per stream; 'default' names it beside numbers); several only with --at")
