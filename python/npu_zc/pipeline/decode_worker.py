@@ -129,9 +129,8 @@ class Worker:
             buffer = DmaBuf.from_fd(int(fd), take_ownership=True)  # sealed memfds and DMA-BUFs only (no trust_size)
             self.buffers[int(index)] = buffer
             self.views[int(index)] = buffer.map(dtype, shape)
-        # Streams come and go until told to stop.
         live_frames = int(setup.get("live_frames", LIVE_FRAMES))
-        self.scheduler: Scheduler[Lane] = Scheduler(persistent=True, live_frames=live_frames)
+        self.scheduler: Scheduler[Lane] = Scheduler(persistent=True, live_frames=live_frames)  # streams come and go
         self.streams: dict[int, _Stream] = {}
         self.grants: collections.deque[int] = collections.deque()
         """Grants taken from the socket and handed back unwritten (a frame the engine refused), taken first."""
