@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import multiprocessing
 import os
 import sys
 import threading
@@ -63,6 +62,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results  # noqa: E402
+from timing import decode_rate  # noqa: E402
 
 FPS = 30
 """The clip's frame rate: each stream's pace (``--fps``)."""
@@ -93,26 +93,6 @@ def make_clip(path: Path, seconds: float, preset: str) -> Path:
         for packet in stream.encode():
             out.mux(packet)
     return path
-
-
-def _decode_all(clip: str) -> tuple[int, float, float]:
-    import av
-
-    started, cpu = time.perf_counter(), time.process_time()
-    with av.open(clip) as container:
-        stream = container.streams.video[0]
-        stream.thread_type = "NONE"
-        frames = sum(1 for frame in container.decode(stream) if frame.planes)
-    return frames, time.perf_counter() - started, time.process_time() - cpu
-
-
-def decode_rate(clip: Path, cores: int, decoders: int | None = None) -> tuple[float, float]:
-    """(frames per second, CPU milliseconds a frame) with ``decoders`` single-threaded PyAV decoders (default: one
-    per core), each in its own process, side by side."""
-    decoders = decoders or cores
-    with multiprocessing.get_context("spawn").Pool(decoders) as pool:
-        runs = pool.map(_decode_all, [str(clip)] * decoders)
-    return sum(frames / seconds for frames, seconds, _ in runs), 1000 * sum(c for *_, c in runs) / sum(f for f, *_ in runs)
 
 
 def held(stats: list[dict[str, float]]) -> bool:

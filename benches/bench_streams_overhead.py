@@ -521,7 +521,7 @@ def main() -> int:
     decodes: list[tuple[float, float]] = []
     """Per round with --decode-rate: the all-core decode rate (FPS, CPU ms a frame) measured at its start."""
     if args.decode_rate:
-        from bench_streams import decode_rate
+        from timing import decode_rate
     cores = len(os.sched_getaffinity(0))
     run(pipeline, clip, 2, 1.0, None)  # warm-up: first inferences, lazy compilation
     seconds = args.seconds or None

@@ -91,7 +91,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", help="where to write the results (default benches/results/)")
     args = parser.parse_args()
-    from bench_streams import decode_rate
+    from timing import decode_rate
     from bench_streams_overhead import make_clip
     from npu_zc.pipeline.workers import default_workers
 

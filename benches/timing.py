@@ -3,14 +3,17 @@
 The scripts run as ``python3 benches/NAME.py``, so this folder is on
 ``sys.path`` and they ``import timing``. Times are taken with
 ``perf_counter_ns``; ``STAT`` (best or median of the runs) is chosen once per
-script with :func:`use_stat`.
+script with :func:`use_stat`. :func:`decode_rate` is the machine's all-core
+decode rate, the bound the streams benches hold their figures against.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import statistics
 import time
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -70,3 +73,23 @@ def thread_cpu() -> dict[int, float]:
             continue  # the thread ended meanwhile
         out[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
     return out
+
+
+def _decode_all(clip: str) -> tuple[int, float, float]:
+    import av
+
+    started, cpu = time.perf_counter(), time.process_time()
+    with av.open(clip) as container:
+        stream = container.streams.video[0]
+        stream.thread_type = "NONE"
+        frames = sum(1 for frame in container.decode(stream) if frame.planes)
+    return frames, time.perf_counter() - started, time.process_time() - cpu
+
+
+def decode_rate(clip: Path, cores: int, decoders: int | None = None) -> tuple[float, float]:
+    """(frames per second, CPU milliseconds a frame) with ``decoders`` single-threaded PyAV decoders (default: one
+    per core), each in its own process, side by side."""
+    decoders = decoders or cores
+    with multiprocessing.get_context("spawn").Pool(decoders) as pool:
+        runs = pool.map(_decode_all, [str(clip)] * decoders)
+    return sum(frames / seconds for frames, seconds, _ in runs), 1000 * sum(c for *_, c in runs) / sum(f for f, *_ in runs)
