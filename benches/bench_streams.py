@@ -97,7 +97,7 @@ def make_clip(path: Path, seconds: float, preset: str) -> Path:
 
 def held(stats: list[dict[str, float]]) -> bool:
     """Every stream kept up: at most one frame dropped (the start: the decoder's frame threads fill before the first
-    frame comes out, and a live source keeps only the newest frame), >= 90% of FPS over the trial (its start
+    frame comes out, and a live lane keeps only its newest frames), >= 90% of FPS over the trial (its start
     included), and p99 decode-to-result latency under 100 ms."""
     return all(s["dropped"] <= 1 and s["fps"] >= 0.9 * FPS and s["p99"] < HELD_P99_MS for s in stats)
 

@@ -25,7 +25,7 @@ def _streams(sources: list[Any], **kwargs: Any) -> npu_zc.Streams:
 
 
 def test_a_live_source_fits_the_streams_to_the_budget(clips: dict[str, Path]) -> None:
-    """The fit is applied and reported; the live source keeps what live sources promise (newest frame wins, so
+    """The fit is applied and reported; the live source keeps what live sources promise (the newest frames win, so
     how many frames a loaded machine drops is its own business): every frame delivered in order or counted as
     dropped, the last one delivered."""
     streams = _streams([clips["nv12"]], realtime=True, latency_budget_ms=1e-6)  # nothing meets it: one stream
