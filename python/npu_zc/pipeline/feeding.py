@@ -34,7 +34,8 @@ def read_source(scheduler: Scheduler[Any], lane: Lane, source: Any, figures: Any
                     return
                 if yielded == 1:  # a source that lends few frames (a camera: its buffers) is known once it is open
                     lends = getattr(source, "most_held", None)
-                    lane.keep = lane.keep if lends is None else max(1, min(lane.keep, lends))
+                    if lends is not None:
+                        lane.keep = max(1, min(lane.keep, lends))
                 figures.dropped += scheduler.arrive(lane, frame)
         if stop.is_set():
             figures.stopped = True
