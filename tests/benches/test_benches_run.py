@@ -10,8 +10,8 @@ Each bench that records runs with ``--json PATH`` (a temporary file), except tho
 something else (bench_capture and bench_pipeline: print a JSON object; bench_cpu_time and bench_throughput: a raw
 dump beside the record): they run from a copy of benches/ in a temporary folder, so that their record lands in the
 copy's results/. No bench may write into benches/results/ here. The diagnosis scripts that record nothing
-(check_bf16, decode_beside_inference, decoders_per_core, fit_timings, python_per_frame, resize_builds,
-streams_processes) are run for their exit status only.
+(check_bf16, decode_beside_inference, decoders_beside, decoders_per_core, fit_timings, python_per_frame,
+resize_builds, streams_processes) are run for their exit status only.
 
 bench_request_path builds its native side (benches/request_path) with cargo, as the test suite's machines have it.
 Left out: bench_capture's camera mode, which needs a V4L2 camera (vivid, in the VM); its ``--synthetic`` mode runs
@@ -90,6 +90,8 @@ CASES = {
                                 "--size 64x48 --frames 60", "inference_processes"),
     "check_bf16": Case("check_bf16", "", None),
     "decode_beside_inference": Case("decode_beside_inference", "--model {model} --threads 1 --seconds 0.5", None),
+    "decoders_beside": Case("decoders_beside", "--beside convert --decoders 1 --neighbours 1 --rounds 1 --frames 1 "
+                            "--clip {clip}", None),
     "decoders_per_core": Case("decoders_per_core", "1x1 --rounds 1 --frames 1 --clip {clip}", None),
     "fit_timings": Case("fit_timings", "{model} --repeat 1 --one-request", None),
     "resize_builds": Case("resize_builds", "python python --rounds 1 --cold 8 --formats BGR NV12", None),
