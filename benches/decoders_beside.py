@@ -4,6 +4,10 @@ next M cores, one kind at a time:
 
     python3 benches/decoders_beside.py --beside spin cache memory convert decode --rounds 3
 
+With ``--same-cores`` each neighbour shares a decoder's core instead (neighbour i on core i mod D), as a worker's
+feeding thread and the decoders of a ``Streams`` run take turns on theirs: the decoders' CPU a frame then also
+counts what the turns cost them (their caches refilled after the neighbour's time slice).
+
 - ``spin``: a Python loop (the cores busy, no memory traffic: turbo and power limits);
 - ``cache``: numpy copies of 1 MiB (each core's own caches busy, little traffic beyond them);
 - ``memory``: numpy copies of 64 MiB (the memory bus and the shared last-level cache busy);
@@ -89,12 +93,13 @@ def neighbour(kind: str, clip: str, core: int, stop: Event) -> None:
                         break
 
 
-def trial(clip: Path, kind: str, decoders: int, neighbours: int, frames: int) -> float:
+def trial(clip: Path, kind: str, decoders: int, neighbours: int, frames: int, same_cores: bool) -> float:
     """The decoders' median CPU ms a frame beside ``neighbours`` of ``kind`` (none for ``alone``)."""
     ctx = multiprocessing.get_context("spawn")
     start, stop, out = ctx.Event(), ctx.Event(), ctx.Queue()
     others = [] if kind == "alone" else [
-        ctx.Process(target=neighbour, args=(kind, str(clip), decoders + i, stop)) for i in range(neighbours)
+        ctx.Process(target=neighbour, args=(kind, str(clip), i % decoders if same_cores else decoders + i, stop))
+        for i in range(neighbours)
     ]  # fmt: skip
     ours = [ctx.Process(target=decoder, args=(str(clip), i, frames, start, out)) for i in range(decoders)]
     for p in others + ours:
@@ -117,26 +122,29 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--beside", nargs="+", choices=KINDS, default=list(KINDS), help="the neighbours' kinds")
     parser.add_argument("--decoders", type=int, default=max(1, cores // 2), help="decoders (default half the cores)")
-    parser.add_argument("--neighbours", type=int, default=None, help="neighbours (default the other cores)")
+    parser.add_argument("--neighbours", type=int, default=None,
+                        help="neighbours (default the other cores; with --same-cores, one a decoder)")
+    parser.add_argument("--same-cores", action="store_true", help="each neighbour on a decoder's core")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     parser.add_argument("--frames", type=int, default=600, help="frames each decoder decodes (default 600)")
     parser.add_argument("--clip", type=Path, default=None, help="a 1080p H.264 clip (default: made here, 900 frames)")
     args = parser.parse_args()
-    neighbours = cores - args.decoders if args.neighbours is None else args.neighbours
-    if args.decoders < 1 or neighbours < 1 or args.decoders + neighbours > cores:
+    neighbours = args.neighbours or (args.decoders if args.same_cores else cores - args.decoders)
+    if args.decoders < 1 or neighbours < 1 or args.decoders + (0 if args.same_cores else neighbours) > cores:
         parser.error(f"{args.decoders} decoders and {neighbours} neighbours need that many of the {cores} cores here")
     from bench_streams_overhead import make_clip
     from results import scratch
 
     clip = args.clip or make_clip(scratch("decoders_beside-") / "pan.mp4", 1920, 1080, 900)
-    print(f"{args.decoders} decoders on cores 0-{args.decoders - 1}, {neighbours} neighbours on cores "
-          f"{args.decoders}-{args.decoders + neighbours - 1}; {args.frames} frames a decoder", flush=True)  # fmt: skip
+    where = "the decoders' cores" if args.same_cores else f"cores {args.decoders}-{args.decoders + neighbours - 1}"
+    print(f"{args.decoders} decoders on cores 0-{args.decoders - 1}, {neighbours} neighbours on {where}; "
+          f"{args.frames} frames a decoder", flush=True)  # fmt: skip
     kinds = ["alone", *args.beside]
     ms: dict[str, list[float]] = {k: [] for k in kinds}
     ratio: dict[str, list[float]] = {k: [] for k in kinds}
     for round_ in range(args.rounds):
         for kind in kinds:
-            ms[kind].append(trial(clip, kind, args.decoders, neighbours, args.frames))
+            ms[kind].append(trial(clip, kind, args.decoders, neighbours, args.frames, args.same_cores))
             ratio[kind].append(ms[kind][-1] / ms["alone"][-1])
         print(f"round {round_ + 1}: " + ", ".join(f"{k} {ms[k][-1]:.3f}" for k in kinds) + " ms a frame", flush=True)
     for kind in kinds:
