@@ -123,6 +123,20 @@ def test_names_in_metadata_that_disagree_with_the_model(tmp_path: Path) -> None:
         Pipeline(folder, "CPU")
 
 
+def test_a_detectors_metadata_beside_a_classifier_is_named(tmp_path: Path) -> None:
+    """A metadata.yaml that says "detect" beside a model whose outputs fit no YOLO layout: the error says the task
+    came from the metadata, not only that the shapes are wrong."""
+    from tiny_onnx import colour_classifier
+
+    model = colour_classifier(tmp_path / "colours.onnx", batch=1)
+    with Pipeline(model, "CPU") as pipeline:
+        assert pipeline.kind != "yolo"  # the same model alone
+    (tmp_path / "metadata.yaml").write_text("task: detect\nnames: [a, b, c]\n")
+    with pytest.raises(npu_zc.DetectLayoutError, match=r"got \[1, 3\]; the task 'detect' is what the model's metadata "
+                       r"says \(metadata.yaml\)"):
+        Pipeline(model, "CPU")
+
+
 def test_tracker_over_a_stream_of_detections(red_square_yolo: Path) -> None:
     tracker = npu_zc.Tracker()
     ids_seen = []

@@ -123,8 +123,21 @@ class YoloDetections(Postprocessor):
     kind = "yolo"
 
     def __init__(self, model: Any, meta: YoloMetadata | None = None, options: DetectOptions | None = None) -> None:
+        from ..errors import DetectLayoutError
+
         self.options = options or DetectOptions()
-        self.layout = layout_for(model, meta, self.options)
+        try:
+            self.layout = layout_for(model, meta, self.options)
+        except DetectLayoutError as exc:
+            if self.options.task is None and meta is not None and meta.task is not None:
+                # A metadata.yaml left in a folder beside another model makes that model a detector: say so.
+                stray = "metadata.yaml" in meta.sources
+                raise DetectLayoutError(
+                    f"{exc}; the task {meta.task!r} is what the model's metadata says ({', '.join(meta.sources)})"
+                    + (": if the metadata.yaml beside the model is another model's, give each model a folder of its own"
+                       if stray else "")
+                ) from None
+            raise
         names = dict(self.options.names or (meta.names if meta else {}) or {})
         if self.layout.family == "end2end" and self.layout.nc == 0 and names:
             # An end-to-end output carries each detection's class id, not a score per class: the names say how
