@@ -133,8 +133,10 @@ def test_a_detectors_metadata_beside_a_classifier_is_named(tmp_path: Path) -> No
         assert pipeline.kind != "yolo"  # the same model alone
     (tmp_path / "metadata.yaml").write_text("task: detect\nnames: [a, b, c]\n")
     with pytest.raises(npu_zc.DetectLayoutError, match=r"got \[1, 3\]; the task 'detect' is what the model's metadata "
-                       r"says \(metadata.yaml\)"):
+                       r"says \(metadata.yaml\): .* give each model a folder of its own$"):
         Pipeline(model, "CPU")
+    with pytest.raises(npu_zc.DetectLayoutError, match=r"got \[1, 3\]$"):  # the task the caller gave: no metadata named
+        Pipeline(model, "CPU", detect=DetectOptions(task="detect"))
 
 
 def test_tracker_over_a_stream_of_detections(red_square_yolo: Path) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, ModelError
+from ..errors import DetectLayoutError, InvalidArgumentError, ModelError
 from .postprocess import Postprocessor
 
 if TYPE_CHECKING:
@@ -123,8 +123,6 @@ class YoloDetections(Postprocessor):
     kind = "yolo"
 
     def __init__(self, model: Any, meta: YoloMetadata | None = None, options: DetectOptions | None = None) -> None:
-        from ..errors import DetectLayoutError
-
         self.options = options or DetectOptions()
         try:
             self.layout = layout_for(model, meta, self.options)
