@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import queue
 import statistics
 import sys
 import time
@@ -39,7 +40,7 @@ KINDS = ("spin", "cache", "memory", "convert", "decode")
 
 
 def decoder(clip: str, core: int, frames: int, start: Event, out: Any) -> None:
-    """Decodes ``frames`` frames on ``core`` once ``start`` is set; puts its CPU ms a frame."""
+    """Decodes ``frames`` frames on ``core`` once ``start`` is set; puts its CPU ms a frame, or a sentence."""
     import av
 
     os.sched_setaffinity(0, {core})
@@ -47,11 +48,14 @@ def decoder(clip: str, core: int, frames: int, start: Event, out: Any) -> None:
         stream = container.streams.video[0]
         stream.thread_type = "NONE"
         it = iter(container.decode(stream))
-        next(it)  # the codec opened and warm before the clock starts
+        next(it, None)  # the codec opened and warm before the clock starts
         start.wait()
         cpu = time.thread_time()
-        for _ in range(frames):
-            next(it)
+        decoded = sum(1 for _ in zip(range(frames), it))
+        if decoded < frames:
+            out.put(f"{clip} ran out after {decoded} of the {frames} frames timed (and one before them): give a longer "
+                    "clip or fewer --frames")
+            return
         out.put(1000 * (time.thread_time() - cpu) / frames)
 
 
@@ -107,7 +111,7 @@ def trial(clip: Path, kind: str, decoders: int, neighbours: int, frames: int, sa
     try:
         time.sleep(2.0)  # every process started (spawn imports numpy, PyAV) and its neighbour running
         start.set()
-        ms: list[float] = [out.get(timeout=300) for _ in ours]
+        ms = collect(out, ours, deadline=time.monotonic() + 300)
     finally:
         stop.set()
         for p in ours + others:
@@ -117,21 +121,51 @@ def trial(clip: Path, kind: str, decoders: int, neighbours: int, frames: int, sa
     return statistics.median(ms)
 
 
+def collect(out: Any, ours: list[Any], deadline: float) -> list[float]:
+    """Each decoder's result; a decoder that reports a problem, dies without a result or outlasts the deadline ends
+    the run with one sentence."""
+    results: list[float] = []
+    while len(results) < len(ours):
+        try:
+            got = out.get(timeout=1)
+        except queue.Empty:
+            dead = [p.exitcode for p in ours if p.exitcode not in (None, 0)]
+            if dead:
+                raise SystemExit(f"a decoder exited with status {dead[0]} before its result (its error is above)")
+            if time.monotonic() > deadline:
+                raise SystemExit("the decoders did not finish within 300 s") from None
+            continue
+        if isinstance(got, str):
+            raise SystemExit(got)
+        results.append(got)
+    return results
+
+
 def main() -> int:
+    from npu_zc.cli.arguments import positive
+
     cores = len(os.sched_getaffinity(0))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--beside", nargs="+", choices=KINDS, default=list(KINDS), help="the neighbours' kinds")
-    parser.add_argument("--decoders", type=int, default=max(1, cores // 2), help="decoders (default half the cores)")
-    parser.add_argument("--neighbours", type=int, default=None,
+    parser.add_argument("--decoders", type=positive, default=max(1, cores // 2),
+                        help="decoders (default half the cores)")
+    parser.add_argument("--neighbours", type=positive, default=None,
                         help="neighbours (default the other cores; with --same-cores, one a decoder)")
     parser.add_argument("--same-cores", action="store_true", help="each neighbour on a decoder's core")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
-    parser.add_argument("--frames", type=int, default=600, help="frames each decoder decodes (default 600)")
+    parser.add_argument("--rounds", type=positive, default=3, help="alternating rounds (default 3)")
+    parser.add_argument("--frames", type=positive, default=600, help="frames each decoder decodes (default 600)")
     parser.add_argument("--clip", type=Path, default=None, help="a 1080p H.264 clip (default: made here, 900 frames)")
     args = parser.parse_args()
-    neighbours = args.neighbours or (args.decoders if args.same_cores else cores - args.decoders)
-    if args.decoders < 1 or neighbours < 1 or args.decoders + (0 if args.same_cores else neighbours) > cores:
-        parser.error(f"{args.decoders} decoders and {neighbours} neighbours need that many of the {cores} cores here")
+    if args.decoders > cores - (0 if args.same_cores else 1):
+        parser.error(f"--decoders {args.decoders}: each takes a core, and the neighbours need "
+                     f"{'those' if args.same_cores else 'one more at least'}, of the {cores} cores here")
+    if args.neighbours is not None:
+        neighbours = args.neighbours
+    else:
+        neighbours = args.decoders if args.same_cores else cores - args.decoders
+    if not args.same_cores and args.decoders + neighbours > cores:
+        parser.error(f"{args.decoders} decoders and {neighbours} neighbours, each on a core of its own, need more "
+                     f"than the {cores} cores here")
     from bench_streams_overhead import make_clip
     from results import scratch
 
