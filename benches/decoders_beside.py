@@ -16,7 +16,9 @@ counts what the turns cost them (their caches refilled after the neighbour's tim
 - ``decode``: more decoders of the same clip (the all-core decode rate's own neighbours).
 
 Per kind: the decoders' CPU a frame (each decoder's ``thread_time``, the median over the decoders), the median and
-range over the rounds, and against alone in the same round. The rounds alternate the kinds, alone first in each.
+range over the rounds, and against alone in the same round: alone is timed first and last in each round, each kind
+is against the mean of the two, the kinds' order is reversed every other round, and the summary says how far alone
+moved within a round, the resolution of the ratios on a machine whose speed drifts.
 In a ``Streams`` run the decoders cost 1.0-1.5x what they cost alone (docs/streams.md, "What limits one process"):
 this tells which neighbour reproduces that. Defaults: D half the cores, M the rest.
 """
@@ -176,15 +178,28 @@ def main() -> int:
     kinds = ["alone", *args.beside]
     ms: dict[str, list[float]] = {k: [] for k in kinds}
     ratio: dict[str, list[float]] = {k: [] for k in kinds}
+    drift: list[float] = []
     for round_ in range(args.rounds):
-        for kind in kinds:
-            ms[kind].append(trial(clip, kind, args.decoders, neighbours, args.frames, args.same_cores))
-            ratio[kind].append(ms[kind][-1] / ms["alone"][-1])
-        print(f"round {round_ + 1}: " + ", ".join(f"{k} {ms[k][-1]:.3f}" for k in kinds) + " ms a frame", flush=True)
+        # Alone at both ends of the round, each kind against their mean, the kinds' order reversed every other
+        # round: a lent instance's own speed can move within a round by more than a neighbour's effect.
+        order = args.beside if round_ % 2 == 0 else args.beside[::-1]
+        first = trial(clip, "alone", args.decoders, neighbours, args.frames, args.same_cores)
+        beside = {kind: trial(clip, kind, args.decoders, neighbours, args.frames, args.same_cores) for kind in order}
+        last = trial(clip, "alone", args.decoders, neighbours, args.frames, args.same_cores)
+        alone = (first + last) / 2
+        drift.append(last / first)
+        for kind, value in {"alone": alone, **beside}.items():
+            ms[kind].append(value)
+            ratio[kind].append(value / alone)
+        print(f"round {round_ + 1}: alone {first:.3f} then {last:.3f}, "
+              + ", ".join(f"{k} {beside[k]:.3f}" for k in order) + " ms a frame", flush=True)
     for kind in kinds:
         r, m = ratio[kind], ms[kind]
         print(f"{kind:8} {statistics.median(m):.3f} ms a frame ({min(m):.3f}-{max(m):.3f}), "
               f"{statistics.median(r):.2f}x alone ({min(r):.2f}-{max(r):.2f})")  # fmt: skip
+    moved = max(abs(d - 1) for d in drift)
+    print(f"alone moved by up to {100 * moved:.0f}% within a round (its last timing against its first): a ratio "
+          f"nearer 1 than that is not a neighbour's effect")  # fmt: skip
     return 0
 
 
