@@ -238,19 +238,27 @@ pub(crate) fn yuv_to_rgb(k: &Coefficients, y: u8, u: u8, v: u8) -> [u8; 3] {
     [px(k.cvr * v), px(k.cvg * v + k.cug * u), px(k.cub * u)]
 }
 
-/// The fast rounding's arithmetic (`Rounding::Fast`), in 16-bit lanes, in
-/// 1/64 levels: with `mulhrs(a, b) = (a b + 2^14) >> 15` (`pmulhrsw`) and
-/// every coefficient `c` to 2^-13 (`of`), each sample `S` enters as the word
-/// `(S - 128) << 8` (its byte xored with 0x80, in the high byte; Y floored
-/// at the offset first), so `mulhrs` gives `(S - 128) c` in 1/64 levels,
-/// rounded. Luma adds back `128 cy`, which is `cy` itself in these units:
-/// `Y' = mulhrs(y, cy)`, each channel `Y' + (t + cy)` saturated to i16, `t`
-/// its chroma term (`mulhrs(v, cvr)`, `mulhrs(u, cug) + mulhrs(v, cvg)`,
-/// `mulhrs(u, cub)`), then `mulhrs(sum, 512)` (`(sum + 32) >> 6`)
-/// saturated to a byte.
+/// The fast rounding's arithmetic (`Rounding::Fast`), in 16-bit lanes: with
+/// `mulhrs(a, b) = (a b + 2^14) >> 15` (`pmulhrsw`), each sample `S` enters
+/// as the word `(S - 128) << 8` (its byte xored with 0x80, in the high byte;
+/// Y floored at the offset first). Luma comes out in levels, rounded:
+/// `Y' = mulhrs(y, cy_levels)`, `cy_levels` the luma coefficient to 2^-7
+/// (exact to 2^-7 in full range; within 0.0003 of the standard's in limited
+/// range, 0.04 levels at most over the centred luma's 128). Each chroma term
+/// `t` (`mulhrs(v, cvr)`, `mulhrs(u, cug) + mulhrs(v, cvg)`, `mulhrs(u, cub)`,
+/// coefficients to 2^-13, so in 1/64 levels) takes back the `128 cy` the
+/// centred luma lost (`cy` itself in these units) and is rounded to levels
+/// once, `(t + cy + 32) >> 6`; a channel is `Y' + term` saturated to a byte.
+/// Two roundings to levels, each within half a level, plus the coefficients'
+/// own error: within 1.5 levels of the float value, so within 1 level of it
+/// rounded (the proofs below hold it on every input). The roundings sit where
+/// a kernel does them once a chroma pair and once a luma sample, never once a
+/// channel and pixel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Fast {
     pub y_offset: u8,
+    /// The luma coefficient to 2^-7: `mulhrs` of a luma word by it gives levels.
+    pub cy_levels: i16,
     pub cy: i16,
     pub cvr: i16,
     pub cvg: i16,
@@ -262,9 +270,24 @@ impl Fast {
     /// From the exact coefficients (2^-20 units), rounded to the nearest.
     pub(crate) fn of(k: &Coefficients) -> Fast {
         // Every standard's coefficients are below 4 in magnitude, so words
-        // hold them, and no sum but the saturated one leaves i16.
+        // hold them, and no sum leaves i16.
         let c = |c: i32| ((c + (1 << 6)) >> 7) as i16;
-        Fast { y_offset: k.y_offset, cy: c(k.cy), cvr: c(k.cvr), cvg: c(k.cvg), cug: c(k.cug), cub: c(k.cub) }
+        let levels = ((k.cy + (1 << 12)) >> 13) as i16;
+        Fast {
+            y_offset: k.y_offset,
+            cy_levels: levels,
+            cy: c(k.cy),
+            cvr: c(k.cvr),
+            cvg: c(k.cvg),
+            cug: c(k.cug),
+            cub: c(k.cub),
+        }
+    }
+
+    /// A chroma term in 1/64 levels, with `128 cy` given back, rounded to levels.
+    #[inline(always)]
+    pub(crate) fn term(&self, t: i16) -> i16 {
+        t.wrapping_add(self.cy + 32) >> 6
     }
 }
 
@@ -279,8 +302,8 @@ pub(crate) fn mulhrs(a: i16, b: i16) -> i16 {
 #[inline(always)]
 pub(crate) fn yuv_to_rgb_fast(f: &Fast, y: u8, u: u8, v: u8) -> [u8; 3] {
     let word = |s: u8| i16::from((s ^ 0x80) as i8) << 8;
-    let (y, u, v) = (mulhrs(word(y.saturating_sub(f.y_offset)), f.cy), word(u), word(v));
-    let px = |t: i16| mulhrs(y.saturating_add(t.wrapping_add(f.cy)), 512).clamp(0, 255) as u8;
+    let (y, u, v) = (mulhrs(word(y.saturating_sub(f.y_offset)), f.cy_levels), word(u), word(v));
+    let px = |t: i16| y.saturating_add(f.term(t)).clamp(0, 255) as u8;
     [px(mulhrs(v, f.cvr)), px(mulhrs(u, f.cug).wrapping_add(mulhrs(v, f.cvg))), px(mulhrs(u, f.cub))]
 }
 
@@ -402,6 +425,7 @@ mod tests {
             for (c, w) in [(k.cy, f.cy), (k.cvr, f.cvr), (k.cvg, f.cvg), (k.cug, f.cug), (k.cub, f.cub)] {
                 assert!(c.abs() < 4 << 20 && i32::from(w) == (c + 64) >> 7, "{colour}");
             }
+            assert_eq!(i32::from(f.cy_levels), (k.cy + 4096) >> 13, "{colour}");
         }
     }
 

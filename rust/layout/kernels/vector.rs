@@ -661,14 +661,13 @@ pub(crate) trait Fast16: Copy {
 /// whose reference `scalar::nv12_pair_fast` also decodes the tails),
 /// `2 WORDS` pixels of each row a step in 16-bit lanes: the chroma words
 /// of the `WORDS` pairs once for both rows (3 terms, 5 `pmulhrsw`, luma's
-/// `cy` added), each duplicated for its pair's two pixels by a word
-/// unpack; a row's luma by a saturating byte subtraction (the footroom),
-/// an xor, two unpacks and two `pmulhrsw`; per channel and half a
-/// saturating add and an arithmetic `>> 6`, then a `packuswb` (the clamp).
-/// The reference rounds with `pmulhrsw` by 512, `(s + 32) >> 6`: here the
-/// 32 rides in the chroma terms, added once a pair, and each pixel takes a
-/// shift instead of a multiply (where the saturating add clamps, both
-/// clamp to the same byte). 4-byte pixels by two stages of byte and word
+/// `128 cy` and the half added, each rounded to levels by an arithmetic
+/// `>> 6`), each duplicated for its pair's two pixels by a word unpack; a
+/// row's luma by a saturating byte subtraction (the footroom), an xor, two
+/// unpacks and two `pmulhrsw` (in levels); per channel and half a
+/// saturating add, then a `packuswb` (the clamp). No pixel takes a shift of
+/// its own: the arithmetic rounds where it is shared (`colour::Fast`).
+/// 4-byte pixels by two stages of byte and word
 /// unpacks, the rows and the chroma read with their 4-byte groups permuted
 /// (`groups`) so that the pixels come out in order; 3-byte pixels by
 /// `store3`. BGR orders (and NV21) exchange the first and last channels.
@@ -708,8 +707,8 @@ unsafe fn fast_pair<S: Fast16, const BYTES: usize, const SWAP: bool>(
     let high = S::splat16(-256);
     let zero = S::splat8(0);
     let offset = S::splat8(f.y_offset as i8);
-    let cy = S::splat16(f.cy);
-    let cy_half = S::splat16(f.cy + 32); // cy, and the half that makes the final `>> 6` round
+    let cy = S::splat16(f.cy_levels);
+    let cy_half = S::splat16(f.cy + 32); // 128 cy in 1/64 levels, and the half that makes the `>> 6` round
     let (cvr, cvg, cug, cub) = (S::splat16(f.cvr), S::splat16(f.cvg), S::splat16(f.cug), S::splat16(f.cub));
     let pad = S::splat8(out.pad as i8);
     let mut i = 0;
@@ -736,9 +735,10 @@ unsafe fn fast_pair<S: Fast16, const BYTES: usize, const SWAP: bool>(
                 S::plane_words::<false>(v.as_ptr().add(i / 2), index),
             ),
         };
-        let r = S::add16(S::mulhrs(v, cvr), cy_half);
-        let g = S::add16(S::add16(S::mulhrs(u, cug), S::mulhrs(v, cvg)), cy_half);
-        let b = S::add16(S::mulhrs(u, cub), cy_half);
+        // Each term in levels (`Fast::term`), rounded once a pair.
+        let r = S::sra6(S::add16(S::mulhrs(v, cvr), cy_half));
+        let g = S::sra6(S::add16(S::add16(S::mulhrs(u, cug), S::mulhrs(v, cvg)), cy_half));
+        let b = S::sra6(S::add16(S::mulhrs(u, cub), cy_half));
         let (first, last) = if SWAP { (b, r) } else { (r, b) };
         // Each term for the two pixels of its pair: the low and the high halves of the lanes.
         let terms = [
@@ -753,7 +753,7 @@ unsafe fn fast_pair<S: Fast16, const BYTES: usize, const SWAP: bool>(
             // Each channel's words, the low and the high halves of the lanes' pixels.
             let mut h = [(zero, zero); 3];
             for (h, t) in h.iter_mut().zip(terms) {
-                *h = (S::sra6(S::adds16(lo, t.0)), S::sra6(S::adds16(hi, t.1)));
+                *h = (S::adds16(lo, t.0), S::adds16(hi, t.1));
             }
             let o = d.as_mut_ptr().add(BYTES * i);
             if BYTES == 4 {
