@@ -243,7 +243,7 @@ pub(crate) fn yuv_to_rgb(k: &Coefficients, y: u8, u: u8, v: u8) -> [u8; 3] {
 /// as the word `(S - 128) << 8` (its byte xored with 0x80, in the high byte;
 /// Y floored at the offset first). Luma comes out in levels, rounded:
 /// `Y' = mulhrs(y, cy_levels)`, `cy_levels` the luma coefficient to 2^-7
-/// (exact to 2^-7 in full range; within 0.0003 of the standard's in limited
+/// (exact in full range, where it is 1; within 0.0003 of 255/219 in limited
 /// range, 0.04 levels at most over the centred luma's 128). Each chroma term
 /// `t` (`mulhrs(v, cvr)`, `mulhrs(u, cug) + mulhrs(v, cvg)`, `mulhrs(u, cub)`,
 /// coefficients to 2^-13, so in 1/64 levels) takes back the `128 cy` the
