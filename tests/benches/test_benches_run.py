@@ -10,8 +10,8 @@ Each bench that records runs with ``--json PATH`` (a temporary file), except tho
 something else (bench_capture and bench_pipeline: print a JSON object; bench_cpu_time and bench_throughput: a raw
 dump beside the record): they run from a copy of benches/ in a temporary folder, so that their record lands in the
 copy's results/. No bench may write into benches/results/ here. The diagnosis scripts that record nothing
-(check_bf16, decode_beside_inference, decoders_beside, decoders_per_core, fit_timings, python_per_frame,
-resize_builds, streams_processes) are run for their exit status only.
+(check_bf16, check_fast_rounding, decode_beside_inference, decoders_beside, decoders_per_core, fit_timings,
+python_per_frame, resize_builds, streams_processes) are run for their exit status only.
 
 bench_request_path builds its native side (benches/request_path) with cargo, as the test suite's machines have it.
 Left out: bench_capture's camera mode, which needs a V4L2 camera (vivid, in the VM); its ``--synthetic`` mode runs
@@ -89,6 +89,7 @@ CASES = {
     "inference_processes": Case("inference_processes", "--streams 1 --processes 1 --rounds 1 --warm 0 --seconds 0.5 "
                                 "--size 64x48 --frames 60", "inference_processes"),
     "check_bf16": Case("check_bf16", "", None),
+    "check_fast_rounding": Case("check_fast_rounding", "--photos 1", None),
     "decode_beside_inference": Case("decode_beside_inference", "--model {model} --threads 1 --seconds 0.5", None),
     "decoders_beside": Case("decoders_beside", "--beside convert --decoders 1 --neighbours 1 --rounds 1 --frames 1 "
                             "--clip {clip}", None),
@@ -259,6 +260,7 @@ REFUSALS = {
                            "--budget must be more than 0 ms, got nan"),
     "fit_timings-repeat": ("fit_timings", "efficientnet-lite0 --repeat 0", 2,
                            "argument --repeat: must be at least 1, got 0"),
+    "check_fast_rounding-photos": ("check_fast_rounding", "--photos 0", 2, "--photos must be at least 1, not 0"),
 }  # fmt: skip
 """Per case: the script, its arguments (``{empty}``: a folder with no npu_zc; ``{broken}``: one whose npu_zc fails
 to import, so the measuring process fails with its own traceback, which the bench passes on after its sentence), the
