@@ -121,6 +121,13 @@ def photos() -> list[tuple[str, np.ndarray]]:
     return out
 
 
+def classify(pipeline: Pipeline, image: np.ndarray) -> tuple[list[ClassScore], np.ndarray]:
+    """A classifier pipeline's top classes for ``image`` and a copy of its logits."""
+    # A classifier's pipeline: process() gives ClassScores (its type covers every kind of model).
+    top = cast(list[ClassScore], pipeline.process(image))
+    return top, np.array(pipeline.outputs[0], np.float32, copy=True)
+
+
 def agreement(device: str) -> dict[str, Any]:
     images = photos()
     with Pipeline("efficientnet-lite0", device, hw_format="RGBx_BF16", top=5) as bf16, Pipeline(
@@ -131,11 +138,8 @@ def agreement(device: str) -> dict[str, Any]:
         confident, confident_same = 0, 0  # views where f32 is at least 30% sure of its class
         disagreements = []
         for name, image in images:
-            # A classifier's pipeline: process() gives ClassScores (its type covers every kind of model).
-            a = cast(list[ClassScore], bf16.process(image))
-            logits_a = np.array(bf16.outputs[0], np.float32, copy=True)
-            b = cast(list[ClassScore], f32.process(image))
-            logits_b = np.array(f32.outputs[0], np.float32, copy=True)
+            a, logits_a = classify(bf16, image)
+            b, logits_b = classify(f32, image)
             same_top1 += a[0].index == b[0].index
             if b[0].score >= 0.3:
                 confident += 1

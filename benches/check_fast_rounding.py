@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import numpy as np
-from check_bf16 import photos
+from check_bf16 import classify, photos
 
 from npu_zc import layout
-from npu_zc.pipeline import ClassScore, Pipeline
+from npu_zc.pipeline import Pipeline
 from npu_zc.runtime import CompileOptions, openvino_version
 
 
@@ -53,11 +53,8 @@ def agreement(device: str, limit: int | None) -> dict[str, Any]:
                 raise SystemExit(f"{name}: the fast rounding is {delta.max()} levels from the exact one (bound: 1)")
             channels += delta.size
             differ += int(np.count_nonzero(delta))
-            # A classifier's pipeline: process() gives ClassScores (its type covers every kind of model).
-            a = cast(list[ClassScore], pipeline.process(exact))
-            logits_a = np.array(pipeline.outputs[0], np.float32, copy=True)
-            b = cast(list[ClassScore], pipeline.process(fast))
-            logits_b = np.array(pipeline.outputs[0], np.float32, copy=True)
+            a, logits_a = classify(pipeline, exact)
+            b, logits_b = classify(pipeline, fast)
             same_top1 += a[0].index == b[0].index
             overlap += len({p.index for p in a} & {p.index for p in b}) / 5
             moved.append(float(np.abs(logits_a - logits_b).max()))
