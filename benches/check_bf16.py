@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -99,12 +100,12 @@ def views(image: np.ndarray) -> list[np.ndarray]:
     ]
 
 
-def photos() -> list[tuple[str, np.ndarray]]:
+def photos(names: Sequence[str] = PHOTOS) -> list[tuple[str, np.ndarray]]:
     import cv2
     import skimage.data
 
     out = []
-    for name in PHOTOS:
+    for name in names:
         try:
             data = np.asarray(getattr(skimage.data, name)())
         except Exception as exc:  # a photo missing from this scikit-image version: say so, go on

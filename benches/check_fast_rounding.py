@@ -19,9 +19,10 @@ import sys
 from typing import Any, Literal
 
 import numpy as np
-from check_bf16 import classify, photos
+from check_bf16 import PHOTOS, classify, photos
 
 from npu_zc import layout
+from npu_zc.cli.arguments import positive
 from npu_zc.pipeline import Pipeline
 from npu_zc.runtime import CompileOptions, openvino_version
 
@@ -38,7 +39,7 @@ def decoded(bgr: np.ndarray, rounding: Literal["exact", "fast"]) -> np.ndarray:
 
 
 def agreement(device: str, limit: int | None) -> dict[str, Any]:
-    images = photos()[: None if limit is None else 5 * limit]
+    images = photos(PHOTOS[:limit])
     with Pipeline("efficientnet-lite0", device, hw_format="RGBx", top=5,
                   options=CompileOptions(inference_precision="f32")) as pipeline:  # fmt: skip
         same_top1, overlap, channels, differ = 0, 0.0, 0, 0
@@ -78,11 +79,9 @@ def agreement(device: str, limit: int | None) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="CPU")
-    parser.add_argument("--photos", type=int, metavar="N", help="only the first N photos (default: all)")
+    parser.add_argument("--photos", type=positive, metavar="N", help="only the first N photos (default: all)")
     parser.add_argument("--json", metavar="FILE", help="also write the results here")
     args = parser.parse_args()
-    if args.photos is not None and args.photos < 1:
-        parser.error(f"--photos must be at least 1, not {args.photos}")
     print(f"OpenVINO {openvino_version()}, device {args.device}")
     result = agreement(args.device, args.photos)
     if args.json:

@@ -260,7 +260,7 @@ REFUSALS = {
                            "--budget must be more than 0 ms, got nan"),
     "fit_timings-repeat": ("fit_timings", "efficientnet-lite0 --repeat 0", 2,
                            "argument --repeat: must be at least 1, got 0"),
-    "check_fast_rounding-photos": ("check_fast_rounding", "--photos 0", 2, "--photos must be at least 1, not 0"),
+    "check_fast_rounding-photos": ("check_fast_rounding", "--photos 0", 2, "argument --photos: must be at least 1, got 0"),
 }  # fmt: skip
 """Per case: the script, its arguments (``{empty}``: a folder with no npu_zc; ``{broken}``: one whose npu_zc fails
 to import, so the measuring process fails with its own traceback, which the bench passes on after its sentence), the
