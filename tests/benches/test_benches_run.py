@@ -27,6 +27,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -285,3 +286,24 @@ def test_bench_refuses_with_a_sentence(case: tuple[str, str, int, str], tmp_path
     assert not done.stderr.startswith("Traceback"), done.stderr[-6000:]  # the bench's own sentence comes first
     assert results_now() == before
     assert not list((tmp_path / "tmp").iterdir())
+
+
+def test_fast_rounding_diagnosis_stops_past_its_bound() -> None:
+    """check_fast_rounding's guard, on a real photo decoded both ways: the decodings pass (within 1 level), and the
+    fast one moved 2 levels in one channel, as a broken build would give, stops the run with its sentence."""
+    sys.path.insert(0, str(REPO / "benches"))
+    try:
+        import check_fast_rounding as check
+        from check_bf16 import PHOTOS, photos
+    finally:
+        sys.path.remove(str(REPO / "benches"))
+    name, image = photos(PHOTOS[:1])[0]
+    h, w = image.shape[:2]
+    view = image[: h - h % 2, : w - w % 2].copy()
+    exact, fast = check.decoded(view, "exact"), check.decoded(view, "fast")
+    delta = check.within_bound(name, exact, fast)
+    assert delta.max() == 1 and delta.shape == exact.shape  # the fast rounding differs somewhere, by 1 level at most
+    broken = fast.copy()
+    broken[0, 0, 1] = exact[0, 0, 1] + 2 if exact[0, 0, 1] < 128 else exact[0, 0, 1] - 2
+    with pytest.raises(SystemExit, match=rf"^{re.escape(name)}: the fast rounding is 2 levels from the exact one \(bound: 1\)$"):
+        check.within_bound(name, exact, broken)

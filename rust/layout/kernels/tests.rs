@@ -660,9 +660,8 @@ fn every_level_decodes_every_input_fast() {
 }
 
 /// `rounding: Fast` through `convert`: NV12, NV21 and I420 frames of widths
-/// with SIMD tails at every
-/// level equal the scalar level's frame, which is the fast reference per
-/// pixel.
+/// with and without SIMD tails at every level equal the scalar level's frame,
+/// which is the fast reference per pixel.
 #[test]
 fn fast_rounding_converts_frames_as_its_reference() {
     use crate::layout::colour::{yuv_to_rgb_fast, Fast, STANDARDS};
@@ -670,7 +669,7 @@ fn fast_rounding_converts_frames_as_its_reference() {
     let bytes = |n: usize, seed: usize| -> Vec<u8> {
         (0..n).map(|i| ((i * 131 + seed * 17) ^ (i >> 3) ^ ((i * i) >> 5)) as u8).collect()
     };
-    for (w, h) in [(2usize, 2usize), (30, 4), (66, 6), (130, 2)] {
+    for (w, h) in [(2usize, 2usize), (30, 4), (64, 4), (66, 6), (96, 2), (130, 2)] {
         let ch = h.div_ceil(2);
         let y = bytes(w * h, w);
         let uv = bytes(w * ch, w + 1);

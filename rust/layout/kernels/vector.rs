@@ -451,6 +451,9 @@ fn tail_420<const ROWS: usize, const BYTES: usize>(
     out: &YuvOut,
     i: usize,
 ) {
+    if y.iter().all(|y| y.len() <= i) {
+        return; // no pixel left (as in `fast_pair`)
+    }
     let chroma = chroma.skip_pixels(i);
     for (y, dst) in y.into_iter().zip(dst) {
         let end = dst.len();
@@ -770,6 +773,9 @@ unsafe fn fast_pair<S: Fast16, const BYTES: usize, const SWAP: bool>(
             }
         }
         i += step;
+    }
+    if y.iter().all(|y| y.len() <= i) {
+        return; // no pixel left: the call, made for every pair of rows, would find nothing to do
     }
     let [t0, t1] = [&mut d0[BYTES * i..], &mut d1[BYTES * i..]];
     scalar::nv12_pair_fast([&y[0][i..], &y[1][i..]], chroma.skip_pixels(i), [t0, t1], out);
