@@ -443,6 +443,12 @@ unsafe fn rows_420<S: Simd, const BYTES: usize, const ROWS: usize>(
     tail_420::<ROWS, BYTES>(y, chroma, dst, out, i);
 }
 
+/// Whether every row ends at pixel `i`, where a SIMD loop stopped: then its
+/// scalar tail, called for every row or pair of rows, would find nothing.
+fn no_pixel_left(rows: &[&[u8]], i: usize) -> bool {
+    rows.iter().all(|row| row.len() <= i)
+}
+
 /// Pixels `i..` of each row by the scalar decoder.
 fn tail_420<const ROWS: usize, const BYTES: usize>(
     y: [&[u8]; ROWS],
@@ -451,8 +457,8 @@ fn tail_420<const ROWS: usize, const BYTES: usize>(
     out: &YuvOut,
     i: usize,
 ) {
-    if y.iter().all(|y| y.len() <= i) {
-        return; // no pixel left (as in `fast_pair`)
+    if no_pixel_left(&y, i) {
+        return;
     }
     let chroma = chroma.skip_pixels(i);
     for (y, dst) in y.into_iter().zip(dst) {
@@ -774,8 +780,8 @@ unsafe fn fast_pair<S: Fast16, const BYTES: usize, const SWAP: bool>(
         }
         i += step;
     }
-    if y.iter().all(|y| y.len() <= i) {
-        return; // no pixel left: the call, made for every pair of rows, would find nothing to do
+    if no_pixel_left(&y, i) {
+        return;
     }
     let [t0, t1] = [&mut d0[BYTES * i..], &mut d1[BYTES * i..]];
     scalar::nv12_pair_fast([&y[0][i..], &y[1][i..]], chroma.skip_pixels(i), [t0, t1], out);
