@@ -446,21 +446,6 @@ pub(crate) fn drop_pad<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
     }
 }
 
-/// AVX-512's `Fast16::store3` byte shuffles: chunk k (16 bytes) of a lane's
-/// 16 3-byte pixels (in both halves) from channel c's 16 bytes; -1 (zero)
-/// where another channel holds the byte.
-pub(super) const THREE_BYTES_PER_CHANNEL: [[[i8; 32]; 3]; 3] = {
-    let mut m = [[[-1i8; 32]; 3]; 3];
-    let mut t = 0;
-    while t < 48 {
-        let (q, c) = (t / 3, t % 3);
-        m[t / 16][c][t % 16] = q as i8;
-        m[t / 16][c][16 + t % 16] = q as i8;
-        t += 1;
-    }
-    m
-};
-
 // The fast rounding's 16-bit lanes (`vector::nv12_pair_fast`).
 impl Fast16 for Avx2 {
     type V = __m256i;
@@ -560,7 +545,7 @@ impl Fast16 for Avx2 {
 /// `Fast16::store3`'s shuffles: in both lanes, byte j of channel c's
 /// shuffle holds the pixel whose channel c lands at byte j of the one chunk
 /// k (of a lane's three) where byte j is channel c's, `(k + j) % 3 == c`.
-const CHANNEL_PLACES: [[i8; 32]; 3] = {
+pub(super) const CHANNEL_PLACES: [[i8; 32]; 3] = {
     let mut m = [[0i8; 32]; 3];
     let mut c = 0;
     while c < 3 {

@@ -11,7 +11,7 @@ use std::arch::x86_64::*;
 
 use super::super::resample::{Linear, Resample};
 use super::super::vector::{bf16_high, Fast16, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
-use super::avx2::{arithmetic, fast16_arithmetic, rows, Avx2, THREE_BYTES_PER_CHANNEL};
+use super::avx2::{arithmetic, fast16_arithmetic, rows, Avx2, CHANNEL_PLACES};
 use super::tables::{chroma_422_mask, luma_422_mask, CHROMA_PLANE_WORDS, PAIR_WORDS, PIXELS_OF_CHANNEL_BYTES};
 
 crate::layout::kernels::stamp_kernels!(Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"]: conversion, quads, words, int8, fast);
@@ -590,7 +590,7 @@ impl<const VBMI: bool> Fast16 for Avx512<VBMI> {
     }
     /// With VBMI, each 64 output bytes by one two-source byte permute (`vpermt2b`)
     /// of B and of R and G's 32 pixels around them (one 128-bit block shuffle);
-    /// without, each lane's 48 bytes by AVX2's byte shuffles, stored 16 bytes at a time.
+    /// without, AVX2's interleave in each lane and the lanes' chunks put in order.
     #[inline(always)]
     unsafe fn store3(p: *mut u8, h: [(__m512i, __m512i); 3]) {
         let (c0, c1, c2) = (
@@ -626,24 +626,40 @@ impl<const VBMI: bool> Fast16 for Avx512<VBMI> {
             }
             return;
         }
-        // SAFETY: the masks are 32 bytes (a lane's repeated); the kernel's loop guard bounds the 192 bytes written.
+        // Without VBMI, AVX2's interleave in each of the four lanes (`Avx2::store3`), blending by mask
+        // registers (`vpblendmb`); then the lanes' chunks in order: T = [K1 0, K1 1, K2 0, K2 1], V = [K0 2, K0 3, K1 2, K1 3] (Kk: chunk k of lanes 0-3).
+        const SECOND: u64 = chunk_bytes(1);
+        const THIRD: u64 = chunk_bytes(2);
+        const fn chunk_bytes(r: usize) -> u64 {
+            let (mut m, mut j) = (0u64, 0);
+            while j < 64 {
+                if j % 16 % 3 == r {
+                    m |= 1 << j;
+                }
+                j += 1;
+            }
+            m
+        }
+        const fn lanes(l: [u64; 4]) -> [u64; 8] {
+            [2 * l[0], 2 * l[0] + 1, 2 * l[1], 2 * l[1] + 1, 2 * l[2], 2 * l[2] + 1, 2 * l[3], 2 * l[3] + 1]
+        }
+        const OUT: [[u64; 8]; 3] = [lanes([0, 4, 6, 1]), lanes([1, 3, 4, 6]), lanes([6, 1, 3, 7])];
+        // SAFETY: the tables are 32 and 64 bytes; the kernel's loop guard bounds the 192 bytes written.
         unsafe {
+            let placed = |c: _, i: usize| {
+                _mm512_shuffle_epi8(c, _mm512_broadcast_i32x4(_mm_loadu_si128(CHANNEL_PLACES[i].as_ptr().cast())))
+            };
+            let s = [placed(c0, 0), placed(c1, 1), placed(c2, 2)];
             let chunk = |k: usize| {
-                let m =
-                    |c: usize| _mm512_broadcast_i32x4(_mm_loadu_si128(THREE_BYTES_PER_CHANNEL[k][c].as_ptr().cast()));
-                _mm512_or_si512(
-                    _mm512_or_si512(_mm512_shuffle_epi8(c0, m(0)), _mm512_shuffle_epi8(c1, m(1))),
-                    _mm512_shuffle_epi8(c2, m(2)),
-                )
+                _mm512_mask_blend_epi8(THIRD, _mm512_mask_blend_epi8(SECOND, s[k], s[(k + 1) % 3]), s[(k + 2) % 3])
             };
             let k = [chunk(0), chunk(1), chunk(2)];
-            for (j, k) in k.into_iter().enumerate() {
-                let o = p.add(16 * j);
-                _mm_storeu_si128(o.cast(), _mm512_castsi512_si128(k));
-                _mm_storeu_si128(o.add(48).cast(), _mm512_extracti32x4_epi32::<1>(k));
-                _mm_storeu_si128(o.add(96).cast(), _mm512_extracti32x4_epi32::<2>(k));
-                _mm_storeu_si128(o.add(144).cast(), _mm512_extracti32x4_epi32::<3>(k));
-            }
+            let t = _mm512_shuffle_i64x2::<0x44>(k[1], k[2]);
+            let v = _mm512_shuffle_i64x2::<0xEE>(k[0], k[1]);
+            let out = |i: usize| _mm512_loadu_si512(OUT[i].as_ptr().cast());
+            _mm512_storeu_si512(p.cast(), _mm512_permutex2var_epi64(k[0], out(0), t));
+            _mm512_storeu_si512(p.add(64).cast(), _mm512_permutex2var_epi64(t, out(1), v));
+            _mm512_storeu_si512(p.add(128).cast(), _mm512_permutex2var_epi64(v, out(2), k[2]));
         }
     }
 }
