@@ -21,7 +21,8 @@ use super::super::resample::{
 use super::super::scalar;
 use super::super::vector::{bf16_high, Fast16, Job, Quantise, Simd, Words, F16};
 use super::tables::{
-    chroma_422_mask, in_dword, in_order, luma_422_mask, Permutes, CHROMA_PLANE_WORDS, PAIR_WORDS, THREE_BYTE_PIXELS,
+    byte_mask, chroma_422_mask, in_dword, in_order, luma_422_mask, Permutes, CHROMA_PLANE_WORDS, INTERLEAVE_BLEND,
+    INTERLEAVE_PLACES, PAIR_WORDS, THREE_BYTE_PIXELS,
 };
 
 // `pixels_of_sums` takes `sum >> SHIFT` as the high word shifted by 4.
@@ -516,19 +517,18 @@ impl Fast16 for Avx2 {
             _mm256_xor_si256(words, _mm256_set1_epi16(i16::MIN))
         }
     }
-    /// OpenCV's 3-channel interleave (`v_store_interleave`): each channel's
-    /// bytes by one `packuswb` (lane L: pixels 16 L to 16 L + 15), one byte
-    /// shuffle each (`CHANNEL_PLACES`) puts every byte where some 16-byte
-    /// chunk of a lane's 48 output bytes wants it, two `pblendvb` a chunk
-    /// pick the channel of each byte, and three lane permutes put the
-    /// chunks in order for 32-byte stores.
+    /// OpenCV's 3-channel interleave (`tables::INTERLEAVE_PLACES`): each
+    /// channel's bytes by one `packuswb` (lane L: pixels 16 L to 16 L + 15)
+    /// and one byte shuffle, two `pblendvb` a 16-byte chunk, and three lane
+    /// permutes that put the chunks in order for 32-byte stores.
     #[inline(always)]
     unsafe fn store3(p: *mut u8, h: [(__m256i, __m256i); 3]) {
+        const BLEND: [[u8; 32]; 2] = [byte_mask(INTERLEAVE_BLEND[0]), byte_mask(INTERLEAVE_BLEND[1])];
         // SAFETY: the tables are 32 bytes.
-        let m = |bytes: &[i8; 32]| unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) };
-        let placed = |c: usize| _mm256_shuffle_epi8(_mm256_packus_epi16(h[c].0, h[c].1), m(&CHANNEL_PLACES[c]));
+        let m = |bytes: &[u8; 32]| unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) };
+        let placed = |c: usize| _mm256_shuffle_epi8(_mm256_packus_epi16(h[c].0, h[c].1), m(&INTERLEAVE_PLACES[c]));
         let s = [placed(0), placed(1), placed(2)];
-        let (second, third) = (m(&CHUNK_CHANNEL[0]), m(&CHUNK_CHANNEL[1]));
+        let (second, third) = (m(&BLEND[0]), m(&BLEND[1]));
         // Byte j of chunk k is channel (k + j) % 3's.
         let chunk =
             |k: usize| _mm256_blendv_epi8(_mm256_blendv_epi8(s[k], s[(k + 1) % 3], second), s[(k + 2) % 3], third);
@@ -541,40 +541,6 @@ impl Fast16 for Avx2 {
         }
     }
 }
-
-/// `Fast16::store3`'s shuffles: in both lanes, byte j of channel c's
-/// shuffle holds the pixel whose channel c lands at byte j of the one chunk
-/// k (of a lane's three) where byte j is channel c's, `(k + j) % 3 == c`.
-pub(super) const CHANNEL_PLACES: [[i8; 32]; 3] = {
-    let mut m = [[0i8; 32]; 3];
-    let mut c = 0;
-    while c < 3 {
-        let mut j = 0;
-        while j < 16 {
-            let k = (c + 3 - j % 3) % 3;
-            let pixel = ((16 * k + j - c) / 3) as i8;
-            (m[c][j], m[c][16 + j]) = (pixel, pixel);
-            j += 1;
-        }
-        c += 1;
-    }
-    m
-};
-/// `Fast16::store3`'s blend masks: the bytes j of each lane with `j % 3`
-/// 1 (the chunk's second channel), then 2 (its third).
-const CHUNK_CHANNEL: [[i8; 32]; 2] = {
-    let mut m = [[0i8; 32]; 2];
-    let mut j = 0;
-    while j < 32 {
-        match (j % 16) % 3 {
-            1 => m[0][j] = -1,
-            2 => m[1][j] = -1,
-            _ => {}
-        }
-        j += 1;
-    }
-    m
-};
 
 /// `Fast16`'s one-instruction operations for one x86 vector width: the
 /// intrinsic of each (`fn name(args) = intrinsic`).

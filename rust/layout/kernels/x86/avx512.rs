@@ -11,8 +11,11 @@ use std::arch::x86_64::*;
 
 use super::super::resample::{Linear, Resample};
 use super::super::vector::{bf16_high, Fast16, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
-use super::avx2::{arithmetic, fast16_arithmetic, rows, Avx2, CHANNEL_PLACES};
-use super::tables::{chroma_422_mask, luma_422_mask, CHROMA_PLANE_WORDS, PAIR_WORDS, PIXELS_OF_CHANNEL_BYTES};
+use super::avx2::{arithmetic, fast16_arithmetic, rows, Avx2};
+use super::tables::{
+    chroma_422_mask, luma_422_mask, CHROMA_PLANE_WORDS, INTERLEAVE_BLEND, INTERLEAVE_PLACES, PAIR_WORDS,
+    PIXELS_OF_CHANNEL_BYTES,
+};
 
 crate::layout::kernels::stamp_kernels!(Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"]: conversion, quads, words, int8, fast);
 
@@ -626,32 +629,23 @@ impl<const VBMI: bool> Fast16 for Avx512<VBMI> {
             }
             return;
         }
-        // Without VBMI, AVX2's interleave in each of the four lanes (`Avx2::store3`), blending by mask
-        // registers (`vpblendmb`); then the lanes' chunks in order: T = [K1 0, K1 1, K2 0, K2 1], V = [K0 2, K0 3, K1 2, K1 3] (Kk: chunk k of lanes 0-3).
-        const SECOND: u64 = chunk_bytes(1);
-        const THIRD: u64 = chunk_bytes(2);
-        const fn chunk_bytes(r: usize) -> u64 {
-            let (mut m, mut j) = (0u64, 0);
-            while j < 64 {
-                if j % 16 % 3 == r {
-                    m |= 1 << j;
-                }
-                j += 1;
-            }
-            m
-        }
+        // Without VBMI, AVX2's interleave in each of the four lanes (`tables::INTERLEAVE_PLACES`), blending
+        // by mask registers (`vpblendmb`); then the lanes' chunks in order, by qword permutes (`OUT`) of Kk
+        // (chunk k of lanes 0-3), T = [K1 0, K1 1, K2 0, K2 1] and V = [K0 2, K0 3, K1 2, K1 3].
         const fn lanes(l: [u64; 4]) -> [u64; 8] {
             [2 * l[0], 2 * l[0] + 1, 2 * l[1], 2 * l[1] + 1, 2 * l[2], 2 * l[2] + 1, 2 * l[3], 2 * l[3] + 1]
         }
+        // Output vector i's lanes: the first source's 0-3, the second's 4-7.
         const OUT: [[u64; 8]; 3] = [lanes([0, 4, 6, 1]), lanes([1, 3, 4, 6]), lanes([6, 1, 3, 7])];
         // SAFETY: the tables are 32 and 64 bytes; the kernel's loop guard bounds the 192 bytes written.
         unsafe {
             let placed = |c: _, i: usize| {
-                _mm512_shuffle_epi8(c, _mm512_broadcast_i32x4(_mm_loadu_si128(CHANNEL_PLACES[i].as_ptr().cast())))
+                _mm512_shuffle_epi8(c, _mm512_broadcast_i32x4(_mm_loadu_si128(INTERLEAVE_PLACES[i].as_ptr().cast())))
             };
             let s = [placed(c0, 0), placed(c1, 1), placed(c2, 2)];
             let chunk = |k: usize| {
-                _mm512_mask_blend_epi8(THIRD, _mm512_mask_blend_epi8(SECOND, s[k], s[(k + 1) % 3]), s[(k + 2) % 3])
+                let [second, third] = INTERLEAVE_BLEND;
+                _mm512_mask_blend_epi8(third, _mm512_mask_blend_epi8(second, s[k], s[(k + 1) % 3]), s[(k + 2) % 3])
             };
             let k = [chunk(0), chunk(1), chunk(2)];
             let t = _mm512_shuffle_i64x2::<0x44>(k[1], k[2]);
