@@ -384,9 +384,10 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
         _mm512_storeu_si512(out.cast(), _mm512_permutex2var_epi64(lo, first, hi));
         _mm512_storeu_si512(out.add(64).cast(), _mm512_permutex2var_epi64(lo, second, hi));
     }
-    /// As `store_rgbx_sums`, then each lane's pads dropped and the lanes'
-    /// 12 bytes put together: 16 pixels in 48 bytes, stored as 32 + 16,
-    /// twice; with VBMI, the 96 bytes straight from the channel bytes.
+    /// As `store_rgbx_sums` up to its lanes' order, then each lane's pads
+    /// dropped (3 pixels' dwords of 4) and the 24 dwords of 32 pixels taken
+    /// in order from both by two dword permutes: 64 + 32 bytes; with VBMI,
+    /// the 96 bytes straight from the channel bytes.
     #[inline(always)]
     unsafe fn store_rgb_sums(t: &Avx512Tables, out: *mut u8, even: [__m512i; 3], odd: [__m512i; 3]) {
         if VBMI {
@@ -395,21 +396,24 @@ impl<const VBMI: bool> Simd for Avx512<VBMI> {
             _mm256_storeu_si256(out.add(64).cast(), _mm512_castsi512_si256(tail));
             return;
         }
+        // Pixels 4q to 4q + 3 are lane q / 2 of `lo` (q even) or of `hi` (dwords 16-31), its first 3 dwords.
+        const DWORDS: [[i32; 16]; 2] = {
+            let mut d = [[0i32; 16]; 2];
+            let mut i = 0;
+            while i < 24 {
+                let q = i / 3;
+                d[i / 16][i % 16] = (16 * (q % 2) + 4 * (q / 2) + i % 3) as i32;
+                i += 1;
+            }
+            d
+        };
         let [lo, hi] = Self::pixels_of_sums(t, even, odd);
         let drop_pad =
             _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -128, -128, -128, -128));
-        let first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
-        let second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-        let gather = _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 15, 15, 15, 15);
-        for (k, sixteen) in [_mm512_permutex2var_epi64(lo, first, hi), _mm512_permutex2var_epi64(lo, second, hi)]
-            .into_iter()
-            .enumerate()
-        {
-            let packed = _mm512_permutexvar_epi32(gather, _mm512_shuffle_epi8(sixteen, drop_pad));
-            let at = out.add(48 * k);
-            _mm256_storeu_si256(at.cast(), _mm512_castsi512_si256(packed));
-            _mm_storeu_si128(at.add(32).cast(), _mm512_extracti32x4_epi32::<2>(packed));
-        }
+        let (lo, hi) = (_mm512_shuffle_epi8(lo, drop_pad), _mm512_shuffle_epi8(hi, drop_pad));
+        let index = |k: usize| _mm512_loadu_si512(DWORDS[k].as_ptr().cast());
+        _mm512_storeu_si512(out.cast(), _mm512_permutex2var_epi32(lo, index(0), hi));
+        _mm256_storeu_si256(out.add(64).cast(), _mm512_castsi512_si256(_mm512_permutex2var_epi32(lo, index(1), hi)));
     }
 }
 
