@@ -21,8 +21,7 @@ use super::super::resample::{
 use super::super::scalar;
 use super::super::vector::{bf16_high, Fast16, Job, Quantise, Simd, Words, F16};
 use super::tables::{
-    byte_mask, chroma_422_mask, in_dword, in_order, luma_422_mask, Permutes, CHROMA_PLANE_WORDS, INTERLEAVE_BLEND,
-    INTERLEAVE_PLACES, PAIR_WORDS, THREE_BYTE_PIXELS,
+    chroma_422_mask, in_dword, in_order, luma_422_mask, Permutes, CHROMA_PLANE_WORDS, PAIR_WORDS, THREE_BYTE_PIXELS,
 };
 
 // `pixels_of_sums` takes `sum >> SHIFT` as the high word shifted by 4.
@@ -447,6 +446,30 @@ pub(crate) fn drop_pad<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
     }
 }
 
+/// `Fast16::store3`'s byte shuffles: chunk k (16 bytes) of a lane's 16
+/// 3-byte pixels (in both lanes) from pack v of the three that pair the
+/// channels' halves (`[c0 0-7, c1 0-7]`, `[c2 0-7, c0 8-15]`,
+/// `[c1 8-15, c2 8-15]`); -1 (zero) where another pack holds the byte.
+const THREE_BYTES: [[[i8; 32]; 3]; 3] = {
+    let mut m = [[[-1i8; 32]; 3]; 3];
+    let mut t = 0;
+    while t < 48 {
+        let (q, c) = (t / 3, t % 3);
+        let (v, at) = match (c, q < 8) {
+            (0, true) => (0, q),
+            (0, false) => (1, q),
+            (1, true) => (0, 8 + q),
+            (1, false) => (2, q - 8),
+            (_, true) => (1, q),
+            _ => (2, q),
+        };
+        m[t / 16][v][t % 16] = at as i8;
+        m[t / 16][v][16 + t % 16] = at as i8;
+        t += 1;
+    }
+    m
+};
+
 // The fast rounding's 16-bit lanes (`vector::nv12_pair_fast`).
 impl Fast16 for Avx2 {
     type V = __m256i;
@@ -517,27 +540,33 @@ impl Fast16 for Avx2 {
             _mm256_xor_si256(words, _mm256_set1_epi16(i16::MIN))
         }
     }
-    /// OpenCV's 3-channel interleave (`tables::INTERLEAVE_PLACES`): each
-    /// channel's bytes by one `packuswb` (lane L: pixels 16 L to 16 L + 15)
-    /// and one byte shuffle, two `pblendvb` a 16-byte chunk, and three lane
-    /// permutes that put the chunks in order for 32-byte stores.
+    /// Each lane's 48 bytes from three packs that pair the channels' halves
+    /// (`[c0 0-7, c1 0-7]`, `[c2 0-7, c0 8-15]`, `[c1 8-15, c2 8-15]`), each
+    /// 16 bytes by byte shuffles of the two or three packs that hold them (7
+    /// in all), stored 16 bytes at a time.
     #[inline(always)]
     unsafe fn store3(p: *mut u8, h: [(__m256i, __m256i); 3]) {
-        const BLEND: [[u8; 32]; 2] = [byte_mask(INTERLEAVE_BLEND[0]), byte_mask(INTERLEAVE_BLEND[1])];
-        // SAFETY: the tables are 32 bytes.
-        let m = |bytes: &[u8; 32]| unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) };
-        let placed = |c: usize| _mm256_shuffle_epi8(_mm256_packus_epi16(h[c].0, h[c].1), m(&INTERLEAVE_PLACES[c]));
-        let s = [placed(0), placed(1), placed(2)];
-        let (second, third) = (m(&BLEND[0]), m(&BLEND[1]));
-        // Byte j of chunk k is channel (k + j) % 3's.
-        let chunk =
-            |k: usize| _mm256_blendv_epi8(_mm256_blendv_epi8(s[k], s[(k + 1) % 3], second), s[(k + 2) % 3], third);
-        let [c0, c1, c2] = [chunk(0), chunk(1), chunk(2)];
-        // SAFETY: the kernel's loop guard bounds the 96 bytes written.
+        let packs = [
+            _mm256_packus_epi16(h[0].0, h[1].0),
+            _mm256_packus_epi16(h[2].0, h[0].1),
+            _mm256_packus_epi16(h[1].1, h[2].1),
+        ];
+        // SAFETY: the masks are 32 bytes; the kernel's loop guard bounds the 96 bytes written.
         unsafe {
-            _mm256_storeu_si256(p.cast(), _mm256_permute2x128_si256::<0x20>(c0, c1));
-            _mm256_storeu_si256(p.add(32).cast(), _mm256_permute2x128_si256::<0x30>(c2, c0));
-            _mm256_storeu_si256(p.add(64).cast(), _mm256_permute2x128_si256::<0x31>(c1, c2));
+            let chunk = |k: usize| {
+                let m = |v: usize| _mm256_loadu_si256(THREE_BYTES[k][v].as_ptr().cast());
+                _mm256_or_si256(
+                    _mm256_or_si256(_mm256_shuffle_epi8(packs[0], m(0)), _mm256_shuffle_epi8(packs[1], m(1))),
+                    _mm256_shuffle_epi8(packs[2], m(2)),
+                )
+            };
+            let (k0, k1, k2) = (chunk(0), chunk(1), chunk(2));
+            _mm_storeu_si128(p.cast(), _mm256_castsi256_si128(k0));
+            _mm_storeu_si128(p.add(16).cast(), _mm256_castsi256_si128(k1));
+            _mm_storeu_si128(p.add(32).cast(), _mm256_castsi256_si128(k2));
+            _mm_storeu_si128(p.add(48).cast(), _mm256_extracti128_si256::<1>(k0));
+            _mm_storeu_si128(p.add(64).cast(), _mm256_extracti128_si256::<1>(k1));
+            _mm_storeu_si128(p.add(80).cast(), _mm256_extracti128_si256::<1>(k2));
         }
     }
 }

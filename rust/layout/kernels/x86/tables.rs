@@ -209,14 +209,15 @@ pub(super) const THREE_BYTE_PIXELS: [[[u8; 16]; 2]; 2] = {
     masks
 };
 
-/// The 3-byte store of the fast decoders (OpenCV's `v_store_interleave`),
-/// per 16-byte lane of 16 pixels: the lane's 48 output bytes are three
-/// chunks, and byte j of chunk k is channel `(k + j) % 3`'s. Channel c's
-/// 16 bytes are shuffled once, by `INTERLEAVE_PLACES[c]` (a lane's, in both
-/// halves of 32 bytes), so that byte j holds the pixel whose channel c lands
-/// at byte j of the one chunk where byte j is channel c's; each chunk then
-/// takes, from the three shuffles in turn, the bytes of `INTERLEAVE_BLEND`
-/// (bits of 64 bytes: `j % 3` 1, then 2, in each lane).
+/// AVX-512's fast 3-byte store without VBMI (OpenCV's
+/// `v_store_interleave`), per 16-byte lane of 16 pixels: the lane's 48
+/// output bytes are three chunks, and byte j of chunk k is channel
+/// `(k + j) % 3`'s. Channel c's 16 bytes are shuffled once, by
+/// `INTERLEAVE_PLACES[c]` (a lane's, in both halves of 32 bytes), so that
+/// byte j holds the pixel whose channel c lands at byte j of the one chunk
+/// where byte j is channel c's; each chunk then takes, from the three
+/// shuffles in turn, the bytes of `INTERLEAVE_BLEND` (mask bits of 64
+/// bytes: `j % 3` 1, then 2, in each lane).
 pub(super) const INTERLEAVE_PLACES: [[u8; 32]; 3] = {
     let mut m = [[0u8; 32]; 3];
     let mut c = 0;
@@ -245,19 +246,6 @@ pub(super) const INTERLEAVE_BLEND: [u64; 2] = {
     }
     bits
 };
-
-/// The bytes of a 32-byte blend mask from the bits of `INTERLEAVE_BLEND`.
-pub(super) const fn byte_mask(bits: u64) -> [u8; 32] {
-    let mut m = [0u8; 32];
-    let mut j = 0;
-    while j < 32 {
-        if bits >> j & 1 == 1 {
-            m[j] = 0x80;
-        }
-        j += 1;
-    }
-    m
-}
 
 /// Where AVX2's `channels` moves the source dwords of 8 pixels so that 4
 /// pixels start each 16-byte lane, in pixel order (`Job::Planar`): one byte
