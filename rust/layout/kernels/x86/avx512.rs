@@ -597,7 +597,7 @@ impl<const VBMI: bool> Fast16 for Avx512<VBMI> {
     }
     /// With VBMI, each 64 output bytes by one two-source byte permute (`vpermt2b`)
     /// of B and of R and G's 32 pixels around them (one 128-bit block shuffle);
-    /// without, AVX2's interleave in each lane and the lanes' chunks put in order.
+    /// without, OpenCV's interleave in each lane and the lanes' chunks put in order.
     #[inline(always)]
     unsafe fn store3(p: *mut u8, h: [(__m512i, __m512i); 3]) {
         let (c0, c1, c2) = (
@@ -633,7 +633,7 @@ impl<const VBMI: bool> Fast16 for Avx512<VBMI> {
             }
             return;
         }
-        // Without VBMI, AVX2's interleave in each of the four lanes (`tables::INTERLEAVE_PLACES`), blending
+        // Without VBMI, OpenCV's interleave in each of the four lanes (`tables::INTERLEAVE_PLACES`), blending
         // by mask registers (`vpblendmb`); then the lanes' chunks in order, by qword permutes (`OUT`) of Kk
         // (chunk k of lanes 0-3), T = [K1 0, K1 1, K2 0, K2 1] and V = [K0 2, K0 3, K1 2, K1 3].
         const fn lanes(l: [u64; 4]) -> [u64; 8] {
@@ -641,11 +641,9 @@ impl<const VBMI: bool> Fast16 for Avx512<VBMI> {
         }
         // Output vector i's lanes: the first source's 0-3, the second's 4-7.
         const OUT: [[u64; 8]; 3] = [lanes([0, 4, 6, 1]), lanes([1, 3, 4, 6]), lanes([6, 1, 3, 7])];
-        // SAFETY: the tables are 32 and 64 bytes; the kernel's loop guard bounds the 192 bytes written.
+        // SAFETY: the permutes' table is 64 bytes; the kernel's loop guard bounds the 192 bytes written.
         unsafe {
-            let placed = |c: _, i: usize| {
-                _mm512_shuffle_epi8(c, _mm512_broadcast_i32x4(_mm_loadu_si128(INTERLEAVE_PLACES[i].as_ptr().cast())))
-            };
+            let placed = |c: _, i: usize| _mm512_shuffle_epi8(c, all_lanes(INTERLEAVE_PLACES[i]));
             let s = [placed(c0, 0), placed(c1, 1), placed(c2, 2)];
             let chunk = |k: usize| {
                 let [second, third] = INTERLEAVE_BLEND;

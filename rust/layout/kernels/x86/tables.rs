@@ -213,20 +213,19 @@ pub(super) const THREE_BYTE_PIXELS: [[[u8; 16]; 2]; 2] = {
 /// `v_store_interleave`), per 16-byte lane of 16 pixels: the lane's 48
 /// output bytes are three chunks, and byte j of chunk k is channel
 /// `(k + j) % 3`'s. Channel c's 16 bytes are shuffled once, by
-/// `INTERLEAVE_PLACES[c]` (a lane's, in both halves of 32 bytes), so that
-/// byte j holds the pixel whose channel c lands at byte j of the one chunk
+/// `INTERLEAVE_PLACES[c]` (a lane's, broadcast to the four), so that byte
+/// j holds the pixel whose channel c lands at byte j of the one chunk
 /// where byte j is channel c's; each chunk then takes, from the three
 /// shuffles in turn, the bytes of `INTERLEAVE_BLEND` (mask bits of 64
 /// bytes: `j % 3` 1, then 2, in each lane).
-pub(super) const INTERLEAVE_PLACES: [[u8; 32]; 3] = {
-    let mut m = [[0u8; 32]; 3];
+pub(super) const INTERLEAVE_PLACES: [[u8; 16]; 3] = {
+    let mut m = [[0u8; 16]; 3];
     let mut c = 0;
     while c < 3 {
         let mut j = 0;
         while j < 16 {
             let chunk = (c + 3 - j % 3) % 3;
-            let pixel = ((16 * chunk + j - c) / 3) as u8;
-            (m[c][j], m[c][16 + j]) = (pixel, pixel);
+            m[c][j] = ((16 * chunk + j - c) / 3) as u8;
             j += 1;
         }
         c += 1;
