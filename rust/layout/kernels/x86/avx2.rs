@@ -21,7 +21,8 @@ use super::super::resample::{
 use super::super::scalar;
 use super::super::vector::{bf16_high, Fast16, Job, Quantise, Simd, Words, F16};
 use super::tables::{
-    chroma_422_mask, in_dword, in_order, luma_422_mask, Permutes, CHROMA_PLANE_WORDS, PAIR_WORDS, THREE_BYTE_PIXELS,
+    chroma_422_mask, in_dword, in_order, luma_422_mask, Permutes, CHROMA_PLANE_WORDS, PAIR_WORDS, THREE_BYTES,
+    THREE_BYTE_PIXELS,
 };
 
 // `pixels_of_sums` takes `sum >> SHIFT` as the high word shifted by 4.
@@ -445,30 +446,6 @@ pub(crate) fn drop_pad<const SWAP: bool>(_: &Plan, src: &[u8], dst: &mut [u8]) {
         scalar::drop_pad_pixels::<SWAP>(&src[4 * i..], &mut dst[3 * i..]);
     }
 }
-
-/// `Fast16::store3`'s byte shuffles: chunk k (16 bytes) of a lane's 16
-/// 3-byte pixels (in both lanes) from pack v of the three that pair the
-/// channels' halves (`[c0 0-7, c1 0-7]`, `[c2 0-7, c0 8-15]`,
-/// `[c1 8-15, c2 8-15]`); -1 (zero) where another pack holds the byte.
-const THREE_BYTES: [[[i8; 32]; 3]; 3] = {
-    let mut m = [[[-1i8; 32]; 3]; 3];
-    let mut t = 0;
-    while t < 48 {
-        let (q, c) = (t / 3, t % 3);
-        let (v, at) = match (c, q < 8) {
-            (0, true) => (0, q),
-            (0, false) => (1, q),
-            (1, true) => (0, 8 + q),
-            (1, false) => (2, q - 8),
-            (_, true) => (1, q),
-            _ => (2, q),
-        };
-        m[t / 16][v][t % 16] = at as i8;
-        m[t / 16][v][16 + t % 16] = at as i8;
-        t += 1;
-    }
-    m
-};
 
 // The fast rounding's 16-bit lanes (`vector::nv12_pair_fast`).
 impl Fast16 for Avx2 {

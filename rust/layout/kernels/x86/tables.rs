@@ -209,6 +209,30 @@ pub(super) const THREE_BYTE_PIXELS: [[[u8; 16]; 2]; 2] = {
     masks
 };
 
+/// AVX2's fast 3-byte store (`Fast16::store3`), its byte shuffles: chunk k (16 bytes) of a lane's 16
+/// 3-byte pixels (in both lanes) from pack v of the three that pair the
+/// channels' halves (`[c0 0-7, c1 0-7]`, `[c2 0-7, c0 8-15]`,
+/// `[c1 8-15, c2 8-15]`); -1 (zero) where another pack holds the byte.
+pub(super) const THREE_BYTES: [[[i8; 32]; 3]; 3] = {
+    let mut m = [[[-1i8; 32]; 3]; 3];
+    let mut t = 0;
+    while t < 48 {
+        let (q, c) = (t / 3, t % 3);
+        let (v, at) = match (c, q < 8) {
+            (0, true) => (0, q),
+            (0, false) => (1, q),
+            (1, true) => (0, 8 + q),
+            (1, false) => (2, q - 8),
+            (_, true) => (1, q),
+            _ => (2, q),
+        };
+        m[t / 16][v][t % 16] = at as i8;
+        m[t / 16][v][16 + t % 16] = at as i8;
+        t += 1;
+    }
+    m
+};
+
 /// AVX-512's fast 3-byte store without VBMI (OpenCV's
 /// `v_store_interleave`), per 16-byte lane of 16 pixels: the lane's 48
 /// output bytes are three chunks, and byte j of chunk k is channel
