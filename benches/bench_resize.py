@@ -215,6 +215,16 @@ def main() -> None:
     case("4K NV12 -> 224 RGBx_BF16 norm, bilinear", nv12_4k, "NV12", out, "RGBx_BF16", {}, NORM,
          nv12_4k_composition, lambda: cv2.resize(rgb_4k, (224, 224), dst=small_rgb, interpolation=cv2.INTER_LINEAR),
          sampled * 3840 + sampled * 3840 // 2)
+
+    # 5. 1080p NV12 -> 960x540 RGBx u8: a halving (OpenCV's bilinear at exactly half is the 2x2 mean), every pixel read.
+    out = np.empty((540, 960, 4), np.uint8)
+
+    def halving() -> None:
+        cv2.cvtColor(nv12(), cv2.COLOR_YUV2RGBA_NV12, dst=rgba_1080)
+        cv2.resize(rgba_1080, (960, 540), dst=out, interpolation=cv2.INTER_LINEAR)
+
+    case("1080p NV12 -> 960x540 RGBx u8, a halving", nv12, "NV12", out, "RGBx", {}, {}, halving,
+         lambda: cv2.resize(rgba_1080, (960, 540), dst=out, interpolation=cv2.INTER_LINEAR), 1920 * 1080 * 3 // 2)
     del rgb_1080
 
     copies = [len(c.frames) for c in (bgr, nv12, i420, nv12_4k)]

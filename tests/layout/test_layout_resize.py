@@ -171,9 +171,11 @@ def test_bilinear_and_nearest_are_bit_exact_with_opencv(fmt: str, interpolation:
     # (90, 60) -> (30, 20) and (100, 50) -> (20, 10): odd integer shrinks, where bilinear picks pixels.
     # (400, 120) -> (37, 13), (258, 64) -> (29, 9): strong shrinks, whose NV12 x pass decodes the pixels it reads;
     # (200, 60) -> (64, 20): a shrink by 3 or more whose taps read most chroma groups, decoded in the x pass too (x86).
+    # (30, 20) -> (15, 10) and (166, 64) -> (83, 32): halvings (OpenCV's 2x2 mean), the second's rows several of
+    # their SIMD steps and a tail.
     cases = [((64, 48), (23, 17)), ((64, 48), (101, 77)), ((30, 20), (15, 10)), ((2, 2), (9, 5)), ((96, 64), (32, 16)),
              ((90, 60), (30, 20)), ((100, 50), (20, 10)), ((400, 120), (37, 13)), ((258, 64), (29, 9)),
-             ((200, 60), (64, 20))]
+             ((200, 60), (64, 20)), ((166, 64), (83, 32))]
     for (w, h), (dw, dh) in cases:
         src = source(rng, fmt, w, h)
         want, _ = opencv_rgb(src, fmt, (dw, dh), None, None, interpolation, "stretch", (0, 0, 0))

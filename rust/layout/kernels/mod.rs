@@ -262,6 +262,8 @@ macro_rules! kernels_of {
             groups: $($m)::+::groups,
             sum_rows: $($m)::+::sum_rows,
             blocks: $($m)::+::blocks::<$c>,
+            pair_sums: $($m)::+::pair_sums::<$c>,
+            pair_means: $($m)::+::pair_means::<$c>,
             weigh_rows: $($m)::+::weigh_rows,
             area_horizontal: $($m)::+::area_horizontal::<$c>,
             yuv_linear: None, // a level's own, where it has one: `row_kernels`

@@ -58,6 +58,9 @@ pub(crate) struct RowKernels {
     pub sum_rows: unsafe fn(&[u8], &mut [u32]),
     /// Integer shrink along x: the mean of `kx` column sums, of an area of `area` pixels.
     pub blocks: unsafe fn(&[u32], usize, u32, &mut [u8]),
+    /// The 2x2 shrink: a first row's pixel pairs summed, then a second row's added and the mean rounded.
+    pub pair_sums: unsafe fn(&[u8], &mut [u16]),
+    pub pair_means: unsafe fn(&[u8], &[u16], &mut [u8]),
     /// Fractional shrink: `acc = w * row` (first row) or `acc += w * row`.
     pub weigh_rows: unsafe fn(&[u8], f32, &mut [f32], bool),
     /// Fractional shrink along x, rounded to u8.
@@ -68,13 +71,21 @@ pub(crate) struct RowKernels {
     pub yuv_linear: Option<[YuvLinear; 2]>,
 }
 
-/// The bilinear x pass of an instruction set, if it writes its own: the
-/// portable loops are the defaults. The other row loops are the same
+/// The bilinear x pass and the 2x2 shrink of an instruction set, if it
+/// writes its own: the portable loops are the defaults. The other row loops are the same
 /// everywhere (below).
 pub(crate) trait Resample {
     #[inline(always)]
     fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
         horizontal_linear::<C>(src, taps, out, ahead)
+    }
+    #[inline(always)]
+    fn pair_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
+        pair_sums::<C>(row, sums)
+    }
+    #[inline(always)]
+    fn pair_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8]) {
+        pair_means::<C>(row, sums, out)
     }
     #[inline(always)]
     fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
@@ -202,6 +213,30 @@ pub(crate) fn groups(src: &[u8], index: &[u32], out: &mut [u8]) {
 pub(crate) fn sum_rows(row: &[u8], acc: &mut [u32]) {
     for (a, &s) in acc.iter_mut().zip(row) {
         *a += s as u32;
+    }
+}
+
+/// A 2x2 shrink's first row (`Method::AreaBlocks` of 2 by 2): each pair of
+/// pixels summed channel by channel, in 16 bits. With `pair_means` it
+/// reads each source row once and writes no column sums of the whole row.
+#[inline(always)]
+pub(crate) fn pair_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
+    for (p, s) in row.chunks_exact(2 * C).zip(sums.chunks_exact_mut(C)) {
+        for c in 0..C {
+            s[c] = u16::from(p[c]) + u16::from(p[C + c]);
+        }
+    }
+}
+
+/// A 2x2 shrink's second row: its pairs added to `pair_sums`' and the mean
+/// rounded as OpenCV's 2x2 path rounds it, `(sum + 2) >> 2` (as `blocks`).
+#[inline(always)]
+pub(crate) fn pair_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8]) {
+    for ((p, s), o) in row.chunks_exact(2 * C).zip(sums.chunks_exact(C)).zip(out.chunks_exact_mut(C)) {
+        let s: &[u16; C] = s.try_into().unwrap();
+        for c in 0..C {
+            o[c] = ((s[c] + u16::from(p[c]) + u16::from(p[C + c]) + 2) >> 2) as u8;
+        }
     }
 }
 

@@ -78,6 +78,10 @@ macro_rules! stamp_kernels {
             = $crate::layout::kernels::resample::sum_rows);
         $crate::simd::stamp!(@fn $f blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8])
             = $crate::layout::kernels::resample::blocks::<C>);
+        $crate::simd::stamp!(@fn $f pair_sums<const C: usize>(row: &[u8], sums: &mut [u16])
+            = <$isa as $crate::layout::kernels::resample::Resample>::pair_sums::<C>);
+        $crate::simd::stamp!(@fn $f pair_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8])
+            = <$isa as $crate::layout::kernels::resample::Resample>::pair_means::<C>);
         $crate::simd::stamp!(@fn $f weigh_rows<>(row: &[u8], w: f32, acc: &mut [f32], first: bool)
             = $crate::layout::kernels::resample::weigh_rows);
         $crate::simd::stamp!(@fn $f area_horizontal<const C: usize>(

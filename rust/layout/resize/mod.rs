@@ -452,6 +452,11 @@ impl Job<'_> {
                     (&scratch.ring[rows[0] as usize & 1][..values], &scratch.ring[rows[1] as usize & 1][..values]);
                 unsafe { (k.vertical_linear)(r0, r1, y.weight[dy], line) };
             }
+            Method::AreaBlocks { kx: 2, ky: 2 } => {
+                let first = 2 * dy;
+                unsafe { (k.pair_sums)(reader.row(first), &mut scratch.pairs) };
+                unsafe { (k.pair_means)(reader.row(first + 1), &scratch.pairs, line) };
+            }
             Method::AreaBlocks { kx, ky } => {
                 scratch.sums.fill(0);
                 for s in dy * ky..(dy + 1) * ky {
@@ -477,6 +482,8 @@ struct Scratch {
     ring_rows: [Option<u32>; 2],
     /// Integer shrink: column sums of a band of source rows.
     sums: Vec<u32>,
+    /// The 2x2 shrink: a row's pixel pairs summed (`pair_sums`).
+    pairs: Vec<u16>,
     /// Fractional shrink: weighted column sums.
     acc: Vec<f32>,
 }
@@ -484,13 +491,20 @@ struct Scratch {
 impl Scratch {
     fn new(method: &Method, region_values: usize, line_values: usize) -> Scratch {
         // Slack for the kernels that work 4 values wide (kernels/resample.rs).
-        let (ring, sums, acc) = match method {
-            Method::Linear { .. } => (line_values + 4, 0, 0),
-            Method::AreaBlocks { .. } => (0, region_values, 0),
-            Method::Area { .. } => (0, 0, region_values + 4),
-            Method::Nearest { .. } => (0, 0, 0),
+        let (ring, sums, pairs, acc) = match method {
+            Method::Linear { .. } => (line_values + 4, 0, 0, 0),
+            Method::AreaBlocks { kx: 2, ky: 2 } => (0, 0, line_values, 0),
+            Method::AreaBlocks { .. } => (0, region_values, 0, 0),
+            Method::Area { .. } => (0, 0, 0, region_values + 4),
+            Method::Nearest { .. } => (0, 0, 0, 0),
         };
-        Scratch { ring: [vec![0; ring], vec![0; ring]], ring_rows: [None; 2], sums: vec![0; sums], acc: vec![0.0; acc] }
+        Scratch {
+            ring: [vec![0; ring], vec![0; ring]],
+            ring_rows: [None; 2],
+            sums: vec![0; sums],
+            pairs: vec![0; pairs],
+            acc: vec![0.0; acc],
+        }
     }
 }
 
@@ -583,6 +597,106 @@ mod tests {
         Rect::new(x, y, w, h)
     }
 
+    /// One case of `resize_matches_the_naive_reference`: an RGB destination
+    /// holds the naive per-pixel values, the fill, and untouched bytes
+    /// outside the rectangle, at every SIMD level.
+    #[allow(clippy::too_many_arguments)]
+    fn check_resize(
+        format: Format,
+        size: (usize, usize),
+        dst_size: (usize, usize),
+        roi: Option<[f64; 4]>,
+        dst_rect: Option<[f64; 4]>,
+        interpolation: Interpolation,
+        fit: Fit,
+        fill: [u8; 3],
+        extra: usize,
+        seed: u64,
+    ) -> std::result::Result<(), TestCaseError> {
+        let yuv = matches!(format, Format::Nv12 | Format::Nv21 | Format::I420);
+        let align = if yuv { 2 } else { 1 };
+        let (w, h) = ((size.0 / align * align).max(align), (size.1 / align * align).max(align));
+        let fill = if format == Format::Gray { [fill[0]; 3] } else { fill };
+        let channels = if yuv { 1 } else { format.channels() };
+        // I420's U and V rows are half a pitch apart, so its pitch is even.
+        let pitch = if format == Format::I420 { w + extra / 2 * 2 } else { w * channels + extra };
+        let rows = if yuv { h * 3 / 2 } else { h };
+        let mut state = seed | 1;
+        let data: Vec<u8> = (0..pitch * rows)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        let resize = Resize {
+            roi: roi.map(|f| rect_in(f, w, h, align)),
+            dst_rect: dst_rect.map(|f| rect_in(f, dst_size.0, dst_size.1, 1)),
+            interpolation,
+            fit,
+            fill,
+        };
+        let t = place(format, (w, h), dst_size, &resize).unwrap();
+        let method = Method::new(interpolation, t.source.size(), t.content.size());
+        let order: [usize; 3] = match format {
+            Format::Bgr | Format::Bgra => [2, 1, 0],
+            Format::Gray => [0, 0, 0],
+            _ => [0, 1, 2],
+        };
+        let px = |x: usize, y: usize, c: usize| -> u8 {
+            let (x, y) = (t.source.x + x, t.source.y + y);
+            match format {
+                Format::Nv12 | Format::Nv21 => {
+                    let uv = (h + y / 2) * pitch + x / 2 * 2;
+                    let (u, v) =
+                        if format == Format::Nv12 { (data[uv], data[uv + 1]) } else { (data[uv + 1], data[uv]) };
+                    nv12_pixel(data[y * pitch + x], u, v)[c]
+                }
+                Format::I420 => {
+                    let u = h * pitch + y / 2 * (pitch / 2) + x / 2;
+                    nv12_pixel(data[y * pitch + x], data[u], data[u + h / 2 * (pitch / 2)])[c]
+                }
+                _ => data[y * pitch + x * channels + order[c]],
+            }
+        };
+        let dst_pitch = dst_size.0 * 3 + extra;
+        for level in SimdLevel::available() {
+            let mut out = vec![0xA5u8; dst_pitch * dst_size.1];
+            let source = Source::new(format, &data, w, h, Some(pitch)).unwrap();
+            let dst = Destination::new(Format::Rgb, &mut out, dst_size.0, dst_size.1, Some(dst_pitch)).unwrap();
+            let options =
+                Options { simd: Some(level), threads: Some(1 + (seed % 3) as usize), resize, ..Options::default() };
+            prop_assert_eq!(convert(&source, dst, &options).unwrap(), t);
+            let (r, c) = (t.dst_rect, t.content);
+            for y in 0..dst_size.1 {
+                for x in 0..dst_size.0 {
+                    let got = &out[y * dst_pitch + x * 3..][..3];
+                    let inside = |q: Rect| (q.x..q.x + q.width).contains(&x) && (q.y..q.y + q.height).contains(&y);
+                    let want: [u8; 3] = if inside(c) {
+                        [0, 1, 2].map(|k| naive(&method, &px, x - c.x, y - c.y, k))
+                    } else if inside(r) {
+                        fill
+                    } else {
+                        [0xA5; 3]
+                    };
+                    prop_assert_eq!(
+                        got,
+                        &want[..],
+                        "{} {:?} {:?} at ({}, {}), {:?}",
+                        level,
+                        interpolation,
+                        fit,
+                        x,
+                        y,
+                        t
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
         /// Every source format, fit and interpolation, a ROI and a destination
@@ -602,68 +716,21 @@ mod tests {
             extra in 0usize..9,
             seed in any::<u64>(),
         ) {
-            let yuv = matches!(format, Format::Nv12 | Format::Nv21 | Format::I420);
-            let align = if yuv { 2 } else { 1 };
-            let (w, h) = ((size.0 / align * align).max(align), (size.1 / align * align).max(align));
-            let fill = if format == Format::Gray { [fill[0]; 3] } else { fill };
-            let channels = if yuv { 1 } else { format.channels() };
-            // I420's U and V rows are half a pitch apart, so its pitch is even.
-            let pitch = if format == Format::I420 { w + extra / 2 * 2 } else { w * channels + extra };
-            let rows = if yuv { h * 3 / 2 } else { h };
-            let mut state = seed | 1;
-            let data: Vec<u8> = (0..pitch * rows).map(|_| { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state as u8 }).collect();
-            let resize = Resize {
-                roi: roi.map(|f| rect_in(f, w, h, align)),
-                dst_rect: dst_rect.map(|f| rect_in(f, dst_size.0, dst_size.1, 1)),
-                interpolation,
-                fit,
-                fill,
-            };
-            let t = place(format, (w, h), dst_size, &resize).unwrap();
-            let method = Method::new(interpolation, t.source.size(), t.content.size());
-            let order: [usize; 3] = match format {
-                Format::Bgr | Format::Bgra => [2, 1, 0],
-                Format::Gray => [0, 0, 0],
-                _ => [0, 1, 2],
-            };
-            let px = |x: usize, y: usize, c: usize| -> u8 {
-                let (x, y) = (t.source.x + x, t.source.y + y);
-                match format {
-                    Format::Nv12 | Format::Nv21 => {
-                        let uv = (h + y / 2) * pitch + x / 2 * 2;
-                        let (u, v) = if format == Format::Nv12 { (data[uv], data[uv + 1]) } else { (data[uv + 1], data[uv]) };
-                        nv12_pixel(data[y * pitch + x], u, v)[c]
-                    }
-                    Format::I420 => {
-                        let u = h * pitch + y / 2 * (pitch / 2) + x / 2;
-                        nv12_pixel(data[y * pitch + x], data[u], data[u + h / 2 * (pitch / 2)])[c]
-                    }
-                    _ => data[y * pitch + x * channels + order[c]],
-                }
-            };
-            let dst_pitch = dst_size.0 * 3 + extra;
-            for level in SimdLevel::available() {
-                let mut out = vec![0xA5u8; dst_pitch * dst_size.1];
-                let source = Source::new(format, &data, w, h, Some(pitch)).unwrap();
-                let dst = Destination::new(Format::Rgb, &mut out, dst_size.0, dst_size.1, Some(dst_pitch)).unwrap();
-                let options = Options { simd: Some(level), threads: Some(1 + (seed % 3) as usize), resize, ..Options::default() };
-                prop_assert_eq!(convert(&source, dst, &options).unwrap(), t);
-                let (r, c) = (t.dst_rect, t.content);
-                for y in 0..dst_size.1 {
-                    for x in 0..dst_size.0 {
-                        let got = &out[y * dst_pitch + x * 3..][..3];
-                        let inside = |q: Rect| (q.x..q.x + q.width).contains(&x) && (q.y..q.y + q.height).contains(&y);
-                        let want: [u8; 3] = if inside(c) {
-                            [0, 1, 2].map(|k| naive(&method, &px, x - c.x, y - c.y, k))
-                        } else if inside(r) {
-                            fill
-                        } else {
-                            [0xA5; 3]
-                        };
-                        prop_assert_eq!(got, &want[..], "{} {:?} {:?} at ({}, {}), {:?}", level, interpolation, fit, x, y, t);
-                    }
-                }
-            }
+            check_resize(format, size, dst_size, roi, dst_rect, interpolation, fit, fill, extra, seed)?;
+        }
+
+        /// The 2x2 shrinks (bilinear or area halving, their own row loops):
+        /// every width's tail, every source format.
+        #[test]
+        fn halving_matches_the_naive_reference(
+            format in prop::sample::select(vec![Format::Bgr, Format::Bgra, Format::Gray, Format::Nv12, Format::I420]),
+            dst_size in (1usize..80, 1usize..12),
+            interpolation in prop::sample::select(vec![Interpolation::Bilinear, Interpolation::Area]),
+            extra in 0usize..9,
+            seed in any::<u64>(),
+        ) {
+            let size = (2 * dst_size.0, 2 * dst_size.1);
+            check_resize(format, size, dst_size, None, None, interpolation, Fit::Stretch, [0; 3], extra, seed)?;
         }
     }
 }

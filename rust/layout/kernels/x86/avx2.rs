@@ -16,7 +16,8 @@ use std::arch::x86_64::*;
 use super::super::super::colour::{HALF, SHIFT};
 use super::super::super::plan::{Plan, YuvOut};
 use super::super::resample::{
-    horizontal_linear, horizontal_linear_from, yuv_linear_from, Chroma, Linear, Resample, YuvTaps,
+    horizontal_linear, horizontal_linear_from, pair_means, pair_sums, yuv_linear_from, Chroma, Linear, Resample,
+    YuvTaps,
 };
 use super::super::scalar;
 use super::super::vector::{bf16_high, Fast16, Job, Quantise, Simd, Words, F16};
@@ -642,6 +643,16 @@ impl Resample for Avx2 {
     }
 
     #[inline(always)]
+    fn pair_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
+        halving_sums::<C>(row, sums)
+    }
+
+    #[inline(always)]
+    fn pair_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8]) {
+        halving_means::<C>(row, sums, out)
+    }
+
+    #[inline(always)]
     fn yuv_linear<const ROWS: usize>(
         y: [&[u8]; 2],
         chroma: Chroma<'_>,
@@ -663,6 +674,72 @@ impl Resample for Avx2 {
 /// The resize row loops for AVX2 (their features as they always were: no F16C).
 pub(crate) mod resample {
     crate::layout::kernels::stamp_kernels!(super::Avx2, ["avx2,fma"]: resample, fused);
+}
+
+/// In each 16-byte lane, the same channel of two neighbouring pixels side
+/// by side, so that one `pmaddubsw` by ones sums each pair: 4-byte pixels
+/// reordered, 1-byte ones as they are. (3-byte pixels cross the lanes: the
+/// portable loop does them.)
+#[inline(always)]
+unsafe fn pairs_side_by_side<const C: usize>(v: __m256i) -> __m256i {
+    if C == 4 {
+        _mm256_shuffle_epi8(v, both_lanes([0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15]))
+    } else {
+        v
+    }
+}
+
+/// `Resample::pair_sums` for 1- and 4-byte pixels: 32 bytes a step, a
+/// shuffle and a `pmaddubsw` make their 16 sums in order.
+#[inline(always)]
+pub(super) fn halving_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
+    let n = (row.len() / (2 * C)).min(sums.len() / C);
+    let mut d = 0;
+    if C == 4 || C == 1 {
+        // SAFETY: the callers are compiled with AVX2. A step reads the 32
+        // bytes 2 C d.. of `row` and writes the 16 sums C d.. of `sums`,
+        // d + 16 / C <= n pixels, so inside both.
+        unsafe {
+            let ones = _mm256_set1_epi8(1);
+            while d + 16 / C <= n {
+                let v = _mm256_loadu_si256(row.as_ptr().add(2 * C * d).cast());
+                let s = _mm256_maddubs_epi16(pairs_side_by_side::<C>(v), ones);
+                _mm256_storeu_si256(sums.as_mut_ptr().add(C * d).cast(), s);
+                d += 16 / C;
+            }
+        }
+    }
+    pair_sums::<C>(&row[2 * C * d..], &mut sums[C * d..]);
+}
+
+/// `Resample::pair_means` for 1- and 4-byte pixels: 64 bytes a step, their
+/// pair sums as `halving_sums` makes them plus the first row's, the mean
+/// rounded per 16-bit lane, packed to 32 bytes in order.
+#[inline(always)]
+pub(super) fn halving_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8]) {
+    let n = (row.len() / (2 * C)).min(sums.len() / C).min(out.len() / C);
+    let mut d = 0;
+    if C == 4 || C == 1 {
+        // SAFETY: the callers are compiled with AVX2. A step reads the 64
+        // bytes 2 C d.. of `row` and the 32 sums C d.. of `sums`, and writes
+        // the 32 bytes C d.. of `out`, d + 32 / C <= n pixels, so inside all three.
+        unsafe {
+            let (ones, two) = (_mm256_set1_epi8(1), _mm256_set1_epi16(2));
+            while d + 32 / C <= n {
+                let half = |k: usize| {
+                    let v = _mm256_loadu_si256(row.as_ptr().add(2 * C * d + 32 * k).cast());
+                    let first = _mm256_loadu_si256(sums.as_ptr().add(C * d + 16 * k).cast());
+                    let both = _mm256_add_epi16(_mm256_maddubs_epi16(pairs_side_by_side::<C>(v), ones), first);
+                    _mm256_srli_epi16::<2>(_mm256_add_epi16(both, two))
+                };
+                // The pack interleaves the halves' lanes: a qword permute puts them back in order.
+                let packed = _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi16(half(0), half(1)));
+                _mm256_storeu_si256(out.as_mut_ptr().add(C * d).cast(), packed);
+                d += 32 / C;
+            }
+        }
+    }
+    pair_means::<C>(&row[2 * C * d..], &sums[C * d..], &mut out[C * d..]);
 }
 
 #[inline(always)]

@@ -11,7 +11,7 @@ use std::arch::x86_64::*;
 
 use super::super::resample::{Linear, Resample};
 use super::super::vector::{bf16_high, Fast16, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
-use super::avx2::{arithmetic, fast16_arithmetic, rows, Avx2};
+use super::avx2::{arithmetic, fast16_arithmetic, halving_means, halving_sums, rows, Avx2};
 use super::tables::{
     chroma_422_mask, luma_422_mask, CHROMA_PLANE_WORDS, INTERLEAVE_BLEND, INTERLEAVE_PLACES, PAIR_WORDS,
     PIXELS_OF_CHANNEL_BYTES,
@@ -518,7 +518,7 @@ impl<const VBMI: bool> Quantise for Avx512<VBMI> {
     }
 }
 
-/// The resize row loops: AVX2's bilinear x pass, compiled with AVX-512's features.
+/// The resize row loops: AVX2's bilinear x pass and 2x2 shrink, compiled with AVX-512's features.
 impl<const VBMI: bool> Resample for Avx512<VBMI> {
     #[inline(always)]
     fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
@@ -527,6 +527,14 @@ impl<const VBMI: bool> Resample for Avx512<VBMI> {
     #[inline(always)]
     fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
         rows::<C, 2>(src, taps, out, ahead)
+    }
+    #[inline(always)]
+    fn pair_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
+        halving_sums::<C>(row, sums)
+    }
+    #[inline(always)]
+    fn pair_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8]) {
+        halving_means::<C>(row, sums, out)
     }
     // No `yuv_linear`: both x86 levels run AVX2's (`kernels::row_kernels`).
 }
