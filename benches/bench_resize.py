@@ -225,6 +225,16 @@ def main() -> None:
 
     case("1080p NV12 -> 960x540 RGBx u8, a halving", nv12, "NV12", out, "RGBx", {}, {}, halving,
          lambda: cv2.resize(rgba_1080, (960, 540), dst=out, interpolation=cv2.INTER_LINEAR), 1920 * 1080 * 3 // 2)
+
+    # 6. 1080p NV12 -> 640x360 RGBx u8, area: an integer shrink (3x3 block means), every pixel read.
+    out = np.empty((360, 640, 4), np.uint8)
+
+    def blocks() -> None:
+        cv2.cvtColor(nv12(), cv2.COLOR_YUV2RGBA_NV12, dst=rgba_1080)
+        cv2.resize(rgba_1080, (640, 360), dst=out, interpolation=cv2.INTER_AREA)
+
+    case("1080p NV12 -> 640x360 RGBx u8, area (3x3)", nv12, "NV12", out, "RGBx", dict(interpolation="area"), {}, blocks,
+         lambda: cv2.resize(rgba_1080, (640, 360), dst=out, interpolation=cv2.INTER_AREA), 1920 * 1080 * 3 // 2)
     del rgb_1080
 
     copies = [len(c.frames) for c in (bgr, nv12, i420, nv12_4k)]

@@ -71,13 +71,17 @@ pub(crate) struct RowKernels {
     pub yuv_linear: Option<[YuvLinear; 2]>,
 }
 
-/// The bilinear x pass and the 2x2 shrink of an instruction set, if it
-/// writes its own: the portable loops are the defaults. The other row loops are the same
+/// The bilinear x pass and the integer shrinks' loops of an instruction
+/// set, if it writes its own: the portable loops are the defaults. The other row loops are the same
 /// everywhere (below).
 pub(crate) trait Resample {
     #[inline(always)]
     fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
         horizontal_linear::<C>(src, taps, out, ahead)
+    }
+    #[inline(always)]
+    fn blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
+        blocks::<C>(acc, kx, area, out)
     }
     #[inline(always)]
     fn pair_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {

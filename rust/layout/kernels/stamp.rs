@@ -77,7 +77,7 @@ macro_rules! stamp_kernels {
         $crate::simd::stamp!(@fn $f sum_rows<>(row: &[u8], acc: &mut [u32])
             = $crate::layout::kernels::resample::sum_rows);
         $crate::simd::stamp!(@fn $f blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8])
-            = $crate::layout::kernels::resample::blocks::<C>);
+            = <$isa as $crate::layout::kernels::resample::Resample>::blocks::<C>);
         $crate::simd::stamp!(@fn $f pair_sums<const C: usize>(row: &[u8], sums: &mut [u16])
             = <$isa as $crate::layout::kernels::resample::Resample>::pair_sums::<C>);
         $crate::simd::stamp!(@fn $f pair_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8])

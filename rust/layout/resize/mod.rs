@@ -719,17 +719,19 @@ mod tests {
             check_resize(format, size, dst_size, roi, dst_rect, interpolation, fit, fill, extra, seed)?;
         }
 
-        /// The 2x2 shrinks (bilinear or area halving, their own row loops):
-        /// every width's tail, every source format.
+        /// Integer shrinks (area's block means; bilinear's halving is the
+        /// 2x2 mean too), which have row loops of their own: every width's
+        /// tail, every source format.
         #[test]
-        fn halving_matches_the_naive_reference(
+        fn integer_shrinks_match_the_naive_reference(
             format in prop::sample::select(vec![Format::Bgr, Format::Bgra, Format::Gray, Format::Nv12, Format::I420]),
             dst_size in (1usize..80, 1usize..12),
+            factor in (1usize..6, 1usize..6),
             interpolation in prop::sample::select(vec![Interpolation::Bilinear, Interpolation::Area]),
             extra in 0usize..9,
             seed in any::<u64>(),
         ) {
-            let size = (2 * dst_size.0, 2 * dst_size.1);
+            let size = (factor.0 * dst_size.0, factor.1 * dst_size.1);
             check_resize(format, size, dst_size, None, None, interpolation, Fit::Stretch, [0; 3], extra, seed)?;
         }
     }

@@ -11,7 +11,7 @@ use std::arch::x86_64::*;
 
 use super::super::resample::{Linear, Resample};
 use super::super::vector::{bf16_high, Fast16, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
-use super::avx2::{arithmetic, fast16_arithmetic, halving_means, halving_sums, rows, Avx2};
+use super::avx2::{arithmetic, fast16_arithmetic, halving_means, halving_sums, pixel_blocks, rows, Avx2};
 use super::tables::{
     chroma_422_mask, luma_422_mask, CHROMA_PLANE_WORDS, INTERLEAVE_BLEND, INTERLEAVE_PLACES, PAIR_WORDS,
     PIXELS_OF_CHANNEL_BYTES,
@@ -527,6 +527,10 @@ impl<const VBMI: bool> Resample for Avx512<VBMI> {
     #[inline(always)]
     fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
         rows::<C, 2>(src, taps, out, ahead)
+    }
+    #[inline(always)]
+    fn blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
+        pixel_blocks::<C>(acc, kx, area, out)
     }
     #[inline(always)]
     fn pair_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
