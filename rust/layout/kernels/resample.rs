@@ -58,8 +58,9 @@ pub(crate) struct RowKernels {
     pub sum_rows: unsafe fn(&[u8], &mut [u32]),
     /// Integer shrink along x: the mean of `kx` column sums, of an area of `area` pixels.
     pub blocks: unsafe fn(&[u32], usize, u32, &mut [u8]),
-    /// The 2x2 shrink: a first row's pixel pairs summed, then a second row's added and the mean rounded.
+    /// The 2x2 shrink's first row: its pixel pairs summed.
     pub pair_sums: unsafe fn(&[u8], &mut [u16]),
+    /// The 2x2 shrink's second row: its pixel pairs added to the first's, the mean rounded.
     pub pair_means: unsafe fn(&[u8], &[u16], &mut [u8]),
     /// Fractional shrink: `acc = w * row` (first row) or `acc += w * row`.
     pub weigh_rows: unsafe fn(&[u8], f32, &mut [f32], bool),
@@ -72,8 +73,8 @@ pub(crate) struct RowKernels {
 }
 
 /// The bilinear x pass and the integer shrinks' loops of an instruction
-/// set, if it writes its own: the portable loops are the defaults. The other row loops are the same
-/// everywhere (below).
+/// set, if it writes its own: the portable loops are the defaults. The
+/// other row loops are the same everywhere (below).
 pub(crate) trait Resample {
     #[inline(always)]
     fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {

@@ -518,7 +518,7 @@ impl<const VBMI: bool> Quantise for Avx512<VBMI> {
     }
 }
 
-/// The resize row loops: AVX2's bilinear x pass and 2x2 shrink, compiled with AVX-512's features.
+/// The resize row loops: AVX2's bilinear x pass and integer shrinks, compiled with AVX-512's features.
 impl<const VBMI: bool> Resample for Avx512<VBMI> {
     #[inline(always)]
     fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
