@@ -54,8 +54,8 @@ pub(crate) struct RowKernels {
     /// A YUV row's 2-byte groups (two Y bytes, or a U,V pair) named by the
     /// table (group numbers), side by side: what a strong shrink decodes.
     pub groups: unsafe fn(&[u8], &[u32], &mut [u8]),
-    /// Integer shrink: adds a row into the column sums.
-    pub sum_rows: unsafe fn(&[u8], &mut [u32]),
+    /// Integer shrink: a block's first row as the column sums, or a further row added into them.
+    pub sum_rows: unsafe fn(&[u8], &mut [u32], bool),
     /// Integer shrink along x: the mean of `kx` column sums, of an area of `area` pixels.
     pub blocks: unsafe fn(&[u32], usize, u32, &mut [u8]),
     /// The 2x2 shrink's first row: its pixel pairs summed.
@@ -214,10 +214,18 @@ pub(crate) fn groups(src: &[u8], index: &[u32], out: &mut [u8]) {
     gather::<2>(src, index, out)
 }
 
+/// The first row of a block is written, not added into zeroed sums: a pass
+/// over the sums less.
 #[inline(always)]
-pub(crate) fn sum_rows(row: &[u8], acc: &mut [u32]) {
-    for (a, &s) in acc.iter_mut().zip(row) {
-        *a += s as u32;
+pub(crate) fn sum_rows(row: &[u8], acc: &mut [u32], first: bool) {
+    if first {
+        for (a, &s) in acc.iter_mut().zip(row) {
+            *a = s as u32;
+        }
+    } else {
+        for (a, &s) in acc.iter_mut().zip(row) {
+            *a += s as u32;
+        }
     }
 }
 

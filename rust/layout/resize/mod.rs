@@ -458,9 +458,8 @@ impl Job<'_> {
                 unsafe { (k.pair_means)(reader.row(first + 1), &scratch.pairs, line) };
             }
             Method::AreaBlocks { kx, ky } => {
-                scratch.sums.fill(0);
                 for s in dy * ky..(dy + 1) * ky {
-                    unsafe { (k.sum_rows)(reader.row(s), &mut scratch.sums) };
+                    unsafe { (k.sum_rows)(reader.row(s), &mut scratch.sums, s == dy * ky) };
                 }
                 unsafe { (k.blocks)(&scratch.sums, *kx, (kx * ky) as u32, line) };
             }
