@@ -688,7 +688,7 @@ pub(crate) mod resample {
 /// nearest even as `round_ties_even` does, the packs clamping to 255), where
 /// LLVM's code for the portable loop took most of a 3x3 shrink's time.
 #[inline(always)]
-pub(super) fn pixel_blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
+fn pixel_blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
     if C != 4 || kx == 0 {
         return blocks::<C>(acc, kx, area, out);
     }
@@ -740,7 +740,7 @@ unsafe fn pairs_side_by_side<const C: usize>(v: __m256i) -> __m256i {
 /// `Resample::pair_sums` for 1- and 4-byte pixels: 32 bytes a step, a
 /// shuffle and a `pmaddubsw` make their 16 sums in order.
 #[inline(always)]
-pub(super) fn halving_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
+fn halving_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
     let n = (row.len() / (2 * C)).min(sums.len() / C);
     let mut d = 0;
     if C == 4 || C == 1 {
@@ -764,7 +764,7 @@ pub(super) fn halving_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
 /// pair sums as `halving_sums` makes them plus the first row's, the mean
 /// rounded per 16-bit lane, packed to 32 bytes in order.
 #[inline(always)]
-pub(super) fn halving_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8]) {
+fn halving_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8]) {
     let n = (row.len() / (2 * C)).min(sums.len() / C).min(out.len() / C);
     let mut d = 0;
     if C == 4 || C == 1 {
@@ -791,12 +791,7 @@ pub(super) fn halving_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut 
 }
 
 #[inline(always)]
-pub(super) fn rows<const C: usize, const R: usize>(
-    src: [&[u8]; R],
-    taps: &Linear,
-    out: [&mut [i16]; R],
-    ahead: [&[u8]; R],
-) {
+fn rows<const C: usize, const R: usize>(src: [&[u8]; R], taps: &Linear, out: [&mut [i16]; R], ahead: [&[u8]; R]) {
     if C == 1 {
         for r in 0..R {
             horizontal_linear::<C>(src[r], taps, out[r], ahead[r]);

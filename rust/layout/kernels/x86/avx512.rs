@@ -9,9 +9,8 @@
 
 use std::arch::x86_64::*;
 
-use super::super::resample::{Linear, Resample};
 use super::super::vector::{bf16_high, Fast16, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
-use super::avx2::{arithmetic, fast16_arithmetic, halving_means, halving_sums, pixel_blocks, rows, Avx2};
+use super::avx2::{arithmetic, fast16_arithmetic, Avx2};
 use super::tables::{
     chroma_422_mask, luma_422_mask, CHROMA_PLANE_WORDS, INTERLEAVE_BLEND, INTERLEAVE_PLACES, PAIR_WORDS,
     PIXELS_OF_CHANNEL_BYTES,
@@ -518,34 +517,12 @@ impl<const VBMI: bool> Quantise for Avx512<VBMI> {
     }
 }
 
-/// The resize row loops: AVX2's bilinear x pass and integer shrinks, compiled with AVX-512's features.
-impl<const VBMI: bool> Resample for Avx512<VBMI> {
-    #[inline(always)]
-    fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
-        rows::<C, 1>([src], taps, [out], [ahead])
-    }
-    #[inline(always)]
-    fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
-        rows::<C, 2>(src, taps, out, ahead)
-    }
-    #[inline(always)]
-    fn blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
-        pixel_blocks::<C>(acc, kx, area, out)
-    }
-    #[inline(always)]
-    fn pair_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
-        halving_sums::<C>(row, sums)
-    }
-    #[inline(always)]
-    fn pair_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8]) {
-        halving_means::<C>(row, sums, out)
-    }
-    // No `yuv_linear`: both x86 levels run AVX2's (`kernels::row_kernels`).
-}
+/// Both AVX-512 levels resize with AVX2's row loops (`Resample for Avx2`: its bilinear x pass and integer shrinks).
+type RowLoops = Avx2;
 
-/// The resize row loops for both AVX-512 levels (as they always were: no F16C).
+/// The resize row loops for both AVX-512 levels, compiled with AVX-512's features (as they always were: no F16C).
 pub(crate) mod resample {
-    crate::layout::kernels::stamp_kernels!(super::Avx512<false>, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"]: resample);
+    crate::layout::kernels::stamp_kernels!(super::RowLoops, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"]: resample);
 }
 
 // The fast rounding's 16-bit lanes (`vector::nv12_pair_fast`): 64 pixels a
