@@ -267,6 +267,7 @@ macro_rules! kernels_of {
             weigh_rows: $($m)::+::weigh_rows,
             area_horizontal: $($m)::+::area_horizontal::<$c>,
             yuv_linear: None, // a level's own, where it has one: `row_kernels`
+            fuse_from: FUSE_FROM,
         }
     };
 }
@@ -280,6 +281,16 @@ macro_rules! by_channels {
         }
     };
 }
+
+/// From a shrink by 3 along x, the fused YUV x pass decodes fewer pixels
+/// than the row decoders and beats AVX2's x pass over the decoded rows.
+const FUSE_FROM: [usize; 2] = [3, 1];
+
+/// With VBMI's x pass (eight pixels a step while they lie within a 128-byte
+/// window, a shrink by less than 30 / 7), decoding rows is the faster until
+/// the window ends (docs/layout.md).
+#[cfg(target_arch = "x86_64")]
+const VBMI_FUSE_FROM: [usize; 2] = [30, 7];
 
 /// The fused YUV x pass: AVX2's, the only one stamped (`stamp_kernels!`'s `fused`).
 #[cfg(target_arch = "x86_64")]
@@ -297,8 +308,13 @@ pub(crate) fn row_kernels(level: SimdLevel, channels: usize) -> (RowKernels, &'s
         #[cfg(target_arch = "x86_64")]
         // The fused YUV x pass compiled for AVX2 at both x86 levels: LLVM's AVX-512 build of the same loop
         // is slower (docs/layout.md, "Resizing YUV sources").
-        SimdLevel::Avx512 | SimdLevel::Avx512Vbmi => {
+        SimdLevel::Avx512 => {
             (RowKernels { yuv_linear: AVX2_FUSED, ..by_channels!(x86::avx512::resample, channels) }, "avx512")
+        }
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx512Vbmi => {
+            let kernels = by_channels!(x86::avx512::resample_vbmi, channels);
+            (RowKernels { yuv_linear: AVX2_FUSED, fuse_from: VBMI_FUSE_FROM, ..kernels }, "avx512vbmi")
         }
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => (by_channels!(neon::resample, channels), "neon"),

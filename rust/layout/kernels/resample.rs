@@ -70,6 +70,10 @@ pub(crate) struct RowKernels {
     /// (decoding fused in), one row and two rows sharing chroma, where the
     /// level has its own (`Resample::yuv_linear`).
     pub yuv_linear: Option<[YuvLinear; 2]>,
+    /// The shrink along x, source to destination pixels, from which
+    /// `yuv_linear` is taken over decoding whole rows for the x pass: the
+    /// faster of the two changes where the level's x pass does.
+    pub fuse_from: [usize; 2],
 }
 
 /// The bilinear x pass and the integer shrinks' loops of an instruction

@@ -67,23 +67,25 @@ struct Tables {
     method: Method,
     groups: Option<Vec<u32>>,
     /// Where the fused x pass may take the shrink (`groups` are, or it
-    /// shrinks by 3 or more): a bilinear method's x taps before `compact_columns`.
+    /// shrinks as much as the level's `fuse_from` says): a bilinear method's x
+    /// taps before `compact_columns`.
     yuv_taps: Option<YuvTaps>,
 }
 
 impl Tables {
-    /// `yuv`: the source may gather chroma groups (`may_gather`); `fusable`:
-    /// the fused x pass can read it (`may_fuse`).
+    /// `yuv`: the source may gather chroma groups (`may_gather`); `fuse_from`:
+    /// the shrink along x from which the fused x pass takes it, where that
+    /// pass can read it (`fuse_from`).
     fn cached(
         interpolation: Interpolation,
         src: (usize, usize),
         dst: (usize, usize),
         yuv: bool,
-        fusable: bool,
+        fuse_from: Option<[usize; 2]>,
     ) -> Arc<Tables> {
-        type Key = (Interpolation, (usize, usize), (usize, usize), bool, bool);
+        type Key = (Interpolation, (usize, usize), (usize, usize), bool, Option<[usize; 2]>);
         static RECENT: Recent<Key, Tables, 8> = Recent::new();
-        RECENT.get_or_make((interpolation, src, dst, yuv, fusable), || {
+        RECENT.get_or_make((interpolation, src, dst, yuv, fuse_from), || {
             let mut method = Method::new(interpolation, src, dst);
             let linear = match &method {
                 Method::Linear { x, .. } if yuv => Some(x.clone()),
@@ -92,10 +94,10 @@ impl Tables {
             // A YUV source shrunk along x: decode only the pixel pairs the x taps read.
             let groups = if yuv { compact_columns(&mut method, src.0) } else { None };
             // The fused pass decodes two pixels a destination pixel, the row
-            // decoders every pixel of the row once: a shrink by 3 or more
-            // decodes fewer in the fused pass, whatever share of the groups
-            // its taps read.
-            let strong = fusable && dst.0 <= src.0 / 3;
+            // decoders every pixel of the row once, then the x pass reads the
+            // row: from the level's `fuse_from` on, the fused pass is the
+            // faster, whatever share of the groups its taps read.
+            let strong = fuse_from.is_some_and(|[s, d]| src.0 * d >= dst.0 * s);
             let yuv_taps = linear.filter(|_| groups.is_some() || strong).map(YuvTaps::new);
             Tables { method, groups, yuv_taps }
         })
@@ -130,7 +132,7 @@ pub(crate) fn yuv_path(
 ) -> YuvPath {
     let kernels = row_kernels(level, plan.src_channels).0;
     let (source, content) = (transform.source.size(), transform.content.size());
-    let tables = Tables::cached(interpolation, source, content, may_gather(src), may_fuse(src, plan, &kernels));
+    let tables = Tables::cached(interpolation, source, content, may_gather(src), fuse_from(src, plan, &kernels));
     if fused_pass(src, plan, &tables, &kernels).is_some() {
         YuvPath::Fused
     } else if tables.groups.is_some() {
@@ -151,17 +153,18 @@ fn fused_pass<'t>(
     kernels: &RowKernels,
 ) -> Option<(&'t YuvTaps, [YuvLinear; 2])> {
     match (&tables.yuv_taps, kernels.yuv_linear) {
-        (Some(taps), Some(kernel)) if may_fuse(src, plan, kernels) => Some((taps, kernel)),
+        (Some(taps), Some(kernel)) if fuse_from(src, plan, kernels).is_some() => Some((taps, kernel)),
         _ => None,
     }
 }
 
-/// Whether the fused x pass can read `src` as `plan` decodes it, with
-/// `kernels`: an 8-bit 4:2:0 source decoded to 4-byte pixels, at a level
-/// that has the kernel (the tables then say whether the shrink takes it).
-fn may_fuse(src: Format, plan: &Plan, kernels: &RowKernels) -> bool {
+/// Where the fused x pass can read `src` as `plan` decodes it, with
+/// `kernels` (an 8-bit 4:2:0 source decoded to 4-byte pixels, at a level
+/// that has the kernel): the shrink it takes from, `kernels.fuse_from` (the
+/// tables then say whether the shrink takes it).
+fn fuse_from(src: Format, plan: &Plan, kernels: &RowKernels) -> Option<[usize; 2]> {
     let decodes_to_4_bytes = plan.nv12.as_ref().is_some_and(|d| d.out.bytes == 4);
-    fused_source(src) && decodes_to_4_bytes && kernels.yuv_linear.is_some()
+    kernels.yuv_linear.filter(|_| fused_source(src) && decodes_to_4_bytes).map(|_| kernels.fuse_from)
 }
 
 /// The sources whose bilinear shrinks the fused x pass reads: 8-bit 4:2:0.
@@ -222,8 +225,8 @@ pub(crate) fn run(
         _ => Some(plan.nv12.expect("a YUV plan")),
     };
     let (kernels, _) = row_kernels(level, channels);
-    let fusable = may_fuse(src.format(), plan, &kernels);
-    let tables = Tables::cached(interpolation, source.size(), content.size(), may_gather(src.format()), fusable);
+    let fuse = fuse_from(src.format(), plan, &kernels);
+    let tables = Tables::cached(interpolation, source.size(), content.size(), may_gather(src.format()), fuse);
     let (method, mut groups) = (&tables.method, tables.groups.as_deref());
     let fused = fused_pass(src.format(), plan, &tables, &kernels);
     if fused.is_some() {
@@ -732,6 +735,24 @@ mod tests {
         ) {
             let size = (factor.0 * dst_size.0, factor.1 * dst_size.1);
             check_resize(format, size, dst_size, None, None, interpolation, Fit::Stretch, [0; 3], extra, seed)?;
+        }
+
+        /// Bilinear rows wide enough for the x pass's long steps (eight
+        /// pixels a step from a 128-byte window, with VBMI) and their ends:
+        /// enlargements and shrinks by up to 5 along x, where the window
+        /// ends.
+        #[test]
+        fn wide_bilinear_rows_match_the_naive_reference(
+            format in prop::sample::select(vec![Format::Bgra, Format::Rgba, Format::Bgr, Format::Nv12, Format::I420]),
+            width in 8usize..400,
+            dst_width in 8usize..240,
+            heights in (1usize..6, 1usize..6),
+            extra in 0usize..9,
+            seed in any::<u64>(),
+        ) {
+            let size = (width.max(dst_width / 5 + 1).min(5 * dst_width), heights.0);
+            let (dst_size, bilinear) = ((dst_width, heights.1), Interpolation::Bilinear);
+            check_resize(format, size, dst_size, None, None, bilinear, Fit::Stretch, [0; 3], extra, seed)?;
         }
     }
 }

@@ -16,8 +16,7 @@ use std::arch::x86_64::*;
 use super::super::super::colour::{HALF, SHIFT};
 use super::super::super::plan::{Plan, YuvOut};
 use super::super::resample::{
-    blocks, horizontal_linear, horizontal_linear_from, pair_means, pair_sums, yuv_linear_from, Chroma, Linear,
-    Resample, YuvTaps,
+    blocks, horizontal_linear_from, pair_means, pair_sums, yuv_linear_from, Chroma, Linear, Resample, YuvTaps,
 };
 use super::super::scalar;
 use super::super::vector::{bf16_high, Fast16, Job, Quantise, Simd, Words, F16};
@@ -633,13 +632,13 @@ pub(crate) unsafe fn interleave_row<const BYTES: usize>(u: &[u8], v: &[u8], uv: 
 impl Resample for Avx2 {
     #[inline(always)]
     fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
-        rows::<C, 1>([src], taps, [out], [ahead])
+        rows_from::<C, 1>(0, 0, [src], taps, [out], [ahead])
     }
 
     /// Two rows in one loop: each step's taps serve both.
     #[inline(always)]
     fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
-        rows::<C, 2>(src, taps, out, ahead)
+        rows_from::<C, 2>(0, 0, src, taps, out, ahead)
     }
 
     #[inline(always)]
@@ -790,11 +789,21 @@ fn halving_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8]) {
     pair_means::<C>(&row[2 * C * d..], &sums[C * d..], &mut out[C * d..]);
 }
 
+/// The bilinear x pass (`Resample::horizontal_linear`) from destination
+/// pixel `first` on, `ahead` prefetched from byte `fetched` on: where a
+/// level's own loop stopped (`avx512::VbmiRows`), or 0 and 0.
 #[inline(always)]
-fn rows<const C: usize, const R: usize>(src: [&[u8]; R], taps: &Linear, out: [&mut [i16]; R], ahead: [&[u8]; R]) {
+pub(super) fn rows_from<const C: usize, const R: usize>(
+    first: usize,
+    fetched: usize,
+    src: [&[u8]; R],
+    taps: &Linear,
+    out: [&mut [i16]; R],
+    ahead: [&[u8]; R],
+) {
     if C == 1 {
         for r in 0..R {
-            horizontal_linear::<C>(src[r], taps, out[r], ahead[r]);
+            horizontal_linear_from::<C>(first, src[r], taps, &mut *out[r]);
         }
         return;
     }
@@ -806,8 +815,7 @@ fn rows<const C: usize, const R: usize>(src: [&[u8]; R], taps: &Linear, out: [&m
     let n = taps.index.len();
     let shortest = src.iter().map(|s| s.len()).min().unwrap_or(0);
     let fits = |d: usize| taps.index[d][0] as usize * C + 8 <= shortest;
-    let mut d = 0;
-    let mut fetched = 0;
+    let (mut d, mut fetched) = (first, fetched);
     assert!(out.iter().all(|o| o.len() >= n * C + 4) && taps.weight.len() == n);
     // SAFETY: the callers are compiled with AVX2 (SSSE3 and SSE4.1 included).
     // Each load reads 8 bytes at index * C, inside every row of `src`

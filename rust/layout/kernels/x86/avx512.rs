@@ -9,8 +9,9 @@
 
 use std::arch::x86_64::*;
 
+use super::super::resample::{Linear, Resample};
 use super::super::vector::{bf16_high, Fast16, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
-use super::avx2::{arithmetic, fast16_arithmetic, Avx2};
+use super::avx2::{arithmetic, fast16_arithmetic, rows_from, Avx2};
 use super::tables::{
     chroma_422_mask, luma_422_mask, CHROMA_PLANE_WORDS, INTERLEAVE_BLEND, INTERLEAVE_PLACES, PAIR_WORDS,
     PIXELS_OF_CHANNEL_BYTES,
@@ -517,12 +518,156 @@ impl<const VBMI: bool> Quantise for Avx512<VBMI> {
     }
 }
 
-/// Both AVX-512 levels resize with AVX2's row loops (`Resample for Avx2`: its bilinear x pass and integer shrinks).
+/// AVX-512 without VBMI resizes with AVX2's row loops (`Resample for Avx2`: its bilinear x pass and integer shrinks).
 type RowLoops = Avx2;
 
-/// The resize row loops for both AVX-512 levels, compiled with AVX-512's features (as they always were: no F16C).
+/// The resize row loops of AVX-512 without VBMI, compiled with AVX-512's features (as they always were: no F16C).
 pub(crate) mod resample {
     crate::layout::kernels::stamp_kernels!(super::RowLoops, ["avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"]: resample);
+}
+
+/// The resize row loops with VBMI: AVX2's, but for a bilinear x pass of
+/// 4-byte pixels eight destination pixels a step (`permuted_steps`).
+pub(super) struct VbmiRows;
+
+impl Resample for VbmiRows {
+    #[inline(always)]
+    fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
+        let mut out = [out];
+        let (d, fetched) = if C == 4 { permuted_steps::<1>([src], taps, &mut out, [ahead]) } else { (0, 0) };
+        rows_from::<C, 1>(d, fetched, [src], taps, out, [ahead])
+    }
+
+    #[inline(always)]
+    fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
+        let mut out = out;
+        let (d, fetched) = if C == 4 { permuted_steps::<2>(src, taps, &mut out, ahead) } else { (0, 0) };
+        rows_from::<C, 2>(d, fetched, src, taps, out, ahead)
+    }
+
+    #[inline(always)]
+    fn blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
+        <Avx2 as Resample>::blocks::<C>(acc, kx, area, out)
+    }
+
+    #[inline(always)]
+    fn pair_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
+        <Avx2 as Resample>::pair_sums::<C>(row, sums)
+    }
+
+    #[inline(always)]
+    fn pair_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8]) {
+        <Avx2 as Resample>::pair_means::<C>(row, sums, out)
+    }
+}
+
+/// The resize row loops of AVX-512 with VBMI.
+pub(crate) mod resample_vbmi {
+    crate::layout::kernels::stamp_kernels!(super::VbmiRows, ["avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx2,fma"]: resample);
+}
+
+/// Byte j of `permuted_steps`' index vectors, one a half step: the byte, in
+/// the taps' 32-bit values, of the source pixel of 32-bit lane j / 4
+/// (pixel 2 (j / 16) of the step in the first half, 2 (j / 16) + 1 in the
+/// second; 8 bytes a pixel, its two indices).
+const STEP_PICKS: [[u8; 64]; 2] = {
+    let mut picks = [[0u8; 64]; 2];
+    let mut j = 0;
+    while j < 64 {
+        picks[0][j] = (16 * (j / 16)) as u8;
+        picks[1][j] = (16 * (j / 16) + 8) as u8;
+        j += 1;
+    }
+    picks
+};
+
+/// Added to the picked pixel offsets: 32-bit lane k's two 16-bit values read
+/// channel k % 4 of the pixel and of the next (4 bytes on).
+const STEP_CHANNELS: [u8; 64] = {
+    let mut channels = [0u8; 64];
+    let mut j = 0;
+    while j < 64 {
+        let c = ((j / 4) % 4) as u8;
+        channels[j] = match j % 4 {
+            0 => c,
+            2 => 4 + c,
+            _ => 0,
+        };
+        j += 1;
+    }
+    channels
+};
+
+/// The bilinear x pass of 4-byte pixels (`resample::horizontal_linear::<4>`,
+/// exactly), eight destination pixels a step while their source pixels lie
+/// within 128 bytes: two loads, and for each half of the step (pixels 0, 2,
+/// 4, 6 and 1, 3, 5, 7) one two-register byte permute that puts each
+/// channel's two source bytes side by side as 16-bit values, one
+/// `pmaddwd` by the (w0, w1) pairs, a shift; one pack puts the halves back
+/// in order. The permute's indices are made from the step's taps once for
+/// all `R` rows. (AVX2's loop takes two pixels a step, each from a load and
+/// an insert of its own.) Returns where it stopped (the destination pixel,
+/// the bytes of `ahead` prefetched): from a step whose source spans more
+/// than 128 bytes (a shrink by more than 30 / 7), or the row's end, AVX2's
+/// loop goes on.
+#[inline(always)]
+fn permuted_steps<const R: usize>(
+    src: [&[u8]; R],
+    taps: &Linear,
+    out: &mut [&mut [i16]; R],
+    ahead: [&[u8]; R],
+) -> (usize, usize) {
+    let n = taps.index.len();
+    let shortest = src.iter().map(|s| s.len()).min().unwrap_or(0);
+    let (mut d, mut fetched) = (0, 0);
+    assert!(out.iter().all(|o| o.len() >= n * 4) && taps.weight.len() == n);
+    // SAFETY: the callers are compiled with AVX-512 F/BW/VBMI. A step at d
+    // reads the taps d..d + 8 < n (64 bytes of indices, 32 of weights) and,
+    // from each row, the 128 bytes at `base`, the first index times 4: every
+    // index of the step lies in base / 4..base / 4 + 30 (indices never
+    // decrease; checked on the last), so each byte it names is inside those
+    // 128 bytes, which lie inside every row (checked). It writes the 32
+    // values 4 d.. of each `out` (4 n long at least). Prefetches name bytes of
+    // `ahead` (and could not fault if they did not).
+    unsafe {
+        let load = |bytes: &[u8; 64]| _mm512_loadu_si512(bytes.as_ptr().cast());
+        let (first, second, channel) = (load(&STEP_PICKS[0]), load(&STEP_PICKS[1]), load(&STEP_CHANNELS));
+        let even = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
+        let odd = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
+        const LOW_BYTES: __mmask64 = 0x5555_5555_5555_5555;
+        while d + 8 <= n {
+            let base = taps.index[d][0] as usize * 4;
+            if taps.index[d + 7][0] as usize * 4 + 8 > base + 128 || base + 128 > shortest {
+                break;
+            }
+            for a in &ahead {
+                for line in [fetched, fetched + 64] {
+                    if line < a.len() {
+                        _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().add(line).cast());
+                    }
+                }
+            }
+            fetched += 128;
+            // Each pixel's first index, times 4, less the window's start: its byte in the window.
+            let index = _mm512_loadu_si512(taps.index.as_ptr().add(d).cast());
+            let offsets = _mm512_sub_epi32(_mm512_slli_epi32::<2>(index), _mm512_set1_epi32(base as i32));
+            let picks = [first, second].map(|half| _mm512_add_epi8(_mm512_permutexvar_epi8(half, offsets), channel));
+            let pairs = _mm512_castsi256_si512(_mm256_loadu_si256(taps.weight.as_ptr().add(d).cast()));
+            let weights = [even, odd].map(|lanes| _mm512_permutexvar_epi32(lanes, pairs));
+            for r in 0..R {
+                let window = src[r].as_ptr().add(base);
+                let (low, high) = (_mm512_loadu_si512(window.cast()), _mm512_loadu_si512(window.add(64).cast()));
+                let sums = [0, 1].map(|h| {
+                    let values = _mm512_maskz_permutex2var_epi8(LOW_BYTES, low, picks[h], high);
+                    _mm512_srai_epi32::<4>(_mm512_madd_epi16(values, weights[h]))
+                });
+                // Per 128-bit lane k: pixel 2 k's 4 sums, then pixel 2 k + 1's.
+                _mm512_storeu_si512(out[r].as_mut_ptr().add(4 * d).cast(), _mm512_packs_epi32(sums[0], sums[1]));
+            }
+            d += 8;
+        }
+    }
+    (d, fetched)
 }
 
 // The fast rounding's 16-bit lanes (`vector::nv12_pair_fast`): 64 pixels a
