@@ -235,6 +235,21 @@ def main() -> None:
 
     case("1080p NV12 -> 640x360 RGBx u8, area (3x3)", nv12, "NV12", out, "RGBx", dict(interpolation="area"), {}, blocks,
          lambda: cv2.resize(rgba_1080, (640, 360), dst=out, interpolation=cv2.INTER_AREA), 1920 * 1080 * 3 // 2)
+
+    # 7-8. 1080p NV12 -> 1280x720 and 640x640 RGBx u8, bilinear: moderate shrinks, every source row read (the x pass's
+    # long steps; a detector's input stretched).
+    for width, height in ((1280, 720), (640, 640)):
+        out = np.empty((height, width, 4), np.uint8)
+
+        def resize_rgba(out: np.ndarray = out) -> object:
+            return cv2.resize(rgba_1080, out.shape[1::-1], dst=out, interpolation=cv2.INTER_LINEAR)
+
+        def moderate(resize: Callable[[], object] = resize_rgba) -> None:
+            cv2.cvtColor(nv12(), cv2.COLOR_YUV2RGBA_NV12, dst=rgba_1080)
+            resize()
+
+        case(f"1080p NV12 -> {width}x{height} RGBx u8, bilinear", nv12, "NV12", out, "RGBx", {}, {}, moderate,
+             resize_rgba, sampled_rows("bilinear", 1080, height) * 1920 * 3 // 2)
     del rgb_1080
 
     copies = [len(c.frames) for c in (bgr, nv12, i420, nv12_4k)]

@@ -798,7 +798,7 @@ pub(super) fn rows_from<const C: usize, const R: usize>(
     fetched: usize,
     src: [&[u8]; R],
     taps: &Linear,
-    out: [&mut [i16]; R],
+    mut out: [&mut [i16]; R],
     ahead: [&[u8]; R],
 ) {
     if C == 1 {
@@ -807,6 +807,8 @@ pub(super) fn rows_from<const C: usize, const R: usize>(
         }
         return;
     }
+    let (first, fetched) =
+        if C == 4 { near_steps::<R>(first, fetched, src, taps, &mut out, ahead) } else { (first, fetched) };
     let mut mask = [0x80u8; 16];
     for c in 0..4 {
         mask[4 * c] = c as u8;
@@ -867,6 +869,108 @@ pub(super) fn rows_from<const C: usize, const R: usize>(
     for r in 0..R {
         horizontal_linear_from::<C>(d, src[r], taps, &mut *out[r]);
     }
+}
+
+/// `near_steps`' byte shuffle for a 128-bit lane whose first pixel is the
+/// window's and whose second is `k` pixels on: 32-bit lane c of the result
+/// holds channel c of the pixel and of the next as two 16-bit values.
+const fn near_mask(k: usize) -> [u8; 16] {
+    let mut mask = [0x80u8; 16];
+    let mut c = 0;
+    while c < 4 {
+        mask[4 * c] = (4 * k + c) as u8;
+        mask[4 * c + 2] = (4 * k + 4 + c) as u8;
+        c += 1;
+    }
+    mask
+}
+
+/// `near_steps`' shuffles of the step's second and fourth pixels, by their
+/// distances from the first and third (0, 1 or 2 pixels): entry 3 k0 + k1.
+const NEAR_MASKS: [[u8; 32]; 9] = {
+    let mut masks = [[0u8; 32]; 9];
+    let mut e = 0;
+    while e < 9 {
+        let (low, high) = (near_mask(e / 3), near_mask(e % 3));
+        let mut j = 0;
+        while j < 16 {
+            masks[e][j] = low[j];
+            masks[e][16 + j] = high[j];
+            j += 1;
+        }
+        e += 1;
+    }
+    masks
+};
+
+/// The bilinear x pass of 4-byte pixels (`resample::horizontal_linear::<4>`,
+/// exactly) from destination pixel `d`, four a step while each pair of
+/// neighbours reads source pixels at most two apart (a shrink by 2 or less
+/// always does): a 16-byte window from each pair's first source pixel, one
+/// in each 128-bit lane; a constant shuffle of both lanes makes the first
+/// and third pixels' channel pairs, a shuffle from `NEAR_MASKS` the second
+/// and fourth; a `pmaddwd` each by their (w0, w1) pairs, one pack puts them
+/// in order. Two pixels a step (the loop after it) take a load and an
+/// insert each, and twice the shuffles a pixel. Returns where it stopped:
+/// the destination pixel, the bytes of `ahead` prefetched.
+#[inline(always)]
+fn near_steps<const R: usize>(
+    first: usize,
+    fetched: usize,
+    src: [&[u8]; R],
+    taps: &Linear,
+    out: &mut [&mut [i16]; R],
+    ahead: [&[u8]; R],
+) -> (usize, usize) {
+    let n = taps.index.len();
+    let shortest = src.iter().map(|s| s.len()).min().unwrap_or(0);
+    let (mut d, mut fetched) = (first, fetched);
+    assert!(out.iter().all(|o| o.len() >= n * 4) && taps.weight.len() == n);
+    // SAFETY: the callers are compiled with AVX2. A step at d reads the taps
+    // d..d + 4 <= n and, from each row, the 16 bytes at 4 times the first
+    // and the third pixel's first index (inside every row: checked on the
+    // third, and indices never decrease); each shuffle names bytes of those
+    // 16 (the second and fourth pixels' pairs start at most 2 pixels on,
+    // checked). It writes the 16 values 4 d.. of each `out` (4 n long at
+    // least). Prefetches name bytes of `ahead` (and could not fault if they
+    // did not).
+    unsafe {
+        let firsts = _mm256_loadu_si256(NEAR_MASKS[0].as_ptr().cast());
+        let (of_first, of_second) =
+            (_mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3));
+        let index = taps.index.as_ptr();
+        while d + 4 <= n {
+            let at = |k: usize| (*index.add(d + k))[0] as usize;
+            let (i0, i1, i2, i3) = (at(0), at(1), at(2), at(3));
+            let (k0, k1) = (i1 - i0, i3 - i2);
+            if k0 > 2 || k1 > 2 || 4 * i2 + 16 > shortest {
+                break;
+            }
+            // A line a step: 16 bytes a destination pixel, more than a row's 4 a source pixel at these shrinks.
+            for a in &ahead {
+                if fetched < a.len() {
+                    _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().add(fetched).cast());
+                }
+            }
+            fetched += 64;
+            let seconds = _mm256_loadu_si256(NEAR_MASKS[3 * k0 + k1].as_ptr().cast());
+            let pairs = _mm256_castsi128_si256(_mm_loadu_si128(taps.weight.as_ptr().add(d).cast()));
+            let (w_first, w_second) =
+                (_mm256_permutevar8x32_epi32(pairs, of_first), _mm256_permutevar8x32_epi32(pairs, of_second));
+            for r in 0..R {
+                let row = src[r].as_ptr();
+                let window = _mm256_loadu2_m128i(row.add(4 * i2).cast(), row.add(4 * i0).cast());
+                let sums = |mask: __m256i, w: __m256i| {
+                    _mm256_srai_epi32::<4>(_mm256_madd_epi16(_mm256_shuffle_epi8(window, mask), w))
+                };
+                // Per 128-bit lane: the first (third) pixel's 4 sums, then the second (fourth) pixel's.
+                let packed = _mm256_packs_epi32(sums(firsts, w_first), sums(seconds, w_second));
+                _mm256_storeu_si256(out[r].as_mut_ptr().add(4 * d).cast(), packed);
+            }
+            d += 4;
+        }
+    }
+    (d, fetched)
 }
 
 /// The 2 bytes at `base + at(k)` as word k of a vector, k in 0..8: put
