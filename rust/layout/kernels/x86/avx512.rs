@@ -527,21 +527,21 @@ pub(crate) mod resample {
 }
 
 /// The resize row loops with VBMI: AVX2's, but for a bilinear x pass of
-/// 4-byte pixels eight destination pixels a step (`permuted_steps`).
+/// 3- and 4-byte pixels eight destination pixels a step (`permuted_steps`).
 pub(super) struct VbmiRows;
 
 impl Resample for VbmiRows {
     #[inline(always)]
     fn horizontal_linear<const C: usize>(src: &[u8], taps: &Linear, out: &mut [i16], ahead: &[u8]) {
         let mut out = [out];
-        let (d, fetched) = if C == 4 { permuted_steps::<1>([src], taps, &mut out, [ahead]) } else { (0, 0) };
+        let (d, fetched) = if C > 1 { permuted_steps::<C, 1>([src], taps, &mut out, [ahead]) } else { (0, 0) };
         rows_from::<C, 1>(d, fetched, [src], taps, out, [ahead])
     }
 
     #[inline(always)]
     fn horizontal_linear2<const C: usize>(src: [&[u8]; 2], taps: &Linear, out: [&mut [i16]; 2], ahead: [&[u8]; 2]) {
         let mut out = out;
-        let (d, fetched) = if C == 4 { permuted_steps::<2>(src, taps, &mut out, ahead) } else { (0, 0) };
+        let (d, fetched) = if C > 1 { permuted_steps::<C, 2>(src, taps, &mut out, ahead) } else { (0, 0) };
         rows_from::<C, 2>(d, fetched, src, taps, out, ahead)
     }
 
@@ -581,37 +581,53 @@ const STEP_PICKS: [[u8; 64]; 2] = {
     picks
 };
 
-/// Added to the picked pixel offsets: 32-bit lane k's two 16-bit values read
-/// channel k % 4 of the pixel and of the next (4 bytes on).
-const STEP_CHANNELS: [u8; 64] = {
+/// Added to the picked pixel offsets for `C`-byte pixels: 32-bit lane k's
+/// two 16-bit values read channel k % 4 of the pixel and of the next (`C`
+/// bytes on; a 3-byte pixel's fourth channel is a byte of the next pixel,
+/// weighed and dropped).
+const fn step_channels(c: usize) -> [u8; 64] {
     let mut channels = [0u8; 64];
     let mut j = 0;
     while j < 64 {
-        let c = ((j / 4) % 4) as u8;
+        let k = ((j / 4) % 4) as u8;
         channels[j] = match j % 4 {
-            0 => c,
-            2 => 4 + c,
+            0 => k,
+            2 => c as u8 + k,
             _ => 0,
         };
         j += 1;
     }
     channels
+}
+
+/// A step's 32 sums of 3-byte pixels (4 a pixel, in order) without each
+/// pixel's fourth: 16-bit value j of the result is value 4 (j / 3) + j % 3.
+const STEP_THREE: [u16; 32] = {
+    let mut keep = [0u16; 32];
+    let mut j = 0;
+    while j < 24 {
+        keep[j] = (4 * (j / 3) + j % 3) as u16;
+        j += 1;
+    }
+    keep
 };
 
-/// The bilinear x pass of 4-byte pixels (`resample::horizontal_linear::<4>`,
-/// exactly), eight destination pixels a step while their source pixels lie
-/// within 128 bytes: two loads, and for each half of the step (pixels 0, 2,
-/// 4, 6 and 1, 3, 5, 7) one two-register byte permute that puts each
-/// channel's two source bytes side by side as 16-bit values, one
-/// `pmaddwd` by the (w0, w1) pairs, a shift; one pack puts the halves back
-/// in order. The permute's indices are made from the step's taps once for
-/// all `R` rows. (AVX2's loop takes two pixels a step, each from a load and
-/// an insert of its own.) Returns where it stopped (the destination pixel,
-/// the bytes of `ahead` prefetched): from a step whose source spans more
-/// than 128 bytes (a shrink by more than 30 / 7), or the row's end, AVX2's
-/// loop goes on.
+/// The bilinear x pass of 3- and 4-byte pixels
+/// (`resample::horizontal_linear::<C>`, exactly), eight destination pixels
+/// a step while their source pixels lie within 128 bytes: two loads, and
+/// for each half of the step (pixels 0, 2, 4, 6 and 1, 3, 5, 7) one
+/// two-register byte permute that puts each channel's two source bytes side
+/// by side as 16-bit values, one `pmaddwd` by the (w0, w1) pairs, a shift;
+/// one pack puts the halves back in order (3-byte pixels: a word permute
+/// drops each pixel's fourth sum, a masked store writes 24). The permute's
+/// indices are made from the step's taps once for all `R` rows. (AVX2's
+/// loop takes two pixels a step, each from a load and an insert of its
+/// own.) Returns where it stopped (the destination pixel, the bytes of
+/// `ahead` prefetched): from a step whose source spans more than 128 bytes
+/// (a shrink by more than 30 / 7 for 4-byte pixels), or the row's end,
+/// AVX2's loop goes on.
 #[inline(always)]
-fn permuted_steps<const R: usize>(
+fn permuted_steps<const C: usize, const R: usize>(
     src: [&[u8]; R],
     taps: &Linear,
     out: &mut [&mut [i16]; R],
@@ -620,24 +636,28 @@ fn permuted_steps<const R: usize>(
     let n = taps.index.len();
     let shortest = src.iter().map(|s| s.len()).min().unwrap_or(0);
     let (mut d, mut fetched) = (0, 0);
-    assert!(out.iter().all(|o| o.len() >= n * 4) && taps.weight.len() == n);
+    assert!((C == 3 || C == 4) && out.iter().all(|o| o.len() >= n * C) && taps.weight.len() == n);
     // SAFETY: the callers are compiled with AVX-512 F/BW/VBMI. A step at d
-    // reads the taps d..d + 8 < n (64 bytes of indices, 32 of weights) and,
-    // from each row, the 128 bytes at `base`, the first index times 4: every
-    // index of the step lies in base / 4..base / 4 + 30 (indices never
-    // decrease; checked on the last), so each byte it names is inside those
-    // 128 bytes, which lie inside every row (checked). It writes the 32
-    // values 4 d.. of each `out` (4 n long at least). Prefetches name bytes of
-    // `ahead` (and could not fault if they did not).
+    // reads the taps d..d + 8 <= n (64 bytes of indices, 32 of weights) and,
+    // from each row, the 128 bytes at `base`, the first index times C. Each
+    // byte a permute names is at most C + 3 past its pixel's first, and the
+    // last pixel's first lies at most 120 bytes past `base` (checked; indices
+    // never decrease), so inside those 128 bytes, which lie inside every row
+    // (checked). It writes the 8 C values C d.. of each `out` (C n long at
+    // least). Prefetches name bytes of `ahead` (and could not fault if they
+    // did not).
     unsafe {
         let load = |bytes: &[u8; 64]| _mm512_loadu_si512(bytes.as_ptr().cast());
-        let (first, second, channel) = (load(&STEP_PICKS[0]), load(&STEP_PICKS[1]), load(&STEP_CHANNELS));
+        let (first, second) = (load(&STEP_PICKS[0]), load(&STEP_PICKS[1]));
+        let channel = load(&const { step_channels(C) });
+        let three = _mm512_loadu_si512(STEP_THREE.as_ptr().cast());
         let even = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
         let odd = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7);
         const LOW_BYTES: __mmask64 = 0x5555_5555_5555_5555;
+        const THREE_BYTE_SUMS: __mmask32 = 0x00FF_FFFF;
         while d + 8 <= n {
-            let base = taps.index[d][0] as usize * 4;
-            if taps.index[d + 7][0] as usize * 4 + 8 > base + 128 || base + 128 > shortest {
+            let base = taps.index[d][0] as usize * C;
+            if taps.index[d + 7][0] as usize * C + 8 > base + 128 || base + 128 > shortest {
                 break;
             }
             for a in &ahead {
@@ -648,9 +668,14 @@ fn permuted_steps<const R: usize>(
                 }
             }
             fetched += 128;
-            // Each pixel's first index, times 4, less the window's start: its byte in the window.
+            // Each pixel's first index, times C, less the window's start: its byte in the window.
             let index = _mm512_loadu_si512(taps.index.as_ptr().add(d).cast());
-            let offsets = _mm512_sub_epi32(_mm512_slli_epi32::<2>(index), _mm512_set1_epi32(base as i32));
+            let times = if C == 4 {
+                _mm512_slli_epi32::<2>(index)
+            } else {
+                _mm512_add_epi32(_mm512_slli_epi32::<1>(index), index)
+            };
+            let offsets = _mm512_sub_epi32(times, _mm512_set1_epi32(base as i32));
             let picks = [first, second].map(|half| _mm512_add_epi8(_mm512_permutexvar_epi8(half, offsets), channel));
             let pairs = _mm512_castsi256_si512(_mm256_loadu_si256(taps.weight.as_ptr().add(d).cast()));
             let weights = [even, odd].map(|lanes| _mm512_permutexvar_epi32(lanes, pairs));
@@ -662,7 +687,13 @@ fn permuted_steps<const R: usize>(
                     _mm512_srai_epi32::<4>(_mm512_madd_epi16(values, weights[h]))
                 });
                 // Per 128-bit lane k: pixel 2 k's 4 sums, then pixel 2 k + 1's.
-                _mm512_storeu_si512(out[r].as_mut_ptr().add(4 * d).cast(), _mm512_packs_epi32(sums[0], sums[1]));
+                let packed = _mm512_packs_epi32(sums[0], sums[1]);
+                let o = out[r].as_mut_ptr().add(C * d);
+                if C == 4 {
+                    _mm512_storeu_si512(o.cast(), packed);
+                } else {
+                    _mm512_mask_storeu_epi16(o, THREE_BYTE_SUMS, _mm512_permutexvar_epi16(three, packed));
+                }
             }
             d += 8;
         }
