@@ -250,6 +250,17 @@ def main() -> None:
 
         case(f"1080p NV12 -> {width}x{height} RGBx u8, bilinear", nv12, "NV12", out, "RGBx", {}, {}, moderate,
              resize_rgba, sampled_rows("bilinear", 1080, height) * 1920 * 3 // 2)
+
+    # 9. 1080p BGR -> 640x640 RGBx u8, bilinear: a packed frame (OpenCV's) stretched into a detector's input.
+    out, bgr_640 = np.empty((640, 640, 4), np.uint8), np.empty((640, 640, 3), np.uint8)
+
+    def bgr_moderate() -> None:
+        cv2.resize(bgr(), (640, 640), dst=bgr_640, interpolation=cv2.INTER_LINEAR)
+        cv2.cvtColor(bgr_640, cv2.COLOR_BGR2RGBA, dst=out)
+
+    case("1080p BGR -> 640x640 RGBx u8, bilinear", bgr, "BGR", out, "RGBx", {}, {}, bgr_moderate,
+         lambda: cv2.resize(bgr(), (640, 640), dst=bgr_640, interpolation=cv2.INTER_LINEAR),
+         sampled_rows("bilinear", 1080, 640) * 1920 * 3)
     del rgb_1080
 
     copies = [len(c.frames) for c in (bgr, nv12, i420, nv12_4k)]
