@@ -166,25 +166,26 @@ class TopClasses(Postprocessor):
         self.topk = layout.TopK(self.k)
 
     def __call__(self, outputs: Sequence[np.ndarray]) -> list[ClassScore]:
-        scores = outputs[0].reshape(-1)  # a view: the output buffer, read in place
-        best, values = self.topk(scores)
-        if self.softmax:
-            # The top value is the maximum: softmax = exp(v - max) / sum(exp(all - max)).
-            peak = float(values[0])
-            total = float(np.add.reduce(np.exp(scores - peak), dtype=np.float64))  # ndarray.sum's wrapper skipped
-            probabilities = [math.exp(float(v) - peak) / total for v in values]
-        else:
-            probabilities = [float(v) for v in values]
-        labels, known = self.labels, len(self.labels)  # names looked up inline: this runs per frame
-        return [
-            ClassScore(i, labels[i] if i < known else str(i), p) for i, p in zip(best.tolist(), probabilities)
-        ]
+        return self.for_frame(outputs, None, (0, 0), (0, 0))
 
     def for_frame(
         self, outputs: Sequence[np.ndarray], transform: Any, input_size: tuple[int, int], frame_size: tuple[int, int]
     ) -> list[ClassScore]:
-        """Class scores have no geometry: the same in any frame."""
-        return self(outputs)
+        """Class scores have no geometry: the same in any frame (the work is here, not in ``__call__``: a
+        pipeline calls this per frame)."""
+        scores = outputs[0].reshape(-1)  # a view: the output buffer, read in place
+        best, values = self.topk(scores)
+        labels, known = self.labels, len(self.labels)  # names looked up inline, one list made: this runs per frame
+        if not self.softmax:
+            return [ClassScore(i, labels[i] if i < known else str(i), float(v)) for i, v in zip(best.tolist(), values)]
+        # The top value is the maximum: softmax = exp(v - max) / sum(exp(all - max)).
+        peak = float(values[0])
+        total = float(np.add.reduce(np.exp(scores - peak), dtype=np.float64))  # ndarray.sum's wrapper skipped
+        exp = math.exp
+        return [
+            ClassScore(i, labels[i] if i < known else str(i), exp(float(v) - peak) / total)
+            for i, v in zip(best.tolist(), values)
+        ]
 
     def _name(self, index: int) -> str:
         return self.labels[index] if index < len(self.labels) else str(index)

@@ -320,9 +320,12 @@ class AsyncQueue:
             raise InvalidArgumentError(f"limit must be a whole number of sets, 0 or more, not {limit!r}")
         frames = []
         with self._mutex:
-            free, take = self._free, self._frame
+            free, states = self._free, self._states
             for _ in range(min(limit, len(free))):
-                frames.append(take(free.popleft()))
+                index = free.popleft()
+                states[index] = "cpu"  # _frame's work inline: this runs per frame
+                frames.append(BufferSet(inputs=self._set_inputs[index], input_buffers=self._set_in_buffers[index],
+                                        output_buffers=self._set_out_buffers[index], _set=index, _queue=self))  # fmt: skip
         return frames
 
     def submit(self, frame: BufferSet, userdata: Any = None, key: Hashable = None) -> int:
@@ -357,7 +360,8 @@ class AsyncQueue:
             self._sequence += 1
             self._running.append(entry)
             self._pending.append(entry)
-            self._notify()
+            if self._waiters:  # _notify inline: this runs per frame
+                self._lock.notify_all()
             if self._sleeping:
                 self._sleeping.pop().release()  # a result to deliver: one idle delivery thread wakes
         return entry.sequence
@@ -699,7 +703,10 @@ class AsyncQueue:
         try:
             if not entry.done or entry.error is not None:
                 self._complete(entry, None)  # waits for it, or raises its failure
-            result = self._result(entry)
+            index = entry.frame._set  # _result's work inline: this runs per frame
+            result = Result(sequence=entry.sequence, userdata=entry.userdata, outputs=self._set_outputs[index],
+                            output_buffers=self._set_out_buffers[index], latency_ms=entry.latency_ms, _set=index,
+                            _queue=self)  # fmt: skip
             callback(result)
         except BaseException as exc:  # reported to the caller on its next call
             failure = exc
@@ -709,14 +716,16 @@ class AsyncQueue:
                 if result is None or not result._released:  # (None: the inference failed, no output handed out)
                     if result is not None:
                         result._released = True
-                    self._free_set(index)  # (the lock is reentrant)
+                    self._states[index] = "free"  # _free_set's work inline, its waiters woken below
+                    self._free.append(index)
                 entry.delivered = True
                 self._pending.remove(entry)
                 self._delivering.discard(entry.key)
                 self._delivered += 1
                 if failure is not None:
                     self._failure = self._failure or failure
-                self._notify()
+                if self._waiters:  # _notify inline
+                    self._lock.notify_all()
                 if self._deliverers and self._sleeping and self._pending:
                     self._sleeping.pop().release()  # the key's next result may be waiting for another delivery thread
 
