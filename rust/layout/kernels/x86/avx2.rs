@@ -929,11 +929,11 @@ fn near_steps<const R: usize>(
     // SAFETY: the callers are compiled with AVX2. A step at d reads the taps
     // d..d + 4 <= n and, from each row, the 16 bytes at 4 times the first
     // and the third pixel's first index (inside every row: checked on the
-    // third, and indices never decrease); each shuffle names bytes of those
-    // 16 (the second and fourth pixels' pairs start at most 2 pixels on,
-    // checked). It writes the 16 values 4 d.. of each `out` (4 n long at
-    // least). Prefetches name bytes of `ahead` (and could not fault if they
-    // did not).
+    // third, and the first is not past it, checked); each shuffle names
+    // bytes of those 16 (the second and fourth pixels' pairs start at most 2
+    // pixels on, checked). It writes the 16 values 4 d.. of each `out` (4 n
+    // long at least). Prefetches name bytes of `ahead` (and could not fault
+    // if they did not).
     unsafe {
         let firsts = _mm256_loadu_si256(NEAR_MASKS[0].as_ptr().cast());
         let (of_first, of_second) =
@@ -943,7 +943,7 @@ fn near_steps<const R: usize>(
             let at = |k: usize| (*index.add(d + k))[0] as usize;
             let (i0, i1, i2, i3) = (at(0), at(1), at(2), at(3));
             let (k0, k1) = (i1 - i0, i3 - i2);
-            if k0 > 2 || k1 > 2 || 4 * i2 + 16 > shortest {
+            if k0 > 2 || k1 > 2 || i2 < i0 || 4 * i2 + 16 > shortest {
                 break;
             }
             // A line a step: 16 bytes a destination pixel, more than a row's 4 a source pixel at these shrinks.

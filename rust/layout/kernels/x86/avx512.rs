@@ -639,13 +639,13 @@ fn permuted_steps<const C: usize, const R: usize>(
     assert!((C == 3 || C == 4) && out.iter().all(|o| o.len() >= n * C) && taps.weight.len() == n);
     // SAFETY: the callers are compiled with AVX-512 F/BW/VBMI. A step at d
     // reads the taps d..d + 8 <= n (64 bytes of indices, 32 of weights) and,
-    // from each row, the 128 bytes at `base`, the first index times C. Each
-    // byte a permute names is at most C + 3 past its pixel's first, and the
-    // last pixel's first lies at most 120 bytes past `base` (checked; indices
-    // never decrease), so inside those 128 bytes, which lie inside every row
-    // (checked). It writes the 8 C values C d.. of each `out` (C n long at
-    // least). Prefetches name bytes of `ahead` (and could not fault if they
-    // did not).
+    // from each row, the 128 bytes at `base`, the first index times C, which
+    // lie inside every row (checked). The permutes pick bytes of those two
+    // registers only: each byte a permute names is at most C + 3 past its
+    // pixel's first, and the last pixel's first at most 120 bytes past
+    // `base` (checked; indices never decrease), so the ones the sums need. It
+    // writes the 8 C values C d.. of each `out` (C n long at least).
+    // Prefetches name bytes of `ahead` (and could not fault if they did not).
     unsafe {
         let load = |bytes: &[u8; 64]| _mm512_loadu_si512(bytes.as_ptr().cast());
         let (first, second) = (load(&STEP_PICKS[0]), load(&STEP_PICKS[1]));
