@@ -188,12 +188,12 @@ def test_resizing_equals_nv12_with_the_same_samples(interpolation: str, fit: str
 def test_a_strong_shrink_gathers_chroma_groups_and_says_so() -> None:
     """A shrink whose x taps read at most half of the 2-pixel chroma groups decodes only those
     (I420's straight from its planes, no row interleaved; bilinear on x86 in the x pass itself,
-    which also takes any shrink by 3 or more, by 30 / 7 or more with VBMI, whose x pass over decoded
+    which also takes any shrink by 3 or more, by 3.5 or more with VBMI, whose x pass over decoded
     rows is the faster below): the same bytes as NV12's, on every level, and the kernel name says
     which way ran."""
     frames = _nv12_twins(np.random.default_rng(22), 192, 54)
     for level in LEVELS:
-        fused_from = 30 / 7 if level == "avx512vbmi" else 3
+        fused_from = 3.5 if level == "avx512vbmi" else 3
         # (size, taps read at most half of the groups)
         for (width, height), gathered in (((16, 12), True), ((64, 20), False), ((56, 20), False), ((150, 40), False)):
             strong = 192 / width >= fused_from

@@ -287,10 +287,10 @@ macro_rules! by_channels {
 const FUSE_FROM: [usize; 2] = [3, 1];
 
 /// With VBMI's x pass (eight pixels a step while they lie within a 128-byte
-/// window, a shrink by less than 30 / 7), decoding rows is the faster until
-/// the window ends (docs/layout.md).
+/// window, a shrink by less than 30 / 7), decoding rows is the faster up to a
+/// shrink by 3.5 on the machines timed (docs/layout.md).
 #[cfg(target_arch = "x86_64")]
-const VBMI_FUSE_FROM: [usize; 2] = [30, 7];
+const VBMI_FUSE_FROM: [usize; 2] = [7, 2];
 
 /// The fused YUV x pass: AVX2's, the only one stamped (`stamp_kernels!`'s `fused`).
 #[cfg(target_arch = "x86_64")]
