@@ -320,12 +320,9 @@ class AsyncQueue:
             raise InvalidArgumentError(f"limit must be a whole number of sets, 0 or more, not {limit!r}")
         frames = []
         with self._mutex:
-            free, states = self._free, self._states
+            free, take = self._free, self._frame
             for _ in range(min(limit, len(free))):
-                index = free.popleft()
-                states[index] = "cpu"  # _frame's work inline: this runs per frame
-                frames.append(BufferSet(inputs=self._set_inputs[index], input_buffers=self._set_in_buffers[index],
-                                        output_buffers=self._set_out_buffers[index], _set=index, _queue=self))  # fmt: skip
+                frames.append(take(free.popleft()))
         return frames
 
     def submit(self, frame: BufferSet, userdata: Any = None, key: Hashable = None) -> int:
@@ -703,10 +700,7 @@ class AsyncQueue:
         try:
             if not entry.done or entry.error is not None:
                 self._complete(entry, None)  # waits for it, or raises its failure
-            index = entry.frame._set  # _result's work inline: this runs per frame
-            result = Result(sequence=entry.sequence, userdata=entry.userdata, outputs=self._set_outputs[index],
-                            output_buffers=self._set_out_buffers[index], latency_ms=entry.latency_ms, _set=index,
-                            _queue=self)  # fmt: skip
+            result = self._result(entry)
             callback(result)
         except BaseException as exc:  # reported to the caller on its next call
             failure = exc
