@@ -807,8 +807,10 @@ pub(super) fn rows_from<const C: usize, const R: usize>(
         }
         return;
     }
-    let (first, fetched) =
-        if C == 4 { near_steps::<R>(first, fetched, src, taps, &mut out, ahead) } else { (first, fetched) };
+    let (first, fetched) = match C {
+        3 | 4 => near_steps::<C, R>(first, fetched, src, taps, &mut out, ahead),
+        _ => (first, fetched),
+    };
     let mut mask = [0x80u8; 16];
     for c in 0..4 {
         mask[4 * c] = c as u8;
@@ -871,50 +873,72 @@ pub(super) fn rows_from<const C: usize, const R: usize>(
     }
 }
 
-/// `near_steps`' byte shuffle for a 128-bit lane whose first pixel is the
-/// window's and whose second is `k` pixels on: 32-bit lane c of the result
-/// holds channel c of the pixel and of the next as two 16-bit values.
-const fn near_mask(k: usize) -> [u8; 16] {
-    let mut mask = [0x80u8; 16];
-    let mut c = 0;
-    while c < 4 {
-        mask[4 * c] = (4 * k + c) as u8;
-        mask[4 * c + 2] = (4 * k + 4 + c) as u8;
-        c += 1;
-    }
-    mask
+/// The farthest `near_steps` lets a pair's second source pixel lie from its
+/// first for `C`-byte pixels: both pixels' pairs within a 16-byte window.
+const fn near_reach(c: usize) -> usize {
+    16 / c - 2
 }
 
-/// `near_steps`' shuffles of the step's second and fourth pixels, by their
-/// distances from the first and third (0, 1 or 2 pixels): entry 3 k0 + k1.
-const NEAR_MASKS: [[u8; 32]; 9] = {
-    let mut masks = [[0u8; 32]; 9];
+/// `near_steps`' byte shuffles for a 128-bit lane whose first pixel is the
+/// window's and whose second is `k` pixels on. Their eight 32-bit lanes (the
+/// first shuffle's four, then the second's) hold a channel of a pixel and of
+/// the next as two 16-bit values: the first pixel's `C` channels, then the
+/// second's, then (3-byte pixels) two zeros, so that the sums pack in the
+/// order the row stores them.
+const fn near_lane<const C: usize>(k: usize) -> [[u8; 16]; 2] {
+    let mut masks = [[0x80u8; 16]; 2];
+    let mut slot = 0;
+    while slot < 2 * C {
+        let (at, mask, lane) = ((slot / C) * k * C + slot % C, slot / 4, slot % 4);
+        masks[mask][4 * lane] = at as u8;
+        masks[mask][4 * lane + 2] = (at + C) as u8;
+        slot += 1;
+    }
+    masks
+}
+
+/// `near_steps`' shuffles for `C`-byte pixels by the distances of the
+/// step's second and fourth pixels from the first and third (0 to
+/// `near_reach(C)`): entry `(near_reach(C) + 1) k0 + k1`, the first shuffle
+/// and the second, each with the low lane's bytes then the high lane's.
+const fn near_masks<const C: usize>() -> [[[u8; 32]; 2]; 16] {
+    let ways = near_reach(C) + 1;
+    let mut masks = [[[0x80u8; 32]; 2]; 16];
     let mut e = 0;
-    while e < 9 {
-        let (low, high) = (near_mask(e / 3), near_mask(e % 3));
-        let mut j = 0;
-        while j < 16 {
-            masks[e][j] = low[j];
-            masks[e][16 + j] = high[j];
-            j += 1;
+    while e < ways * ways {
+        let (low, high) = (near_lane::<C>(e / ways), near_lane::<C>(e % ways));
+        let mut m = 0;
+        while m < 2 {
+            let mut j = 0;
+            while j < 16 {
+                masks[e][m][j] = low[m][j];
+                masks[e][m][16 + j] = high[m][j];
+                j += 1;
+            }
+            m += 1;
         }
         e += 1;
     }
     masks
-};
+}
 
-/// The bilinear x pass of 4-byte pixels (`resample::horizontal_linear::<4>`,
-/// exactly) from destination pixel `d`, four a step while each pair of
-/// neighbours reads source pixels at most two apart (a shrink by 2 or less
-/// always does): a 16-byte window from each pair's first source pixel, one
-/// in each 128-bit lane; a constant shuffle of both lanes makes the first
-/// and third pixels' channel pairs, a shuffle from `NEAR_MASKS` the second
-/// and fourth; a `pmaddwd` each by their (w0, w1) pairs, one pack puts them
-/// in order. Two pixels a step (the loop after it) take a load and an
-/// insert each, and twice the shuffles a pixel. Returns where it stopped:
-/// the destination pixel, the bytes of `ahead` prefetched.
+const NEAR_MASKS_3: [[[u8; 32]; 2]; 16] = near_masks::<3>();
+const NEAR_MASKS_4: [[[u8; 32]; 2]; 16] = near_masks::<4>();
+
+/// The bilinear x pass of 3- and 4-byte pixels
+/// (`resample::horizontal_linear::<C>`, exactly) from destination pixel
+/// `d`, four a step while each pair of neighbours reads source pixels at
+/// most `near_reach(C)` apart (2 for 4-byte pixels, any shrink by 2 or less;
+/// 3 for 3-byte ones, by 3 or less): a 16-byte window from each pair's first
+/// source pixel, one in each 128-bit lane; two shuffles by the pairs'
+/// distances (`near_masks`) set each channel's two source bytes side by
+/// side, a `pmaddwd` each by their (w0, w1) pairs, one pack puts each
+/// lane's two pixels in the row's order (3-byte pixels: 6 values and two
+/// that the next store overwrites). Two pixels a step (the loop after it)
+/// take a load and an insert each, and twice the shuffles a pixel. Returns
+/// where it stopped: the destination pixel, the bytes of `ahead` prefetched.
 #[inline(always)]
-fn near_steps<const R: usize>(
+fn near_steps<const C: usize, const R: usize>(
     first: usize,
     fetched: usize,
     src: [&[u8]; R],
@@ -924,48 +948,62 @@ fn near_steps<const R: usize>(
 ) -> (usize, usize) {
     let n = taps.index.len();
     let shortest = src.iter().map(|s| s.len()).min().unwrap_or(0);
+    let (reach, masks) = if C == 4 { (near_reach(4), &NEAR_MASKS_4) } else { (near_reach(3), &NEAR_MASKS_3) };
     let (mut d, mut fetched) = (first, fetched);
-    assert!(out.iter().all(|o| o.len() >= n * 4) && taps.weight.len() == n);
-    // SAFETY: the callers are compiled with AVX2. A step at d reads the taps
-    // d..d + 4 <= n and, from each row, the 16 bytes at 4 times the first
+    assert!((C == 3 || C == 4) && taps.weight.len() == n);
+    assert!(out.iter().all(|o| o.len() >= n * C + 2 * (4 - C)));
+    // SAFETY: the callers are compiled with AVX2. A step reads the taps
+    // d..d + 4 <= n and, from each row, the 16 bytes at C times the first
     // and the third pixel's first index (inside every row: checked on the
     // third, and the first is not past it, checked); each shuffle names
-    // bytes of those 16 (the second and fourth pixels' pairs start at most 2
-    // pixels on, checked). It writes the 16 values 4 d.. of each `out` (4 n
-    // long at least). Prefetches name bytes of `ahead` (and could not fault
-    // if they did not).
+    // bytes of those 16 (the second and fourth pixels' pairs start at most
+    // `reach` pixels on, checked, and end by byte (reach + 2) C <= 16). It
+    // writes the 4 C values C d.. of each `out`, and 3-byte pixels 2 more
+    // (C n + 2 (4 - C) long at least). Prefetches name bytes of `ahead` (and
+    // could not fault if they did not).
     unsafe {
-        let firsts = _mm256_loadu_si256(NEAR_MASKS[0].as_ptr().cast());
-        let (of_first, of_second) =
-            (_mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3));
+        // Each 32-bit lane's weight pair: its pixel's (lanes past 2 C: the zeros').
+        let pick = |slot: i32| if slot / C as i32 == 0 { 0 } else { 1 };
+        let (of_first, of_second) = (
+            _mm256_setr_epi32(pick(0), pick(1), pick(2), pick(3), 2 + pick(0), 2 + pick(1), 2 + pick(2), 2 + pick(3)),
+            _mm256_setr_epi32(pick(4), pick(5), pick(6), pick(7), 2 + pick(4), 2 + pick(5), 2 + pick(6), 2 + pick(7)),
+        );
         let index = taps.index.as_ptr();
         while d + 4 <= n {
             let at = |k: usize| (*index.add(d + k))[0] as usize;
             let (i0, i1, i2, i3) = (at(0), at(1), at(2), at(3));
-            let (k0, k1) = (i1 - i0, i3 - i2);
-            if k0 > 2 || k1 > 2 || i2 < i0 || 4 * i2 + 16 > shortest {
+            let (k0, k1) = (i1.wrapping_sub(i0), i3.wrapping_sub(i2));
+            if k0 > reach || k1 > reach || i2 < i0 || C * i2 + 16 > shortest {
                 break;
             }
-            // A line a step: 16 bytes a destination pixel, more than a row's 4 a source pixel at these shrinks.
+            // A line a step: 4 C bytes a destination pixel, more than a row's C a source pixel at these shrinks.
             for a in &ahead {
                 if fetched < a.len() {
                     _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().add(fetched).cast());
                 }
             }
             fetched += 64;
-            let seconds = _mm256_loadu_si256(NEAR_MASKS[3 * k0 + k1].as_ptr().cast());
+            let step = &masks[(reach + 1) * k0 + k1];
+            let (firsts, seconds) =
+                (_mm256_loadu_si256(step[0].as_ptr().cast()), _mm256_loadu_si256(step[1].as_ptr().cast()));
             let pairs = _mm256_castsi128_si256(_mm_loadu_si128(taps.weight.as_ptr().add(d).cast()));
             let (w_first, w_second) =
                 (_mm256_permutevar8x32_epi32(pairs, of_first), _mm256_permutevar8x32_epi32(pairs, of_second));
             for r in 0..R {
                 let row = src[r].as_ptr();
-                let window = _mm256_loadu2_m128i(row.add(4 * i2).cast(), row.add(4 * i0).cast());
+                let window = _mm256_loadu2_m128i(row.add(C * i2).cast(), row.add(C * i0).cast());
                 let sums = |mask: __m256i, w: __m256i| {
                     _mm256_srai_epi32::<4>(_mm256_madd_epi16(_mm256_shuffle_epi8(window, mask), w))
                 };
-                // Per 128-bit lane: the first (third) pixel's 4 sums, then the second (fourth) pixel's.
+                // Per 128-bit lane: the first (third) pixel's C sums, then the second (fourth) pixel's.
                 let packed = _mm256_packs_epi32(sums(firsts, w_first), sums(seconds, w_second));
-                _mm256_storeu_si256(out[r].as_mut_ptr().add(4 * d).cast(), packed);
+                let o = out[r].as_mut_ptr().add(C * d);
+                if C == 4 {
+                    _mm256_storeu_si256(o.cast(), packed);
+                } else {
+                    _mm_storeu_si128(o.cast(), _mm256_castsi256_si128(packed));
+                    _mm_storeu_si128(o.add(2 * C).cast(), _mm256_extracti128_si256::<1>(packed));
+                }
             }
             d += 4;
         }
