@@ -808,7 +808,11 @@ pub(super) fn rows_from<const C: usize, const R: usize>(
         return;
     }
     let (first, fetched) = match C {
-        3 | 4 => near_steps::<C, R>(first, fetched, src, taps, &mut out, ahead),
+        3 => near_steps::<C, R>(first, fetched, src, taps, &mut out, ahead),
+        4 => {
+            let (near, fetched) = near_steps::<C, R>(first, fetched, src, taps, &mut out, ahead);
+            spread_steps::<R>(near, fetched, src, taps, &mut out, ahead)
+        }
         _ => (first, fetched),
     };
     let mut mask = [0x80u8; 16];
@@ -1004,6 +1008,90 @@ fn near_steps<const C: usize, const R: usize>(
                     _mm_storeu_si128(o.cast(), _mm256_castsi256_si128(packed));
                     _mm_storeu_si128(o.add(2 * C).cast(), _mm256_extracti128_si256::<1>(packed));
                 }
+            }
+            d += 4;
+        }
+    }
+    (d, fetched)
+}
+
+/// `spread_steps`' dword permutes by the distances of the step's second and
+/// fourth pixels from the first and third (0 to 6): entry 7 k0 + k1 puts a
+/// pixel and the next, then the pixel k0 (k1) on and its next, in the low
+/// (high) lane, from 32-byte windows.
+const SPREAD_PICKS: [[u32; 8]; 49] = {
+    let mut picks = [[0u32; 8]; 49];
+    let mut e = 0;
+    while e < 49 {
+        let (k0, k1) = ((e / 7) as u32, (e % 7) as u32);
+        picks[e] = [0, 1, k0, k0 + 1, 0, 1, k1, k1 + 1];
+        e += 1;
+    }
+    picks
+};
+
+/// The bilinear x pass of 4-byte pixels from destination pixel `d` where
+/// `near_steps` stops, four a step while each pair of neighbours reads
+/// source pixels at most six apart (a shrink by 6 or less): a 32-byte window
+/// from the first and from the third pixel's source, a dword permute of each
+/// by the two distances (`SPREAD_PICKS`) and a blend make the four pixels'
+/// pairs, one in each 128-bit lane as `near_steps` has them at a distance of
+/// two, and its shuffles, `pmaddwd`s and pack follow. A permute a window more
+/// than `near_steps` takes, a load and an insert a pixel fewer than two
+/// pixels a step. Returns where it stopped as `near_steps` does.
+#[inline(always)]
+fn spread_steps<const R: usize>(
+    first: usize,
+    fetched: usize,
+    src: [&[u8]; R],
+    taps: &Linear,
+    out: &mut [&mut [i16]; R],
+    ahead: [&[u8]; R],
+) -> (usize, usize) {
+    let n = taps.index.len();
+    let shortest = src.iter().map(|s| s.len()).min().unwrap_or(0);
+    let (mut d, mut fetched) = (first, fetched);
+    assert!(out.iter().all(|o| o.len() >= n * 4) && taps.weight.len() == n);
+    // SAFETY: the callers are compiled with AVX2. A step reads the taps
+    // d..d + 4 <= n and, from each row, the 32 bytes at 4 times the first
+    // and the third pixel's first index (inside every row: checked on the
+    // third, and the first is not past it, checked); the permutes pick
+    // dwords of those 32 by their indices, and the shuffles bytes of each
+    // lane. It writes the 16 values 4 d.. of each `out` (4 n long at least).
+    // Prefetches name bytes of `ahead` (and could not fault if they did not).
+    unsafe {
+        let [firsts, seconds] = NEAR_MASKS_4[3 * 2 + 2].map(|m| _mm256_loadu_si256(m.as_ptr().cast()));
+        let (of_first, of_second) =
+            (_mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3));
+        let index = taps.index.as_ptr();
+        while d + 4 <= n {
+            let at = |k: usize| (*index.add(d + k))[0] as usize;
+            let (i0, i1, i2, i3) = (at(0), at(1), at(2), at(3));
+            let (k0, k1) = (i1.wrapping_sub(i0), i3.wrapping_sub(i2));
+            if k0 > 6 || k1 > 6 || i2 < i0 || 4 * i2 + 32 > shortest {
+                break;
+            }
+            // A line a step: up to 24 bytes a destination pixel at these shrinks.
+            for a in &ahead {
+                if fetched < a.len() {
+                    _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().add(fetched).cast());
+                }
+            }
+            fetched += 64;
+            let picks = _mm256_loadu_si256(SPREAD_PICKS[7 * k0 + k1].as_ptr().cast());
+            let pairs = _mm256_castsi128_si256(_mm_loadu_si128(taps.weight.as_ptr().add(d).cast()));
+            let (w_first, w_second) =
+                (_mm256_permutevar8x32_epi32(pairs, of_first), _mm256_permutevar8x32_epi32(pairs, of_second));
+            for r in 0..R {
+                let row = src[r].as_ptr();
+                let low = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(row.add(4 * i0).cast()), picks);
+                let high = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(row.add(4 * i2).cast()), picks);
+                let window = _mm256_blend_epi32::<0xF0>(low, high);
+                let sums = |mask: __m256i, w: __m256i| {
+                    _mm256_srai_epi32::<4>(_mm256_madd_epi16(_mm256_shuffle_epi8(window, mask), w))
+                };
+                let packed = _mm256_packs_epi32(sums(firsts, w_first), sums(seconds, w_second));
+                _mm256_storeu_si256(out[r].as_mut_ptr().add(4 * d).cast(), packed);
             }
             d += 4;
         }

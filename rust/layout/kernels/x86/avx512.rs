@@ -621,8 +621,8 @@ const STEP_THREE: [u16; 32] = {
 /// one pack puts the halves back in order (3-byte pixels: a word permute
 /// drops each pixel's fourth sum, a masked store writes 24). The permute's
 /// indices are made from the step's taps once for all `R` rows. (AVX2's
-/// loop takes two pixels a step, each from a load and an insert of its
-/// own.) Returns where it stopped (the destination pixel, the bytes of
+/// loops take four pixels a step from 16- or 32-byte windows, or two from a
+/// load each.) Returns where it stopped (the destination pixel, the bytes of
 /// `ahead` prefetched): from a step whose source spans more than 128 bytes
 /// (a shrink by more than 30 / 7 for 4-byte pixels), or the row's end,
 /// AVX2's loop goes on.
