@@ -725,8 +725,7 @@ fn pixel_blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8
 
 /// In each 16-byte lane, the same channel of two neighbouring pixels side
 /// by side, so that one `pmaddubsw` by ones sums each pair: 4-byte pixels
-/// reordered, 1-byte ones as they are. (3-byte pixels cross the lanes: the
-/// portable loop does them.)
+/// reordered, 1-byte ones as they are. (3-byte pixels: `THREE_PAIRS`.)
 #[inline(always)]
 unsafe fn pairs_side_by_side<const C: usize>(v: __m256i) -> __m256i {
     if C == 4 {
@@ -736,12 +735,37 @@ unsafe fn pairs_side_by_side<const C: usize>(v: __m256i) -> __m256i {
     }
 }
 
+/// The 12 bytes of two pairs of 3-byte pixels (a 16-byte lane's first 12),
+/// each channel's two side by side as `pairs_side_by_side` sets them, and
+/// four zeros: a `pmaddubsw` by ones makes the two pairs' 6 sums and 2 zeros.
+const THREE_PAIRS: [u8; 16] = [0, 3, 1, 4, 2, 5, 6, 9, 7, 10, 8, 11, 0x80, 0x80, 0x80, 0x80];
+
 /// `Resample::pair_sums` for 1- and 4-byte pixels: 32 bytes a step, a
-/// shuffle and a `pmaddubsw` make their 16 sums in order.
+/// shuffle and a `pmaddubsw` make their 16 sums in order. 3-byte pixels: 4
+/// pixels' pairs a step from a 12-byte window in each lane (`THREE_PAIRS`),
+/// each lane's 6 sums stored with 2 zeros that the next store overwrites.
 #[inline(always)]
 fn halving_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
     let n = (row.len() / (2 * C)).min(sums.len() / C);
     let mut d = 0;
+    if C == 3 {
+        // SAFETY: the callers are compiled with AVX2. A step reads the 16
+        // bytes at 6 d and at 6 d + 12 of `row` and writes the 8 sums at 3 d
+        // and at 3 d + 6 of `sums`: d + 5 <= n pixels keeps both inside the
+        // n pixels' 6 n bytes and 3 n sums; the two zeros past the step's 12
+        // sums lie before 3 n, where the next step or the tail writes.
+        unsafe {
+            let (ones, mask) = (_mm256_set1_epi8(1), both_lanes(THREE_PAIRS));
+            while d + 5 <= n {
+                let v = _mm256_loadu2_m128i(row.as_ptr().add(6 * d + 12).cast(), row.as_ptr().add(6 * d).cast());
+                let s = _mm256_maddubs_epi16(_mm256_shuffle_epi8(v, mask), ones);
+                let o = sums.as_mut_ptr().add(3 * d);
+                _mm_storeu_si128(o.cast(), _mm256_castsi256_si128(s));
+                _mm_storeu_si128(o.add(6).cast(), _mm256_extracti128_si256::<1>(s));
+                d += 4;
+            }
+        }
+    }
     if C == 4 || C == 1 {
         // SAFETY: the callers are compiled with AVX2. A step reads the 32
         // bytes 2 C d.. of `row` and writes the 16 sums C d.. of `sums`,
@@ -761,11 +785,35 @@ fn halving_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
 
 /// `Resample::pair_means` for 1- and 4-byte pixels: 64 bytes a step, their
 /// pair sums as `halving_sums` makes them plus the first row's, the mean
-/// rounded per 16-bit lane, packed to 32 bytes in order.
+/// rounded per 16-bit lane, packed to 32 bytes in order. 3-byte pixels: 4
+/// pixels a step as `halving_sums` takes them, each lane's 6 means stored
+/// with 2 bytes that the next store overwrites.
 #[inline(always)]
 fn halving_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8]) {
     let n = (row.len() / (2 * C)).min(sums.len() / C).min(out.len() / C);
     let mut d = 0;
+    if C == 3 {
+        // SAFETY: the callers are compiled with AVX2. A step reads the 16
+        // bytes at 6 d and at 6 d + 12 of `row` and the 8 sums at 3 d and at
+        // 3 d + 6 of `sums`, and writes the 8 bytes at 3 d and at 3 d + 6 of
+        // `out`: d + 5 <= n pixels keeps all inside the n pixels' 6 n bytes,
+        // 3 n sums and 3 n bytes; the two bytes past the step's 12 lie
+        // before 3 n, where the next step or the tail writes.
+        unsafe {
+            let (ones, two, mask) = (_mm256_set1_epi8(1), _mm256_set1_epi16(2), both_lanes(THREE_PAIRS));
+            while d + 5 <= n {
+                let v = _mm256_loadu2_m128i(row.as_ptr().add(6 * d + 12).cast(), row.as_ptr().add(6 * d).cast());
+                let first = _mm256_loadu2_m128i(sums.as_ptr().add(3 * d + 6).cast(), sums.as_ptr().add(3 * d).cast());
+                let both = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_shuffle_epi8(v, mask), ones), first);
+                let means = _mm256_srli_epi16::<2>(_mm256_add_epi16(both, two));
+                let packed = _mm256_packus_epi16(means, means);
+                let o = out.as_mut_ptr().add(3 * d);
+                _mm_storel_epi64(o.cast(), _mm256_castsi256_si128(packed));
+                _mm_storel_epi64(o.add(6).cast(), _mm256_extracti128_si256::<1>(packed));
+                d += 4;
+            }
+        }
+    }
     if C == 4 || C == 1 {
         // SAFETY: the callers are compiled with AVX2. A step reads the 64
         // bytes 2 C d.. of `row` and the 32 sums C d.. of `sums`, and writes
