@@ -261,6 +261,16 @@ def main() -> None:
     case("1080p BGR -> 640x640 RGBx u8, bilinear", bgr, "BGR", out, "RGBx", {}, {}, bgr_moderate,
          lambda: cv2.resize(bgr(), (640, 640), dst=bgr_640, interpolation=cv2.INTER_LINEAR),
          sampled_rows("bilinear", 1080, 640) * 1920 * 3)
+
+    # 10. 1080p BGR -> 960x540 RGBx u8: a packed frame halved (3-byte pixels' pair sums).
+    out, bgr_540 = np.empty((540, 960, 4), np.uint8), np.empty((540, 960, 3), np.uint8)
+
+    def bgr_halving() -> None:
+        cv2.resize(bgr(), (960, 540), dst=bgr_540, interpolation=cv2.INTER_LINEAR)
+        cv2.cvtColor(bgr_540, cv2.COLOR_BGR2RGBA, dst=out)
+
+    case("1080p BGR -> 960x540 RGBx u8, a halving", bgr, "BGR", out, "RGBx", {}, {}, bgr_halving,
+         lambda: cv2.resize(bgr(), (960, 540), dst=bgr_540, interpolation=cv2.INTER_LINEAR), 1920 * 1080 * 3)
     del rgb_1080
 
     copies = [len(c.frames) for c in (bgr, nv12, i420, nv12_4k)]
