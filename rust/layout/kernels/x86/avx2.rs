@@ -856,10 +856,10 @@ pub(super) fn rows_from<const C: usize, const R: usize>(
         return;
     }
     let (first, fetched) = match C {
-        3 => near_steps::<C, R>(first, fetched, src, taps, &mut out, ahead),
+        3 => four_steps::<C, R, false>(first, fetched, src, taps, &mut out, ahead),
         4 => {
-            let (near, fetched) = near_steps::<C, R>(first, fetched, src, taps, &mut out, ahead);
-            spread_steps::<R>(near, fetched, src, taps, &mut out, ahead)
+            let (near, fetched) = four_steps::<C, R, false>(first, fetched, src, taps, &mut out, ahead);
+            four_steps::<C, R, true>(near, fetched, src, taps, &mut out, ahead)
         }
         _ => (first, fetched),
     };
@@ -925,13 +925,13 @@ pub(super) fn rows_from<const C: usize, const R: usize>(
     }
 }
 
-/// The farthest `near_steps` lets a pair's second source pixel lie from its
-/// first for `C`-byte pixels: both pixels' pairs within a 16-byte window.
+/// The farthest `four_steps`' 16-byte windows let a pair's second source
+/// pixel lie from its first for `C`-byte pixels: both pixels' pairs inside.
 const fn near_reach(c: usize) -> usize {
     16 / c - 2
 }
 
-/// `near_steps`' byte shuffles for a 128-bit lane whose first pixel is the
+/// `four_steps`' byte shuffles for a 128-bit lane whose first pixel is the
 /// window's and whose second is `k` pixels on. Their eight 32-bit lanes (the
 /// first shuffle's four, then the second's) hold a channel of a pixel and of
 /// the next as two 16-bit values: the first pixel's `C` channels, then the
@@ -949,7 +949,7 @@ const fn near_lane<const C: usize>(k: usize) -> [[u8; 16]; 2] {
     masks
 }
 
-/// `near_steps`' shuffles for `C`-byte pixels by the distances of the
+/// `four_steps`' shuffles for `C`-byte pixels by the distances of the
 /// step's second and fourth pixels from the first and third (0 to
 /// `near_reach(C)`): entry `(near_reach(C) + 1) k0 + k1`, the first shuffle
 /// and the second, each with the low lane's bytes then the high lane's.
@@ -977,20 +977,40 @@ const fn near_masks<const C: usize>() -> [[[u8; 32]; 2]; 16] {
 const NEAR_MASKS_3: [[[u8; 32]; 2]; 16] = near_masks::<3>();
 const NEAR_MASKS_4: [[[u8; 32]; 2]; 16] = near_masks::<4>();
 
+/// `four_steps`' dword permutes of 32-byte windows by the distances of the
+/// step's second and fourth pixels from the first and third (0 to 6): entry
+/// 7 k0 + k1 puts a pixel and the next, then the pixel k0 (k1) on and its
+/// next, in the low (high) lane.
+const SPREAD_PICKS: [[u32; 8]; 49] = {
+    let mut picks = [[0u32; 8]; 49];
+    let mut e = 0;
+    while e < 49 {
+        let (k0, k1) = ((e / 7) as u32, (e % 7) as u32);
+        picks[e] = [0, 1, k0, k0 + 1, 0, 1, k1, k1 + 1];
+        e += 1;
+    }
+    picks
+};
+
 /// The bilinear x pass of 3- and 4-byte pixels
 /// (`resample::horizontal_linear::<C>`, exactly) from destination pixel
-/// `d`, four a step while each pair of neighbours reads source pixels at
-/// most `near_reach(C)` apart (2 for 4-byte pixels, any shrink by 2 or less;
-/// 3 for 3-byte ones, by 3 or less): a 16-byte window from each pair's first
-/// source pixel, one in each 128-bit lane; two shuffles by the pairs'
-/// distances (`near_masks`) set each channel's two source bytes side by
+/// `d`, four a step while each pair of neighbours reads source pixels close
+/// enough: a window from each pair's first source pixel, one in each
+/// 128-bit lane; two shuffles set each channel's two source bytes side by
 /// side, a `pmaddwd` each by their (w0, w1) pairs, one pack puts each
 /// lane's two pixels in the row's order (3-byte pixels: 6 values and two
-/// that the next store overwrites). Two pixels a step (the loop after it)
-/// take a load and an insert each, and twice the shuffles a pixel. Returns
-/// where it stopped: the destination pixel, the bytes of `ahead` prefetched.
+/// that the next store overwrites). Without `SPREAD` the windows are 16
+/// bytes, the neighbours at most `near_reach(C)` apart (2 for 4-byte pixels:
+/// any shrink by 2 or less; 3 for 3-byte ones, by 3 or less), the shuffles
+/// chosen by the two distances (`near_masks`). With `SPREAD` (4-byte pixels
+/// up to six apart, a shrink by up to 6) they are 32 bytes, and a dword
+/// permute of each by the two distances (`SPREAD_PICKS`) and a blend set
+/// the pairs as a distance of two has them: a permute a window more. Two
+/// pixels a step (the loop after it) take a load and an insert each, and
+/// twice the shuffles a pixel. Returns where it stopped: the destination
+/// pixel, the bytes of `ahead` prefetched.
 #[inline(always)]
-fn near_steps<const C: usize, const R: usize>(
+fn four_steps<const C: usize, const R: usize, const SPREAD: bool>(
     first: usize,
     fetched: usize,
     src: [&[u8]; R],
@@ -1000,19 +1020,21 @@ fn near_steps<const C: usize, const R: usize>(
 ) -> (usize, usize) {
     let n = taps.index.len();
     let shortest = src.iter().map(|s| s.len()).min().unwrap_or(0);
-    let (reach, masks) = if C == 4 { (near_reach(4), &NEAR_MASKS_4) } else { (near_reach(3), &NEAR_MASKS_3) };
+    let masks = if C == 4 { &NEAR_MASKS_4 } else { &NEAR_MASKS_3 };
+    let (reach, window_bytes) = if SPREAD { (6, 32) } else { (near_reach(C), 16) };
     let (mut d, mut fetched) = (first, fetched);
-    assert!((C == 3 || C == 4) && taps.weight.len() == n);
+    assert!((C == 4 || C == 3 && !SPREAD) && taps.weight.len() == n);
     assert!(out.iter().all(|o| o.len() >= n * C + 2 * (4 - C)));
     // SAFETY: the callers are compiled with AVX2. A step reads the taps
-    // d..d + 4 <= n and, from each row, the 16 bytes at C times the first
-    // and the third pixel's first index (inside every row: checked on the
-    // third, and the first is not past it, checked); each shuffle names
-    // bytes of those 16 (the second and fourth pixels' pairs start at most
-    // `reach` pixels on, checked, and end by byte (reach + 2) C <= 16). It
-    // writes the 4 C values C d.. of each `out`, and 3-byte pixels 2 more
-    // (C n + 2 (4 - C) long at least). Prefetches name bytes of `ahead` (and
-    // could not fault if they did not).
+    // d..d + 4 <= n and, from each row, the `window_bytes` bytes at C times
+    // the first and the third pixel's first index (inside every row: checked
+    // on the third, and the first is not past it, checked); the shuffles
+    // name bytes of those 16 (the second and fourth pixels' pairs start at
+    // most `reach` pixels on, checked, and end by byte (reach + 2) C <= 16),
+    // or the permutes dwords of those 32 (by byte 4 (reach + 2) <= 32) and
+    // the shuffles bytes of each lane. It writes the 4 C values C d.. of each
+    // `out`, and 3-byte pixels 2 more (C n + 2 (4 - C) long at least).
+    // Prefetches name bytes of `ahead` (and could not fault if they did not).
     unsafe {
         // Each 32-bit lane's weight pair: its pixel's (lanes past 2 C: the zeros').
         let pick = |slot: i32| if slot / C as i32 == 0 { 0 } else { 1 };
@@ -1020,30 +1042,44 @@ fn near_steps<const C: usize, const R: usize>(
             _mm256_setr_epi32(pick(0), pick(1), pick(2), pick(3), 2 + pick(0), 2 + pick(1), 2 + pick(2), 2 + pick(3)),
             _mm256_setr_epi32(pick(4), pick(5), pick(6), pick(7), 2 + pick(4), 2 + pick(5), 2 + pick(6), 2 + pick(7)),
         );
+        // 4-byte pixels' shuffles at distances of two (the pairs as `SPREAD`'s permutes set them).
+        let fixed = NEAR_MASKS_4[3 * 2 + 2].map(|m| _mm256_loadu_si256(m.as_ptr().cast()));
         let index = taps.index.as_ptr();
         while d + 4 <= n {
             let at = |k: usize| (*index.add(d + k))[0] as usize;
             let (i0, i1, i2, i3) = (at(0), at(1), at(2), at(3));
             let (k0, k1) = (i1.wrapping_sub(i0), i3.wrapping_sub(i2));
-            if k0 > reach || k1 > reach || i2 < i0 || C * i2 + 16 > shortest {
+            if k0 > reach || k1 > reach || i2 < i0 || C * i2 + window_bytes > shortest {
                 break;
             }
-            // A line a step: 4 C bytes a destination pixel, more than a row's C a source pixel at these shrinks.
+            // A line a step: 4 C bytes a destination pixel, at least a row's C a source pixel at these shrinks.
             for a in &ahead {
                 if fetched < a.len() {
                     _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().add(fetched).cast());
                 }
             }
             fetched += 64;
-            let step = &masks[(reach + 1) * k0 + k1];
-            let (firsts, seconds) =
-                (_mm256_loadu_si256(step[0].as_ptr().cast()), _mm256_loadu_si256(step[1].as_ptr().cast()));
+            // 4-byte pixels' first shuffle is the same at every distance, and with `SPREAD` the second too.
+            let (firsts, seconds) = if SPREAD {
+                (fixed[0], fixed[1])
+            } else {
+                let step = &masks[(reach + 1) * k0 + k1];
+                let load = |m: &[u8; 32]| _mm256_loadu_si256(m.as_ptr().cast());
+                (if C == 4 { fixed[0] } else { load(&step[0]) }, load(&step[1]))
+            };
+            let picks = if SPREAD { _mm256_loadu_si256(SPREAD_PICKS[7 * k0 + k1].as_ptr().cast()) } else { firsts };
             let pairs = _mm256_castsi128_si256(_mm_loadu_si128(taps.weight.as_ptr().add(d).cast()));
             let (w_first, w_second) =
                 (_mm256_permutevar8x32_epi32(pairs, of_first), _mm256_permutevar8x32_epi32(pairs, of_second));
             for r in 0..R {
                 let row = src[r].as_ptr();
-                let window = _mm256_loadu2_m128i(row.add(C * i2).cast(), row.add(C * i0).cast());
+                let window = if SPREAD {
+                    let low = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(row.add(4 * i0).cast()), picks);
+                    let high = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(row.add(4 * i2).cast()), picks);
+                    _mm256_blend_epi32::<0xF0>(low, high)
+                } else {
+                    _mm256_loadu2_m128i(row.add(C * i2).cast(), row.add(C * i0).cast())
+                };
                 let sums = |mask: __m256i, w: __m256i| {
                     _mm256_srai_epi32::<4>(_mm256_madd_epi16(_mm256_shuffle_epi8(window, mask), w))
                 };
@@ -1056,90 +1092,6 @@ fn near_steps<const C: usize, const R: usize>(
                     _mm_storeu_si128(o.cast(), _mm256_castsi256_si128(packed));
                     _mm_storeu_si128(o.add(2 * C).cast(), _mm256_extracti128_si256::<1>(packed));
                 }
-            }
-            d += 4;
-        }
-    }
-    (d, fetched)
-}
-
-/// `spread_steps`' dword permutes by the distances of the step's second and
-/// fourth pixels from the first and third (0 to 6): entry 7 k0 + k1 puts a
-/// pixel and the next, then the pixel k0 (k1) on and its next, in the low
-/// (high) lane, from 32-byte windows.
-const SPREAD_PICKS: [[u32; 8]; 49] = {
-    let mut picks = [[0u32; 8]; 49];
-    let mut e = 0;
-    while e < 49 {
-        let (k0, k1) = ((e / 7) as u32, (e % 7) as u32);
-        picks[e] = [0, 1, k0, k0 + 1, 0, 1, k1, k1 + 1];
-        e += 1;
-    }
-    picks
-};
-
-/// The bilinear x pass of 4-byte pixels from destination pixel `d` where
-/// `near_steps` stops, four a step while each pair of neighbours reads
-/// source pixels at most six apart (a shrink by 6 or less): a 32-byte window
-/// from the first and from the third pixel's source, a dword permute of each
-/// by the two distances (`SPREAD_PICKS`) and a blend make the four pixels'
-/// pairs, one in each 128-bit lane as `near_steps` has them at a distance of
-/// two, and its shuffles, `pmaddwd`s and pack follow. A permute a window more
-/// than `near_steps` takes, a load and an insert a pixel fewer than two
-/// pixels a step. Returns where it stopped as `near_steps` does.
-#[inline(always)]
-fn spread_steps<const R: usize>(
-    first: usize,
-    fetched: usize,
-    src: [&[u8]; R],
-    taps: &Linear,
-    out: &mut [&mut [i16]; R],
-    ahead: [&[u8]; R],
-) -> (usize, usize) {
-    let n = taps.index.len();
-    let shortest = src.iter().map(|s| s.len()).min().unwrap_or(0);
-    let (mut d, mut fetched) = (first, fetched);
-    assert!(out.iter().all(|o| o.len() >= n * 4) && taps.weight.len() == n);
-    // SAFETY: the callers are compiled with AVX2. A step reads the taps
-    // d..d + 4 <= n and, from each row, the 32 bytes at 4 times the first
-    // and the third pixel's first index (inside every row: checked on the
-    // third, and the first is not past it, checked); the permutes pick
-    // dwords of those 32 by their indices, and the shuffles bytes of each
-    // lane. It writes the 16 values 4 d.. of each `out` (4 n long at least).
-    // Prefetches name bytes of `ahead` (and could not fault if they did not).
-    unsafe {
-        let [firsts, seconds] = NEAR_MASKS_4[3 * 2 + 2].map(|m| _mm256_loadu_si256(m.as_ptr().cast()));
-        let (of_first, of_second) =
-            (_mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3));
-        let index = taps.index.as_ptr();
-        while d + 4 <= n {
-            let at = |k: usize| (*index.add(d + k))[0] as usize;
-            let (i0, i1, i2, i3) = (at(0), at(1), at(2), at(3));
-            let (k0, k1) = (i1.wrapping_sub(i0), i3.wrapping_sub(i2));
-            if k0 > 6 || k1 > 6 || i2 < i0 || 4 * i2 + 32 > shortest {
-                break;
-            }
-            // A line a step: up to 24 bytes a destination pixel at these shrinks.
-            for a in &ahead {
-                if fetched < a.len() {
-                    _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().add(fetched).cast());
-                }
-            }
-            fetched += 64;
-            let picks = _mm256_loadu_si256(SPREAD_PICKS[7 * k0 + k1].as_ptr().cast());
-            let pairs = _mm256_castsi128_si256(_mm_loadu_si128(taps.weight.as_ptr().add(d).cast()));
-            let (w_first, w_second) =
-                (_mm256_permutevar8x32_epi32(pairs, of_first), _mm256_permutevar8x32_epi32(pairs, of_second));
-            for r in 0..R {
-                let row = src[r].as_ptr();
-                let low = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(row.add(4 * i0).cast()), picks);
-                let high = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(row.add(4 * i2).cast()), picks);
-                let window = _mm256_blend_epi32::<0xF0>(low, high);
-                let sums = |mask: __m256i, w: __m256i| {
-                    _mm256_srai_epi32::<4>(_mm256_madd_epi16(_mm256_shuffle_epi8(window, mask), w))
-                };
-                let packed = _mm256_packs_epi32(sums(firsts, w_first), sums(seconds, w_second));
-                _mm256_storeu_si256(out[r].as_mut_ptr().add(4 * d).cast(), packed);
             }
             d += 4;
         }
