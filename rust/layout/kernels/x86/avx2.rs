@@ -680,47 +680,54 @@ pub(crate) mod resample {
     crate::layout::kernels::stamp_kernels!(super::Avx2, ["avx2,fma"]: resample, fused);
 }
 
-/// `Resample::blocks` for 4-byte pixels: a pixel's 4 column sums are one
-/// 128-bit vector, so a block's `kx` pixels are added a vector at a time and
-/// the mean taken as the portable loop takes it (`(sum + 2) >> 2` for an
-/// area of 4; else `sum * (1 / area)` in f32 and `cvtps2dq`, which rounds to
-/// nearest even as `round_ties_even` does, the packs clamping to 255), where
-/// LLVM's code for the portable loop took most of a 3x3 shrink's time.
+/// `Resample::blocks` for 3- and 4-byte pixels: a pixel's column sums are
+/// one 128-bit vector (3-byte pixels: with the next pixel's first, a lane
+/// whose byte the next store overwrites), so a block's `kx` pixels are added
+/// a vector at a time and the mean taken as the portable loop takes it
+/// (`(sum + 2) >> 2` for an area of 4; else `sum * (1 / area)` in f32 and
+/// `cvtps2dq`, which rounds to nearest even as `round_ties_even` does, the
+/// packs clamping to 255), where LLVM's code for the portable loop took most
+/// of a 3x3 shrink's time. The portable loop takes the pixels whose last
+/// vector or store would pass the slices' ends.
 #[inline(always)]
 fn pixel_blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
-    if C != 4 || kx == 0 {
+    if !(C == 3 || C == 4) || kx == 0 {
         return blocks::<C>(acc, kx, area, out);
     }
-    let n = (acc.len() / (4 * kx)).min(out.len() / 4);
+    let n = (acc.len() / (C * kx)).min(out.len() / C);
+    // The output pixels d whose last vector, C kx d + C (kx - 1) + 4 values, and 4 bytes at C d lie inside.
+    let inside = |len: usize, reach: usize, stride: usize| len.checked_sub(reach).map_or(0, |room| room / stride + 1);
+    let vectors = n.min(inside(acc.len(), C * (kx - 1) + 4, C * kx)).min(inside(out.len(), 4, C));
     // SAFETY: the callers are compiled with AVX2 (SSE4.1 included). Output
-    // pixel d reads the 4 kx values 4 kx d.. of `acc` and writes the 4 bytes
-    // 4 d.. of `out`, d < n, so inside both.
+    // pixel d < `vectors` reads the 4 values C kx d + C i.. of `acc`, i < kx,
+    // and writes the 4 bytes C d.. of `out`, inside both (`inside`).
     unsafe {
         let block = |d: usize| {
-            let first = acc.as_ptr().add(4 * kx * d);
+            let first = acc.as_ptr().add(C * kx * d);
             let mut sum = _mm_loadu_si128(first.cast());
             for i in 1..kx {
-                sum = _mm_add_epi32(sum, _mm_loadu_si128(first.add(4 * i).cast()));
+                sum = _mm_add_epi32(sum, _mm_loadu_si128(first.add(C * i).cast()));
             }
             sum
         };
         let o = out.as_mut_ptr();
         let store = |d: usize, mean: __m128i| {
             let bytes = _mm_packus_epi16(_mm_packus_epi32(mean, mean), mean);
-            o.add(4 * d).cast::<i32>().write_unaligned(_mm_cvtsi128_si32(bytes));
+            o.add(C * d).cast::<i32>().write_unaligned(_mm_cvtsi128_si32(bytes));
         };
         if area == 4 {
             let two = _mm_set1_epi32(2);
-            for d in 0..n {
+            for d in 0..vectors {
                 store(d, _mm_srli_epi32::<2>(_mm_add_epi32(block(d), two)));
             }
         } else {
             let inv = _mm_set1_ps(1.0 / area as f32);
-            for d in 0..n {
+            for d in 0..vectors {
                 store(d, _mm_cvtps_epi32(_mm_mul_ps(_mm_cvtepi32_ps(block(d)), inv)));
             }
         }
     }
+    blocks::<C>(&acc[C * kx * vectors..], kx, area, &mut out[C * vectors..]);
 }
 
 /// In each 16-byte lane, the same channel of two neighbouring pixels side
