@@ -271,6 +271,16 @@ def main() -> None:
 
     case("1080p BGR -> 960x540 RGBx u8, a halving", bgr, "BGR", out, "RGBx", {}, {}, bgr_halving,
          lambda: cv2.resize(bgr(), (960, 540), dst=bgr_540, interpolation=cv2.INTER_LINEAR), 1920 * 1080 * 3)
+
+    # 11. 1080p BGR -> 640x360 RGBx u8, area: a packed frame's integer shrink (3x3 block means of 3-byte pixels).
+    out, bgr_360 = np.empty((360, 640, 4), np.uint8), np.empty((360, 640, 3), np.uint8)
+
+    def bgr_blocks() -> None:
+        cv2.resize(bgr(), (640, 360), dst=bgr_360, interpolation=cv2.INTER_AREA)
+        cv2.cvtColor(bgr_360, cv2.COLOR_BGR2RGBA, dst=out)
+
+    case("1080p BGR -> 640x360 RGBx u8, area (3x3)", bgr, "BGR", out, "RGBx", dict(interpolation="area"), {},
+         bgr_blocks, lambda: cv2.resize(bgr(), (640, 360), dst=bgr_360, interpolation=cv2.INTER_AREA), 1920 * 1080 * 3)
     del rgb_1080
 
     copies = [len(c.frames) for c in (bgr, nv12, i420, nv12_4k)]
