@@ -478,6 +478,61 @@ fn every_level_gathers_the_groups_named() {
     }
 }
 
+/// Every level's integer-shrink loops (a block's means, a halving's pair
+/// sums and means) make the portable loops' values for 1-, 3- and 4-byte
+/// pixels at every width, and write nothing past the whole pixels their
+/// sources make (a part of one more left over), however much longer the
+/// slices they write.
+#[test]
+fn every_level_shrinks_in_blocks_as_the_portable_loops_within_its_pixels() {
+    use super::resample::{blocks, pair_means, pair_sums};
+    const UNTOUCHED: u8 = 0xA5;
+    let value = |i: usize, top: u32| (i as u32).wrapping_mul(2_654_435_761) >> 7 & top;
+    for level in SimdLevel::available() {
+        for channels in [1usize, 3, 4] {
+            let k = row_kernels(level, channels).0;
+            for n in 0..40usize {
+                let c = channels;
+                for (kx, ky) in [(1, 2), (2, 2), (3, 3), (4, 4), (5, 2)] {
+                    let acc: Vec<u32> = (0..c * kx * (n + 1) - 1).map(|i| value(i, 255) * ky as u32).collect();
+                    let used = &acc[..c * kx * n];
+                    let mut want = vec![0u8; c * n];
+                    match c {
+                        1 => blocks::<1>(used, kx, (kx * ky) as u32, &mut want),
+                        3 => blocks::<3>(used, kx, (kx * ky) as u32, &mut want),
+                        _ => blocks::<4>(used, kx, (kx * ky) as u32, &mut want),
+                    }
+                    let mut out = vec![UNTOUCHED; c * n + 8];
+                    // SAFETY: the level is available on this CPU.
+                    unsafe { (k.blocks)(&acc, kx, (kx * ky) as u32, &mut out) };
+                    assert_eq!(out[..c * n], want, "{level:?} {c} bytes, {n} pixels, {kx}x{ky}");
+                    assert!(out[c * n..].iter().all(|&b| b == UNTOUCHED), "{level:?} {c} bytes, {n}: past the pixels");
+                }
+                let rows: [Vec<u8>; 2] =
+                    [0, 1].map(|r| (0..2 * c * (n + 1) - 1).map(|i| value(i + 7919 * r, 255) as u8).collect());
+                let (first, second) = (&rows[0][..2 * c * n], &rows[1][..2 * c * n]);
+                let (mut want_sums, mut want) = (vec![0u16; c * n], vec![0u8; c * n]);
+                match c {
+                    1 => (pair_sums::<1>(first, &mut want_sums), pair_means::<1>(second, &want_sums, &mut want)),
+                    3 => (pair_sums::<3>(first, &mut want_sums), pair_means::<3>(second, &want_sums, &mut want)),
+                    _ => (pair_sums::<4>(first, &mut want_sums), pair_means::<4>(second, &want_sums, &mut want)),
+                };
+                let mut sums = vec![u16::from(UNTOUCHED); c * n + 8];
+                let mut out = vec![UNTOUCHED; c * n + 8];
+                // SAFETY: the level is available on this CPU.
+                unsafe {
+                    (k.pair_sums)(&rows[0], &mut sums);
+                    (k.pair_means)(&rows[1], &sums, &mut out);
+                }
+                assert_eq!(sums[..c * n], want_sums, "{level:?} {c} bytes, {n} pixels: pair sums");
+                assert_eq!(out[..c * n], want, "{level:?} {c} bytes, {n} pixels: pair means");
+                assert!(sums[c * n..].iter().all(|&v| v == u16::from(UNTOUCHED)), "{level:?} {c}, {n}: past the sums");
+                assert!(out[c * n..].iter().all(|&b| b == UNTOUCHED), "{level:?} {c}, {n}: past the means");
+            }
+        }
+    }
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
     /// Every level's two-row decoder reads I420's U and V rows as it reads

@@ -695,12 +695,14 @@ fn pixel_blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8
         return blocks::<C>(acc, kx, area, out);
     }
     let n = (acc.len() / (C * kx)).min(out.len() / C);
-    // The output pixels d whose last vector, C kx d + C (kx - 1) + 4 values, and 4 bytes at C d lie inside.
+    // The output pixels d whose last vector, C kx d + C (kx - 1) + 4 values, lies inside `acc`, and whose 4
+    // bytes at C d inside the n pixels' C n (no byte past them written, though `out` may go on).
     let inside = |len: usize, reach: usize, stride: usize| len.checked_sub(reach).map_or(0, |room| room / stride + 1);
-    let vectors = n.min(inside(acc.len(), C * (kx - 1) + 4, C * kx)).min(inside(out.len(), 4, C));
+    let vectors = n.min(inside(acc.len(), C * (kx - 1) + 4, C * kx)).min(inside(C * n, 4, C));
     // SAFETY: the callers are compiled with AVX2 (SSE4.1 included). Output
     // pixel d < `vectors` reads the 4 values C kx d + C i.. of `acc`, i < kx,
-    // and writes the 4 bytes C d.. of `out`, inside both (`inside`).
+    // and writes the 4 bytes C d.. of `out`, inside both (`inside`; C n <=
+    // `out.len()`).
     unsafe {
         let block = |d: usize| {
             let first = acc.as_ptr().add(C * kx * d);
