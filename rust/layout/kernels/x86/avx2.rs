@@ -683,7 +683,8 @@ pub(crate) mod resample {
 /// `Resample::blocks` for 3- and 4-byte pixels: a pixel's column sums are
 /// one 128-bit vector (3-byte pixels: with the next pixel's first, a lane
 /// whose byte the next store overwrites), so a block's `kx` pixels are added
-/// a vector at a time and the mean taken as the portable loop takes it
+/// a vector at a time, two output pixels a step (one in each 128-bit lane),
+/// and the mean taken as the portable loop takes it
 /// (`(sum + 2) >> 2` for an area of 4; else `sum * (1 / area)` in f32 and
 /// `cvtps2dq`, which rounds to nearest even as `round_ties_even` does, the
 /// packs clamping to 255), where LLVM's code for the portable loop took most
@@ -712,20 +713,45 @@ fn pixel_blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8
             }
             sum
         };
+        // Two pixels' sums, one in each 128-bit lane.
+        let blocks2 = |d: usize| {
+            let first = acc.as_ptr().add(C * kx * d);
+            let second = first.add(C * kx);
+            let mut sum = _mm256_loadu2_m128i(second.cast(), first.cast());
+            for i in 1..kx {
+                sum = _mm256_add_epi32(sum, _mm256_loadu2_m128i(second.add(C * i).cast(), first.add(C * i).cast()));
+            }
+            sum
+        };
         let o = out.as_mut_ptr();
         let store = |d: usize, mean: __m128i| {
             let bytes = _mm_packus_epi16(_mm_packus_epi32(mean, mean), mean);
             o.add(C * d).cast::<i32>().write_unaligned(_mm_cvtsi128_si32(bytes));
         };
+        // Pixel d's bytes, then pixel d + 1's (which overwrite what pixel d's store put past its C).
+        let store2 = |d: usize, mean: __m256i| {
+            let bytes = _mm256_packus_epi16(_mm256_packus_epi32(mean, mean), mean);
+            o.add(C * d).cast::<i32>().write_unaligned(_mm_cvtsi128_si32(_mm256_castsi256_si128(bytes)));
+            o.add(C * (d + 1)).cast::<i32>().write_unaligned(_mm_cvtsi128_si32(_mm256_extracti128_si256::<1>(bytes)));
+        };
+        let mut d = 0;
         if area == 4 {
-            let two = _mm_set1_epi32(2);
-            for d in 0..vectors {
-                store(d, _mm_srli_epi32::<2>(_mm_add_epi32(block(d), two)));
+            let two = _mm256_set1_epi32(2);
+            while d + 2 <= vectors {
+                store2(d, _mm256_srli_epi32::<2>(_mm256_add_epi32(blocks2(d), two)));
+                d += 2;
+            }
+            if d < vectors {
+                store(d, _mm_srli_epi32::<2>(_mm_add_epi32(block(d), _mm256_castsi256_si128(two))));
             }
         } else {
-            let inv = _mm_set1_ps(1.0 / area as f32);
-            for d in 0..vectors {
-                store(d, _mm_cvtps_epi32(_mm_mul_ps(_mm_cvtepi32_ps(block(d)), inv)));
+            let inv = _mm256_set1_ps(1.0 / area as f32);
+            while d + 2 <= vectors {
+                store2(d, _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(blocks2(d)), inv)));
+                d += 2;
+            }
+            if d < vectors {
+                store(d, _mm_cvtps_epi32(_mm_mul_ps(_mm_cvtepi32_ps(block(d)), _mm256_castps256_ps128(inv))));
             }
         }
     }
