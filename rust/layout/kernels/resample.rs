@@ -54,8 +54,9 @@ pub(crate) struct RowKernels {
     /// A YUV row's 2-byte groups (two Y bytes, or a U,V pair) named by the
     /// table (group numbers), side by side: what a strong shrink decodes.
     pub groups: unsafe fn(&[u8], &[u32], &mut [u8]),
-    /// Integer shrink: a block's first row as the column sums, or a further row added into them.
-    pub sum_rows: unsafe fn(&[u8], &mut [u32], bool),
+    /// Integer shrink: a block's first rows as the column sums, or further rows added into them, one or two a
+    /// call (the second empty: one).
+    pub sum_rows: unsafe fn([&[u8]; 2], &mut [u32], bool),
     /// Integer shrink along x: the mean of `kx` column sums, of an area of `area` pixels.
     pub blocks: unsafe fn(&[u32], usize, u32, &mut [u8]),
     /// The 2x2 shrink's first row: its pixel pairs summed.
@@ -218,17 +219,21 @@ pub(crate) fn groups(src: &[u8], index: &[u32], out: &mut [u8]) {
     gather::<2>(src, index, out)
 }
 
-/// The first row of a block is written, not added into zeroed sums: a pass
-/// over the sums less.
+/// A block's rows added into its column sums, one row or two at a pass (a
+/// second row empty: one), the block's first rows written, not added into
+/// zeroed sums: each a pass over the sums less, the sums being four times
+/// the bytes of a row.
 #[inline(always)]
-pub(crate) fn sum_rows(row: &[u8], acc: &mut [u32], first: bool) {
-    if first {
-        for (a, &s) in acc.iter_mut().zip(row) {
-            *a = s as u32;
+pub(crate) fn sum_rows(rows: [&[u8]; 2], acc: &mut [u32], first: bool) {
+    let [row, next] = rows;
+    match (next.is_empty(), first) {
+        (true, true) => acc.iter_mut().zip(row).for_each(|(a, &s)| *a = u32::from(s)),
+        (true, false) => acc.iter_mut().zip(row).for_each(|(a, &s)| *a += u32::from(s)),
+        (false, true) => {
+            acc.iter_mut().zip(row.iter().zip(next)).for_each(|(a, (&s, &t))| *a = u32::from(s) + u32::from(t))
         }
-    } else {
-        for (a, &s) in acc.iter_mut().zip(row) {
-            *a += s as u32;
+        (false, false) => {
+            acc.iter_mut().zip(row.iter().zip(next)).for_each(|(a, (&s, &t))| *a += u32::from(s) + u32::from(t))
         }
     }
 }

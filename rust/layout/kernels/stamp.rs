@@ -74,7 +74,7 @@ macro_rules! stamp_kernels {
             = $crate::layout::kernels::resample::gather::<C>);
         $crate::simd::stamp!(@fn $f groups<>(src: &[u8], index: &[u32], out: &mut [u8])
             = $crate::layout::kernels::resample::groups);
-        $crate::simd::stamp!(@fn $f sum_rows<>(row: &[u8], acc: &mut [u32], first: bool)
+        $crate::simd::stamp!(@fn $f sum_rows<>(rows: [&[u8]; 2], acc: &mut [u32], first: bool)
             = $crate::layout::kernels::resample::sum_rows);
         $crate::simd::stamp!(@fn $f blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8])
             = <$isa as $crate::layout::kernels::resample::Resample>::blocks::<C>);

@@ -461,8 +461,15 @@ impl Job<'_> {
                 unsafe { (k.pair_means)(reader.row(first + 1), &scratch.pairs, line) };
             }
             Method::AreaBlocks { kx, ky } => {
-                for s in dy * ky..(dy + 1) * ky {
-                    unsafe { (k.sum_rows)(reader.row(s), &mut scratch.sums, s == dy * ky) };
+                let (first, end) = (dy * ky, (dy + 1) * ky);
+                let mut s = first;
+                // Rows read in place come two at a pass over the sums; decoded rows one at a time.
+                while reader.in_place() && s + 2 <= end {
+                    unsafe { (k.sum_rows)([reader.peek(s), reader.peek(s + 1)], &mut scratch.sums, s == first) };
+                    s += 2;
+                }
+                for s in s..end {
+                    unsafe { (k.sum_rows)([reader.row(s), &[]], &mut scratch.sums, s == first) };
                 }
                 unsafe { (k.blocks)(&scratch.sums, *kx, (kx * ky) as u32, line) };
             }

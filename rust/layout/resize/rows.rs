@@ -33,6 +33,11 @@ pub(super) struct RowReader<'a> {
 }
 
 impl<'a> RowReader<'a> {
+    /// Whether the rows are read in place (packed sources), so that `peek` gives them, several at a time.
+    pub(super) fn in_place(&self) -> bool {
+        matches!(self.pixels, SourcePixels::Packed { .. })
+    }
+
     /// Row `r` of the region (0: its top row), only the region's columns.
     /// Source row `r` of a packed frame, read in place, or nothing for YUV
     /// sources (whose rows are decoded): what the x pass may prefetch.
