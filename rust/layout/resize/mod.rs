@@ -334,6 +334,12 @@ impl Job<'_> {
                 {
                     [vec![0; gathered], vec![0; decoded]]
                 }
+                // A halving reads its rows in pairs: whole rows that share a chroma row, decoded together.
+                SourcePixels::Nv12 { .. } | SourcePixels::I420 { .. }
+                    if self.groups.is_none() && matches!(self.method, Method::AreaBlocks { kx: 2, ky: 2 }) =>
+                {
+                    [Vec::new(), vec![0; decoded]]
+                }
                 _ => [Vec::new(), Vec::new()],
             },
             rearrange: self.plan.rearrange,
@@ -457,8 +463,14 @@ impl Job<'_> {
             }
             Method::AreaBlocks { kx: 2, ky: 2 } => {
                 let first = 2 * dy;
-                unsafe { (k.pair_sums)(reader.row(first), &mut scratch.pairs) };
-                unsafe { (k.pair_means)(reader.row(first + 1), &scratch.pairs, line) };
+                if reader.pairs(first) {
+                    let [r0, r1] = reader.row_pair(first);
+                    unsafe { (k.pair_sums)(r0, &mut scratch.pairs) };
+                    unsafe { (k.pair_means)(r1, &scratch.pairs, line) };
+                } else {
+                    unsafe { (k.pair_sums)(reader.row(first), &mut scratch.pairs) };
+                    unsafe { (k.pair_means)(reader.row(first + 1), &scratch.pairs, line) };
+                }
             }
             Method::AreaBlocks { kx, ky } => {
                 let (first, end) = (dy * ky, (dy + 1) * ky);

@@ -23,7 +23,8 @@ pub(super) struct RowReader<'a> {
     pub(super) gather_quads: unsafe fn(&[u8], &[u32], &mut [u8]),
     /// Gathered groups: Y and U,V bytes (4 bytes a group of packed 4:2:2 in the first).
     pub(super) gathered: [Vec<u8>; 2],
-    /// `row_pair`: the second row's gathered Y groups, and its decoded pixels.
+    /// `row_pair`: the second row's gathered Y groups (where groups are
+    /// decoded), and its decoded pixels.
     pub(super) second: [Vec<u8>; 2],
     /// YUYV/UYVY and I420: the region's Y and U,V bytes rearranged as NV12's.
     pub(super) rearrange: Option<Rearrange>,
@@ -98,19 +99,26 @@ impl<'a> RowReader<'a> {
         }
     }
 
-    /// Whether rows `r` and `r + 1` can be read by `row_pair`.
+    /// Whether rows `r` and `r + 1` can be read by `row_pair`: they share a
+    /// chroma row, and the reader has room for the second.
     pub(super) fn pairs(&self, r: usize) -> bool {
         let shared_chroma = (self.region.y + r).is_multiple_of(2);
-        shared_chroma && !self.second[0].is_empty()
+        shared_chroma && !self.second[1].is_empty()
     }
 
-    /// Rows `r` and `r + 1` of an 8-bit 4:2:0 source decoded by groups
-    /// (where `pairs`): they share a chroma row, whose groups are gathered
-    /// once, and the two rows are decoded together (the chroma terms once).
+    /// Rows `r` and `r + 1` of an 8-bit 4:2:0 source (where `pairs`),
+    /// decoded together: the chroma terms once for both. By groups where
+    /// only some are decoded (the chroma row's gathered once), else whole
+    /// rows from the planes.
     pub(super) fn row_pair(&mut self, r: usize) -> [&[u8]; 2] {
         let decode = self.decode.expect("a row decoder for a YUV source");
-        let groups = self.groups.expect("groups to decode");
         let ((luma, chroma), (next, _)) = (self.planes(r), self.planes(r + 1));
+        let Some(groups) = self.groups else {
+            // SAFETY: the decoder was picked for a level this CPU supports.
+            unsafe { (decode.pair)([luma, next], chroma, [&mut self.scratch, &mut self.second[1]], &decode.out) };
+            self.cached = Some(r);
+            return [&self.scratch, &self.second[1]];
+        };
         let [gy, guv] = &mut self.gathered;
         let [gy2, second] = &mut self.second;
         groups.pairs(luma, gy);
