@@ -334,9 +334,9 @@ impl Job<'_> {
                 {
                     [vec![0; gathered], vec![0; decoded]]
                 }
-                // A halving reads its rows in pairs: whole rows that share a chroma row, decoded together.
+                // Integer shrinks read their rows in pairs: whole rows that share a chroma row, decoded together.
                 SourcePixels::Nv12 { .. } | SourcePixels::I420 { .. }
-                    if self.groups.is_none() && matches!(self.method, Method::AreaBlocks { kx: 2, ky: 2 }) =>
+                    if self.groups.is_none() && matches!(self.method, Method::AreaBlocks { .. }) =>
                 {
                     [Vec::new(), vec![0; decoded]]
                 }
@@ -475,13 +475,20 @@ impl Job<'_> {
             Method::AreaBlocks { kx, ky } => {
                 let (first, end) = (dy * ky, (dy + 1) * ky);
                 let mut s = first;
-                // Rows read in place come two at a pass over the sums; decoded rows one at a time.
-                while reader.in_place() && s + 2 <= end {
-                    unsafe { (k.sum_rows)([reader.peek(s), reader.peek(s + 1)], &mut scratch.sums, s == first) };
-                    s += 2;
-                }
-                for s in s..end {
-                    unsafe { (k.sum_rows)([reader.row(s), &[]], &mut scratch.sums, s == first) };
+                // Two rows at a pass over the sums where they come together: read in place, or a 4:2:0 pair
+                // that shares a chroma row, decoded together; other rows one at a time.
+                while s < end {
+                    let sums = &mut scratch.sums;
+                    if s + 2 <= end && reader.in_place() {
+                        unsafe { (k.sum_rows)([reader.peek(s), reader.peek(s + 1)], sums, s == first) };
+                        s += 2;
+                    } else if s + 2 <= end && reader.pairs(s) {
+                        unsafe { (k.sum_rows)(reader.row_pair(s), sums, s == first) };
+                        s += 2;
+                    } else {
+                        unsafe { (k.sum_rows)([reader.row(s), &[]], sums, s == first) };
+                        s += 1;
+                    }
                 }
                 unsafe { (k.blocks)(&scratch.sums, *kx, (kx * ky) as u32, line) };
             }
