@@ -187,9 +187,6 @@ class TopClasses(Postprocessor):
             for i, v in zip(best.tolist(), values)
         ]
 
-    def _name(self, index: int) -> str:
-        return self.labels[index] if index < len(self.labels) else str(index)
-
 
 def topk(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices and values of the ``k`` largest values of a 1-D array, largest first (read in place)."""

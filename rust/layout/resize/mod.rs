@@ -473,13 +473,13 @@ impl Job<'_> {
                 }
             }
             Method::AreaBlocks { kx, ky } => {
-                let (first, end) = (dy * ky, (dy + 1) * ky);
+                let (first, end, in_place) = (dy * ky, (dy + 1) * ky, reader.in_place());
                 let mut s = first;
                 // Two rows at a pass over the sums where they come together: read in place, or a 4:2:0 pair
                 // that shares a chroma row, decoded together; other rows one at a time.
                 while s < end {
                     let sums = &mut scratch.sums;
-                    if s + 2 <= end && reader.in_place() {
+                    if s + 2 <= end && in_place {
                         unsafe { (k.sum_rows)([reader.peek(s), reader.peek(s + 1)], sums, s == first) };
                         s += 2;
                     } else if s + 2 <= end && reader.pairs(s) {
