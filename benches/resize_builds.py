@@ -1,6 +1,6 @@
 """Diagnosis (not a bench with targets): a 1080p frame (a decoder's NV12 or I420 by default; packed RGB with
-``--formats``) into model inputs of several sizes, one thread, cached and from memory, under two or more builds of
-npu_zc side by side. Which path a shrink takes (the fused x pass, gathered groups, whole rows) and how the x pass
+``--formats``) into model inputs of several sizes (bilinear, a halving, a 3x3 area shrink), one thread, cached and
+from memory, under two or more builds of npu_zc side by side. Which path a shrink takes (the fused x pass, gathered groups, whole rows) and how the x pass
 reads its rows are the library's choice, so comparing a change of them needs the build before it beside the one
 after.
 
@@ -24,13 +24,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-CASES: tuple[tuple[str, tuple[int, int, int, int] | None, int, int], ...] = (
-    ("centre square -> 224", (420, 0, 1080, 1080), 224, 224),
-    ("centre square -> 256", (420, 0, 1080, 1080), 256, 256),
-    ("-> 416x416", None, 416, 416),
-    ("-> 512x512", None, 512, 512),
-    ("-> 640x640", None, 640, 640),
-    ("-> 800x450", None, 800, 450),
+CASES: tuple[tuple[str, tuple[int, int, int, int] | None, int, int, str], ...] = (
+    ("centre square -> 224", (420, 0, 1080, 1080), 224, 224, "bilinear"),
+    ("centre square -> 256", (420, 0, 1080, 1080), 256, 256, "bilinear"),
+    ("-> 416x416", None, 416, 416, "bilinear"),
+    ("-> 512x512", None, 512, 512, "bilinear"),
+    ("-> 640x640", None, 640, 640, "bilinear"),
+    ("-> 800x450", None, 800, 450, "bilinear"),
+    ("-> 1280x720", None, 1280, 720, "bilinear"),
+    ("-> 960x540 (a halving)", None, 960, 540, "bilinear"),
+    ("-> 640x360 area (3x3 blocks)", None, 640, 360, "area"),
 )
 
 MEASURE = r"""
@@ -43,8 +46,8 @@ rng = np.random.default_rng(1)
 out = {}
 for fmt, shape in formats:
     frames = Cycle(rng.integers(16, 236, shape, np.uint8), megabytes)
-    for name, roi, w, h in cases:
-        geometry = {} if roi is None else {"roi": tuple(roi)}
+    for name, roi, w, h, interpolation in cases:
+        geometry = {"interpolation": interpolation} | ({} if roi is None else {"roi": tuple(roi)})
         convert = layout.Converter(fmt, "RGBx", w, h, src_size=(width, height), threads=1, **geometry)
         dst = np.empty((h, w, 4), np.uint8)
         for _ in range(3):
@@ -103,7 +106,7 @@ def main() -> int:
     simd = os.environ.get("NPU_ZC_SIMD", "the best level")
     print(f"µs a call, one thread, {simd}; each build's range over {args.rounds} rounds")
     for case in runs[0][0]:
-        line = [f"{case:42}"]
+        line = [f"{case:50}"]
         for k, build in enumerate(args.builds):
             times = [run[case][0] for run in runs[k]]
             path = runs[k][0][case][1]
