@@ -30,6 +30,7 @@ CASES: tuple[tuple[str, tuple[int, int, int, int] | None, int, int, str], ...] =
     ("-> 416x416", None, 416, 416, "bilinear"),
     ("-> 512x512", None, 512, 512, "bilinear"),
     ("-> 640x640", None, 640, 640, "bilinear"),
+    ("-> 720x720", None, 720, 720, "bilinear"),
     ("-> 800x450", None, 800, 450, "bilinear"),
     ("-> 1280x720", None, 1280, 720, "bilinear"),
     ("-> 960x540 (a halving)", None, 960, 540, "bilinear"),
