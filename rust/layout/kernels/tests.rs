@@ -478,6 +478,54 @@ fn every_level_gathers_the_groups_named() {
     }
 }
 
+/// Every level's nearest x pass copies the pixels its table names, in any
+/// order, up to the table's or the output's end (eight a step and the rest
+/// one by one), and panics, as slicing does, on a pixel past the row
+/// wherever it lies in a step.
+#[test]
+fn every_level_gathers_the_pixels_named() {
+    let row: Vec<u8> = (0..400u32).map(|i| (i * 37 + 11) as u8).collect();
+    let picks = |n: u32, step: u32, top: u32| (0..n).map(|k| (k * step) % top).collect::<Vec<u32>>();
+    for level in SimdLevel::available() {
+        for channels in [1usize, 3, 4] {
+            let gather = row_kernels(level, channels).0.gather;
+            let pixels = (row.len() / channels) as u32;
+            let reversed: Vec<u32> = (0..pixels).rev().collect();
+            for index in [
+                picks(pixels, 1, pixels),
+                picks(41, 3, pixels),
+                picks(17, 7, pixels),
+                reversed,
+                vec![pixels - 1; 9],
+                vec![],
+            ] {
+                let want: Vec<u8> =
+                    index.iter().flat_map(|&i| row[i as usize * channels..][..channels].to_vec()).collect();
+                for keep in [index.len(), index.len().saturating_sub(3)] {
+                    let mut out = vec![0u8; keep * channels + channels - 1];
+                    // SAFETY: the level is available on this CPU.
+                    unsafe { gather(&row, &index, &mut out) };
+                    assert_eq!(out[..keep * channels], want[..keep * channels], "{level:?} C {channels} {index:?}");
+                    assert!(
+                        out[keep * channels..].iter().all(|&b| b == 0),
+                        "{level:?} C {channels}: a byte past the pixels"
+                    );
+                }
+            }
+            for past in [0usize, 5, 8, 12] {
+                let mut index = picks(16, 1, pixels);
+                index[past] = pixels;
+                let mut out = vec![0u8; 16 * channels];
+                // SAFETY: as above; the index past the row panics before any access outside it.
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+                    gather(&row, &index, &mut out)
+                }));
+                assert!(run.is_err(), "{level:?} C {channels}: pixel {pixels} at {past} was read");
+            }
+        }
+    }
+}
+
 /// Every level's integer-shrink loops (a block's means, a halving's pair
 /// sums and means) make the portable loops' values for 1-, 3- and 4-byte
 /// pixels at every width, and write nothing past the whole pixels their
