@@ -37,6 +37,12 @@ impl YuvTaps {
 /// the last argument: the plane rows the next call reads, to prefetch.
 pub(crate) type YuvLinear = unsafe fn([&[u8]; 2], Chroma<'_>, &YuvTaps, [&mut [i16]; 2], &YuvOut, &[&[u8]]);
 
+/// Rows in (one or two; the second empty: one), added into a block's column sums (the first rows: written).
+pub(crate) type SumRows<S> = unsafe fn([&[u8]; 2], &mut [S], bool);
+
+/// A row of column sums, `kx` pixels a block and `area` pixels in it, to the blocks' means.
+type BlockMeans<S> = unsafe fn(&[S], usize, u32, &mut [u8]);
+
 /// One set of row loops, for one level and one number of channels.
 #[derive(Clone, Copy)]
 pub(crate) struct RowKernels {
@@ -55,10 +61,10 @@ pub(crate) struct RowKernels {
     /// table (group numbers), side by side: what a strong shrink decodes.
     pub groups: unsafe fn(&[u8], &[u32], &mut [u8]),
     /// Integer shrink: a block's first rows as the column sums, or further rows added into them, one or two a
-    /// call (the second empty: one).
-    pub sum_rows: unsafe fn([&[u8]; 2], &mut [u32], bool),
-    /// Integer shrink along x: the mean of `kx` column sums, of an area of `area` pixels.
-    pub blocks: unsafe fn(&[u32], usize, u32, &mut [u8]),
+    /// call (the second empty: one); 16-bit sums (`narrow_sums`) and 32-bit ones.
+    pub sum_rows: (SumRows<u16>, SumRows<u32>),
+    /// Integer shrink along x: the mean of `kx` column sums, of an area of `area` pixels (16- and 32-bit sums).
+    pub blocks: (BlockMeans<u16>, BlockMeans<u32>),
     /// The 2x2 shrink's first row: its pixel pairs summed.
     pub pair_sums: unsafe fn(&[u8], &mut [u16]),
     /// The 2x2 shrink's second row: its pixel pairs added to the first's, the mean rounded.
@@ -86,8 +92,8 @@ pub(crate) trait Resample {
         horizontal_linear::<C>(src, taps, out, ahead)
     }
     #[inline(always)]
-    fn blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
-        blocks::<C>(acc, kx, area, out)
+    fn blocks<const C: usize, S: ColumnSum>(acc: &[S], kx: usize, area: u32, out: &mut [u8]) {
+        blocks::<C, S>(acc, kx, area, out)
     }
     #[inline(always)]
     fn pair_sums<const C: usize>(row: &[u8], sums: &mut [u16]) {
@@ -241,21 +247,44 @@ pub(crate) fn groups(src: &[u8], index: &[u32], out: &mut [u8]) {
     gather::<2>(src, index, out)
 }
 
+/// A block's column sums: 16-bit where a block's rows cannot pass 65535
+/// (at most 257 rows of 255: every integer shrink of a video frame), which
+/// halves the bytes each row's pass reads and writes; else 32-bit. Only these
+/// two types (`WIDE` tells them apart where a kernel loads them itself).
+pub(crate) trait ColumnSum:
+    Copy + From<u8> + Into<u32> + std::ops::Add<Output = Self> + std::ops::AddAssign
+{
+    const WIDE: bool;
+}
+
+impl ColumnSum for u16 {
+    const WIDE: bool = false;
+}
+
+impl ColumnSum for u32 {
+    const WIDE: bool = true;
+}
+
+/// The rows of a block of `rows` source rows fit 16-bit column sums.
+pub(crate) fn narrow_sums(rows: usize) -> bool {
+    rows * 255 <= usize::from(u16::MAX)
+}
+
 /// A block's rows added into its column sums, one row or two at a pass (a
 /// second row empty: one), the block's first rows written, not added into
-/// zeroed sums: each a pass over the sums less, the sums being four times
-/// the bytes of a row.
+/// zeroed sums: each a pass over the sums less, the sums being two or four
+/// times the bytes of a row.
 #[inline(always)]
-pub(crate) fn sum_rows(rows: [&[u8]; 2], acc: &mut [u32], first: bool) {
+pub(crate) fn sum_rows<S: ColumnSum>(rows: [&[u8]; 2], acc: &mut [S], first: bool) {
     let [row, next] = rows;
     match (next.is_empty(), first) {
-        (true, true) => acc.iter_mut().zip(row).for_each(|(a, &s)| *a = u32::from(s)),
-        (true, false) => acc.iter_mut().zip(row).for_each(|(a, &s)| *a += u32::from(s)),
+        (true, true) => acc.iter_mut().zip(row).for_each(|(a, &s)| *a = S::from(s)),
+        (true, false) => acc.iter_mut().zip(row).for_each(|(a, &s)| *a += S::from(s)),
         (false, true) => {
-            acc.iter_mut().zip(row.iter().zip(next)).for_each(|(a, (&s, &t))| *a = u32::from(s) + u32::from(t))
+            acc.iter_mut().zip(row.iter().zip(next)).for_each(|(a, (&s, &t))| *a = S::from(s) + S::from(t))
         }
         (false, false) => {
-            acc.iter_mut().zip(row.iter().zip(next)).for_each(|(a, (&s, &t))| *a += u32::from(s) + u32::from(t))
+            acc.iter_mut().zip(row.iter().zip(next)).for_each(|(a, (&s, &t))| *a += S::from(s) + S::from(t))
         }
     }
 }
@@ -287,13 +316,13 @@ pub(crate) fn pair_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8
 /// OpenCV's integer shrink: `(sum + 2) >> 2` for 2x2 (its SIMD path),
 /// else `sum * (1 / area)` in f32, rounded to nearest even.
 #[inline(always)]
-pub(crate) fn blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
+pub(crate) fn blocks<const C: usize, S: ColumnSum>(acc: &[S], kx: usize, area: u32, out: &mut [u8]) {
     let inv = 1.0 / area as f32;
     for (block, o) in acc.chunks_exact(kx * C).zip(out.chunks_exact_mut(C)) {
         let mut sum = [0u32; C];
         for px in block.chunks_exact(C) {
             for c in 0..C {
-                sum[c] += px[c];
+                sum[c] += px[c].into();
             }
         }
         for c in 0..C {

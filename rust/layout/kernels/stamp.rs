@@ -74,10 +74,14 @@ macro_rules! stamp_kernels {
             = $crate::layout::kernels::resample::gather::<C>);
         $crate::simd::stamp!(@fn $f groups<>(src: &[u8], index: &[u32], out: &mut [u8])
             = $crate::layout::kernels::resample::groups);
+        $crate::simd::stamp!(@fn $f sum_rows16<>(rows: [&[u8]; 2], acc: &mut [u16], first: bool)
+            = $crate::layout::kernels::resample::sum_rows::<u16>);
         $crate::simd::stamp!(@fn $f sum_rows<>(rows: [&[u8]; 2], acc: &mut [u32], first: bool)
-            = $crate::layout::kernels::resample::sum_rows);
+            = $crate::layout::kernels::resample::sum_rows::<u32>);
+        $crate::simd::stamp!(@fn $f blocks16<const C: usize>(acc: &[u16], kx: usize, area: u32, out: &mut [u8])
+            = <$isa as $crate::layout::kernels::resample::Resample>::blocks::<C, u16>);
         $crate::simd::stamp!(@fn $f blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8])
-            = <$isa as $crate::layout::kernels::resample::Resample>::blocks::<C>);
+            = <$isa as $crate::layout::kernels::resample::Resample>::blocks::<C, u32>);
         $crate::simd::stamp!(@fn $f pair_sums<const C: usize>(row: &[u8], sums: &mut [u16])
             = <$isa as $crate::layout::kernels::resample::Resample>::pair_sums::<C>);
         $crate::simd::stamp!(@fn $f pair_means<const C: usize>(row: &[u8], sums: &[u16], out: &mut [u8])

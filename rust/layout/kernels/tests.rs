@@ -546,15 +546,27 @@ fn every_level_shrinks_in_blocks_as_the_portable_loops_within_its_pixels() {
                     let used = &acc[..c * kx * n];
                     let mut want = vec![0u8; c * n];
                     match c {
-                        1 => blocks::<1>(used, kx, (kx * ky) as u32, &mut want),
-                        3 => blocks::<3>(used, kx, (kx * ky) as u32, &mut want),
-                        _ => blocks::<4>(used, kx, (kx * ky) as u32, &mut want),
+                        1 => blocks::<1, u32>(used, kx, (kx * ky) as u32, &mut want),
+                        3 => blocks::<3, u32>(used, kx, (kx * ky) as u32, &mut want),
+                        _ => blocks::<4, u32>(used, kx, (kx * ky) as u32, &mut want),
                     }
-                    let mut out = vec![UNTOUCHED; c * n + 8];
-                    // SAFETY: the level is available on this CPU.
-                    unsafe { (k.blocks)(&acc, kx, (kx * ky) as u32, &mut out) };
-                    assert_eq!(out[..c * n], want, "{level:?} {c} bytes, {n} pixels, {kx}x{ky}");
-                    assert!(out[c * n..].iter().all(|&b| b == UNTOUCHED), "{level:?} {c} bytes, {n}: past the pixels");
+                    // The same sums in 16 bits (`ColumnSum`): the same means.
+                    let acc16: Vec<u16> = acc.iter().map(|&v| v as u16).collect();
+                    for width in [16, 32] {
+                        let mut out = vec![UNTOUCHED; c * n + 8];
+                        // SAFETY: the level is available on this CPU.
+                        unsafe {
+                            match width {
+                                16 => (k.blocks.0)(&acc16, kx, (kx * ky) as u32, &mut out),
+                                _ => (k.blocks.1)(&acc, kx, (kx * ky) as u32, &mut out),
+                            }
+                        };
+                        assert_eq!(out[..c * n], want, "{level:?} {c} bytes, {n} pixels, {kx}x{ky}, {width}-bit sums");
+                        assert!(
+                            out[c * n..].iter().all(|&b| b == UNTOUCHED),
+                            "{level:?} {c} bytes, {n}: past the pixels ({width}-bit sums)"
+                        );
+                    }
                 }
                 let rows: [Vec<u8>; 2] =
                     [0, 1].map(|r| (0..2 * c * (n + 1) - 1).map(|i| value(i + 7919 * r, 255) as u8).collect());
@@ -578,6 +590,33 @@ fn every_level_shrinks_in_blocks_as_the_portable_loops_within_its_pixels() {
                 assert!(out[c * n..].iter().all(|&b| b == UNTOUCHED), "{level:?} {c}, {n}: past the means");
             }
         }
+    }
+}
+
+/// A block of up to 257 rows of 255 takes 16-bit column sums and one of 258
+/// does not; at that bound every level's 16-bit sums, one row or two at a
+/// pass, equal its 32-bit ones.
+#[test]
+fn every_level_sums_columns_in_16_bits_up_to_257_rows() {
+    use super::resample::narrow_sums;
+    assert!(narrow_sums(257) && !narrow_sums(258));
+    // Column 0 is 255 in every row: its sum is 65535, the bound.
+    let rows: Vec<Vec<u8>> =
+        (0..257).map(|r| (0..77).map(|i| if i == 0 { 255 } else { (i * 31 + r) as u8 }).collect()).collect();
+    for level in SimdLevel::available() {
+        let (sum16, sum32) = row_kernels(level, 4).0.sum_rows;
+        let (mut narrow, mut wide) = (vec![0u16; 77], vec![0u32; 77]);
+        let mut r = 0;
+        while r < rows.len() {
+            // Two rows at a pass every third call, as a block's row pairs come.
+            let two = r % 3 == 1 && r + 1 < rows.len();
+            let pair = [&rows[r][..], if two { &rows[r + 1][..] } else { &[] }];
+            // SAFETY: the level is available on this CPU.
+            unsafe { (sum16(pair, &mut narrow, r == 0), sum32(pair, &mut wide, r == 0)) };
+            r += 1 + usize::from(two);
+        }
+        assert_eq!(wide[0], u32::from(u16::MAX));
+        assert_eq!(narrow.iter().map(|&v| u32::from(v)).collect::<Vec<_>>(), wide, "{level:?}");
     }
 }
 

@@ -26,7 +26,7 @@ pub use geometry::{place, Fit, Interpolation, Rect, Resize, Transform};
 use super::error::{bail, Result};
 use super::format::Format;
 use super::frame::{Destination, RowsMut, Source, SourcePixels};
-use super::kernels::resample::{RowKernels, YuvLinear, YuvTaps};
+use super::kernels::resample::{narrow_sums, ColumnSum, RowKernels, SumRows, YuvLinear, YuvTaps};
 use super::kernels::row_kernels;
 use super::parallel;
 use super::plan::{Nv12Plan, Plan, Rearrange};
@@ -473,24 +473,15 @@ impl Job<'_> {
                 }
             }
             Method::AreaBlocks { kx, ky } => {
-                let (first, end, in_place) = (dy * ky, (dy + 1) * ky, reader.in_place());
-                let mut s = first;
-                // Two rows at a pass over the sums where they come together: read in place, or a 4:2:0 pair
-                // that shares a chroma row, decoded together; other rows one at a time.
-                while s < end {
-                    let sums = &mut scratch.sums;
-                    if s + 2 <= end && in_place {
-                        unsafe { (k.sum_rows)([reader.peek(s), reader.peek(s + 1)], sums, s == first) };
-                        s += 2;
-                    } else if s + 2 <= end && reader.pairs(s) {
-                        unsafe { (k.sum_rows)(reader.row_pair(s), sums, s == first) };
-                        s += 2;
-                    } else {
-                        unsafe { (k.sum_rows)([reader.row(s), &[]], sums, s == first) };
-                        s += 1;
-                    }
+                let rows = dy * ky..(dy + 1) * ky;
+                let area = (kx * ky) as u32;
+                if narrow_sums(*ky) {
+                    unsafe { block_sums(reader, rows, k.sum_rows.0, &mut scratch.sums16) };
+                    unsafe { (k.blocks.0)(&scratch.sums16, *kx, area, line) };
+                } else {
+                    unsafe { block_sums(reader, rows, k.sum_rows.1, &mut scratch.sums) };
+                    unsafe { (k.blocks.1)(&scratch.sums, *kx, area, line) };
                 }
-                unsafe { (k.blocks)(&scratch.sums, *kx, (kx * ky) as u32, line) };
             }
             Method::Area { x, y } => {
                 for t in y.start[dy] as usize..y.start[dy + 1] as usize {
@@ -503,12 +494,43 @@ impl Job<'_> {
     }
 }
 
+/// The column sums of source rows `rows` (a block's), by `sum_rows`: two
+/// rows at a pass where they come together (read in place, or a 4:2:0 pair
+/// that shares a chroma row, decoded together), other rows one at a time.
+///
+/// # Safety
+/// `sum_rows` is a kernel of a level this CPU supports.
+unsafe fn block_sums<S: ColumnSum>(
+    reader: &mut RowReader<'_>,
+    rows: std::ops::Range<usize>,
+    sum_rows: SumRows<S>,
+    sums: &mut [S],
+) {
+    let (first, end, in_place) = (rows.start, rows.end, reader.in_place());
+    let mut s = first;
+    // SAFETY (each call): the caller's; the kernel bounds its accesses by the slices.
+    while s < end {
+        if s + 2 <= end && in_place {
+            unsafe { sum_rows([reader.peek(s), reader.peek(s + 1)], sums, s == first) };
+            s += 2;
+        } else if s + 2 <= end && reader.pairs(s) {
+            unsafe { sum_rows(reader.row_pair(s), sums, s == first) };
+            s += 2;
+        } else {
+            unsafe { sum_rows([reader.row(s), &[]], sums, s == first) };
+            s += 1;
+        }
+    }
+}
+
 /// Per-band intermediate rows.
 struct Scratch {
     /// Bilinear: two source rows resampled along x, by source row parity.
     ring: [Vec<i16>; 2],
     ring_rows: [Option<u32>; 2],
-    /// Integer shrink: column sums of a band of source rows.
+    /// Integer shrink: column sums of a band of source rows, 16-bit where
+    /// its rows fit them (`narrow_sums`), else 32-bit.
+    sums16: Vec<u16>,
     sums: Vec<u32>,
     /// The 2x2 shrink: a row's pixel pairs summed (`pair_sums`).
     pairs: Vec<u16>,
@@ -526,10 +548,12 @@ impl Scratch {
             Method::Area { .. } => (0, 0, 0, region_values + 4),
             Method::Nearest { .. } => (0, 0, 0, 0),
         };
+        let narrow = matches!(method, Method::AreaBlocks { ky, .. } if narrow_sums(*ky));
         Scratch {
             ring: [vec![0; ring], vec![0; ring]],
             ring_rows: [None; 2],
-            sums: vec![0; sums],
+            sums16: vec![0; if narrow { sums } else { 0 }],
+            sums: vec![0; if narrow { 0 } else { sums }],
             pairs: vec![0; pairs],
             acc: vec![0.0; acc],
         }
@@ -725,6 +749,34 @@ mod tests {
         Ok(())
     }
 
+    /// Near-white blocks of 257 and 258 rows, whose column sums reach and
+    /// pass 65535 (16-bit sums would wrap past it, `narrow_sums`): the naive
+    /// means at every level.
+    #[test]
+    fn bright_tall_blocks_keep_their_means() {
+        for ky in [257usize, 258, 300] {
+            let (w, h, dst) = (12usize, 2 * ky, (4usize, 2usize));
+            let data: Vec<u8> = (0..w * h * 4).map(|i| 255 - (i % 7 == 0) as u8 * (i % 3) as u8).collect();
+            let t = place(Format::Bgra, (w, h), dst, &Resize::default()).unwrap();
+            let method = Method::new(Interpolation::Area, t.source.size(), t.content.size());
+            assert!(matches!(method, Method::AreaBlocks { kx: 3, .. }), "{method:?}");
+            let px = |x: usize, y: usize, c: usize| data[(y * w + x) * 4 + [2, 1, 0][c]];
+            let want: Vec<u8> = (0..dst.1)
+                .flat_map(|y| (0..dst.0).flat_map(move |x| [0, 1, 2].map(|c| (x, y, c))))
+                .map(|(x, y, c)| naive(&method, &px, x, y, c))
+                .collect();
+            for level in SimdLevel::available() {
+                let mut out = vec![0u8; dst.0 * dst.1 * 3];
+                let source = Source::new(Format::Bgra, &data, w, h, None).unwrap();
+                let destination = Destination::new(Format::Rgb, &mut out, dst.0, dst.1, None).unwrap();
+                let resize = Resize { interpolation: Interpolation::Area, ..Resize::default() };
+                let options = Options { simd: Some(level), threads: Some(1), resize, ..Options::default() };
+                convert(&source, destination, &options).unwrap();
+                assert_eq!(out, want, "{level} {ky} rows");
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
         /// Every source format, fit and interpolation, a ROI and a destination
@@ -761,6 +813,20 @@ mod tests {
         ) {
             let size = (factor.0 * dst_size.0, factor.1 * dst_size.1);
             check_resize(format, size, dst_size, None, None, interpolation, Fit::Stretch, [0; 3], extra, seed)?;
+        }
+
+        /// Integer shrinks whose blocks pass 257 rows, whose column sums do
+        /// not fit 16 bits (`narrow_sums`): the 32-bit sums and their means.
+        #[test]
+        fn tall_integer_shrinks_match_the_naive_reference(
+            format in prop::sample::select(vec![Format::Bgr, Format::Bgra, Format::Gray, Format::Nv12]),
+            dst_size in (1usize..24, 1usize..3),
+            factor in (1usize..5, 256usize..262),
+            extra in 0usize..9,
+            seed in any::<u64>(),
+        ) {
+            let size = (factor.0 * dst_size.0, factor.1 * dst_size.1);
+            check_resize(format, size, dst_size, None, None, Interpolation::Area, Fit::Stretch, [0; 3], extra, seed)?;
         }
 
         /// Bilinear rows wide enough for the x pass's long steps (eight

@@ -16,7 +16,8 @@ use std::arch::x86_64::*;
 use super::super::super::colour::{HALF, SHIFT};
 use super::super::super::plan::{Plan, YuvOut};
 use super::super::resample::{
-    blocks, horizontal_linear_from, pair_means, pair_sums, yuv_linear_from, Chroma, Linear, Resample, YuvTaps,
+    blocks, horizontal_linear_from, pair_means, pair_sums, yuv_linear_from, Chroma, ColumnSum, Linear, Resample,
+    YuvTaps,
 };
 use super::super::scalar;
 use super::super::vector::{bf16_high, Fast16, Job, Quantise, Simd, Words, F16};
@@ -642,8 +643,8 @@ impl Resample for Avx2 {
     }
 
     #[inline(always)]
-    fn blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
-        pixel_blocks::<C>(acc, kx, area, out)
+    fn blocks<const C: usize, S: ColumnSum>(acc: &[S], kx: usize, area: u32, out: &mut [u8]) {
+        pixel_blocks::<C, S>(acc, kx, area, out)
     }
 
     #[inline(always)]
@@ -689,11 +690,12 @@ pub(crate) mod resample {
 /// `cvtps2dq`, which rounds to nearest even as `round_ties_even` does, the
 /// packs clamping to 255), where LLVM's code for the portable loop took most
 /// of a 3x3 shrink's time. The portable loop takes the pixels whose last
-/// vector or store would pass the slices' ends.
+/// vector or store would pass the slices' ends. 16-bit sums are widened as
+/// they are loaded (`vpmovzxwd`), four values at a time as 32-bit ones are.
 #[inline(always)]
-fn pixel_blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
+fn pixel_blocks<const C: usize, S: ColumnSum>(acc: &[S], kx: usize, area: u32, out: &mut [u8]) {
     if !(C == 3 || C == 4) || kx == 0 {
-        return blocks::<C>(acc, kx, area, out);
+        return blocks::<C, S>(acc, kx, area, out);
     }
     let n = (acc.len() / (C * kx)).min(out.len() / C);
     // The output pixels d whose last vector, C kx d + C (kx - 1) + 4 values, lies inside `acc`, and whose 4
@@ -705,11 +707,26 @@ fn pixel_blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8
     // and writes the 4 bytes C d.. of `out`, inside both (`inside`; C n <=
     // `out.len()`).
     unsafe {
+        // The four sums at `p` as 32-bit values; two such, one in each 128-bit lane.
+        let four = |p: *const S| {
+            if S::WIDE {
+                _mm_loadu_si128(p.cast())
+            } else {
+                _mm_cvtepu16_epi32(_mm_loadl_epi64(p.cast()))
+            }
+        };
+        let two_fours = |low: *const S, high: *const S| {
+            if S::WIDE {
+                _mm256_loadu2_m128i(high.cast(), low.cast())
+            } else {
+                _mm256_cvtepu16_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64(low.cast()), _mm_loadl_epi64(high.cast())))
+            }
+        };
         let block = |d: usize| {
             let first = acc.as_ptr().add(C * kx * d);
-            let mut sum = _mm_loadu_si128(first.cast());
+            let mut sum = four(first);
             for i in 1..kx {
-                sum = _mm_add_epi32(sum, _mm_loadu_si128(first.add(C * i).cast()));
+                sum = _mm_add_epi32(sum, four(first.add(C * i)));
             }
             sum
         };
@@ -717,9 +734,9 @@ fn pixel_blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8
         let blocks2 = |d: usize| {
             let first = acc.as_ptr().add(C * kx * d);
             let second = first.add(C * kx);
-            let mut sum = _mm256_loadu2_m128i(second.cast(), first.cast());
+            let mut sum = two_fours(first, second);
             for i in 1..kx {
-                sum = _mm256_add_epi32(sum, _mm256_loadu2_m128i(second.add(C * i).cast(), first.add(C * i).cast()));
+                sum = _mm256_add_epi32(sum, two_fours(first.add(C * i), second.add(C * i)));
             }
             sum
         };
@@ -755,7 +772,7 @@ fn pixel_blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8
             }
         }
     }
-    blocks::<C>(&acc[C * kx * vectors..], kx, area, &mut out[C * vectors..]);
+    blocks::<C, S>(&acc[C * kx * vectors..], kx, area, &mut out[C * vectors..]);
 }
 
 /// In each 16-byte lane, the same channel of two neighbouring pixels side

@@ -9,7 +9,7 @@
 
 use std::arch::x86_64::*;
 
-use super::super::resample::{pair_means, pair_sums, Linear, Resample};
+use super::super::resample::{pair_means, pair_sums, ColumnSum, Linear, Resample};
 use super::super::vector::{bf16_high, Fast16, Job, Quads, Quantise, Simd, Words, BF16_NATIVE, F16};
 use super::avx2::{arithmetic, fast16_arithmetic, rows_from, Avx2};
 use super::tables::{
@@ -546,8 +546,8 @@ impl Resample for VbmiRows {
     }
 
     #[inline(always)]
-    fn blocks<const C: usize>(acc: &[u32], kx: usize, area: u32, out: &mut [u8]) {
-        <Avx2 as Resample>::blocks::<C>(acc, kx, area, out)
+    fn blocks<const C: usize, S: ColumnSum>(acc: &[S], kx: usize, area: u32, out: &mut [u8]) {
+        <Avx2 as Resample>::blocks::<C, S>(acc, kx, area, out)
     }
 
     /// 3-byte pixels: the portable loop, which LLVM vectorises with VBMI's
