@@ -254,6 +254,7 @@ pub(crate) fn groups(src: &[u8], index: &[u32], out: &mut [u8]) {
 pub(crate) trait ColumnSum:
     Copy + From<u8> + Into<u32> + std::ops::Add<Output = Self> + std::ops::AddAssign
 {
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // read by x86's `pixel_blocks` alone
     const WIDE: bool;
 }
 

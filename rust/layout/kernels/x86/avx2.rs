@@ -702,6 +702,8 @@ fn pixel_blocks<const C: usize, S: ColumnSum>(acc: &[S], kx: usize, area: u32, o
     // bytes at C d inside the n pixels' C n (no byte past them written, though `out` may go on).
     let inside = |len: usize, reach: usize, stride: usize| len.checked_sub(reach).map_or(0, |room| room / stride + 1);
     let vectors = n.min(inside(acc.len(), C * (kx - 1) + 4, C * kx)).min(inside(C * n, 4, C));
+    // The loads below read a value as 4 bytes where `WIDE`, else as 2.
+    const { assert!(std::mem::size_of::<S>() == if S::WIDE { 4 } else { 2 }) };
     // SAFETY: the callers are compiled with AVX2 (SSE4.1 included). Output
     // pixel d < `vectors` reads the 4 values C kx d + C i.. of `acc`, i < kx,
     // and writes the 4 bytes C d.. of `out`, inside both (`inside`; C n <=
