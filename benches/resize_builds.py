@@ -1,8 +1,8 @@
 """Diagnosis (not a bench with targets): a 1080p frame (a decoder's NV12 or I420 by default; packed RGB with
-``--formats``) into model inputs of several sizes (bilinear, a letterbox, a halving, a 3x3 area shrink), one thread, cached and
-from memory, under two or more builds of npu_zc side by side. Which path a shrink takes (the fused x pass, gathered groups, whole rows) and how the x pass
-reads its rows are the library's choice, so comparing a change of them needs the build before it beside the one
-after.
+``--formats``) into model inputs of several sizes (bilinear, a letterbox, a halving, a 3x3 area shrink), one
+thread, cached and from memory, under two or more builds of npu_zc side by side. Which path a shrink takes (the
+fused x pass, gathered groups, whole rows) and how the x pass reads its rows are the library's choice, so comparing
+a change of them needs the build before it beside the one after.
 
     python3 benches/resize_builds.py OLD_DIR NEW_DIR --rounds 4            # each DIR holds an npu_zc package
     NPU_ZC_SIMD=avx2 python3 benches/resize_builds.py OLD_DIR NEW_DIR       # the AVX2 path

@@ -475,12 +475,15 @@ impl Job<'_> {
             Method::AreaBlocks { kx, ky } => {
                 let rows = dy * ky..(dy + 1) * ky;
                 let area = (kx * ky) as u32;
-                if narrow_sums(*ky) {
-                    unsafe { block_sums(reader, rows, k.sum_rows.0, &mut scratch.sums16) };
-                    unsafe { (k.blocks.0)(&scratch.sums16, *kx, area, line) };
-                } else {
-                    unsafe { block_sums(reader, rows, k.sum_rows.1, &mut scratch.sums) };
-                    unsafe { (k.blocks.1)(&scratch.sums, *kx, area, line) };
+                match &mut scratch.sums {
+                    ColumnSums::Narrow(sums) => unsafe {
+                        block_sums(reader, rows, k.sum_rows.0, sums);
+                        (k.blocks.0)(sums, *kx, area, line)
+                    },
+                    ColumnSums::Wide(sums) => unsafe {
+                        block_sums(reader, rows, k.sum_rows.1, sums);
+                        (k.blocks.1)(sums, *kx, area, line)
+                    },
                 }
             }
             Method::Area { x, y } => {
@@ -523,15 +526,20 @@ unsafe fn block_sums<S: ColumnSum>(
     }
 }
 
+/// An integer shrink's column sums: 16-bit where a block's rows fit them
+/// (`narrow_sums`), else 32-bit; chosen once a band, by the block's height.
+enum ColumnSums {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
 /// Per-band intermediate rows.
 struct Scratch {
     /// Bilinear: two source rows resampled along x, by source row parity.
     ring: [Vec<i16>; 2],
     ring_rows: [Option<u32>; 2],
-    /// Integer shrink: column sums of a band of source rows, 16-bit where
-    /// its rows fit them (`narrow_sums`), else 32-bit.
-    sums16: Vec<u16>,
-    sums: Vec<u32>,
+    /// Integer shrink: column sums of a band of source rows.
+    sums: ColumnSums,
     /// The 2x2 shrink: a row's pixel pairs summed (`pair_sums`).
     pairs: Vec<u16>,
     /// Fractional shrink: weighted column sums.
@@ -552,8 +560,7 @@ impl Scratch {
         Scratch {
             ring: [vec![0; ring], vec![0; ring]],
             ring_rows: [None; 2],
-            sums16: vec![0; if narrow { sums } else { 0 }],
-            sums: vec![0; if narrow { 0 } else { sums }],
+            sums: if narrow { ColumnSums::Narrow(vec![0; sums]) } else { ColumnSums::Wide(vec![0; sums]) },
             pairs: vec![0; pairs],
             acc: vec![0.0; acc],
         }
@@ -749,9 +756,9 @@ mod tests {
         Ok(())
     }
 
-    /// Near-white blocks of 257 and 258 rows, whose column sums reach and
-    /// pass 65535 (16-bit sums would wrap past it, `narrow_sums`): the naive
-    /// means at every level.
+    /// Near-white blocks of 257, 258 and 300 rows, whose column sums reach
+    /// and pass 65535 (16-bit sums would wrap past it, `narrow_sums`): the
+    /// naive means at every level.
     #[test]
     fn bright_tall_blocks_keep_their_means() {
         for ky in [257usize, 258, 300] {
@@ -815,8 +822,8 @@ mod tests {
             check_resize(format, size, dst_size, None, None, interpolation, Fit::Stretch, [0; 3], extra, seed)?;
         }
 
-        /// Integer shrinks whose blocks pass 257 rows, whose column sums do
-        /// not fit 16 bits (`narrow_sums`): the 32-bit sums and their means.
+        /// Integer shrinks of blocks 256-261 rows tall, on both sides of the
+        /// 16-bit sums' bound (`narrow_sums`): either width's sums and means.
         #[test]
         fn tall_integer_shrinks_match_the_naive_reference(
             format in prop::sample::select(vec![Format::Bgr, Format::Bgra, Format::Gray, Format::Nv12]),
